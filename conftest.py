@@ -1,0 +1,27 @@
+"""
+Collects the examples in README.md, docs/*.md and the package's docstrings as tests,
+so no example can go stale.
+"""
+
+from __future__ import annotations
+
+from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
+
+from sybil import Sybil
+from sybil.parsers.markdown import DocTestParser as MarkdownDocTestParser
+from sybil.parsers.markdown import PythonCodeBlockParser
+from sybil.parsers.rest import DocTestParser as RestDocTestParser
+
+_FLAGS = ELLIPSIS | NORMALIZE_WHITESPACE
+
+_markdown = Sybil(
+    parsers=[MarkdownDocTestParser(optionflags=_FLAGS), PythonCodeBlockParser()],
+    patterns=["README.md", "docs/*.md"],
+)
+_docstrings = Sybil(
+    parsers=[RestDocTestParser(optionflags=_FLAGS)],
+    patterns=["workingctx/*.py", "workingctx/**/*.py"],
+    excludes=["workingctx/__main__.py"],
+)
+
+pytest_collect_file = (_markdown + _docstrings).pytest()

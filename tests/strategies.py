@@ -1,0 +1,223 @@
+"""
+Shared Hypothesis strategies for workingctx values.
+
+Every new field or value type gets a strategy here, so every property test sees it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from workingctx.messages import (
+    AnnotationBlock,
+    AnnotationRef,
+    AudioBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    VideoBlock,
+)
+from workingctx.prefix import PrefixContext
+
+# -- plain data -----------------------------------------------------------------
+
+texts = st.text(max_size=40)
+short_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
+ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=10)
+small_ints = st.integers(min_value=0, max_value=10_000)
+
+json_scalars = (
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | texts
+)
+
+
+def json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
+    """
+    Nested JSON-compatible data: dicts with str keys, lists, scalars.
+    """
+    return st.recursive(
+        json_scalars,
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(texts, children, max_size=4),
+        max_leaves=max_leaves,
+    )
+
+
+json_objects = st.dictionaries(texts, json_values(), max_size=5)
+"""A JSON object: what tool arguments and metadata hold."""
+
+nested_payloads = st.recursive(
+    json_scalars | st.tuples(st.integers(), texts) | st.frozensets(st.integers(), max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(texts, children, max_size=4)
+        | st.sets(st.integers(), max_size=3).map(set)
+    ),
+    max_leaves=15,
+)
+"""Nested payloads beyond JSON: also tuples, sets and frozensets, for deep freezing."""
+
+scratchpads = st.dictionaries(short_names, json_values(6), max_size=5)
+
+# -- references and blocks ---------------------------------------------------------
+
+opt_texts = st.none() | texts
+opt_ints = st.none() | small_ints
+
+media_refs = st.one_of(
+    st.builds(MediaRef, kind=st.just("url"), url=texts, mime_type=opt_texts, width=opt_ints, height=opt_ints),
+    st.builds(MediaRef, kind=st.just("file_id"), file_id=texts, mime_type=opt_texts, page=opt_ints),
+    st.builds(
+        MediaRef, kind=st.just("data"), data_base64=texts, mime_type=opt_texts, size_bytes=opt_ints, sha256=opt_texts
+    ),
+)
+annotation_refs = st.builds(
+    AnnotationRef, url=opt_texts, file_id=opt_texts, page=opt_ints, index=opt_ints, title=opt_texts
+)
+
+tool_calls = st.builds(ToolCall, id=ids, name=short_names, arguments=json_objects)
+
+text_blocks = st.builds(TextBlock, text=texts, annotations=st.lists(annotation_refs, max_size=2))
+blocks = st.one_of(
+    text_blocks,
+    st.builds(ImageBlock, media=media_refs, alt_text=opt_texts, bbox=st.none() | st.lists(small_ints, max_size=4)),
+    st.builds(AudioBlock, media=media_refs, transcript=opt_texts, sample_rate=opt_ints, channels=opt_ints),
+    st.builds(VideoBlock, media=media_refs, thumbnail=st.none() | media_refs),
+    st.builds(
+        DocumentBlock,
+        media=media_refs,
+        text=opt_texts,
+        pages=st.none() | st.lists(small_ints, max_size=3),
+        excerpt=opt_texts,
+    ),
+    st.builds(DataBlock, mime_type=texts, data_base64=opt_texts, media=st.none() | media_refs),
+    st.builds(ToolCallBlock, id=ids, name=short_names, args=json_objects, tool_type=opt_texts),
+    st.builds(RemoteToolCallBlock, id=ids, name=short_names, args=json_objects),
+    st.builds(
+        ToolResultBlock,
+        call_id=ids,
+        output=json_values(6),
+        is_error=st.booleans(),
+        status=st.sampled_from([None, "completed", "failed"]),
+    ),
+    st.builds(ReasoningBlock, summary=texts, details=st.none() | st.lists(texts, max_size=3)),
+    st.builds(
+        AnnotationBlock,
+        kind=st.sampled_from(["citation", "note"]),
+        refs=st.lists(annotation_refs, max_size=2),
+        spans=st.none() | st.lists(st.tuples(small_ints, small_ints), max_size=2),
+    ),
+    st.builds(ErrorBlock, message=texts, code=opt_texts, data=st.none() | json_objects),
+)
+
+usages = st.builds(
+    Usage,
+    input_tokens=small_ints,
+    output_tokens=small_ints,
+    cache_read_tokens=small_ints,
+    cache_write_tokens=small_ints,
+    reasoning_tokens=small_ints,
+)
+
+contents = texts | st.lists(blocks, max_size=3).map(tuple)
+
+# -- messages ----------------------------------------------------------------------
+
+
+@st.composite
+def messages(draw: st.DrawFn, *, with_tool_calls: bool | None = None) -> Message:
+    """
+    Any valid message. ``with_tool_calls=True`` forces an assistant message
+    with tool calls, ``False`` forbids tool calls, ``None`` allows both.
+    """
+    if with_tool_calls:
+        role = "assistant"
+    else:
+        role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    calls: list[ToolCall] = []
+    if role == "assistant" and with_tool_calls is not False:
+        calls = draw(st.lists(tool_calls, min_size=1 if with_tool_calls else 0, max_size=3))
+    return Message(
+        role,
+        draw(contents),
+        name=draw(st.none() | short_names),
+        tool_call_id=draw(ids) if role == "tool" and draw(st.booleans()) else None,
+        tool_calls=tuple(calls),
+        id=draw(st.none() | ids | small_ints),
+        metadata=draw(st.dictionaries(short_names, json_values(4), max_size=2)),
+        usage=draw(st.none() | usages),
+        delta=draw(st.booleans()) if role == "assistant" else False,
+    )
+
+
+simple_messages = st.builds(Message, role=st.sampled_from(["system", "user", "assistant"]), content=texts)
+"""Plain text messages without tools: cheap, for laws that do not care about tools."""
+
+prefixes = st.builds(
+    PrefixContext,
+    system_prompt=opt_texts,
+    grounding=st.lists(simple_messages, max_size=2),
+    schema_block=opt_texts,
+    cache_hint=st.booleans(),
+)
+
+
+@st.composite
+def exchanges(draw: st.DrawFn, *, call_prefix: str, final: bool = True) -> list[Message]:
+    """
+    One tool exchange: an assistant message asking for 1-3 parallel calls
+    (sometimes with a reasoning block), every result (in any order), and,
+    when *final*, the assistant's answer.
+    """
+    count = draw(st.integers(1, 3))
+    calls = tuple(
+        ToolCall(f"{call_prefix}-{n}", draw(short_names), draw(st.dictionaries(short_names, texts, max_size=2)))
+        for n in range(count)
+    )
+    content: str | tuple[Any, ...] = draw(texts)
+    if draw(st.booleans()):
+        content = (ReasoningBlock(draw(texts)),)
+    out = [Message("assistant", content, tool_calls=calls)]
+    results = [Message("tool", draw(texts), tool_call_id=call.id, name=call.name) for call in calls]
+    out.extend(draw(st.permutations(results)))
+    if final:
+        out.append(Message("assistant", draw(texts)))
+    return out
+
+
+@st.composite
+def transcripts(draw: st.DrawFn, *, max_turns: int = 6, allow_pending: bool = True) -> list[Message]:
+    """
+    A valid tool-heavy transcript: optional system messages, then turns of a
+    user message followed by plain answers and complete tool exchanges. The
+    very last exchange may be pending (calls without all results yet).
+    """
+    out: list[Message] = [Message("system", draw(texts)) for _ in range(draw(st.integers(0, 2)))]
+    if draw(st.booleans()):
+        out.append(Message("assistant", "Hello, how can I help?"))
+    turns = draw(st.integers(0, max_turns))
+    for turn in range(turns):
+        out.append(Message("user", draw(texts)))
+        for step in range(draw(st.integers(0, 2))):
+            if draw(st.booleans()):
+                out.extend(draw(exchanges(call_prefix=f"t{turn}s{step}")))
+            else:
+                out.append(Message("assistant", draw(texts)))
+        if draw(st.integers(0, 9)) == 0:
+            out.append(Message("system", draw(texts)))
+    if allow_pending and turns and draw(st.booleans()):
+        pending = draw(exchanges(call_prefix="pending", final=False))
+        answered = draw(st.integers(0, len(pending) - 2))
+        out.extend(pending[: 1 + answered])
+    return out

@@ -1,0 +1,72 @@
+"""
+workingctx: an immutable working-context algebra for LLM agents.
+"""
+
+from workingctx.exceptions import (
+    CheckpointError,
+    FrozenPayloadError,
+    InvalidMessageError,
+    MergeError,
+    PositionalScopeError,
+    ScopeError,
+    SerializationError,
+    WorkingCtxError,
+)
+from workingctx.frozen import FrozenDict, FrozenList, deep_freeze, thaw
+from workingctx.messages import (
+    AnnotationBlock,
+    AnnotationRef,
+    AudioBlock,
+    ContentBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    Role,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    VideoBlock,
+)
+from workingctx.prefix import PrefixContext
+
+__all__ = [
+    "AnnotationBlock",
+    "AnnotationRef",
+    "AudioBlock",
+    "CheckpointError",
+    "ContentBlock",
+    "DataBlock",
+    "DocumentBlock",
+    "ErrorBlock",
+    "FrozenDict",
+    "FrozenList",
+    "FrozenPayloadError",
+    "ImageBlock",
+    "InvalidMessageError",
+    "MediaRef",
+    "MergeError",
+    "Message",
+    "PositionalScopeError",
+    "PrefixContext",
+    "ReasoningBlock",
+    "RemoteToolCallBlock",
+    "Role",
+    "ScopeError",
+    "SerializationError",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "Usage",
+    "VideoBlock",
+    "WorkingCtxError",
+    "deep_freeze",
+    "thaw",
+]

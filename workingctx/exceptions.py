@@ -1,0 +1,100 @@
+"""
+The exceptions workingctx raises.
+
+Every error derives from :class:`WorkingCtxError` and also from the built-in
+exception a generic caller would expect (``TypeError`` for a value of the wrong
+kind, ``ValueError`` for a value of the right kind but wrong content), so
+``except ValueError`` keeps working around workingctx calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CheckpointError",
+    "FrozenPayloadError",
+    "InvalidMessageError",
+    "MergeError",
+    "PositionalScopeError",
+    "ScopeError",
+    "SerializationError",
+    "WorkingCtxError",
+]
+
+
+class WorkingCtxError(Exception):
+    """
+    The common base of every error workingctx raises on purpose.
+    """
+
+
+class FrozenPayloadError(WorkingCtxError, TypeError):
+    """
+    A frozen payload (a :class:`~workingctx.FrozenDict` or
+    :class:`~workingctx.FrozenList`) was asked to change in place.
+    """
+
+
+class InvalidMessageError(WorkingCtxError, ValueError):
+    """
+    A message, tool call or content block was built from invalid data.
+
+    Wrong *types* raise :class:`TypeError` directly; this error covers values
+    of the right type that make no sense (an unknown role, a tool call id on a
+    user message, ...).
+    """
+
+
+class ScopeError(WorkingCtxError, ValueError):
+    """
+    A scope was built from, or applied to, something it cannot work with.
+    """
+
+
+class PositionalScopeError(ScopeError, TypeError):
+    """
+    ``matches()`` was called on a positional scope.
+
+    A positional scope (such as :class:`~workingctx.LastNTurns`) decides over the
+    whole message list, so a single message cannot be judged alone. Use
+    :func:`~workingctx.surviving_indices` instead.
+    """
+
+
+class MergeError(WorkingCtxError, ValueError):
+    """
+    Two contexts cannot be merged the way that was asked.
+    """
+
+
+class SerializationError(WorkingCtxError, ValueError):
+    """
+    Data could not be turned back into workingctx values.
+
+    Attributes:
+        path: Where in the data the first problem is, such as
+            ``"$.messages[2].tool_calls[0].arguments"``.
+        problems: Every problem found, as ``(path, description)`` pairs.
+    """
+
+    def __init__(self, message: str, *, path: str = "$", problems: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problems = problems or ((path, message),)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_serialization_error, (type(self), str(self), self.path, self.problems))
+
+
+class CheckpointError(SerializationError):
+    """
+    A checkpoint could not be saved or loaded: damaged, truncated, foreign, or
+    written by a newer schema version. The store is left as it was.
+    """
+
+
+def _rebuild_serialization_error(
+    cls: type[SerializationError], message: str, path: str, problems: tuple[tuple[str, str], ...]
+) -> SerializationError:
+    return cls(message, path=path, problems=problems)

@@ -1,0 +1,823 @@
+"""
+Messages, tool calls, content blocks and token usage: the values of a transcript.
+
+Every class here is a frozen attrs value. Two values built from the same data
+are equal and hash equal in every process: there are no random ids and no
+timestamps, so a transcript can serve as a cache key.
+
+>>> from workingctx import Message, ToolCall
+>>> Message("user", "hi") == Message.user("hi")
+True
+>>> call = ToolCall("c1", "lookup", {"q": "cert"})
+>>> Message.assistant(tool_calls=(call,)).tool_calls[0].arguments
+{'q': 'cert'}
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+from workingctx.exceptions import InvalidMessageError
+from workingctx.frozen import FrozenDict, deep_freeze
+
+__all__ = [
+    "ROLES",
+    "AnnotationBlock",
+    "AnnotationRef",
+    "AudioBlock",
+    "ContentBlock",
+    "DataBlock",
+    "DocumentBlock",
+    "ErrorBlock",
+    "ImageBlock",
+    "MediaRef",
+    "Message",
+    "ReasoningBlock",
+    "RemoteToolCallBlock",
+    "Role",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "Usage",
+    "VideoBlock",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+
+# -- validators and converters ------------------------------------------------
+
+
+def _str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str):
+        msg = f"{attribute.name} must be a str, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _opt_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _str(inst, attribute, value)
+
+
+def _opt_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        msg = f"{attribute.name} must be an int or None, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _nonempty_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _str(inst, attribute, value)
+    if not value:
+        msg = f"{attribute.name} must not be empty; pass the id or name the provider gave"
+        raise InvalidMessageError(msg)
+
+
+def _freeze_mapping(value: object) -> FrozenDict:
+    if not isinstance(value, Mapping):
+        msg = (
+            f"expected a mapping (such as a dict), got {value!r} of type {type(value).__name__}; "
+            "tool arguments are a JSON object: pass a dict, or json.loads() a JSON string first"
+        )
+        raise TypeError(msg)
+    return value if isinstance(value, FrozenDict) else FrozenDict(value)
+
+
+def _freeze_opt_mapping(value: object) -> FrozenDict | None:
+    return None if value is None else _freeze_mapping(value)
+
+
+def _as_tuple(value: object, kind: type[Any] | tuple[type[Any], ...], what: str) -> tuple[Any, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        msg = f"{what} must be a sequence, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    items = tuple(value)
+    for position, item in enumerate(items):
+        if not isinstance(item, kind):
+            msg = f"{what}[{position}] must be a {_kind_name(kind)}, got {item!r} of type {type(item).__name__}"
+            raise TypeError(msg)
+    return items
+
+
+def _kind_name(kind: type[Any] | tuple[type[Any], ...]) -> str:
+    if isinstance(kind, tuple):
+        return " or ".join(k.__name__ for k in kind)
+    return kind.__name__
+
+
+# -- references ---------------------------------------------------------------
+
+
+@attrs.frozen(cache_hash=True)
+class MediaRef:
+    """
+    A pointer to binary media: by URL, by a provider's file id, or inline base64.
+
+    ``kind`` says which of ``url``, ``file_id`` or ``data_base64`` holds it, and
+    that field must be set.
+
+    >>> MediaRef(kind="url", url="https://example.com/a.png", mime_type="image/png").kind
+    'url'
+    """
+
+    kind: Literal["url", "file_id", "data"] = "url"
+    url: str | None = attrs.field(default=None, validator=_opt_str)
+    file_id: str | None = attrs.field(default=None, validator=_opt_str)
+    data_base64: str | None = attrs.field(default=None, validator=_opt_str)
+    mime_type: str | None = attrs.field(default=None, validator=_opt_str)
+    size_bytes: int | None = attrs.field(default=None, validator=_opt_int)
+    sha256: str | None = attrs.field(default=None, validator=_opt_str)
+    filename: str | None = attrs.field(default=None, validator=_opt_str)
+    width: int | None = attrs.field(default=None, validator=_opt_int)
+    height: int | None = attrs.field(default=None, validator=_opt_int)
+    duration_ms: int | None = attrs.field(default=None, validator=_opt_int)
+    page: int | None = attrs.field(default=None, validator=_opt_int)
+
+    def __attrs_post_init__(self) -> None:
+        field = {"url": "url", "file_id": "file_id", "data": "data_base64"}.get(self.kind)
+        if field is None:
+            msg = f"MediaRef kind must be 'url', 'file_id' or 'data', got {self.kind!r}"
+            raise InvalidMessageError(msg)
+        if getattr(self, field) is None:
+            msg = (
+                f"MediaRef(kind={self.kind!r}) needs {field}=...; "
+                "set it, or pick the kind that matches the field you have"
+            )
+            raise InvalidMessageError(msg)
+
+
+@attrs.frozen(cache_hash=True)
+class AnnotationRef:
+    """
+    The source of a citation or note.
+
+    >>> AnnotationRef(url="https://arxiv.org/abs/2303.08774", page=1).page
+    1
+    """
+
+    url: str | None = attrs.field(default=None, validator=_opt_str)
+    file_id: str | None = attrs.field(default=None, validator=_opt_str)
+    page: int | None = attrs.field(default=None, validator=_opt_int)
+    index: int | None = attrs.field(default=None, validator=_opt_int)
+    title: str | None = attrs.field(default=None, validator=_opt_str)
+
+
+def _to_annotations(value: object) -> tuple[AnnotationRef, ...]:
+    return _as_tuple(value, AnnotationRef, "annotations")
+
+
+def _to_refs(value: object) -> tuple[AnnotationRef, ...]:
+    return _as_tuple(value, AnnotationRef, "refs")
+
+
+def _to_bbox(value: object) -> tuple[float, ...] | None:
+    return None if value is None else _as_tuple(value, (int, float), "bbox")
+
+
+def _to_pages(value: object) -> tuple[int, ...] | None:
+    return None if value is None else _as_tuple(value, int, "pages")
+
+
+def _to_details(value: object) -> tuple[str, ...] | None:
+    return None if value is None else _as_tuple(value, str, "details")
+
+
+def _to_spans(value: object) -> tuple[tuple[int, int], ...] | None:
+    if value is None:
+        return None
+    spans = _as_tuple(value, (tuple, list), "spans")
+    for position, span in enumerate(spans):
+        if len(span) != 2 or not all(isinstance(n, int) for n in span):
+            msg = f"spans[{position}] must be a (start, end) pair of ints, got {span!r}"
+            raise TypeError(msg)
+    return tuple((span[0], span[1]) for span in spans)
+
+
+# -- content blocks -----------------------------------------------------------
+
+
+@attrs.frozen(cache_hash=True)
+class TextBlock:
+    """
+    Text, with optional citations.
+    """
+
+    type: ClassVar[Literal["text"]] = "text"
+    text: str = attrs.field(validator=_str)
+    annotations: tuple[AnnotationRef, ...] = attrs.field(default=(), converter=_to_annotations)
+
+
+@attrs.frozen(cache_hash=True)
+class ImageBlock:
+    """
+    An image, referenced through a :class:`MediaRef`.
+    """
+
+    type: ClassVar[Literal["image"]] = "image"
+    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    alt_text: str | None = attrs.field(default=None, validator=_opt_str)
+    bbox: tuple[float, ...] | None = attrs.field(default=None, converter=_to_bbox)
+
+
+@attrs.frozen(cache_hash=True)
+class AudioBlock:
+    """
+    Audio, referenced through a :class:`MediaRef`, with an optional transcript.
+    """
+
+    type: ClassVar[Literal["audio"]] = "audio"
+    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    transcript: str | None = attrs.field(default=None, validator=_opt_str)
+    sample_rate: int | None = attrs.field(default=None, validator=_opt_int)
+    channels: int | None = attrs.field(default=None, validator=_opt_int)
+
+
+@attrs.frozen(cache_hash=True)
+class VideoBlock:
+    """
+    A video, referenced through a :class:`MediaRef`.
+    """
+
+    type: ClassVar[Literal["video"]] = "video"
+    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    thumbnail: MediaRef | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(MediaRef))
+    )
+
+
+@attrs.frozen(cache_hash=True)
+class DocumentBlock:
+    """
+    A document such as a PDF, with optional extracted text, pages and excerpt.
+    """
+
+    type: ClassVar[Literal["document"]] = "document"
+    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    text: str | None = attrs.field(default=None, validator=_opt_str)
+    pages: tuple[int, ...] | None = attrs.field(default=None, converter=_to_pages)
+    excerpt: str | None = attrs.field(default=None, validator=_opt_str)
+
+
+@attrs.frozen(cache_hash=True)
+class DataBlock:
+    """
+    Generic binary data, inline or referenced.
+    """
+
+    type: ClassVar[Literal["data"]] = "data"
+    mime_type: str = attrs.field(validator=_str)
+    data_base64: str | None = attrs.field(default=None, validator=_opt_str)
+    media: MediaRef | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(MediaRef))
+    )
+
+
+@attrs.frozen(cache_hash=True)
+class ToolCallBlock:
+    """
+    A model's request to call a tool, as a content block.
+    """
+
+    type: ClassVar[Literal["tool_call"]] = "tool_call"
+    id: str = attrs.field(validator=_nonempty_str)
+    name: str = attrs.field(validator=_nonempty_str)
+    args: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    tool_type: str | None = attrs.field(default=None, validator=_opt_str)
+
+
+@attrs.frozen(cache_hash=True)
+class RemoteToolCallBlock:
+    """
+    A tool call meant to run on a remote client rather than in the agent.
+    """
+
+    type: ClassVar[Literal["remote_tool_call"]] = "remote_tool_call"
+    id: str = attrs.field(validator=_nonempty_str)
+    name: str = attrs.field(validator=_nonempty_str)
+    args: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    tool_type: str = attrs.field(default="remote", validator=_str)
+
+
+@attrs.frozen(cache_hash=True)
+class ToolResultBlock:
+    """
+    The output of a tool call, linked to it by ``call_id``.
+
+    ``output`` is text or JSON-like data (deep-frozen).
+    """
+
+    type: ClassVar[Literal["tool_result"]] = "tool_result"
+    call_id: str = attrs.field(validator=_nonempty_str)
+    output: Any = attrs.field(default="", converter=deep_freeze)
+    is_error: bool = False
+    status: Literal["completed", "failed"] | None = None
+
+    def output_text(self) -> str:
+        """
+        The output as text: strings as they are, anything else JSON-encoded.
+        """
+        if isinstance(self.output, str):
+            return self.output
+        return json.dumps(self.output, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@attrs.frozen(cache_hash=True)
+class ReasoningBlock:
+    """
+    A reasoning model's thinking: a summary and optional detailed steps.
+    """
+
+    type: ClassVar[Literal["reasoning"]] = "reasoning"
+    summary: str = attrs.field(validator=_str)
+    details: tuple[str, ...] | None = attrs.field(default=None, converter=_to_details)
+
+
+@attrs.frozen(cache_hash=True)
+class AnnotationBlock:
+    """
+    A structured citation or note attached to a response.
+    """
+
+    type: ClassVar[Literal["annotation"]] = "annotation"
+    kind: Literal["citation", "note"] = "citation"
+    refs: tuple[AnnotationRef, ...] = attrs.field(default=(), converter=_to_refs)
+    spans: tuple[tuple[int, int], ...] | None = attrs.field(default=None, converter=_to_spans)
+
+
+@attrs.frozen(cache_hash=True)
+class ErrorBlock:
+    """
+    An error recorded in the conversation.
+    """
+
+    type: ClassVar[Literal["error"]] = "error"
+    message: str = attrs.field(validator=_str)
+    code: str | None = attrs.field(default=None, validator=_opt_str)
+    data: FrozenDict | None = attrs.field(default=None, converter=_freeze_opt_mapping)
+
+
+ContentBlock: TypeAlias = (
+    TextBlock
+    | ImageBlock
+    | AudioBlock
+    | VideoBlock
+    | DocumentBlock
+    | DataBlock
+    | ToolCallBlock
+    | RemoteToolCallBlock
+    | ToolResultBlock
+    | ReasoningBlock
+    | AnnotationBlock
+    | ErrorBlock
+)
+BLOCK_TYPES: tuple[type[Any], ...] = (
+    TextBlock,
+    ImageBlock,
+    AudioBlock,
+    VideoBlock,
+    DocumentBlock,
+    DataBlock,
+    ToolCallBlock,
+    RemoteToolCallBlock,
+    ToolResultBlock,
+    ReasoningBlock,
+    AnnotationBlock,
+    ErrorBlock,
+)
+
+
+# -- tool calls and usage -----------------------------------------------------
+
+
+@attrs.frozen(cache_hash=True)
+class ToolCall:
+    """
+    A tool call the model asked for: its id, the tool's name, and JSON arguments.
+
+    The arguments are deep-frozen, so a message carrying tool calls hashes.
+
+    >>> ToolCall("c1", "openssl", {"host": "example.com"}).arguments
+    {'host': 'example.com'}
+    """
+
+    id: str = attrs.field(validator=_nonempty_str)
+    name: str = attrs.field(validator=_nonempty_str)
+    arguments: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+
+
+def _to_tool_calls(value: object) -> tuple[ToolCall, ...]:
+    return _as_tuple(value, ToolCall, "tool_calls")
+
+
+def _nonneg_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        msg = f"{attribute.name} must be a non-negative int, got {value!r}"
+        raise ValueError(msg)
+
+
+@attrs.frozen(cache_hash=True)
+class Usage:
+    """
+    Token usage of one model call.
+
+    ``input_tokens`` counts fresh (uncached) input; cache reads and writes are
+    counted apart, as the providers bill them.
+
+    >>> Usage.from_openai({"prompt_tokens": 120, "completion_tokens": 8,
+    ...     "prompt_tokens_details": {"cached_tokens": 100}})
+    Usage(input_tokens=20, output_tokens=8, cache_read_tokens=100, cache_write_tokens=0, reasoning_tokens=0)
+    """
+
+    input_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+    output_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+    cache_read_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+    cache_write_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+    reasoning_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+
+    @property
+    def total_tokens(self) -> int:
+        """
+        Every input token (fresh, cache read and cache write) plus the output.
+        """
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
+
+    @classmethod
+    def from_openai(cls, usage: Mapping[str, Any]) -> Usage:
+        """
+        Read an OpenAI usage object (Chat Completions or Responses shape).
+        """
+        prompt = int(usage.get("prompt_tokens", usage.get("input_tokens", 0)) or 0)
+        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+        cached = int(details.get("cached_tokens", 0) or 0)
+        out_details = usage.get("completion_tokens_details") or usage.get("output_tokens_details") or {}
+        return cls(
+            input_tokens=max(prompt - cached, 0),
+            output_tokens=int(usage.get("completion_tokens", usage.get("output_tokens", 0)) or 0),
+            cache_read_tokens=cached,
+            reasoning_tokens=int(out_details.get("reasoning_tokens", 0) or 0),
+        )
+
+    @classmethod
+    def from_anthropic(cls, usage: Mapping[str, Any]) -> Usage:
+        """
+        Read an Anthropic usage object (``input_tokens`` already excludes the cache).
+        """
+        return cls(
+            input_tokens=int(usage.get("input_tokens", 0) or 0),
+            output_tokens=int(usage.get("output_tokens", 0) or 0),
+            cache_read_tokens=int(usage.get("cache_read_input_tokens", 0) or 0),
+            cache_write_tokens=int(usage.get("cache_creation_input_tokens", 0) or 0),
+        )
+
+    @classmethod
+    def from_token_usages(cls, usage: Mapping[str, Any]) -> Usage:
+        """
+        Read the ``prompt_tokens`` / ``completion_tokens`` / ``cache_*_input_tokens``
+        shape some frameworks store per message (the prompt count includes cache reads).
+        """
+        cached = int(usage.get("cache_read_input_tokens", 0) or 0)
+        return cls(
+            input_tokens=max(int(usage.get("prompt_tokens", 0) or 0) - cached, 0),
+            output_tokens=int(usage.get("completion_tokens", 0) or 0),
+            cache_read_tokens=cached,
+            cache_write_tokens=int(usage.get("cache_creation_input_tokens", 0) or 0),
+            reasoning_tokens=int(usage.get("reasoning_tokens", 0) or 0),
+        )
+
+
+# -- the message --------------------------------------------------------------
+
+
+def _content(value: object) -> str | tuple[ContentBlock, ...]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, ToolCall | Message) or not isinstance(value, Iterable) or isinstance(value, bytes | Mapping):
+        msg = (
+            f"content must be a str or a sequence of content blocks, got {value!r} of type {type(value).__name__}; "
+            "pass text as a str, or wrap blocks in a list such as [TextBlock(text=...)]"
+        )
+        raise TypeError(msg)
+    return _as_tuple(value, BLOCK_TYPES, "content")
+
+
+def _role(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in ROLES:
+        msg = (
+            f"unknown role {value!r}; a message's role is one of "
+            "'system', 'user', 'assistant' or 'tool' (exact, lower case)"
+        )
+        raise InvalidMessageError(msg)
+
+
+def _opt_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str | int) or isinstance(value, bool)):
+        msg = f"{attribute.name} must be a str, an int or None, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+@attrs.frozen(cache_hash=True, repr=False)
+class Message:
+    """
+    One turn of a conversation.
+
+    Args:
+        role: ``"system"``, ``"user"``, ``"assistant"`` or ``"tool"``.
+        content: Text, or a sequence of content blocks (stored as a tuple).
+        name: The speaker's or the tool's name, when the provider wants one.
+        tool_call_id: On a tool message, the id of the call it answers.
+        tool_calls: On an assistant message, the tool calls it asks for.
+        id: An explicit id of your own; ``add_messages`` deduplicates on it.
+            Nothing is generated when you leave it out.
+        metadata: Free data of your own, deep-frozen; not sent to providers.
+        usage: Token usage of the call that produced this message.
+        delta: True for a partial streaming chunk (never kept by ``add_messages``).
+
+    Raises:
+        InvalidMessageError: An unknown role, a ``tool_call_id`` on a message
+            that is not a tool result, or ``tool_calls`` on a message that is
+            not the assistant's.
+        TypeError: A field of the wrong type (non-string text, arguments that
+            are not a mapping, ...).
+
+    >>> Message("user", "What changed?").text()
+    'What changed?'
+    """
+
+    role: Role = attrs.field(validator=_role)
+    content: str | tuple[ContentBlock, ...] = attrs.field(default="", converter=_content)
+    name: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
+    tool_call_id: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), kw_only=True, converter=_to_tool_calls)
+    id: str | int | None = attrs.field(default=None, kw_only=True, validator=_opt_id)
+    metadata: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_freeze_mapping, hash=False)
+    usage: Usage | None = attrs.field(
+        default=None,
+        kw_only=True,
+        hash=False,
+        validator=attrs.validators.optional(attrs.validators.instance_of(Usage)),
+    )
+    delta: bool = attrs.field(default=False, kw_only=True)
+    # Per-message caches, filled on first use: never compared, hashed or serialized.
+    _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    _token_counts: dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.tool_call_id is not None and self.role != "tool":
+            msg = (
+                f"tool_call_id={self.tool_call_id!r} is set on a {self.role!r} message; "
+                "only a 'tool' message answers a call: use role='tool'"
+            )
+            raise InvalidMessageError(msg)
+        if self.tool_calls and self.role != "assistant":
+            msg = f"tool_calls are set on a {self.role!r} message; only an 'assistant' message asks for tool calls"
+            raise InvalidMessageError(msg)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.role), repr(self.content)]
+        for name in ("name", "tool_call_id", "tool_calls", "id", "metadata", "usage", "delta"):
+            value = getattr(self, name)
+            if value != _MESSAGE_DEFAULTS[name]:
+                parts.append(f"{name}={value!r}")
+        return f"Message({', '.join(parts)})"
+
+    # -- readers ------------------------------------------------------------
+
+    def text(self) -> str:
+        """
+        The message's text: the content string, or the text of every
+        :class:`TextBlock` and the output of every :class:`ToolResultBlock`,
+        concatenated. Other blocks are skipped.
+        """
+        if isinstance(self.content, str):
+            return self.content
+        parts: list[str] = []
+        for block in self.content:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultBlock):
+                parts.append(block.output_text())
+        return "".join(parts)
+
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        """
+        The ids of the tool calls this message asks for (from ``tool_calls``
+        and from tool-call blocks), in order, without repeats.
+        """
+        ids = [call.id for call in self.tool_calls]
+        if not isinstance(self.content, str):
+            ids.extend(b.id for b in self.content if isinstance(b, ToolCallBlock | RemoteToolCallBlock))
+        return tuple(dict.fromkeys(ids))
+
+    @property
+    def result_ids(self) -> tuple[str, ...]:
+        """
+        The ids of the tool calls this message answers (``tool_call_id`` and
+        tool-result blocks), in order, without repeats.
+        """
+        ids = [] if self.tool_call_id is None else [self.tool_call_id]
+        if not isinstance(self.content, str):
+            ids.extend(b.call_id for b in self.content if isinstance(b, ToolResultBlock))
+        return tuple(dict.fromkeys(ids))
+
+    def digest(self) -> str:
+        """
+        The hex sha256 of this message's canonical JSON encoding.
+
+        Stable across processes, machines and ``PYTHONHASHSEED`` values; equal
+        messages have equal digests. Computed once and cached.
+        """
+        if self._digest is None:
+            from workingctx._canonical import message_digest  # noqa: PLC0415  # breaks an import cycle
+
+            object.__setattr__(self, "_digest", message_digest(self))
+        return self._digest  # type: ignore[return-value]  # set just above
+
+    # -- constructors -------------------------------------------------------
+
+    @classmethod
+    def system(cls, text: str, *, name: str | None = None, id: str | int | None = None) -> Message:  # noqa: A002
+        """
+        A system instruction.
+        """
+        return cls("system", text, name=name, id=id)
+
+    @classmethod
+    def user(cls, text: str, *, name: str | None = None, id: str | int | None = None) -> Message:  # noqa: A002
+        """
+        A message from the person.
+        """
+        return cls("user", text, name=name, id=id)
+
+    @classmethod
+    def assistant(
+        cls,
+        text: str | Iterable[ContentBlock] = "",
+        *,
+        tool_calls: Iterable[ToolCall] = (),
+        name: str | None = None,
+        id: str | int | None = None,  # noqa: A002
+        usage: Usage | None = None,
+    ) -> Message:
+        """
+        A reply from the model, possibly asking for tool calls.
+        """
+        return cls("assistant", text, tool_calls=tuple(tool_calls), name=name, id=id, usage=usage)
+
+    @classmethod
+    def tool(
+        cls,
+        output: str | Iterable[ContentBlock],
+        *,
+        call_id: str,
+        name: str | None = None,
+        id: str | int | None = None,  # noqa: A002
+    ) -> Message:
+        """
+        The result of the tool call *call_id*.
+
+        Raises:
+            InvalidMessageError: *call_id* is empty.
+        """
+        if not isinstance(call_id, str) or not call_id:
+            msg = f"Message.tool needs the id of the call it answers, got call_id={call_id!r}"
+            raise InvalidMessageError(msg)
+        return cls("tool", output, tool_call_id=call_id, name=name, id=id)
+
+    @classmethod
+    def notice(cls, text: str, *, id: str | int | None = None) -> Message:  # noqa: A002
+        """
+        A note from your code to the model: a user message that reads ``[notice] text``.
+        """
+        if not isinstance(text, str):
+            msg = f"Message.notice needs text as a str, got {text!r} of type {type(text).__name__}"
+            raise TypeError(msg)
+        return cls("user", f"[notice] {text}", id=id)
+
+    @classmethod
+    def text_message(cls, text: str, role: Role = "user", *, id: str | int | None = None) -> Message:  # noqa: A002
+        """
+        A text message of any role (the same value as ``Message(role, text)``).
+        """
+        return cls(role, text, id=id)
+
+    @classmethod
+    def tool_message(
+        cls,
+        content: Iterable[ContentBlock],
+        *,
+        id: str | int | None = None,  # noqa: A002
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """
+        A tool message built from blocks, usually :class:`ToolResultBlock`; its
+        ``tool_call_id`` is taken from the single result block when there is one.
+        """
+        blocks = _content(content)
+        results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+        call_id = results[0].call_id if len(results) == 1 else None
+        return cls("tool", blocks, tool_call_id=call_id, id=id, metadata=metadata or {})
+
+    @classmethod
+    def multimodal_message(
+        cls,
+        content_blocks: Iterable[ContentBlock],
+        role: Role = "user",
+        *,
+        id: str | int | None = None,  # noqa: A002
+    ) -> Message:
+        """
+        A message from blocks of your own.
+        """
+        return cls(role, tuple(content_blocks), id=id)
+
+    @classmethod
+    def image_message(
+        cls,
+        *,
+        image_url: str | None = None,
+        image_base64: str | None = None,
+        mime_type: str = "image/png",
+        text: str | None = None,
+        role: Role = "user",
+        id: str | int | None = None,  # noqa: A002
+    ) -> Message:
+        """
+        A message with an optional text block and one image, by URL or inline base64.
+
+        Raises:
+            InvalidMessageError: neither *image_url* nor *image_base64* is given.
+        """
+        if image_url is not None:
+            media = MediaRef(kind="url", url=image_url, mime_type=mime_type)
+        elif image_base64 is not None:
+            media = MediaRef(kind="data", data_base64=image_base64, mime_type=mime_type)
+        else:
+            msg = "image_message needs image_url=... or image_base64=..."
+            raise InvalidMessageError(msg)
+        blocks: list[ContentBlock] = [] if text is None else [TextBlock(text)]
+        blocks.append(ImageBlock(media))
+        return cls(role, tuple(blocks), id=id)
+
+    @classmethod
+    def from_file(
+        cls,
+        file_path: str | Path,
+        mime_type: str | None = None,
+        text: str | None = None,
+        role: Role = "user",
+        *,
+        id: str | int | None = None,  # noqa: A002
+    ) -> Message:
+        """
+        A message carrying a file inline (base64): an image, audio or video
+        block by MIME type, a document block otherwise.
+
+        Raises:
+            FileNotFoundError: *file_path* does not exist.
+        """
+        path = Path(file_path)
+        data = path.read_bytes()
+        mime = mime_type or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        media = MediaRef(
+            kind="data",
+            data_base64=base64.b64encode(data).decode("ascii"),
+            mime_type=mime,
+            size_bytes=len(data),
+            filename=path.name,
+        )
+        block: ContentBlock
+        if mime.startswith("image/"):
+            block = ImageBlock(media)
+        elif mime.startswith("audio/"):
+            block = AudioBlock(media)
+        elif mime.startswith("video/"):
+            block = VideoBlock(media)
+        else:
+            block = DocumentBlock(media)
+        blocks: tuple[ContentBlock, ...] = (block,) if text is None else (TextBlock(text), block)
+        return cls(role, blocks, id=id)
+
+
+_MESSAGE_DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "tool_call_id": None,
+    "tool_calls": (),
+    "id": None,
+    "metadata": {},
+    "usage": None,
+    "delta": False,
+}

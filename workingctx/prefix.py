@@ -1,0 +1,92 @@
+"""
+The prefix: the frozen, cache-stable head of every request.
+
+>>> from workingctx import Message, PrefixContext
+>>> prefix = PrefixContext(
+...     system_prompt="You are a careful research assistant.",
+...     grounding=(Message("system", "Q3 pricing: input $3/Mtok."),),
+... )
+>>> [m.role for m in prefix.as_messages()]
+['system', 'system']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from workingctx.messages import Message
+
+__all__ = ["PrefixContext"]
+
+
+def _grounding(value: object) -> tuple[Message, ...]:
+    if isinstance(value, Message | str | bytes) or not isinstance(value, Iterable):
+        msg = f"grounding must be a sequence of Message values, got {value!r}; wrap a single message in a tuple"
+        raise TypeError(msg)
+    items = tuple(value)
+    for position, item in enumerate(items):
+        if not isinstance(item, Message):
+            msg = (
+                f"grounding[{position}] must be a Message, got {item!r} of type {type(item).__name__}; "
+                "wrap text as Message('system', text)"
+            )
+            raise TypeError(msg)
+    return items
+
+
+def _opt_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        msg = f"{attribute.name} must be a str or None, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+@attrs.frozen(cache_hash=True)
+class PrefixContext:
+    """
+    The system prompt, grounding messages and schema block sent first on every call.
+
+    Frozen: assigning a field raises ``attrs.exceptions.FrozenInstanceError``,
+    and no mutator of :class:`~workingctx.WorkingContext` can reach it. Changing
+    the prefix means building a new one, which is exactly when the provider's
+    prompt cache is lost. Equality and hash are structural.
+
+    Args:
+        system_prompt: Rendered first, as a system message; left out when None.
+        grounding: Messages rendered after the system prompt, in order.
+        schema_block: Rendered last, as a system message named ``schema``.
+        cache_hint: Ask the provider adapter to mark the prefix cacheable.
+    """
+
+    system_prompt: str | None = attrs.field(default=None, validator=_opt_str)
+    grounding: tuple[Message, ...] = attrs.field(default=(), converter=_grounding)
+    schema_block: str | None = attrs.field(default=None, validator=_opt_str)
+    cache_hint: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    def as_messages(self) -> list[Message]:
+        """
+        Render the prefix: system prompt, grounding in order, schema block.
+
+        Returns a new list on every call, so a caller that changes it cannot
+        reach the prefix.
+        """
+        rendered: list[Message] = []
+        if self.system_prompt is not None:
+            rendered.append(Message("system", self.system_prompt))
+        rendered.extend(self.grounding)
+        if self.schema_block is not None:
+            rendered.append(Message("system", self.schema_block, name="schema"))
+        return rendered
+
+    def digest(self) -> str:
+        """
+        The hex sha256 of the prefix's canonical encoding, stable across processes.
+        """
+        if self._digest is None:
+            from workingctx._canonical import prefix_digest  # noqa: PLC0415  # breaks an import cycle
+
+            object.__setattr__(self, "_digest", prefix_digest(self))
+        return self._digest  # type: ignore[return-value]  # set just above
