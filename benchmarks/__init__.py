@@ -1,0 +1,3 @@
+"""
+workingctx benchmarks: ``python -m benchmarks`` prints one table.
+"""
