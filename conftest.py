@@ -8,18 +8,17 @@ from __future__ import annotations
 from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
 
 from sybil import Sybil
-from sybil.parsers.markdown import DocTestParser as MarkdownDocTestParser
 from sybil.parsers.markdown import PythonCodeBlockParser
-from sybil.parsers.rest import DocTestParser as RestDocTestParser
+from sybil.parsers.rest import DocTestParser
 
 _FLAGS = ELLIPSIS | NORMALIZE_WHITESPACE
 
 _markdown = Sybil(
-    parsers=[MarkdownDocTestParser(optionflags=_FLAGS), PythonCodeBlockParser()],
+    parsers=[PythonCodeBlockParser(doctest_optionflags=_FLAGS)],
     patterns=["README.md", "docs/*.md"],
 )
 _docstrings = Sybil(
-    parsers=[RestDocTestParser(optionflags=_FLAGS)],
+    parsers=[DocTestParser(optionflags=_FLAGS)],
     patterns=["workingctx/*.py", "workingctx/**/*.py"],
     excludes=["workingctx/__main__.py"],
 )

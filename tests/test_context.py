@@ -1,0 +1,498 @@
+"""
+Tests for workingctx.context: the four axes, fork, merge and concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import json_values, messages, scratchpads, short_names, simple_messages, transcripts
+from workingctx import (
+    MergeError,
+    Message,
+    MutationJournal,
+    PrefixContext,
+    ToolCall,
+    WorkingContext,
+)
+
+
+class TestSmallestThing:
+    def test_reference_example(self):
+        """
+        One message in the tail, the prefix rendered first, a note read back,
+        and 25 tokens for the whole request.
+        """
+        ctx = WorkingContext(prefix=PrefixContext(system_prompt="You are a careful research assistant."))
+        ctx.append(Message("user", "What changed in the pricing table?"))
+        ctx.note("ticket", "ENG-4412")
+
+        assert 1 == ctx.size()
+        assert ["system", "user"] == [m.role for m in ctx.assembled()]
+        assert "ENG-4412" == ctx.get("ticket")
+        assert 25 == asyncio.run(ctx.tokens())
+
+    def test_prefix_is_frozen_and_rendered_first(self):
+        """
+        The grounding follows the system prompt; assigning a prefix field raises
+        attrs' FrozenInstanceError.
+        """
+        prefix = PrefixContext(
+            system_prompt="You are a careful research assistant.",
+            grounding=(Message("system", "Q3 pricing: input $3/Mtok, output $15/Mtok."),),
+        )
+        ctx = WorkingContext(prefix=prefix)
+        ctx.append(Message("user", "What is the output price?"))
+
+        assert [
+            "system | You are a careful research assistant.",
+            "system | Q3 pricing: input $3/Mtok, output $15/Mtok.",
+            "user | What is the output price?",
+        ] == [f"{m.role} | {m.content}" for m in ctx.assembled()]
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            prefix.system_prompt = "something else"  # type: ignore[misc]
+
+    def test_tokens_of_the_tool_transcript(self):
+        """
+        A context built from the three-message tool transcript counts 37.
+        """
+        transcript = [
+            Message("user", "check the cert"),
+            Message("assistant", "", tool_calls=(ToolCall("c1", "openssl", {"host": "example.com", "port": 443}),)),
+            Message("tool", "notAfter=2026-08-01", name="openssl", tool_call_id="c1"),
+        ]
+        assert 37 == asyncio.run(WorkingContext(messages=transcript).tokens())
+
+    @given(st.lists(simple_messages, max_size=8), st.lists(simple_messages, max_size=8))
+    def test_recount_after_append_equals_fresh_count(self, first, second):
+        """
+        The incremental count after appends equals a count from scratch.
+        """
+        ctx = WorkingContext(messages=first)
+        ctx.count_tokens()
+        ctx.extend(second)
+        assert WorkingContext(messages=first + second).count_tokens() == ctx.count_tokens()
+
+    def test_no_mutator_reaches_the_prefix(self):
+        """
+        Appending, noting and clearing leave the prefix object as it was.
+        """
+        prefix = PrefixContext(system_prompt="s")
+        ctx = WorkingContext(prefix=prefix).append(Message("user", "u")).note("k", 1).clear_messages()
+        assert ctx.prefix is prefix
+        with pytest.raises(AttributeError):
+            ctx.prefix = PrefixContext()  # type: ignore[misc]
+
+
+class TestBadInput:
+    def test_third_of_five_bad_changes_nothing(self):
+        """
+        A non-Message third argument raises a TypeError naming it, and none of
+        the five is appended.
+        """
+        ctx = WorkingContext().append(Message("user", "before"))
+        good = Message("assistant", "ok")
+        with pytest.raises(TypeError, match=r"item 2 is 'oops' of type str, not a Message"):
+            ctx.append(good, good, "oops", good, good)  # type: ignore[arg-type]
+        assert ["before"] == [m.content for m in ctx.messages]
+
+    def test_extend_checks_everything_first(self):
+        """
+        extend() with a bad item in the middle appends nothing.
+        """
+        ctx = WorkingContext()
+        with pytest.raises(TypeError, match="item 1"):
+            ctx.extend([Message("user", "a"), {"role": "user"}, Message("user", "b")])  # type: ignore[list-item]
+        assert 0 == ctx.size()
+
+    def test_append_a_list_suggests_extend(self):
+        """
+        Passing a list to append() says to use extend().
+        """
+        with pytest.raises(TypeError, match="extend"):
+            WorkingContext().append([Message("user", "a")])  # type: ignore[arg-type]
+
+    def test_non_str_scratchpad_key(self):
+        """
+        A non-str key raises a TypeError naming the key, and nothing is set.
+        """
+        ctx = WorkingContext().note("a", 1)
+        with pytest.raises(TypeError, match="got 3 of type int"):
+            ctx.note(3, "x")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="got 3 of type int"):
+            ctx.update_scratchpad({"b": 2, 3: "x"})  # type: ignore[dict-item]
+        assert {"a": 1} == ctx.scratchpad
+
+    def test_bad_constructor_arguments(self):
+        """
+        Wrong types for prefix, messages, scratchpad and limit raise clearly.
+        """
+        with pytest.raises(TypeError, match="PrefixContext"):
+            WorkingContext(prefix="You are terse.")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="wrap one message"):
+            WorkingContext(messages=Message("user", "x"))  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="scratchpad keys"):
+            WorkingContext(scratchpad={1: "x"})  # type: ignore[dict-item]
+        with pytest.raises(ValueError, match="limit"):
+            WorkingContext(limit=-1)
+
+    def test_unknown_role_is_refused_before_append(self):
+        """
+        A message with an unknown role cannot even be built.
+        """
+        with pytest.raises(ValueError, match="unknown role 'System'"):
+            Message("System", "x")  # type: ignore[arg-type]
+
+
+class TestFork:
+    def test_reference_example(self):
+        """
+        The child's message and note do not reach the parent.
+        """
+        parent = WorkingContext()
+        parent.append(Message("user", "Summarise the incident."))
+        parent.note("owner", "sre")
+
+        child = parent.fork()
+        child.append(Message("assistant", "Root cause: expired cert."))
+        child.note("owner", "me")
+
+        assert (1, "sre") == (parent.size(), parent.get("owner"))
+        assert (2, "me") == (child.size(), child.get("owner"))
+
+    def test_fork_shares_prefix_and_inherits_settings(self):
+        """
+        The prefix object is shared; counter, limit and shared are inherited;
+        the lock is new; the journal is seeded and committed.
+        """
+        parent = WorkingContext(prefix=PrefixContext(system_prompt="s"), limit=100, shared=True)
+        parent.journal.record("e1")
+        child = parent.fork()
+        assert child.prefix is parent.prefix
+        assert (child.counter, child.limit, child.shared) == (parent.counter, parent.limit, parent.shared)
+        assert child.lock is not parent.lock
+        assert ("e1",) == child.journal.view()
+        assert not child.journal.has_uncommitted()
+
+    @given(
+        base=st.lists(simple_messages, max_size=5),
+        notes=scratchpads,
+        parent_later=st.lists(simple_messages, max_size=3),
+        child_later=st.lists(simple_messages, max_size=3),
+        key=short_names,
+        value=json_values(4),
+    )
+    def test_fork_and_parent_never_see_each_others_writes(self, base, notes, parent_later, child_later, key, value):
+        """
+        After a fork, messages, notes (nested included) and journal entries
+        written on one side never show on the other.
+        """
+        parent = WorkingContext(messages=base, scratchpad={"nested": {"list": [1]}, **notes})
+        before_parent = parent.freeze()
+        child = parent.fork()
+        before_child = child.freeze()
+        assert before_parent == before_child
+
+        parent.extend(parent_later).note(key, value)
+        parent.journal.record("parent")
+        child.extend(child_later).note(key + "_child", value)
+        child.scratchpad["nested"]["list"].append(2)
+        child.journal.record("child")
+
+        assert list(before_parent.messages) + parent_later == list(parent.messages)
+        assert list(before_child.messages) + child_later == list(child.messages)
+        assert [1] == parent.scratchpad["nested"]["list"]
+        assert key + "_child" not in parent.scratchpad or key + "_child" in notes
+        assert "child" not in parent.journal.view()
+        assert "parent" not in child.journal.view()
+
+
+class TestMerge:
+    def test_reference_union_and_concat(self):
+        """
+        Two contexts holding the same tool message: union keeps one, concat two.
+        """
+        hit = Message("tool", "cert expired 2026-08-01", name="lookup")
+        a = WorkingContext().append(hit)
+        b = WorkingContext().append(hit)
+
+        union = WorkingContext()
+        union.merge(a, mode="union").merge(b, mode="union")
+        assert 1 == len(union.messages)
+
+        concat = WorkingContext()
+        concat.merge(a).merge(b)
+        assert 2 == len(concat.messages)
+
+    def test_union_keeps_calls_that_differ_only_in_arguments(self):
+        """
+        Two tool-call messages sharing a call id but not arguments are not
+        equal, so union keeps both (and hashing them does not raise).
+        """
+        one = Message("assistant", "", tool_calls=(ToolCall("c1", "search", {"q": "a"}),))
+        two = Message("assistant", "", tool_calls=(ToolCall("c1", "search", {"q": "b"}),))
+        assert hash(one) != hash(two) or one != two
+        ctx = WorkingContext().append(one)
+        ctx.merge(WorkingContext().append(two), mode="union")
+        assert [one, two] == list(ctx.messages)
+
+    def test_concat_after_fork_duplicates_history_delta_does_not(self):
+        """
+        A fork merged back with concat repeats the shared message; delta adds
+        only the reply.
+        """
+        parent = WorkingContext().append(Message("user", "q"))
+        child = parent.fork().append(Message("assistant", "a"))
+        assert 3 == WorkingContext(messages=parent.messages).merge(child).size()
+
+        parent.merge(child, mode="delta")
+        assert ["q", "a"] == [m.content for m in parent.messages]
+
+    def test_delta_twice_applies_once(self):
+        """
+        Merging the same child's delta twice appends its work once; new work
+        after the first merge arrives with the second.
+        """
+        parent = WorkingContext().append(Message("user", "q"))
+        child = parent.fork().append(Message("assistant", "a1"))
+        parent.merge(child, mode="delta").merge(child, mode="delta")
+        child.append(Message("assistant", "a2"))
+        parent.merge(child, mode="delta")
+        assert ["q", "a1", "a2"] == [m.content for m in parent.messages]
+
+    def test_delta_refuses_a_stranger(self):
+        """
+        delta with a context that is not a fork of this one raises MergeError
+        and changes nothing.
+        """
+        parent = WorkingContext().append(Message("user", "q"))
+        stranger = WorkingContext().append(Message("user", "other"))
+        stranger.note("k", 1)
+        with pytest.raises(MergeError, match="mode='union'"):
+            parent.merge(stranger, mode="delta")
+        assert 1 == parent.size()
+        assert {} == parent.scratchpad
+
+    def test_delta_from_a_grandchild(self):
+        """
+        A fork of a fork merges into the grandparent with only its own and
+        its parent's additions.
+        """
+        root = WorkingContext().append(Message("user", "q"))
+        child = root.fork().append(Message("assistant", "c"))
+        grandchild = child.fork().append(Message("assistant", "g"))
+        root.merge(grandchild, mode="delta")
+        assert ["q", "c", "g"] == [m.content for m in root.messages]
+
+    def test_delta_only_applies_notes_the_fork_changed(self):
+        """
+        A parent's newer note is not overwritten by the child's stale copy of it.
+        """
+        parent = WorkingContext().note("stage", "plan").note("owner", "sre")
+        child = parent.fork().note("owner", "me")
+        parent.note("stage", "act")
+        parent.merge(child, mode="delta")
+        assert {"stage": "act", "owner": "me"} == parent.scratchpad
+
+    def test_scratchpad_policies(self):
+        """
+        last-write-wins by default; 'raise' refuses a conflict and changes
+        nothing; a per-key reducer combines.
+        """
+        base = WorkingContext().note("items", [1]).note("k", "a")
+        other = WorkingContext().note("items", [2]).note("k", "b")
+        merged = base.fork().merge(other)
+        assert {"items": [2], "k": "b"} == merged.scratchpad
+
+        strict = base.fork()
+        with pytest.raises(MergeError, match="scratchpad conflict on 'items'"):
+            strict.merge(other, scratchpad="raise")
+        assert {"items": [1], "k": "a"} == strict.scratchpad
+
+        combined = base.fork().merge(other, scratchpad={"items": lambda old, new: old + new})
+        assert {"items": [1, 2], "k": "b"} == combined.scratchpad
+
+    def test_journal_entries_applied_as_they_are(self):
+        """
+        The other's uncommitted entries arrive unchanged (attribution intact)
+        and are acknowledged there.
+        """
+        parent = WorkingContext()
+        parent.journal.record({"agent_id": "parent"})
+        child = parent.fork()
+        entry = {"kind": "row_written", "agent_id": "enricher-a"}
+        child.journal.record(entry)
+        parent.merge(child, mode="delta")
+        assert entry is parent.journal.view()[-1]
+        assert 2 == parent.journal.size()
+        assert not child.journal.has_uncommitted()
+
+    def test_merge_copies_notes(self):
+        """
+        A merged nested note is a copy: later writes in the child do not reach
+        the parent.
+        """
+        parent = WorkingContext()
+        child = parent.fork().note("plan", {"steps": ["a"]})
+        parent.merge(child, mode="delta")
+        child.scratchpad["plan"]["steps"].append("b")
+        assert {"steps": ["a"]} == parent.get("plan")
+
+    def test_unknown_mode(self):
+        """
+        An unknown mode raises MergeError naming it.
+        """
+        with pytest.raises(MergeError, match="'zip'"):
+            WorkingContext().merge(WorkingContext(), mode="zip")  # type: ignore[arg-type]
+
+    @given(st.lists(simple_messages, max_size=6), st.lists(simple_messages, max_size=6), scratchpads)
+    def test_union_twice_equals_once(self, mine, theirs, notes):
+        """
+        merge(x, "union") is idempotent.
+        """
+        other = WorkingContext(messages=theirs, scratchpad=notes)
+        once = WorkingContext(messages=mine).merge(other, mode="union")
+        twice = WorkingContext(messages=mine).merge(other, mode="union").merge(other, mode="union")
+        assert once.freeze() == twice.freeze()
+
+    @given(st.lists(simple_messages, max_size=6), st.lists(simple_messages, max_size=6))
+    def test_union_is_multiset_max(self, mine, theirs):
+        """
+        After a union every message occurs as often as in the more frequent side.
+        """
+        merged = WorkingContext(messages=mine).merge(WorkingContext(messages=theirs), mode="union")
+        mine_count, theirs_count = Counter(mine), Counter(theirs)
+        expected = {m: max(mine_count[m], theirs_count[m]) for m in mine_count | theirs_count}
+        assert expected == dict(Counter(merged.messages))
+        assert mine == list(merged.messages[: len(mine)])
+
+    @given(
+        base=st.lists(simple_messages, max_size=4),
+        additions=st.lists(st.lists(simple_messages, max_size=3), min_size=1, max_size=4),
+        seed=st.integers(0, 1000),
+    )
+    def test_children_merged_in_fork_order_whatever_finished_first(self, base, additions, seed):
+        """
+        Children forked one after another and merged in fork order give one
+        result, however their work interleaved.
+        """
+        parent = WorkingContext(messages=base)
+        children = [parent.fork() for _ in additions]
+        turns = [i for i, batch in enumerate(additions) for _ in batch]
+        random.Random(seed).shuffle(turns)
+        queues = [list(batch) for batch in additions]
+        for i in turns:  # the children's work interleaves; each child's own order holds
+            children[i].append(queues[i].pop(0))
+        for child in children:
+            parent.merge(child, mode="delta")
+        assert base + [m for batch in additions for m in batch] == list(parent.messages)
+
+
+class TestSlice:
+    def test_writes_to_a_slice_never_reach_the_parent(self):
+        """
+        Appending and noting on a slice leaves the parent as it was.
+        """
+        from workingctx import RoleFilter  # noqa: PLC0415
+
+        parent = WorkingContext(shared=True).append(Message("user", "q"), Message("assistant", "a"))
+        parent.note("plan", {"steps": []})
+        part = parent.slice(RoleFilter({"user"}))
+        part.append(Message("user", "more")).note("x", 1)
+        part.scratchpad["plan"]["steps"].append("s")
+        assert ["q", "a"] == [m.content for m in parent.messages]
+        assert {"plan": {"steps": []}} == parent.scratchpad
+        assert part.shared is False
+        assert part.prefix is parent.prefix
+
+
+class TestConcurrency:
+    def test_reference_blackboard(self):
+        """
+        Three workers each append a pair with an await in between, under the
+        lock: the pairs come out whole and in order.
+        """
+
+        async def main() -> list[str]:
+            board = WorkingContext(shared=True)
+
+            async def worker(name: str) -> None:
+                async def add_pair(ctx: WorkingContext) -> None:
+                    ctx.append(Message("assistant", f"{name}: starting"))
+                    await asyncio.sleep(0)
+                    ctx.append(Message("assistant", f"{name}: done"))
+
+                await board.apply_locked(add_pair)
+
+            await asyncio.gather(*(worker(n) for n in ("a", "b", "c")))
+            return [str(m.content) for m in board.messages]
+
+        assert [
+            "a: starting",
+            "a: done",
+            "b: starting",
+            "b: done",
+            "c: starting",
+            "c: done",
+        ] == asyncio.run(main())
+
+    def test_thousand_read_modify_writes_lose_nothing(self):
+        """
+        1,000 coroutines each read a counter, yield, and write it back plus
+        one, under the lock: the final value is 1,000.
+        """
+
+        async def main() -> int:
+            board = WorkingContext(shared=True).note("n", 0)
+
+            async def bump(ctx: WorkingContext) -> None:
+                value = ctx.get("n")
+                await asyncio.sleep(0)
+                ctx.note("n", value + 1)
+
+            await asyncio.gather(*(board.apply_locked(bump) for _ in range(1000)))
+            return int(board.get("n"))
+
+        assert 1000 == asyncio.run(main())
+
+    def test_apply_locked_accepts_sync_functions_and_returns(self):
+        """
+        A sync function runs under the lock and its result comes back.
+        """
+
+        async def main() -> int:
+            ctx = WorkingContext()
+            return await ctx.apply_locked(lambda c: c.append(Message("user", "x")).size())
+
+        assert 1 == asyncio.run(main())
+
+
+class TestStateMachineLite:
+    @given(transcripts(), st.data())
+    def test_messages_view_is_a_snapshot(self, transcript, data):
+        """
+        ctx.messages taken before an append does not change after it.
+        """
+        ctx = WorkingContext(messages=transcript)
+        view = ctx.messages
+        ctx.append(data.draw(messages()))
+        assert tuple(transcript) == view
+        assert len(transcript) + 1 == ctx.size()
+
+
+def test_journal_argument_forms():
+    """
+    A journal can be passed as a MutationJournal or as seed entries (committed).
+    """
+    journal: MutationJournal[str] = MutationJournal()
+    assert WorkingContext(journal=journal).journal is journal
+    seeded = WorkingContext(journal=["a", "b"]).journal
+    assert ("a", "b") == seeded.view()
+    assert not seeded.has_uncommitted()

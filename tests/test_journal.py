@@ -1,0 +1,82 @@
+"""
+Tests for workingctx.journal.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workingctx import MutationJournal, WorkingContext
+
+
+class TestReferenceExample:
+    def test_watermark_streams_only_new_entries(self):
+        """
+        Two records are uncommitted; after the parent absorbs them only a new
+        record ships, and the history stays whole.
+        """
+        ctx = WorkingContext()
+        ctx.journal.record({"kind": "row_written", "id": 1, "agent_id": "enricher-a"})
+        ctx.journal.record({"kind": "row_written", "id": 2, "agent_id": "enricher-a"})
+
+        assert (True, 2) == (ctx.journal.has_uncommitted(), ctx.journal.size())
+        assert 2 == len(ctx.journal.diff())
+
+        ctx.journal.mark_committed()
+        assert ctx.journal.has_uncommitted() is False
+
+        ctx.journal.record({"kind": "row_written", "id": 3, "agent_id": "enricher-a"})
+        assert 1 == len(ctx.journal.diff())
+        assert 3 == len(ctx.journal.view())
+
+    def test_seed_entries_start_committed(self):
+        """
+        A journal rebuilt from seed entries has nothing uncommitted.
+        """
+        seeded: MutationJournal[dict[str, str]] = MutationJournal([{"kind": "restored"}])
+        assert seeded.has_uncommitted() is False
+        assert () == seeded.diff()
+        assert 1 == seeded.size()
+
+
+entries = st.lists(st.integers(), max_size=20)
+
+
+class TestLaws:
+    @given(seed=entries, before=entries, after=entries)
+    def test_diff_is_what_came_after_the_watermark(self, seed, before, after):
+        """
+        diff() holds exactly the entries recorded since the last commit, and
+        view() every entry in order.
+        """
+        journal: MutationJournal[int] = MutationJournal(seed)
+        for entry in before:
+            journal.record(entry)
+        journal.mark_committed()
+        journal.apply(after)
+
+        assert tuple(after) == journal.diff()
+        assert tuple(seed + before + after) == journal.view()
+        assert bool(after) == journal.has_uncommitted()
+        assert len(seed) + len(before) == journal.committed
+
+    @given(entries, entries)
+    def test_apply_never_rewrites(self, first, second):
+        """
+        apply() appends the given entries as they are, after what was there.
+        """
+        journal: MutationJournal[int] = MutationJournal(first)
+        journal.apply(second)
+        assert tuple(first + second) == journal.view()
+
+    def test_view_is_a_copy(self):
+        """
+        A view taken earlier does not show later records.
+        """
+        journal: MutationJournal[str] = MutationJournal()
+        journal.record("a")
+        view = journal.view()
+        journal.record("b")
+        assert ("a",) == view
+        assert ["a", "b"] == list(journal)

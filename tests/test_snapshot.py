@@ -1,0 +1,306 @@
+"""
+Tests for workingctx.snapshot: freeze, hash, digest, diff and the common prefix.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import json_values, messages, prefixes, scratchpads, short_names, transcripts
+from workingctx import (
+    ContextDiff,
+    FrozenContext,
+    FrozenPayloadError,
+    Message,
+    PrefixContext,
+    ToolCall,
+    WorkingContext,
+    common_prefix_length,
+)
+
+
+@st.composite
+def contexts(draw: st.DrawFn) -> WorkingContext:
+    """
+    A live context with a random prefix, tool-heavy tail, notes and journal.
+    """
+    ctx = WorkingContext(prefix=draw(prefixes), messages=draw(transcripts(max_turns=3)), scratchpad=draw(scratchpads))
+    for entry in draw(st.lists(json_values(3), max_size=3)):
+        ctx.journal.record(entry)
+    return ctx
+
+
+class TestReferenceExamples:
+    def test_freeze_hash_pickle_deepcopy(self):
+        """
+        A snapshot with a nested note hashes, pickles and deep-copies to an
+        equal value, and a later append does not show in it.
+        """
+        ctx = WorkingContext()
+        ctx.append(Message("user", "hello"))
+        ctx.note("plan", {"steps": ["a", "b"]})
+
+        snap = ctx.freeze()
+        assert hash(snap) == hash(ctx.freeze())
+        assert pickle.loads(pickle.dumps(snap)) == snap
+        assert copy.deepcopy(snap) == snap
+
+        ctx.append(Message("assistant", "hi"))
+        assert (1, 2) == (len(snap.messages), len(ctx.messages))
+
+    def test_diff(self):
+        """
+        A fork's diff against its parent: one message added, one note changed,
+        the same prefix; the diff refuses writes.
+        """
+        before = WorkingContext().append(Message("user", "q1")).note("stage", "plan")
+        after = before.fork().append(Message("assistant", "a1")).note("stage", "act")
+
+        d = after.diff(before)
+        assert (1, 0) == (len(d.messages_added), len(d.messages_removed))
+        assert {"stage": "act"} == d.scratchpad_changes
+        assert "{'stage': 'act'}" == repr(d.scratchpad_changes)
+        assert d.prefix_changed is False
+        with pytest.raises(TypeError) as caught:
+            d.scratchpad_changes["stage"] = "tampered"  # type: ignore[index]
+        assert (
+            "this payload belongs to a frozen value and cannot be mutated in place" == str(caught.value).split(".")[0]
+        )
+
+    def test_snapshot_scratchpad_is_frozen_and_detached(self):
+        """
+        A nested write on the live context does not reach the snapshot, and
+        the snapshot's nested value refuses writes.
+        """
+        ctx = WorkingContext().note("plan", {"steps": ["a"]})
+        snap = ctx.freeze()
+        ctx.scratchpad["plan"]["steps"].append("b")
+        assert {"plan": {"steps": ["a"]}} == dict(snap.scratchpad)
+        with pytest.raises(FrozenPayloadError) as caught:
+            dict(snap.scratchpad)["plan"]["steps"].append("b")
+        assert str(caught.value).startswith("this payload belongs to a frozen value and cannot be mutated in place.")
+
+    def test_resumed_context_is_writable_at_every_depth(self):
+        """
+        A context rebuilt from a snapshot accepts nested writes.
+        """
+        snap = WorkingContext().note("plan", {"steps": ["a"]}).freeze()
+        live = snap.to_context()
+        live.scratchpad["plan"]["steps"].append("b")
+        live.note("other", 1)
+        assert ["a", "b"] == live.get("plan")["steps"]
+        assert {"plan": {"steps": ["a"]}} == dict(snap.scratchpad)
+
+
+class TestFreezeLaws:
+    @given(contexts())
+    def test_equal_snapshots_hash_and_digest_equal(self, ctx):
+        """
+        Two freezes of one state, and a copy through pickle, are equal, hash
+        equal and have equal digests.
+        """
+        one, two = ctx.freeze(), ctx.freeze()
+        assert one == two
+        assert hash(one) == hash(two)
+        assert one.digest() == two.digest()
+        restored = pickle.loads(pickle.dumps(one))
+        assert restored == one
+        assert hash(restored) == hash(one)
+        assert restored.digest() == one.digest()
+
+    @given(contexts())
+    def test_refreeze_of_a_resumed_context_equals_the_snapshot(self, ctx):
+        """
+        freeze() of a context rebuilt from a snapshot equals the snapshot.
+        """
+        snap = ctx.freeze()
+        again = snap.to_context().freeze()
+        assert snap == again
+        assert snap.digest() == again.digest()
+
+    @given(contexts(), messages(), short_names, json_values(4))
+    def test_later_writes_never_change_a_snapshot(self, ctx, message, key, value):
+        """
+        Appending, noting, nested writes and journal records after freeze()
+        leave the snapshot equal to a copy taken at the same time.
+        """
+        ctx.note("nested", {"list": [1]})
+        snap = ctx.freeze()
+        witness = pickle.loads(pickle.dumps(snap))
+        ctx.append(message).note(key, value)
+        ctx.scratchpad["nested"]["list"].append(2)
+        ctx.journal.record("later")
+        assert witness == snap
+        assert witness.digest() == snap.digest()
+
+    @given(contexts(), messages())
+    def test_digest_tracks_content(self, ctx, message):
+        """
+        Appending a message changes the digest; the chain digest of the old
+        length stays the old one.
+        """
+        before = ctx.freeze()
+        after = ctx.append(message).freeze()
+        assert before.digest() != after.digest()
+        assert before.chain_digest() == after.chain_digest(len(before.messages))
+
+    def test_hash_ignores_values_but_equality_does_not(self):
+        """
+        Snapshots differing only in a note's value share a hash bucket but are
+        not equal.
+        """
+        one = WorkingContext().note("k", {"a": 1}).freeze()
+        two = WorkingContext().note("k", {"a": 2}).freeze()
+        assert hash(one) == hash(two)
+        assert one != two
+        assert one.digest() != two.digest()
+        assert {one: "first", two: "second"}[two] == "second"
+
+    def test_tool_call_snapshots_hash(self):
+        """
+        A snapshot holding tool calls with nested arguments hashes.
+        """
+        call = ToolCall("c1", "search", {"filters": {"tags": ["a"]}})
+        snap = WorkingContext().append(Message("assistant", "", tool_calls=(call,))).freeze()
+        assert isinstance(hash(snap), int)
+
+    def test_journal_entries_are_kept_as_they_are(self):
+        """
+        Journal entries are not copied or frozen (identity is kept).
+        """
+        entry = {"kind": "x"}
+        ctx = WorkingContext()
+        ctx.journal.record(entry)
+        assert ctx.freeze().journal[0] is entry
+
+    def test_constructor_normalizes_and_validates(self):
+        """
+        A FrozenContext built by hand sorts and freezes the scratchpad and
+        checks its fields.
+        """
+        snap = FrozenContext(messages=[Message("user", "x")], scratchpad={"b": [1], "a": {}})
+        assert (("a", {}), ("b", [1])) == snap.scratchpad
+        with pytest.raises(TypeError, match="messages\\[0\\]"):
+            FrozenContext(messages=["x"])
+        with pytest.raises(TypeError, match="scratchpad keys"):
+            FrozenContext(scratchpad={1: "x"})
+        with pytest.raises(TypeError, match="PrefixContext"):
+            FrozenContext(prefix="system")  # type: ignore[arg-type]
+
+
+class TestDigestsAcrossProcesses:
+    SCRIPT = """
+from workingctx import Message, PrefixContext, ToolCall, WorkingContext
+ctx = WorkingContext(prefix=PrefixContext(system_prompt="s", grounding=(Message("system", "g"),)))
+call = ToolCall("c1", "f", {"b": [1, {"z": 1, "a": 2}], "a": None})
+ctx.append(Message("user", "q"), Message("assistant", "", tool_calls=(call,)))
+ctx.append(Message("tool", "r", tool_call_id="c1"))
+ctx.note("plan", {"steps": {"x", "y"}, "n": 1.5})
+snap = ctx.freeze()
+print(snap.digest(), ctx.messages[1].digest(), ctx.prefix.digest())
+"""
+
+    def test_same_digest_under_different_hash_seeds(self):
+        """
+        Two interpreters with different PYTHONHASHSEED values print the same
+        snapshot, message and prefix digests.
+        """
+        root = Path(__file__).resolve().parent.parent
+        outputs = []
+        for seed in ("1", "4242"):
+            env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+            result = subprocess.run(
+                [sys.executable, "-c", self.SCRIPT], capture_output=True, text=True, env=env, check=True, cwd=root
+            )
+            outputs.append(result.stdout.strip())
+        assert outputs[0] == outputs[1]
+        assert 3 == len(outputs[0].split())
+
+
+class TestDiff:
+    @given(transcripts(max_turns=3), transcripts(max_turns=3), scratchpads, scratchpads)
+    def test_diff_applied_gives_the_other_state(self, mine, theirs, my_notes, their_notes):
+        """
+        b's messages minus a.diff(b).messages_removed plus messages_added equal
+        a's messages as multisets; b's notes with the changes and removals are a's.
+        """
+        a = WorkingContext(messages=mine, scratchpad=my_notes)
+        b = WorkingContext(messages=theirs, scratchpad=their_notes)
+        d = a.diff(b)
+        assert Counter(a.messages) == Counter(b.messages) - Counter(d.messages_removed) + Counter(d.messages_added)
+        rebuilt = {k: v for k, v in b.scratchpad.items() if k not in d.scratchpad_removed}
+        rebuilt.update(d.scratchpad_changes)
+        assert a.scratchpad == rebuilt
+
+    @given(contexts())
+    def test_diff_with_itself_is_empty(self, ctx):
+        """
+        A state differs from itself in nothing, live or frozen.
+        """
+        assert not ctx.diff(ctx)
+        assert not ctx.diff(ctx.freeze())
+        assert ContextDiff() == ctx.diff(ctx.freeze())
+
+    def test_diff_is_a_copy(self):
+        """
+        A later nested write on the live context does not change a diff
+        already taken.
+        """
+        before = WorkingContext()
+        after = before.fork().note("plan", {"steps": ["a"]})
+        d = after.diff(before)
+        after.scratchpad["plan"]["steps"].append("b")
+        assert {"plan": {"steps": ["a"]}} == d.scratchpad_changes
+
+    def test_prefix_change_is_reported(self):
+        """
+        A context with another prefix reports prefix_changed.
+        """
+        ctx = WorkingContext()
+        assert ctx.with_prefix(PrefixContext(system_prompt="new")).diff(ctx).prefix_changed
+
+    def test_diff_of_a_non_context(self):
+        """
+        diff() of something that is not a context raises a TypeError naming it.
+        """
+        with pytest.raises(TypeError, match="got 3"):
+            WorkingContext().diff(3)  # type: ignore[arg-type]
+
+
+class TestCommonPrefix:
+    @given(transcripts(max_turns=4), st.data())
+    def test_matches_a_linear_scan(self, transcript, data):
+        """
+        common_prefix_length equals the length of the equal leading run of
+        the two assembled requests.
+        """
+        prefix = data.draw(prefixes)
+        cut = data.draw(st.integers(0, len(transcript)))
+        extra = data.draw(st.lists(messages(), max_size=3))
+        a = WorkingContext(prefix=prefix, messages=transcript).freeze()
+        b = WorkingContext(prefix=data.draw(st.just(prefix) | prefixes), messages=transcript[:cut] + extra).freeze()
+        left, right = a.assembled(), b.assembled()
+        expected = 0
+        while expected < min(len(left), len(right)) and left[expected] == right[expected]:
+            expected += 1
+        assert expected == common_prefix_length(a, b)
+        assert expected == common_prefix_length(b, a)
+
+    def test_growing_transcript_keeps_its_whole_prefix(self):
+        """
+        Appending keeps the whole previous request as the shared prefix.
+        """
+        ctx = WorkingContext(prefix=PrefixContext(system_prompt="s")).append(Message("user", "q"))
+        first = ctx.freeze()
+        second = ctx.append(Message("assistant", "a")).freeze()
+        assert 2 == common_prefix_length(first, second)

@@ -1,0 +1,104 @@
+"""
+The journal: an append-only log with a watermark.
+
+A child agent records what it changed; the parent absorbs the entries past the
+watermark (:meth:`MutationJournal.diff`) and the child marks them committed, so
+only new entries ship next time. Entries are never rewritten, which is what keeps
+their attribution intact through any chain of merges.
+
+>>> from workingctx import MutationJournal
+>>> journal: MutationJournal[dict[str, object]] = MutationJournal()
+>>> journal.record({"kind": "row_written", "id": 1, "agent_id": "enricher-a"})
+>>> journal.has_uncommitted(), journal.size()
+(True, 1)
+>>> journal.mark_committed()
+>>> journal.has_uncommitted()
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Generic, TypeVar
+
+__all__ = ["MutationJournal"]
+
+EntryT = TypeVar("EntryT")
+
+
+class MutationJournal(Generic[EntryT]):
+    """
+    An append-only log of entries of type ``EntryT`` with a commit watermark.
+
+    Args:
+        entries: Seed entries, for a journal rebuilt from a snapshot or seeded
+            by a fork. They start committed: a parent has already seen them.
+    """
+
+    __slots__ = ("_committed", "_entries")
+
+    def __init__(self, entries: Iterable[EntryT] = ()) -> None:
+        self._entries: list[EntryT] = list(entries)
+        self._committed = len(self._entries)
+
+    def record(self, entry: EntryT) -> None:
+        """
+        Append one entry (uncommitted until :meth:`mark_committed`).
+        """
+        self._entries.append(entry)
+
+    def apply(self, entries: Iterable[EntryT]) -> None:
+        """
+        Append entries taken from another journal, as they are (never rewritten).
+
+        The journal has no idempotency of its own: applying the same diff twice
+        records it twice. :meth:`WorkingContext.merge` acknowledges what it
+        applied on the other side, so merging twice does not.
+        """
+        self._entries.extend(entries)
+
+    def size(self) -> int:
+        """
+        The number of entries, committed or not.
+        """
+        return len(self._entries)
+
+    def view(self) -> tuple[EntryT, ...]:
+        """
+        Every entry, oldest first, as a tuple (a copy: later records do not show).
+        """
+        return tuple(self._entries)
+
+    def diff(self) -> tuple[EntryT, ...]:
+        """
+        The entries recorded since the last :meth:`mark_committed`.
+        """
+        return tuple(self._entries[self._committed :])
+
+    def has_uncommitted(self) -> bool:
+        """
+        Whether any entry was recorded since the last :meth:`mark_committed`.
+        """
+        return self._committed < len(self._entries)
+
+    def mark_committed(self) -> None:
+        """
+        Move the watermark to the end: every entry so far has been absorbed.
+        """
+        self._committed = len(self._entries)
+
+    @property
+    def committed(self) -> int:
+        """
+        The watermark: how many entries, from the oldest, are committed.
+        """
+        return self._committed
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[EntryT]:
+        return iter(tuple(self._entries))
+
+    def __repr__(self) -> str:
+        return f"MutationJournal(size={len(self._entries)}, committed={self._committed})"

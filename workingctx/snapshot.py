@@ -1,0 +1,338 @@
+"""
+Snapshots and diffs: frozen, hashable values taken from a live context.
+
+A :class:`FrozenContext` is what :meth:`WorkingContext.freeze` returns: usable as
+a dict key in one process, and as a store or cache key across processes through
+its stable :meth:`~FrozenContext.digest`. A :class:`ContextDiff` says what changed
+between two states. Both copy what they hold, so later writes to the live
+context never change them.
+
+>>> from workingctx import Message, WorkingContext
+>>> ctx = WorkingContext().append(Message("user", "hello")).note("plan", {"steps": ["a"]})
+>>> snap = ctx.freeze()
+>>> hash(snap) == hash(ctx.freeze()) and snap.digest() == ctx.freeze().digest()
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from workingctx._canonical import EMPTY_CHAIN, canonical_json, chain_step
+from workingctx.frozen import FrozenDict, deep_freeze
+from workingctx.messages import Message
+from workingctx.prefix import PrefixContext
+
+if TYPE_CHECKING:
+    from workingctx.context import WorkingContext
+
+__all__ = ["ContextDiff", "FrozenContext", "common_prefix_length", "diff_states"]
+
+
+class Chain:
+    """
+    The chain digests of one growing transcript, computed lazily and shared.
+
+    ``digests[i]`` identifies the first ``i + 1`` messages in order. A live
+    context owns one chain while its tail only grows, and hands it to every
+    snapshot it takes, so digests are computed once per message, whoever asks
+    first. Clearing the tail starts a new chain; entries are never changed.
+    """
+
+    __slots__ = ("digests",)
+
+    def __init__(self, digests: Iterable[str] = ()) -> None:
+        self.digests: list[str] = list(digests)
+
+    def upto(self, messages: Sequence[Message], n: int) -> str:
+        """
+        The chain digest of ``messages[:n]``, extending the cache as needed.
+
+        *messages* must agree with every message already chained (the caller's
+        transcript is this chain's transcript, possibly longer).
+        """
+        digests = self.digests
+        done = len(digests)
+        if done < n:
+            previous = digests[-1] if digests else EMPTY_CHAIN
+            for position in range(done, n):
+                previous = chain_step(previous, messages[position])
+                digests.append(previous)
+        return digests[n - 1] if n else EMPTY_CHAIN
+
+    def copy(self, n: int | None = None) -> Chain:
+        """
+        An independent chain holding the first *n* digests (all by default).
+        """
+        return Chain(self.digests if n is None else self.digests[:n])
+
+
+def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    items = tuple(value)
+    for position, item in enumerate(items):
+        if not isinstance(item, Message):
+            msg = f"messages[{position}] must be a Message, got {item!r} of type {type(item).__name__}"
+            raise TypeError(msg)
+    return items
+
+
+def _scratchpad(value: object) -> tuple[tuple[str, Any], ...]:
+    pairs = value.items() if isinstance(value, Mapping) else value
+    out: list[tuple[str, Any]] = []
+    for pair in pairs:  # type: ignore[attr-defined]
+        key, item = pair
+        if not isinstance(key, str):
+            msg = f"scratchpad keys must be str, got {key!r} of type {type(key).__name__}"
+            raise TypeError(msg)
+        out.append((key, deep_freeze(item)))
+    out.sort(key=lambda kv: kv[0])
+    return tuple(out)
+
+
+def _journal(value: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+def _prefix(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, PrefixContext):
+        msg = f"prefix must be a PrefixContext, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+@attrs.frozen(eq=False, getstate_setstate=False)
+class FrozenContext:
+    """
+    A frozen snapshot of a working context.
+
+    Args:
+        prefix: The prefix, shared with the live context (it is frozen).
+        messages: The tail, as a tuple.
+        scratchpad: The notes as ``(key, value)`` pairs sorted by key, values
+            deep-frozen (a mapping is accepted and converted).
+        journal: The journal's entries, as they are: entries are never
+            rewritten, and freezing each one would make snapshots quadratic in
+            the length of a run.
+
+    Equality compares every field. The hash covers the prefix, the messages and
+    the scratchpad *keys* (not values, not the journal), so a snapshot whose
+    notes hold dicts still hashes; equal snapshots hash equal.
+    """
+
+    prefix: PrefixContext = attrs.field(factory=PrefixContext, validator=_prefix)
+    messages: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
+    scratchpad: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=_scratchpad)
+    journal: tuple[Any, ...] = attrs.field(default=(), converter=_journal)
+    _chain: Chain | None = attrs.field(default=None, alias="_chain", kw_only=True, repr=False)
+    _hash: int | None = attrs.field(init=False, default=None, repr=False)
+    _digest: str | None = attrs.field(init=False, default=None, repr=False)
+
+    # -- value semantics ------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, FrozenContext):
+            return NotImplemented
+        return (
+            self.prefix == other.prefix
+            and len(self.messages) == len(other.messages)
+            and self.scratchpad == other.scratchpad
+            and self.messages == other.messages
+            and self.journal == other.journal
+        )
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            keys = tuple(key for key, _ in self.scratchpad)
+            object.__setattr__(self, "_hash", hash((self.prefix, self.chain_digest(), keys)))
+        return self._hash  # type: ignore[return-value]  # set just above
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return (self.prefix, self.messages, self.scratchpad, self.journal)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        prefix, messages, scratchpad, journal = state
+        for name, value in (
+            ("prefix", prefix),
+            ("messages", messages),
+            ("scratchpad", scratchpad),
+            ("journal", journal),
+            ("_chain", None),
+            ("_hash", None),
+            ("_digest", None),
+        ):
+            object.__setattr__(self, name, value)
+
+    # -- digests ----------------------------------------------------------------
+
+    def _chain_for(self) -> Chain:
+        if self._chain is None:
+            object.__setattr__(self, "_chain", Chain())
+        return self._chain  # type: ignore[return-value]  # set just above
+
+    def chain_digest(self, n: int | None = None) -> str:
+        """
+        The stable digest of the first *n* messages (all by default), in order.
+        """
+        count = len(self.messages) if n is None else n
+        if not 0 <= count <= len(self.messages):
+            msg = f"n must be between 0 and {len(self.messages)}, got {n!r}"
+            raise ValueError(msg)
+        return self._chain_for().upto(self.messages, count)
+
+    def digest(self) -> str:
+        """
+        The hex sha256 of the snapshot: prefix, messages and scratchpad
+        (keys and values), never the journal.
+
+        The same in every process, on every machine and under every
+        ``PYTHONHASHSEED``; equal snapshots have equal digests. Built on the
+        chain of per-message digests, so re-freezing after an append hashes
+        only the new message.
+        """
+        if self._digest is None:
+            body = "|".join(
+                (
+                    "snapshot/v1",
+                    self.prefix.digest(),
+                    self.chain_digest(),
+                    hashlib.sha256(canonical_json(dict(self.scratchpad)).encode("utf-8")).hexdigest(),
+                )
+            )
+            object.__setattr__(self, "_digest", hashlib.sha256(body.encode("ascii")).hexdigest())
+        return self._digest  # type: ignore[return-value]  # set just above
+
+    # -- conversions ------------------------------------------------------------
+
+    def assembled(self) -> list[Message]:
+        """
+        What a provider would see: the prefix rendered, then the messages.
+        """
+        return [*self.prefix.as_messages(), *self.messages]
+
+    def to_context(self) -> WorkingContext:
+        """
+        A live, writable :class:`WorkingContext` with this snapshot's prefix,
+        messages, scratchpad (thawed at every depth) and journal (its entries
+        committed). Freezing it again gives an equal snapshot.
+        """
+        from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
+
+        return WorkingContext.from_snapshot(self)
+
+
+def common_prefix_length(a: FrozenContext, b: FrozenContext) -> int:
+    """
+    How many leading messages two requests share: the part of the next request
+    a provider's prompt cache can reuse.
+
+    Counts over the assembled requests (prefix messages, then the tail). When
+    the prefixes are equal, the tails are compared by binary search over their
+    chain digests, so the cost grows with the log of the shared part.
+
+    >>> from workingctx import Message, WorkingContext
+    >>> ctx = WorkingContext().append(Message("user", "q1"), Message("assistant", "a1"))
+    >>> before = ctx.freeze()
+    >>> after = ctx.append(Message("user", "q2")).freeze()
+    >>> common_prefix_length(before, after)
+    2
+    """
+    head_a = a.prefix.as_messages()
+    if a.prefix != b.prefix:
+        head_b = b.prefix.as_messages()
+        shared = 0
+        for left, right in zip(head_a, head_b, strict=False):
+            if left != right:
+                return shared
+            shared += 1
+        if len(head_a) != len(head_b):
+            return shared
+    # Equal heads: binary search on the tails' chains for the longest equal prefix.
+    lo, hi = 0, min(len(a.messages), len(b.messages))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a.chain_digest(mid) == b.chain_digest(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return len(head_a) + lo
+
+
+def _keys(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+@attrs.frozen(cache_hash=True)
+class ContextDiff:
+    """
+    What changed from one state to another (``new - old``).
+
+    Attributes:
+        messages_added: Messages in the new state beyond the old one (multiset
+            difference, in the new state's order).
+        messages_removed: Messages of the old state missing from the new one
+            (multiset difference, in the old state's order).
+        scratchpad_changes: Keys added or changed, with their new values,
+            deep-frozen (a copy).
+        scratchpad_removed: Keys present in the old state only.
+        prefix_changed: Whether the prefixes differ.
+    """
+
+    messages_added: tuple[Message, ...] = ()
+    messages_removed: tuple[Message, ...] = ()
+    scratchpad_changes: FrozenDict = attrs.field(factory=FrozenDict, converter=FrozenDict)
+    scratchpad_removed: frozenset[str] = attrs.field(default=frozenset(), converter=_keys)
+    prefix_changed: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.messages_added
+            or self.messages_removed
+            or self.scratchpad_changes
+            or self.scratchpad_removed
+            or self.prefix_changed
+        )
+
+
+def _multiset_minus(left: Sequence[Message], right: Sequence[Message]) -> tuple[Message, ...]:
+    remaining = Counter(right)
+    out: list[Message] = []
+    for message in left:
+        if remaining[message] > 0:
+            remaining[message] -= 1
+        else:
+            out.append(message)
+    return tuple(out)
+
+
+_MISSING = object()
+
+
+def diff_states(
+    new_prefix: PrefixContext,
+    new_messages: Sequence[Message],
+    new_scratchpad: Mapping[str, Any],
+    old_prefix: PrefixContext,
+    old_messages: Sequence[Message],
+    old_scratchpad: Mapping[str, Any],
+) -> ContextDiff:
+    """
+    The :class:`ContextDiff` of two states given as their parts.
+    """
+    changes = {key: value for key, value in new_scratchpad.items() if old_scratchpad.get(key, _MISSING) != value}
+    return ContextDiff(
+        messages_added=_multiset_minus(new_messages, old_messages),
+        messages_removed=_multiset_minus(old_messages, new_messages),
+        scratchpad_changes=FrozenDict(changes),
+        scratchpad_removed=frozenset(key for key in old_scratchpad if key not in new_scratchpad),
+        prefix_changed=new_prefix != old_prefix,
+    )
