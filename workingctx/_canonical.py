@@ -55,11 +55,28 @@ def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def _default(value: Any) -> Any:
+    # json.dumps calls this for what it cannot encode: sets, attrs values, user objects.
+    return canonical(value)
+
+
+_encode = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_default, check_circular=False
+).encode
+
+
 def canonical_json(value: Any) -> str:
     """
     Compact, key-sorted JSON text of ``canonical(value)``.
+
+    Plain JSON data is encoded in one C-level ``json`` call; only what it
+    cannot encode (sets, attrs values, user objects, mixed key types) takes
+    the slower path through :func:`canonical`.
     """
-    return json.dumps(canonical(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return _encode(value)
+    except (TypeError, ValueError):
+        return _encode(canonical(value))
 
 
 def _sha256(text: str) -> str:
@@ -69,8 +86,28 @@ def _sha256(text: str) -> str:
 def message_digest(message: Message) -> str:
     """
     The stable digest of one message, over every field it is compared by.
+
+    Payloads (tool arguments, metadata) are dicts and lists already, so the
+    message is encoded in one ``json`` call; defaults are left out.
     """
-    return _sha256("message:" + canonical_json(message))
+    data: dict[str, Any] = {"role": message.role}
+    content = message.content
+    data["content"] = content if isinstance(content, str) else [canonical(block) for block in content]
+    if message.name is not None:
+        data["name"] = message.name
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    if message.tool_calls:
+        data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+    if message.id is not None:
+        data["id"] = message.id
+    if message.metadata:
+        data["metadata"] = message.metadata
+    if message.usage is not None:
+        data["usage"] = canonical(message.usage)
+    if message.delta:
+        data["delta"] = True
+    return _sha256("message:" + _encode(data))
 
 
 def prefix_digest(prefix: PrefixContext) -> str:

@@ -26,12 +26,20 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
+from workingctx._canonical import canonical_json
 from workingctx.exceptions import MergeError
 from workingctx.frozen import thaw
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
-from workingctx.snapshot import Chain, ContextDiff, FrozenContext, diff_states
+from workingctx.snapshot import (
+    Chain,
+    ContextDiff,
+    FrozenContext,
+    diff_states,
+    freeze_scratchpad,
+    snapshot_digest,
+)
 from workingctx.tokens import ApproxTokenCounter, RunningCount, TokenCounter
 
 if TYPE_CHECKING:
@@ -71,6 +79,18 @@ def _check_key(key: object) -> None:
     if not isinstance(key, str):
         msg = f"scratchpad keys must be str, got {key!r} of type {type(key).__name__}; use str(key) or a name"
         raise TypeError(msg)
+
+
+def _fingerprint(value: Any) -> str:
+    return canonical_json(value)
+
+
+def _fingerprints(notes: Mapping[str, Any]) -> dict[str, str]:
+    """
+    A cheap record of the notes' values (canonical JSON per key), to tell later
+    which notes a fork changed without keeping a deep copy.
+    """
+    return {key: _fingerprint(value) for key, value in notes.items()}
 
 
 class WorkingContext:
@@ -171,8 +191,8 @@ class WorkingContext:
         self._token = object()
         # token of an ancestor -> how many leading messages still come from it
         self._bases: dict[object, int] = {}
-        # token of the parent -> its scratchpad when this context forked from it
-        self._scratch_base: dict[object, dict[str, Any]] = {}
+        # token of the parent -> fingerprints of the notes when this context forked from it
+        self._scratch_base: dict[object, dict[str, str]] = {}
         self._reset_caches()
 
     def _reset_caches(self) -> None:
@@ -419,7 +439,7 @@ class WorkingContext:
         n = len(self._messages)
         child._bases = {token: min(base, n) for token, base in self._bases.items()}
         child._bases[self._token] = n
-        child._scratch_base = {self._token: copy.deepcopy(self._scratchpad)}
+        child._scratch_base = {self._token: _fingerprints(child._scratchpad)}
         return child
 
     def slice(self, scope: ContextScope | PositionalScope) -> WorkingContext:
@@ -484,7 +504,7 @@ class WorkingContext:
         other.journal.mark_committed()
         if base is not None:
             other._bases[self._token] = len(other._messages)
-            other._scratch_base[self._token] = copy.deepcopy(other._scratchpad)
+            other._scratch_base[self._token] = _fingerprints(other._scratchpad)
         return self
 
     def _incoming_messages(self, other: WorkingContext, mode: MergeMode) -> tuple[list[Message] | _Replace, int | None]:
@@ -522,7 +542,7 @@ class WorkingContext:
         theirs = other._scratchpad
         if mode == "delta":
             before = other._scratch_base.get(self._token, {})
-            theirs = {k: v for k, v in theirs.items() if before.get(k, _MISSING) != v}
+            theirs = {k: v for k, v in theirs.items() if before.get(k) != _fingerprint(v)}
         notes: dict[str, Any] = {}
         for key, value in theirs.items():
             new = copy.deepcopy(value)
@@ -555,13 +575,18 @@ class WorkingContext:
         Cheap to repeat: the message tuple and the digest chain are shared with
         the live context until it changes, and only new messages are hashed.
         """
-        return FrozenContext(
-            prefix=self._prefix,
-            messages=self.messages,
-            scratchpad=self._scratchpad,
-            journal=self.journal.view(),
-            _chain=self._chain,
+        return FrozenContext._trusted(
+            self._prefix, self.messages, freeze_scratchpad(self._scratchpad), self.journal.view(), self._chain
         )
+
+    def digest(self) -> str:
+        """
+        The stable digest :meth:`freeze` would give now, without taking a snapshot.
+
+        Only messages appended since the last digest are hashed.
+        """
+        chain = self._chain.upto(self._messages, len(self._messages))
+        return snapshot_digest(self._prefix, chain, self._scratchpad)
 
     def diff(self, other: WorkingContext | FrozenContext) -> ContextDiff:
         """

@@ -31,7 +31,14 @@ from workingctx.prefix import PrefixContext
 if TYPE_CHECKING:
     from workingctx.context import WorkingContext
 
-__all__ = ["ContextDiff", "FrozenContext", "common_prefix_length", "diff_states"]
+__all__ = [
+    "ContextDiff",
+    "FrozenContext",
+    "common_prefix_length",
+    "diff_states",
+    "freeze_scratchpad",
+    "snapshot_digest",
+]
 
 
 class Chain:
@@ -200,16 +207,28 @@ class FrozenContext:
         only the new message.
         """
         if self._digest is None:
-            body = "|".join(
-                (
-                    "snapshot/v1",
-                    self.prefix.digest(),
-                    self.chain_digest(),
-                    hashlib.sha256(canonical_json(dict(self.scratchpad)).encode("utf-8")).hexdigest(),
-                )
+            object.__setattr__(
+                self, "_digest", snapshot_digest(self.prefix, self.chain_digest(), dict(self.scratchpad))
             )
-            object.__setattr__(self, "_digest", hashlib.sha256(body.encode("ascii")).hexdigest())
         return self._digest  # type: ignore[return-value]  # set just above
+
+    @classmethod
+    def _trusted(
+        cls,
+        prefix: PrefixContext,
+        messages: tuple[Message, ...],
+        scratchpad: tuple[tuple[str, Any], ...],
+        journal: tuple[Any, ...],
+        chain: Chain,
+    ) -> FrozenContext:
+        """
+        Build a snapshot from parts a live context already validated and froze,
+        skipping the per-message checks (freezing is then O(scratchpad)).
+        """
+        snapshot = object.__new__(cls)
+        snapshot.__setstate__((prefix, messages, scratchpad, journal))
+        object.__setattr__(snapshot, "_chain", chain)
+        return snapshot
 
     # -- conversions ------------------------------------------------------------
 
@@ -228,6 +247,32 @@ class FrozenContext:
         from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
 
         return WorkingContext.from_snapshot(self)
+
+
+def snapshot_digest(prefix: PrefixContext, chain: str, scratchpad: Mapping[str, Any]) -> str:
+    """
+    The digest of a state given its prefix, the chain digest of its tail and its notes.
+    """
+    body = "|".join(
+        (
+            "snapshot/v1",
+            prefix.digest(),
+            chain,
+            hashlib.sha256(canonical_json(scratchpad).encode("utf-8")).hexdigest(),
+        )
+    )
+    return hashlib.sha256(body.encode("ascii")).hexdigest()
+
+
+def freeze_scratchpad(notes: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """
+    Notes as sorted ``(key, frozen value)`` pairs, as a snapshot holds them.
+    """
+    return tuple(sorted(((key, deep_freeze(value)) for key, value in notes.items()), key=_first))
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
 
 
 def common_prefix_length(a: FrozenContext, b: FrozenContext) -> int:

@@ -1,0 +1,181 @@
+"""
+WorkingContext benchmarks: freeze + hash, digest after an append, fork, merge(union).
+
+Each row is compared with a plain-Python baseline measured in the same run:
+
+* freeze + hash: a tuple of per-message ``json.dumps(..., sort_keys=True)`` strings, hashed;
+* digest after one append: sha256 over the whole transcript's canonical JSON;
+* fork: ``list(messages)`` + ``copy.deepcopy(scratchpad)``;
+* merge(union): a set of per-message JSON keys of one side, filtering the other.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections import Counter
+
+from benchmarks._data import tool_heavy
+from benchmarks._harness import Table, measure
+from workingctx import Message, WorkingContext
+from workingctx.serialization import unstructure
+
+GROUP = "context"
+
+
+def _json_key(message: Message) -> str:
+    return json.dumps(unstructure(message), sort_keys=True)
+
+
+def _scratchpad() -> dict[str, object]:
+    return {
+        f"note_{k}": {"steps": [f"step {i}" for i in range(5)], "meta": {"owner": "agent", "n": k, "tags": ["a", "b"]}}
+        for k in range(10)
+    }
+
+
+def _freeze_hash(table: Table, sizes: list[int]) -> None:
+    for n in sizes:
+        messages = tool_heavy(n)
+        ctx = WorkingContext(messages=messages, scratchpad={"stage": "act", "ticket": "ENG-4412"})
+        keys = [_json_key(m) for m in messages]
+
+        def baseline(keys: list[str] = keys) -> int:
+            return hash(tuple(keys))
+
+        def cold_baseline(messages: list[Message] = messages) -> int:
+            return hash(tuple(json.dumps(unstructure(m), sort_keys=True) for m in messages))
+
+        holder: list[WorkingContext] = []
+
+        def fresh(n: int = n, holder: list[WorkingContext] = holder) -> None:
+            holder[:] = [WorkingContext(messages=tool_heavy(n))]  # new message objects: nothing cached
+
+        def first_freeze(holder: list[WorkingContext] = holder) -> int:
+            return hash(holder[0].freeze())
+
+        cold = measure(first_freeze, repeat=3 if n >= 10_000 else 5, setup=fresh)
+        hash(ctx.freeze())  # the chain is built once; later freezes reuse it
+        warm = measure(lambda ctx=ctx: hash(ctx.freeze()), repeat=7, number=max(1, 2000 // max(n // 10, 1)))
+        base_cold = measure(cold_baseline, repeat=3 if n >= 10_000 else 5)
+        base_warm = measure(baseline, repeat=7, number=10)
+        table.add(
+            GROUP,
+            "freeze()+hash(), first time",
+            n,
+            cold,
+            baseline="json.dumps per message, hashed",
+            baseline_seconds=base_cold,
+            note="hashes every message once",
+        )
+        table.add(
+            GROUP,
+            "freeze()+hash(), again",
+            n,
+            warm,
+            baseline="hash(tuple) of cached json strings",
+            baseline_seconds=base_warm,
+            note="chain and tuple reused",
+        )
+
+        extra = Message("user", "and one more?")
+
+        def append_freeze(ctx: WorkingContext = ctx, extra: Message = extra) -> int:
+            ctx.append(extra)
+            return hash(ctx.freeze())
+
+        grown = measure(append_freeze, repeat=7, number=20)
+        table.add(
+            GROUP,
+            "append(1)+freeze()+hash()",
+            n,
+            grown,
+            baseline="json.dumps per message, hashed",
+            baseline_seconds=base_cold,
+            note="an agent loop's step",
+        )
+
+
+def _digest_after_append(table: Table, n: int) -> None:
+    messages = tool_heavy(n)
+    ctx = WorkingContext(messages=messages, scratchpad={"stage": "act", "ticket": "ENG-4412"})
+    ctx.digest()
+    counter = iter(range(10**9))
+
+    def step() -> str:
+        ctx.append(Message("user", f"follow-up {next(counter)}"))
+        return ctx.digest()
+
+    ours = measure(step, repeat=7, number=20)
+    transcript = list(messages)
+
+    def naive() -> str:
+        body = json.dumps([unstructure(m) for m in transcript], sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()
+
+    base = measure(naive, repeat=3)
+    table.add(
+        GROUP,
+        "digest() after append(1)",
+        n,
+        ours,
+        baseline="sha256 of whole transcript JSON",
+        baseline_seconds=base,
+        note="target < 50 µs",
+    )
+
+
+def _fork(table: Table, n: int) -> None:
+    messages = tool_heavy(n)
+    ctx = WorkingContext(messages=messages, scratchpad=_scratchpad())
+    ours = measure(ctx.fork, repeat=9, number=20)
+    scratch = _scratchpad()
+    base = measure(lambda: (list(messages), copy.deepcopy(scratch)), repeat=9, number=20)
+    table.add(
+        GROUP,
+        "fork(), 10-key nested scratchpad",
+        n,
+        ours,
+        baseline="list(msgs)+deepcopy(scratchpad)",
+        baseline_seconds=base,
+        note="target: ratio >= 1",
+    )
+
+
+def _merge_union(table: Table, n: int) -> None:
+    left = tool_heavy(n, seed=1)
+    right = left[: n // 2] + tool_heavy(n - n // 2, seed=2)
+
+    def ours() -> int:
+        return WorkingContext(messages=left).merge(WorkingContext(messages=right), mode="union").size()
+
+    def naive() -> int:
+        # a multiset union, as merge(union) is: each message as often as on the fuller side
+        seen = Counter(_json_key(m) for m in left)
+        added = 0
+        for key in map(_json_key, right):
+            if seen[key] > 0:
+                seen[key] -= 1
+            else:
+                added += 1
+        return len(left) + added
+
+    assert ours() == naive()
+    table.add(
+        GROUP,
+        "merge(union) of two contexts",
+        f"{n}+{n}",
+        measure(ours, repeat=5),
+        baseline="set of per-message JSON keys",
+        baseline_seconds=measure(naive, repeat=3),
+        note="half shared",
+    )
+
+
+def run(table: Table, quick: bool) -> None:
+    sizes = [10, 100, 1_000] if quick else [10, 100, 1_000, 10_000]
+    _freeze_hash(table, sizes)
+    _digest_after_append(table, 1_000 if quick else 10_000)
+    _fork(table, 1_000 if quick else 10_000)
+    _merge_union(table, 500 if quick else 5_000)

@@ -1,0 +1,107 @@
+"""
+``python -m workingctx``: build a context from a transcript and report on it.
+
+With no argument it uses the sample incident transcript shipped in the package.
+``python -m workingctx path/to/transcript.json`` reads your own file, in the same
+shape: ``{"prefix": {...}, "messages": [...], "scratchpad": {...}}`` as written by
+:mod:`workingctx.serialization`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from typing import Any
+
+from workingctx.context import WorkingContext
+from workingctx.exceptions import SerializationError
+from workingctx.messages import Message
+from workingctx.prefix import PrefixContext
+from workingctx.serialization import structure
+from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
+
+__all__ = ["load_context", "main"]
+
+
+def load_context(data: dict[str, Any]) -> WorkingContext:
+    """
+    Build a context from ``{"prefix": ..., "messages": [...], "scratchpad": {...}}``.
+
+    Raises:
+        SerializationError: the data does not describe a context.
+    """
+    if not isinstance(data, dict):
+        msg = f"a transcript file holds a JSON object, got {type(data).__name__}"
+        raise SerializationError(msg)
+    prefix = structure(data.get("prefix", {}), PrefixContext)
+    messages = structure(data.get("messages", []), tuple[Message, ...])
+    return WorkingContext(prefix=prefix, messages=messages, scratchpad=data.get("scratchpad") or {})
+
+
+def _sample() -> dict[str, Any]:
+    text = resources.files("workingctx").joinpath("data/sample_transcript.json").read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _describe(message: Message) -> str:
+    if message.tool_calls:
+        calls = ", ".join(f"{c.name}({json.dumps(dict(c.arguments), sort_keys=True)})" for c in message.tool_calls)
+        return _short(f"{message.text()} → {calls}".strip(" →"))
+    return _short(message.text())
+
+
+def report(ctx: WorkingContext) -> str:
+    """
+    A plain-text report: every message of the request with its token count,
+    the totals under both counters, and the snapshot's stable digest.
+    """
+    approx = ApproxTokenCounter()
+    exact = TiktokenCounter()
+    lines = [f"{'#':>3}  {'role':<9} {'approx':>6} {'cl100k':>6}  text"]
+    for position, message in enumerate(ctx.assembled()):
+        lines.append(
+            f"{position:>3}  {message.role:<9} {approx.count_message(message):>6} "
+            f"{exact.count_message(message):>6}  {_describe(message)}"
+        )
+    total_exact = exact.count(ctx.assembled())
+    label = "cl100k" if exact.exact else "cl100k unavailable, approximated"
+    lines.append("")
+    lines.append(f"prefix messages: {len(ctx.prefix.as_messages())}, tail messages: {ctx.size()}")
+    lines.append(f"tokens: {ctx.count_tokens()} approximate, {total_exact} {label}")
+    snapshot = ctx.freeze()
+    lines.append(f"snapshot digest: {snapshot.digest()}")
+    lines.append(f"scratchpad: {json.dumps(ctx.scratchpad, sort_keys=True)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """
+    Run the report on the sample transcript or on a file; returns the exit code.
+    """
+    parser = argparse.ArgumentParser(prog="python -m workingctx", description=__doc__.split("\n\n")[0])
+    parser.add_argument("transcript", nargs="?", help="a transcript JSON file (default: the shipped sample)")
+    args = parser.parse_args(argv)
+    try:
+        if args.transcript is None:
+            data = _sample()
+            print("workingctx: the sample incident transcript shipped in the package\n")
+        else:
+            with open(args.transcript, encoding="utf-8") as handle:  # noqa: PTH123  # a plain CLI path
+                data = json.load(handle)
+        ctx = load_context(data)
+    except (OSError, json.JSONDecodeError, SerializationError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(report(ctx))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
