@@ -35,10 +35,18 @@ from workingctx.messages import (
     VideoBlock,
 )
 from workingctx.prefix import PrefixContext
+from workingctx.tokens import (
+    ApproxTokenCounter,
+    RunningCount,
+    TiktokenCounter,
+    TokenCounter,
+    estimate_message_tokens,
+)
 
 __all__ = [
     "AnnotationBlock",
     "AnnotationRef",
+    "ApproxTokenCounter",
     "AudioBlock",
     "CheckpointError",
     "ContentBlock",
@@ -58,9 +66,12 @@ __all__ = [
     "ReasoningBlock",
     "RemoteToolCallBlock",
     "Role",
+    "RunningCount",
     "ScopeError",
     "SerializationError",
     "TextBlock",
+    "TiktokenCounter",
+    "TokenCounter",
     "ToolCall",
     "ToolCallBlock",
     "ToolResultBlock",
@@ -68,5 +79,6 @@ __all__ = [
     "VideoBlock",
     "WorkingCtxError",
     "deep_freeze",
+    "estimate_message_tokens",
     "thaw",
 ]

