@@ -1,0 +1,328 @@
+"""
+Tests for workingctx.messages and workingctx.prefix.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import blocks, messages, prefixes, tool_calls, usages
+from workingctx import (
+    FrozenPayloadError,
+    ImageBlock,
+    InvalidMessageError,
+    MediaRef,
+    Message,
+    PrefixContext,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    deep_freeze,
+    thaw,
+)
+from workingctx.messages import BLOCK_TYPES
+
+
+class TestValueSemantics:
+    @given(messages())
+    def test_equal_messages_hash_equal(self, message):
+        """
+        A message rebuilt from its own fields is equal, hashes equal and has
+        the same digest.
+        """
+        fields = {a.name: getattr(message, a.name) for a in attrs.fields(Message) if a.init}
+        twin = Message(**fields)
+        assert message == twin
+        assert hash(message) == hash(twin)
+        assert message.digest() == twin.digest()
+
+    @given(blocks)
+    def test_blocks_hash_and_compare_by_value(self, block):
+        """
+        A block equals and hashes like its rebuilt twin.
+        """
+        fields = {a.name: getattr(block, a.name) for a in attrs.fields(type(block))}
+        twin = type(block)(**fields)
+        assert block == twin
+        assert hash(block) == hash(twin)
+
+    @given(tool_calls)
+    def test_tool_calls_hash_with_nested_arguments(self, call):
+        """
+        A tool call's arguments are frozen, so a message carrying it hashes.
+        """
+        message = Message("assistant", "", tool_calls=(call,))
+        assert isinstance(hash(message), int)
+        with pytest.raises(FrozenPayloadError):
+            call.arguments["new"] = 1  # type: ignore[index]
+
+    def test_no_random_ids(self):
+        """
+        Two messages built from the same data are equal: nothing is generated.
+        """
+        assert Message("user", "hi") == Message("user", "hi")
+        assert Message("user", "hi").id is None
+
+    def test_digest_is_stable_across_hash_seeds(self):
+        """
+        A message's digest printed by interpreters with different hash seeds agrees.
+        """
+        script = (
+            "from workingctx import Message, ToolCall;"
+            "print(Message('assistant', '', tool_calls=(ToolCall('c', 'f', {'b': {1, 2}, 'a': [1]}),)).digest())"
+        )
+        root = Path(__file__).resolve().parent.parent
+        outs = {
+            subprocess.run(
+                [sys.executable, "-c", script],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+            ).stdout
+            for seed in ("0", "99")
+        }
+        assert 1 == len(outs)
+
+    def test_metadata_is_frozen_and_compared(self):
+        """
+        Metadata is deep-frozen and part of equality, but not of the hash.
+        """
+        one = Message("user", "hi", metadata={"source": ["api"]})
+        two = Message("user", "hi", metadata={"source": ["cli"]})
+        assert one != two
+        with pytest.raises(FrozenPayloadError):
+            one.metadata["source"].append("x")
+
+    def test_repr_shows_what_is_set(self):
+        """
+        The repr names the role and content and only the fields that are set.
+        """
+        assert "Message('user', 'hi')" == repr(Message("user", "hi"))
+        assert "Message('tool', 'r', tool_call_id='c1')" == repr(Message("tool", "r", tool_call_id="c1"))
+
+
+class TestValidation:
+    def test_unknown_role(self):
+        """
+        An unknown role is refused, with the valid roles named.
+        """
+        with pytest.raises(InvalidMessageError, match=r"unknown role 'System'.*'system', 'user'"):
+            Message("System", "x")  # type: ignore[arg-type]
+
+    def test_non_string_text(self):
+        """
+        Content that is neither text nor blocks is refused with a hint.
+        """
+        with pytest.raises(TypeError, match="content must be a str or a sequence of content blocks, got 42"):
+            Message("user", 42)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"content\[1\] must be a"):
+            Message("user", [TextBlock("a"), "b"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="text must be a str"):
+            TextBlock(3)  # type: ignore[arg-type]
+
+    def test_arguments_must_be_a_mapping(self):
+        """
+        Tool arguments that are not a mapping are refused with a hint to parse JSON.
+        """
+        with pytest.raises(TypeError, match="json.loads"):
+            ToolCall("c1", "f", '{"a": 1}')  # type: ignore[arg-type]
+        with pytest.raises(InvalidMessageError, match="must not be empty"):
+            ToolCall("", "f", {})
+
+    def test_tool_call_id_only_on_tool_messages(self):
+        """
+        tool_call_id on a user message and tool_calls on a tool message are refused.
+        """
+        with pytest.raises(InvalidMessageError, match="use role='tool'"):
+            Message("user", "x", tool_call_id="c1")
+        with pytest.raises(InvalidMessageError, match="only an 'assistant' message"):
+            Message("tool", "x", tool_calls=(ToolCall("c1", "f", {}),))
+
+    def test_tool_constructor_requires_a_call_id(self):
+        """
+        Message.tool needs the id of the call it answers.
+        """
+        with pytest.raises(InvalidMessageError, match="call_id=''"):
+            Message.tool("out", call_id="")
+
+    def test_media_ref_needs_its_field(self):
+        """
+        A MediaRef whose kind's field is missing is refused.
+        """
+        with pytest.raises(InvalidMessageError, match=r"needs url="):
+            MediaRef(kind="url")
+        with pytest.raises(InvalidMessageError, match="kind must be"):
+            MediaRef(kind="ftp", url="x")  # type: ignore[arg-type]
+
+    def test_usage_is_non_negative(self):
+        """
+        Negative token counts are refused.
+        """
+        with pytest.raises(ValueError, match="input_tokens"):
+            Usage(input_tokens=-1)
+
+
+class TestConstructors:
+    def test_role_constructors(self):
+        """
+        The role constructors build the same values as Message(role, ...).
+        """
+        call = ToolCall("c1", "f", {"a": 1})
+        assert Message("system", "s") == Message.system("s")
+        assert Message("user", "u") == Message.user("u")
+        assert Message("assistant", "", tool_calls=(call,)) == Message.assistant(tool_calls=[call])
+        assert Message("tool", "r", tool_call_id="c1", name="f") == Message.tool("r", call_id="c1", name="f")
+        assert Message("user", "hi", id="m1") == Message.text_message("hi", id="m1")
+        assert Message("assistant", "hi") == Message.text_message("hi", role="assistant")
+        assert Message("user", "[notice] tests ran") == Message.notice("tests ran")
+
+    def test_tool_message_takes_its_call_id_from_the_block(self):
+        """
+        A tool message from one result block carries that block's call id.
+        """
+        message = Message.tool_message([ToolResultBlock(call_id="call_123", output="Sunny, 22C", status="completed")])
+        assert "call_123" == message.tool_call_id
+        assert ("call_123",) == message.result_ids
+        assert "Sunny, 22C" == message.text()
+
+    def test_image_message(self):
+        """
+        image_message builds a text block and an image block; without an image it refuses.
+        """
+        message = Message.image_message(image_url="https://example.com/a.png", text="What is this?")
+        assert "What is this?" == message.text()
+        assert isinstance(message.content[1], ImageBlock)
+        with pytest.raises(InvalidMessageError, match="image_url"):
+            Message.image_message(text="no image")
+
+    def test_from_file(self, tmp_path):
+        """
+        from_file picks the block type from the MIME type and embeds the bytes.
+        """
+        path = tmp_path / "report.pdf"
+        path.write_bytes(b"%PDF-1.4")
+        message = Message.from_file(path, text="Summarise")
+        block = message.content[1]
+        assert "document" == block.type
+        assert b"%PDF-1.4" == base64.b64decode(block.media.data_base64)
+        assert "application/pdf" == block.media.mime_type
+        with pytest.raises(FileNotFoundError):
+            Message.from_file(tmp_path / "missing.png")
+
+    def test_multimodal_text_and_call_ids(self):
+        """
+        text() joins text blocks and tool outputs (JSON for data); call ids come
+        from tool_calls and tool-call blocks.
+        """
+        message = Message.multimodal_message(
+            [
+                TextBlock("Checking the weather. "),
+                ToolCallBlock(id="call_1", name="get_weather", args={"location": "London"}),
+                ToolResultBlock(call_id="call_0", output={"temp": 22}),
+            ],
+            role="assistant",
+        )
+        assert 'Checking the weather. {"temp": 22}' == message.text()
+        assert ("call_1",) == message.call_ids
+        assert ("call_0",) == message.result_ids
+
+    def test_usage_maps_provider_shapes(self):
+        """
+        OpenAI and Anthropic usage shapes map to the same Usage.
+        """
+        openai = Usage.from_openai(
+            {"prompt_tokens": 120, "completion_tokens": 8, "prompt_tokens_details": {"cached_tokens": 100}}
+        )
+        anthropic = Usage.from_anthropic({"input_tokens": 20, "output_tokens": 8, "cache_read_input_tokens": 100})
+        assert openai == anthropic
+        assert 128 == openai.total_tokens
+
+    @given(usages, usages)
+    def test_usage_adds_fieldwise(self, one, two):
+        """
+        Adding usages adds every field.
+        """
+        total = one + two
+        assert one.total_tokens + two.total_tokens == total.total_tokens
+        assert one.reasoning_tokens + two.reasoning_tokens == total.reasoning_tokens
+
+
+class TestPrefix:
+    def test_as_messages_order_and_freshness(self):
+        """
+        System prompt, grounding in order, then the schema block named
+        'schema'; each call returns a new list.
+        """
+        prefix = PrefixContext(
+            system_prompt="sys",
+            grounding=(Message("system", "g1"), Message("user", "g2")),
+            schema_block='{"type": "object"}',
+        )
+        rendered = prefix.as_messages()
+        assert ["sys", "g1", "g2", '{"type": "object"}'] == [m.content for m in rendered]
+        assert "schema" == rendered[-1].name
+        assert "system" == rendered[-1].role
+        rendered.clear()
+        assert 4 == len(prefix.as_messages())
+        assert prefix.as_messages() is not prefix.as_messages()
+
+    @given(prefixes)
+    def test_structural_equality_and_hash(self, prefix):
+        """
+        A prefix rebuilt from the same parts is equal, hashes equal and has the same digest.
+        """
+        twin = PrefixContext(
+            system_prompt=prefix.system_prompt,
+            grounding=list(prefix.grounding),
+            schema_block=prefix.schema_block,
+            cache_hint=prefix.cache_hint,
+        )
+        assert prefix == twin
+        assert hash(prefix) == hash(twin)
+        assert prefix.digest() == twin.digest()
+
+    def test_frozen(self):
+        """
+        Assigning a field raises attrs' FrozenInstanceError.
+        """
+        prefix = PrefixContext(system_prompt="You are a careful research assistant.")
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            prefix.system_prompt = "something else"  # type: ignore[misc]
+
+    def test_bad_grounding(self):
+        """
+        Grounding must be messages; a bare message or text is refused with a hint.
+        """
+        with pytest.raises(TypeError, match="wrap a single message"):
+            PrefixContext(grounding=Message("system", "g"))  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"grounding\[0\] must be a Message"):
+            PrefixContext(grounding=["text"])  # type: ignore[list-item]
+
+
+def test_twelve_block_types():
+    """
+    There are twelve content block types, each with a distinct type tag.
+    """
+    assert 12 == len(BLOCK_TYPES)
+    assert 12 == len({cls.type for cls in BLOCK_TYPES})
+
+
+@given(st.dictionaries(st.text(max_size=5), st.integers()))
+def test_deep_freeze_roundtrip_on_arguments(arguments):
+    """
+    Tool arguments come back as plain data through thaw().
+    """
+    assert arguments == thaw(ToolCall("c", "f", arguments).arguments)
+    assert deep_freeze(arguments) == ToolCall("c", "f", arguments).arguments
