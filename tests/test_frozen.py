@@ -18,7 +18,7 @@ from workingctx.frozen import FROZEN_PAYLOAD_MESSAGE
 
 PREFIX = "this payload belongs to a frozen value and cannot be mutated in place."
 
-DICT_MUTATORS = [
+DICT_MUTATORS = [  # (name for the test id, mutation)
     ("item assignment", lambda d: d.__setitem__("k", 1)),
     ("del", lambda d: d.__delitem__("a")),
     ("update", lambda d: d.update({"k": 1})),
@@ -134,8 +134,8 @@ class TestDeepFreeze:
 
 
 class TestMutatorsRefuse:
-    @pytest.mark.parametrize(("name", "mutate"), DICT_MUTATORS, ids=[n for n, _ in DICT_MUTATORS])
-    def test_frozen_dict(self, name, mutate):
+    @pytest.mark.parametrize("mutate", [m for _, m in DICT_MUTATORS], ids=[n for n, _ in DICT_MUTATORS])
+    def test_frozen_dict(self, mutate):
         """
         Every mutator of a FrozenDict raises the frozen-payload TypeError and
         changes nothing.
@@ -147,8 +147,8 @@ class TestMutatorsRefuse:
         assert str(caught.value).startswith(PREFIX)
         assert {"a": 1, "b": [2]} == frozen
 
-    @pytest.mark.parametrize(("name", "mutate"), LIST_MUTATORS, ids=[n for n, _ in LIST_MUTATORS])
-    def test_frozen_list(self, name, mutate):
+    @pytest.mark.parametrize("mutate", [m for _, m in LIST_MUTATORS], ids=[n for n, _ in LIST_MUTATORS])
+    def test_frozen_list(self, mutate):
         """
         Every mutator of a FrozenList raises the frozen-payload TypeError and
         changes nothing.

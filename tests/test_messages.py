@@ -125,7 +125,7 @@ class TestValidation:
         """
         Content that is neither text nor blocks is refused with a hint.
         """
-        with pytest.raises(TypeError, match="content must be a str or a sequence of content blocks, got 42"):
+        with pytest.raises(TypeError, match=r"content must be a str or a sequence of content blocks, got 42"):
             Message("user", 42)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"content\[1\] must be a"):
             Message("user", [TextBlock("a"), "b"])  # type: ignore[list-item]
