@@ -136,7 +136,7 @@ class TestValidation:
         """
         Tool arguments that are not a mapping are refused with a hint to parse JSON.
         """
-        with pytest.raises(TypeError, match="json.loads"):
+        with pytest.raises(TypeError, match=r"json\.loads"):
             ToolCall("c1", "f", '{"a": 1}')  # type: ignore[arg-type]
         with pytest.raises(InvalidMessageError, match="must not be empty"):
             ToolCall("", "f", {})
