@@ -221,3 +221,82 @@ def transcripts(draw: st.DrawFn, *, max_turns: int = 6, allow_pending: bool = Tr
         answered = draw(st.integers(0, len(pending) - 2))
         out.extend(pending[: 1 + answered])
     return out
+
+
+# -- scopes ---------------------------------------------------------------------------
+
+
+@st.composite
+def scope_transcripts(draw: st.DrawFn, *, broken: bool = False) -> list[Message]:
+    """
+    A tool-heavy transcript from :func:`transcripts`, where some calling
+    assistant messages get a reasoning-only assistant message just before
+    them, and some tool results are tagged. With *broken*, random messages are
+    then deleted, so calls lose results and results lose calls (orphans).
+    """
+    out: list[Message] = []
+    for message in draw(transcripts()):
+        if message.tool_calls and draw(st.integers(0, 3)) == 0:
+            out.append(Message("assistant", (ReasoningBlock(draw(texts)),)))
+        if message.role == "tool" and draw(st.integers(0, 3)) == 0:
+            message = Message("tool", message.content, tool_call_id=message.tool_call_id, name="lookup")  # noqa: PLW2901  # rebuilt, tagged
+        out.append(message)
+    if broken and out:
+        gone = draw(st.sets(st.integers(0, len(out) - 1), max_size=max(1, len(out) // 3)))
+        out = [m for i, m in enumerate(out) if i not in gone]
+    return out
+
+
+def predicate_scopes() -> st.SearchStrategy[Any]:
+    """
+    Built-in predicate scopes: role filters, tags and ``Since``.
+    """
+    from workingctx.scopes import RoleFilter, Since, Tagged  # noqa: PLC0415  # appended section keeps imports local
+
+    roles = st.sets(st.sampled_from(["system", "user", "assistant", "tool"]), max_size=3)
+    return st.one_of(
+        st.builds(RoleFilter, roles),
+        st.builds(Tagged, st.sampled_from(["lookup", "other"])),
+        st.builds(Since, st.integers(0, 12)),
+    )
+
+
+def positional_scopes() -> st.SearchStrategy[Any]:
+    """
+    Built-in positional leaf scopes: windows, budgets and completed tool sequences.
+    """
+    from workingctx.scopes import CompletedToolSequences, LastNTurns, TokenBudget  # noqa: PLC0415  # see above
+
+    return st.one_of(
+        st.builds(LastNTurns, st.integers(0, 4)),
+        st.builds(
+            TokenBudget,
+            st.integers(0, 300),
+            start_on=st.sampled_from(["exchange", "user", "user_only"]),
+            include_system=st.booleans(),
+        ),
+        st.just(CompletedToolSequences()),
+    )
+
+
+def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStrategy[Any]:
+    """
+    Random scope trees built with ``AllOf``, ``AnyOf``, ``Not`` and (when
+    *positional*) ``WholeExchanges``, over predicate leaves and, when
+    *positional*, positional ones too.
+    """
+    from workingctx.scopes import AllOf, AnyOf, Not, WholeExchanges  # noqa: PLC0415  # see above
+
+    leaves = predicate_scopes() | positional_scopes() if positional else predicate_scopes()
+
+    def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        combined = (
+            st.builds(Not, children)
+            | st.builds(AllOf, st.lists(children, max_size=3))
+            | st.builds(AnyOf, st.lists(children, max_size=3))
+        )
+        if positional:
+            combined |= st.builds(WholeExchanges, children, mode=st.sampled_from(["expand", "drop"]))
+        return combined
+
+    return st.recursive(leaves, extend, max_leaves=max_leaves)

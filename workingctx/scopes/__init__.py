@@ -1,0 +1,45 @@
+"""
+Scopes: which messages of a transcript to keep.
+
+A scope is either a *predicate* (``matches(message, index) -> bool``, decided
+one message at a time) or *positional* (``surviving_indices(messages)``,
+decided over the whole list, such as "the last two turns"). The combinators
+``AllOf``, ``AnyOf`` and ``Not`` (and the operators ``&``, ``|``, ``~``) work
+on the sets of kept indices, so positional scopes keep their meaning at any
+depth. :func:`surviving_indices` answers for either kind, and
+``WorkingContext.slice(scope)`` builds a context from its answer.
+
+>>> from workingctx import LastNTurns, Message, RoleFilter, surviving_indices
+>>> msgs = [Message("system", "House rules.")]
+>>> for i in range(3):
+...     msgs += [Message("user", f"q{i}"), Message("assistant", f"a{i}")]
+>>> scope = LastNTurns(2) & ~RoleFilter({"system"})
+>>> print(scope)
+LastNTurns(2) & ~RoleFilter({'system'})
+>>> [msgs[i].content for i in sorted(surviving_indices(scope, msgs))]
+['q1', 'a1', 'q2', 'a2']
+"""
+
+from workingctx.scopes._algebra import AllOf, AnyOf, ContextScope, Not, PositionalScope, surviving_indices
+from workingctx.scopes._budget import TokenBudget
+from workingctx.scopes._builtin import LastNTurns, RoleFilter, Since, Tagged
+from workingctx.scopes._explain import ScopeReport, explain
+from workingctx.scopes._tools import CompletedToolSequences, WholeExchanges
+
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "CompletedToolSequences",
+    "ContextScope",
+    "LastNTurns",
+    "Not",
+    "PositionalScope",
+    "RoleFilter",
+    "ScopeReport",
+    "Since",
+    "Tagged",
+    "TokenBudget",
+    "WholeExchanges",
+    "explain",
+    "surviving_indices",
+]

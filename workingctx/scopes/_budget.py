@@ -1,0 +1,259 @@
+"""
+``TokenBudget``: the newest whole exchanges that fit a token budget.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import attrs
+
+from workingctx.exceptions import ScopeError
+from workingctx.scopes._algebra import _ScopeOps
+from workingctx.scopes._exchanges import call_ids, is_reasoning_only, result_ids, starts_turn
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from workingctx.messages import Message
+
+__all__ = ["TokenBudget", "count_function"]
+
+_START_ON = ("exchange", "user", "user_only")
+
+_default_counter: Any = None
+
+
+def _resolve(counter: object) -> Any:
+    global _default_counter  # noqa: PLW0603  # one shared default, built on first use
+    if counter is not None:
+        return counter
+    if _default_counter is None:
+        from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415  # tokens imports nothing of ours
+
+        _default_counter = ApproxTokenCounter()
+    return _default_counter
+
+
+def count_function(counter: object = None) -> Callable[[Message], int]:
+    """
+    A per-message counter that reads the counts cached on each message first.
+
+    Args:
+        counter: A token counter (``count_message(message) -> int``); ``None``
+            for the approximate counter.
+    """
+    resolved = _resolve(counter)
+    count_message: Callable[[Message], int] = resolved.count_message
+    key = getattr(resolved, "name", None)
+    if not isinstance(key, str):
+        return count_message
+
+    def count(message: Message) -> int:
+        cache = message._token_counts
+        if cache is not None:
+            cached = cache.get(key)
+            if cached is not None:
+                return cached
+        return count_message(message)
+
+    return count
+
+
+def _budget(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = f"TokenBudget(max_tokens) must be an int, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    if value < 0:
+        msg = f"TokenBudget(max_tokens) must be 0 or more, got {value!r}"
+        raise ScopeError(msg)
+
+
+def _counter(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not callable(getattr(value, "count_message", None)):
+        msg = (
+            f"TokenBudget(counter=...) needs a token counter with a count_message(message) method, "
+            f"got {value!r} of type {type(value).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
+        )
+        raise TypeError(msg)
+
+
+def _start_on(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in _START_ON:
+        msg = f"TokenBudget start_on must be one of {', '.join(map(repr, _START_ON))}, got {value!r}"
+        raise ScopeError(msg)
+
+
+@attrs.frozen(cache_hash=True, repr=False)
+class TokenBudget(_ScopeOps):
+    """
+    Keeps the newest whole exchanges that fit *max_tokens*, plus every system message. Positional.
+
+    The kept tail is a suffix of the list that never splits an exchange (a tool
+    call, its results and its reasoning stay together) and is the longest such
+    suffix that fits. System messages anywhere in the list are kept and counted
+    first (``include_system=False`` treats them like any other message). When
+    they alone exceed the budget, only they are kept: a scope never drops a
+    system message. Each message is counted once by *counter* and the count is
+    cached on the message, so asking again after an append costs only what is
+    new; the work is proportional to what is kept.
+
+    ``start_on`` says where the kept tail may begin:
+
+    - ``"exchange"`` (the default): at any exchange boundary;
+    - ``"user"``: at a user turn (or the start of the list); when not even the
+      newest turn fits, the newest whole exchanges that fit are kept rather
+      than nothing;
+    - ``"user_only"``: at a user turn (or the start of the list), or nothing.
+
+    A result whose call is nowhere earlier in the list is counted like any
+    other message; wrap the scope in :class:`WholeExchanges` to drop it.
+
+    Args:
+        max_tokens: The budget, 0 or more.
+        counter: A token counter (``ApproxTokenCounter()``, ``TiktokenCounter()``,
+            or any object with ``count_message(message) -> int``); ``None`` for
+            the approximate counter.
+        start_on: ``"exchange"``, ``"user"`` or ``"user_only"``.
+        include_system: Keep and count every system message first.
+
+    Raises:
+        TypeError: *max_tokens* is not an int, or *counter* cannot count messages.
+        ScopeError: *max_tokens* is negative, or *start_on* is unknown.
+
+    >>> from workingctx import Message, ToolCall, surviving_indices
+    >>> msgs = [
+    ...     Message("system", "Be brief."),
+    ...     Message("user", "What is the weather in Oslo, and should I bring an umbrella today?"),
+    ...     Message("assistant", tool_calls=(ToolCall("c1", "weather", {"city": "Oslo"}),)),
+    ...     Message("tool", "rain, 9 degrees", tool_call_id="c1"),
+    ...     Message("assistant", "Rain: bring one."),
+    ... ]
+    >>> sorted(surviving_indices(TokenBudget(50), msgs))
+    [0, 2, 3, 4]
+    >>> sorted(surviving_indices(TokenBudget(50, start_on="user"), msgs))
+    [0, 2, 3, 4]
+    >>> sorted(surviving_indices(TokenBudget(50, start_on="user_only"), msgs))
+    [0]
+    >>> sorted(surviving_indices(TokenBudget(60, start_on="user_only"), msgs))
+    [0, 1, 2, 3, 4]
+    """
+
+    positional: ClassVar[bool] = True
+
+    max_tokens: int = attrs.field(validator=_budget)
+    counter: object = attrs.field(default=None, validator=_counter)
+    start_on: Literal["exchange", "user", "user_only"] = attrs.field(
+        default="exchange", kw_only=True, validator=_start_on
+    )
+    include_system: bool = attrs.field(default=True, kw_only=True, converter=bool)
+
+    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
+        """
+        Always raises: what fits depends on the whole list.
+
+        Raises:
+            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
+        """
+        raise self._refuse_matches()
+
+    def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
+        """
+        The indices of every system message and of the newest whole exchanges that fit.
+        """
+        count = count_function(self.counter)
+        size = len(messages)
+        system: list[int] = []
+        budget = self.max_tokens
+        if self.include_system:
+            system = [i for i, message in enumerate(messages) if message.role == "system"]
+            budget -= sum(count(messages[i]) for i in system)
+        cut = size
+        if budget >= 0:
+            any_cut, user_cut, blocked = self._scan(messages, budget, count, frozenset())
+            if blocked:
+                orphans = _orphan_results(messages)
+                any_cut, user_cut, _ = self._scan(messages, budget, count, orphans)
+            if self.start_on == "exchange":
+                cut = any_cut
+            elif self.start_on == "user_only" or user_cut < size:
+                cut = user_cut
+            else:
+                cut = any_cut
+        if not system:
+            return frozenset(range(cut, size))
+        kept = [i for i in system if i < cut]
+        kept.extend(range(cut, size))
+        return frozenset(kept)
+
+    _index_set = surviving_indices
+
+    def _scan(
+        self,
+        messages: Sequence[Message],
+        budget: int,
+        count: Callable[[Message], int],
+        orphans: frozenset[tuple[int, str]],
+    ) -> tuple[int, int, bool]:
+        """
+        Walk back from the end while the suffix fits; return the smallest
+        exchange cut, the smallest user-turn cut, and whether an unanswered
+        result blocked every cut before it (an orphan, found by walking on).
+        """
+        size = len(messages)
+        skip_system = self.include_system
+        pending: set[str] = set()
+        total = 0
+        any_cut = user_cut = size
+        user_head = False
+        i = size - 1
+        while i >= 0:
+            message = messages[i]
+            if not (skip_system and message.role == "system"):
+                total += count(message)
+                if total > budget:
+                    break
+                if message.role != "system":
+                    user_head = i == 0 or starts_turn(message)
+            asked = call_ids(message)
+            if asked:
+                pending.difference_update(asked)
+            for answered in result_ids(message):
+                if not orphans or (i, answered) not in orphans:
+                    pending.add(answered)
+            if not pending and not (asked and i > 0 and is_reasoning_only(messages[i - 1])):
+                any_cut = i
+                if user_head or i == 0:
+                    user_cut = i
+            i -= 1
+        if not pending or orphans:
+            return any_cut, user_cut, False
+        # Stopped with results whose call is before the stop: walk on to find
+        # those calls. Normally they are a few messages back; if some are never
+        # found, they are orphans, and they must not block the cut.
+        while i >= 0 and pending:
+            pending.difference_update(call_ids(messages[i]))
+            i -= 1
+        return any_cut, user_cut, bool(pending)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.max_tokens)]
+        if self.counter is not None:
+            parts.append(f"counter={self.counter!r}")
+        if self.start_on != "exchange":
+            parts.append(f"start_on={self.start_on!r}")
+        if not self.include_system:
+            parts.append("include_system=False")
+        return f"TokenBudget({', '.join(parts)})"
+
+
+def _orphan_results(messages: Sequence[Message]) -> frozenset[tuple[int, str]]:
+    """
+    Every ``(index, call id)`` where a message answers a call no earlier message asked for.
+    """
+    asked: set[str] = set()
+    orphans: list[tuple[int, str]] = []
+    for i, message in enumerate(messages):
+        orphans.extend((i, answered) for answered in result_ids(message) if answered not in asked)
+        asked.update(call_ids(message))
+    return frozenset(orphans)

@@ -1,0 +1,147 @@
+"""
+``explain``: a dry run of a scope on a transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from workingctx.messages import Message
+from workingctx.scopes._algebra import surviving_indices
+from workingctx.scopes._budget import count_function
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["ScopeReport", "explain"]
+
+
+def _runs(indices: Iterable[int]) -> str:
+    """
+    Indices as short runs: ``0, 3-5, 9``.
+    """
+    parts: list[str] = []
+    start = end = -2
+    for index in indices:
+        if index == end + 1:
+            end = index
+            continue
+        if start >= 0:
+            parts.append(str(start) if start == end else f"{start}-{end}")
+        start = end = index
+    if start >= 0:
+        parts.append(str(start) if start == end else f"{start}-{end}")
+    return ", ".join(parts) if parts else "none"
+
+
+@attrs.frozen
+class ScopeReport:
+    """
+    What a scope keeps and drops on a transcript, and what that saves.
+
+    Attributes:
+        scope: The scope explained.
+        total: How many messages the transcript holds.
+        kept: The kept indices, in order.
+        dropped: The dropped indices, in order.
+        kept_tokens: The tokens of the kept messages.
+        saved_tokens: The tokens of the dropped messages: what the scope saves.
+        cache_break: The first dropped index: from there on the next request
+            differs from the last one, so a provider's prompt cache cannot serve
+            it. ``None`` when nothing is dropped.
+        cached_tokens: The tokens before ``cache_break``: what the cache can
+            still serve (every kept token when nothing is dropped).
+    """
+
+    scope: object
+    total: int
+    kept: tuple[int, ...]
+    dropped: tuple[int, ...]
+    kept_tokens: int
+    saved_tokens: int
+    cache_break: int | None
+    cached_tokens: int
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.scope} keeps {len(self.kept)} of {self.total} messages: {_runs(self.kept)}",
+            f"drops {len(self.dropped)}: {_runs(self.dropped)}",
+            f"tokens: {self.kept_tokens} kept, {self.saved_tokens} saved of {self.kept_tokens + self.saved_tokens}",
+        ]
+        if self.cache_break is None:
+            lines.append("cached prefix: intact, nothing is dropped")
+        else:
+            lines.append(
+                f"cached prefix: breaks at message {self.cache_break}; "
+                f"the {self.cached_tokens} tokens before it stay cached"
+            )
+        return "\n".join(lines)
+
+
+def explain(scope: object, messages: object, counter: object = None) -> ScopeReport:
+    """
+    A dry run: what *scope* would keep and drop on *messages*, and what that saves.
+
+    Nothing is changed. The tokens are those of the transcript's tail (a
+    context's prefix is kept by every slice, so it is left out of the figures).
+
+    Args:
+        scope: Any scope.
+        messages: A sequence of messages, or a context (anything with ``messages``).
+        counter: The token counter; ``None`` for the approximate counter.
+
+    Returns:
+        A :class:`ScopeReport`.
+
+    Raises:
+        TypeError: *scope* is not a scope, or *messages* is not a sequence of messages.
+
+    >>> from workingctx import LastNTurns, Message
+    >>> msgs = [Message("system", "House rules.")]
+    >>> for i in range(3):
+    ...     msgs += [Message("user", f"q{i}"), Message("assistant", f"a{i}")]
+    >>> print(explain(LastNTurns(1), msgs))
+    LastNTurns(1) keeps 3 of 7 messages: 0, 5-6
+    drops 4: 1-4
+    tokens: 15 kept, 16 saved of 31
+    cached prefix: breaks at message 1; the 7 tokens before it stay cached
+    """
+    items = _messages_of(messages)
+    kept_set = surviving_indices(scope, items)
+    count = count_function(counter)
+    counts = [count(message) for message in items]
+    kept = tuple(sorted(kept_set))
+    dropped = tuple(i for i in range(len(items)) if i not in kept_set)
+    kept_tokens = sum(counts[i] for i in kept)
+    cache_break = dropped[0] if dropped else None
+    return ScopeReport(
+        scope=scope,
+        total=len(items),
+        kept=kept,
+        dropped=dropped,
+        kept_tokens=kept_tokens,
+        saved_tokens=sum(counts) - kept_tokens,
+        cache_break=cache_break,
+        cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
+    )
+
+
+def _messages_of(value: object) -> Sequence[Message]:
+    items = value if isinstance(value, Sequence) and not isinstance(value, str | bytes) else None
+    if items is None:
+        inner = getattr(value, "messages", None)
+        items = inner if isinstance(inner, Sequence) and not isinstance(inner, str | bytes) else None
+    if items is None:
+        msg = (
+            f"explain() needs a sequence of messages or a context, got {value!r} of type {type(value).__name__}; "
+            "pass ctx or ctx.messages"
+        )
+        raise TypeError(msg)
+    for position, item in enumerate(items):
+        if not isinstance(item, Message):
+            msg = f"explain() needs Message values, got {item!r} of type {type(item).__name__} at position {position}"
+            raise TypeError(msg)
+    return items
