@@ -81,6 +81,30 @@ def _check_key(key: object) -> None:
         raise TypeError(msg)
 
 
+_ATOMIC: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _copy_note(value: Any) -> Any:
+    """
+    A deep copy, fast for JSON-like data (dicts, lists, tuples of scalars):
+    everything else goes through ``copy.deepcopy``.
+    """
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind is dict:
+        return {key: _copy_note(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_note(item) for item in value]
+    if kind is tuple:
+        return tuple(_copy_note(item) for item in value)
+    return copy.deepcopy(value)
+
+
+def _copy_notes(notes: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _copy_note(value) for key, value in notes.items()}
+
+
 def _fingerprint(value: Any) -> str:
     return canonical_json(value)
 
@@ -228,7 +252,7 @@ class WorkingContext:
         child = WorkingContext.__new__(WorkingContext)
         child._prefix = self._prefix
         child._messages = messages
-        child._scratchpad = copy.deepcopy(self._scratchpad)
+        child._scratchpad = _copy_notes(self._scratchpad)
         child.journal = MutationJournal(self.journal.view())
         child._counter = self._counter
         child.limit = self.limit
@@ -545,7 +569,7 @@ class WorkingContext:
             theirs = {k: v for k, v in theirs.items() if before.get(k) != _fingerprint(v)}
         notes: dict[str, Any] = {}
         for key, value in theirs.items():
-            new = copy.deepcopy(value)
+            new = _copy_note(value)
             old = self._scratchpad.get(key, _MISSING)
             if old is _MISSING or policy == "last_write_wins":
                 notes[key] = new
