@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import subprocess
 import sys
 import threading
@@ -242,6 +243,26 @@ def test_estimate_is_additive(batch, split):
     """
     left, right = batch[:split], batch[split:]
     assert estimate_message_tokens(left) + estimate_message_tokens(right) == estimate_message_tokens(left + right)
+
+
+@given(st.lists(tool_calls, min_size=1, max_size=3))
+def test_tool_calls_count_in_wire_form(calls):
+    """
+    A tool call counts its id, name and ``json.dumps(arguments)`` characters, plus 4 tokens.
+    """
+    chars = sum(len(c.id) + len(c.name) + len(json.dumps(c.arguments)) for c in calls)
+
+    assert chars // 4 + 4 + 4 * len(calls) == estimate_message_tokens([Message("assistant", tool_calls=calls)])
+
+
+def test_arguments_json_cannot_write_still_count():
+    """
+    Arguments holding sets or tuple keys are counted from a text form instead of raising.
+    """
+    odd = Message("assistant", tool_calls=(ToolCall("c1", "f", {"s": {1, 2}, "t": {(1, 2): 3}}),))
+
+    assert estimate_message_tokens([odd]) > 8
+    assert TiktokenCounter().count_message(odd) > 8
 
 
 @given(messages())

@@ -50,7 +50,7 @@ from workingctx.messages import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     import tiktoken
 
@@ -93,13 +93,64 @@ _APPROX = "approx"
 # -- what is counted ----------------------------------------------------------------
 
 
+def _no_default(value: object) -> Any:
+    msg = f"Object of type {type(value).__name__} is not JSON serializable"
+    raise TypeError(msg)
+
+
+def _make_fast_dumps() -> Callable[[Any], str] | None:
+    """
+    ``json.dumps`` with default arguments, without building an encoder per call.
+
+    ``json.dumps`` makes a new C encoder on every call, which is most of its
+    cost on small tool arguments. This builds the same C encoder once, with
+    the same arguments ``json.dumps`` passes except the circular-reference
+    check (deep-frozen payloads cannot be circular). None when the C
+    accelerator is missing or does not give ``json.dumps``'s output.
+    """
+    maker = getattr(json.encoder, "c_make_encoder", None)
+    if maker is None:
+        return None
+    try:
+        sort_keys, skip_keys, allow_nan = False, False, True  # json.dumps's defaults
+        markers, indent = None, None
+        encoder = maker(
+            markers,
+            _no_default,
+            json.encoder.encode_basestring_ascii,
+            indent,
+            ": ",
+            ", ",
+            sort_keys,
+            skip_keys,
+            allow_nan,
+        )
+
+        def dumps(value: Any) -> str:
+            return "".join(encoder(value, 0))
+
+        probe = {"host": "example.com", "port": 443, "ratio": 0.1, "tags": ["a", None, True], "é": {"n": -1e300}}
+        if dumps(probe) != json.dumps(probe):
+            return None
+    except Exception:  # noqa: BLE001  # an unexpected accelerator: use json.dumps
+        return None
+    return dumps
+
+
+_fast_dumps = _make_fast_dumps()
+
+
 def _json(value: Any) -> str:
     """
     Tool arguments in their wire form: ``json.dumps`` with its default separators.
     """
     try:
-        return json.dumps(value, default=str)
-    except (TypeError, ValueError):  # keys json cannot write (tuples, mixed types): still count something
+        return _fast_dumps(value) if _fast_dumps is not None else json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    try:
+        return json.dumps(value, default=str)  # leaves json cannot write (sets, objects)
+    except (TypeError, ValueError, RecursionError):  # keys json cannot write (tuples): still count something
         return str(value)
 
 
@@ -182,43 +233,51 @@ def media_tokens(block: object) -> int:
     return 0
 
 
-def _parts(message: Message) -> tuple[list[str], int, int]:
+def _block_parts(content: Iterable[object]) -> tuple[list[str], int, int]:
     """
-    The text parts of *message*, its number of tool calls, and its media tokens.
+    The text parts of content blocks, their number of tool calls, and their media tokens.
     """
     parts: list[str] = []
     calls = 0
     media = 0
+    for block in content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolResultBlock):
+            try:
+                parts.append(block.output_text())
+            except (TypeError, ValueError):  # output json cannot sort or write
+                parts.append(str(block.output))
+        elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+            parts += (block.id, block.name, _json(block.args))
+            calls += 1
+        elif isinstance(block, ReasoningBlock):
+            parts.append(block.summary)
+            if block.details:
+                parts.extend(block.details)
+        elif isinstance(block, ErrorBlock):
+            parts.append(block.message)
+        elif isinstance(block, DocumentBlock):
+            parts += (p for p in (block.text, block.excerpt) if p is not None)
+            media += media_tokens(block)
+        elif isinstance(block, AudioBlock):
+            if block.transcript is not None:
+                parts.append(block.transcript)
+            media += media_tokens(block)
+        else:
+            media += media_tokens(block)
+    return parts, calls, media
+
+
+def _parts(message: Message) -> tuple[list[str], int, int]:
+    """
+    The text parts of *message*, its number of tool calls, and its media tokens.
+    """
     content = message.content
     if isinstance(content, str):
-        parts.append(content)
+        parts, calls, media = [content], 0, 0
     else:
-        for block in content:
-            if isinstance(block, TextBlock):
-                parts.append(block.text)
-            elif isinstance(block, ToolResultBlock):
-                try:
-                    parts.append(block.output_text())
-                except (TypeError, ValueError):  # output json cannot sort or write
-                    parts.append(str(block.output))
-            elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
-                parts += (block.id, block.name, _json(block.args))
-                calls += 1
-            elif isinstance(block, ReasoningBlock):
-                parts.append(block.summary)
-                if block.details:
-                    parts.extend(block.details)
-            elif isinstance(block, ErrorBlock):
-                parts.append(block.message)
-            elif isinstance(block, DocumentBlock):
-                parts += (p for p in (block.text, block.excerpt) if p is not None)
-                media += media_tokens(block)
-            elif isinstance(block, AudioBlock):
-                if block.transcript is not None:
-                    parts.append(block.transcript)
-                media += media_tokens(block)
-            else:
-                media += media_tokens(block)
+        parts, calls, media = _block_parts(content)
     if message.name is not None:
         parts.append(message.name)
     if message.tool_call_id is not None:
@@ -230,16 +289,23 @@ def _parts(message: Message) -> tuple[list[str], int, int]:
 
 
 def _approx_count(message: Message) -> int:
+    # The same parts as _parts(), summed as lengths without building a list: this is the hot path.
     content = message.content
-    if isinstance(content, str) and not message.tool_calls:  # the common case, without a list
+    if isinstance(content, str):
         chars = len(content)
-        if message.name is not None:
-            chars += len(message.name)
-        if message.tool_call_id is not None:
-            chars += len(message.tool_call_id)
-        return chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
-    parts, calls, media = _parts(message)
-    chars = sum(map(len, parts))
+        calls = media = 0
+    else:
+        parts, calls, media = _block_parts(content)
+        chars = sum(map(len, parts))
+    if message.name is not None:
+        chars += len(message.name)
+    if message.tool_call_id is not None:
+        chars += len(message.tool_call_id)
+    tool_calls = message.tool_calls
+    if tool_calls:
+        for call in tool_calls:
+            chars += len(call.id) + len(call.name) + len(_json(call.arguments))
+        calls += len(tool_calls)
     return chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
 
 
@@ -305,6 +371,12 @@ def estimate_message_tokens(messages: Iterable[Message]) -> int:
     for position, message in enumerate(messages):
         if not isinstance(message, Message):
             raise _not_a_message(message, position)
+        cache = message._token_counts
+        if cache is not None:  # inlined cache hit: this loop is what a warm re-count costs
+            count = cache.get(_APPROX)
+            if count is not None:
+                total += count
+                continue
         total += _approx_cached(message)
     return total
 
@@ -675,10 +747,17 @@ class TiktokenCounter:
         """
         if self._encoding is None:
             return estimate_message_tokens(messages)
+        name = self._name
         total = 0
         for position, message in enumerate(messages):
             if not isinstance(message, Message):
                 raise _not_a_message(message, position)
+            cache = message._token_counts
+            if cache is not None:
+                count = cache.get(name)
+                if count is not None:
+                    total += count
+                    continue
             total += self.count_message(message)
         return total
 

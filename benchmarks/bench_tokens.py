@@ -1,0 +1,165 @@
+"""
+Token-counting benchmarks on tool-heavy transcripts (``benchmarks._data.tool_heavy``).
+
+Rows, each against a peer measured in the same run:
+
+* ``estimate_message_tokens``, cold (fresh message objects, nothing cached) and
+  warm (every count cached on its message), against LangChain's
+  ``count_tokens_approximately`` on the same transcript as LangChain messages
+  (it keeps no cache, so its cold and warm times are the same measurement);
+* ``TiktokenCounter.count``, cold and warm, against a hand-written loop that
+  encodes every message's text and tool calls with the same encoding, uncached;
+* the total after one append at the largest size: a ``RunningCount`` counts the
+  new message and adds it to its prefix sums; compared with a cold count of the
+  whole transcript (the target is at least 100x), with a re-sum of the cached
+  counts, and with LangChain counting the grown transcript again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from benchmarks._data import to_langchain, tool_heavy
+from benchmarks._harness import Table, measure
+from workingctx import Message, RunningCount, TiktokenCounter, estimate_message_tokens
+
+GROUP = "tokens"
+PEER = "langchain count_tokens_approximately"
+HAND = "hand-written tiktoken loop, no cache"
+
+
+def _hand_tiktoken(encoding: Any, messages: list[Message]) -> int:
+    """
+    What one writes without a counter: encode each message's text and tool calls, every time.
+    """
+    total = 0
+    for message in messages:
+        text = message.text() + (message.name or "") + (message.tool_call_id or "")
+        text += "".join(call.id + call.name + json.dumps(call.arguments) for call in message.tool_calls)
+        total += len(encoding.encode_ordinary(text)) + 4 + 4 * len(message.tool_calls)
+    return total
+
+
+def _rounds(n: int) -> int:
+    return 3 if n >= 10_000 else 5
+
+
+def run(table: Table, quick: bool) -> None:
+    from langchain_core.messages.utils import count_tokens_approximately  # noqa: PLC0415  # a peer, bench extra
+
+    sizes = [100, 1_000] if quick else [100, 1_000, 10_000]
+    tiktoken_counter = TiktokenCounter()
+    encoding = tiktoken_counter.encoding
+    cold_by_size: dict[int, float] = {}
+
+    for n in sizes:
+        warm_messages = tool_heavy(n)
+        langchain_messages = to_langchain(warm_messages)
+        holder: list[list[Message]] = [[]]
+
+        def rebuild(n: int = n, holder: list[list[Message]] = holder) -> None:
+            holder[0] = tool_heavy(n)  # new message objects: nothing cached
+
+        def cold(holder: list[list[Message]] = holder) -> int:
+            return estimate_message_tokens(holder[0])
+
+        def cold_tiktoken(holder: list[list[Message]] = holder) -> int:
+            return tiktoken_counter.count(holder[0])
+
+        def by_hand(messages: list[Message] = warm_messages) -> int:
+            return _hand_tiktoken(encoding, messages)
+
+        number = max(1, 1_000 // n)
+        peer = measure(lambda lc=langchain_messages: count_tokens_approximately(lc), repeat=_rounds(n), number=number)
+        cold_s = measure(cold, repeat=_rounds(n), setup=rebuild)
+        cold_by_size[n] = cold_s
+        estimate_message_tokens(warm_messages)
+        warm_s = measure(lambda ms=warm_messages: estimate_message_tokens(ms), repeat=7, number=number * 10)
+        table.add(GROUP, "estimate_message_tokens, cold", n, cold_s, baseline=PEER, baseline_seconds=peer)
+        table.add(
+            GROUP,
+            "estimate_message_tokens, warm (cached)",
+            n,
+            warm_s,
+            baseline=PEER,
+            baseline_seconds=peer,
+            note="the peer keeps no cache",
+        )
+
+        if encoding is not None:
+            hand = measure(by_hand, repeat=_rounds(n))
+            tik_cold = measure(cold_tiktoken, repeat=_rounds(n), setup=rebuild)
+            tiktoken_counter.count(warm_messages)
+            tik_warm = measure(lambda ms=warm_messages: tiktoken_counter.count(ms), repeat=7, number=number * 10)
+            for label, seconds in (("cold", tik_cold), ("warm (cached)", tik_warm)):
+                table.add(
+                    GROUP,
+                    f"TiktokenCounter.count, {label}",
+                    n,
+                    seconds,
+                    baseline=HAND,
+                    baseline_seconds=hand,
+                    note="exact cl100k",
+                )
+
+    _after_one_append(table, max(sizes), cold_by_size[max(sizes)], count_tokens_approximately)
+
+
+def _after_one_append(table: Table, n: int, cold_s: float, peer_count: Callable[[Any], int]) -> None:
+    """
+    The total after one append to an n-message transcript whose counts are cached.
+    """
+    messages = tool_heavy(n + 1)
+    base, extra = messages[:n], messages[n]
+    running = RunningCount()
+    running.extend(base)
+    appends = 200
+    pending: list[Message] = []
+
+    def prepare() -> None:
+        running.truncate(n)
+        # a fresh copy per call: each append counts a message never counted before
+        pending[:] = [attrs.evolve(extra) for _ in range(appends)]
+
+    def append_one() -> int:
+        return running.extend((pending.pop(),))
+
+    recount = measure(append_one, repeat=7, number=appends, setup=prepare)
+    table.add(
+        GROUP,
+        "re-count after one append (RunningCount)",
+        n,
+        recount,
+        baseline="estimate_message_tokens, cold",
+        baseline_seconds=cold_s,
+        note="target: >= 100x",
+    )
+
+    grown = [*base, extra]
+    estimate_message_tokens(grown)
+    resum = measure(lambda: estimate_message_tokens(grown), repeat=7, number=5)
+    table.add(
+        GROUP,
+        "re-sum of cached counts after one append",
+        n,
+        resum,
+        baseline="estimate_message_tokens, cold",
+        baseline_seconds=cold_s,
+        note="no prefix sums",
+    )
+
+    langchain_grown = to_langchain(grown)
+    peer = measure(lambda: peer_count(langchain_grown), repeat=_rounds(n))
+    table.add(
+        GROUP,
+        "re-count after one append (RunningCount)",
+        n,
+        recount,
+        baseline=PEER,
+        baseline_seconds=peer,
+        note="the peer counts the whole transcript again",
+    )
