@@ -1,0 +1,726 @@
+"""
+Tests for workingctx.managers: the context managers as scope compositions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import transcripts
+from workingctx import (
+    ApproxTokenCounter,
+    InvalidMessageError,
+    LastNTurns,
+    Message,
+    PrefixContext,
+    ScopeError,
+    ToolCall,
+    WorkingContext,
+    common_prefix_length,
+)
+from workingctx.managers import (
+    SUMMARY_NAME,
+    BaseContextManager,
+    MessageContextManager,
+    SummaryContextManager,
+    TokenBudgetContextManager,
+)
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def problems(before: Sequence[Message], after: Sequence[Message], *, summary: bool = False) -> list[str]:
+    """
+    Every way *after* is not a valid trim of *before*: a lost or reordered
+    system message, a tool result without its call, a kept call without one of
+    its results, or a message that is not from *before* (the summary aside).
+    """
+    found: list[str] = []
+    keep_sys = [m for m in before if m.role == "system" and not (summary and m.name == SUMMARY_NAME)]
+    out_sys = [m for m in after if m.role == "system" and not (summary and m.name == SUMMARY_NAME)]
+    if len(keep_sys) != len(out_sys) or any(a is not b for a, b in zip(keep_sys, out_sys, strict=False)):
+        found.append("system messages lost or reordered")
+    if summary and sum(1 for m in after if m.role == "system" and m.name == SUMMARY_NAME) > 1:
+        found.append("more than one summary")
+    rest = iter([m for m in before if m.role != "system"])
+    for message in after:
+        if message.role != "system" and not any(message is candidate for candidate in rest):
+            found.append(f"{message!r} is not in order from the input")
+            break
+    asked: set[str] = set()
+    for message in after:
+        found.extend(f"orphaned result for {r!r}" for r in message.result_ids if r not in asked)
+        asked.update(message.call_ids)
+    kept = {id(m) for m in after}
+    for message in before:
+        if id(message) not in kept:
+            found.extend(f"call {r!r} kept without its result" for r in message.result_ids if r in asked)
+    return found
+
+
+def conversation(*texts: str) -> list[Message]:
+    """
+    A system prompt, then alternating user and assistant messages.
+    """
+    out = [Message("system", "You are terse.")]
+    for i, text in enumerate(texts):
+        out.append(Message("user" if i % 2 == 0 else "assistant", text))
+    return out
+
+
+def tool_turn(n: int, *, final: bool = True) -> list[Message]:
+    """
+    One user turn with a tool exchange, answered when *final*.
+    """
+    call = ToolCall(f"c{n}", "lookup", {"q": n})
+    out = [
+        Message("user", f"question {n}"),
+        Message("assistant", tool_calls=[call]),
+        Message("tool", f"result {n}", tool_call_id=f"c{n}"),
+    ]
+    if final:
+        out.append(Message("assistant", f"answer {n}"))
+    return out
+
+
+async def echo_summarizer(messages: Sequence[Message], *, prompt: str, max_tokens: int) -> str:
+    """
+    A deterministic summarizer: the texts it was given, joined.
+    """
+    assert prompt
+    assert max_tokens > 0
+    return " / ".join(m.text() or m.role for m in messages)
+
+
+def recording(result: str = "summary"):
+    """
+    A summarizer returning *result*, and the list of the message batches it was given.
+    """
+    calls: list[tuple[Message, ...]] = []
+
+    async def summarize(messages: Sequence[Message], **_settings: object) -> str:
+        calls.append(tuple(messages))
+        return result
+
+    return calls, summarize
+
+
+# -- the base class ------------------------------------------------------------------
+
+
+class TestBaseContextManager:
+    def test_subclass_with_both_methods_works(self):
+        """
+        A subclass implementing both trims is a context manager.
+        """
+
+        class KeepLast(BaseContextManager[WorkingContext]):
+            def trim_context(self, ctx: WorkingContext) -> WorkingContext:
+                return ctx.slice(LastNTurns(1))
+
+            async def atrim_context(self, ctx: WorkingContext) -> WorkingContext:
+                return self.trim_context(ctx)
+
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2"))
+        assert ["q2"] == [m.text() for m in KeepLast().trim_context(ctx).messages if m.role == "user"]
+
+    @pytest.mark.parametrize("implemented", ["trim_context", "atrim_context"])
+    def test_only_one_method_is_a_type_error_that_says_what_to_do(self, implemented):
+        """
+        Common error: implementing only one of the two methods raises TypeError
+        at instantiation, naming the missing one and how to write it.
+        """
+
+        async def atrim(_self, ctx):
+            return ctx
+
+        body = {"trim_context": lambda _self, ctx: ctx} if implemented == "trim_context" else {"atrim_context": atrim}
+        half = type("Half", (BaseContextManager,), body)
+        missing = "atrim_context" if implemented == "trim_context" else "trim_context"
+
+        with pytest.raises(TypeError, match=rf"Half: it does not implement {missing};.*implements both"):
+            half()
+
+    def test_abstract_base_cannot_be_instantiated(self):
+        """
+        The base itself is abstract.
+        """
+        with pytest.raises(TypeError, match="atrim_context and trim_context"):
+            BaseContextManager()
+
+
+# -- MessageContextManager -------------------------------------------------------------
+
+
+class TestMessageContextManager:
+    def test_trim_demo(self, capsys):
+        """
+        The reference's trim_demo: the system prompt first, then the last two
+        user turns.
+        """
+        ctx = WorkingContext(
+            messages=[
+                Message.text_message("You are terse.", role="system"),
+                Message.text_message("First question", role="user"),
+                Message.text_message("First answer", role="assistant"),
+                Message.text_message("Second question", role="user"),
+                Message.text_message("Second answer", role="assistant"),
+                Message.text_message("Third question", role="user"),
+            ]
+        )
+        manager = MessageContextManager(max_messages=2)
+        trimmed = manager.trim_context(ctx)
+
+        for msg in trimmed.messages:
+            print(msg.role, "|", msg.text())
+        assert (
+            "system | You are terse.\nuser | Second question\nassistant | Second answer\nuser | Third question\n"
+            == capsys.readouterr().out
+        )
+
+    def test_returns_the_same_context_with_prefix_and_notes(self):
+        """
+        Trimming edits the context in place: the same object, prefix and
+        scratchpad untouched.
+        """
+        prefix = PrefixContext(system_prompt="House rules.")
+        ctx = WorkingContext(prefix=prefix, messages=conversation("q1", "a1", "q2", "a2", "q3"))
+        ctx.note("ticket", "ENG-1")
+
+        out = MessageContextManager(max_messages=1).trim_context(ctx)
+
+        assert out is ctx
+        assert prefix is ctx.prefix
+        assert "ENG-1" == ctx.get("ticket")
+        assert ["You are terse.", "q3"] == [m.text() for m in ctx.messages]
+
+    def test_unchanged_within_the_limit(self):
+        """
+        With as many user turns as allowed, the context is left exactly as it
+        was (even a system message in the middle stays where it is).
+        """
+        messages = [*conversation("q1", "a1"), Message("system", "later rule"), Message("user", "q2")]
+        ctx = WorkingContext(messages=messages)
+        before = ctx.messages
+
+        MessageContextManager(max_messages=2).trim_context(ctx)
+
+        assert before is ctx.messages
+
+    def test_system_messages_are_never_trimmed_and_placed_first(self):
+        """
+        A system message from an old turn survives and moves to the front with
+        the others.
+        """
+        messages = [
+            Message("system", "rule 1"),
+            Message("user", "q1"),
+            Message("system", "rule 2"),
+            Message("assistant", "a1"),
+            Message("user", "q2"),
+            Message("system", "rule 3"),
+            Message("assistant", "a2"),
+        ]
+        ctx = WorkingContext(messages=messages)
+
+        MessageContextManager(max_messages=1).trim_context(ctx)
+
+        assert ["rule 1", "rule 2", "rule 3", "q2", "a2"] == [m.text() for m in ctx.messages]
+
+    def test_zero_keeps_only_system_messages(self):
+        """
+        max_messages=0 keeps only the system messages.
+        """
+        ctx = WorkingContext(messages=conversation("q1", "a1"))
+        MessageContextManager(max_messages=0).trim_context(ctx)
+        assert ["You are terse."] == [m.text() for m in ctx.messages]
+
+    def test_remove_tool_msgs_drops_completed_sequences_only(self):
+        """
+        With remove_tool_msgs, a completed tool sequence (call, result, final
+        answer) is removed; a pending one is kept whole.
+        """
+        messages = [Message("system", "s"), *tool_turn(1), *tool_turn(2, final=False)]
+        ctx = WorkingContext(messages=messages)
+
+        MessageContextManager(max_messages=5, remove_tool_msgs=True).trim_context(ctx)
+
+        assert ["s", "question 1", "question 2", "", "result 2"] == [m.text() for m in ctx.messages]
+
+    def test_remove_tool_msgs_before_counting(self):
+        """
+        Tool sequences are removed and the window is applied in one trim.
+        """
+        messages = [Message("system", "s"), *tool_turn(1), *tool_turn(2), *tool_turn(3)]
+        ctx = WorkingContext(messages=messages)
+
+        MessageContextManager(max_messages=2, remove_tool_msgs=True).trim_context(ctx)
+
+        assert ["s", "question 2", "question 3"] == [m.text() for m in ctx.messages]
+
+    def test_scope_reads_as_a_composition(self):
+        """
+        The manager is a composition of scopes, printable.
+        """
+        assert "WholeExchanges(LastNTurns(3) & ~CompletedToolSequences(), mode='drop')" == str(
+            MessageContextManager(3, remove_tool_msgs=True).scope_for(WorkingContext())
+        )
+
+    def test_async_matches_sync(self):
+        """
+        atrim_context gives the same result as trim_context.
+        """
+        a = WorkingContext(messages=conversation("q1", "a1", "q2", "a2", "q3"))
+        b = WorkingContext(messages=conversation("q1", "a1", "q2", "a2", "q3"))
+        manager = MessageContextManager(max_messages=2)
+        assert manager.trim_context(a).messages == asyncio.run(manager.atrim_context(b)).messages
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error", "match"),
+        [
+            ({"max_messages": -1}, ScopeError, "max_messages must be 0 or more, got -1"),
+            ({"max_messages": "10"}, TypeError, "max_messages must be an int, got '10'"),
+            ({"remove_tool_msgs": 1}, TypeError, "remove_tool_msgs must be True or False, got 1"),
+        ],
+    )
+    def test_bad_settings(self, kwargs, error, match):
+        """
+        A bad setting is refused with the value and what is expected.
+        """
+        with pytest.raises(error, match=match):
+            MessageContextManager(**kwargs)
+
+    def test_not_a_context(self):
+        """
+        A plain list is refused with the fix.
+        """
+        with pytest.raises(TypeError, match=r"WorkingContext\(messages=\.\.\.\)"):
+            MessageContextManager().trim_context(conversation("q"))  # type: ignore[arg-type]
+
+    @given(transcripts(max_turns=8), st.integers(0, 6), st.booleans())
+    def test_output_is_always_valid(self, messages, n, remove):
+        """
+        Property: over random tool-heavy transcripts, the output keeps every
+        system message, orphans nothing, and is the input's order.
+        """
+        ctx = WorkingContext(messages=messages)
+        MessageContextManager(max_messages=n, remove_tool_msgs=remove).trim_context(ctx)
+        assert [] == problems(messages, ctx.messages)
+
+    @given(transcripts(max_turns=8), st.integers(0, 6))
+    def test_keeps_at_most_n_user_turns(self, messages, n):
+        """
+        Property: after a trim, at most max(n, turns) user messages remain,
+        and exactly n when there were more.
+        """
+        users = sum(1 for m in messages if m.role == "user")
+        ctx = WorkingContext(messages=messages)
+        MessageContextManager(max_messages=n).trim_context(ctx)
+        assert min(users, n) == sum(1 for m in ctx.messages if m.role == "user")
+
+
+# -- TokenBudgetContextManager -----------------------------------------------------------
+
+
+class TestTokenBudgetContextManager:
+    def test_unchanged_under_the_high_watermark(self):
+        """
+        Below max_tokens nothing changes, not even the tuple of messages.
+        """
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2"))
+        before = ctx.messages
+        TokenBudgetContextManager(ctx.count_tokens()).trim_context(ctx)
+        assert before is ctx.messages
+
+    def test_cuts_to_the_low_watermark_on_a_user_turn(self):
+        """
+        Past max_tokens, the tail is cut to fit the low watermark, starting on
+        a user turn, system message kept.
+        """
+        messages = [Message("system", "s")]
+        for n in range(10):
+            messages.extend(tool_turn(n))
+        ctx = WorkingContext(messages=messages)
+        manager = TokenBudgetContextManager(ctx.count_tokens() - 1, low_watermark=80)
+
+        manager.trim_context(ctx)
+
+        assert ctx.count_tokens() <= 80
+        assert ["system", "user"] == [m.role for m in ctx.messages[:2]]
+        assert [] == problems(messages, ctx.messages)
+
+    def test_prefix_counts_against_the_budget(self):
+        """
+        The watermarks are for the whole request: the prefix's tokens are
+        taken from the budget of the tail.
+        """
+        long_prefix = PrefixContext(system_prompt="rules " * 40)
+        a = WorkingContext(messages=conversation(*[f"message {i}" for i in range(20)]))
+        b = WorkingContext(prefix=long_prefix, messages=a.messages)
+        manager = TokenBudgetContextManager(100, low_watermark=90)
+        manager.trim_context(a)
+        manager.trim_context(b)
+        assert b.size() < a.size()
+        assert b.count_tokens() <= 90 or b.size() == 1
+
+    def test_cache_stable_between_cuts(self):
+        """
+        A growing conversation under the watermark manager: every request
+        either extends the previous one (sharing its whole prefix) or is a
+        cut down to the low watermark; cuts are rare.
+        """
+        manager = TokenBudgetContextManager(600, low_watermark=300)
+        ctx = WorkingContext(prefix=PrefixContext(system_prompt="Be brief."))
+        previous = ctx.freeze()
+        cuts = 0
+        for n in range(60):
+            ctx.extend(tool_turn(n))
+            manager.trim_context(ctx)
+            current = ctx.freeze()
+            shared = common_prefix_length(previous, current)
+            if shared < len(previous.messages) + 1:
+                cuts += 1
+                assert ctx.count_tokens() <= 300
+            assert ctx.count_tokens() <= 600
+            previous = current
+        assert 0 < cuts < 15
+
+    def test_low_defaults_to_half(self):
+        """
+        The low watermark defaults to half the high one.
+        """
+        assert 500 == TokenBudgetContextManager(1000).low_watermark
+
+    def test_own_counter(self):
+        """
+        A counter other than the context's is used for both the check and the cut.
+        """
+
+        class Doubled(ApproxTokenCounter):
+            @property
+            def name(self) -> str:
+                return "doubled"
+
+            def count_message(self, message: Message) -> int:
+                return 2 * super().count_message(message)
+
+            def count(self, messages):
+                return sum(self.count_message(m) for m in messages)
+
+        ctx = WorkingContext(messages=conversation(*[f"message {i}" for i in range(20)]))
+        tokens = ctx.count_tokens()
+        TokenBudgetContextManager(tokens, counter=Doubled()).trim_context(ctx)
+        assert Doubled().count(ctx.messages) <= tokens // 2
+
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "error", "match"),
+        [
+            ((-1,), {}, ScopeError, "max_tokens must be 0 or more, got -1"),
+            ((100,), {"low_watermark": 200}, ScopeError, "low_watermark=200 is above max_tokens=100"),
+            ((100.0,), {}, TypeError, "max_tokens must be an int, got 100.0"),
+            ((100,), {"counter": len}, TypeError, "needs a token counter with count_message"),
+        ],
+    )
+    def test_bad_settings(self, args, kwargs, error, match):
+        """
+        Bad watermarks or counters are refused with the value and the fix.
+        """
+        with pytest.raises(error, match=match):
+            TokenBudgetContextManager(*args, **kwargs)
+
+    @given(transcripts(max_turns=8), st.integers(0, 400), st.integers(0, 400))
+    def test_output_is_always_valid(self, messages, a, b):
+        """
+        Property: over random transcripts and watermarks, the output is a
+        valid subsequence of the input, fits the low watermark unless the
+        system messages alone do not, and trimming again changes nothing.
+        """
+        low, high = min(a, b), max(a, b)
+        ctx = WorkingContext(messages=messages)
+        manager = TokenBudgetContextManager(high, low_watermark=low)
+        over = ctx.count_tokens() > high
+
+        manager.trim_context(ctx)
+
+        assert [] == problems(messages, ctx.messages)
+        out = ctx.messages
+        assert list(out) == [m for m in messages if any(m is k for k in out)]
+        if over:
+            systems = ApproxTokenCounter().count([m for m in messages if m.role == "system"])
+            assert ctx.count_tokens() <= max(low, systems)
+        again = ctx.messages
+        manager.trim_context(ctx)
+        assert again is ctx.messages
+
+
+# -- SummaryContextManager ----------------------------------------------------------------
+
+
+class TestSummaryContextManager:
+    def test_summary_is_a_system_message_at_the_head_of_the_tail(self):
+        """
+        The older messages go to the summarizer; the summary becomes the
+        system message named context_summary after the system messages and
+        before the kept window.
+        """
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2", "q3", "a3"))
+        manager = SummaryContextManager(echo_summarizer, max_messages=4, keep_recent=2)
+
+        asyncio.run(manager.atrim_context(ctx))
+
+        assert [
+            ("system", None, "You are terse."),
+            ("system", "context_summary", "q1 / a1 / q2 / a2"),
+            ("user", None, "q3"),
+            ("assistant", None, "a3"),
+        ] == [(m.role, m.name, m.text()) for m in ctx.messages]
+
+    def test_second_summary_appends_after_a_blank_line(self):
+        """
+        A later summary keeps the earlier one and appends after a blank line.
+        """
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        manager = SummaryContextManager(echo_summarizer, max_messages=3, keep_recent=2)
+        manager.trim_context(ctx)
+        ctx.append(Message("user", "q3"), Message("assistant", "a3"))
+
+        manager.trim_context(ctx)
+
+        summary = [m for m in ctx.messages if m.name == SUMMARY_NAME]
+        assert ["q1 / a1\n\nq2 / a2"] == [m.text() for m in summary]
+        assert ["You are terse.", "q1 / a1\n\nq2 / a2", "q3", "a3"] == [m.text() for m in ctx.messages]
+
+    def test_unchanged_when_nothing_is_older_than_keep_recent(self):
+        """
+        Past the threshold but with nothing older than keep_recent: the
+        summarizer is not called and nothing changes.
+        """
+        calls, summarize = recording()
+        ctx = WorkingContext(messages=conversation("q1", "a1"))
+        before = ctx.messages
+        SummaryContextManager(summarize, max_messages=1, keep_recent=2).trim_context(ctx)
+        assert before is ctx.messages
+        assert [] == calls
+
+    def test_not_called_under_the_thresholds(self):
+        """
+        Common error "summaries are slow": the summarizer runs only past a
+        threshold, once per trim.
+        """
+        calls, summarize = recording()
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2"))
+        manager = SummaryContextManager(summarize, max_messages=10, token_budget=10_000, keep_recent=1)
+        manager.trim_context(ctx)
+        assert [] == calls
+        ctx.extend(conversation(*[f"m{i}" for i in range(10)])[1:])
+        manager.trim_context(ctx)
+        assert 1 == len(calls)
+
+    def test_token_budget_trigger(self):
+        """
+        The token trigger counts the whole request with the context's counter.
+        """
+        calls, summarize = recording()
+        prefix = PrefixContext(system_prompt="rules " * 50)
+        ctx = WorkingContext(prefix=prefix, messages=conversation("q1", "a1", "q2", "a2"))
+        manager = SummaryContextManager(
+            summarize, max_messages=None, token_budget=ctx.count_tokens() - 1, keep_recent=2
+        )
+        manager.trim_context(ctx)
+        assert 1 == len(calls)
+        assert ["q1", "a1"] == [m.text() for m in calls[0]]
+
+    @pytest.mark.parametrize("result", ["", "   "])
+    def test_empty_summary_leaves_the_context_unchanged(self, result, caplog):
+        """
+        Common error "context never shrinks": an empty summary is logged and
+        nothing changes.
+        """
+        _, summarize = recording(result)
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = ctx.messages
+        with caplog.at_level(logging.WARNING, logger="workingctx.managers"):
+            SummaryContextManager(summarize, max_messages=2, keep_recent=1).trim_context(ctx)
+        assert before is ctx.messages
+        assert "empty summary; the context is left unchanged" in caplog.text
+
+    def test_failing_summarizer_is_logged_and_nothing_is_lost(self, caplog):
+        """
+        Common error: a summarizer that raises leaves the context as it was,
+        and the failure is logged with its traceback.
+        """
+
+        async def broken(*_args, **_kwargs):
+            msg = "provider timed out"
+            raise ConnectionError(msg)
+
+        ctx = WorkingContext(messages=[*conversation("q1", "a1", "q2", "a2"), *tool_turn(9)])
+        before = ctx.messages
+        manager = SummaryContextManager(broken, max_messages=2, keep_recent=1, remove_tool_msgs=True)
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            manager.trim_context(ctx)
+        assert before is ctx.messages
+        assert "summarizer call failed; the context is left unchanged" in caplog.text
+        assert "provider timed out" in caplog.text
+
+    def test_summarizer_returning_a_non_string(self, caplog):
+        """
+        A summarizer returning something other than text is logged; nothing changes.
+        """
+
+        async def wrong(*_args, **_kwargs):
+            return None
+
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = ctx.messages
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            SummaryContextManager(wrong, max_messages=2, keep_recent=1).trim_context(ctx)
+        assert before is ctx.messages
+        assert "returned None of type NoneType, not a str" in caplog.text
+
+    def test_both_triggers_none_warns_at_construction(self):
+        """
+        Common error: with both triggers None it would never summarize, so
+        construction warns and says what to set.
+        """
+        with pytest.warns(UserWarning, match="will never summarize: set max_messages or token_budget"):
+            SummaryContextManager(echo_summarizer, max_messages=None)
+
+    def test_trim_context_inside_a_running_loop_names_atrim_context(self):
+        """
+        Common error: trim_context inside async code raises a clear error
+        naming atrim_context, not asyncio's; nothing changes.
+        """
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = ctx.messages
+        manager = SummaryContextManager(echo_summarizer, max_messages=2, keep_recent=1)
+
+        async def inside():
+            with pytest.raises(RuntimeError, match=r"running event loop.*await manager\.atrim_context\(ctx\)"):
+                manager.trim_context(ctx)
+
+        asyncio.run(inside())
+        assert before is ctx.messages
+
+    def test_boundary_moves_to_keep_an_exchange_whole(self):
+        """
+        When the newest keep_recent messages start on a tool result, the
+        boundary moves back to its call: the window never starts orphaned.
+        """
+        messages = [
+            Message("system", "s"),
+            Message("user", "q1"),
+            Message("assistant", "a1"),
+            Message("user", "check both hosts"),
+            Message("assistant", tool_calls=[ToolCall("c1", "ping"), ToolCall("c2", "ping")]),
+            Message("tool", "up", tool_call_id="c1"),
+            Message("tool", "down", tool_call_id="c2"),
+            Message("assistant", "one is down"),
+        ]
+        calls, summarize = recording()
+        ctx = WorkingContext(messages=messages)
+
+        SummaryContextManager(summarize, max_messages=3, keep_recent=2).trim_context(ctx)
+
+        assert ["q1", "a1", "check both hosts"] == [m.text() for m in calls[0]]
+        assert ["s", "summary", "", "up", "down", "one is down"] == [m.text() for m in ctx.messages]
+        assert [] == problems(messages, ctx.messages, summary=True)
+
+    def test_remove_tool_msgs_applies_even_without_summary(self):
+        """
+        With remove_tool_msgs, completed tool sequences are removed on every
+        call, before the thresholds are checked.
+        """
+        calls, summarize = recording()
+        ctx = WorkingContext(messages=[Message("system", "s"), *tool_turn(1)])
+        SummaryContextManager(summarize, max_messages=30, remove_tool_msgs=True).trim_context(ctx)
+        assert ["s", "question 1"] == [m.text() for m in ctx.messages]
+        assert [] == calls
+
+    def test_custom_prompt_and_bound_reach_the_summarizer(self):
+        """
+        summary_prompt and max_summary_tokens are passed to the summarizer.
+        """
+        seen = {}
+
+        async def summarize(_messages, *, prompt, max_tokens):
+            seen.update(prompt=prompt, max_tokens=max_tokens)
+            return "ok"
+
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2"))
+        manager = SummaryContextManager(
+            summarize, max_messages=1, keep_recent=1, summary_prompt="Bullet points.", max_summary_tokens=50
+        )
+        manager.trim_context(ctx)
+        assert {"prompt": "Bullet points.", "max_tokens": 50} == seen
+
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "error", "match"),
+        [
+            (("not callable",), {}, TypeError, "needs a summarizer: an async callable"),
+            ((echo_summarizer,), {"keep_recent": -1}, ScopeError, "keep_recent must be 0 or more, got -1"),
+            ((echo_summarizer,), {"token_budget": "6000"}, TypeError, "token_budget must be an int or None"),
+            ((echo_summarizer,), {"summary_prompt": 3}, TypeError, "summary_prompt must be a str or None"),
+        ],
+    )
+    def test_bad_settings(self, args, kwargs, error, match):
+        """
+        Bad settings are refused with the value and what is expected.
+        """
+        with pytest.raises(error, match=match):
+            SummaryContextManager(*args, **kwargs)
+
+    @given(
+        transcripts(max_turns=8),
+        st.integers(0, 12),
+        st.integers(0, 6),
+        st.booleans(),
+        st.none() | st.integers(0, 300),
+    )
+    def test_output_is_always_valid_and_loses_nothing(self, messages, max_messages, keep_recent, remove, budget):
+        """
+        Property: the output keeps every system message, orphans nothing, is
+        the input's order plus one summary; every non-system message dropped
+        was given to the summarizer (or was a completed tool sequence removed
+        on request), and the summary sits before every non-system message.
+        """
+        calls, summarize = recording()
+        ctx = WorkingContext(messages=messages)
+        manager = SummaryContextManager(
+            summarize, max_messages=max_messages, token_budget=budget, keep_recent=keep_recent, remove_tool_msgs=remove
+        )
+
+        manager.trim_context(ctx)
+        out = ctx.messages
+
+        assert [] == problems(messages, out, summary=True)
+        if calls:
+            summarized = {id(m) for m in calls[0]}
+            assert not summarized & {id(m) for m in out}
+            first_other = next((i for i, m in enumerate(out) if m.role != "system"), len(out))
+            assert [SUMMARY_NAME] == [m.name for m in out[:first_other] if m.name == SUMMARY_NAME]
+            if not remove:
+                kept = {id(m) for m in out} | summarized
+                assert all(id(m) in kept for m in messages if m.role != "system")
+        else:
+            assert len(out) <= len(messages)
+
+
+# -- the reference's common errors that apply ------------------------------------------------
+
+
+class TestCommonErrors:
+    @pytest.mark.parametrize("role", ["System", "SYSTEM", " system", "developer"])
+    def test_a_role_not_exactly_system_is_refused(self, role):
+        """
+        Common error "system prompt disappears": a role that is not exactly
+        "system" cannot be built, so it cannot be trimmed away unnoticed.
+        """
+        with pytest.raises(InvalidMessageError, match=r"unknown role .*'system', 'user', 'assistant' or 'tool'"):
+            Message(role, "You are terse.")
