@@ -1,0 +1,491 @@
+"""
+Tests for workingctx.serialization: round trips of every value, JSON-compatible
+output, and one documented error type with a path for bad data.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import (
+    annotation_refs,
+    blocks,
+    json_objects,
+    json_values,
+    media_refs,
+    messages,
+    prefixes,
+    scratchpads,
+    tool_calls,
+    transcripts,
+    usages,
+)
+from workingctx import (
+    AnnotationRef,
+    MediaRef,
+    Message,
+    PrefixContext,
+    SerializationError,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+    Usage,
+)
+from workingctx.context import WorkingContext
+from workingctx.frozen import FrozenDict, FrozenList
+from workingctx.messages import BLOCK_TYPES, ContentBlock
+from workingctx.serialization import converter, from_json, structure, to_json, unstructure
+from workingctx.snapshot import ContextDiff, FrozenContext
+
+
+def assert_plain_json(data: Any) -> None:
+    """
+    Fail unless *data* is made only of dicts with str keys, lists and JSON scalars.
+    """
+    if isinstance(data, dict):
+        assert type(data) is dict
+        for key, item in data.items():
+            assert type(key) is str
+            assert_plain_json(item)
+    elif isinstance(data, list):
+        assert type(data) is list
+        for item in data:
+            assert_plain_json(item)
+    else:
+        assert data is None or type(data) in {str, int, float, bool}, data
+
+
+def assert_frozen_json(value: Any) -> None:
+    """
+    Fail unless every container of a payload is a frozen one.
+    """
+    if isinstance(value, dict):
+        assert type(value) is FrozenDict
+        for item in value.values():
+            assert_frozen_json(item)
+    elif isinstance(value, list):
+        assert type(value) is FrozenList
+        for item in value:
+            assert_frozen_json(item)
+
+
+# value strategies with the type to structure them as
+VALUES: list[tuple[st.SearchStrategy[Any], Any]] = [
+    (messages(), Message),
+    (blocks, ContentBlock),
+    (tool_calls, ToolCall),
+    (media_refs, MediaRef),
+    (annotation_refs, AnnotationRef),
+    (usages, Usage),
+    (prefixes, PrefixContext),
+    (st.lists(messages(), max_size=4).map(tuple), tuple[Message, ...]),
+]
+values_with_types = st.one_of(*(strategy.map(lambda v, t=t: (v, t)) for strategy, t in VALUES))
+
+
+class TestRoundTrip:
+    @given(values_with_types)
+    def test_structure_unstructure(self, pair):
+        """
+        structure(unstructure(x)) == x for every value of the library.
+        """
+        value, kind = pair
+        assert value == structure(unstructure(value), kind)
+
+    @given(values_with_types)
+    def test_through_json_text(self, pair):
+        """
+        from_json(to_json(x)) == x, through real JSON text.
+        """
+        value, kind = pair
+        assert value == from_json(to_json(value), kind)
+
+    @given(values_with_types)
+    def test_output_is_plain_json(self, pair):
+        """
+        Unstructured data is plain JSON: json.dumps takes it without default=, and
+        loading the text back gives the same data.
+        """
+        value, _ = pair
+        data = unstructure(value)
+        assert_plain_json(data)
+        assert data == json.loads(json.dumps(data))
+
+    @given(messages())
+    def test_same_digest_after_round_trip(self, message):
+        """
+        A message read back has the same stable digest.
+        """
+        assert message.digest() == from_json(to_json(message), Message).digest()
+
+    @given(st.lists(blocks, min_size=1, max_size=4).map(tuple))
+    def test_blocks_as_message_content(self, content):
+        """
+        Content given as a tuple of blocks comes back as a tuple of the same blocks.
+        """
+        message = Message("user", content)
+        back = structure(unstructure(message), Message)
+        assert isinstance(back.content, tuple)
+        assert [type(b) for b in content] == [type(b) for b in back.content]
+        assert message == back
+
+    def test_every_block_type_round_trips(self):
+        """
+        Each of the twelve block classes is written with its tag and read back.
+        """
+        media = MediaRef(url="https://example.com/a.png")
+        samples = {
+            "text": {"text": "hi"},
+            "image": {"media": media},
+            "audio": {"media": media},
+            "video": {"media": media},
+            "document": {"media": media},
+            "data": {"mime_type": "application/octet-stream"},
+            "tool_call": {"id": "c1", "name": "lookup"},
+            "remote_tool_call": {"id": "c1", "name": "lookup"},
+            "tool_result": {"call_id": "c1"},
+            "reasoning": {"summary": "think"},
+            "annotation": {},
+            "error": {"message": "boom"},
+        }
+        assert len(BLOCK_TYPES) == 12
+        for cls in BLOCK_TYPES:
+            block = cls(**samples[cls.type])
+            data = unstructure(block)
+            assert cls.type == data["type"]
+            assert block == structure(data, ContentBlock)
+            assert block == structure(data, cls)
+
+
+class TestBlocksTagged:
+    @given(blocks)
+    def test_tag_in_output(self, block):
+        """
+        Every unstructured block carries its "type" tag, first.
+        """
+        data = unstructure(block)
+        assert type(block).type == data["type"]
+        assert next(iter(data)) == "type"
+
+    def test_block_without_tag_reads_as_its_class(self):
+        """
+        Structuring to a block class directly does not need the tag.
+        """
+        assert TextBlock("hi") == structure({"text": "hi"}, TextBlock)
+
+
+class TestPayloads:
+    @given(json_objects, json_values())
+    def test_payloads_come_back_frozen(self, arguments, output):
+        """
+        Tool arguments, metadata and tool outputs come back deep-frozen and equal.
+        """
+        message = Message(
+            "tool",
+            (ToolResultBlock("c1", output),),
+            tool_call_id="c1",
+            metadata={"payload": arguments},
+        )
+        back = from_json(to_json(message), Message)
+        assert message == back
+        assert_frozen_json(back.metadata)
+        assert_frozen_json(back.content[0].output)  # type: ignore[union-attr]
+        call = ToolCall("c1", "lookup", arguments)
+        back_call = structure(unstructure(call), ToolCall)
+        assert call == back_call
+        assert type(back_call.arguments) is FrozenDict
+
+    def test_tuples_in_payloads_become_lists(self):
+        """
+        JSON has only arrays: a tuple inside a payload comes back as a frozen list.
+        """
+        call = ToolCall("c1", "lookup", {"span": (1, 2)})
+        back = structure(unstructure(call), ToolCall)
+        assert back.arguments["span"] == [1, 2]
+        assert type(back.arguments["span"]) is FrozenList
+
+    def test_non_json_payload_refused_with_path(self):
+        """
+        A set, a non-string key or an object of your own in a payload is refused
+        on the way out with SerializationError naming where it is.
+        """
+        message = Message("user", "x", metadata={"a": [1, {"s": {1, 2}}]})
+        with pytest.raises(SerializationError, match="not JSON data") as info:
+            unstructure(message)
+        assert info.value.path == "$.metadata['a'][1]['s']"
+        with pytest.raises(SerializationError, match="not a string") as info:
+            to_json(ToolCall("c1", "f", {"k": {1: "one"}}))
+        assert info.value.path == "$.arguments['k'][1]"
+        with pytest.raises(SerializationError) as info:
+            to_json(ToolResultBlock("c1", object()))
+        assert info.value.path == "$.output"
+
+    def test_nan_refused_by_to_json(self):
+        """
+        JSON has no NaN: to_json refuses it and says where it is.
+        """
+        with pytest.raises(SerializationError, match="not a finite number") as info:
+            to_json(Message("user", "x", metadata={"score": float("nan")}))
+        assert info.value.path == "$.metadata['score']"
+
+
+class TestCompactOutput:
+    def test_defaults_omitted(self):
+        """
+        Fields left at their defaults are not written.
+        """
+        assert unstructure(Message("user", "hi")) == {"role": "user", "content": "hi"}
+        assert unstructure(Message("assistant")) == {"role": "assistant"}
+        assert unstructure(Usage()) == {}
+        assert unstructure(PrefixContext()) == {}
+
+    def test_private_caches_never_written(self):
+        """
+        A message's digest and token-count caches and a prefix's digest are never written.
+        """
+        message = Message("user", "hi")
+        message.digest()
+        object.__setattr__(message, "_token_counts", {"approx": 3})
+        prefix = PrefixContext("sys")
+        prefix.digest()
+        text = to_json(message) + to_json(prefix)
+        assert "digest" not in text
+        assert "token" not in text
+
+    def test_private_keys_refused_on_the_way_in(self):
+        """
+        A "_digest" key in the data is an unknown field, not a way to plant a cache.
+        """
+        with pytest.raises(SerializationError) as info:
+            structure({"role": "user", "_digest": "0" * 64}, Message)
+        assert info.value.path == "$._digest"
+
+
+@attrs.frozen
+class _Custom:
+    name: str
+    tags: frozenset[str] = frozenset()
+    counts: dict[str, int] = attrs.Factory(dict)
+    history: tuple[Message, ...] = ()
+    extra: Any = None
+    note: str | None = None
+
+
+class TestGenericAttrs:
+    @given(
+        st.builds(
+            _Custom,
+            name=st.text(max_size=5),
+            tags=st.frozensets(st.text(max_size=3), max_size=3),
+            counts=st.dictionaries(st.text(max_size=3), st.integers(), max_size=3),
+            history=st.lists(messages(), max_size=2).map(tuple),
+            extra=json_values(4),
+            note=st.none() | st.text(max_size=5),
+        )
+    )
+    def test_any_attrs_class_round_trips(self, value):
+        """
+        An attrs class of the user's own round-trips through the same converter.
+        """
+        assert value == from_json(to_json(value), _Custom)
+
+    def test_converter_is_the_one_used(self):
+        """
+        The functions go through workingctx.serialization.converter.
+        """
+        assert unstructure(Usage(1)) == converter.unstructure(Usage(1))
+
+
+class TestSnapshots:
+    @given(transcripts(max_turns=3), scratchpads, prefixes, st.lists(json_objects, max_size=3))
+    def test_frozen_context_round_trips(self, tail, notes, prefix, entries):
+        """
+        A FrozenContext comes back equal, with the same digest.
+        """
+        ctx = WorkingContext(prefix=prefix)
+        ctx.extend(tail)
+        ctx.update_scratchpad(notes)
+        for entry in entries:
+            ctx.journal.record(entry)
+        snap = ctx.freeze()
+        back = from_json(to_json(snap), FrozenContext)
+        assert snap == back
+        assert snap.digest() == back.digest()
+        assert hash(snap) == hash(back)
+
+    @given(transcripts(max_turns=2), scratchpads, transcripts(max_turns=2), scratchpads)
+    def test_context_diff_round_trips(self, tail_a, notes_a, tail_b, notes_b):
+        """
+        A ContextDiff comes back equal.
+        """
+        old = WorkingContext().extend(tail_a).update_scratchpad(notes_a)
+        new = WorkingContext().extend(tail_b).update_scratchpad(notes_b)
+        diff = new.diff(old)
+        assert diff == from_json(to_json(diff), ContextDiff)
+
+
+class TestErrors:
+    @pytest.mark.parametrize(
+        ("data", "path", "match"),
+        [
+            ("abc", "$", "expected a JSON object for Message"),
+            ({}, "$.role", "required field missing"),
+            ({"role": "bogus"}, "$.role", "expected one of 'system'"),
+            ({"role": "user", "content": 5}, "$.content", "expected a string or an array"),
+            (
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "media": {"url": 5}}]},
+                "$.content[1].media.url",
+                "expected a string or null, got 5",
+            ),
+            ({"role": "user", "content": [{"type": "zzz"}]}, "$.content[0].type", "unknown content block type"),
+            ({"role": "user", "content": [{"text": "a"}]}, "$.content[0].type", "needs a 'type'"),
+            (
+                {"role": "assistant", "tool_calls": [{"id": "c", "name": "n", "arguments": [1]}]},
+                "$.tool_calls[0].arguments",
+                "expected a JSON object",
+            ),
+            ({"role": "user", "contnet": "typo"}, "$.contnet", "unknown field 'contnet' for Message"),
+            ({"role": "user", "tool_call_id": "c1"}, "$", "only a 'tool' message answers a call"),
+            ({"role": "user", "usage": {"input_tokens": True}}, "$.usage.input_tokens", "expected an integer"),
+            ({"role": "user", "id": 1.5}, "$.id", "expected a string or an integer or null"),
+        ],
+    )
+    def test_bad_message_data(self, data, path, match):
+        """
+        Bad data raises SerializationError whose path names the first bad field.
+        """
+        with pytest.raises(SerializationError, match=match) as info:
+            structure(data, Message)
+        assert path == info.value.path
+        assert path == info.value.problems[0][0]
+        assert path in str(info.value)
+
+    def test_all_problems_listed(self):
+        """
+        Every problem is listed, in field order, each with its own path.
+        """
+        data = {"role": 1, "content": [{"type": "text"}], "name": 2}
+        with pytest.raises(SerializationError, match=r"and 2 more") as info:
+            structure(data, Message)
+        assert [path for path, _ in info.value.problems] == ["$.role", "$.content[0].text", "$.name"]
+
+    def test_not_json_text(self):
+        """
+        Text that is not JSON raises SerializationError at "$" with the position.
+        """
+        with pytest.raises(SerializationError, match=r"not valid JSON.*line 1 column 2") as info:
+            from_json("{", Message)
+        assert info.value.path == "$"
+
+    def test_unsupported_type(self):
+        """
+        Asking for a type the converter cannot build is a SerializationError too.
+        """
+
+        class Opaque:
+            pass
+
+        with pytest.raises(SerializationError, match="Opaque"):
+            structure({}, Opaque)
+
+    def test_error_is_a_value_error(self):
+        """
+        Generic callers can catch the error as a ValueError.
+        """
+        with pytest.raises(ValueError, match="cannot read"):
+            from_json("[]", Message)
+
+
+# -- fuzzing -------------------------------------------------------------------------
+
+GARBAGE = st.sampled_from(
+    [None, 0, -1, 1.5, True, "", "x", [], [1, "a"], {}, {"type": "zzz"}, {"type": "text"}, {"": None}]
+)
+
+
+def _containers(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(data, dict):
+        for key, item in data.items():
+            found.extend(_containers(item, (*path, key)))
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            found.extend(_containers(item, (*path, index)))
+    return found
+
+
+def _get(data: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        data = data[step]
+    return data
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> tuple[Any, Any]:
+    """
+    Valid unstructured data with one to three random mutations: a key dropped,
+    a value replaced by one of the wrong type, an unknown key or tag added.
+    """
+    value, kind = draw(values_with_types)
+    data = json.loads(json.dumps(unstructure(value)))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _containers(data)
+        path = draw(st.sampled_from(paths))
+        garbage = copy.deepcopy(draw(GARBAGE))  # never the same object twice: no cycles
+        if not path:
+            data = garbage
+            continue
+        parent = _get(data, path[:-1])
+        action = draw(st.sampled_from(["replace", "drop", "extra", "tag"]))
+        if action == "replace" or not isinstance(parent, dict):
+            parent[path[-1]] = garbage
+        elif action == "drop":
+            del parent[path[-1]]
+        elif action == "extra":
+            parent[draw(st.sampled_from(["zzz", "type", "_digest"]))] = garbage
+        else:
+            parent["type"] = draw(st.sampled_from(["zzz", "text", "image", "", 3]))
+    return data, kind
+
+
+def check_error(exc: SerializationError) -> None:
+    """
+    Fail unless *exc* has a path from "$" and a described problem for each path.
+    """
+    assert exc.path.startswith("$")
+    assert exc.problems
+    assert exc.path == exc.problems[0][0]
+    assert all(path.startswith("$") and description for path, description in exc.problems)
+
+
+class TestFuzz:
+    @given(mutated())
+    def test_mutated_data_never_raises_anything_else(self, pair):
+        """
+        Damaged data either structures to a valid value (that round-trips) or
+        raises SerializationError with a path starting at "$"; nothing else.
+        """
+        data, kind = pair
+        try:
+            value = structure(data, kind)
+        except SerializationError as exc:
+            check_error(exc)
+        else:
+            assert value == structure(unstructure(value), kind)
+
+    @given(st.text(max_size=30) | st.binary(max_size=30))
+    def test_random_text_never_raises_anything_else(self, text):
+        """
+        Random text fed to from_json raises SerializationError or gives a value.
+        """
+        try:
+            from_json(text, Message)
+        except SerializationError as exc:
+            check_error(exc)
