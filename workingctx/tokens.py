@@ -607,7 +607,8 @@ class TiktokenCounter:
     counter works without internet; a download is abandoned after 10 seconds.
     When tiktoken is missing or no encoding loads, the counter counts like
     :class:`ApproxTokenCounter`, ``exact`` is False and ``fallback_reason``
-    says why; it logs a warning and never raises.
+    says why; it logs a warning and never raises. An encoding that failed to
+    load is not tried again in the same process.
 
     Args:
         encoding: An encoding name such as ``"cl100k_base"``, a
