@@ -1,0 +1,60 @@
+"""
+Type-checked, never executed: the public API's types as a user sees them.
+
+``mypy --strict tests/typing`` runs in CI; a wrong annotation in workingctx
+shows up here as an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_type
+
+from workingctx import (
+    ApproxTokenCounter,
+    ContextDiff,
+    FrozenContext,
+    FrozenDict,
+    Message,
+    MutationJournal,
+    PrefixContext,
+    ToolCall,
+    WorkingContext,
+    common_prefix_length,
+    deep_freeze,
+    estimate_message_tokens,
+    thaw,
+)
+
+
+async def check_context() -> None:
+    ctx = WorkingContext(prefix=PrefixContext(system_prompt="s"))
+    assert_type(ctx.append(Message("user", "hi")), WorkingContext)
+    assert_type(ctx.note("k", {"a": [1]}), WorkingContext)
+    assert_type(ctx.messages, tuple[Message, ...])
+    assert_type(ctx.scratchpad, dict[str, Any])
+    assert_type(ctx.fork(), WorkingContext)
+    assert_type(ctx.merge(ctx.fork(), mode="delta"), WorkingContext)
+    assert_type(ctx.freeze(), FrozenContext)
+    assert_type(ctx.diff(ctx.freeze()), ContextDiff)
+    assert_type(await ctx.tokens(), int)
+    assert_type(ctx.count_tokens(), int)
+    assert_type(ctx.digest(), str)
+    assert_type(await ctx.apply_locked(lambda c: c.size()), int)
+    assert_type(ctx.journal, MutationJournal[Any])
+
+
+def check_values() -> None:
+    call = ToolCall("c1", "f", {"a": 1})
+    assert_type(call.arguments, FrozenDict)
+    message = Message.assistant(tool_calls=[call])
+    assert_type(message.call_ids, tuple[str, ...])
+    assert_type(message.text(), str)
+    assert_type(deep_freeze({"a": [1]}), dict[str, list[int]])
+    assert_type(thaw([1, 2]), list[int])
+    snap = WorkingContext().freeze()
+    assert_type(common_prefix_length(snap, snap), int)
+    assert_type(snap.to_context(), WorkingContext)
+    assert_type(estimate_message_tokens([message]), int)
+    assert_type(ApproxTokenCounter().count([message]), int)
+    journal: MutationJournal[dict[str, int]] = MutationJournal()
+    assert_type(journal.diff(), tuple[dict[str, int], ...])
