@@ -13,6 +13,13 @@ from workingctx.exceptions import (
     WorkingCtxError,
 )
 from workingctx.frozen import FrozenDict, FrozenList, deep_freeze, thaw
+from workingctx.managers import (
+    BaseContextManager,
+    MessageContextManager,
+    Summarizer,
+    SummaryContextManager,
+    TokenBudgetContextManager,
+)
 from workingctx.messages import (
     AnnotationBlock,
     AnnotationRef,
@@ -35,6 +42,15 @@ from workingctx.messages import (
     VideoBlock,
 )
 from workingctx.prefix import PrefixContext
+from workingctx.reducers import (
+    ToolResult,
+    add_messages,
+    add_messages_to,
+    append_items,
+    remove_tool_messages,
+    replace_messages,
+    replace_value,
+)
 from workingctx.scopes import (
     AllOf,
     AnyOf,
@@ -67,6 +83,7 @@ __all__ = [
     "AnyOf",
     "ApproxTokenCounter",
     "AudioBlock",
+    "BaseContextManager",
     "CheckpointError",
     "CompletedToolSequences",
     "ContentBlock",
@@ -83,6 +100,7 @@ __all__ = [
     "MediaRef",
     "MergeError",
     "Message",
+    "MessageContextManager",
     "Not",
     "PositionalScope",
     "PositionalScopeError",
@@ -96,21 +114,31 @@ __all__ = [
     "ScopeReport",
     "SerializationError",
     "Since",
+    "Summarizer",
+    "SummaryContextManager",
     "Tagged",
     "TextBlock",
     "TiktokenCounter",
     "TokenBudget",
+    "TokenBudgetContextManager",
     "TokenCounter",
     "ToolCall",
     "ToolCallBlock",
+    "ToolResult",
     "ToolResultBlock",
     "Usage",
     "VideoBlock",
     "WholeExchanges",
     "WorkingCtxError",
+    "add_messages",
+    "add_messages_to",
+    "append_items",
     "deep_freeze",
     "estimate_message_tokens",
     "explain",
+    "remove_tool_messages",
+    "replace_messages",
+    "replace_value",
     "surviving_indices",
     "thaw",
 ]
