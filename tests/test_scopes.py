@@ -493,6 +493,7 @@ class TestBadInput:
             (lambda: TokenBudget("9"), TypeError, r"got '9' of type str"),
             (lambda: TokenBudget(9, counter=object()), TypeError, r"count_message"),
             (lambda: TokenBudget(9, start_on="human"), ScopeError, r"got 'human'"),
+            (lambda: TokenBudget(9, include_system="no"), TypeError, r"include_system=...\) must be True or False"),
         ],
     )
     def test_refused_at_construction(self, build, error, pattern):

@@ -84,6 +84,12 @@ def _start_on(_inst: object, _attribute: attrs.Attribute[Any], value: object) ->
         raise ScopeError(msg)
 
 
+def _flag(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        msg = f"TokenBudget({attribute.name}=...) must be True or False, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
 @attrs.frozen(cache_hash=True, repr=False)
 class TokenBudget(_ScopeOps):
     """
@@ -118,7 +124,8 @@ class TokenBudget(_ScopeOps):
         include_system: Keep and count every system message first.
 
     Raises:
-        TypeError: *max_tokens* is not an int, or *counter* cannot count messages.
+        TypeError: *max_tokens* is not an int, *counter* cannot count messages,
+            or *include_system* is not a bool.
         ScopeError: *max_tokens* is negative, or *start_on* is unknown.
 
     >>> from workingctx import Message, ToolCall, surviving_indices
@@ -146,7 +153,7 @@ class TokenBudget(_ScopeOps):
     start_on: Literal["exchange", "user", "user_only"] = attrs.field(
         default="exchange", kw_only=True, validator=_start_on
     )
-    include_system: bool = attrs.field(default=True, kw_only=True, converter=bool)
+    include_system: bool = attrs.field(default=True, kw_only=True, validator=_flag)
 
     def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
         """
@@ -161,7 +168,8 @@ class TokenBudget(_ScopeOps):
         """
         The indices of every system message and of the newest whole exchanges that fit.
         """
-        count = count_function(self.counter)
+        counter = _resolve(self.counter)
+        count = count_function(counter)
         size = len(messages)
         system: list[int] = []
         budget = self.max_tokens
@@ -170,10 +178,10 @@ class TokenBudget(_ScopeOps):
             budget -= sum(count(messages[i]) for i in system)
         cut = size
         if budget >= 0:
-            any_cut, user_cut, blocked = self._scan(messages, budget, count, frozenset())
+            any_cut, user_cut, blocked = self._scan(messages, budget, counter, frozenset())
             if blocked:
                 orphans = _orphan_results(messages)
-                any_cut, user_cut, _ = self._scan(messages, budget, count, orphans)
+                any_cut, user_cut, _ = self._scan(messages, budget, counter, orphans)
             if self.start_on == "exchange":
                 cut = any_cut
             elif self.start_on == "user_only" or user_cut < size:
@@ -188,44 +196,75 @@ class TokenBudget(_ScopeOps):
 
     _index_set = surviving_indices
 
-    def _scan(
+    def _scan(  # noqa: PLR0915  # one hot loop, inlined on purpose
         self,
         messages: Sequence[Message],
         budget: int,
-        count: Callable[[Message], int],
+        counter: Any,
         orphans: frozenset[tuple[int, str]],
     ) -> tuple[int, int, bool]:
         """
         Walk back from the end while the suffix fits; return the smallest
         exchange cut, the smallest user-turn cut, and whether an unanswered
         result blocked every cut before it (an orphan, found by walking on).
+
+        This loop is the whole cost of the scope, so the common case (text
+        content, counts already cached) is written out inline.
         """
-        size = len(messages)
+        key = getattr(counter, "name", None)
+        count_message = counter.count_message
         skip_system = self.include_system
         pending: set[str] = set()
+        add, discard = pending.add, pending.discard
         total = 0
+        size = len(messages)
         any_cut = user_cut = size
         user_head = False
-        i = size - 1
-        while i >= 0:
-            message = messages[i]
-            if not (skip_system and message.role == "system"):
-                total += count(message)
+        i = size
+        for message in reversed(messages):
+            i -= 1
+            role = message.role
+            if not skip_system or role != "system":
+                try:
+                    total += message._token_counts[key]  # type: ignore[index]  # None and a missing key are caught
+                except (TypeError, KeyError):
+                    total += count_message(message)
                 if total > budget:
                     break
-                if message.role != "system":
-                    user_head = i == 0 or starts_turn(message)
-            asked = call_ids(message)
-            if asked:
-                pending.difference_update(asked)
-            for answered in result_ids(message):
-                if not orphans or (i, answered) not in orphans:
-                    pending.add(answered)
-            if not pending and not (asked and i > 0 and is_reasoning_only(messages[i - 1])):
+            if message.content.__class__ is str:
+                if role == "tool":
+                    answered = message.tool_call_id
+                    if answered is not None and not (orphans and (i, answered) in orphans):
+                        add(answered)
+                    user_head = False
+                    if pending:
+                        continue
+                elif role == "assistant":
+                    user_head = False
+                    calls = message.tool_calls
+                    if calls:
+                        for call in calls:
+                            discard(call.id)
+                        if pending or (i > 0 and is_reasoning_only(messages[i - 1])):
+                            continue
+                elif role == "user":
+                    user_head = True
+            else:
+                ids = call_ids(message)
+                pending.difference_update(ids)
+                for answered in result_ids(message):
+                    if not (orphans and (i, answered) in orphans):
+                        add(answered)
+                if role != "system":
+                    user_head = starts_turn(message)
+                if pending or (ids and i > 0 and is_reasoning_only(messages[i - 1])):
+                    continue
+            if not pending:
                 any_cut = i
                 if user_head or i == 0:
                     user_cut = i
-            i -= 1
+        else:
+            i = -1
         if not pending or orphans:
             return any_cut, user_cut, False
         # Stopped with results whose call is before the stop: walk on to find
