@@ -300,3 +300,25 @@ def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStr
         return combined
 
     return st.recursive(leaves, extend, max_leaves=max_leaves)
+
+
+@st.composite
+def block_transcripts(draw: st.DrawFn, *, broken: bool = False) -> list[Message]:
+    """
+    A :func:`scope_transcripts` transcript where some tool results arrive as
+    ``ToolResultBlock`` content, in the Anthropic shape: user messages that carry
+    the results, sometimes several results (even of different calls) in one message.
+    """
+    out: list[Message] = []
+    for message in draw(scope_transcripts(broken=broken)):
+        answered = message.tool_call_id
+        if message.role != "tool" or answered is None or not draw(st.booleans()):
+            out.append(message)
+            continue
+        block = ToolResultBlock(answered, message.text())
+        previous = out[-1] if out else None
+        if previous is not None and previous.role == "user" and previous.result_ids and draw(st.booleans()):
+            out[-1] = Message("user", (*previous.content, block))
+        else:
+            out.append(Message("user", (block,)))
+    return out

@@ -14,7 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import positional_scopes, predicate_scopes, scope_transcripts, scope_trees, transcripts
+from tests.strategies import (
+    block_transcripts,
+    positional_scopes,
+    predicate_scopes,
+    scope_transcripts,
+    scope_trees,
+    transcripts,
+)
 from workingctx import (
     AllOf,
     AnyOf,
@@ -41,7 +48,7 @@ from workingctx import (
     surviving_indices,
 )
 from workingctx.context import WorkingContext
-from workingctx.scopes._exchanges import is_reasoning_only, starts_turn
+from workingctx.scopes._exchanges import _merged_units, exchange_units, is_reasoning_only, starts_turn
 
 
 def house() -> list[Message]:
@@ -611,6 +618,33 @@ class TestWholeExchanges:
         for mode in ("expand", "drop"):
             assert [1] == sorted(surviving_indices(WholeExchanges(Since(0), mode=mode), messages))
 
+    def test_one_message_answering_two_exchanges(self):
+        """
+        A message answering calls of two assistant messages joins both exchanges into one.
+        """
+        messages = [
+            Message("assistant", tool_calls=(call("c1"),)),
+            Message("assistant", tool_calls=(call("c2"),)),
+            Message("user", (ToolResultBlock("c1", "r1"), ToolResultBlock("c2", "r2"))),
+            Message("assistant", "done"),
+        ]
+        assert [0, 1, 2] == sorted(surviving_indices(WholeExchanges(Since(1) & ~Since(2)), messages))
+        assert [3] == sorted(surviving_indices(WholeExchanges(Since(1), mode="drop"), messages))
+
+    @given(st.one_of(scope_transcripts(broken=True), block_transcripts(broken=True)))
+    def test_labelling_matches_union_find(self, messages):
+        """
+        The one-pass exchange labelling agrees with union-find on every transcript.
+        """
+        assert _merged_units(messages) == exchange_units(messages)
+
+    @given(scope_trees(), st.sampled_from(["expand", "drop"]), block_transcripts(broken=True))
+    def test_integrity_with_result_blocks(self, inner, mode, messages):
+        """
+        Integrity holds when results arrive as blocks, several to a message.
+        """
+        assert_whole(messages, surviving_indices(WholeExchanges(inner, mode=mode), messages))
+
     @given(scope_trees(), st.sampled_from(["expand", "drop"]), scope_transcripts(broken=True))
     def test_integrity(self, inner, mode, messages):
         """
@@ -750,6 +784,14 @@ class TestTokenBudget:
         The budget keeps exactly the longest fitting suffix of whole exchanges a brute-force search finds.
         """
         scope = TokenBudget(budget, start_on=start_on, include_system=include_system)
+        assert budget_oracle(scope, messages) == surviving_indices(scope, messages)
+
+    @given(block_transcripts(broken=True), st.integers(0, 400), st.sampled_from(["exchange", "user", "user_only"]))
+    def test_matches_oracle_with_result_blocks(self, messages, budget, start_on):
+        """
+        The budget agrees with the brute-force search when results arrive as blocks.
+        """
+        scope = TokenBudget(budget, start_on=start_on)
         assert budget_oracle(scope, messages) == surviving_indices(scope, messages)
 
     @given(scope_transcripts(), st.integers(0, 400), st.sampled_from(["exchange", "user", "user_only"]))

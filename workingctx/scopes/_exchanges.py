@@ -90,6 +90,57 @@ def exchange_units(messages: Sequence[Message]) -> tuple[list[int], set[int]]:
         ``orphans`` holds the indices of messages answering a call id that no
         earlier message asked for.
     """
+    # Every link points back (a result to its call, a call to the reasoning
+    # just before it), so one forward pass labels each message with its
+    # exchange, unless one message answers calls of two different exchanges:
+    # then the exchanges merge, and the general pass below takes over.
+    label = list(range(len(messages)))
+    latest_call: dict[str, int] = {}
+    orphans: set[int] = set()
+    previous_reasoning = False
+    for i, message in enumerate(messages):
+        if message.content.__class__ is str:
+            if message.role == "tool":
+                answered = message.tool_call_id
+                if answered is not None:
+                    caller = latest_call.get(answered)
+                    if caller is None:
+                        orphans.add(i)
+                    else:
+                        label[i] = label[caller]
+            else:
+                calls = message.tool_calls
+                if calls:
+                    for call in calls:
+                        latest_call[call.id] = i
+                    if previous_reasoning:
+                        label[i] = label[i - 1]
+            previous_reasoning = False
+            continue
+        joined: set[int] = set()
+        for answered in result_ids(message):
+            caller = latest_call.get(answered)
+            if caller is None:
+                orphans.add(i)
+            else:
+                joined.add(label[caller])
+        asked = call_ids(message)
+        if asked and previous_reasoning:
+            joined.add(label[i - 1])
+        if len(joined) > 1:
+            return _merged_units(messages)
+        if joined:
+            label[i] = joined.pop()
+        for call_id in asked:
+            latest_call[call_id] = i
+        previous_reasoning = is_reasoning_only(message)
+    return label, orphans
+
+
+def _merged_units(messages: Sequence[Message]) -> tuple[list[int], set[int]]:
+    """
+    :func:`exchange_units` by union-find, for transcripts where exchanges merge.
+    """
     parent = list(range(len(messages)))
 
     def find(i: int) -> int:
