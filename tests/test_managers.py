@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import transcripts
+from tests.strategies import block_transcripts, transcripts
 from workingctx import (
     ApproxTokenCounter,
     InvalidMessageError,
@@ -33,6 +33,9 @@ from workingctx.managers import (
 )
 
 # -- helpers -------------------------------------------------------------------------
+
+tool_heavy_transcripts = transcripts(max_turns=8) | block_transcripts()
+"""Valid transcripts: OpenAI-shaped tool messages, or results carried by user messages, reasoning before calls."""
 
 
 def problems(before: Sequence[Message], after: Sequence[Message], *, summary: bool = False) -> list[str]:
@@ -303,7 +306,7 @@ class TestMessageContextManager:
         with pytest.raises(TypeError, match=r"WorkingContext\(messages=\.\.\.\)"):
             MessageContextManager().trim_context(conversation("q"))  # type: ignore[arg-type]
 
-    @given(transcripts(max_turns=8), st.integers(0, 6), st.booleans())
+    @given(tool_heavy_transcripts, st.integers(0, 6), st.booleans())
     def test_output_is_always_valid(self, messages, n, remove):
         """
         Property: over random tool-heavy transcripts, the output keeps every
@@ -434,7 +437,7 @@ class TestTokenBudgetContextManager:
         with pytest.raises(error, match=match):
             TokenBudgetContextManager(*args, **kwargs)
 
-    @given(transcripts(max_turns=8), st.integers(0, 400), st.integers(0, 400))
+    @given(tool_heavy_transcripts, st.integers(0, 400), st.integers(0, 400))
     def test_output_is_always_valid(self, messages, a, b):
         """
         Property: over random transcripts and watermarks, the output is a
@@ -677,7 +680,7 @@ class TestSummaryContextManager:
             SummaryContextManager(*args, **kwargs)
 
     @given(
-        transcripts(max_turns=8),
+        tool_heavy_transcripts,
         st.integers(0, 12),
         st.integers(0, 6),
         st.booleans(),
@@ -710,6 +713,49 @@ class TestSummaryContextManager:
                 assert all(id(m) in kept for m in messages if m.role != "system")
         else:
             assert len(out) <= len(messages)
+
+
+# -- damaged input ----------------------------------------------------------------------------
+
+
+def orphaned(messages: Sequence[Message]) -> list[str]:
+    """
+    The call ids answered by a message although no earlier message asks for them.
+    """
+    asked: set[str] = set()
+    found: list[str] = []
+    for message in messages:
+        found.extend(r for r in message.result_ids if r not in asked)
+        asked.update(message.call_ids)
+    return found
+
+
+async def _fixed(*_args: object, **_kwargs: object) -> str:
+    return "summary"
+
+
+class TestDamagedInput:
+    @given(block_transcripts(broken=True), st.integers(0, 4), st.integers(0, 300))
+    def test_a_trim_never_emits_an_orphan(self, messages, n, tokens):
+        """
+        Property: on transcripts with deleted messages (results without
+        calls, calls without results), whenever a manager changes the
+        context, the result holds no tool result without its call and keeps
+        every system message.
+        """
+        managers = [
+            MessageContextManager(max_messages=n),
+            MessageContextManager(max_messages=n, remove_tool_msgs=True),
+            TokenBudgetContextManager(tokens),
+            SummaryContextManager(_fixed, max_messages=n, keep_recent=n),
+        ]
+        for manager in managers:
+            ctx = WorkingContext(messages=messages)
+            manager.trim_context(ctx)
+            if ctx.messages != tuple(messages):
+                assert [] == orphaned(ctx.messages), manager
+                systems = [m for m in ctx.messages if m.role == "system" and m.name != SUMMARY_NAME]
+                assert [m for m in messages if m.role == "system" and m.name != SUMMARY_NAME] == systems
 
 
 # -- the reference's common errors that apply ------------------------------------------------

@@ -28,7 +28,7 @@ import inspect
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ScopeError
@@ -104,7 +104,7 @@ class BaseContextManager(abc.ABC, Generic[C]):
 
     __slots__ = ()
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> BaseContextManager[C]:  # noqa: ARG004  # __init__ takes them
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # noqa: ARG004  # __init__ takes them
         """
         Refuse a subclass that left a trim method abstract, saying how to fix it.
         """
@@ -180,6 +180,10 @@ def _replace_tail(ctx: WorkingContext, messages: Sequence[Message]) -> None:
     ctx.clear_messages().extend(messages)
 
 
+_WHOLE_EXCHANGES = WholeExchanges(Since(0), mode="drop")
+"""Every message, less the tool results whose call is nowhere earlier (which no provider accepts)."""
+
+
 def _without_completed_tool_sequences() -> WholeExchanges:
     """
     Every message outside a completed tool sequence; incomplete sequences stay whole.
@@ -198,7 +202,9 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
     ``~CompletedToolSequences()`` when *remove_tool_msgs* is set, inside
     ``WholeExchanges(..., mode="drop")`` so that no exchange is ever split.
     A turn starts at a user message, so the window holds the last
-    *max_messages* user messages and everything after the oldest of them.
+    *max_messages* user messages and everything after the oldest of them (a
+    user message that only carries tool results answers a call and does not
+    start a turn).
 
     - When the context holds more user turns than *max_messages*, the older
       turns are dropped and the system messages are placed first.
@@ -297,7 +303,8 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     every system message and the newest whole exchanges that fit, starting on
     a user turn (or, when not even the newest turn fits, on the newest
     exchange boundary that does). An exchange (a call, its results and its
-    reasoning) is never split, and the kept messages keep their order.
+    reasoning) is never split, and the kept messages keep their order; a
+    kept tool result whose call is nowhere in the context is dropped.
 
     A lower *low_watermark* means fewer, larger cuts: more of each request is
     served from the cache, and less history is kept right after a cut.
@@ -375,7 +382,7 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
         if self._tokens(ctx) <= self.max_tokens:
             return ctx
         messages = ctx.messages
-        kept = _kept(self.scope_for(ctx), messages)
+        kept = _kept(_WHOLE_EXCHANGES, _kept(self.scope_for(ctx), messages))
         if len(kept) < len(messages):
             _replace_tail(ctx, kept)
         return ctx
