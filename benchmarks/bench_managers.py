@@ -61,8 +61,13 @@ def _lc_trim(messages: list[Any], budget: int, start_on: str | None = "human") -
 
 
 def _warm_context(messages: list[Message]) -> WorkingContext:
+    """
+    A context as an agent loop leaves it: counted, and its tail indexed by the
+    previous turns' checks (each turn indexes only its new messages).
+    """
     ctx = WorkingContext(messages=messages)
     ctx.count_tokens()
+    ctx.tail_view()
     return ctx
 
 

@@ -895,3 +895,32 @@ def test_builtin_predicates_fast_path(scope, messages):
             scope.matches(messages[0] if messages else Message("user", "q"), 0)
     else:
         assert frozenset(i for i, m in enumerate(messages) if scope.matches(m, i)) == surviving_indices(scope, messages)
+
+
+class TestTokenBudgetFromTheTailView:
+    @given(
+        st.one_of(transcripts(), block_transcripts(broken=True), scope_transcripts(broken=True)),
+        st.integers(0, 400),
+        st.sampled_from(["exchange", "user", "user_only"]),
+    )
+    def test_tail_view_gives_the_plain_list_answer(self, transcript, budget, start_on):
+        """
+        A context's tail view (running sums, system positions, clean cuts)
+        answers exactly as the plain list does.
+        """
+        scope = TokenBudget(budget, start_on=start_on)
+        ctx = WorkingContext(messages=transcript)
+        assert surviving_indices(scope, transcript) == surviving_indices(scope, ctx.tail_view())
+
+    @given(transcripts(), transcripts(), st.integers(0, 300))
+    def test_an_older_view_still_answers_for_its_length(self, first, more, budget):
+        """
+        A view taken before more messages arrived answers for the messages it
+        saw, even after the context's index has grown past them.
+        """
+        scope = TokenBudget(budget, start_on="user")
+        ctx = WorkingContext(messages=first)
+        view = ctx.tail_view()
+        ctx.extend(more)
+        ctx.tail_view()
+        assert surviving_indices(scope, first) == surviving_indices(scope, view)

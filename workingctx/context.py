@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import itertools
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from workingctx._canonical import canonical_json
 from workingctx.exceptions import MergeError
@@ -44,8 +45,9 @@ from workingctx.tokens import ApproxTokenCounter, RunningCount, TokenCounter
 
 if TYPE_CHECKING:
     from workingctx.scopes import ContextScope, PositionalScope
+    from workingctx.scopes._index import TailIndex
 
-__all__ = ["MergeMode", "ScratchpadPolicy", "WorkingContext"]
+__all__ = ["MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
 
 _R = TypeVar("_R")
 
@@ -141,6 +143,7 @@ class WorkingContext:
         "_chain",
         "_counter",
         "_id_index",
+        "_incremental",
         "_lock",
         "_messages",
         "_prefix",
@@ -148,6 +151,8 @@ class WorkingContext:
         "_running",
         "_scratch_base",
         "_scratchpad",
+        "_system",
+        "_tail_index",
         "_token",
         "_view",
         "journal",
@@ -209,6 +214,8 @@ class WorkingContext:
         self._scratchpad: dict[str, Any] = notes
         self.journal: MutationJournal[Any] = journal
         self._counter: TokenCounter = counter if counter is not None else ApproxTokenCounter()
+        # whether the counter counts one message at a time (checked once: protocol checks are slow)
+        self._incremental = isinstance(self._counter, TokenCounter)
         self.limit = limit
         self.shared = shared
         self._lock: asyncio.Lock | None = None
@@ -225,6 +232,9 @@ class WorkingContext:
         self._running: RunningCount | None = None
         self._prefix_tokens: int | None = None
         self._id_index: set[str | int] | None = None
+        # positions of the system messages among the first _system[0] tail messages
+        self._system: tuple[int, list[int]] = (0, [])
+        self._tail_index: TailIndex | None = None
 
     # -- construction from other states ----------------------------------------
 
@@ -255,6 +265,7 @@ class WorkingContext:
         child._scratchpad = _copy_notes(self._scratchpad)
         child.journal = MutationJournal(self.journal.view())
         child._counter = self._counter
+        child._incremental = self._incremental
         child.limit = self.limit
         child.shared = self.shared
         child._lock = None
@@ -324,6 +335,40 @@ class WorkingContext:
         A new list on every call.
         """
         return [*self._prefix.as_messages(), *self._messages]
+
+    def tail_view(self) -> TailView:
+        """
+        A read-only view of the tail as it is now, in O(1), that also knows
+        where the system messages are (found incrementally, once per message).
+
+        Positional scopes such as :class:`~workingctx.TokenBudget` use it to
+        avoid a pass over the whole tail; :meth:`slice` passes one.
+        """
+        from workingctx.scopes._index import TailIndex  # noqa: PLC0415  # scopes import this module
+
+        messages = self._messages
+        scanned, positions = self._system
+        if scanned < len(messages):
+            positions.extend(i for i in range(scanned, len(messages)) if messages[i].role == "system")
+            self._system = (len(messages), positions)
+        index = self._tail_index
+        if index is None:
+            index = self._tail_index = TailIndex()
+        index.update(messages)
+        return TailView(messages, len(messages), tuple(positions), index, self._synced_running())
+
+    def _synced_running(self) -> RunningCount | None:
+        """
+        The running token sums of the tail under the context's counter, up to date.
+        """
+        if not self._incremental:
+            return None
+        running = self._running
+        if running is None:
+            running = self._running = RunningCount(self._counter)
+        if len(running) < len(self._messages):
+            running.extend(self._messages[len(running) :])
+        return running
 
     def has_id(self, message_id: str | int) -> bool:
         """
@@ -426,11 +471,12 @@ class WorkingContext:
         """
         if self._prefix_tokens is None:
             self._prefix_tokens = self._counter.count(self._prefix.as_messages())
-        running = self._running
+        running = self._synced_running()
         if running is None:
-            running = self._running = RunningCount(self._counter)
-        if len(running) < len(self._messages):
-            running.extend(self._messages[len(running) :])
+            msg = (
+                f"count_tokens() needs a counter with count_message(); {self._counter!r} is async only: await tokens()"
+            )
+            raise TypeError(msg)
         return self._prefix_tokens + running.total
 
     async def tokens(self) -> int:
@@ -440,7 +486,7 @@ class WorkingContext:
         Counters with a synchronous per-message path are counted incrementally;
         any other counter is awaited on the whole assembled transcript.
         """
-        if isinstance(self._counter, TokenCounter):
+        if self._incremental:
             return self.count_tokens()
         return int(await self._counter.estimate(self.assembled()))
 
@@ -460,6 +506,7 @@ class WorkingContext:
         child._view = self._view
         child._chain = self._chain.copy()
         child._prefix_tokens = self._prefix_tokens
+        child._system = (self._system[0], list(self._system[1]))
         n = len(self._messages)
         child._bases = {token: min(base, n) for token, base in self._bases.items()}
         child._bases[self._token] = n
@@ -475,7 +522,7 @@ class WorkingContext:
         """
         from workingctx.scopes import surviving_indices  # noqa: PLC0415  # scopes import contexts lazily too
 
-        kept = surviving_indices(scope, self._messages)
+        kept = surviving_indices(scope, self.tail_view())
         messages = self._messages
         child = self._spawn([messages[i] for i in sorted(kept)])
         child.shared = False
@@ -644,6 +691,65 @@ class WorkingContext:
             f"<WorkingContext messages={len(self._messages)} scratchpad={keys!r} "
             f"journal={self.journal.size()} prefix_messages={len(self._prefix.as_messages())}>"
         )
+
+
+class TailView(Sequence[Message]):
+    """
+    A read-only view of the first ``len(view)`` messages of a context's tail.
+
+    Made in O(1): a context's tail only grows in place (clearing or replacing
+    it starts a new list), so the viewed messages never change under the view.
+
+    Attributes:
+        system_positions: The indices of the system messages, ascending.
+        tail_index: Where the tail may be cut without splitting an exchange.
+        running: The running token sums under the context's counter (counted
+            at least as far as the view reaches), or None for an async-only counter.
+    """
+
+    __slots__ = ("_items", "_size", "running", "system_positions", "tail_index")
+
+    def __init__(
+        self,
+        items: list[Message],
+        size: int,
+        system_positions: tuple[int, ...],
+        tail_index: TailIndex | None = None,
+        running: RunningCount | None = None,
+    ) -> None:
+        self._items = items
+        self._size = size
+        self.system_positions = system_positions
+        self.tail_index = tail_index
+        self.running = running
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._size][index]
+        position = index + self._size if index < 0 else index
+        if not 0 <= position < self._size:
+            msg = f"tail index {index!r} out of range for {self._size} messages"
+            raise IndexError(msg)
+        return self._items[position]
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.islice(self._items, self._size)
+
+    def __reversed__(self) -> Iterator[Message]:
+        items = self._items
+        return (items[i] for i in range(self._size - 1, -1, -1))
+
+    def __repr__(self) -> str:
+        return f"<TailView of {self._size} messages>"
 
 
 class _Replace:

@@ -379,9 +379,11 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
             TypeError: *ctx* is not a :class:`~workingctx.WorkingContext`.
         """
         _check_context(ctx, "TokenBudgetContextManager.trim_context()")
+        # The view keeps the context's index of clean cuts up to date, one new
+        # message per turn, so the cut itself never walks the whole tail.
+        messages = ctx.tail_view()
         if self._tokens(ctx) <= self.max_tokens:
             return ctx
-        messages = ctx.messages
         kept = _kept(_WHOLE_EXCHANGES, _kept(self.scope_for(ctx), messages))
         if len(kept) < len(messages):
             _replace_tail(ctx, kept)

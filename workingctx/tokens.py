@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import threading
+from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -800,7 +801,8 @@ class RunningCount:
     """
 
     counter: TokenCounter = attrs.field(factory=_default_counter)
-    _sums: list[int] = attrs.field(init=False, factory=lambda: [0], repr=False)
+    # prefix sums in one machine-integer buffer: compact, and freed in one step
+    _sums: array[int] = attrs.field(init=False, factory=lambda: array("q", [0]), repr=False)
 
     @property
     def total(self) -> int:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
@@ -169,12 +170,18 @@ class TokenBudget(_ScopeOps):
         The indices of every system message and of the newest whole exchanges that fit.
         """
         counter = _resolve(self.counter)
+        fast = self._from_index(messages, counter)
+        if fast is not None:
+            return fast
         count = count_function(counter)
         size = len(messages)
         system: list[int] = []
         budget = self.max_tokens
         if self.include_system:
-            system = [i for i, message in enumerate(messages) if message.role == "system"]
+            # A context's tail view knows its system messages already (found once
+            # per message); a plain list needs the pass.
+            known = getattr(messages, "system_positions", None)
+            system = list(known) if known is not None else [i for i, m in enumerate(messages) if m.role == "system"]
             budget -= sum(count(messages[i]) for i in system)
         cut = size
         if budget >= 0:
@@ -195,6 +202,56 @@ class TokenBudget(_ScopeOps):
         return frozenset(kept)
 
     _index_set = surviving_indices
+
+    def _from_index(self, messages: Sequence[Message], counter: Any) -> frozenset[int] | None:
+        """
+        The same answer from a context's tail view, in time that grows with the
+        log of the transcript (plus the few messages between the fitting point
+        and the next clean cut), or None when the view cannot answer.
+
+        The view carries running token sums under the context's counter, the
+        system messages' positions and a :class:`TailIndex` of clean cuts.
+        """
+        index = getattr(messages, "tail_index", None)
+        running = getattr(messages, "running", None)
+        if index is None or running is None or not self.include_system:
+            return None
+        if running.counter is not counter and getattr(running.counter, "name", None) != getattr(counter, "name", 1):
+            return None
+        size = len(messages)
+        upto = running.upto
+        system: tuple[int, ...] = messages.system_positions  # type: ignore[attr-defined]  # a TailView
+        # cumulative tokens of the system messages before each system position
+        system_before = [0]
+        for position in system:
+            system_before.append(system_before[-1] + upto(position + 1) - upto(position))
+        budget = self.max_tokens - system_before[-1]
+        if budget < 0:
+            return frozenset(system)
+        total = upto(size)
+
+        def rest(cut: int) -> int:
+            """The tokens of the non-system messages from *cut* on."""
+            return int(total - upto(cut) - (system_before[-1] - system_before[bisect_left(system, cut)]))
+
+        lo, hi = 0, size  # rest(size) == 0 always fits
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if rest(mid) <= budget:
+                hi = mid
+            else:
+                lo = mid + 1
+        any_cut = index.first_cut(lo, size, user_turn=False)
+        cut = any_cut
+        if self.start_on != "exchange":
+            user_cut = index.first_cut(any_cut, size, user_turn=True)
+            if self.start_on == "user_only" or user_cut < size:
+                cut = user_cut
+        if not system:
+            return frozenset(range(cut, size))
+        kept = [i for i in system if i < cut]
+        kept.extend(range(cut, size))
+        return frozenset(kept)
 
     def _scan(  # noqa: PLR0915  # one hot loop, inlined on purpose
         self,

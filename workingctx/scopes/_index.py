@@ -1,0 +1,86 @@
+"""
+``TailIndex``: where a growing transcript may be cut, kept up to date one message at a time.
+
+A context keeps one for its tail so that positional scopes such as
+:class:`~workingctx.TokenBudget` can find the cut they need without walking the
+whole transcript: each message is examined once, when it is first indexed.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+from workingctx.scopes._exchanges import call_ids, is_reasoning_only, result_ids, starts_turn
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workingctx.messages import Message
+
+__all__ = ["TailIndex"]
+
+NEVER = 1 << 62
+"""``blocked_by`` of a cut that no message blocks."""
+
+
+class TailIndex:
+    """
+    The cut points of a transcript that only grows.
+
+    A *cut* ``c`` keeps the messages from index ``c`` on. It splits an exchange
+    when a kept message answers a call made before ``c``, or when ``c`` separates
+    a call from the reasoning-only assistant message just before it.
+    ``blocked_by[c]`` is the index of the first message that makes ``c`` split
+    an exchange (:data:`NEVER` if none does), so the answer for the transcript's
+    first ``n`` messages is ``blocked_by[c] >= n``: an index taken when the
+    transcript was longer still answers for a shorter view of it.
+
+    Attributes:
+        size: How many messages are indexed.
+        blocked_by: One entry per cut, ``0`` to ``size``.
+        turn_start: ``turn_start[i]`` is 1 when message ``i`` opens a user turn.
+    """
+
+    __slots__ = ("_call_at", "blocked_by", "size", "turn_start")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.blocked_by = array("q", [NEVER])
+        self.turn_start = bytearray()
+        self._call_at: dict[str, int] = {}
+
+    def update(self, messages: Sequence[Message]) -> None:
+        """
+        Index the messages past ``size``; *messages* must extend the ones indexed.
+        """
+        blocked_by = self.blocked_by
+        call_at = self._call_at
+        for j in range(self.size, len(messages)):
+            message = messages[j]
+            for answered in result_ids(message):
+                asked = call_at.get(answered)
+                if asked is not None:
+                    # Every cut between the call and this answer splits the exchange.
+                    for cut in range(asked + 1, j + 1):
+                        blocked_by[cut] = min(blocked_by[cut], j)
+            calls = call_ids(message)
+            if calls:
+                if j > 0 and is_reasoning_only(messages[j - 1]) and blocked_by[j] > j:
+                    blocked_by[j] = j
+                for call in calls:
+                    call_at[call] = j
+            blocked_by.append(NEVER)
+            self.turn_start.append(starts_turn(message))
+        self.size = max(self.size, len(messages))
+
+    def first_cut(self, start: int, n: int, *, user_turn: bool) -> int:
+        """
+        The first cut at or after *start* that splits no exchange of the first
+        *n* messages (and opens a user turn, with *user_turn*); *n* if none.
+        """
+        blocked_by, turn_start = self.blocked_by, self.turn_start
+        for cut in range(start, n):
+            if blocked_by[cut] >= n and (not user_turn or cut == 0 or turn_start[cut]):
+                return cut
+        return n
