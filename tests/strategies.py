@@ -322,3 +322,25 @@ def block_transcripts(draw: st.DrawFn, *, broken: bool = False) -> list[Message]
         else:
             out.append(Message("user", (block,)))
     return out
+
+
+# -- live contexts (persistence) ------------------------------------------------------
+
+
+@st.composite
+def working_contexts(draw: st.DrawFn, *, max_turns: int = 4) -> Any:
+    """
+    A live WorkingContext: any prefix, a valid tool-heavy tail, JSON notes and
+    journal entries, some of them recorded after the last commit.
+    """
+    from workingctx.context import WorkingContext  # noqa: PLC0415  # keeps this module importable alone
+
+    ctx = WorkingContext(prefix=draw(prefixes), messages=draw(transcripts(max_turns=max_turns)))
+    ctx.update_scratchpad(draw(scratchpads))
+    for entry in draw(st.lists(json_objects, max_size=3)):
+        ctx.journal.record(entry)
+    if draw(st.booleans()):
+        ctx.journal.mark_committed()
+    for entry in draw(st.lists(json_objects, max_size=2)):
+        ctx.journal.record(entry)
+    return ctx

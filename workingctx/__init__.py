@@ -41,6 +41,14 @@ from workingctx.messages import (
     Usage,
     VideoBlock,
 )
+from workingctx.persistence import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStore,
+    InMemoryStore,
+    SQLiteStore,
+    rehydrate,
+)
 from workingctx.prefix import PrefixContext
 from workingctx.reducers import (
     ToolResult,
@@ -84,7 +92,10 @@ __all__ = [
     "ApproxTokenCounter",
     "AudioBlock",
     "BaseContextManager",
+    "Checkpoint",
     "CheckpointError",
+    "CheckpointInfo",
+    "CheckpointStore",
     "CompletedToolSequences",
     "ContentBlock",
     "ContextScope",
@@ -95,6 +106,7 @@ __all__ = [
     "FrozenList",
     "FrozenPayloadError",
     "ImageBlock",
+    "InMemoryStore",
     "InvalidMessageError",
     "LastNTurns",
     "MediaRef",
@@ -110,6 +122,7 @@ __all__ = [
     "Role",
     "RoleFilter",
     "RunningCount",
+    "SQLiteStore",
     "ScopeError",
     "ScopeReport",
     "SerializationError",
@@ -136,6 +149,7 @@ __all__ = [
     "deep_freeze",
     "estimate_message_tokens",
     "explain",
+    "rehydrate",
     "remove_tool_messages",
     "replace_messages",
     "replace_value",

@@ -38,6 +38,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
+from datetime import datetime
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin
 
 import attrs
@@ -465,12 +466,29 @@ def _unstructure_content(value: str | tuple[ContentBlock, ...]) -> Any:
     return [converter.unstructure(block) for block in value]
 
 
+def _unstructure_datetime(value: datetime) -> str:
+    return value.isoformat()
+
+
+def _structure_datetime(value: Any, _: Any) -> datetime:
+    if not isinstance(value, str):
+        msg = f"expected an ISO 8601 date and time as a string, got {_show(value)}"
+        raise _Problem(msg)
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        msg = f"expected an ISO 8601 date and time, got {_show(value)}"
+        raise _Problem(msg) from None
+
+
 def _make_converter() -> cattrs.Converter:
     made = cattrs.Converter(omit_if_default=True, forbid_extra_keys=True)
     for kind, hook in _SCALAR_HOOKS.items():
         made.register_structure_hook(kind, hook)
     made.register_structure_hook_func(lambda kind: kind is Any, _structure_any)
     made.register_unstructure_hook_func(lambda kind: kind is Any, _plain)
+    made.register_structure_hook(datetime, _structure_datetime)
+    made.register_unstructure_hook(datetime, _unstructure_datetime)
     made.register_structure_hook(FrozenDict, _structure_object)
     made.register_unstructure_hook(FrozenDict, _plain)
     made.register_structure_hook(FrozenList, _structure_array)
@@ -593,7 +611,7 @@ def _leaf_path(value: Any, path: str, payload: bool, *, finite: bool = False) ->
 # -- the functions ----------------------------------------------------------------------
 
 
-def unstructure(value: Any) -> Any:
+def unstructure(value: Any, cls: Any = None) -> Any:
     """
     Turn a workingctx value into plain JSON-compatible data.
 
@@ -603,6 +621,8 @@ def unstructure(value: Any) -> Any:
     Args:
         value: A message, block, prefix, snapshot, any attrs value, or a
             tuple or list of them.
+        cls: Write *value* as this type instead of its own class; ``Any``
+            writes it as a payload (JSON data only, nothing converted).
 
     Returns:
         Plain data: dicts, lists and scalars.
@@ -616,10 +636,10 @@ def unstructure(value: Any) -> Any:
     {'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}]}
     """
     try:
-        data = converter.unstructure(value)
+        data = converter.unstructure(value) if cls is None else converter.unstructure(value, cls)
         return _plain(data)
     except _NotJSONError:
-        found = _leaf_path(value, "$", payload=False) or ("$", f"{_show(value)} is not JSON data")
+        found = _leaf_path(value, "$", payload=cls is Any) or ("$", f"{_show(value)} is not JSON data")
         msg = f"cannot write {type(value).__name__} as JSON: {found[1]} at {found[0]}"
         raise SerializationError(msg, path=found[0], problems=(found,)) from None
 
@@ -658,12 +678,13 @@ def structure(data: Any, cls: type[T]) -> T:
         raise _error(exc, _type_name(cls)) from None
 
 
-def to_json(value: Any, *, indent: int | None = None) -> str:
+def to_json(value: Any, cls: Any = None, *, indent: int | None = None) -> str:
     """
     Write a workingctx value as JSON text.
 
     Args:
         value: Anything :func:`unstructure` takes.
+        cls: Write *value* as this type, as in :func:`unstructure`.
         indent: Pretty-print with this indent; compact when None.
 
     Returns:
@@ -676,7 +697,7 @@ def to_json(value: Any, *, indent: int | None = None) -> str:
     >>> to_json(Message("user", "hi"))
     '{"role":"user","content":"hi"}'
     """
-    data = unstructure(value)
+    data = unstructure(value, cls)
     separators = (",", ":") if indent is None else (",", ": ")
     try:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators)

@@ -1,0 +1,470 @@
+"""
+Tests for workingctx.persistence: checkpoints, rehydrating, and the stores.
+
+The SQLite store's crash and concurrency behaviour (SIGKILL mid-save, two
+writer processes) and its fuzzed damaged payloads are in test_sqlite_store.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tempfile
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+
+from tests.strategies import json_objects, working_contexts
+from workingctx import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointInfo,
+    CheckpointStore,
+    FrozenDict,
+    InMemoryStore,
+    Message,
+    PrefixContext,
+    SQLiteStore,
+    ToolCall,
+    rehydrate,
+)
+from workingctx._canonical import message_digest
+from workingctx.context import WorkingContext
+from workingctx.persistence import checkpoint_id
+from workingctx.serialization import from_json, to_json
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def run_context(turns: int, *, journal: bool = True) -> WorkingContext:
+    """
+    A small tool-using run: turns of a question, a call, its result, an answer.
+    """
+    ctx = WorkingContext(prefix=PrefixContext("You are careful."))
+    for turn in range(turns):
+        ctx.append(
+            Message("user", f"question {turn}"),
+            Message.assistant(tool_calls=[ToolCall(f"c{turn}", "lookup", {"q": turn})]),
+            Message.tool(f"result {turn}", call_id=f"c{turn}"),
+            Message("assistant", f"answer {turn}"),
+        )
+        ctx.note("turn", turn)
+        if journal:
+            ctx.journal.record({"kind": "turn", "n": turn})
+    return ctx
+
+
+_paths = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def scratch_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
+
+
+def sqlite_factory(directory: Path) -> Callable[[], SQLiteStore]:
+    return lambda: SQLiteStore(directory / f"store-{next(_paths)}.db")
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite"])
+def make_store(request: pytest.FixtureRequest, scratch_dir: Path) -> Callable[[], CheckpointStore]:
+    """
+    A factory of fresh, empty stores of each kind.
+    """
+    if request.param == "memory":
+        return InMemoryStore
+    return sqlite_factory(scratch_dir)
+
+
+# -- Checkpoint ---------------------------------------------------------------------
+
+
+class TestCapture:
+    def test_capture_takes_a_snapshot(self):
+        """
+        capture freezes the live context: later writes do not show in the checkpoint.
+        """
+        ctx = run_context(2)
+        checkpoint = Checkpoint.capture(ctx, metadata={"turn": 2})
+        ctx.append(Message("user", "later")).note("turn", 99)
+        assert len(checkpoint.snapshot.messages) == 8
+        assert dict(checkpoint.snapshot.scratchpad) == {"turn": 1}
+        assert checkpoint.metadata == {"turn": 2}
+        assert type(checkpoint.metadata) is FrozenDict
+        assert checkpoint.created_at.tzinfo is not None
+
+    def test_capture_of_a_snapshot(self):
+        """
+        A FrozenContext is wrapped as it is.
+        """
+        snapshot = run_context(1).freeze()
+        assert Checkpoint.capture(snapshot).snapshot is snapshot
+
+    def test_id_is_derived_from_content(self):
+        """
+        The same content, parent, time and metadata give the same id; any change gives another.
+        """
+        snapshot = run_context(2).freeze()
+        first = Checkpoint.capture(snapshot, created_at=T0, metadata={"a": 1})
+        again = Checkpoint.capture(run_context(2), created_at=T0, metadata={"a": 1})
+        assert first.id == again.id
+        assert re.fullmatch(r"[0-9a-f]{32}", first.id)
+        assert first.id == checkpoint_id(snapshot, T0, None, {"a": 1})
+        others = {
+            Checkpoint.capture(snapshot, created_at=T0 + timedelta(microseconds=1), metadata={"a": 1}).id,
+            Checkpoint.capture(snapshot, created_at=T0, metadata={"a": 2}).id,
+            Checkpoint.capture(snapshot, created_at=T0, metadata={"a": 1}, parent="p").id,
+            Checkpoint.capture(run_context(3), created_at=T0, metadata={"a": 1}).id,
+        }
+        assert first.id not in others
+        assert len(others) == 4
+
+    def test_parent_as_checkpoint_or_id(self):
+        """
+        parent takes a checkpoint or its id.
+        """
+        first = Checkpoint.capture(run_context(1))
+        assert Checkpoint.capture(run_context(2), parent=first).parent == first.id
+        assert Checkpoint.capture(run_context(2), parent=first.id).parent == first.id
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"parent": 5}, "parent must be a Checkpoint"),
+            ({"parent": ""}, "parent must be a Checkpoint"),
+            ({"created_at": datetime(2026, 1, 1)}, "timezone-aware"),  # noqa: DTZ001  # the naive time under test
+            ({"metadata": {"seen": {1, 2}}}, r"metadata must be JSON data: .* at metadata\['seen'\]"),
+            ({"metadata": ["not", "a", "mapping"]}, "metadata must be a mapping"),
+        ],
+    )
+    def test_bad_arguments(self, kwargs, match):
+        """
+        Bad arguments raise TypeError naming the value.
+        """
+        with pytest.raises(TypeError, match=match):
+            Checkpoint.capture(run_context(1), **kwargs)
+
+    def test_capture_refuses_other_things(self):
+        """
+        capture takes a context or a snapshot only.
+        """
+        with pytest.raises(TypeError, match="capture takes a WorkingContext or a FrozenContext"):
+            Checkpoint.capture([Message("user", "hi")])  # type: ignore[arg-type]
+
+    @given(working_contexts(), json_objects)
+    def test_checkpoint_round_trips_through_json(self, ctx, metadata):
+        """
+        A checkpoint is a value the converter writes and reads back equal.
+        """
+        checkpoint = Checkpoint.capture(ctx, parent="p", metadata=metadata)
+        back = from_json(to_json(checkpoint), Checkpoint)
+        assert checkpoint == back
+        assert checkpoint.snapshot.digest() == back.snapshot.digest()
+
+    def test_other_time_zones_kept(self):
+        """
+        A creation time in another zone comes back as the same instant, in the same zone.
+        """
+        when = datetime(2026, 5, 1, 9, 30, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+        checkpoint = Checkpoint.capture(run_context(1), created_at=when)
+        back = from_json(to_json(checkpoint), Checkpoint)
+        assert back.created_at == when
+        assert back.created_at.utcoffset() == when.utcoffset()
+
+
+class TestRehydrate:
+    def test_nested_writes_work(self):
+        """
+        The rehydrated scratchpad is writable at every depth, and writes never
+        reach the checkpoint.
+        """
+        ctx = WorkingContext().note("plan", {"steps": ["a"], "meta": {"tries": [1]}})
+        checkpoint = Checkpoint.capture(ctx)
+        live = rehydrate(checkpoint)
+        live.get("plan")["steps"].append("b")
+        live.get("plan")["meta"]["tries"].append(2)
+        live.scratchpad["plan"]["new"] = True
+        assert live.get("plan") == {"steps": ["a", "b"], "meta": {"tries": [1, 2]}, "new": True}
+        assert dict(checkpoint.snapshot.scratchpad) == {"plan": {"steps": ["a"], "meta": {"tries": [1]}}}
+
+    def test_prefix_tail_and_journal_restored(self):
+        """
+        The prefix, tail and journal come back; the journal starts committed
+        and its entries are writable copies.
+        """
+        ctx = run_context(3)
+        checkpoint = Checkpoint.capture(ctx)
+        live = rehydrate(checkpoint)
+        assert live.prefix is checkpoint.snapshot.prefix
+        assert live.messages == checkpoint.snapshot.messages
+        assert live.journal.view() == checkpoint.snapshot.journal
+        assert not live.journal.has_uncommitted()
+        live.journal.view()[0]["n"] = 100
+        assert checkpoint.snapshot.journal[0]["n"] == 0
+        live.append(Message("user", "more"))
+        assert len(checkpoint.snapshot.messages) == 12
+
+    def test_frozen_context_accepted(self):
+        """
+        rehydrate also takes a bare snapshot; anything else is a TypeError.
+        """
+        snapshot = run_context(1).freeze()
+        assert rehydrate(snapshot).freeze() == snapshot
+        with pytest.raises(TypeError, match="rehydrate takes a Checkpoint or a FrozenContext"):
+            rehydrate("abc")  # type: ignore[arg-type]
+
+    @given(working_contexts())
+    def test_freeze_after_rehydrate_is_the_snapshot(self, ctx):
+        """
+        rehydrate(capture(ctx)).freeze() equals ctx.freeze(), with the same digest.
+        """
+        snapshot = ctx.freeze()
+        again = rehydrate(Checkpoint.capture(ctx)).freeze()
+        assert snapshot == again
+        assert snapshot.digest() == again.digest()
+
+
+# -- every store --------------------------------------------------------------------
+
+
+class TestStoreProtocol:
+    def test_stores_implement_the_protocol(self, make_store):
+        """
+        Both stores are CheckpointStores.
+        """
+        assert isinstance(make_store(), CheckpointStore)
+
+    @given(ctx=working_contexts(), metadata=json_objects)
+    def test_round_trip(self, make_store, ctx, metadata):
+        """
+        context -> checkpoint -> store -> load gives the checkpoint back, and
+        rehydrating it freezes to the original snapshot, digest included.
+        """
+        store = make_store()
+        snapshot = ctx.freeze()
+        checkpoint = Checkpoint.capture(ctx, metadata=metadata)
+        assert store.save(checkpoint) == checkpoint.id
+        if isinstance(store, SQLiteStore):
+            store.close()
+            store = SQLiteStore(store.path)  # a fresh process's view: nothing cached
+        loaded = store.load(checkpoint.id)
+        assert checkpoint == loaded
+        for message in loaded.snapshot.messages:  # a digest kept from the store is the real one
+            assert message_digest(message) == message.digest()
+        again = rehydrate(loaded).freeze()
+        assert snapshot == again
+        assert snapshot.digest() == again.digest()
+
+    def test_empty_store(self, make_store):
+        """
+        An empty store lists nothing and knows no id.
+        """
+        store = make_store()
+        assert store.list() == []
+        for operation in (store.load, store.delete, store.lineage):
+            with pytest.raises(CheckpointError, match="no checkpoint 'nope'"):
+                operation("nope")
+
+    def test_one_checkpoint(self, make_store):
+        """
+        One checkpoint: listed, its own lineage, then deleted.
+        """
+        store = make_store()
+        checkpoint = Checkpoint.capture(run_context(2), metadata={"label": "only"})
+        store.save(checkpoint)
+        info = CheckpointInfo(
+            id=checkpoint.id,
+            parent=None,
+            created_at=checkpoint.created_at,
+            message_count=8,
+            digest=checkpoint.snapshot.digest(),
+            metadata=FrozenDict({"label": "only"}),
+        )
+        assert store.list() == [info]
+        assert store.lineage(checkpoint.id) == [info]
+        store.delete(checkpoint.id)
+        assert store.list() == []
+        with pytest.raises(CheckpointError):
+            store.load(checkpoint.id)
+
+    def test_many_checkpoints(self, make_store):
+        """
+        A run checkpointed every turn, with a branch: list is oldest first,
+        lineage follows parents from the root, delete keeps the children.
+        """
+        store = make_store()
+        ctx = WorkingContext()
+        ids: list[str] = []
+        for turn in range(6):
+            ctx.append(Message("user", f"q{turn}"), Message("assistant", f"a{turn}"))
+            checkpoint = Checkpoint.capture(ctx, parent=ids[-1] if ids else None, created_at=T0 + timedelta(turn))
+            ids.append(store.save(checkpoint))
+        branch = rehydrate(store.load(ids[2])).append(Message("user", "what if?"))
+        branch_id = store.save(Checkpoint.capture(branch, parent=ids[2], created_at=T0 + timedelta(10)))
+        assert [info.id for info in store.list()] == [*ids, branch_id]
+        assert [info.id for info in store.lineage(ids[5])] == ids
+        assert [info.id for info in store.lineage(branch_id)] == [*ids[:3], branch_id]
+        assert [info.message_count for info in store.lineage(branch_id)] == [2, 4, 6, 7]
+        store.delete(ids[1])
+        assert [info.id for info in store.lineage(ids[5])] == ids[2:]
+        assert store.load(ids[5]).snapshot == ctx.freeze()
+        assert store.load(branch_id).snapshot == branch.freeze()
+        assert len(store.list()) == 6
+
+    def test_list_orders_by_creation_time(self, make_store):
+        """
+        list() is oldest first by creation time, whatever the order of saving.
+        """
+        store = make_store()
+        late = Checkpoint.capture(run_context(1), created_at=T0 + timedelta(hours=1))
+        early = Checkpoint.capture(run_context(2), created_at=T0)
+        store.save(late)
+        store.save(early)
+        assert [info.id for info in store.list()] == [early.id, late.id]
+
+    def test_saving_twice_and_replacing(self, make_store):
+        """
+        Saving a checkpoint again keeps one copy; another checkpoint under the
+        same id replaces it.
+        """
+        store = make_store()
+        checkpoint = Checkpoint.capture(run_context(2))
+        store.save(checkpoint)
+        store.save(checkpoint)
+        assert len(store.list()) == 1
+        other = Checkpoint(id=checkpoint.id, snapshot=run_context(3).freeze(), created_at=T0)
+        store.save(other)
+        assert store.load(checkpoint.id) == other
+        assert len(store.list()) == 1
+
+    def test_bad_arguments(self, make_store):
+        """
+        save takes a Checkpoint; ids are str.
+        """
+        store = make_store()
+        with pytest.raises(TypeError, match="save takes a Checkpoint"):
+            store.save(run_context(1).freeze())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="a checkpoint id is a str"):
+            store.load(5)  # type: ignore[arg-type]
+
+    def test_lineage_survives_a_parent_cycle(self, make_store):
+        """
+        Hand-made ids can form a cycle; lineage stops instead of looping.
+        """
+        store = make_store()
+        snapshot = run_context(1).freeze()
+        store.save(Checkpoint(id="a", snapshot=snapshot, created_at=T0, parent="b"))
+        store.save(Checkpoint(id="b", snapshot=snapshot, created_at=T0, parent="a"))
+        assert [info.id for info in store.lineage("a")] == ["b", "a"]
+
+
+# -- the SQLite store's own behaviour ------------------------------------------------------
+
+
+def table_counts(store: SQLiteStore) -> dict[str, int]:
+    import sqlite3  # noqa: PLC0415  # only these tests look inside
+
+    with sqlite3.connect(store.path) as db:
+        tables = [
+            "messages",
+            "message_links",
+            "journal_entries",
+            "journal_links",
+            "blobs",
+            "checkpoints",
+        ]
+        return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables}  # noqa: S608
+
+
+class TestSQLiteStorage:
+    def test_each_message_stored_once(self, scratch_dir):
+        """
+        Checkpointing every turn stores each message, link and journal entry
+        once, and an unchanged prefix once.
+        """
+        store = sqlite_factory(scratch_dir)()
+        ctx = run_context(0)
+        parent = None
+        for turn in range(20):
+            ctx.append(Message("user", f"q{turn}"), Message("assistant", "same answer"))
+            ctx.journal.record({"turn": turn})
+            parent = store.save(Checkpoint.capture(ctx, parent=parent))
+        counts = table_counts(store)
+        assert counts["checkpoints"] == 20
+        assert counts["messages"] == 21  # 20 questions and one answer, repeated
+        assert counts["message_links"] == 40
+        assert counts["journal_entries"] == 20
+        assert counts["journal_links"] == 20
+        assert counts["blobs"] == 2  # the prefix, and the one (empty) scratchpad
+
+    def test_delete_collects_garbage(self, scratch_dir):
+        """
+        Deleting every checkpoint leaves every table empty; deleting one keeps
+        what the others use.
+        """
+        store = sqlite_factory(scratch_dir)()
+        first = Checkpoint.capture(run_context(2))
+        second = Checkpoint.capture(run_context(3), parent=first)
+        store.save(first)
+        store.save(second)
+        store.delete(second.id)
+        assert store.load(first.id) == first
+        assert table_counts(store)["message_links"] == 8
+        store.delete(first.id)
+        assert set(table_counts(store).values()) == {0}
+
+    def test_reopen(self, scratch_dir):
+        """
+        A closed store reopens with everything in it.
+        """
+        path = scratch_dir / "reopen.db"
+        checkpoint = Checkpoint.capture(run_context(3))
+        with SQLiteStore(path) as store:
+            store.save(checkpoint)
+        with SQLiteStore(path) as store:
+            assert store.load(checkpoint.id) == checkpoint
+            assert checkpoint.id in store
+            assert len(store) == 1
+
+    def test_memory_database(self):
+        """
+        ":memory:" gives a private store for one process.
+        """
+        store = SQLiteStore(":memory:")
+        checkpoint = Checkpoint.capture(run_context(2))
+        store.save(checkpoint)
+        assert store.load(checkpoint.id) == checkpoint
+
+    def test_non_json_payload_refused_and_nothing_written(self, scratch_dir):
+        """
+        A scratchpad value JSON cannot hold is refused with its path; the store
+        is unchanged.
+        """
+        store = sqlite_factory(scratch_dir)()
+        good = Checkpoint.capture(run_context(1))
+        store.save(good)
+        before = table_counts(store)
+        bad = Checkpoint.capture(run_context(2).note("seen", {1, 2}))
+        with pytest.raises(CheckpointError, match=r"not JSON data.* at \$\.snapshot\.scratchpad\['seen'\]") as info:
+            store.save(bad)
+        assert info.value.path == "$.snapshot.scratchpad['seen']"
+        assert table_counts(store) == before
+        entry = run_context(1)
+        entry.journal.record({"when": datetime.now(UTC)})
+        with pytest.raises(CheckpointError, match=r"\$\.snapshot\.journal\[1\]\['when'\]"):
+            store.save(Checkpoint.capture(entry))
+        assert table_counts(store) == before
+        assert store.list() == [CheckpointInfo.of(good)]
+
+    def test_bad_settings(self, scratch_dir):
+        """
+        A negative timeout or an unknown synchronous mode is refused.
+        """
+        with pytest.raises(ValueError, match="timeout"):
+            SQLiteStore(scratch_dir / "x.db", timeout=-1)
+        with pytest.raises(ValueError, match="synchronous"):
+            SQLiteStore(scratch_dir / "x.db", synchronous="SOMETIMES")

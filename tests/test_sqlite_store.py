@@ -1,0 +1,439 @@
+"""
+The SQLite store under damage: foreign, newer, truncated and fuzzed databases,
+a writer killed mid-save, and two writer processes at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import working_contexts
+from workingctx import Checkpoint, CheckpointError, Message, SQLiteStore
+from workingctx.context import WorkingContext
+from workingctx.persistence.sqlite import _checksum
+
+ROOT = Path(__file__).resolve().parent.parent
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def scratch_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
+
+
+def fresh_path(directory: Path) -> Path:
+    return directory / f"db-{next(_names)}.db"
+
+
+def file_state(path: Path) -> bytes:
+    """
+    Every byte of the database and its write-ahead log, to show nothing changed.
+    """
+    wal = Path(f"{path}-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def dump(path: Path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return list(db.iterdump())
+
+
+def saved_pair(path: Path, ctx: WorkingContext) -> tuple[Checkpoint, Checkpoint]:
+    """
+    Two checkpoints of one run (the second continues the first), saved and closed.
+    """
+    first = Checkpoint.capture(ctx, metadata={"n": 1})
+    ctx.append(Message("user", "and then?"), Message("assistant", "then this."))
+    ctx.journal.record({"kind": "step", "n": 2})
+    second = Checkpoint.capture(ctx, parent=first, metadata={"n": 2})
+    with SQLiteStore(path) as store:
+        store.save(first)
+        store.save(second)
+    return first, second
+
+
+class TestRefusedDatabases:
+    def test_not_a_database(self, scratch_dir):
+        """
+        A file that is not SQLite is refused, and left as it was.
+        """
+        path = fresh_path(scratch_dir)
+        path.write_bytes(b"this is a text file, not a database\n" * 100)
+        before = file_state(path)
+        with pytest.raises(CheckpointError, match="not a readable SQLite database"):
+            SQLiteStore(path)
+        assert before == file_state(path)
+
+    def test_foreign_database(self, scratch_dir):
+        """
+        A SQLite database of someone else's is refused, and left as it was.
+        """
+        path = fresh_path(scratch_dir)
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE users (name TEXT)")
+            db.execute("INSERT INTO users VALUES ('ada')")
+        db.close()
+        before = file_state(path)
+        with pytest.raises(CheckpointError, match="not a workingctx checkpoint store") as info:
+            SQLiteStore(path)
+        assert info.value.path == "workingctx_store"
+        assert before == file_state(path)
+
+    @pytest.mark.parametrize(
+        ("key", "value", "match"),
+        [
+            ("schema_version", "2", "newer workingctx .schema version 2"),
+            ("schema_version", "one", "damaged schema version"),
+            ("format", "someone.else", "its format is 'someone.else'"),
+        ],
+    )
+    def test_newer_or_foreign_marker(self, scratch_dir, key, value, match):
+        """
+        A newer schema version or another format is refused on open and on
+        every later operation; the file is not changed.
+        """
+        path = fresh_path(scratch_dir)
+        checkpoint = Checkpoint.capture(WorkingContext().append(Message("user", "hi")))
+        store = SQLiteStore(path)
+        store.save(checkpoint)
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE workingctx_store SET value = ? WHERE key = ?", (value, key))
+        db.close()
+        with pytest.raises(CheckpointError, match=match):
+            store.load(checkpoint.id)
+        with pytest.raises(CheckpointError, match=match):
+            store.save(Checkpoint.capture(WorkingContext()))
+        store.close()
+        before = file_state(path)
+        with pytest.raises(CheckpointError, match=match):
+            SQLiteStore(path)
+        assert before == file_state(path)
+
+    def test_truncated_file(self, scratch_dir):
+        """
+        A database cut short raises CheckpointError when it is opened or read.
+        """
+        path = fresh_path(scratch_dir)
+        ctx = WorkingContext()
+        for turn in range(60):
+            ctx.append(Message("user", f"question {turn} " + "x" * 300), Message("assistant", "y" * 300))
+        checkpoint = Checkpoint.capture(ctx)
+        with SQLiteStore(path) as store:
+            store.save(checkpoint)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+        with pytest.raises(CheckpointError):  # noqa: PT012  # either step may be the one to notice
+            store = SQLiteStore(path)
+            store.load(checkpoint.id)
+
+
+# -- fuzzing the stored payloads ---------------------------------------------------------
+
+TABLES = {
+    "checkpoints": [
+        "id",
+        "parent",
+        "created_at",
+        "created_ts",
+        "metadata",
+        "digest",
+        "prefix",
+        "scratchpad",
+        "messages_head",
+        "message_count",
+        "journal_head",
+        "journal_count",
+        "seal",
+    ],
+    "messages": ["digest", "data", "checksum"],
+    "message_links": ["chain", "prev", "message", "position"],
+    "journal_entries": ["digest", "data", "checksum"],
+    "journal_links": ["chain", "prev", "entry", "position"],
+    "blobs": ["digest", "data"],
+    "workingctx_store": ["key", "value"],
+}
+
+
+def mutate_json(text: str, rng: random.Random) -> str:
+    """
+    Valid JSON text with one change deep inside: a key dropped or renamed, a
+    value replaced by one of another type.
+    """
+    data = json.loads(text)
+    holders: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict | list) and node:
+            holders.append(node)
+            for child in node.values() if isinstance(node, dict) else node:
+                walk(child)
+
+    walk(data)
+    if not holders:
+        return json.dumps(rng.choice([None, 0, "x", [], {"type": "zzz"}]))
+    node = rng.choice(holders)
+    key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+    action = rng.choice(["drop", "rename", "replace"])
+    if isinstance(node, dict) and action == "drop":
+        del node[key]
+    elif isinstance(node, dict) and action == "rename":
+        node[f"{key}_"] = node.pop(key)
+    else:
+        node[key] = rng.choice([None, 0, -1, 2.5, True, "", "zzz", [], {}, {"type": "zzz"}])
+    return json.dumps(data)
+
+
+def mutation(value: Any, rng: random.Random) -> Any:
+    choices: list[Any] = [None, 0, -5, 1.5, "", "garbage", b"\x00\x01", "{", "[]", "{}"]
+    if isinstance(value, str) and value:
+        cut = rng.randrange(len(value))
+        choices += [value[:cut], value[:cut] + "Z" + value[cut + 1 :], value + " "]
+        with contextlib.suppress(ValueError):  # not JSON text: no JSON mutation
+            choices.append(mutate_json(value, rng))
+    if isinstance(value, int):
+        choices += [value + 1, value - 1, str(value)]
+    return rng.choice(choices)
+
+
+KEYS = {"checkpoints": "seq", "workingctx_store": "key"}
+
+
+def damage(path: Path, rng: random.Random) -> str:
+    """
+    One random change to one stored row: a column rewritten, or the row deleted.
+    """
+    table = rng.choice(sorted(TABLES))
+    key = KEYS.get(table, TABLES[table][0])
+    columns = TABLES[table]
+    db = sqlite3.connect(path)
+    try:
+        with db:
+            rows = db.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}").fetchall()  # noqa: S608  # test's own names
+            if not rows:
+                return f"{table}: empty"
+            row_key, *values = rng.choice(rows)
+            if rng.random() < 0.15:
+                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (row_key,))  # noqa: S608
+                return f"{table}: row {row_key!r} deleted"
+            index = rng.randrange(len(columns))
+            new = mutation(values[index], rng)
+            db.execute(f"UPDATE OR IGNORE {table} SET {columns[index]} = ? WHERE {key} = ?", (new, row_key))  # noqa: S608
+            return f"{table}.{columns[index]} of row {row_key!r}: {values[index]!r:.60} -> {new!r:.60}"
+    finally:
+        db.close()
+
+
+def check_refusal(exc: CheckpointError, before: list[str], path: Path, notes: list[str]) -> None:
+    """
+    Fail unless a refused database carries a path and was not changed.
+    """
+    assert exc.path, notes
+    assert before == dump(path), notes
+
+
+class TestFuzzedPayloads:
+    @given(ctx=working_contexts(max_turns=2), seed=st.integers(0, 2**32 - 1), rounds=st.integers(1, 3))
+    def test_damaged_rows_raise_only_checkpoint_error(self, scratch_dir, ctx, seed, rounds):
+        """
+        After random damage to stored rows, loading, listing and lineage either
+        give exactly what was saved or raise CheckpointError, and leave the
+        database as it was.
+        """
+        path = fresh_path(scratch_dir)
+        saved = saved_pair(path, ctx)
+        rng = random.Random(seed)
+        notes = [damage(path, rng) for _ in range(rounds)]
+        before = dump(path)
+        try:
+            store = SQLiteStore(path)
+        except CheckpointError as exc:
+            check_refusal(exc, before, path, notes)
+            return
+        with store:
+            for checkpoint in saved:
+                try:
+                    loaded = store.load(checkpoint.id)
+                except CheckpointError:
+                    continue
+                assert checkpoint == loaded, notes
+                assert checkpoint.snapshot.digest() == loaded.snapshot.digest(), notes
+            for operation in (store.list, lambda: store.lineage(saved[1].id)):
+                try:
+                    infos = operation()
+                except CheckpointError:
+                    continue
+                assert {info.id for info in infos} <= {checkpoint.id for checkpoint in saved}, notes
+        assert before == dump(path), notes
+
+    def test_damaged_message_named(self, scratch_dir):
+        """
+        A stored message that no longer reads as a message (its checksum
+        rewritten to match) is reported with its table, key and path.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        digest = second.snapshot.messages[2].digest()
+        text = '{"role": "user", "content": 5}'
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "UPDATE messages SET data = ?, checksum = ? WHERE digest = ?", (text, _checksum(digest, text), digest)
+            )
+        db.close()
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError) as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.messages[2].content"
+        assert f"table messages, key {digest!r}" in str(info.value)
+
+    def test_edited_message_caught_by_its_checksum(self, scratch_dir):
+        """
+        A message edited into another valid message does not load silently.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        digest = second.snapshot.messages[0].digest()
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE messages SET data = ? WHERE digest = ?", ('{"role":"user","content":"bye"}', digest))
+        db.close()
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its checksum") as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.messages[0]"
+
+    def test_swapped_link_caught_by_the_chain(self, scratch_dir):
+        """
+        A link pointed at another stored message breaks the chain and is reported.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        other = second.snapshot.messages[1].digest()
+        chain = second.snapshot.chain_digest(1)
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE message_links SET message = ? WHERE chain = ?", (other, chain))
+        db.close()
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="link does not match") as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.messages[0]"
+
+
+# -- processes --------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from workingctx import Checkpoint, Message, PrefixContext, SQLiteStore, ToolCall
+    from workingctx.context import WorkingContext
+
+    path, name, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    store = SQLiteStore(path)
+    ctx = WorkingContext(prefix=PrefixContext("You are careful."))
+    parent = None
+    turn = 0
+    while limit < 0 or turn < limit:
+        ctx.append(
+            Message("user", f"{name} question {turn} " + "x" * 3000),
+            Message.assistant(tool_calls=[ToolCall(f"{name}-{turn}", "lookup", {"q": "y" * 2000})]),
+            Message.tool("shared tool output " + "z" * 3000, call_id=f"{name}-{turn}"),
+            Message("assistant", "the same answer every time"),
+        )
+        ctx.note("turn", turn)
+        ctx.journal.record({"writer": name, "turn": turn})
+        checkpoint = Checkpoint.capture(ctx, parent=parent, metadata={"writer": name, "turn": turn})
+        store.save(checkpoint)
+        print(checkpoint.id, turn, flush=True)
+        parent = checkpoint.id
+        turn += 1
+    """
+)
+
+
+def start_writer(path: Path, name: str, limit: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), name, str(limit)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+class TestProcesses:
+    @pytest.mark.parametrize("seed", range(3))
+    def test_sigkill_mid_save_loses_nothing(self, scratch_dir, seed):
+        """
+        A writer killed with SIGKILL while saving leaves a database that passes
+        integrity_check, still loads every checkpoint it reported saved, and
+        holds no half-saved checkpoint.
+        """
+        rng = random.Random(seed)
+        path = fresh_path(scratch_dir)
+        writer = start_writer(path, "w", -1)
+        assert writer.stdout is not None
+        lines = [writer.stdout.readline() for _ in range(3 + rng.randrange(5))]
+        time.sleep(rng.uniform(0, 0.05))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+        rest = writer.stdout.read()  # the same buffered reader: lines it read ahead are kept
+        assert writer.stderr is not None
+        errors = writer.stderr.read()
+        writer.stdout.close()
+        writer.stderr.close()
+        assert writer.returncode == -signal.SIGKILL, errors
+        reported = [line.split() for line in [*lines, *rest.splitlines()] if line.strip()]
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        db.close()
+        with SQLiteStore(path) as store:
+            last_id, last_turn = reported[-1]
+            last = store.load(last_id)
+            assert last.metadata == {"writer": "w", "turn": int(last_turn)}
+            assert len(last.snapshot.messages) == 4 * (int(last_turn) + 1)
+            infos = store.list()
+            assert len(infos) in {len(reported), len(reported) + 1}  # the last save may have committed unreported
+            for info in infos:
+                assert store.load(info.id).snapshot.digest() == info.digest
+            assert len(store.lineage(infos[-1].id)) == len(infos)
+
+    def test_two_writers_lose_nothing(self, scratch_dir):
+        """
+        Two processes saving to one new database at once: every checkpoint of
+        both is there and loads, and shared messages are stored once.
+        """
+        path = fresh_path(scratch_dir)
+        writers = [start_writer(path, name, 25) for name in ("a", "b")]
+        outputs = [writer.communicate(timeout=120) for writer in writers]
+        for writer, (_, errors) in zip(writers, outputs, strict=True):
+            assert writer.returncode == 0, errors
+        with SQLiteStore(path) as store:
+            infos = store.list()
+            assert len(infos) == 50
+            for (out, _), name in zip(outputs, ("a", "b"), strict=True):
+                ids = [line.split()[0] for line in out.splitlines()]
+                assert [info.id for info in store.lineage(ids[-1])] == ids
+                last = store.load(ids[-1])
+                assert last.metadata == {"writer": name, "turn": 24}
+                assert len(last.snapshot.messages) == 100
+        with sqlite3.connect(path) as db:
+            distinct = db.execute("SELECT count(*) FROM messages").fetchone()[0]
+        db.close()
+        # per writer and turn: a question, a call and its result; shared by every turn of both: the answer
+        assert distinct == 2 * 25 * 3 + 1

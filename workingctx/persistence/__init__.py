@@ -1,0 +1,32 @@
+"""
+Persistence: checkpoints of a working context, and the stores that keep them.
+
+A :class:`Checkpoint` is a snapshot made durable (an id, the snapshot, when it
+was taken, its parent, your metadata); :func:`rehydrate` turns one back into a
+live, writable context. Stores share one small protocol,
+:class:`CheckpointStore`: :class:`InMemoryStore` for tests and short runs,
+:class:`SQLiteStore` for everything that must survive the process.
+
+>>> from workingctx import Checkpoint, InMemoryStore, Message, WorkingContext, rehydrate
+>>> store = InMemoryStore()
+>>> ctx = WorkingContext().append(Message("user", "hello")).note("plan", {"steps": ["a"]})
+>>> saved = store.save(Checkpoint.capture(ctx))
+>>> resumed = rehydrate(store.load(saved))
+>>> resumed.get("plan")["steps"].append("b")
+>>> resumed.freeze() == ctx.freeze()
+False
+"""
+
+from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
+from workingctx.persistence.sqlite import SQLiteStore
+from workingctx.persistence.stores import CheckpointInfo, CheckpointStore, InMemoryStore
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointInfo",
+    "CheckpointStore",
+    "InMemoryStore",
+    "SQLiteStore",
+    "checkpoint_id",
+    "rehydrate",
+]

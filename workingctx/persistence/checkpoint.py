@@ -1,0 +1,218 @@
+"""
+Checkpoints: a snapshot made durable, and the way back to a live context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from workingctx._canonical import canonical_json
+from workingctx.exceptions import SerializationError
+from workingctx.frozen import FrozenDict, thaw
+from workingctx.journal import MutationJournal
+from workingctx.snapshot import FrozenContext
+
+if TYPE_CHECKING:
+    from workingctx.context import WorkingContext
+
+__all__ = ["Checkpoint", "checkpoint_id", "rehydrate"]
+
+
+def _id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        msg = f"{attribute.name} must be a non-empty str, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _opt_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _id(inst, attribute, value)
+
+
+def _aware(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        msg = (
+            f"{attribute.name} must be a timezone-aware datetime, got {value!r}; "
+            "use datetime.now(UTC) or attach a tzinfo"
+        )
+        raise TypeError(msg)
+
+
+def _snapshot(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, FrozenContext):
+        msg = (
+            f"{attribute.name} must be a FrozenContext, got {value!r} of type {type(value).__name__}; "
+            "use Checkpoint.capture(ctx) to take one from a live context"
+        )
+        raise TypeError(msg)
+
+
+def _metadata(value: object) -> FrozenDict:
+    """
+    Metadata is a JSON object of your own, deep-frozen: checked here, so any store can write it.
+    """
+    if isinstance(value, FrozenDict):
+        items: object = dict(value)
+    elif isinstance(value, Mapping):
+        items = dict(value)
+    else:
+        msg = f"metadata must be a mapping (a JSON object), got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    from workingctx.serialization import structure  # noqa: PLC0415  # serialization imports the values
+
+    try:
+        return structure(items, FrozenDict)
+    except SerializationError as exc:
+        msg = f"metadata must be JSON data: {exc.problems[0][1]} at {exc.path.replace('$', 'metadata', 1)}"
+        raise TypeError(msg) from None
+
+
+def checkpoint_id(
+    snapshot: FrozenContext, created_at: datetime, parent: str | None, metadata: Mapping[str, Any]
+) -> str:
+    """
+    The id :meth:`Checkpoint.capture` gives: 32 hex digits of a sha256 over the
+    snapshot's stable digest, its journal length, the parent id, the creation
+    time and the metadata.
+
+    The same content captured at the same instant under the same parent gets
+    the same id in every process, so saving it twice stores it once.
+    """
+    body = "|".join(
+        (
+            "checkpoint/v1",
+            snapshot.digest(),
+            str(len(snapshot.journal)),
+            parent or "",
+            created_at.isoformat(),
+            canonical_json(dict(metadata)),
+        )
+    )
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+
+
+@attrs.frozen(cache_hash=True)
+class Checkpoint:
+    """
+    A durable record of a working context at one moment.
+
+    Args:
+        id: The name stores save it under. :meth:`capture` derives it from the
+            content (see :func:`checkpoint_id`); any non-empty str of your own
+            works too.
+        snapshot: The frozen context.
+        created_at: When it was taken (timezone-aware).
+        parent: The id of the checkpoint this one continues, if any; stores
+            follow it for :meth:`~CheckpointStore.lineage`.
+        metadata: A JSON object of your own (deep-frozen), such as a turn
+            number or a label.
+
+    >>> from workingctx import Checkpoint, Message, WorkingContext
+    >>> ctx = WorkingContext().append(Message("user", "hello"))
+    >>> first = Checkpoint.capture(ctx, metadata={"turn": 1})
+    >>> second = Checkpoint.capture(ctx.append(Message("assistant", "hi")), parent=first)
+    >>> second.parent == first.id, len(second.snapshot.messages)
+    (True, 2)
+    """
+
+    id: str = attrs.field(validator=_id)
+    snapshot: FrozenContext = attrs.field(validator=_snapshot)
+    created_at: datetime = attrs.field(validator=_aware)
+    parent: str | None = attrs.field(default=None, validator=_opt_id)
+    metadata: FrozenDict = attrs.field(factory=FrozenDict, converter=_metadata)
+
+    @classmethod
+    def capture(
+        cls,
+        source: WorkingContext | FrozenContext,
+        *,
+        parent: Checkpoint | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> Checkpoint:
+        """
+        Take a checkpoint of a live context (or wrap a snapshot you already froze).
+
+        Args:
+            source: A :class:`~workingctx.WorkingContext` (frozen now) or a
+                :class:`~workingctx.FrozenContext`.
+            parent: The checkpoint this one continues, or its id.
+            metadata: A JSON object of your own.
+            created_at: The creation time; now (UTC) by default.
+
+        Returns:
+            The checkpoint, its id derived from its content.
+
+        Raises:
+            TypeError: *source* is neither kind of context, *parent* is not a
+                checkpoint or an id, or *metadata* is not JSON data.
+        """
+        from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports snapshot
+
+        if isinstance(source, WorkingContext):
+            snapshot = source.freeze()
+        elif isinstance(source, FrozenContext):
+            snapshot = source
+        else:
+            msg = f"capture takes a WorkingContext or a FrozenContext, got {source!r} of type {type(source).__name__}"
+            raise TypeError(msg)
+        if isinstance(parent, Checkpoint):
+            parent = parent.id
+        elif parent is not None and (not isinstance(parent, str) or not parent):
+            msg = f"parent must be a Checkpoint, its id (a non-empty str) or None, got {parent!r}"
+            raise TypeError(msg)
+        frozen_metadata = _metadata({} if metadata is None else metadata)
+        when = datetime.now(UTC) if created_at is None else created_at
+        _aware(None, attrs.fields(Checkpoint).created_at, when)
+        return cls(
+            id=checkpoint_id(snapshot, when, parent, frozen_metadata),
+            snapshot=snapshot,
+            created_at=when,
+            parent=parent,
+            metadata=frozen_metadata,
+        )
+
+
+def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:
+    """
+    A live, writable :class:`~workingctx.WorkingContext` from a checkpoint.
+
+    The prefix, the tail and the journal are the checkpoint's; the scratchpad
+    and the journal's entries are thawed at every depth, so a nested write
+    works, and nothing written to the context reaches the checkpoint. The
+    journal's entries start committed. Freezing the context straight away
+    gives a snapshot equal to the checkpoint's, with the same digest.
+
+    Args:
+        checkpoint: A checkpoint, or a bare snapshot.
+
+    Returns:
+        A new live context.
+
+    Raises:
+        TypeError: *checkpoint* is neither.
+
+    >>> from workingctx import Checkpoint, WorkingContext, rehydrate
+    >>> saved = Checkpoint.capture(WorkingContext().note("plan", {"steps": ["a"]}))
+    >>> ctx = rehydrate(saved)
+    >>> ctx.get("plan")["steps"].append("b")
+    >>> ctx.get("plan"), dict(saved.snapshot.scratchpad)
+    ({'steps': ['a', 'b']}, {'plan': {'steps': ['a']}})
+    """
+    from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports snapshot
+
+    if isinstance(checkpoint, Checkpoint):
+        snapshot = checkpoint.snapshot
+    elif isinstance(checkpoint, FrozenContext):
+        snapshot = checkpoint
+    else:
+        msg = f"rehydrate takes a Checkpoint or a FrozenContext, got {checkpoint!r} of type {type(checkpoint).__name__}"
+        raise TypeError(msg)
+    ctx = WorkingContext.from_snapshot(snapshot)
+    ctx.journal = MutationJournal(thaw(entry) for entry in snapshot.journal)
+    return ctx

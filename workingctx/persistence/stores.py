@@ -1,0 +1,218 @@
+"""
+The store protocol, light checkpoint descriptors, and the in-memory store.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from workingctx.exceptions import CheckpointError
+from workingctx.frozen import FrozenDict
+from workingctx.persistence.checkpoint import Checkpoint
+
+__all__ = ["CheckpointInfo", "CheckpointStore", "InMemoryStore"]
+
+
+@attrs.frozen
+class CheckpointInfo:
+    """
+    What :meth:`CheckpointStore.list` and :meth:`CheckpointStore.lineage`
+    return for each checkpoint: enough to choose one, without loading its snapshot.
+
+    Attributes:
+        id: The checkpoint's id; :meth:`CheckpointStore.load` it for the whole checkpoint.
+        parent: The id of the checkpoint it continues, or None.
+        created_at: When it was taken.
+        message_count: How many messages its tail holds.
+        digest: The stable digest of its snapshot.
+        metadata: Its metadata.
+    """
+
+    id: str
+    parent: str | None
+    created_at: datetime
+    message_count: int
+    digest: str
+    metadata: FrozenDict = attrs.field(factory=FrozenDict)
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> CheckpointInfo:
+        """
+        The descriptor of a checkpoint at hand.
+        """
+        return cls(
+            id=checkpoint.id,
+            parent=checkpoint.parent,
+            created_at=checkpoint.created_at,
+            message_count=len(checkpoint.snapshot.messages),
+            digest=checkpoint.snapshot.digest(),
+            metadata=checkpoint.metadata,
+        )
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """
+    Where checkpoints are kept: :class:`InMemoryStore`, :class:`SQLiteStore`, or your own.
+
+    Every method raises :class:`~workingctx.exceptions.CheckpointError` when it
+    cannot do its job (an unknown id, a damaged record), and then leaves the
+    store as it was.
+    """
+
+    def save(self, checkpoint: Checkpoint) -> str:
+        """
+        Keep *checkpoint* (replacing one with the same id) and return its id.
+        """
+        ...
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        """
+        The checkpoint saved under *checkpoint_id*, equal to the one saved.
+        """
+        ...
+
+    def list(self) -> list[CheckpointInfo]:
+        """
+        A descriptor of every checkpoint, oldest first, without loading snapshots.
+        """
+        ...
+
+    def delete(self, checkpoint_id: str) -> None:
+        """
+        Remove the checkpoint saved under *checkpoint_id* (its children stay).
+        """
+        ...
+
+    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+        """
+        The checkpoints from the root to *checkpoint_id*, itself included,
+        oldest first, following parent ids while the parent is in the store.
+        """
+        ...
+
+
+def _missing(checkpoint_id: object, where: str) -> CheckpointError:
+    msg = f"no checkpoint {checkpoint_id!r} in {where}; list() shows the ids it holds"
+    return CheckpointError(msg, path="$.id")
+
+
+def _check_id(checkpoint_id: object) -> None:
+    if not isinstance(checkpoint_id, str):
+        msg = f"a checkpoint id is a str, got {checkpoint_id!r} of type {type(checkpoint_id).__name__}"
+        raise TypeError(msg)
+
+
+def _check_checkpoint(checkpoint: object) -> None:
+    if not isinstance(checkpoint, Checkpoint):
+        msg = (
+            f"save takes a Checkpoint, got {checkpoint!r} of type {type(checkpoint).__name__}; "
+            "make one with Checkpoint.capture(ctx)"
+        )
+        raise TypeError(msg)
+
+
+class InMemoryStore:
+    """
+    A store in this process's memory: for tests, and for runs that need no durability.
+
+    Checkpoints are values, so the store keeps them as they are: loading one
+    gives the very checkpoint that was saved. Safe to share between threads.
+
+    >>> from workingctx import Checkpoint, InMemoryStore, Message, WorkingContext
+    >>> store = InMemoryStore()
+    >>> ctx = WorkingContext().append(Message("user", "hello"))
+    >>> first = store.save(Checkpoint.capture(ctx))
+    >>> second = store.save(Checkpoint.capture(ctx.append(Message("assistant", "hi")), parent=first))
+    >>> [info.message_count for info in store.lineage(second)]
+    [1, 2]
+    """
+
+    def __init__(self) -> None:
+        self._checkpoints: dict[str, Checkpoint] = {}
+        self._lock = threading.Lock()
+
+    def save(self, checkpoint: Checkpoint) -> str:
+        """
+        Keep *checkpoint* (replacing one with the same id) and return its id.
+
+        Raises:
+            TypeError: *checkpoint* is not a :class:`Checkpoint`.
+        """
+        _check_checkpoint(checkpoint)
+        with self._lock:
+            self._checkpoints.pop(checkpoint.id, None)  # a replaced checkpoint counts as new in list()
+            self._checkpoints[checkpoint.id] = checkpoint
+        return checkpoint.id
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        """
+        The checkpoint saved under *checkpoint_id*.
+
+        Raises:
+            CheckpointError: No checkpoint has that id.
+        """
+        _check_id(checkpoint_id)
+        with self._lock:
+            found = self._checkpoints.get(checkpoint_id)
+        if found is None:
+            raise _missing(checkpoint_id, "this InMemoryStore")
+        return found
+
+    def list(self) -> list[CheckpointInfo]:
+        """
+        A descriptor of every checkpoint, oldest first (by creation time, then
+        by the order they were saved in).
+        """
+        with self._lock:
+            held = list(self._checkpoints.values())
+        order = {checkpoint.id: position for position, checkpoint in enumerate(held)}
+        held.sort(key=lambda checkpoint: (checkpoint.created_at, order[checkpoint.id]))
+        return [CheckpointInfo.of(checkpoint) for checkpoint in held]
+
+    def delete(self, checkpoint_id: str) -> None:
+        """
+        Remove a checkpoint. Its children stay; their lineage then starts after it.
+
+        Raises:
+            CheckpointError: No checkpoint has that id.
+        """
+        _check_id(checkpoint_id)
+        with self._lock:
+            if self._checkpoints.pop(checkpoint_id, None) is None:
+                raise _missing(checkpoint_id, "this InMemoryStore")
+
+    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+        """
+        The checkpoints from the root to *checkpoint_id*, itself included, oldest first.
+
+        Raises:
+            CheckpointError: No checkpoint has that id.
+        """
+        _check_id(checkpoint_id)
+        with self._lock:
+            chain: list[Checkpoint] = []
+            seen: set[str] = set()
+            current: str | None = checkpoint_id
+            while current is not None and current not in seen and current in self._checkpoints:
+                seen.add(current)
+                checkpoint = self._checkpoints[current]
+                chain.append(checkpoint)
+                current = checkpoint.parent
+        if not chain:
+            raise _missing(checkpoint_id, "this InMemoryStore")
+        return [CheckpointInfo.of(checkpoint) for checkpoint in reversed(chain)]
+
+    def __len__(self) -> int:
+        return len(self._checkpoints)
+
+    def __contains__(self, checkpoint_id: object) -> bool:
+        return checkpoint_id in self._checkpoints
+
+    def __repr__(self) -> str:
+        return f"InMemoryStore({len(self._checkpoints)} checkpoints)"
