@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import attrs
@@ -489,3 +490,28 @@ class TestFuzz:
             from_json(text, Message)
         except SerializationError as exc:
             check_error(exc)
+
+
+class TestWriteAs:
+    def test_any_writes_payloads_strictly(self):
+        """
+        Written as Any, a value must be JSON data: an attrs value or a set inside
+        is refused with its path instead of being converted.
+        """
+        assert {"a": [1, [2, 3]]} == unstructure({"a": [1, (2, 3)]}, Any)
+        with pytest.raises(SerializationError, match="not JSON data") as info:
+            unstructure({"usage": Usage(1)}, Any)
+        assert info.value.path == "$['usage']"
+        assert {"usage": {"input_tokens": 1}} == unstructure({"usage": Usage(1)})
+
+    def test_datetimes_round_trip(self):
+        """
+        An aware datetime is written as ISO 8601 text and read back equal, zone included.
+        """
+        when = datetime(2026, 3, 1, 8, 30, 15, 123456, tzinfo=timezone(timedelta(hours=-3)))
+        assert to_json(when) == '"2026-03-01T08:30:15.123456-03:00"'
+        back = from_json(to_json(when), datetime)
+        assert back == when
+        assert back.utcoffset() == when.utcoffset()
+        with pytest.raises(SerializationError, match="ISO 8601"):
+            structure("yesterday", datetime)
