@@ -141,10 +141,7 @@ def messages(draw: st.DrawFn, *, with_tool_calls: bool | None = None) -> Message
     Any valid message. ``with_tool_calls=True`` forces an assistant message
     with tool calls, ``False`` forbids tool calls, ``None`` allows both.
     """
-    if with_tool_calls:
-        role = "assistant"
-    else:
-        role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    role = "assistant" if with_tool_calls else draw(st.sampled_from(["system", "user", "assistant", "tool"]))
     calls: list[ToolCall] = []
     if role == "assistant" and with_tool_calls is not False:
         calls = draw(st.lists(tool_calls, min_size=1 if with_tool_calls else 0, max_size=3))

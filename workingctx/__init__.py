@@ -2,6 +2,7 @@
 workingctx: an immutable working-context algebra for LLM agents.
 """
 
+from workingctx.context import WorkingContext
 from workingctx.exceptions import (
     CheckpointError,
     FrozenPayloadError,
@@ -13,6 +14,7 @@ from workingctx.exceptions import (
     WorkingCtxError,
 )
 from workingctx.frozen import FrozenDict, FrozenList, deep_freeze, thaw
+from workingctx.journal import MutationJournal
 from workingctx.managers import (
     BaseContextManager,
     MessageContextManager,
@@ -76,6 +78,7 @@ from workingctx.scopes import (
     explain,
     surviving_indices,
 )
+from workingctx.snapshot import ContextDiff, FrozenContext, common_prefix_length
 from workingctx.tokens import (
     ApproxTokenCounter,
     RunningCount,
@@ -98,10 +101,12 @@ __all__ = [
     "CheckpointStore",
     "CompletedToolSequences",
     "ContentBlock",
+    "ContextDiff",
     "ContextScope",
     "DataBlock",
     "DocumentBlock",
     "ErrorBlock",
+    "FrozenContext",
     "FrozenDict",
     "FrozenList",
     "FrozenPayloadError",
@@ -113,6 +118,7 @@ __all__ = [
     "MergeError",
     "Message",
     "MessageContextManager",
+    "MutationJournal",
     "Not",
     "PositionalScope",
     "PositionalScopeError",
@@ -142,10 +148,12 @@ __all__ = [
     "Usage",
     "VideoBlock",
     "WholeExchanges",
+    "WorkingContext",
     "WorkingCtxError",
     "add_messages",
     "add_messages_to",
     "append_items",
+    "common_prefix_length",
     "deep_freeze",
     "estimate_message_tokens",
     "explain",

@@ -265,8 +265,24 @@ def _one_scope(_inst: object, _attribute: attrs.Attribute[Any], value: object) -
         raise _not_a_scope(value, "Not()")
 
 
+class _Combination(_ScopeOps):
+    """
+    What AllOf and AnyOf share: positional when any inner scope is.
+    """
+
+    __slots__ = ()
+    scopes: tuple[object, ...]
+
+    @property
+    def positional(self) -> bool:  # type: ignore[override]  # computed from the inner scopes
+        """
+        True when any inner scope is positional.
+        """
+        return any(is_positional(scope) for scope in self.scopes)
+
+
 @attrs.frozen(cache_hash=True, repr=False)
-class AllOf(_ScopeOps):
+class AllOf(_Combination):
     """
     Keeps the messages every inner scope keeps: the intersection of their indices.
 
@@ -289,13 +305,6 @@ class AllOf(_ScopeOps):
     """
 
     scopes: tuple[object, ...] = attrs.field(converter=_scope_tuple)
-
-    @property
-    def positional(self) -> bool:  # type: ignore[override]  # computed from the inner scopes
-        """
-        True when any inner scope is positional.
-        """
-        return any(is_positional(scope) for scope in self.scopes)
 
     def matches(self, message: Message, index: int) -> bool:
         """
@@ -331,7 +340,7 @@ class AllOf(_ScopeOps):
 
 
 @attrs.frozen(cache_hash=True, repr=False)
-class AnyOf(_ScopeOps):
+class AnyOf(_Combination):
     """
     Keeps the messages any inner scope keeps: the union of their indices.
 
@@ -350,13 +359,6 @@ class AnyOf(_ScopeOps):
     """
 
     scopes: tuple[object, ...] = attrs.field(converter=_scope_tuple)
-
-    @property
-    def positional(self) -> bool:  # type: ignore[override]  # computed from the inner scopes
-        """
-        True when any inner scope is positional.
-        """
-        return any(is_positional(scope) for scope in self.scopes)
 
     def matches(self, message: Message, index: int) -> bool:
         """
