@@ -214,6 +214,24 @@ class TestFork:
         assert "parent" not in child.journal.view()
 
 
+    def test_fork_copies_notes_pickle_cannot_handle(self):
+        """
+        A note holding an object of a local class (which pickle refuses) is
+        still deep-copied into the fork, as copy.deepcopy would.
+        """
+
+        class Local:
+            def __init__(self) -> None:
+                self.items: list[int] = []
+
+        parent = WorkingContext().note("obj", Local()).note("plain", {"a": [1]})
+        child = parent.fork()
+        child.get("obj").items.append(1)
+        child.get("plain")["a"].append(2)
+        assert [] == parent.get("obj").items
+        assert {"a": [1]} == parent.get("plain")
+
+
 class TestMerge:
     def test_reference_union_and_concat(self):
         """

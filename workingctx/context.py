@@ -23,11 +23,11 @@ import asyncio
 import copy
 import inspect
 import itertools
+import pickle
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
-from workingctx._canonical import canonical_json
 from workingctx.exceptions import MergeError
 from workingctx.frozen import thaw
 from workingctx.journal import MutationJournal
@@ -83,40 +83,20 @@ def _check_key(key: object) -> None:
         raise TypeError(msg)
 
 
-_ATOMIC: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
-
-
-def _copy_note(value: Any) -> Any:
+def _copy_notes(notes: Mapping[str, Any], copies: int = 1) -> list[dict[str, Any]]:
     """
-    A deep copy, fast for JSON-like data (dicts, lists, tuples of scalars):
-    everything else goes through ``copy.deepcopy``.
+    Independent deep copies of the notes.
+
+    One pickle, unpickled once per copy: for plain data that is several times
+    faster than ``copy.deepcopy`` and keeps the same semantics (shared
+    references stay shared, your own objects are copied). Notes pickle cannot
+    handle go through ``copy.deepcopy``.
     """
-    kind = type(value)
-    if kind in _ATOMIC:
-        return value
-    if kind is dict:
-        return {key: _copy_note(item) for key, item in value.items()}
-    if kind is list:
-        return [_copy_note(item) for item in value]
-    if kind is tuple:
-        return tuple(_copy_note(item) for item in value)
-    return copy.deepcopy(value)
-
-
-def _copy_notes(notes: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: _copy_note(value) for key, value in notes.items()}
-
-
-def _fingerprint(value: Any) -> str:
-    return canonical_json(value)
-
-
-def _fingerprints(notes: Mapping[str, Any]) -> dict[str, str]:
-    """
-    A cheap record of the notes' values (canonical JSON per key), to tell later
-    which notes a fork changed without keeping a deep copy.
-    """
-    return {key: _fingerprint(value) for key, value in notes.items()}
+    try:
+        data = pickle.dumps(dict(notes), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError):
+        return [copy.deepcopy(dict(notes)) for _ in range(copies)]
+    return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
 
 
 class WorkingContext:
@@ -222,8 +202,8 @@ class WorkingContext:
         self._token = object()
         # token of an ancestor -> how many leading messages still come from it
         self._bases: dict[object, int] = {}
-        # token of the parent -> fingerprints of the notes when this context forked from it
-        self._scratch_base: dict[object, dict[str, str]] = {}
+        # token of the parent -> a copy of the notes when this context forked from it
+        self._scratch_base: dict[object, dict[str, Any]] = {}
         self._reset_caches()
 
     def _reset_caches(self) -> None:
@@ -258,11 +238,11 @@ class WorkingContext:
             ctx._chain = snapshot._chain.copy(len(snapshot.messages))
         return ctx
 
-    def _spawn(self, messages: list[Message]) -> WorkingContext:
+    def _spawn(self, messages: list[Message], scratchpad: dict[str, Any]) -> WorkingContext:
         child = WorkingContext.__new__(WorkingContext)
         child._prefix = self._prefix
         child._messages = messages
-        child._scratchpad = _copy_notes(self._scratchpad)
+        child._scratchpad = scratchpad
         child.journal = MutationJournal(self.journal.view())
         child._counter = self._counter
         child._incremental = self._incremental
@@ -502,7 +482,8 @@ class WorkingContext:
         Counter, limit and ``shared`` are inherited; the lock is new. The child
         remembers where it forked, for ``merge(child, mode="delta")``.
         """
-        child = self._spawn(list(self._messages))
+        notes, base = _copy_notes(self._scratchpad, 2)
+        child = self._spawn(list(self._messages), notes)
         child._view = self._view
         child._chain = self._chain.copy()
         child._prefix_tokens = self._prefix_tokens
@@ -510,7 +491,7 @@ class WorkingContext:
         n = len(self._messages)
         child._bases = {token: min(base, n) for token, base in self._bases.items()}
         child._bases[self._token] = n
-        child._scratch_base = {self._token: _fingerprints(child._scratchpad)}
+        child._scratch_base = {self._token: base}
         return child
 
     def slice(self, scope: ContextScope | PositionalScope) -> WorkingContext:
@@ -524,7 +505,7 @@ class WorkingContext:
 
         kept = surviving_indices(scope, self.tail_view())
         messages = self._messages
-        child = self._spawn([messages[i] for i in sorted(kept)])
+        child = self._spawn([messages[i] for i in sorted(kept)], _copy_notes(self._scratchpad)[0])
         child.shared = False
         return child
 
@@ -575,7 +556,7 @@ class WorkingContext:
         other.journal.mark_committed()
         if base is not None:
             other._bases[self._token] = len(other._messages)
-            other._scratch_base[self._token] = _fingerprints(other._scratchpad)
+            other._scratch_base[self._token] = _copy_notes(other._scratchpad)[0]
         return self
 
     def _incoming_messages(self, other: WorkingContext, mode: MergeMode) -> tuple[list[Message] | _Replace, int | None]:
@@ -613,10 +594,9 @@ class WorkingContext:
         theirs = other._scratchpad
         if mode == "delta":
             before = other._scratch_base.get(self._token, {})
-            theirs = {k: v for k, v in theirs.items() if before.get(k) != _fingerprint(v)}
+            theirs = {k: v for k, v in theirs.items() if before.get(k, _MISSING) != v}
         notes: dict[str, Any] = {}
-        for key, value in theirs.items():
-            new = _copy_note(value)
+        for key, new in _copy_notes(theirs)[0].items():
             old = self._scratchpad.get(key, _MISSING)
             if old is _MISSING or policy == "last_write_wins":
                 notes[key] = new
