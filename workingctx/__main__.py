@@ -17,8 +17,10 @@ from typing import Any
 
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError
+from workingctx.managers import TokenBudgetContextManager
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
+from workingctx.scopes import explain
 from workingctx.serialization import structure
 from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
 
@@ -78,6 +80,18 @@ def report(ctx: WorkingContext) -> str:
     snapshot = ctx.freeze()
     lines.append(f"snapshot digest: {snapshot.digest()}")
     lines.append(f"scratchpad: {json.dumps(ctx.scratchpad, sort_keys=True)}")
+
+    # Fit the request into a smaller window, on a fork so the original stays whole.
+    window = max(ctx.count_tokens() * 3 // 4, 1)
+    manager = TokenBudgetContextManager(window, low_watermark=window * 2 // 3)
+    trimmed = manager.trim_context(ctx.fork())
+    lines.append("")
+    lines.append(f"fitted to a {window}-token window with {manager!r}:")
+    lines.append(f"  {explain(manager.scope_for(ctx), ctx)}".replace("\n", "\n  "))
+    lines.append(
+        f"  kept {trimmed.size()} of {ctx.size()} tail messages, {trimmed.count_tokens()} tokens with the prefix; "
+        f"roles: {' '.join(m.role for m in trimmed.messages)}"
+    )
     return "\n".join(lines)
 
 

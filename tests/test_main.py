@@ -1,0 +1,69 @@
+"""
+Tests for ``python -m workingctx``: the report on the shipped sample and on files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from workingctx.__main__ import _sample, load_context, main
+
+
+class TestSample:
+    def test_report_on_the_shipped_sample(self, capsys):
+        """
+        The sample report lists every message of the request, the totals under
+        both counters, a 64-digit snapshot digest and a valid fitted request.
+        """
+        assert 0 == main([])
+        out = capsys.readouterr().out
+        ctx = load_context(_sample())
+        assert f"tokens: {ctx.count_tokens()} approximate" in out
+        assert "cl100k" in out
+        assert f"snapshot digest: {ctx.freeze().digest()}" in out
+        assert len(ctx.assembled()) == sum(1 for line in out.splitlines() if line[:3].strip().isdigit())
+        fitted = out.split("roles: ")[-1].split()
+        assert "user" == fitted[0]  # the fitted tail starts on a user turn, never on a tool result
+
+    def test_module_runs_as_a_program(self):
+        """
+        ``python -m workingctx`` exits 0 and prints the report.
+        """
+        result = subprocess.run(
+            [sys.executable, "-m", "workingctx"], capture_output=True, text=True, check=False, timeout=120
+        )
+        assert 0 == result.returncode, result.stderr
+        assert "snapshot digest:" in result.stdout
+
+
+class TestFiles:
+    def test_a_transcript_file_of_your_own(self, tmp_path, capsys):
+        """
+        A file in the documented shape is read and reported on.
+        """
+        path = tmp_path / "t.json"
+        path.write_text(
+            json.dumps({"messages": [{"role": "user", "content": "check the cert"}], "scratchpad": {"k": 1}})
+        )
+        assert 0 == main([str(path)])
+        assert "tail messages: 1" in capsys.readouterr().out
+
+    def test_a_damaged_file_names_the_problem(self, tmp_path, capsys):
+        """
+        A message with an unknown role exits 1 with an error naming where it is.
+        """
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps({"messages": [{"role": "robot", "content": "x"}]}))
+        assert 1 == main([str(path)])
+        err = capsys.readouterr().err
+        assert err.startswith("error: ")
+        assert "robot" in err or "role" in err
+
+    def test_a_missing_file(self, tmp_path, capsys):
+        """
+        A missing file exits 1 with the operating system's message.
+        """
+        assert 1 == main([str(tmp_path / "nope.json")])
+        assert "No such file" in capsys.readouterr().err
