@@ -59,7 +59,8 @@ class TestFiles:
         assert 1 == main([str(path)])
         err = capsys.readouterr().err
         assert err.startswith("error: ")
-        assert "robot" in err or "role" in err
+        assert "$.messages[0].role" in err
+        assert "robot" in err
 
     def test_a_missing_file(self, tmp_path, capsys):
         """

@@ -37,9 +37,22 @@ def load_context(data: dict[str, Any]) -> WorkingContext:
     if not isinstance(data, dict):
         msg = f"a transcript file holds a JSON object, got {type(data).__name__}"
         raise SerializationError(msg)
-    prefix = structure(data.get("prefix", {}), PrefixContext)
-    messages = structure(data.get("messages", []), tuple[Message, ...])
+    prefix = _part(data, "prefix", {}, PrefixContext)
+    messages = _part(data, "messages", [], tuple[Message, ...])
     return WorkingContext(prefix=prefix, messages=messages, scratchpad=data.get("scratchpad") or {})
+
+
+def _part(data: dict[str, Any], key: str, default: Any, kind: Any) -> Any:
+    """
+    Structure ``data[key]``, reporting errors at their path in the whole file.
+    """
+    try:
+        return structure(data.get(key, default), kind)
+    except SerializationError as exc:
+        path = f"$.{key}{exc.path.removeprefix('$')}"
+        problems = tuple((f"$.{key}{where.removeprefix('$')}", what) for where, what in exc.problems)
+        msg = f"{problems[0][1] if problems else exc} at {path}"
+        raise SerializationError(msg, path=path, problems=problems) from exc
 
 
 def _sample() -> dict[str, Any]:
