@@ -213,7 +213,6 @@ class TestFork:
         assert "child" not in parent.journal.view()
         assert "parent" not in child.journal.view()
 
-
     def test_fork_copies_notes_pickle_cannot_handle(self):
         """
         A note holding an object of a local class (which pickle refuses) is
@@ -230,6 +229,23 @@ class TestFork:
         child.get("plain")["a"].append(2)
         assert [] == parent.get("obj").items
         assert {"a": [1]} == parent.get("plain")
+
+    def test_fork_honours_deepcopy_of_your_objects(self):
+        """
+        A note whose class says how to deep-copy itself (here: shared, as a
+        client would be) is copied the way copy.deepcopy would.
+        """
+
+        class Client:
+            def __deepcopy__(self, memo: dict[int, object]) -> Client:
+                return self
+
+        client = Client()
+        parent = WorkingContext().note("client", client).note("plain", [1])
+        child = parent.fork()
+        assert client is child.get("client")
+        child.get("plain").append(2)
+        assert [1] == parent.get("plain")
 
 
 class TestMerge:
@@ -514,3 +530,64 @@ def test_journal_argument_forms():
     seeded = WorkingContext(journal=["a", "b"]).journal
     assert ("a", "b") == seeded.view()
     assert not seeded.has_uncommitted()
+
+
+class TestLineageAfterRewrites:
+    def test_with_prefix_counts_the_new_prefix(self):
+        """
+        A context given a new prefix counts that prefix's tokens.
+        """
+        ctx = WorkingContext(prefix=PrefixContext(system_prompt="short")).append(Message("user", "hi"))
+        ctx.count_tokens()
+        longer = ctx.with_prefix(PrefixContext(system_prompt="long " * 100))
+        fresh = WorkingContext(prefix=longer.prefix, messages=ctx.messages)
+        assert fresh.count_tokens() == longer.count_tokens()
+
+    def test_grandchild_delta_merges_only_changed_notes(self):
+        """
+        A fork of a fork, merged into the root with delta, does not bring back
+        notes the root changed since.
+        """
+        root = WorkingContext().note("a", 1)
+        child = root.fork()
+        grandchild = child.fork().append(Message("user", "x"))
+        root.note("a", 2)
+        root.merge(grandchild, mode="delta", scratchpad="raise")
+        assert 2 == root.get("a")
+        assert ["x"] == [m.content for m in root.messages]
+
+    def test_delta_after_a_reducer_rewrote_the_fork(self):
+        """
+        A fork whose tail a reducer rewrote still merges back without
+        repeating the history it kept from its parent.
+        """
+        from workingctx.reducers import remove_tool_messages  # noqa: PLC0415
+
+        parent = WorkingContext(messages=[Message("user", "q1"), Message("assistant", "a1")])
+        child = parent.fork()
+        child.extend(
+            [
+                Message("user", "q2"),
+                Message("assistant", tool_calls=[ToolCall("t1", "f", {})]),
+                Message("tool", "r", tool_call_id="t1"),
+                Message("assistant", "a2"),
+            ]
+        )
+        child.merge(WorkingContext(), mode=remove_tool_messages)
+        parent.merge(child, mode="delta")
+        # the completed tool sequence (call, result, answer) was removed by the reducer
+        assert ["q1", "a1", "q2"] == [m.content for m in parent.messages]
+
+    def test_replace_tail_keeps_the_shared_start(self):
+        """
+        replace_tail() keeps the lineage of the leading messages it keeps,
+        and checks every item first.
+        """
+        parent = WorkingContext(messages=[Message("user", "q1"), Message("assistant", "a1")])
+        child = parent.fork().append(Message("user", "q2"))
+        with pytest.raises(TypeError, match="item 1"):
+            child.replace_tail([child.messages[0], "x"])  # type: ignore[list-item]
+        assert 3 == child.size()
+        child.replace_tail([child.messages[0], child.messages[2]])
+        parent.merge(child, mode="delta")
+        assert ["q1", "a1", "q2"] == [m.content for m in parent.messages]

@@ -128,9 +128,17 @@ class TestDeepFreeze:
         assert isinstance(frozen["d"], FrozenDict)
         assert isinstance(frozen["l"], FrozenList)
         assert isinstance(frozen["s"], frozenset)
-        assert isinstance(frozen["t"], tuple)
+        assert isinstance(frozen["t"], FrozenList)
         assert isinstance(frozen["t"][0], FrozenList)
         assert "frozenset({1})" == repr(frozen["s"])
+
+    def test_tuples_come_back_as_lists(self):
+        """
+        A tuple is payload data like a list: frozen to a FrozenList, thawed to a
+        list, as a JSON round trip would give it.
+        """
+        assert {"t": [1, [2]]} == thaw(deep_freeze({"t": (1, (2,))}))
+        assert deep_freeze([1, 2]) == deep_freeze((1, 2))
 
 
 class TestMutatorsRefuse:
@@ -208,8 +216,6 @@ def _shape(value: object) -> object:
         return ("dict", {k: _shape(v) for k, v in value.items()})
     if isinstance(value, list):
         return ("list", [_shape(v) for v in value])
-    if type(value) is tuple:
-        return ("tuple", [_shape(v) for v in value])
     if isinstance(value, set):
         return ("set", len(value))
     if isinstance(value, frozenset):

@@ -770,3 +770,48 @@ class TestCommonErrors:
         """
         with pytest.raises(InvalidMessageError, match=r"unknown role .*'system', 'user', 'assistant' or 'tool'"):
             Message(role, "You are terse.")
+
+
+class TestReviewedEdges:
+    def test_messages_appended_while_summarizing_are_kept(self):
+        """
+        A message another coroutine appends while the summarizer runs stays,
+        after the kept window.
+        """
+
+        async def main() -> list[str]:
+            ctx = WorkingContext(messages=conversation(*(f"m{i}" for i in range(12))))
+            started = asyncio.Event()
+
+            async def slow(*_args: object, **_kwargs: object) -> str:
+                started.set()
+                await asyncio.sleep(0.01)
+                return "summary"
+
+            async def writer() -> None:
+                await started.wait()
+                ctx.append(Message("user", "late"))
+
+            manager = SummaryContextManager(slow, max_messages=4, keep_recent=2)
+            await asyncio.gather(manager.atrim_context(ctx), writer())
+            return [m.text() for m in ctx.messages]
+
+        texts = asyncio.run(main())
+        assert "late" == texts[-1]
+        assert ["You are terse.", "summary"] == texts[:2]
+
+    def test_a_counter_with_only_count_message(self):
+        """
+        The budget manager works with any counter that has count_message, as
+        the budget scope does.
+        """
+
+        class Words:
+            name = "words"
+
+            def count_message(self, message: Message) -> int:
+                return len(message.text().split()) + 1
+
+        ctx = WorkingContext(messages=conversation(*(f"word {i} more words" for i in range(20))))
+        TokenBudgetContextManager(30, counter=Words()).trim_context(ctx)
+        assert sum(Words().count_message(m) for m in ctx.messages) <= 30

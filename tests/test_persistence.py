@@ -468,3 +468,27 @@ class TestSQLiteStorage:
             SQLiteStore(scratch_dir / "x.db", timeout=-1)
         with pytest.raises(ValueError, match="synchronous"):
             SQLiteStore(scratch_dir / "x.db", synchronous="SOMETIMES")
+
+
+class TestContentTheIdMustCover:
+    def test_journal_content_changes_the_id(self):
+        """
+        Two contexts alike but for what their journals hold get different
+        ids, so a store never replaces one with the other.
+        """
+        at = datetime(2025, 1, 1, tzinfo=UTC)
+        one, two = WorkingContext(), WorkingContext()
+        one.journal.record({"kind": "row_written", "id": 1})
+        two.journal.record({"kind": "row_written", "id": 2})
+        first, second = Checkpoint.capture(one, created_at=at), Checkpoint.capture(two, created_at=at)
+        assert first.id != second.id
+
+    def test_lone_surrogates_round_trip(self, make_store):
+        """
+        Text holding half of a surrogate pair is saved and loaded back equal,
+        in every store (SQLite writes it with ASCII escapes).
+        """
+        ctx = WorkingContext().append(Message("assistant", "cut \ud83d")).note("n", "\udc00")
+        checkpoint = Checkpoint.capture(ctx)
+        store = make_store()
+        assert checkpoint.snapshot == store.load(store.save(checkpoint)).snapshot

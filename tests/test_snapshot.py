@@ -304,3 +304,72 @@ class TestCommonPrefix:
         first = ctx.freeze()
         second = ctx.append(Message("assistant", "a")).freeze()
         assert 2 == common_prefix_length(first, second)
+
+
+class TestEqualValuesEncodeEqually:
+    @pytest.mark.parametrize("same", [1.0, True], ids=["float", "bool"])
+    def test_python_equal_payloads_hash_and_digest_equal(self, same):
+        """
+        Arguments that Python counts as equal (1, 1.0, True) give equal
+        snapshots with equal hashes and digests, so a snapshot works as a dict key.
+        """
+        one = WorkingContext().append(Message("assistant", tool_calls=(ToolCall("c1", "f", {"n": 1}),))).freeze()
+        two = WorkingContext().append(Message("assistant", tool_calls=(ToolCall("c1", "f", {"n": same}),))).freeze()
+        assert one == two
+        assert hash(one) == hash(two)
+        assert one.digest() == two.digest()
+        assert {one: "cached"}[two] == "cached"
+
+    def test_different_containers_digest_differently(self):
+        """
+        A set and a list with the same items are different values, with different digests.
+        """
+        as_set = WorkingContext().note("k", {1, 2}).freeze()
+        as_list = WorkingContext().note("k", [1, 2]).freeze()
+        assert as_set != as_list
+        assert as_set.digest() != as_list.digest()
+
+    def test_lone_surrogates_hash_and_digest(self):
+        """
+        Text holding half of a surrogate pair (a streamed emoji cut in two)
+        still hashes and digests.
+        """
+        ctx = WorkingContext().append(Message("assistant", "cut \ud83d")).note("n", "\udc00")
+        snap = ctx.freeze()
+        assert isinstance(hash(snap), int)
+        assert 64 == len(snap.digest())
+        assert snap.digest() == ctx.digest()
+
+    def test_threads_share_one_chain_safely(self):
+        """
+        Two threads computing one snapshot's digest at once both get the
+        digest a single thread computes.
+        """
+        import threading  # noqa: PLC0415
+
+        messages = [Message("user", f"m{i}") for i in range(2000)]
+        expected = WorkingContext(messages=messages).freeze().digest()
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            snap = WorkingContext(messages=[Message("user", f"m{i}") for i in range(2000)]).freeze()
+            results: list[str] = []
+            threads = [threading.Thread(target=lambda: results.append(snap.chain_digest())) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(old)
+        assert expected == snap.digest()
+        assert 1 == len(set(results))
+
+    def test_diff_holds_tuples(self):
+        """
+        A diff built from lists keeps tuples (a copy), so it hashes and does not follow the list.
+        """
+        added = [Message("user", "q")]
+        diff = ContextDiff(messages_added=added)
+        added.append(Message("user", "later"))
+        assert (Message("user", "q"),) == diff.messages_added
+        assert isinstance(hash(diff), int)

@@ -26,28 +26,48 @@ EMPTY_CHAIN = hashlib.sha256(b"workingctx/chain/v1").hexdigest()
 
 def canonical(value: Any) -> Any:
     """
-    Turn *value* into plain JSON data: attrs values become objects of their
-    public fields (plus ``type`` for content blocks), sets become sorted lists.
+    Turn *value* into plain JSON data in which values Python counts as equal
+    encode the same, and values it counts as different do not.
+
+    * ``True``/``False`` and integral floats become ints (``1 == 1.0 == True``);
+    * lists and tuples become arrays (payloads hold no tuples: they freeze to lists);
+    * sets become ``{"__set__": [...]}``, sorted;
+    * a mapping with a key that is not a str becomes ``{"__mapping__": [[key, value], ...]}``, sorted;
+    * attrs values become objects of their public fields, plus ``type`` for content blocks;
+    * anything else (your own objects) becomes ``{"__repr__": repr(value)}``.
     """
-    if value is None or isinstance(value, str | int | float | bool):
+    kind = type(value)
+    if kind is str or kind is int or value is None:
         return value
+    if kind is bool:
+        return int(value)
+    if kind is float:
+        return int(value) if value.is_integer() else value
     if isinstance(value, dict):
-        return {str(key): canonical(item) for key, item in value.items()}
+        if all(type(key) is str for key in value):
+            return {key: canonical(item) for key, item in value.items()}
+        pairs = [[canonical(key), canonical(item)] for key, item in value.items()]
+        return {"__mapping__": sorted(pairs, key=_sort_key)}
     if isinstance(value, list | tuple):
         return [canonical(item) for item in value]
     if isinstance(value, set | frozenset):
-        return sorted((canonical(item) for item in value), key=_sort_key)
-    if attrs.has(type(value)):
+        return {"__set__": sorted((canonical(item) for item in value), key=_sort_key)}
+    if isinstance(value, str):  # subclasses of the scalars, such as enums
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return canonical(float(value))
+    if attrs.has(kind):
         out = {
             field.name: canonical(getattr(value, field.name))
-            for field in attrs.fields(type(value))
+            for field in attrs.fields(kind)
             if not field.name.startswith("_")
         }
-        tag = getattr(type(value), "type", None)
+        tag = getattr(kind, "type", None)
         if isinstance(tag, str):
             out["type"] = tag
         return out
-    # A user object inside a payload: its repr is the only stable thing we know.
     return {"__repr__": repr(value)}
 
 
@@ -55,32 +75,19 @@ def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def _default(value: Any) -> Any:
-    # json.dumps calls this for what it cannot encode: sets, attrs values, user objects.
-    return canonical(value)
-
-
-_encode = json.JSONEncoder(
-    sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_default, check_circular=False
-).encode
+_encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 
 
 def canonical_json(value: Any) -> str:
     """
     Compact, key-sorted JSON text of ``canonical(value)``.
-
-    Plain JSON data is encoded in one C-level ``json`` call; only what it
-    cannot encode (sets, attrs values, user objects, mixed key types) takes
-    the slower path through :func:`canonical`.
     """
-    try:
-        return _encode(value)
-    except (TypeError, ValueError):
-        return _encode(canonical(value))
+    return _encode(canonical(value))
 
 
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (a streamed emoji cut in half) is still hashable text
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def message_digest(message: Message) -> str:
@@ -98,11 +105,13 @@ def message_digest(message: Message) -> str:
     if message.tool_call_id is not None:
         data["tool_call_id"] = message.tool_call_id
     if message.tool_calls:
-        data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+        data["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": canonical(c.arguments)} for c in message.tool_calls
+        ]
     if message.id is not None:
-        data["id"] = message.id
+        data["id"] = message.id  # an id is a str or an int, never a bool or a float
     if message.metadata:
-        data["metadata"] = message.metadata
+        data["metadata"] = canonical(message.metadata)
     if message.usage is not None:
         data["usage"] = canonical(message.usage)
     if message.delta:

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from workingctx.exceptions import MergeError
-from workingctx.frozen import thaw
+from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
@@ -83,20 +83,38 @@ def _check_key(key: object) -> None:
         raise TypeError(msg)
 
 
+_LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
+_CONTAINERS: frozenset[type] = frozenset({dict, list, tuple, set, frozenset, FrozenDict, FrozenList})
+
+
+def _is_plain(value: Any) -> bool:
+    """
+    Whether *value* is plain data all the way down (no object of your own,
+    which might define how it is copied).
+    """
+    kind = type(value)
+    if kind in _LEAVES:
+        return True
+    if kind is dict or kind is FrozenDict:
+        return all(type(key) in _LEAVES and _is_plain(item) for key, item in value.items())
+    if kind in _CONTAINERS or isinstance(value, frozenset):  # frozen sets of a payload included
+        return all(_is_plain(item) for item in value)
+    return False
+
+
 def _copy_notes(notes: Mapping[str, Any], copies: int = 1) -> list[dict[str, Any]]:
     """
-    Independent deep copies of the notes.
+    Independent deep copies of the notes, with ``copy.deepcopy``'s meaning.
 
-    One pickle, unpickled once per copy: for plain data that is several times
-    faster than ``copy.deepcopy`` and keeps the same semantics (shared
-    references stay shared, your own objects are copied). Notes pickle cannot
-    handle go through ``copy.deepcopy``.
+    Plain data is pickled once and unpickled once per copy, several times
+    faster than ``copy.deepcopy``; notes holding objects of your own go
+    through ``copy.deepcopy``, so their ``__deepcopy__`` is honoured.
     """
-    try:
-        data = pickle.dumps(dict(notes), protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError, ValueError):
-        return [copy.deepcopy(dict(notes)) for _ in range(copies)]
-    return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
+    plain = dict(notes)
+    if all(_is_plain(value) for value in plain.values()):
+        data = pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+        return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
+    return [copy.deepcopy(plain) for _ in range(copies)]
 
 
 class WorkingContext:
@@ -403,6 +421,38 @@ class WorkingContext:
         self._reset_caches()
         return self
 
+    def replace_tail(self, messages: Iterable[Message]) -> WorkingContext:
+        """
+        Replace the tail in one step, as a context manager does when it trims.
+
+        The leading messages that stay (the same objects, in the same places)
+        keep their place in the lineage: a later ``merge(self, mode="delta")``
+        into the context this one forked from still knows what they share, and
+        their digests are not computed again.
+
+        Raises:
+            TypeError: an item is not a :class:`Message` (nothing changes).
+        """
+        if isinstance(messages, Message | str):
+            msg = f"replace_tail() takes an iterable of messages, got {messages!r}"
+            raise TypeError(msg)
+        items = list(messages)
+        _check_messages(items, "replace_tail()")
+        old = self._messages
+        kept = 0
+        limit = min(len(old), len(items))
+        while kept < limit and items[kept] is old[kept]:
+            kept += 1
+        if kept == len(old):
+            self._add(items[kept:])
+            return self
+        chain = self._chain
+        self._messages = items
+        self._bases = {token: min(base, kept) for token, base in self._bases.items()}
+        self._reset_caches()
+        self._chain = chain.copy(kept)
+        return self
+
     def note(self, key: str, value: Any) -> WorkingContext:
         """
         Set one scratchpad note.
@@ -439,6 +489,7 @@ class WorkingContext:
             msg = f"prefix must be a PrefixContext, got {prefix!r} of type {type(prefix).__name__}"
             raise TypeError(msg)
         child._prefix = prefix
+        child._prefix_tokens = None
         return child
 
     # -- tokens ------------------------------------------------------------------
@@ -491,7 +542,8 @@ class WorkingContext:
         n = len(self._messages)
         child._bases = {token: min(base, n) for token, base in self._bases.items()}
         child._bases[self._token] = n
-        child._scratch_base = {self._token: base}
+        # the baselines towards older ancestors are shared: they are never changed, only replaced
+        child._scratch_base = {**self._scratch_base, self._token: base}
         return child
 
     def slice(self, scope: ContextScope | PositionalScope) -> WorkingContext:
@@ -548,9 +600,7 @@ class WorkingContext:
         if isinstance(incoming, list):
             self._add(incoming)
         else:
-            self._messages = list(incoming.replace)
-            self._bases = dict.fromkeys(self._bases, 0)
-            self._reset_caches()
+            self.replace_tail(incoming.replace)
         self._scratchpad.update(notes)
         self.journal.apply(other.journal.diff())
         other.journal.mark_committed()

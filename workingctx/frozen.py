@@ -150,7 +150,8 @@ def deep_freeze(value: _T) -> _T:  # the TypeVar keeps the caller's annotation
     Return a read-only version of *value*, frozen at every depth.
 
     dict → :class:`FrozenDict`, list → :class:`FrozenList`, set → frozenset,
-    tuple → tuple of frozen items. Already frozen payloads and every other
+    tuple → :class:`FrozenList` too (payloads are JSON-like: a tuple comes back
+    from :func:`thaw` as a list, as it would through JSON). Already frozen payloads and every other
     leaf are returned as they are (same object).
 
     Args:
@@ -171,8 +172,8 @@ def _freeze(value: Any) -> Any:
         return FrozenDict(value)
     if isinstance(value, list):
         return FrozenList(value)
-    if isinstance(value, tuple) and kind is tuple:
-        return tuple(_freeze(item) for item in value)
+    if kind is tuple:
+        return FrozenList(value)
     if isinstance(value, set):
         return _FrozenSet(_freeze(item) for item in value)
     return value

@@ -176,8 +176,17 @@ def _systems_first(messages: Sequence[Message]) -> list[Message]:
     return [m for m in messages if m.role == "system"] + [m for m in messages if m.role != "system"]
 
 
+def _count(counter: Any, messages: Sequence[Message]) -> int:
+    """
+    Tokens of *messages* with any counter that has ``count_message`` (the one
+    method a budget's counter needs).
+    """
+    count_message = counter.count_message
+    return sum(int(count_message(message)) for message in messages)
+
+
 def _replace_tail(ctx: WorkingContext, messages: Sequence[Message]) -> None:
-    ctx.clear_messages().extend(messages)
+    ctx.replace_tail(messages)
 
 
 _WHOLE_EXCHANGES = WholeExchanges(Since(0), mode="drop")
@@ -361,14 +370,14 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     def _tokens(self, ctx: WorkingContext) -> int:
         if self.counter is None or self.counter == ctx.counter:
             return ctx.count_tokens()
-        return int(self.counter.count(ctx.assembled()))
+        return _count(self.counter, ctx.assembled())
 
     def scope_for(self, ctx: WorkingContext) -> TokenBudget:
         """
         The scope a cut applies to *ctx*: the low watermark, less the prefix's tokens.
         """
         counter = self._counter(ctx)
-        prefix_tokens = int(counter.count(ctx.prefix.as_messages()))
+        prefix_tokens = _count(counter, ctx.prefix.as_messages())
         return TokenBudget(max(0, self.low_watermark - prefix_tokens), counter, start_on="user")
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
@@ -583,12 +592,20 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         summary = await self._summarize(old)
         if summary is None:
             return ctx
+        # Other coroutines may have written while the summarizer ran: messages
+        # appended meanwhile are kept after the window; any other change wins
+        # over this summary, which is dropped (and logged) rather than undo it.
+        now = ctx.messages
+        if len(now) < len(given) or any(a is not b for a, b in zip(now, given, strict=False)):
+            logger.warning("the context changed while the summarizer ran; the summary is dropped, nothing else")
+            return ctx
+        late = list(now[len(given) :])
         systems = [m for m in messages if m.role == "system"]
         earlier = [m.text() for m in systems if m.name == SUMMARY_NAME]
         text = "\n\n".join([*earlier, summary])
         head = [m for m in systems if m.name != SUMMARY_NAME]
         head.append(Message("system", text, name=SUMMARY_NAME))
-        _replace_tail(ctx, head + [messages[i] for i in sorted(kept)])
+        _replace_tail(ctx, head + [messages[i] for i in sorted(kept)] + late)
         return ctx
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:

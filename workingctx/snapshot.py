@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -51,10 +52,12 @@ class Chain:
     first. Clearing the tail starts a new chain; entries are never changed.
     """
 
-    __slots__ = ("digests",)
+    __slots__ = ("_lock", "digests")
 
     def __init__(self, digests: Iterable[str] = ()) -> None:
         self.digests: list[str] = list(digests)
+        # Snapshots on several threads may extend one shared chain at once.
+        self._lock = threading.Lock()
 
     def upto(self, messages: Sequence[Message], n: int) -> str:
         """
@@ -64,12 +67,13 @@ class Chain:
         transcript is this chain's transcript, possibly longer).
         """
         digests = self.digests
-        done = len(digests)
-        if done < n:
-            previous = digests[-1] if digests else EMPTY_CHAIN
-            for position in range(done, n):
-                previous = chain_step(previous, messages[position])
-                digests.append(previous)
+        if len(digests) < n:
+            with self._lock:
+                done = len(digests)
+                previous = digests[-1] if digests else EMPTY_CHAIN
+                for position in range(done, n):
+                    previous = chain_step(previous, messages[position])
+                    digests.append(previous)
         return digests[n - 1] if n else EMPTY_CHAIN
 
     def copy(self, n: int | None = None) -> Chain:
@@ -258,7 +262,7 @@ def snapshot_digest(prefix: PrefixContext, chain: str, scratchpad: Mapping[str, 
             "snapshot/v1",
             prefix.digest(),
             chain,
-            hashlib.sha256(canonical_json(scratchpad).encode("utf-8")).hexdigest(),
+            hashlib.sha256(canonical_json(scratchpad).encode("utf-8", "surrogatepass")).hexdigest(),
         )
     )
     return hashlib.sha256(body.encode("ascii")).hexdigest()
@@ -332,8 +336,8 @@ class ContextDiff:
         prefix_changed: Whether the prefixes differ.
     """
 
-    messages_added: tuple[Message, ...] = ()
-    messages_removed: tuple[Message, ...] = ()
+    messages_added: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
+    messages_removed: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
     scratchpad_changes: FrozenDict = attrs.field(factory=FrozenDict, converter=FrozenDict)
     scratchpad_removed: frozenset[str] = attrs.field(default=frozenset(), converter=_keys)
     prefix_changed: bool = False

@@ -77,7 +77,7 @@ def checkpoint_id(
 ) -> str:
     """
     The id :meth:`Checkpoint.capture` gives: 32 hex digits of a sha256 over the
-    snapshot's stable digest, its journal length, the parent id, the creation
+    snapshot's stable digest, its journal entries, the parent id, the creation
     time and the metadata.
 
     The same content captured at the same instant under the same parent gets
@@ -87,13 +87,13 @@ def checkpoint_id(
         (
             "checkpoint/v1",
             snapshot.digest(),
-            str(len(snapshot.journal)),
+            hashlib.sha256(canonical_json(list(snapshot.journal)).encode("utf-8", "surrogatepass")).hexdigest(),
             parent or "",
             created_at.isoformat(),
             canonical_json(dict(metadata)),
         )
     )
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @attrs.frozen(cache_hash=True)

@@ -93,7 +93,21 @@ _CACHE_LIMIT = 200_000
 
 
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _storable(text: str) -> str:
+    """
+    JSON text SQLite can store: a lone surrogate (a streamed emoji cut in half)
+    has no UTF-8 form, so such text is written with ASCII escapes instead.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
 
 
 def _entry_digest(entry: Any) -> str:
@@ -372,7 +386,7 @@ class SQLiteStore:
 
     def _payload(self, value: Any, path: str, checkpoint: Checkpoint, *, typed: bool = False) -> str:
         try:
-            return to_json(value) if typed else to_json(value, Any)
+            return _storable(to_json(value) if typed else to_json(value, Any))
         except SerializationError as exc:
             where = path + exc.path[1:]
             msg = f"cannot save checkpoint {checkpoint.id!r}: {exc.problems[0][1]} at {where}; nothing was written"
