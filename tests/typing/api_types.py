@@ -14,16 +14,24 @@ from workingctx import (
     ContextDiff,
     FrozenContext,
     FrozenDict,
+    LastNTurns,
     Message,
+    MessageContextManager,
     MutationJournal,
     PrefixContext,
+    RoleFilter,
+    TokenBudget,
+    TokenBudgetContextManager,
     ToolCall,
     WorkingContext,
+    add_messages_to,
     common_prefix_length,
     deep_freeze,
     estimate_message_tokens,
+    surviving_indices,
     thaw,
 )
+from workingctx.context import TailView
 
 
 async def check_context() -> None:
@@ -41,6 +49,13 @@ async def check_context() -> None:
     assert_type(ctx.digest(), str)
     assert_type(await ctx.apply_locked(lambda c: c.size()), int)
     assert_type(ctx.journal, MutationJournal[Any])
+    assert_type(ctx.replace_tail(ctx.messages), WorkingContext)
+    assert_type(ctx.tail_view(), TailView)
+    assert_type(ctx.slice(LastNTurns(2) & ~RoleFilter({"system"})), WorkingContext)
+    assert_type(surviving_indices(TokenBudget(100), ctx.tail_view()), frozenset[int])
+    assert_type(TokenBudgetContextManager(1000).trim_context(ctx), WorkingContext)
+    assert_type(await MessageContextManager(10).atrim_context(ctx), WorkingContext)
+    assert_type(add_messages_to(ctx, Message("user", "x")), WorkingContext)
 
 
 def check_values() -> None:
