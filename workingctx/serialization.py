@@ -36,7 +36,7 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from datetime import datetime
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin
@@ -293,18 +293,7 @@ def _tuple_structure_hook(kind: Any) -> Callable[[Any, Any], Any]:
             if not isinstance(value, list | tuple):
                 msg = f"expected an array, got {_show(value)}"
                 raise _Problem(msg)
-            out: list[Any] = []
-            errors: list[Exception] = []
-            for index, item in enumerate(value):
-                try:
-                    out.append(item_hook(item, item_type))
-                except Exception as exc:  # noqa: BLE001  # collected, reported with its index
-                    exc.add_note(IterableValidationNote(f"Structuring {kind} @ index {index}", index, item_type))
-                    errors.append(exc)
-            if errors:
-                msg = f"While structuring {_type_name(kind)}"
-                raise IterableValidationError(msg, errors, kind)
-            return tuple(out)
+            return _structure_items(kind, ((item_type, item_hook, item) for item in value))
 
         return structure_tuple
 
@@ -317,20 +306,28 @@ def _tuple_structure_hook(kind: Any) -> Callable[[Any, Any], Any]:
         if len(value) != len(hooks):
             msg = f"expected an array of {len(hooks)} items, got {len(value)}: {_show(value)}"
             raise _Problem(msg)
-        out: list[Any] = []
-        errors: list[Exception] = []
-        for index, ((item_type, hook), item) in enumerate(zip(hooks, value, strict=True)):
-            try:
-                out.append(hook(item, item_type))
-            except Exception as exc:  # noqa: BLE001  # collected, reported with its index
-                exc.add_note(IterableValidationNote(f"Structuring {kind} @ index {index}", index, item_type))
-                errors.append(exc)
-        if errors:
-            msg = f"While structuring {_type_name(kind)}"
-            raise IterableValidationError(msg, errors, kind)
-        return tuple(out)
+        return _structure_items(kind, ((t, hook, item) for (t, hook), item in zip(hooks, value, strict=True)))
 
     return structure_fixed_tuple
+
+
+def _structure_items(kind: Any, items: Iterable[tuple[Any, Callable[[Any, Any], Any], Any]]) -> tuple[Any, ...]:
+    """
+    Structure each ``(type, hook, value)`` of a tuple, collecting every failure
+    with its index so all of them are reported, each with its path.
+    """
+    out: list[Any] = []
+    errors: list[Exception] = []
+    for index, (item_type, hook, item) in enumerate(items):
+        try:
+            out.append(hook(item, item_type))
+        except Exception as exc:  # noqa: BLE001  # collected, reported with its index
+            exc.add_note(IterableValidationNote(f"Structuring {kind} @ index {index}", index, item_type))
+            errors.append(exc)
+    if errors:
+        msg = f"While structuring {_type_name(kind)}"
+        raise IterableValidationError(msg, errors, kind)
+    return tuple(out)
 
 
 def _is_set(kind: Any) -> bool:
