@@ -80,3 +80,17 @@ class TestLaws:
         journal.record("b")
         assert ("a",) == view
         assert ["a", "b"] == list(journal)
+
+
+class TestDigest:
+    @given(entries, entries)
+    def test_incremental_digest_equals_a_fresh_one(self, first, second):
+        """
+        A journal's digest after more records equals the digest of a journal
+        seeded with all of them; different entries give different digests.
+        """
+        journal: MutationJournal[int] = MutationJournal(first)
+        before = journal.digest()
+        journal.apply(second)
+        assert MutationJournal(first + second).digest() == journal.digest()
+        assert (before == journal.digest()) == (not second)

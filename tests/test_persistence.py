@@ -492,3 +492,12 @@ class TestContentTheIdMustCover:
         checkpoint = Checkpoint.capture(ctx)
         store = make_store()
         assert checkpoint.snapshot == store.load(store.save(checkpoint)).snapshot
+
+    @given(working_contexts())
+    def test_live_and_frozen_captures_share_an_id(self, ctx):
+        """
+        Capturing a live context (journal digest kept incrementally) and its
+        snapshot (journal hashed whole) at one instant give one id.
+        """
+        at = datetime(2025, 1, 1, tzinfo=UTC)
+        assert Checkpoint.capture(ctx, created_at=at).id == Checkpoint.capture(ctx.freeze(), created_at=at).id

@@ -15,10 +15,21 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from workingctx.messages import Message
     from workingctx.prefix import PrefixContext
 
-__all__ = ["EMPTY_CHAIN", "canonical", "canonical_json", "chain_step", "message_digest", "prefix_digest"]
+__all__ = [
+    "EMPTY_CHAIN",
+    "EMPTY_ENTRIES",
+    "canonical",
+    "canonical_json",
+    "chain_step",
+    "entries_digest",
+    "message_digest",
+    "prefix_digest",
+]
 
 EMPTY_CHAIN = hashlib.sha256(b"workingctx/chain/v1").hexdigest()
 """The chain digest of an empty transcript."""
@@ -124,6 +135,25 @@ def prefix_digest(prefix: PrefixContext) -> str:
     The stable digest of a prefix.
     """
     return _sha256("prefix:" + canonical_json(prefix))
+
+
+EMPTY_ENTRIES = hashlib.sha256(b"workingctx/journal/v1").hexdigest()
+"""The digest of an empty journal."""
+
+
+def entries_digest(entries: Sequence[Any], known: list[str] | None = None) -> str:
+    """
+    The stable digest of journal entries, a chain over each entry's canonical JSON.
+
+    *known* holds the chain digests already computed for the first entries
+    (entries are never rewritten); it is extended in place.
+    """
+    chain = [] if known is None else known
+    previous = chain[-1] if chain else EMPTY_ENTRIES
+    for entry in entries[len(chain) :]:
+        previous = _sha256(f"{previous}:{canonical_json(entry)}")
+        chain.append(previous)
+    return chain[len(entries) - 1] if entries else EMPTY_ENTRIES
 
 
 def chain_step(previous: str, message: Message) -> str:

@@ -35,11 +35,12 @@ class MutationJournal(Generic[EntryT]):
             by a fork. They start committed: a parent has already seen them.
     """
 
-    __slots__ = ("_committed", "_entries")
+    __slots__ = ("_committed", "_digests", "_entries")
 
     def __init__(self, entries: Iterable[EntryT] = ()) -> None:
         self._entries: list[EntryT] = list(entries)
         self._committed = len(self._entries)
+        self._digests: list[str] = []
 
     def record(self, entry: EntryT) -> None:
         """
@@ -86,6 +87,16 @@ class MutationJournal(Generic[EntryT]):
         Move the watermark to the end: every entry so far has been absorbed.
         """
         self._committed = len(self._entries)
+
+    def digest(self) -> str:
+        """
+        The stable digest of every entry, in order (a chain over each entry's
+        canonical JSON). Entries are never rewritten, so each is hashed once,
+        the first time a digest is asked for after it was recorded.
+        """
+        from workingctx._canonical import entries_digest  # noqa: PLC0415  # keeps this module free of imports
+
+        return entries_digest(self._entries, self._digests)
 
     @property
     def committed(self) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from workingctx._canonical import canonical_json
+from workingctx._canonical import canonical_json, entries_digest
 from workingctx.exceptions import SerializationError
 from workingctx.frozen import FrozenDict, thaw
 from workingctx.journal import MutationJournal
@@ -73,21 +73,28 @@ def _metadata(value: object) -> FrozenDict:
 
 
 def checkpoint_id(
-    snapshot: FrozenContext, created_at: datetime, parent: str | None, metadata: Mapping[str, Any]
+    snapshot: FrozenContext,
+    created_at: datetime,
+    parent: str | None,
+    metadata: Mapping[str, Any],
+    *,
+    journal_digest: str | None = None,
 ) -> str:
     """
     The id :meth:`Checkpoint.capture` gives: 32 hex digits of a sha256 over the
-    snapshot's stable digest, its journal entries, the parent id, the creation
-    time and the metadata.
+    snapshot's stable digest, the digest of its journal entries, the parent id,
+    the creation time and the metadata.
 
     The same content captured at the same instant under the same parent gets
     the same id in every process, so saving it twice stores it once.
+    *journal_digest*, when the caller has it (a live journal keeps it), must be
+    ``entries_digest(snapshot.journal)``; it saves hashing the whole journal.
     """
     body = "|".join(
         (
             "checkpoint/v1",
             snapshot.digest(),
-            hashlib.sha256(canonical_json(list(snapshot.journal)).encode("utf-8", "surrogatepass")).hexdigest(),
+            entries_digest(snapshot.journal) if journal_digest is None else journal_digest,
             parent or "",
             created_at.isoformat(),
             canonical_json(dict(metadata)),
@@ -154,8 +161,10 @@ class Checkpoint:
         """
         from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports snapshot
 
+        journal_digest = None
         if isinstance(source, WorkingContext):
             snapshot = source.freeze()
+            journal_digest = source.journal.digest()
         elif isinstance(source, FrozenContext):
             snapshot = source
         else:
@@ -170,7 +179,7 @@ class Checkpoint:
         when = datetime.now(UTC) if created_at is None else created_at
         _aware(None, attrs.fields(Checkpoint).created_at, when)
         return cls(
-            id=checkpoint_id(snapshot, when, parent, frozen_metadata),
+            id=checkpoint_id(snapshot, when, parent, frozen_metadata, journal_digest=journal_digest),
             snapshot=snapshot,
             created_at=when,
             parent=parent,
