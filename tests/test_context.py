@@ -379,6 +379,16 @@ class TestMerge:
         child.scratchpad["plan"]["steps"].append("b")
         assert {"steps": ["a"]} == parent.get("plan")
 
+    def test_unknown_scratchpad_policy_is_refused_up_front(self):
+        """
+        An unknown scratchpad policy raises MergeError even when no key
+        conflicts, and nothing is merged.
+        """
+        ctx = WorkingContext()
+        with pytest.raises(MergeError, match="unknown scratchpad policy 'newest'"):
+            ctx.merge(WorkingContext().append(Message("user", "q")).note("k", 1), scratchpad="newest")  # type: ignore[arg-type]
+        assert (0, {}) == (ctx.size(), ctx.scratchpad)
+
     def test_unknown_mode(self):
         """
         An unknown mode raises MergeError naming it.

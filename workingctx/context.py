@@ -641,6 +641,9 @@ class WorkingContext:
         raise MergeError(msg)
 
     def _incoming_notes(self, other: WorkingContext, mode: MergeMode, policy: ScratchpadPolicy) -> dict[str, Any]:
+        if not (policy in ("last_write_wins", "raise") or isinstance(policy, Mapping) or callable(policy)):
+            msg = f"unknown scratchpad policy {policy!r}; use 'last_write_wins', 'raise', a reducer or a mapping"
+            raise MergeError(msg)
         theirs = other._scratchpad
         if mode == "delta":
             before = other._scratch_base.get(self._token, {})
