@@ -20,6 +20,7 @@ import hashlib
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -285,8 +286,9 @@ def common_prefix_length(a: FrozenContext, b: FrozenContext) -> int:
     a provider's prompt cache can reuse.
 
     Counts over the assembled requests (prefix messages, then the tail). When
-    the prefixes are equal, the tails are compared by binary search over their
-    chain digests, so the cost grows with the log of the shared part.
+    the prefixes render the same messages, the tails are compared by binary
+    search over their chain digests, so the cost grows with the log of the
+    shared part; otherwise the two requests are walked until they part.
 
     >>> from workingctx import Message, WorkingContext
     >>> ctx = WorkingContext().append(Message("user", "q1"), Message("assistant", "a1"))
@@ -295,16 +297,15 @@ def common_prefix_length(a: FrozenContext, b: FrozenContext) -> int:
     >>> common_prefix_length(before, after)
     2
     """
-    head_a = a.prefix.as_messages()
-    if a.prefix != b.prefix:
-        head_b = b.prefix.as_messages()
+    head_a, head_b = a.prefix.as_messages(), b.prefix.as_messages()
+    if head_a != head_b:
+        # Different heads: walk both requests until they part.
         shared = 0
-        for left, right in zip(head_a, head_b, strict=False):
+        for left, right in zip(chain(head_a, a.messages), chain(head_b, b.messages), strict=False):
             if left != right:
-                return shared
+                break
             shared += 1
-        if len(head_a) != len(head_b):
-            return shared
+        return shared
     # Equal heads: binary search on the tails' chains for the longest equal prefix.
     lo, hi = 0, min(len(a.messages), len(b.messages))
     while lo < hi:
