@@ -102,7 +102,7 @@ class TestAddMessages:
         """
         A dict in place of a message is refused with its position.
         """
-        with pytest.raises(TypeError, match=r"add_messages\(right\)\[0\] is \{'role': 'user'\}"):
+        with pytest.raises(TypeError, match=r"add_messages\(right\)\[0\] must be a Message, got \{'role': 'user'\}"):
             add_messages([], [{"role": "user"}])  # type: ignore[list-item]
 
     def test_as_a_merge_mode_keeps_the_tail(self):
@@ -156,7 +156,7 @@ class TestAddMessages:
         A bad item among the messages: nothing is added.
         """
         ctx = WorkingContext()
-        with pytest.raises(TypeError, match=r"\[1\] is 'oops'"):
+        with pytest.raises(TypeError, match=r"\[1\] must be a Message, got 'oops'"):
             add_messages_to(ctx, Message("user", "q"), "oops")  # type: ignore[arg-type]
         assert 0 == ctx.size()
 

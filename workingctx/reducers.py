@@ -25,7 +25,7 @@ import attrs
 from workingctx.context import WorkingContext
 from workingctx.exceptions import InvalidMessageError
 from workingctx.frozen import FrozenDict, deep_freeze, thaw
-from workingctx.messages import Message, ToolResultBlock
+from workingctx.messages import Message, ToolResultBlock, _as_tuple
 from workingctx.scopes import CompletedToolSequences, WholeExchanges, surviving_indices
 
 __all__ = [
@@ -42,15 +42,10 @@ __all__ = [
 def _message_list(value: object, what: str) -> list[Message]:
     if isinstance(value, WorkingContext):
         return list(value.messages)
-    if isinstance(value, str | Message) or not isinstance(value, Iterable):
-        msg = f"{what} must be a sequence of messages, got {value!r} of type {type(value).__name__}"
+    if isinstance(value, Message):
+        msg = f"{what} must be a sequence of messages, got {value!r}; wrap a single message in a list"
         raise TypeError(msg)
-    items = list(value)
-    for position, item in enumerate(items):
-        if not isinstance(item, Message):
-            msg = f"{what}[{position}] is {item!r} of type {type(item).__name__}, not a Message"
-            raise TypeError(msg)
-    return items
+    return list(_as_tuple(value, Message, what))
 
 
 def _new_messages(right: Iterable[Message], present: Callable[[str | int], bool]) -> list[Message]:
