@@ -122,11 +122,12 @@ blocks = st.one_of(
 )
 
 usages = st.builds(
-    Usage,
+    Usage.from_cache_writes,
     input_tokens=small_ints,
     output_tokens=small_ints,
     cache_read_tokens=small_ints,
-    cache_write_tokens=small_ints,
+    cache_write_5m_tokens=small_ints,
+    cache_write_1h_tokens=small_ints,
     reasoning_tokens=small_ints,
 )
 

@@ -172,6 +172,20 @@ class TestValidation:
         """
         with pytest.raises(ValueError, match="input_tokens"):
             Usage(input_tokens=-1)
+        with pytest.raises(ValueError, match="cache_write_5m_tokens"):
+            Usage.from_cache_writes(cache_write_5m_tokens=-1)
+
+    def test_usage_one_hour_writes_are_part_of_the_total(self):
+        """
+        One-hour cache writes above the total are refused with the fix; the
+        five-minute share is the rest of the total.
+        """
+        with pytest.raises(InvalidMessageError, match=r"cache_write_1h_tokens=5 exceeds cache_write_tokens=3.*=8"):
+            Usage(cache_write_tokens=3, cache_write_1h_tokens=5)
+        usage = Usage(cache_write_tokens=8, cache_write_1h_tokens=5)
+        assert (3, 5) == (usage.cache_write_5m_tokens, usage.cache_write_1h_tokens)
+        assert usage == Usage.from_cache_writes(cache_write_5m_tokens=3, cache_write_1h_tokens=5)
+        assert 8 == Usage(cache_write_tokens=8).cache_write_5m_tokens
 
 
 class TestConstructors:
@@ -257,6 +271,8 @@ class TestConstructors:
         total = one + two
         assert one.total_tokens + two.total_tokens == total.total_tokens
         assert one.reasoning_tokens + two.reasoning_tokens == total.reasoning_tokens
+        assert one.cache_write_1h_tokens + two.cache_write_1h_tokens == total.cache_write_1h_tokens
+        assert one.cache_write_5m_tokens + two.cache_write_5m_tokens == total.cache_write_5m_tokens
 
 
 class TestPrefix:

@@ -245,6 +245,10 @@ class TestCompactOutput:
         assert unstructure(Message("user", "hi")) == {"role": "user", "content": "hi"}
         assert unstructure(Message("assistant")) == {"role": "assistant"}
         assert unstructure(Usage()) == {}
+        assert unstructure(Usage(cache_write_tokens=9, cache_write_1h_tokens=4)) == {
+            "cache_write_tokens": 9,
+            "cache_write_1h_tokens": 4,
+        }
         assert unstructure(PrefixContext()) == {}
 
     def test_private_caches_never_written(self):
@@ -356,6 +360,11 @@ class TestErrors:
             ({"role": "user", "tool_call_id": "c1"}, "$", "only a 'tool' message answers a call"),
             ({"role": "user", "usage": {"input_tokens": True}}, "$.usage.input_tokens", "expected an integer"),
             ({"role": "user", "id": 1.5}, "$.id", "expected a string or an integer or null"),
+            (
+                {"role": "assistant", "usage": {"cache_write_1h_tokens": 5}},
+                "$.usage",
+                "cache_write_1h_tokens=5 exceeds cache_write_tokens=0",
+            ),
         ],
     )
     def test_bad_message_data(self, data, path, match):

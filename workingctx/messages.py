@@ -431,9 +431,23 @@ class Usage:
     ``input_tokens`` counts fresh (uncached) input; cache reads and writes are
     counted apart, as the providers bill them.
 
-    >>> Usage.from_openai({"prompt_tokens": 120, "completion_tokens": 8,
+    ``cache_write_tokens`` counts every token written to the cache, whatever its
+    lifetime; ``cache_write_1h_tokens`` is the part of it written with a one-hour
+    lifetime (billed higher by Anthropic), and the rest, ``cache_write_5m_tokens``,
+    was written with the default five minutes. This mirrors Anthropic's usage
+    object, which reports the total and the split.
+
+    >>> usage = Usage.from_openai({"prompt_tokens": 120, "completion_tokens": 8,
     ...     "prompt_tokens_details": {"cached_tokens": 100}})
-    Usage(input_tokens=20, output_tokens=8, cache_read_tokens=100, cache_write_tokens=0, reasoning_tokens=0)
+    >>> usage.input_tokens, usage.cache_read_tokens, usage.output_tokens
+    (20, 100, 8)
+    >>> Usage(cache_write_tokens=3_000, cache_write_1h_tokens=2_000).cache_write_5m_tokens
+    1000
+
+    Raises:
+        InvalidMessageError: ``cache_write_1h_tokens`` exceeds ``cache_write_tokens``
+            (the one-hour writes are a part of the total).
+        ValueError: a count is negative or not an int.
     """
 
     input_tokens: int = attrs.field(default=0, validator=_nonneg_int)
@@ -441,6 +455,58 @@ class Usage:
     cache_read_tokens: int = attrs.field(default=0, validator=_nonneg_int)
     cache_write_tokens: int = attrs.field(default=0, validator=_nonneg_int)
     reasoning_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+    cache_write_1h_tokens: int = attrs.field(default=0, validator=_nonneg_int)
+
+    def __attrs_post_init__(self) -> None:
+        if self.cache_write_1h_tokens > self.cache_write_tokens:
+            msg = (
+                f"cache_write_1h_tokens={self.cache_write_1h_tokens} exceeds "
+                f"cache_write_tokens={self.cache_write_tokens}; cache_write_tokens is the total of every "
+                "cache write and the one-hour writes are a part of it: pass "
+                f"cache_write_tokens={self.cache_write_tokens + self.cache_write_1h_tokens} if "
+                f"{self.cache_write_tokens} were the five-minute writes, or use Usage.from_cache_writes(...)"
+            )
+            raise InvalidMessageError(msg)
+
+    @property
+    def cache_write_5m_tokens(self) -> int:
+        """
+        The tokens written to the cache with the default five-minute lifetime.
+        """
+        return self.cache_write_tokens - self.cache_write_1h_tokens
+
+    @classmethod
+    def from_cache_writes(
+        cls,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_5m_tokens: int = 0,
+        cache_write_1h_tokens: int = 0,
+        reasoning_tokens: int = 0,
+    ) -> Usage:
+        """
+        A usage built from the two kinds of cache write, five-minute and one-hour.
+
+        >>> Usage.from_cache_writes(cache_write_5m_tokens=1_000, cache_write_1h_tokens=2_000).cache_write_tokens
+        3000
+        """
+        for name, value in (
+            ("cache_write_5m_tokens", cache_write_5m_tokens),
+            ("cache_write_1h_tokens", cache_write_1h_tokens),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                msg = f"{name} must be a non-negative int, got {value!r}"
+                raise ValueError(msg)
+        return cls(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_5m_tokens + cache_write_1h_tokens,
+            reasoning_tokens=reasoning_tokens,
+            cache_write_1h_tokens=cache_write_1h_tokens,
+        )
 
     @property
     def total_tokens(self) -> int:
