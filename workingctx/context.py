@@ -22,30 +22,29 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import itertools
 import pickle
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
+from workingctx._tail import Tail, TailView
 from workingctx.exceptions import MergeError
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
+from workingctx.scopes import surviving_indices
 from workingctx.snapshot import (
-    Chain,
     ContextDiff,
     FrozenContext,
     diff_states,
     freeze_scratchpad,
     snapshot_digest,
 )
-from workingctx.tokens import ApproxTokenCounter, RunningCount, TokenCounter
+from workingctx.tokens import ApproxTokenCounter, TokenCounter
 
 if TYPE_CHECKING:
     from workingctx.scopes import ContextScope, PositionalScope
-    from workingctx.scopes._index import TailIndex
 
 __all__ = ["MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
 
@@ -138,21 +137,13 @@ class WorkingContext:
 
     __slots__ = (
         "_bases",
-        "_chain",
-        "_counter",
-        "_id_index",
-        "_incremental",
         "_lock",
-        "_messages",
         "_prefix",
         "_prefix_tokens",
-        "_running",
         "_scratch_base",
         "_scratchpad",
-        "_system",
-        "_tail_index",
+        "_tail",
         "_token",
-        "_view",
         "journal",
         "limit",
         "shared",
@@ -207,32 +198,25 @@ class WorkingContext:
             msg = f"shared must be a bool, got {shared!r}"
             raise TypeError(msg)
 
-        self._prefix = prefix
-        self._messages: list[Message] = tail
-        self._scratchpad: dict[str, Any] = notes
-        self.journal: MutationJournal[Any] = journal
-        self._counter: TokenCounter = counter if counter is not None else ApproxTokenCounter()
+        if counter is None:
+            counter = ApproxTokenCounter()
         # whether the counter counts one message at a time (checked once: protocol checks are slow)
-        self._incremental = isinstance(self._counter, TokenCounter)
+        self._init(prefix, Tail(tail, counter, incremental=isinstance(counter, TokenCounter)), notes, journal)
         self.limit = limit
         self.shared = shared
+
+    def _init(self, prefix: PrefixContext, tail: Tail, notes: dict[str, Any], journal: MutationJournal[Any]) -> None:
+        self._prefix = prefix
+        self._tail = tail
+        self._scratchpad: dict[str, Any] = notes
+        self.journal: MutationJournal[Any] = journal
+        self._prefix_tokens: int | None = None
         self._lock: asyncio.Lock | None = None
         self._token = object()
         # token of an ancestor -> how many leading messages still come from it
         self._bases: dict[object, int] = {}
         # token of the parent -> a copy of the notes when this context forked from it
         self._scratch_base: dict[object, dict[str, Any]] = {}
-        self._reset_caches()
-
-    def _reset_caches(self) -> None:
-        self._view: tuple[Message, ...] | None = None
-        self._chain = Chain()
-        self._running: RunningCount | None = None
-        self._prefix_tokens: int | None = None
-        self._id_index: set[str | int] | None = None
-        # positions of the system messages among the first _system[0] tail messages
-        self._system: tuple[int, list[int]] = (0, [])
-        self._tail_index: TailIndex | None = None
 
     # -- construction from other states ----------------------------------------
 
@@ -245,32 +229,17 @@ class WorkingContext:
         if not isinstance(snapshot, FrozenContext):
             msg = f"from_snapshot takes a FrozenContext, got {snapshot!r} of type {type(snapshot).__name__}"
             raise TypeError(msg)
-        ctx = cls(
-            prefix=snapshot.prefix,
-            messages=snapshot.messages,
-            scratchpad=dict(snapshot.scratchpad),
-            journal=snapshot.journal,
+        ctx = cls(prefix=snapshot.prefix, scratchpad=dict(snapshot.scratchpad), journal=snapshot.journal)
+        ctx._tail = Tail.from_snapshot(
+            snapshot.messages, snapshot._chain, ctx._tail.counter, incremental=ctx._tail.incremental
         )
-        ctx._view = snapshot.messages
-        if snapshot._chain is not None:
-            ctx._chain = snapshot._chain.copy(len(snapshot.messages))
         return ctx
 
-    def _spawn(self, messages: list[Message], scratchpad: dict[str, Any]) -> WorkingContext:
+    def _spawn(self, tail: Tail, scratchpad: dict[str, Any]) -> WorkingContext:
         child = WorkingContext.__new__(WorkingContext)
-        child._prefix = self._prefix
-        child._messages = messages
-        child._scratchpad = scratchpad
-        child.journal = MutationJournal(self.journal.view())
-        child._counter = self._counter
-        child._incremental = self._incremental
+        child._init(self._prefix, tail, scratchpad, MutationJournal(self.journal.view()))
         child.limit = self.limit
         child.shared = self.shared
-        child._lock = None
-        child._token = object()
-        child._bases = {}
-        child._scratch_base = {}
-        child._reset_caches()
         return child
 
     # -- the axes ----------------------------------------------------------------
@@ -287,9 +256,7 @@ class WorkingContext:
         """
         The tail, as a tuple (a snapshot of this moment; it does not follow later appends).
         """
-        if self._view is None:
-            self._view = tuple(self._messages)
-        return self._view
+        return self._tail.messages()
 
     @property
     def scratchpad(self) -> dict[str, Any]:
@@ -303,7 +270,7 @@ class WorkingContext:
         """
         The token counter this context counts with.
         """
-        return self._counter
+        return self._tail.counter
 
     @property
     def lock(self) -> asyncio.Lock:
@@ -319,7 +286,7 @@ class WorkingContext:
         """
         The number of messages in the tail (the prefix is not counted).
         """
-        return len(self._messages)
+        return len(self._tail)
 
     def get(self, key: str, default: Any = None) -> Any:
         """
@@ -332,7 +299,7 @@ class WorkingContext:
         What a provider sees: the prefix rendered to messages, then the tail.
         A new list on every call.
         """
-        return [*self._prefix.as_messages(), *self._messages]
+        return [*self._prefix.as_messages(), *self._tail.messages()]
 
     def tail_view(self) -> TailView:
         """
@@ -342,39 +309,13 @@ class WorkingContext:
         Positional scopes such as :class:`~workingctx.TokenBudget` use it to
         avoid a pass over the whole tail; :meth:`slice` passes one.
         """
-        from workingctx.scopes._index import TailIndex  # noqa: PLC0415  # scopes import this module
-
-        messages = self._messages
-        scanned, positions = self._system
-        if scanned < len(messages):
-            positions.extend(i for i in range(scanned, len(messages)) if messages[i].role == "system")
-            self._system = (len(messages), positions)
-        index = self._tail_index
-        if index is None:
-            index = self._tail_index = TailIndex()
-        index.update(messages)
-        return TailView(messages, len(messages), tuple(positions), index, self._synced_running())
-
-    def _synced_running(self) -> RunningCount | None:
-        """
-        The running token sums of the tail under the context's counter, up to date.
-        """
-        if not self._incremental:
-            return None
-        running = self._running
-        if running is None:
-            running = self._running = RunningCount(self._counter)
-        if len(running) < len(self._messages):
-            running.extend(self._messages[len(running) :])
-        return running
+        return self._tail.view()
 
     def has_id(self, message_id: str | int) -> bool:
         """
         Whether a message with this explicit ``id`` is in the tail (O(1) after the first call).
         """
-        if self._id_index is None:
-            self._id_index = {m.id for m in self._messages if m.id is not None}
-        return message_id in self._id_index
+        return self._tail.has_id(message_id)
 
     # -- mutators ----------------------------------------------------------------
 
@@ -386,7 +327,7 @@ class WorkingContext:
             TypeError: an argument is not a :class:`Message` (nothing is appended).
         """
         _check_messages(messages, "append()")
-        self._add(messages)
+        self._tail.extend(messages)
         return self
 
     def extend(self, messages: Iterable[Message]) -> WorkingContext:
@@ -401,24 +342,16 @@ class WorkingContext:
             raise TypeError(msg)
         items = list(messages)
         _check_messages(items, "extend()")
-        self._add(items)
+        self._tail.extend(items)
         return self
-
-    def _add(self, messages: Sequence[Message]) -> None:
-        if not messages:
-            return
-        self._messages.extend(messages)
-        self._view = None
-        if self._id_index is not None:
-            self._id_index.update(m.id for m in messages if m.id is not None)
 
     def clear_messages(self) -> WorkingContext:
         """
         Empty the tail. The prefix, scratchpad and journal are untouched.
         """
-        self._messages = []
-        self._bases = dict.fromkeys(self._bases, 0)
-        self._reset_caches()
+        with self._tail.lock:
+            self._tail.clear()
+            self._bases = dict.fromkeys(self._bases, 0)
         return self
 
     def replace_tail(self, messages: Iterable[Message]) -> WorkingContext:
@@ -438,19 +371,9 @@ class WorkingContext:
             raise TypeError(msg)
         items = list(messages)
         _check_messages(items, "replace_tail()")
-        old = self._messages
-        kept = 0
-        limit = min(len(old), len(items))
-        while kept < limit and items[kept] is old[kept]:
-            kept += 1
-        if kept == len(old):
-            self._add(items[kept:])
-            return self
-        chain = self._chain
-        self._messages = items
-        self._bases = {token: min(base, kept) for token, base in self._bases.items()}
-        self._reset_caches()
-        self._chain = chain.copy(kept)
+        with self._tail.lock:
+            kept = self._tail.replace(items)
+            self._bases = {token: min(base, kept) for token, base in self._bases.items()}
         return self
 
     def note(self, key: str, value: Any) -> WorkingContext:
@@ -461,7 +384,8 @@ class WorkingContext:
             TypeError: *key* is not a str.
         """
         _check_key(key)
-        self._scratchpad[key] = value
+        with self._tail.lock:
+            self._scratchpad[key] = value
         return self
 
     def update_scratchpad(self, notes: Mapping[str, Any]) -> WorkingContext:
@@ -476,7 +400,8 @@ class WorkingContext:
             raise TypeError(msg)
         for key in notes:
             _check_key(key)
-        self._scratchpad.update(notes)
+        with self._tail.lock:
+            self._scratchpad.update(notes)
         return self
 
     def with_prefix(self, prefix: PrefixContext) -> WorkingContext:
@@ -500,13 +425,12 @@ class WorkingContext:
         counter. Each message is counted once; after an append only the new
         messages are counted.
         """
+        counter = self._tail.counter
         if self._prefix_tokens is None:
-            self._prefix_tokens = self._counter.count(self._prefix.as_messages())
-        running = self._synced_running()
+            self._prefix_tokens = counter.count(self._prefix.as_messages())
+        running = self._tail.running()
         if running is None:
-            msg = (
-                f"count_tokens() needs a counter with count_message(); {self._counter!r} is async only: await tokens()"
-            )
+            msg = f"count_tokens() needs a counter with count_message(); {counter!r} is async only: await tokens()"
             raise TypeError(msg)
         return self._prefix_tokens + running.total
 
@@ -517,9 +441,9 @@ class WorkingContext:
         Counters with a synchronous per-message path are counted incrementally;
         any other counter is awaited on the whole assembled transcript.
         """
-        if self._incremental:
+        if self._tail.incremental:
             return self.count_tokens()
-        return int(await self._counter.estimate(self.assembled()))
+        return int(await self._tail.counter.estimate(self.assembled()))
 
     # -- fork, merge, slice --------------------------------------------------------
 
@@ -533,14 +457,12 @@ class WorkingContext:
         Counter, limit and ``shared`` are inherited; the lock is new. The child
         remembers where it forked, for ``merge(child, mode="delta")``.
         """
-        notes, base = _copy_notes(self._scratchpad, 2)
-        child = self._spawn(list(self._messages), notes)
-        child._view = self._view
-        child._chain = self._chain.copy()
+        with self._tail.lock:
+            notes, base = _copy_notes(self._scratchpad, 2)
+            child = self._spawn(self._tail.copy(), notes)
+            n = len(self._tail)
+            child._bases = {token: min(base, n) for token, base in self._bases.items()}
         child._prefix_tokens = self._prefix_tokens
-        child._system = (self._system[0], list(self._system[1]))
-        n = len(self._messages)
-        child._bases = {token: min(base, n) for token, base in self._bases.items()}
         child._bases[self._token] = n
         # the baselines towards older ancestors are shared: they are never changed, only replaced
         child._scratch_base = {**self._scratch_base, self._token: base}
@@ -553,11 +475,11 @@ class WorkingContext:
         The prefix is shared; scratchpad and journal are copied as by
         :meth:`fork`. Writes to the slice never reach this context.
         """
-        from workingctx.scopes import surviving_indices  # noqa: PLC0415  # scopes import contexts lazily too
-
-        kept = surviving_indices(scope, self.tail_view())
-        messages = self._messages
-        child = self._spawn([messages[i] for i in sorted(kept)], _copy_notes(self._scratchpad)[0])
+        with self._tail.lock:
+            view = self._tail.view()
+            notes = _copy_notes(self._scratchpad)[0]
+        kept = surviving_indices(scope, view)
+        child = self._spawn(self._tail.copy([view[i] for i in sorted(kept)]), notes)
         child.shared = False
         return child
 
@@ -593,48 +515,57 @@ class WorkingContext:
         if not isinstance(other, WorkingContext):
             msg = f"merge() takes a WorkingContext, got {other!r} of type {type(other).__name__}"
             raise TypeError(msg)
-        incoming, base = self._incoming_messages(other, mode)
-        notes = self._incoming_notes(other, mode, scratchpad)
+        # Their messages and watermark are read together, then released, so two
+        # contexts merging into each other on two threads cannot deadlock.
+        with other._tail.lock:
+            theirs = other._tail.messages()
+            since = other._bases.get(self._token)
+        with self._tail.lock:
+            incoming, base = self._incoming_messages(other, theirs, since, mode)
+            notes = self._incoming_notes(other, mode, scratchpad)
 
-        # Everything is checked: apply.
-        if isinstance(incoming, list):
-            self._add(incoming)
-        else:
-            self.replace_tail(incoming.replace)
-        self._scratchpad.update(notes)
-        self.journal.apply(other.journal.diff())
+            # Everything is checked: apply.
+            if isinstance(incoming, list):
+                self._tail.extend(incoming)
+            else:
+                self.replace_tail(incoming.replace)
+            self._scratchpad.update(notes)
+            self.journal.apply(other.journal.diff())
         other.journal.mark_committed()
         if base is not None:
-            other._bases[self._token] = len(other._messages)
-            other._scratch_base[self._token] = _copy_notes(other._scratchpad)[0]
+            with other._tail.lock:
+                other._bases[self._token] = len(theirs)
+                other._scratch_base[self._token] = _copy_notes(other._scratchpad)[0]
         return self
 
-    def _incoming_messages(self, other: WorkingContext, mode: MergeMode) -> tuple[list[Message] | _Replace, int | None]:
+    def _incoming_messages(
+        self, other: WorkingContext, theirs: tuple[Message, ...], since: int | None, mode: MergeMode
+    ) -> tuple[list[Message] | _Replace, int | None]:
         if mode == "concat":
-            return list(other._messages), None
+            return list(theirs), None
         if mode == "union":
-            present = Counter(self._messages)
+            present = Counter(self._tail.messages())
             added: list[Message] = []
-            for message in other._messages:
+            for message in theirs:
                 if present[message] > 0:
                     present[message] -= 1
                 else:
                     added.append(message)
             return added, None
         if mode == "delta":
-            base = other._bases.get(self._token)
-            if base is None:
+            if since is None:
                 msg = (
                     "merge(mode='delta') needs a fork of this context (or of a fork of it): "
                     f"{other!r} was not forked from {self!r}; use mode='union' to merge an unrelated context"
                 )
                 raise MergeError(msg)
-            return other._messages[base:], base
+            return list(theirs[since:]), since
         if callable(mode):
-            result = list(mode(tuple(self._messages), tuple(other._messages)))
+            mine = self._tail.messages()
+            result = list(mode(mine, theirs))
             _check_messages(result, f"merge reducer {mode!r} returned")
-            n = len(self._messages)
-            if len(result) >= n and all(a is b for a, b in zip(result, self._messages, strict=False)):
+            n = len(mine)
+            if len(result) >= n and all(a is b for a, b in zip(result, mine, strict=False)):
                 return result[n:], None
             return _Replace(result), None
         msg = f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta' or a reducer (left, right) -> messages"
@@ -679,9 +610,11 @@ class WorkingContext:
         Cheap to repeat: the message tuple and the digest chain are shared with
         the live context until it changes, and only new messages are hashed.
         """
-        return FrozenContext._trusted(
-            self._prefix, self.messages, freeze_scratchpad(self._scratchpad), self.journal.view(), self._chain
-        )
+        with self._tail.lock:
+            messages, chain = self._tail.frozen()
+            notes = freeze_scratchpad(self._scratchpad)
+            entries = self.journal.view()
+        return FrozenContext._trusted(self._prefix, messages, notes, entries, chain)
 
     def digest(self) -> str:
         """
@@ -689,21 +622,21 @@ class WorkingContext:
 
         Only messages appended since the last digest are hashed.
         """
-        chain = self._chain.upto(self._messages, len(self._messages))
-        return snapshot_digest(self._prefix, chain, self._scratchpad)
+        with self._tail.lock:
+            return snapshot_digest(self._prefix, self._tail.chain_digest(), self._scratchpad)
 
     def diff(self, other: WorkingContext | FrozenContext) -> ContextDiff:
         """
         What this context has that *other* has not (``self - other``): a frozen copy.
         """
         if isinstance(other, WorkingContext):
-            old_prefix, old_messages, old_notes = other._prefix, other._messages, other._scratchpad
+            old_prefix, old_messages, old_notes = other._prefix, other.messages, other._scratchpad
         elif isinstance(other, FrozenContext):
-            old_prefix, old_messages, old_notes = other.prefix, list(other.messages), dict(other.scratchpad)
+            old_prefix, old_messages, old_notes = other.prefix, other.messages, dict(other.scratchpad)
         else:
             msg = f"diff() takes a WorkingContext or a FrozenContext, got {other!r} of type {type(other).__name__}"
             raise TypeError(msg)
-        return diff_states(self._prefix, self._messages, self._scratchpad, old_prefix, old_messages, old_notes)
+        return diff_states(self._prefix, self.messages, self._scratchpad, old_prefix, old_messages, old_notes)
 
     # -- concurrency ---------------------------------------------------------------
 
@@ -721,68 +654,9 @@ class WorkingContext:
     def __repr__(self) -> str:
         keys = sorted(self._scratchpad)
         return (
-            f"<WorkingContext messages={len(self._messages)} scratchpad={keys!r} "
+            f"<WorkingContext messages={len(self._tail)} scratchpad={keys!r} "
             f"journal={self.journal.size()} prefix_messages={len(self._prefix.as_messages())}>"
         )
-
-
-class TailView(Sequence[Message]):
-    """
-    A read-only view of the first ``len(view)`` messages of a context's tail.
-
-    Made in O(1): a context's tail only grows in place (clearing or replacing
-    it starts a new list), so the viewed messages never change under the view.
-
-    Attributes:
-        system_positions: The indices of the system messages, ascending.
-        tail_index: Where the tail may be cut without splitting an exchange.
-        running: The running token sums under the context's counter (counted
-            at least as far as the view reaches), or None for an async-only counter.
-    """
-
-    __slots__ = ("_items", "_size", "running", "system_positions", "tail_index")
-
-    def __init__(
-        self,
-        items: list[Message],
-        size: int,
-        system_positions: tuple[int, ...],
-        tail_index: TailIndex | None = None,
-        running: RunningCount | None = None,
-    ) -> None:
-        self._items = items
-        self._size = size
-        self.system_positions = system_positions
-        self.tail_index = tail_index
-        self.running = running
-
-    def __len__(self) -> int:
-        return self._size
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return self._items[: self._size][index]
-        position = index + self._size if index < 0 else index
-        if not 0 <= position < self._size:
-            msg = f"tail index {index!r} out of range for {self._size} messages"
-            raise IndexError(msg)
-        return self._items[position]
-
-    def __iter__(self) -> Iterator[Message]:
-        return itertools.islice(self._items, self._size)
-
-    def __reversed__(self) -> Iterator[Message]:
-        items = self._items
-        return (items[i] for i in range(self._size - 1, -1, -1))
-
-    def __repr__(self) -> str:
-        return f"<TailView of {self._size} messages>"
 
 
 class _Replace:

@@ -1,0 +1,295 @@
+"""
+The tail engine: the messages of a live context and everything derived from them.
+
+A :class:`Tail` owns the message list of one :class:`~workingctx.WorkingContext`
+and the caches that make its hot paths cheap: the tuple view, the digest chain,
+the running token sums, the id index, the system positions and the cut index.
+Only the operations here change the list (:meth:`Tail.extend`,
+:meth:`Tail.replace`, :meth:`Tail.clear`, :meth:`Tail.copy`), each keeping every
+cache in step, and every operation holds the tail's lock, so a context can be
+shared between threads: a reader never sees a list from after a change with a
+cache from before it.
+
+The list only grows in place; clearing or replacing it starts a new list, so
+a :class:`TailView` or a snapshot taken earlier never sees a message change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from workingctx.messages import Message
+from workingctx.scopes._index import TailIndex
+from workingctx.snapshot import Chain
+from workingctx.tokens import RunningCount, TokenCounter
+
+__all__ = ["Tail", "TailView"]
+
+
+class TailView(Sequence[Message]):
+    """
+    A read-only view of the first ``len(view)`` messages of a context's tail.
+
+    Made in O(1): a context's tail only grows in place (clearing or replacing
+    it starts a new list), so the viewed messages never change under the view.
+
+    Attributes:
+        system_positions: The indices of the system messages, ascending.
+        tail_index: Where the tail may be cut without splitting an exchange.
+        running: The running token sums under the context's counter (counted
+            at least as far as the view reaches), or None for an async-only counter.
+    """
+
+    __slots__ = ("_items", "_size", "running", "system_positions", "tail_index")
+    __module__ = "workingctx.context"  # where users import it from
+
+    def __init__(
+        self,
+        items: list[Message],
+        size: int,
+        system_positions: tuple[int, ...],
+        tail_index: TailIndex | None = None,
+        running: RunningCount | None = None,
+    ) -> None:
+        self._items = items
+        self._size = size
+        self.system_positions = system_positions
+        self.tail_index = tail_index
+        self.running = running
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._size][index]
+        position = index + self._size if index < 0 else index
+        if not 0 <= position < self._size:
+            msg = f"tail index {index!r} out of range for {self._size} messages"
+            raise IndexError(msg)
+        return self._items[position]
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.islice(self._items, self._size)
+
+    def __reversed__(self) -> Iterator[Message]:
+        items = self._items
+        return (items[i] for i in range(self._size - 1, -1, -1))
+
+    def __repr__(self) -> str:
+        return f"<TailView of {self._size} messages>"
+
+
+class Tail:
+    """
+    The message list of a live context, its caches, and the lock over both.
+
+    Args:
+        messages: The initial list (owned from now on: the caller gives it away).
+        counter: The token counter the running sums count with.
+        incremental: Whether *counter* counts one message at a time (checked
+            once by the caller: protocol checks are slow).
+
+    Every method holds :attr:`lock`, a re-entrant lock that a caller may also
+    hold around several calls that must see one state (a snapshot reads the
+    messages and the notes together).
+    """
+
+    __slots__ = (
+        "_chain",
+        "_counter",
+        "_id_index",
+        "_incremental",
+        "_messages",
+        "_running",
+        "_system",
+        "_tail_index",
+        "_view",
+        "lock",
+    )
+
+    def __init__(self, messages: list[Message], counter: TokenCounter, *, incremental: bool) -> None:
+        self._messages = messages
+        self._counter = counter
+        self._incremental = incremental
+        self.lock = threading.RLock()
+        self._reset(Chain())
+
+    def _reset(self, chain: Chain) -> None:
+        self._view: tuple[Message, ...] | None = None
+        self._chain = chain
+        self._running: RunningCount | None = None
+        self._id_index: set[str | int] | None = None
+        # positions of the system messages among the first _system[0] messages
+        self._system: tuple[int, list[int]] = (0, [])
+        self._tail_index: TailIndex | None = None
+
+    # -- building ------------------------------------------------------------------
+
+    @classmethod
+    def from_snapshot(
+        cls, messages: tuple[Message, ...], chain: Chain | None, counter: TokenCounter, *, incremental: bool
+    ) -> Tail:
+        """
+        A tail holding a snapshot's messages, reusing its tuple and its digests.
+        """
+        tail = cls(list(messages), counter, incremental=incremental)
+        tail._view = messages
+        if chain is not None:
+            tail._chain = chain.copy(len(messages))
+        return tail
+
+    def copy(self, messages: list[Message] | None = None) -> Tail:
+        """
+        An independent tail: the same messages (or *messages*), a new lock.
+
+        A copy of the same messages keeps the view, the digests and the system
+        positions already found; a copy with other *messages* starts fresh.
+        """
+        with self.lock:
+            if messages is not None:
+                return Tail(messages, self._counter, incremental=self._incremental)
+            other = Tail(list(self._messages), self._counter, incremental=self._incremental)
+            other._view = self._view
+            other._chain = self._chain.copy()
+            other._system = (self._system[0], list(self._system[1]))
+            return other
+
+    # -- reading -------------------------------------------------------------------
+
+    @property
+    def counter(self) -> TokenCounter:
+        """
+        The token counter of the running sums.
+        """
+        return self._counter
+
+    @property
+    def incremental(self) -> bool:
+        """
+        Whether the counter counts one message at a time.
+        """
+        return self._incremental
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def messages(self) -> tuple[Message, ...]:
+        """
+        The messages, as a tuple shared until the next change.
+        """
+        with self.lock:
+            view = self._view
+            if view is None:
+                view = self._view = tuple(self._messages)
+            return view
+
+    def frozen(self) -> tuple[tuple[Message, ...], Chain]:
+        """
+        The messages and the digest chain that goes with them, taken together.
+
+        The chain is shared with the caller (a snapshot): it only ever grows by
+        the digests of these messages and their successors in this list.
+        """
+        with self.lock:
+            return self.messages(), self._chain
+
+    def chain_digest(self) -> str:
+        """
+        The chain digest of every message, hashing only the ones not hashed yet.
+        """
+        with self.lock:
+            return self._chain.upto(self._messages, len(self._messages))
+
+    def view(self) -> TailView:
+        """
+        A read-only view of the messages as they are now, with the system
+        positions, the cut index and the running sums brought up to date.
+        """
+        with self.lock:
+            messages = self._messages
+            scanned, positions = self._system
+            if scanned < len(messages):
+                positions.extend(i for i in range(scanned, len(messages)) if messages[i].role == "system")
+                self._system = (len(messages), positions)
+            index = self._tail_index
+            if index is None:
+                index = self._tail_index = TailIndex()
+            index.update(messages)
+            return TailView(messages, len(messages), tuple(positions), index, self.running())
+
+    def running(self) -> RunningCount | None:
+        """
+        The running token sums of every message, or None for an async-only counter.
+        """
+        if not self._incremental:
+            return None
+        with self.lock:
+            running = self._running
+            if running is None:
+                running = self._running = RunningCount(self._counter)
+            if len(running) < len(self._messages):
+                running.extend(self._messages[len(running) :])
+            return running
+
+    def has_id(self, message_id: str | int) -> bool:
+        """
+        Whether a message carries this explicit id (O(1) after the first call).
+        """
+        with self.lock:
+            if self._id_index is None:
+                self._id_index = {m.id for m in self._messages if m.id is not None}
+            return message_id in self._id_index
+
+    # -- changing ------------------------------------------------------------------
+
+    def extend(self, messages: Sequence[Message]) -> None:
+        """
+        Append checked messages.
+        """
+        if not messages:
+            return
+        with self.lock:
+            self._messages.extend(messages)
+            self._view = None
+            if self._id_index is not None:
+                self._id_index.update(m.id for m in messages if m.id is not None)
+
+    def replace(self, messages: list[Message]) -> int:
+        """
+        Make *messages* (checked, given away) the tail; returns how many leading
+        messages stayed (the same objects in the same places).
+
+        When every message stays, the rest is appended in place; otherwise a new
+        list starts, keeping the digests of the messages that stayed.
+        """
+        with self.lock:
+            old = self._messages
+            kept = 0
+            limit = min(len(old), len(messages))
+            while kept < limit and messages[kept] is old[kept]:
+                kept += 1
+            if kept == len(old):
+                self.extend(messages[kept:])
+                return kept
+            chain = self._chain
+            self._messages = messages
+            self._reset(chain.copy(kept))
+            return kept
+
+    def clear(self) -> None:
+        """
+        Empty the tail (a new list: views and snapshots taken before keep theirs).
+        """
+        with self.lock:
+            self._messages = []
+            self._reset(Chain())
