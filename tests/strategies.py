@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from workingctx.media import store_ref
 from workingctx.messages import (
     AnnotationBlock,
     AnnotationRef,
@@ -81,6 +82,7 @@ media_refs = st.one_of(
     st.builds(
         MediaRef, kind=st.just("data"), data_base64=texts, mime_type=opt_texts, size_bytes=opt_ints, sha256=opt_texts
     ),
+    st.builds(store_ref, st.binary(max_size=16), st.sampled_from(["image/png", "application/pdf"])),
 )
 annotation_refs = st.builds(
     AnnotationRef, url=opt_texts, file_id=opt_texts, page=opt_ints, index=opt_ints, title=opt_texts
@@ -91,7 +93,13 @@ tool_calls = st.builds(ToolCall, id=ids, name=short_names, arguments=json_object
 text_blocks = st.builds(TextBlock, text=texts, annotations=st.lists(annotation_refs, max_size=2))
 blocks = st.one_of(
     text_blocks,
-    st.builds(ImageBlock, media=media_refs, alt_text=opt_texts, bbox=st.none() | st.lists(small_ints, max_size=4)),
+    st.builds(
+        ImageBlock,
+        media=media_refs,
+        alt_text=opt_texts,
+        bbox=st.none() | st.lists(small_ints, max_size=4),
+        detail=st.sampled_from([None, "auto", "low", "high"]),
+    ),
     st.builds(AudioBlock, media=media_refs, transcript=opt_texts, sample_rate=opt_ints, channels=opt_ints),
     st.builds(VideoBlock, media=media_refs, thumbnail=st.none() | media_refs),
     st.builds(

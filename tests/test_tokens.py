@@ -44,7 +44,7 @@ from workingctx import (
     estimate_message_tokens,
 )
 from workingctx import tokens as tokens_module
-from workingctx.tokens import media_tokens
+from workingctx.tokens import image_tokens, media_tokens
 
 message_lists = st.lists(messages(), max_size=4)
 splits = st.integers(0, 4)
@@ -533,3 +533,122 @@ def test_importing_workingctx_does_not_import_tiktoken():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert "False" == out.stdout.strip()
+
+
+class TestImageRules:
+    @pytest.mark.parametrize(
+        ("width", "height", "detail", "expected"),
+        [
+            (1024, 1024, None, 765),  # OpenAI's worked example: 768 x 768, 4 tiles
+            (2048, 4096, "high", 1105),  # 1024 x 2048, then 768 x 1536: 6 tiles
+            (2048, 4096, "auto", 1105),  # auto counts as high, the most it can cost
+            (4096, 8192, "low", 85),  # low detail: a fixed 85
+            (1, 1, None, 255),
+            (None, None, "low", 85),
+        ],
+    )
+    def test_openai(self, width, height, detail, expected):
+        """
+        OpenAI's rule: 85 + 170 per 512-pixel tile after fitting in 2048 and the short side in 768; low is 85.
+        """
+        assert expected == image_tokens(width, height, detail=detail)
+
+    @pytest.mark.parametrize(
+        ("width", "height", "expected"),
+        [
+            (200, 200, 54),  # Anthropic's table: ~54
+            (1000, 1000, 1334),  # ~1334
+            (1092, 1092, 1590),  # ~1590, just inside the limit
+            (1568, 100, 210),  # the long edge at the limit: unchanged
+            (3136, 200, 210),  # twice the limit: halved on both sides
+            (None, None, 1399),  # unknown: as 1024 x 1024
+        ],
+    )
+    def test_anthropic(self, width, height, expected):
+        """
+        Anthropic's rule: pixels / 750, rounded up, after scaling down to a 1568 edge and ~1,600 tokens.
+        """
+        assert expected == image_tokens(width, height, rule="anthropic", detail="low")
+
+    @given(st.integers(1, 20_000), st.integers(1, 20_000))
+    def test_bounds(self, width, height):
+        """
+        OpenAI's count lies between 85 and 85 + 8 tiles; Anthropic's between 1 and 1,600 tokens.
+        """
+        assert 85 <= image_tokens(width, height) <= 85 + 170 * 8
+        assert 1 <= image_tokens(width, height, rule="anthropic") <= 1600
+
+    @given(st.integers(1, 1_000), st.integers(1, 1_000), st.integers(0, 95))
+    def test_anthropic_inside_the_limits(self, width, height, extra):
+        """
+        Inside Anthropic's limits an image costs its pixels / 750, rounded up, and a wider one never less.
+        """
+        assert -(-width * height // 750) == image_tokens(width, height, rule="anthropic")
+        assert image_tokens(width, height, rule="anthropic") <= image_tokens(width + extra, height, rule="anthropic")
+
+    @given(st.integers(1, 20_000), st.integers(1, 20_000))
+    def test_openai_low_never_costs_more(self, width, height):
+        """
+        Under OpenAI's rule, low detail is 85 whatever the size, never more than high detail.
+        """
+        assert 85 == image_tokens(width, height, detail="low") <= image_tokens(width, height, detail="high")
+
+    def test_unknown_rule(self):
+        """
+        A rule that does not exist is a ValueError naming the choices, for the function and both counters.
+        """
+        with pytest.raises(ValueError, match=r"one of \['openai', 'anthropic'\], got 'gemini'"):
+            image_tokens(10, 10, rule="gemini")
+        with pytest.raises(ValueError, match="got 'gemini'"):
+            ApproxTokenCounter(images="gemini")
+        with pytest.raises(ValueError, match="got 'gemini'"):
+            TiktokenCounter(images="gemini")
+
+    def test_detail_reaches_the_count(self):
+        """
+        An image block's detail decides OpenAI's count in a message.
+        """
+        ref = url_media(width=2048, height=2048)
+        high = Message("user", (ImageBlock(ref, detail="high"),))
+        low = Message("user", (ImageBlock(ref, detail="low"),))
+        assert 765 + 4 == estimate_message_tokens([high])
+        assert 85 + 4 == estimate_message_tokens([low])
+
+    @pytest.mark.parametrize("make", [ApproxTokenCounter, TiktokenCounter])
+    def test_both_counters_count_by_the_rule(self, make):
+        """
+        Both counters apply the rule they were given, keep the counts of each rule apart on a
+        message, and agree on the media part.
+        """
+        message = Message("user", (TextBlock("look"), ImageBlock(url_media(width=1000, height=1000))))
+        openai, anthropic = make(), make(images="anthropic")
+        assert openai.name != anthropic.name
+        assert anthropic.name.endswith("+anthropic-images")
+        assert 1334 - 765 == anthropic.count_message(message) - openai.count_message(message)
+        assert anthropic.count([message, message]) == 2 * anthropic.count_message(message)
+        assert anthropic.count([message]) == asyncio.run(anthropic.estimate([message]))
+        assert ("openai", "anthropic") == (openai.images, anthropic.images)
+
+    def test_anthropic_counter_refuses_non_messages(self):
+        """
+        The Anthropic-rule approximation checks its input like the default one.
+        """
+        with pytest.raises(TypeError, match="at position 1"):
+            ApproxTokenCounter(images="anthropic").count([Message.user("a"), "b"])
+
+    def test_counters_are_values(self):
+        """
+        Counters with the same rule are equal; different rules are not.
+        """
+        assert ApproxTokenCounter() == ApproxTokenCounter(images="openai")
+        assert ApproxTokenCounter() != ApproxTokenCounter(images="anthropic")
+
+    def test_fallback_keeps_the_image_rule(self, monkeypatch):
+        """
+        A tiktoken counter for Anthropic images falls back to the Anthropic-rule approximation.
+        """
+        monkeypatch.setitem(sys.modules, "tiktoken", None)
+        counter = TiktokenCounter(images="anthropic")
+        message = Message("user", (ImageBlock(url_media(width=200, height=200)),))
+        assert ("approx+anthropic-images", 54 + 4) == (counter.name, counter.count_message(message))
+        assert 2 * (54 + 4) == counter.count([message, message])

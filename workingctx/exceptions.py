@@ -15,6 +15,7 @@ __all__ = [
     "CheckpointError",
     "FrozenPayloadError",
     "InvalidMessageError",
+    "MediaError",
     "MergeError",
     "PositionalScopeError",
     "ScopeError",
@@ -92,6 +93,30 @@ class CheckpointError(SerializationError):
     A checkpoint could not be saved or loaded: damaged, truncated, foreign, or
     written by a newer schema version. The store is left as it was.
     """
+
+
+class MediaError(WorkingCtxError, ValueError):
+    """
+    A media store cannot give the bytes a :class:`~workingctx.MediaRef` names:
+    they are missing, or what is stored no longer matches the ref's sha256.
+
+    Attributes:
+        ref: The reference that could not be served.
+        reason: ``"missing"``, ``"damaged"`` or ``"not stored"`` (a ref that is
+            not of kind ``"store"``).
+    """
+
+    def __init__(self, message: str, *, ref: object, reason: str) -> None:
+        super().__init__(message)
+        self.ref = ref
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_media_error, (type(self), str(self), self.ref, self.reason))
+
+
+def _rebuild_media_error(cls: type[MediaError], message: str, ref: object, reason: str) -> MediaError:
+    return cls(message, ref=ref, reason=reason)
 
 
 def _rebuild_serialization_error(

@@ -15,17 +15,21 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import mimetypes
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
 from workingctx.exceptions import InvalidMessageError
 from workingctx.frozen import FrozenDict, deep_freeze
+
+if TYPE_CHECKING:
+    from workingctx.media import MediaStore
 
 __all__ = [
     "ROLES",
@@ -119,16 +123,20 @@ def _kind_name(kind: type[Any] | tuple[type[Any], ...]) -> str:
 @attrs.frozen(cache_hash=True)
 class MediaRef:
     """
-    A pointer to binary media: by URL, by a provider's file id, or inline base64.
+    A pointer to binary media: by URL, by a provider's file id, inline base64,
+    or in a media store.
 
     ``kind`` says which of ``url``, ``file_id`` or ``data_base64`` holds it, and
-    that field must be set.
+    that field must be set. A ``"store"`` reference names bytes kept in a
+    :mod:`workingctx.media` store by their content: its ``url`` is
+    ``workingctx://media/<sha256>`` and its ``sha256`` is that same hex digest;
+    make one with a store's ``put``, never by hand.
 
     >>> MediaRef(kind="url", url="https://example.com/a.png", mime_type="image/png").kind
     'url'
     """
 
-    kind: Literal["url", "file_id", "data"] = "url"
+    kind: Literal["url", "file_id", "data", "store"] = "url"
     url: str | None = attrs.field(default=None, validator=_opt_str)
     file_id: str | None = attrs.field(default=None, validator=_opt_str)
     data_base64: str | None = attrs.field(default=None, validator=_opt_str)
@@ -142,9 +150,9 @@ class MediaRef:
     page: int | None = attrs.field(default=None, validator=_opt_int)
 
     def __attrs_post_init__(self) -> None:
-        field = {"url": "url", "file_id": "file_id", "data": "data_base64"}.get(self.kind)
+        field = {"url": "url", "file_id": "file_id", "data": "data_base64", "store": "url"}.get(self.kind)
         if field is None:
-            msg = f"MediaRef kind must be 'url', 'file_id' or 'data', got {self.kind!r}"
+            msg = f"MediaRef kind must be 'url', 'file_id', 'data' or 'store', got {self.kind!r}"
             raise InvalidMessageError(msg)
         if getattr(self, field) is None:
             msg = (
@@ -152,6 +160,30 @@ class MediaRef:
                 "set it, or pick the kind that matches the field you have"
             )
             raise InvalidMessageError(msg)
+        if self.kind == "store":
+            _check_store_ref(self)
+
+
+STORE_URL_PREFIX = "workingctx://media/"
+"""The URL scheme and path of a ``MediaRef`` of kind ``"store"``: the sha256 follows it."""
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _check_store_ref(ref: MediaRef) -> None:
+    sha = ref.sha256
+    if sha is None or len(sha) != 64 or not _HEX.issuperset(sha):  # a sha256 has 64 hex digits
+        msg = (
+            f"MediaRef(kind='store') needs sha256= the 64 lower-case hex digits of the content, got {sha!r}; "
+            "make store references with a media store's put()"
+        )
+        raise InvalidMessageError(msg)
+    if ref.url != STORE_URL_PREFIX + sha:
+        msg = (
+            f"MediaRef(kind='store') has url={ref.url!r}, which does not name its sha256 {sha!r}; "
+            f"the url must be {STORE_URL_PREFIX + sha!r}"
+        )
+        raise InvalidMessageError(msg)
 
 
 @attrs.frozen(cache_hash=True)
@@ -201,6 +233,12 @@ def _to_spans(value: object) -> tuple[tuple[int, int], ...] | None:
     return tuple((span[0], span[1]) for span in spans)
 
 
+def _detail(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in {"auto", "low", "high"}:
+        msg = f"{attribute.name} must be 'auto', 'low', 'high' or None, got {value!r}"
+        raise InvalidMessageError(msg)
+
+
 # -- content blocks -----------------------------------------------------------
 
 
@@ -219,12 +257,16 @@ class TextBlock:
 class ImageBlock:
     """
     An image, referenced through a :class:`MediaRef`.
+
+    ``detail`` is the resolution asked of the provider (OpenAI's ``"low"``,
+    ``"high"`` or ``"auto"``); None leaves it to the provider's default.
     """
 
     type: ClassVar[Literal["image"]] = "image"
     media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
     alt_text: str | None = attrs.field(default=None, validator=_opt_str)
     bbox: tuple[float, ...] | None = attrs.field(default=None, converter=_to_bbox)
+    detail: Literal["auto", "low", "high"] | None = attrs.field(default=None, validator=_detail)
 
 
 @attrs.frozen(cache_hash=True)
@@ -857,7 +899,7 @@ class Message:
         """
         path = Path(file_path)
         data = path.read_bytes()
-        mime = mime_type or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        mime = mime_type or _guess_mime(path)
         media = MediaRef(
             kind="data",
             data_base64=base64.b64encode(data).decode("ascii"),
@@ -865,17 +907,128 @@ class Message:
             size_bytes=len(data),
             filename=path.name,
         )
-        block: ContentBlock
-        if mime.startswith("image/"):
-            block = ImageBlock(media)
-        elif mime.startswith("audio/"):
-            block = AudioBlock(media)
-        elif mime.startswith("video/"):
-            block = VideoBlock(media)
-        else:
-            block = DocumentBlock(media)
-        blocks: tuple[ContentBlock, ...] = (block,) if text is None else (TextBlock(text), block)
-        return cls(role, blocks, id=id)
+        return cls(role, _with_text(text, _media_block(mime, media)), id=id)
+
+    @classmethod
+    async def with_image(
+        cls,
+        data: bytes,
+        mime_type: str,
+        store: MediaStore,
+        text: str | None = None,
+        role: Role = "user",
+        *,
+        id: str | int | None = None,  # noqa: A002
+        alt_text: str | None = None,
+        detail: Literal["auto", "low", "high"] | None = None,
+    ) -> Message:
+        """
+        A message whose image is saved to a media store: the message keeps only
+        a :class:`MediaRef` of kind ``"store"`` (with the sha256, the size and,
+        for PNG, JPEG, GIF and WebP, the width and height read from the header).
+
+        The store's ``put`` runs in a worker thread, so a slow disk does not
+        block the event loop.
+
+        Args:
+            data: The image's bytes.
+            mime_type: Its MIME type, ``image/...``.
+            store: A media store, such as :class:`~workingctx.media.FileMediaStore`.
+            text: An optional text block placed before the image.
+            role: The message's role.
+            id: An explicit message id.
+            alt_text: Text describing the image.
+            detail: The resolution to ask of the provider (``"low"``, ``"high"``, ``"auto"``).
+
+        Raises:
+            TypeError: *data* is not bytes, or the store's ``put`` did not return a :class:`MediaRef`.
+            InvalidMessageError: *mime_type* is not an ``image/`` type (use :meth:`with_file`).
+
+        >>> import asyncio
+        >>> from workingctx.media import InMemoryMediaStore
+        >>> png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000280000001e00806000000")
+        >>> msg = asyncio.run(Message.with_image(png, "image/png", InMemoryMediaStore(), text="What is this?"))
+        >>> ref = msg.content[1].media
+        >>> ref.kind, ref.url == "workingctx://media/" + ref.sha256, (ref.width, ref.height)
+        ('store', True, (640, 480))
+        """
+        if not isinstance(data, bytes | bytearray | memoryview):
+            msg = f"with_image needs the image as bytes, got {data!r:.80} of type {type(data).__name__}"
+            raise TypeError(msg)
+        if not isinstance(mime_type, str) or not mime_type.startswith("image/"):
+            msg = (
+                f"with_image needs an image MIME type such as 'image/png', got {mime_type!r}; "
+                "for audio, video or documents use Message.with_file"
+            )
+            raise InvalidMessageError(msg)
+        media = await _put(store, bytes(data), mime_type, None)
+        return cls(role, _with_text(text, ImageBlock(media, alt_text=alt_text, detail=detail)), id=id)
+
+    @classmethod
+    async def with_file(
+        cls,
+        file_path: str | Path,
+        store: MediaStore,
+        mime_type: str | None = None,
+        text: str | None = None,
+        role: Role = "user",
+        *,
+        id: str | int | None = None,  # noqa: A002
+    ) -> Message:
+        """
+        :meth:`from_file`, but the bytes go to a media store and the message
+        keeps only a :class:`MediaRef` of kind ``"store"``.
+
+        The block type follows the MIME type (``image/`` an image block,
+        ``audio/`` audio, ``video/`` video, anything else a document); without
+        one, the type is guessed from the file name, else
+        ``application/octet-stream``. The file is read and stored in a worker thread.
+
+        Raises:
+            FileNotFoundError: *file_path* does not exist.
+            TypeError: The store's ``put`` did not return a :class:`MediaRef`.
+        """
+        path = Path(file_path)
+        mime = mime_type or _guess_mime(path)
+        data = await asyncio.to_thread(path.read_bytes)
+        media = await _put(store, data, mime, path.name)
+        return cls(role, _with_text(text, _media_block(mime, media)), id=id)
+
+
+def _guess_mime(path: Path) -> str:
+    return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+
+
+def _media_block(mime: str, media: MediaRef) -> ContentBlock:
+    """
+    The block a file of type *mime* goes in.
+    """
+    if mime.startswith("image/"):
+        return ImageBlock(media)
+    if mime.startswith("audio/"):
+        return AudioBlock(media)
+    if mime.startswith("video/"):
+        return VideoBlock(media)
+    return DocumentBlock(media)
+
+
+def _with_text(text: str | None, block: ContentBlock) -> tuple[ContentBlock, ...]:
+    return (block,) if text is None else (TextBlock(text), block)
+
+
+async def _put(store: MediaStore, data: bytes, mime_type: str, filename: str | None) -> MediaRef:
+    put = getattr(store, "put", None)
+    if not callable(put):
+        msg = (
+            f"store must be a media store (with put(data, mime_type, filename=...)), got {store!r} "
+            f"of type {type(store).__name__}; use workingctx.media.FileMediaStore or InMemoryMediaStore"
+        )
+        raise TypeError(msg)
+    media = await asyncio.to_thread(put, data, mime_type, filename=filename)
+    if not isinstance(media, MediaRef):
+        msg = f"{type(store).__name__}.put returned {media!r} of type {type(media).__name__}; it must return a MediaRef"
+        raise TypeError(msg)
+    return media
 
 
 _MESSAGE_DEFAULTS: dict[str, Any] = {

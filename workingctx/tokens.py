@@ -31,7 +31,7 @@ import os
 import threading
 from array import array
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -57,13 +57,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "IMAGE_RULES",
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "ApproxTokenCounter",
+    "ImageRule",
     "RunningCount",
     "TiktokenCounter",
     "TokenCounter",
     "estimate_message_tokens",
+    "image_tokens",
     "media_tokens",
 ]
 
@@ -78,10 +81,19 @@ MESSAGE_OVERHEAD = 4
 TOOL_CALL_OVERHEAD = 4
 """Tokens of structure per tool call, on top of its id, name and arguments."""
 
-# Media estimates (tokens). See media_tokens() and docs/tokens.md.
-IMAGE_BASE_TOKENS = 85
-IMAGE_TILE_TOKENS = 170
-IMAGE_UNKNOWN_SIZE_TOKENS = 765  # a 1024x1024 image: 85 + 4 tiles of 170
+# Media estimates (tokens). See image_tokens(), media_tokens() and docs/tokens.md.
+IMAGE_BASE_TOKENS = 85  # OpenAI: every image, and all of a detail="low" one
+IMAGE_TILE_TOKENS = 170  # OpenAI: per 512-pixel tile at high detail
+IMAGE_UNKNOWN_SIZE_TOKENS = 765  # OpenAI, a 1024x1024 image: 85 + 4 tiles of 170
+IMAGE_UNKNOWN_SIZE = 1024  # an image of unknown size counts as 1024 x 1024 under every rule
+ANTHROPIC_PIXELS_PER_TOKEN = 750
+ANTHROPIC_MAX_EDGE = 1568  # a longer edge is scaled down to this
+ANTHROPIC_MAX_IMAGE_TOKENS = 1600  # a larger image is scaled down to about this many tokens
+
+ImageRule: TypeAlias = Literal["openai", "anthropic"]
+"""How images are counted: ``"openai"`` (tiles) or ``"anthropic"`` (pixels / 750). See :func:`image_tokens`."""
+
+IMAGE_RULES: tuple[str, ...] = ("openai", "anthropic")
 AUDIO_TOKENS_PER_SECOND = 32
 VIDEO_TOKENS_PER_SECOND = 263
 UNKNOWN_DURATION_MS = 30_000
@@ -155,11 +167,59 @@ def _json(value: Any) -> str:
         return str(value)
 
 
-def _image_tokens(block: ImageBlock) -> int:
-    width, height = block.media.width, block.media.height
+def image_tokens(
+    width: int | None, height: int | None, *, rule: ImageRule = "openai", detail: str | None = None
+) -> int:
+    """
+    The tokens an image of *width* x *height* pixels costs, by a provider's published rule.
+
+    - ``"openai"`` (GPT-4o and the tile-billed models): ``detail="low"`` costs
+      85 tokens whatever the size. Otherwise (``"high"``, ``"auto"`` or None,
+      counted as high, the most it can cost) the image is scaled down to fit in
+      2048 x 2048, then its short side down to 768; it costs 85 plus 170 per
+      512-pixel tile covering it.
+    - ``"anthropic"`` (Claude): the image is scaled down, keeping its aspect
+      ratio, until its long edge is at most 1568 pixels and it costs at most
+      about 1,600 tokens; it costs ``width * height / 750`` tokens, rounded up.
+      ``detail`` does not apply.
+
+    An image whose size is unknown (None or not positive) counts as 1024 x 1024:
+    765 tokens under ``"openai"``, 1,399 under ``"anthropic"``.
+
+    Args:
+        width: The width in pixels, or None.
+        height: The height in pixels, or None.
+        rule: ``"openai"`` or ``"anthropic"``.
+        detail: OpenAI's ``detail``: ``"low"``, ``"high"``, ``"auto"`` or None.
+
+    Returns:
+        The estimated tokens.
+
+    Raises:
+        ValueError: *rule* is not one of :data:`IMAGE_RULES`.
+
+    >>> image_tokens(1024, 1024), image_tokens(2048, 4096), image_tokens(2048, 4096, detail="low")
+    (765, 1105, 85)
+    >>> image_tokens(200, 200, rule="anthropic"), image_tokens(1000, 1000, rule="anthropic")
+    (54, 1334)
+    >>> image_tokens(4000, 3000, rule="anthropic")
+    1598
+    """
+    _check_rule(rule)
     if not width or not height or width <= 0 or height <= 0:
-        return IMAGE_UNKNOWN_SIZE_TOKENS
+        width = height = IMAGE_UNKNOWN_SIZE
     w, h = float(width), float(height)
+    if rule == "anthropic":
+        scale = min(
+            1.0,
+            ANTHROPIC_MAX_EDGE / max(w, h),
+            math.sqrt(ANTHROPIC_MAX_IMAGE_TOKENS * ANTHROPIC_PIXELS_PER_TOKEN / (w * h)),
+        )
+        if scale < 1.0:
+            w, h = max(math.floor(w * scale), 1), max(math.floor(h * scale), 1)
+        return math.ceil(w * h / ANTHROPIC_PIXELS_PER_TOKEN)
+    if detail == "low":
+        return IMAGE_BASE_TOKENS
     if max(w, h) > 2048:  # fit in a 2048 x 2048 square
         scale = 2048 / max(w, h)
         w, h = w * scale, h * scale
@@ -168,6 +228,13 @@ def _image_tokens(block: ImageBlock) -> int:
         w, h = w * scale, h * scale
     tiles = math.ceil(w / 512) * math.ceil(h / 512)
     return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
+
+
+def _check_rule(rule: object) -> ImageRule:
+    if rule not in IMAGE_RULES:
+        msg = f"the image rule must be one of {list(IMAGE_RULES)}, got {rule!r}"
+        raise ValueError(msg)
+    return rule  # type: ignore[return-value]  # checked just above
 
 
 def _duration_tokens(duration_ms: int | None, per_second: int) -> int:
@@ -188,16 +255,17 @@ def _data_tokens(block: DataBlock) -> int:
     return -(-max(size, 0) // 3)
 
 
-def media_tokens(block: object) -> int:
+def media_tokens(block: object, *, images: ImageRule = "openai") -> int:
     """
     The fixed estimate for the media in one content block; 0 for a block without media.
 
     Text that comes with a block (a transcript, a document's text) is counted as
     text, apart from this estimate. The estimates:
 
-    - image: ``85 + 170`` per 512-pixel tile once the image is fitted in
-      2048 x 2048 and its short side brought down to 768 (OpenAI's high-detail
-      rule), from the ``MediaRef``'s ``width`` and ``height``; 765 (a
+    - image: :func:`image_tokens` of the ``MediaRef``'s ``width`` and
+      ``height`` under the rule *images* names, with the block's ``detail``:
+      by default OpenAI's, ``85 + 170`` per 512-pixel tile once the image is
+      fitted in 2048 x 2048 and its short side brought down to 768; 765 (a
       1024 x 1024 image) when the size is unknown.
     - audio: 32 tokens per second of ``duration_ms``; 30 seconds when unknown.
     - video: 263 tokens per second of ``duration_ms``; 30 seconds when unknown.
@@ -208,6 +276,7 @@ def media_tokens(block: object) -> int:
 
     Args:
         block: A content block.
+        images: How images are counted: ``"openai"`` or ``"anthropic"``.
 
     Returns:
         The estimated tokens of the block's media.
@@ -219,7 +288,7 @@ def media_tokens(block: object) -> int:
     255
     """
     if isinstance(block, ImageBlock):
-        return _image_tokens(block)
+        return image_tokens(block.media.width, block.media.height, rule=images, detail=block.detail)
     if isinstance(block, AudioBlock):
         return _duration_tokens(block.media.duration_ms, AUDIO_TOKENS_PER_SECOND)
     if isinstance(block, VideoBlock):
@@ -234,7 +303,7 @@ def media_tokens(block: object) -> int:
     return 0
 
 
-def _block_parts(content: Iterable[object]) -> tuple[list[str], int, int]:
+def _block_parts(content: Iterable[object], images: ImageRule = "openai") -> tuple[list[str], int, int]:
     """
     The text parts of content blocks, their number of tool calls, and their media tokens.
     """
@@ -260,17 +329,17 @@ def _block_parts(content: Iterable[object]) -> tuple[list[str], int, int]:
             parts.append(block.message)
         elif isinstance(block, DocumentBlock):
             parts += (p for p in (block.text, block.excerpt) if p is not None)
-            media += media_tokens(block)
+            media += media_tokens(block, images=images)
         elif isinstance(block, AudioBlock):
             if block.transcript is not None:
                 parts.append(block.transcript)
-            media += media_tokens(block)
+            media += media_tokens(block, images=images)
         else:
-            media += media_tokens(block)
+            media += media_tokens(block, images=images)
     return parts, calls, media
 
 
-def _parts(message: Message) -> tuple[list[str], int, int]:
+def _parts(message: Message, images: ImageRule = "openai") -> tuple[list[str], int, int]:
     """
     The text parts of *message*, its number of tool calls, and its media tokens.
     """
@@ -278,7 +347,7 @@ def _parts(message: Message) -> tuple[list[str], int, int]:
     if isinstance(content, str):
         parts, calls, media = [content], 0, 0
     else:
-        parts, calls, media = _block_parts(content)
+        parts, calls, media = _block_parts(content, images)
     if message.name is not None:
         parts.append(message.name)
     if message.tool_call_id is not None:
@@ -289,14 +358,14 @@ def _parts(message: Message) -> tuple[list[str], int, int]:
     return parts, calls, media
 
 
-def _approx_count(message: Message) -> int:
+def _approx_count(message: Message, images: ImageRule = "openai") -> int:
     # The same parts as _parts(), summed as lengths without building a list: this is the hot path.
     content = message.content
     if isinstance(content, str):
         chars = len(content)
         calls = media = 0
     else:
-        parts, calls, media = _block_parts(content)
+        parts, calls, media = _block_parts(content, images)
         chars = sum(map(len, parts))
     if message.name is not None:
         chars += len(message.name)
@@ -326,18 +395,25 @@ def _cache_of(message: Message) -> dict[str, int]:
     return cache
 
 
-def _approx_cached(message: Message) -> int:
+def _approx_cached(message: Message, images: ImageRule = "openai", name: str = _APPROX) -> int:
     cache = message._token_counts
     if cache is not None:
-        cached = cache.get(_APPROX)
+        cached = cache.get(name)
         if cached is not None:
             return cached
     else:
         cache = {}
         object.__setattr__(message, "_token_counts", cache)
-    count = _approx_count(message)
-    cache[_APPROX] = count
+    count = _approx_count(message, images)
+    cache[name] = count
     return count
+
+
+def _approx_name(images: ImageRule) -> str:
+    """
+    The cache key of the approximation's counts under an image rule.
+    """
+    return _APPROX if images == "openai" else f"{_APPROX}+{images}-images"
 
 
 def estimate_message_tokens(messages: Iterable[Message]) -> int:
@@ -436,6 +512,13 @@ class ApproxTokenCounter:
     Counts exactly what :func:`estimate_message_tokens` counts, and shares its
     per-message cache. Within about 30% of a real tokenizer on English text.
 
+    Args:
+        images: How images are counted (see :func:`image_tokens`):
+            ``"openai"`` (the default) or ``"anthropic"``.
+
+    Raises:
+        ValueError: *images* is not one of :data:`IMAGE_RULES`.
+
     >>> import asyncio
     >>> from workingctx import Message
     >>> counter = ApproxTokenCounter()
@@ -443,14 +526,19 @@ class ApproxTokenCounter:
     12
     >>> asyncio.run(counter.estimate([]))
     0
+    >>> ApproxTokenCounter(images="anthropic").name
+    'approx+anthropic-images'
     """
+
+    images: ImageRule = attrs.field(default="openai", kw_only=True, converter=_check_rule)
 
     @property
     def name(self) -> str:
         """
-        ``"approx"``, the cache key shared with :func:`estimate_message_tokens`.
+        ``"approx"``, the cache key shared with :func:`estimate_message_tokens`;
+        ``"approx+anthropic-images"`` when images are counted by Anthropic's rule.
         """
-        return _APPROX
+        return _approx_name(self.images)
 
     @property
     def exact(self) -> bool:
@@ -468,19 +556,28 @@ class ApproxTokenCounter:
         """
         if not isinstance(message, Message):
             raise _not_a_message(message, 0)
-        return _approx_cached(message)
+        return _approx_cached(message, self.images, _approx_name(self.images))
 
     def count(self, messages: Iterable[Message]) -> int:
         """
-        The tokens of *messages* (the same as :func:`estimate_message_tokens`).
+        The tokens of *messages* (the same as :func:`estimate_message_tokens`
+        when images are counted by OpenAI's rule).
         """
-        return estimate_message_tokens(messages)
+        if self.images == "openai":
+            return estimate_message_tokens(messages)
+        images, name = self.images, _approx_name(self.images)
+        total = 0
+        for position, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise _not_a_message(message, position)
+            total += _approx_cached(message, images, name)
+        return total
 
     async def estimate(self, messages: Iterable[Message]) -> int:
         """
         The tokens of *messages*, for async callers.
         """
-        return estimate_message_tokens(messages)
+        return self.count(messages)
 
 
 # -- tiktoken ----------------------------------------------------------------------
@@ -618,10 +715,14 @@ class TiktokenCounter:
         pat_str: For a rank file: the split pattern. By default the pattern
             of the encoding the file is named after (``cl100k_base``,
             ``o200k_base``, ``p50k_base``, ``r50k_base``), else cl100k's.
+        images: How images are counted (see :func:`image_tokens`):
+            ``"openai"`` (the default) or ``"anthropic"``; the name gets
+            ``+anthropic-images`` for the latter.
 
     Raises:
         FileNotFoundError: *encoding* is a path that does not exist.
         TypeError: *encoding* is neither a name, a path nor an encoding.
+        ValueError: *images* is not one of :data:`IMAGE_RULES`.
 
     >>> from workingctx import Message
     >>> counter = TiktokenCounter()
@@ -631,11 +732,16 @@ class TiktokenCounter:
     6
     """
 
-    __slots__ = ("_encoding", "_exact", "_fallback_reason", "_label", "_name")
+    __slots__ = ("_encoding", "_exact", "_fallback_reason", "_images", "_label", "_name")
 
     def __init__(
-        self, encoding: str | os.PathLike[str] | tiktoken.Encoding = "cl100k_base", *, pat_str: str | None = None
+        self,
+        encoding: str | os.PathLike[str] | tiktoken.Encoding = "cl100k_base",
+        *,
+        pat_str: str | None = None,
+        images: ImageRule = "openai",
     ) -> None:
+        self._images: ImageRule = _check_rule(images)
         self._encoding: Any = None
         self._fallback_reason: str | None = None
         label = encoding if isinstance(encoding, str) else repr(encoding)
@@ -670,12 +776,14 @@ class TiktokenCounter:
             return
         self._exact = True
         self._name = "tiktoken:" + str(self._encoding.name).removesuffix(_OFFLINE_SUFFIX)
+        if images != "openai":
+            self._name += f"+{images}-images"
 
     def _fall_back(self, reason: str) -> None:
         _log.warning("TiktokenCounter falls back to the approximation: %s", reason)
         self._encoding = None
         self._exact = False
-        self._name = _APPROX
+        self._name = _approx_name(self._images)
         self._fallback_reason = reason
 
     def __repr__(self) -> str:
@@ -684,7 +792,8 @@ class TiktokenCounter:
     @property
     def name(self) -> str:
         """
-        ``"tiktoken:<encoding>"``, or ``"approx"`` after a fallback.
+        ``"tiktoken:<encoding>"`` (``+anthropic-images`` when images are
+        counted by Anthropic's rule), or the approximation's name after a fallback.
         """
         return self._name
 
@@ -703,6 +812,13 @@ class TiktokenCounter:
         return self._fallback_reason
 
     @property
+    def images(self) -> ImageRule:
+        """
+        How images are counted: ``"openai"`` or ``"anthropic"``.
+        """
+        return self._images
+
+    @property
     def encoding(self) -> tiktoken.Encoding | None:
         """
         The loaded ``tiktoken.Encoding``, or None after a fallback.
@@ -718,7 +834,7 @@ class TiktokenCounter:
             if message.tool_call_id is not None:
                 text += message.tool_call_id
             return len(self._encoding.encode_ordinary(text)) + MESSAGE_OVERHEAD
-        parts, calls, media = _parts(message)
+        parts, calls, media = _parts(message, self._images)
         tokens = len(self._encoding.encode_ordinary("".join(parts)))
         return tokens + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
 
@@ -732,7 +848,7 @@ class TiktokenCounter:
         if not isinstance(message, Message):
             raise _not_a_message(message, 0)
         if self._encoding is None:
-            return _approx_cached(message)
+            return _approx_cached(message, self._images, self._name)
         cache = _cache_of(message)
         count = cache.get(self._name)
         if count is None:
@@ -748,7 +864,7 @@ class TiktokenCounter:
             TypeError: An item is not a :class:`~workingctx.Message`.
         """
         if self._encoding is None:
-            return estimate_message_tokens(messages)
+            return ApproxTokenCounter(images=self._images).count(messages)
         name = self._name
         total = 0
         for position, message in enumerate(messages):

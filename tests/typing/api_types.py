@@ -73,3 +73,34 @@ def check_values() -> None:
     assert_type(ApproxTokenCounter().count([message]), int)
     journal: MutationJournal[dict[str, int]] = MutationJournal()
     assert_type(journal.diff(), tuple[dict[str, int], ...])
+
+
+async def check_media() -> None:
+    from workingctx import MediaRef  # noqa: PLC0415
+    from workingctx.media import (  # noqa: PLC0415
+        FileMediaStore,
+        InMemoryMediaStore,
+        MediaStore,
+        SQLiteMediaStore,
+        image_size,
+        resolve_media,
+        store_ref,
+    )
+    from workingctx.tokens import image_tokens  # noqa: PLC0415
+
+    store: MediaStore = FileMediaStore("media")
+    memory: MediaStore = InMemoryMediaStore()
+    sqlite: MediaStore = SQLiteMediaStore(":memory:")
+    ref = store.put(b"x", "image/png", filename="x.png")
+    assert_type(ref, MediaRef)
+    assert_type(memory.get(ref), bytes)
+    assert_type(sqlite.has(ref), bool)
+    assert_type(store_ref(b"x", "image/png"), MediaRef)
+    assert_type(image_size(b"x"), tuple[int, int] | None)
+    message = await Message.with_image(b"x", "image/png", store, text="look", detail="low")
+    assert_type(message, Message)
+    assert_type(await Message.with_file("a.pdf", store), Message)
+    assert_type(resolve_media([message], store), list[Message])
+    assert_type(resolve_media([message], store, upload=lambda _ref, _data: "file-1"), list[Message])
+    assert_type(image_tokens(10, 10, rule="anthropic", detail="high"), int)
+    assert_type(ApproxTokenCounter(images="anthropic").count([message]), int)

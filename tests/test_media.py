@@ -1,0 +1,818 @@
+"""
+Tests for workingctx.media: image headers, store references, the three stores,
+Message.with_image / with_file, resolve_media, and checkpoints that keep only references.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import io
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from workingctx import (
+    AudioBlock,
+    Checkpoint,
+    DataBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    SQLiteStore,
+    TextBlock,
+    ToolResultBlock,
+    VideoBlock,
+    WorkingContext,
+)
+from workingctx.exceptions import InvalidMessageError, MediaError, WorkingCtxError
+from workingctx.media import (
+    STORE_URL_PREFIX,
+    FileMediaStore,
+    InMemoryMediaStore,
+    MediaStore,
+    SQLiteMediaStore,
+    image_size,
+    resolve_media,
+    store_ref,
+)
+from workingctx.serialization import from_json, to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def encode(width: int, height: int, fmt: str, mode: str = "RGB", **options: Any) -> bytes:
+    """
+    A real image file of the given size, encoded by Pillow.
+    """
+    out = io.BytesIO()
+    Image.new(mode, (width, height), "red").save(out, fmt, **options)
+    return out.getvalue()
+
+
+def noise_png(width: int, height: int, seed: int) -> bytes:
+    """
+    A PNG of random pixels (it does not compress), different for every seed.
+    """
+    pixels = hashlib.shake_256(seed.to_bytes(4, "big")).digest(width * height * 3)
+    out = io.BytesIO()
+    Image.frombytes("RGB", (width, height), pixels).save(out, "PNG")
+    return out.getvalue()
+
+
+FORMATS: dict[str, Callable[[int, int], bytes]] = {
+    "png": lambda w, h: encode(w, h, "PNG"),
+    "jpeg": lambda w, h: encode(w, h, "JPEG"),
+    "progressive jpeg": lambda w, h: encode(w, h, "JPEG", progressive=True),
+    "gif": lambda w, h: encode(w, h, "GIF", mode="P"),
+    "webp lossy": lambda w, h: encode(w, h, "WEBP"),
+    "webp lossless": lambda w, h: encode(w, h, "WEBP", lossless=True),
+    "webp extended": lambda w, h: encode(w, h, "WEBP", mode="RGBA"),
+}
+
+
+@pytest.fixture(params=["memory", "files", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MediaStore]:
+    """
+    Each store kind, fresh.
+    """
+    if request.param == "memory":
+        yield InMemoryMediaStore()
+    elif request.param == "files":
+        yield FileMediaStore(tmp_path / "media")
+    else:
+        with SQLiteMediaStore(tmp_path / "media.db") as sqlite_store:
+            yield sqlite_store
+
+
+# -- headers ------------------------------------------------------------------------
+
+
+class TestImageSize:
+    @pytest.mark.parametrize("fmt", sorted(FORMATS))
+    @given(width=st.integers(1, 300), height=st.integers(1, 300))
+    def test_reads_the_size_pillow_wrote(self, fmt: str, width: int, height: int) -> None:
+        """
+        The size read from the header is the size of the image Pillow encoded, in every format.
+        """
+        assert (width, height) == image_size(FORMATS[fmt](width, height))
+
+    @pytest.mark.parametrize("fmt", sorted(FORMATS))
+    def test_large_sizes(self, fmt: str) -> None:
+        """
+        Sizes beyond one byte per side (and beyond 2**14 for the lossless WebP field split) read right.
+        """
+        size = (2000, 3) if fmt.startswith("webp") else (5000, 7)
+        assert size == image_size(FORMATS[fmt](*size))
+
+    @pytest.mark.parametrize("fmt", sorted(FORMATS))
+    def test_truncated_headers_give_none_or_the_size(self, fmt: str) -> None:
+        """
+        Every prefix of a real file reads as None or as the right size, never raises.
+        """
+        data = FORMATS[fmt](33, 17)
+        for end in range(min(len(data), 400)):
+            assert image_size(data[:end]) in {None, (33, 17)}
+
+    @given(st.binary(max_size=64))
+    def test_arbitrary_bytes_never_raise(self, data: bytes) -> None:
+        """
+        Bytes that are no image read as None (or a size), never an exception.
+        """
+        found = image_size(data)
+        assert found is None or (found[0] > 0 and found[1] > 0)
+
+    @given(st.binary(max_size=40))
+    def test_damaged_jpeg_segments_never_raise(self, tail: bytes) -> None:
+        """
+        A JPEG start followed by anything reads as None or a positive size.
+        """
+        found = image_size(b"\xff\xd8" + tail)
+        assert found is None or min(found) > 0
+
+    def test_zero_size_is_none(self) -> None:
+        """
+        A header claiming a zero side gives None rather than a size no provider would accept.
+        """
+        assert image_size(b"GIF89a\x00\x00\x05\x00") is None
+
+    def test_other_formats_are_none(self) -> None:
+        """
+        A BMP or a PDF has no size here.
+        """
+        assert image_size(encode(4, 4, "BMP")) is None
+        assert image_size(b"%PDF-1.7\n") is None
+
+
+# -- references ---------------------------------------------------------------------
+
+
+class TestStoreRef:
+    def test_fields(self) -> None:
+        """
+        A store reference names the content by its sha256, in the URL too, with size and image size.
+        """
+        data = encode(64, 48, "PNG")
+        ref = store_ref(data, "image/png", filename="a.png")
+        digest = hashlib.sha256(data).hexdigest()
+        assert ("store", STORE_URL_PREFIX + digest, digest) == (ref.kind, ref.url, ref.sha256)
+        assert (len(data), 64, 48, "a.png", "image/png") == (
+            ref.size_bytes,
+            ref.width,
+            ref.height,
+            ref.filename,
+            ref.mime_type,
+        )
+
+    def test_no_image_size_for_other_types(self) -> None:
+        """
+        Bytes declared as a document get no width or height even when they are a PNG.
+        """
+        ref = store_ref(encode(3, 3, "PNG"), "application/octet-stream")
+        assert (None, None) == (ref.width, ref.height)
+
+    @pytest.mark.parametrize("data", ["text", 3, None])
+    def test_data_must_be_bytes(self, data: object) -> None:
+        """
+        Text or numbers instead of bytes are a TypeError naming the value.
+        """
+        with pytest.raises(TypeError, match="media data must be bytes"):
+            store_ref(data, "image/png")  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("mime", ["png", "image/", "/png", "image/ png", ""])
+    def test_mime_type_must_be_type_slash_subtype(self, mime: str) -> None:
+        """
+        A malformed MIME type is a ValueError showing it.
+        """
+        with pytest.raises(ValueError, match=r"type/subtype"):
+            store_ref(b"x", mime)
+
+    def test_mime_type_must_be_a_str(self) -> None:
+        """
+        A MIME type that is not a str is a TypeError.
+        """
+        with pytest.raises(TypeError, match="mime_type must be a str"):
+            store_ref(b"x", None)  # type: ignore[arg-type]
+
+    def test_filename_must_be_a_str(self) -> None:
+        """
+        A file name that is not a str is a TypeError.
+        """
+        with pytest.raises(TypeError, match="filename must be a str"):
+            store_ref(b"x", "text/plain", filename=Path("a"))  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        ("fields", "match"),
+        [
+            ({"url": STORE_URL_PREFIX + "a" * 64, "sha256": "b" * 64}, "does not name its sha256"),
+            ({"url": STORE_URL_PREFIX + "A" * 64, "sha256": "A" * 64}, "lower-case hex"),
+            ({"url": STORE_URL_PREFIX + "abc", "sha256": "abc"}, "64 lower-case hex"),
+            ({"url": STORE_URL_PREFIX + "a" * 64}, "needs sha256"),
+            ({"sha256": "a" * 64}, r"needs url="),
+        ],
+    )
+    def test_inconsistent_store_refs_are_refused(self, fields: dict[str, str], match: str) -> None:
+        """
+        A store reference whose URL and sha256 disagree, or are malformed, cannot be built.
+        """
+        with pytest.raises(InvalidMessageError, match=match):
+            MediaRef(kind="store", **fields)  # type: ignore[arg-type]
+
+    @given(st.binary(max_size=64))
+    def test_json_round_trip(self, data: bytes) -> None:
+        """
+        A store reference survives the converter, in a message, equal.
+        """
+        message = Message("user", [ImageBlock(store_ref(data, "image/png"), detail="low")])
+        assert message == from_json(to_json(message), Message)
+
+    def test_image_detail_is_checked(self) -> None:
+        """
+        An image's detail is one of OpenAI's three values, or None.
+        """
+        ref = store_ref(b"x", "image/png")
+        assert "auto" == ImageBlock(ref, detail="auto").detail
+        with pytest.raises(InvalidMessageError, match="'auto', 'low', 'high' or None, got 'medium'"):
+            ImageBlock(ref, detail="medium")  # type: ignore[arg-type]
+
+    def test_damaged_json_store_ref_is_refused(self) -> None:
+        """
+        Loading a store reference whose URL was edited fails instead of pointing at other bytes.
+        """
+        text = to_json(Message("user", [ImageBlock(store_ref(b"x", "image/png"))]))
+        edited = text.replace(STORE_URL_PREFIX, STORE_URL_PREFIX + "0")
+        with pytest.raises(WorkingCtxError, match="does not name its sha256"):
+            from_json(edited, Message)
+
+
+# -- stores -------------------------------------------------------------------------
+
+
+class TestStores:
+    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # one store serves every example
+    @given(data=st.binary(max_size=2048))
+    def test_round_trip(self, store: MediaStore, data: bytes) -> None:
+        """
+        What is put is what is got, and the store says it has it.
+        """
+        ref = store.put(data, "application/octet-stream")
+        assert data == store.get(ref)
+        assert store.has(ref)
+
+    def test_same_bytes_same_ref(self, store: MediaStore) -> None:
+        """
+        Putting the same bytes twice gives equal references; other bytes another one.
+        """
+        first = store.put(b"abc", "text/plain")
+        assert first == store.put(b"abc", "text/plain")
+        assert first.sha256 != store.put(b"abd", "text/plain").sha256
+
+    def test_is_a_media_store(self, store: MediaStore) -> None:
+        """
+        Every store satisfies the protocol.
+        """
+        assert isinstance(store, MediaStore)
+
+    def test_missing_bytes_name_the_ref(self, store: MediaStore) -> None:
+        """
+        Bytes never stored (or deleted) raise MediaError naming the reference's URL, a ValueError too.
+        """
+        ref = store_ref(b"never stored", "text/plain", filename="notes.txt")
+        with pytest.raises(MediaError, match=r"no bytes for workingctx://media/[0-9a-f]{64} \(notes.txt\)") as caught:
+            store.get(ref)
+        assert (ref, "missing") == (caught.value.ref, caught.value.reason)
+        assert isinstance(caught.value, ValueError)
+        assert not store.has(ref)
+
+    def test_delete(self, store: MediaStore) -> None:
+        """
+        A deleted item is gone; deleting again is harmless.
+        """
+        ref = store.put(b"abc", "text/plain")
+        store.delete(ref)
+        assert not store.has(ref)
+        store.delete(ref)
+        with pytest.raises(MediaError, match="no bytes"):
+            store.get(ref)
+
+    @pytest.mark.parametrize(
+        "ref",
+        [MediaRef(url="https://example.com/a.png"), MediaRef(kind="data", data_base64="eA==")],
+    )
+    def test_refs_of_other_kinds_are_refused(self, store: MediaStore, ref: MediaRef) -> None:
+        """
+        A URL or inline reference is not something a store holds: MediaError says so.
+        """
+        for operation in (store.get, store.has, store.delete):
+            with pytest.raises(MediaError, match="holds only references of kind 'store'"):
+                operation(ref)
+
+    def test_non_refs_are_a_type_error(self, store: MediaStore) -> None:
+        """
+        A string where a reference belongs is a TypeError.
+        """
+        with pytest.raises(TypeError, match="takes a MediaRef"):
+            store.get("workingctx://media/abc")  # type: ignore[arg-type]
+
+    def test_media_error_pickles(self) -> None:
+        """
+        A MediaError crosses a process boundary with its reference and reason.
+        """
+        import pickle  # noqa: PLC0415
+
+        error = MediaError("gone", ref=store_ref(b"x", "text/plain"), reason="missing")
+        copy = pickle.loads(pickle.dumps(error))  # our own object
+        assert (str(error), error.ref, "missing") == (str(copy), copy.ref, copy.reason)
+
+
+class TestFileMediaStore:
+    def test_sharded_layout_without_leftovers(self, tmp_path: Path) -> None:
+        """
+        Each content is one file named by its sha256 under a two-digit shard; no temporary file stays.
+        """
+        store = FileMediaStore(tmp_path)
+        refs = [store.put(bytes([n]) * 10, "application/octet-stream") for n in range(20)]
+        files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+        assert sorted(f"{ref.sha256[:2]}/{ref.sha256}" for ref in refs) == files  # type: ignore[index]
+
+    @pytest.mark.parametrize(
+        "damage",
+        [
+            lambda data: b"X" + data[1:],
+            lambda data: data[:-1],
+            lambda data: data + b"!",
+            lambda _data: b"",
+        ],
+        ids=["flipped", "truncated", "extended", "emptied"],
+    )
+    def test_damaged_bytes_name_the_ref_and_repair(self, tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
+        """
+        A file whose bytes changed raises MediaError (reason "damaged") naming the URL and the file;
+        putting the original bytes again repairs it.
+        """
+        store = FileMediaStore(tmp_path)
+        data = encode(20, 10, "PNG")
+        ref = store.put(data, "image/png")
+        path = store.path_of(ref)
+        path.write_bytes(damage(data))
+        with pytest.raises(MediaError, match=rf"the bytes for {ref.url} in .* are damaged") as caught:
+            store.get(ref)
+        assert "damaged" == caught.value.reason
+        assert str(path) in str(caught.value)
+        assert ref == store.put(data, "image/png")
+        assert data == store.get(ref)
+
+    def test_missing_file_names_the_path(self, tmp_path: Path) -> None:
+        """
+        A file removed behind the store's back is reported with its path.
+        """
+        store = FileMediaStore(tmp_path)
+        ref = store.put(b"abc", "text/plain")
+        store.path_of(ref).unlink()
+        with pytest.raises(MediaError, match=r"no bytes for .* \(file '.*'\)"):
+            store.get(ref)
+
+    def test_has_checks_the_size(self, tmp_path: Path) -> None:
+        """
+        ``has`` is False for a file whose size is wrong.
+        """
+        store = FileMediaStore(tmp_path)
+        ref = store.put(b"abcdef", "text/plain")
+        store.path_of(ref).write_bytes(b"abc")
+        assert not store.has(ref)
+
+    def test_a_failed_write_leaves_nothing(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """
+        When the rename fails, the temporary file is removed and nothing is stored.
+        """
+        store = FileMediaStore(tmp_path)
+
+        def refuse(*_args: object) -> None:
+            msg = "disk full"
+            raise OSError(msg)
+
+        monkeypatch.setattr(Path, "replace", refuse)
+        with pytest.raises(OSError, match="disk full"):
+            store.put(b"abc", "text/plain")
+        assert [] == [p for p in tmp_path.rglob("*") if p.is_file()]
+
+    def test_directory_must_be_a_directory(self, tmp_path: Path) -> None:
+        """
+        A path to a file is refused.
+        """
+        (tmp_path / "file").write_bytes(b"")
+        with pytest.raises(FileExistsError):
+            FileMediaStore(tmp_path / "file")
+
+    def test_concurrent_threads_store_once(self, tmp_path: Path) -> None:
+        """
+        Sixteen threads putting the same content at once all get the same reference, and one intact file.
+        """
+        store = FileMediaStore(tmp_path)
+        data = os.urandom(1 << 20)
+        start = threading.Barrier(16)
+
+        def put(_: int) -> MediaRef:
+            start.wait()
+            return store.put(data, "application/octet-stream")
+
+        with ThreadPoolExecutor(16) as pool:
+            refs = set(pool.map(put, range(16)))
+        assert 1 == len(refs)
+        assert data == store.get(refs.pop())
+        assert 1 == sum(1 for p in tmp_path.rglob("*") if p.is_file())
+
+    def test_concurrent_processes_store_once(self, tmp_path: Path) -> None:
+        """
+        Four processes putting the same contents at once leave one intact file per content,
+        and every reader in between got intact bytes or nothing.
+        """
+        script = (
+            "import sys\n"
+            "from workingctx.exceptions import MediaError\n"
+            "from workingctx.media import FileMediaStore\n"
+            "store = FileMediaStore(sys.argv[1])\n"
+            "blobs = [bytes([n]) * (1 << 18) + b'%d' % n for n in range(8)]\n"
+            "for _ in range(5):\n"
+            "    for data in blobs:\n"
+            "        ref = store.put(data, 'application/octet-stream')\n"
+            "        assert store.get(ref) == data\n"
+            "print('ok')\n"
+        )
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            )
+            for _ in range(4)
+        ]
+        outputs = [worker.communicate(timeout=120) for worker in workers]
+        assert [(0, b"ok\n")] * 4 == [(w.returncode, out) for w, (out, _err) in zip(workers, outputs, strict=True)]
+        files = [p for p in tmp_path.rglob("*") if p.is_file()]
+        assert 8 == len(files)
+        assert all(hashlib.sha256(p.read_bytes()).hexdigest() == p.name for p in files)
+
+
+class TestSQLiteMediaStore:
+    def test_damaged_row(self, tmp_path: Path) -> None:
+        """
+        A row whose bytes changed raises MediaError (reason "damaged"); putting again repairs it.
+        """
+        path = tmp_path / "media.db"
+        with SQLiteMediaStore(path) as store:
+            ref = store.put(b"abcdef", "text/plain")
+            with sqlite3.connect(path) as db:
+                db.execute("UPDATE workingctx_media SET data = ?", (b"abcdeX",))
+            with pytest.raises(MediaError, match="damaged") as caught:
+                store.get(ref)
+            assert "damaged" == caught.value.reason
+            store.put(b"abcdef", "text/plain")
+            assert b"abcdef" == store.get(ref)
+
+    def test_shares_a_file_with_checkpoints(self, tmp_path: Path) -> None:
+        """
+        Media and checkpoints live in one file; deleting a checkpoint keeps its media.
+        """
+        path = tmp_path / "run.db"
+        media = SQLiteMediaStore(path)
+        message = asyncio.run(Message.with_image(encode(8, 8, "PNG"), "image/png", media))
+        checkpoints = SQLiteStore(path)
+        saved = checkpoints.save(Checkpoint.capture(WorkingContext().append(message)))
+        assert message == checkpoints.load(saved).snapshot.messages[0]
+        checkpoints.delete(saved)
+        checkpoints.close()
+        media.close()
+        with SQLiteStore(path) as reopened, SQLiteMediaStore(path) as media_again:
+            assert 0 == len(reopened)
+            assert media_again.has(message.content[0].media)  # type: ignore[union-attr]
+
+    def test_refuses_a_foreign_database(self, tmp_path: Path) -> None:
+        """
+        A SQLite file that is not a workingctx database is refused and left unchanged.
+        """
+        path = tmp_path / "other.db"
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE people (name TEXT)")
+        with pytest.raises(WorkingCtxError, match="not a workingctx checkpoint store"):
+            SQLiteMediaStore(path)
+        with sqlite3.connect(path) as db:
+            assert [("people",)] == db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+
+
+# -- messages -----------------------------------------------------------------------
+
+
+class TestWithImage:
+    def test_keeps_only_a_ref(self) -> None:
+        """
+        The message holds a store reference with the image's size, and the bytes are in the store.
+        """
+        store = InMemoryMediaStore()
+        data = encode(640, 480, "JPEG")
+        message = asyncio.run(Message.with_image(data, "image/jpeg", store, text="What is this?", id="m1"))
+        text, image = message.content  # type: ignore[misc]
+        assert TextBlock("What is this?") == text
+        assert isinstance(image, ImageBlock)
+        assert ("store", 640, 480, len(data)) == (
+            image.media.kind,
+            image.media.width,
+            image.media.height,
+            image.media.size_bytes,
+        )
+        assert (data, "user", "m1") == (store.get(image.media), message.role, message.id)
+        assert "base64" not in to_json(message)
+        assert len(to_json(message)) < 400
+
+    def test_options(self) -> None:
+        """
+        Role, alt text and detail reach the message and its block; without text there is only the image.
+        """
+        message = asyncio.run(
+            Message.with_image(
+                encode(4, 4, "PNG"), "image/png", InMemoryMediaStore(), role="tool", alt_text="a dot", detail="low"
+            )
+        )
+        (image,) = message.content  # type: ignore[misc]
+        assert ("tool", "a dot", "low") == (message.role, image.alt_text, image.detail)
+
+    def test_not_an_image_type(self) -> None:
+        """
+        A non-image MIME type is refused with a pointer to with_file, and nothing is stored.
+        """
+        store = InMemoryMediaStore()
+        with pytest.raises(InvalidMessageError, match=r"use Message\.with_file"):
+            asyncio.run(Message.with_image(b"%PDF", "application/pdf", store))
+        assert 0 == len(store)
+
+    def test_data_must_be_bytes(self) -> None:
+        """
+        A base64 string instead of bytes is a TypeError.
+        """
+        with pytest.raises(TypeError, match="needs the image as bytes"):
+            asyncio.run(Message.with_image("iVBORw0KGgo=", "image/png", InMemoryMediaStore()))  # type: ignore[arg-type]
+
+    def test_store_must_be_a_store(self) -> None:
+        """
+        Something without put() is a TypeError naming the stores to use.
+        """
+        with pytest.raises(TypeError, match="FileMediaStore or InMemoryMediaStore"):
+            asyncio.run(Message.with_image(b"x", "image/png", {}))  # type: ignore[arg-type]
+
+    def test_put_must_return_a_ref(self) -> None:
+        """
+        A store of your own whose put() returns something else is a TypeError.
+        """
+
+        class Broken:
+            def put(self, _data: bytes, _mime_type: str, *, filename: str | None = None) -> str:  # noqa: ARG002
+                return "ref"
+
+        with pytest.raises(TypeError, match=r"Broken.put returned 'ref'"):
+            asyncio.run(Message.with_image(b"x", "image/png", Broken()))  # type: ignore[arg-type]
+
+    def test_tiny_png_counts_as_a_tiny_image(self) -> None:
+        """
+        A 1x1 PNG counts one tile under OpenAI's rule and one token under Anthropic's, not 765.
+        """
+        from workingctx import ApproxTokenCounter  # noqa: PLC0415
+
+        message = asyncio.run(Message.with_image(encode(1, 1, "PNG"), "image/png", InMemoryMediaStore()))
+        assert 4 + 85 + 170 == ApproxTokenCounter().count_message(message)
+        assert 4 + 1 == ApproxTokenCounter(images="anthropic").count_message(message)
+
+
+class TestWithFile:
+    @pytest.mark.parametrize(
+        ("name", "mime", "block"),
+        [
+            ("photo.png", None, ImageBlock),
+            ("voice.mp3", None, AudioBlock),
+            ("clip.mp4", None, VideoBlock),
+            ("report.pdf", None, DocumentBlock),
+            ("data.unknownext", None, DocumentBlock),
+            ("photo.bin", "image/webp", ImageBlock),
+        ],
+    )
+    def test_block_type_from_mime_type(self, tmp_path: Path, name: str, mime: str | None, block: type[Any]) -> None:
+        """
+        The block type follows the MIME type, given or guessed from the name.
+        """
+        path = tmp_path / name
+        path.write_bytes(b"0123456789")
+        message = asyncio.run(Message.with_file(path, InMemoryMediaStore(), mime_type=mime))
+        (found,) = message.content  # type: ignore[misc]
+        assert isinstance(found, block)
+        assert ("store", name, 10) == (found.media.kind, found.media.filename, found.media.size_bytes)
+
+    def test_unknown_extension_is_octet_stream(self, tmp_path: Path) -> None:
+        """
+        Without a MIME type or a known extension, the type is application/octet-stream.
+        """
+        path = tmp_path / "blob.unknownext"
+        path.write_bytes(b"x")
+        message = asyncio.run(Message.with_file(path, InMemoryMediaStore()))
+        assert "application/octet-stream" == message.content[0].media.mime_type  # type: ignore[union-attr]
+
+    def test_image_file_gets_its_size(self, tmp_path: Path) -> None:
+        """
+        An image file's reference carries its width and height, and the same sha256 as with_image gives.
+        """
+        data = encode(31, 7, "GIF", mode="P")
+        path = tmp_path / "a.gif"
+        path.write_bytes(data)
+        store = InMemoryMediaStore()
+        from_file = asyncio.run(Message.with_file(str(path), store, text="see"))
+        from_bytes = asyncio.run(Message.with_image(data, "image/gif", store))
+        ref = from_file.content[1].media  # type: ignore[union-attr]
+        assert (31, 7) == (ref.width, ref.height)
+        assert from_bytes.content[0].media.sha256 == ref.sha256  # type: ignore[union-attr]
+        assert 1 == len(store)
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """
+        A path that does not exist raises FileNotFoundError and stores nothing.
+        """
+        store = InMemoryMediaStore()
+        with pytest.raises(FileNotFoundError):
+            asyncio.run(Message.with_file(tmp_path / "nope.png", store))
+        assert 0 == len(store)
+
+    def test_same_blocks_as_from_file(self, tmp_path: Path) -> None:
+        """
+        with_file and from_file build the same block type and text; only the reference differs.
+        """
+        path = tmp_path / "a.wav"
+        path.write_bytes(b"RIFF0000WAVE")
+        stored = asyncio.run(Message.with_file(path, InMemoryMediaStore(), text="listen"))
+        inline = Message.from_file(path, text="listen")
+        assert [type(b) for b in inline.content] == [type(b) for b in stored.content]
+        assert inline.content[1].media.data_base64 == base64.b64encode(path.read_bytes()).decode()  # type: ignore[union-attr]
+
+
+# -- resolving ----------------------------------------------------------------------
+
+
+def refs_in(messages: list[Message]) -> list[MediaRef]:
+    """
+    Every MediaRef in the messages' blocks, in order.
+    """
+    found: list[MediaRef] = []
+    for message in messages:
+        for block in message.content:
+            pair = (getattr(block, "media", None), getattr(block, "thumbnail", None))
+            found.extend(value for value in pair if isinstance(value, MediaRef))
+            if isinstance(block, ToolResultBlock):
+                found.extend(item.media for item in block.output if isinstance(item, ImageBlock))
+                found.extend(item for item in block.output if isinstance(item, MediaRef))
+    return found
+
+
+class TestResolveMedia:
+    def setup_method(self) -> None:
+        """
+        A store and a transcript with store references in every place they can be.
+        """
+        self.store = InMemoryMediaStore()
+        self.image = self.store.put(encode(10, 10, "PNG"), "image/png", filename="a.png")
+        self.pdf = self.store.put(b"%PDF-1.7", "application/pdf")
+        self.thumb = self.store.put(encode(2, 2, "GIF", mode="P"), "image/gif")
+        self.messages = [
+            Message.system("look"),
+            Message("user", [TextBlock("see"), ImageBlock(self.image, detail="high"), DocumentBlock(self.pdf)]),
+            Message("user", [VideoBlock(MediaRef(url="https://example.com/v.mp4"), thumbnail=self.thumb)]),
+            Message("user", [DataBlock("application/pdf", media=self.pdf), ImageBlock(self.image)]),
+            Message("tool", [ToolResultBlock("c1", output=(ImageBlock(self.image), self.pdf))], tool_call_id="c1"),
+        ]
+
+    def test_inline_by_default(self) -> None:
+        """
+        Every store reference becomes inline base64 of its bytes, keeping type, sha256, size and image size.
+        """
+        resolved = resolve_media(self.messages, self.store)
+        before, after = refs_in(self.messages), refs_in(resolved)
+        assert len(before) == len(after) == 8
+        for old, new in zip(before, after, strict=True):
+            if old.kind != "store":
+                assert old is new
+                continue
+            assert "data" == new.kind
+            assert self.store.get(old) == base64.b64decode(new.data_base64)  # type: ignore[arg-type]
+            assert (old.mime_type, old.sha256, old.size_bytes, old.width, old.height, old.filename) == (
+                new.mime_type,
+                new.sha256,
+                new.size_bytes,
+                new.width,
+                new.height,
+                new.filename,
+            )
+        assert "high" == resolved[1].content[1].detail  # type: ignore[union-attr]
+
+    def test_input_unchanged_and_untouched_messages_kept(self) -> None:
+        """
+        The input keeps its references; a message without any is returned as the same object.
+        """
+        before = list(self.messages)
+        resolved = resolve_media(self.messages, self.store)
+        assert before == self.messages
+        assert resolved[0] is self.messages[0]
+        assert all(ref.kind != "store" for ref in refs_in(resolved))
+        assert any(ref.kind == "store" for ref in refs_in(self.messages))
+
+    def test_upload_hook_once_per_ref(self) -> None:
+        """
+        The upload hook sees each distinct reference once, with its bytes; its file id lands in the request.
+        """
+        calls: list[tuple[MediaRef, bytes]] = []
+
+        def upload(ref: MediaRef, data: bytes) -> str:
+            calls.append((ref, data))
+            return f"file-{len(calls)}"
+
+        resolved = resolve_media(self.messages, self.store, upload=upload)
+        assert [self.image, self.pdf, self.thumb] == [ref for ref, _ in calls]
+        assert all(self.store.get(ref) == data for ref, data in calls)
+        ids = [ref.file_id for ref in refs_in(resolved) if ref.kind == "file_id"]
+        assert ["file-1", "file-2", "file-3", "file-2", "file-1", "file-1", "file-2"] == ids
+
+    def test_upload_hook_may_return_a_ref(self) -> None:
+        """
+        A hook returning a whole MediaRef (a URL, say) puts it in the request as is.
+        """
+        url = MediaRef(url="https://cdn.example.com/x", mime_type="image/png")
+        resolved = resolve_media(self.messages[1:2], self.store, upload=lambda _ref, _data: url)
+        assert url is resolved[0].content[1].media  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize("result", [None, "", 42])
+    def test_upload_hook_must_return_an_id(self, result: object) -> None:
+        """
+        A hook returning nothing usable is a TypeError naming the reference.
+        """
+        with pytest.raises(TypeError, match=r"the upload hook returned .* for workingctx://media/"):
+            resolve_media(self.messages, self.store, upload=lambda _ref, _data: result)  # type: ignore[arg-type,return-value]
+
+    def test_missing_bytes(self) -> None:
+        """
+        A reference whose bytes are gone raises MediaError naming it.
+        """
+        self.store.delete(self.pdf)
+        with pytest.raises(MediaError, match=self.pdf.url):  # type: ignore[arg-type]
+            resolve_media(self.messages, self.store)
+
+    def test_metadata_is_not_resolved(self) -> None:
+        """
+        A reference kept in a message's own metadata (never sent) stays a reference.
+        """
+        message = Message("user", "hi", metadata={"ref": self.image})
+        assert message is resolve_media([message], self.store)[0]
+
+    def test_not_a_message(self) -> None:
+        """
+        A dict in the list is a TypeError naming its position.
+        """
+        with pytest.raises(TypeError, match="at 1"):
+            resolve_media([Message.user("a"), {"role": "user"}], self.store)  # type: ignore[list-item]
+
+
+# -- checkpoints --------------------------------------------------------------------
+
+
+def test_checkpoint_of_100_images_is_under_one_percent_of_inline(tmp_path: Path) -> None:
+    """
+    A context of 100 distinct images checkpoints (as JSON and in SQLite) in under 1% of the
+    size the same context takes with the images inline as base64; digests do not read the bytes.
+    """
+    store = FileMediaStore(tmp_path / "media")
+    images = [noise_png(320, 240, seed) for seed in range(100)]  # about 230 kB each, like a photo
+    stored = WorkingContext()
+    inline = WorkingContext()
+    for n, data in enumerate(images):
+        stored = stored.append(asyncio.run(Message.with_image(data, "image/png", store, text=f"frame {n}")))
+        inline = inline.append(Message.image_message(image_base64=base64.b64encode(data).decode(), text=f"frame {n}"))
+    stored_json = len(to_json(Checkpoint.capture(stored)).encode())
+    inline_json = len(to_json(Checkpoint.capture(inline)).encode())
+    sizes = {}
+    for name, ctx in (("stored", stored), ("inline", inline)):
+        with SQLiteStore(tmp_path / f"{name}.db") as checkpoints:
+            checkpoints.save(Checkpoint.capture(ctx))
+        sizes[name] = sum(p.stat().st_size for p in tmp_path.glob(f"{name}.db*"))
+    assert stored_json < inline_json / 100
+    assert sizes["stored"] < sizes["inline"] / 100
+    # The digest of the stored context is computed without the store: deleting the bytes changes nothing.
+    digest = stored.freeze().digest()
+    for path in (tmp_path / "media").rglob("*"):
+        if path.is_file():
+            path.unlink()
+    assert digest == stored.freeze().digest()

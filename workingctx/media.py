@@ -1,0 +1,703 @@
+"""
+Media stores: image, audio and document bytes kept out of the transcript.
+
+A media store keeps bytes by their content (their sha256) and hands back a
+:class:`~workingctx.MediaRef` of kind ``"store"``: a URL
+``workingctx://media/<sha256>``, the sha256, the size, the MIME type and, for
+PNG, JPEG, GIF and WebP images, the width and height. Messages, snapshots,
+digests and checkpoints carry only that reference; :func:`resolve_media` puts
+the bytes back (inline base64, or a provider file id from your upload hook)
+when a request is written.
+
+Three stores share the :class:`MediaStore` protocol: :class:`FileMediaStore`
+(a directory, safe for several threads and processes), :class:`InMemoryMediaStore`
+(tests and short runs) and :class:`SQLiteMediaStore` (a table in a SQLite
+file, such as the checkpoint database).
+
+>>> store = InMemoryMediaStore()
+>>> ref = store.put(b"%PDF-1.7 ...", "application/pdf", filename="report.pdf")
+>>> ref.kind, ref.size_bytes, ref.url == "workingctx://media/" + ref.sha256
+('store', 12, True)
+>>> store.get(ref)
+b'%PDF-1.7 ...'
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import sqlite3
+import struct
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol, Self, runtime_checkable
+
+import attrs
+
+from workingctx.exceptions import MediaError
+from workingctx.frozen import FrozenDict, FrozenList
+from workingctx.messages import STORE_URL_PREFIX, MediaRef, Message
+
+__all__ = [
+    "STORE_URL_PREFIX",
+    "FileMediaStore",
+    "InMemoryMediaStore",
+    "MediaStore",
+    "SQLiteMediaStore",
+    "Uploader",
+    "image_size",
+    "resolve_media",
+    "store_ref",
+]
+
+
+# -- references ---------------------------------------------------------------------
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """
+    The ``(width, height)`` of a PNG, JPEG, GIF or WebP image, read from its
+    header with the standard library; None for any other or a truncated file.
+
+    The size is the stored one: a JPEG's EXIF orientation is not applied.
+
+    >>> image_size(bytes.fromhex("47494638396102000300"))  # a GIF header
+    (2, 3)
+    >>> image_size(b"not an image") is None
+    True
+    """
+    try:
+        if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
+            size = struct.unpack(">II", data[16:24])
+        elif data[:6] in {b"GIF87a", b"GIF89a"}:
+            size = struct.unpack("<HH", data[6:10])
+        elif data.startswith(b"\xff\xd8"):
+            found = _jpeg_size(data)
+            if found is None:
+                return None
+            size = found
+        elif data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            found = _webp_size(data)
+            if found is None:
+                return None
+            size = found
+        else:
+            return None
+    except struct.error:  # truncated header
+        return None
+    width, height = int(size[0]), int(size[1])
+    return (width, height) if width > 0 and height > 0 else None
+
+
+# Start-of-frame markers (they carry the size): C0-CF except DHT (C4), JPG (C8) and DAC (CC).
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+# Markers with no length field: TEM, RST0-7, SOI, EOI.
+_JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    position = 2
+    end = len(data)
+    while position < end:
+        if data[position] != 0xFF:  # a marker starts with 0xFF
+            return None
+        while position < end and data[position] == 0xFF:  # fill bytes
+            position += 1
+        if position >= end:
+            return None
+        marker = data[position]
+        position += 1
+        if marker in _JPEG_STANDALONE:
+            continue
+        if marker == 0xDA:  # start of scan: the frame header should have come first
+            return None
+        (length,) = struct.unpack(">H", data[position : position + 2])
+        if marker in _JPEG_SOF:
+            height, width = struct.unpack(">HH", data[position + 3 : position + 7])
+            return width, height
+        position += length
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
+        width, height = struct.unpack("<HH", data[26:30])
+        return width & 0x3FFF, height & 0x3FFF
+    if chunk == b"VP8L" and data[20:21] == b"\x2f":  # the lossless signature byte
+        b0, b1, b2, b3 = struct.unpack("4B", data[21:25])
+        return 1 + (b0 | (b1 & 0x3F) << 8), 1 + (b1 >> 6 | b2 << 2 | (b3 & 0x0F) << 10)
+    if chunk == b"VP8X":
+        raw = data[24:30]
+        if len(raw) < 6:  # two 24-bit fields
+            return None
+        return 1 + int.from_bytes(raw[:3], "little"), 1 + int.from_bytes(raw[3:], "little")
+    return None
+
+
+def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
+    """
+    The :class:`~workingctx.MediaRef` of kind ``"store"`` that names *data*:
+    what every store's ``put`` returns, for stores of your own to return too.
+
+    Args:
+        data: The bytes.
+        mime_type: Their MIME type, such as ``"image/png"``.
+        filename: The original file name, kept on the reference.
+
+    Returns:
+        The reference, with the sha256, the size and, for images whose header
+        :func:`image_size` reads, the width and height.
+
+    Raises:
+        TypeError: *data* is not bytes, or *mime_type* or *filename* is not a str.
+        ValueError: *mime_type* is not of the form ``type/subtype``.
+
+    >>> store_ref(b"hello", "text/plain").sha256[:12]
+    '2cf24dba5fb0'
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        msg = f"media data must be bytes, got {data!r:.80} of type {type(data).__name__}"
+        raise TypeError(msg)
+    if not isinstance(mime_type, str):
+        msg = f"mime_type must be a str such as 'image/png', got {mime_type!r} of type {type(mime_type).__name__}"
+        raise TypeError(msg)
+    kind, slash, subtype = mime_type.partition("/")
+    if not kind or not slash or not subtype or any(c.isspace() for c in mime_type):
+        msg = f"mime_type must look like 'type/subtype' (such as 'image/png'), got {mime_type!r}"
+        raise ValueError(msg)
+    if filename is not None and not isinstance(filename, str):
+        msg = f"filename must be a str or None, got {filename!r} of type {type(filename).__name__}"
+        raise TypeError(msg)
+    data = bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    size = image_size(data) if kind == "image" else None
+    return MediaRef(
+        kind="store",
+        url=STORE_URL_PREFIX + digest,
+        mime_type=mime_type,
+        size_bytes=len(data),
+        sha256=digest,
+        filename=filename,
+        width=None if size is None else size[0],
+        height=None if size is None else size[1],
+    )
+
+
+def _key(ref: object, store: object) -> str:
+    """
+    The sha256 of *ref*, checked to be a reference a store can serve.
+    """
+    if not isinstance(ref, MediaRef):
+        msg = f"a media store takes a MediaRef, got {ref!r} of type {type(ref).__name__}"
+        raise TypeError(msg)
+    if ref.kind != "store":
+        msg = (
+            f"{type(store).__name__} holds only references of kind 'store', got kind={ref.kind!r} ({ref!r}); "
+            "a url, file_id or data reference carries its media itself"
+        )
+        raise MediaError(msg, ref=ref, reason="not stored")
+    return ref.sha256  # type: ignore[return-value]  # a store ref always has a sha256 (MediaRef checks it)
+
+
+def _missing(ref: MediaRef, where: str) -> MediaError:
+    msg = (
+        f"no bytes for {ref.url} ({ref.filename or ref.mime_type}) in {where}; "
+        "put() them again, or point at the store they were saved in"
+    )
+    return MediaError(msg, ref=ref, reason="missing")
+
+
+def _check(ref: MediaRef, data: bytes, where: str) -> bytes:
+    """
+    *data* if it is what *ref* names, else a MediaError saying how it differs.
+    """
+    found = hashlib.sha256(data).hexdigest()
+    if found != ref.sha256 or (ref.size_bytes is not None and ref.size_bytes != len(data)):
+        msg = (
+            f"the bytes for {ref.url} in {where} are damaged: {len(data)} bytes hashing to {found}, "
+            f"expected {ref.size_bytes} bytes hashing to {ref.sha256}; put() the original bytes again to repair it"
+        )
+        raise MediaError(msg, ref=ref, reason="damaged")
+    return data
+
+
+# -- the protocol -------------------------------------------------------------------
+
+
+@runtime_checkable
+class MediaStore(Protocol):
+    """
+    Where media bytes are kept, by their sha256.
+
+    ``put`` is idempotent: the same bytes give the same reference and are
+    stored once. ``get`` checks the bytes against the reference's sha256.
+    Stores of your own can build their references with :func:`store_ref`.
+    """
+
+    def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
+        """
+        Keep *data* and return the reference of kind ``"store"`` that names it.
+        """
+        ...
+
+    def get(self, ref: MediaRef) -> bytes:
+        """
+        The bytes *ref* names, checked against its sha256.
+
+        Raises :class:`~workingctx.exceptions.MediaError` when they are
+        missing or damaged.
+        """
+        ...
+
+    def has(self, ref: MediaRef) -> bool:
+        """
+        Whether the store holds bytes for *ref* (without reading them all).
+        """
+        ...
+
+    def delete(self, ref: MediaRef) -> None:
+        """
+        Forget the bytes *ref* names; nothing happens when they are not there.
+        """
+        ...
+
+
+# -- in memory ----------------------------------------------------------------------
+
+
+class InMemoryMediaStore:
+    """
+    A media store in this process's memory, for tests and short runs.
+    Safe to share between threads.
+
+    >>> store = InMemoryMediaStore()
+    >>> ref = store.put(b"abc", "application/octet-stream")
+    >>> store.put(b"abc", "application/octet-stream") == ref, len(store)
+    (True, 1)
+    """
+
+    def __init__(self) -> None:
+        self._blobs: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
+        """
+        Keep *data* and return its reference.
+
+        Raises:
+            TypeError: *data* is not bytes, or *mime_type* is not a str.
+            ValueError: *mime_type* is not of the form ``type/subtype``.
+        """
+        ref = store_ref(data, mime_type, filename=filename)
+        key = _key(ref, self)
+        with self._lock:
+            self._blobs[key] = bytes(data)
+        return ref
+
+    def get(self, ref: MediaRef) -> bytes:
+        """
+        The bytes *ref* names.
+
+        Raises:
+            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            MediaError: They are not here, or *ref* is not of kind ``"store"``.
+        """
+        key = _key(ref, self)
+        with self._lock:
+            data = self._blobs.get(key)
+        if data is None:
+            raise _missing(ref, "this InMemoryMediaStore")
+        return _check(ref, data, "this InMemoryMediaStore")
+
+    def has(self, ref: MediaRef) -> bool:
+        """
+        Whether bytes for *ref* are here.
+        """
+        key = _key(ref, self)
+        with self._lock:
+            return key in self._blobs
+
+    def delete(self, ref: MediaRef) -> None:
+        """
+        Forget the bytes *ref* names (nothing happens when they are not here).
+        """
+        key = _key(ref, self)
+        with self._lock:
+            self._blobs.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    def __repr__(self) -> str:
+        return f"InMemoryMediaStore({len(self._blobs)} items)"
+
+
+# -- a directory --------------------------------------------------------------------
+
+
+class FileMediaStore:
+    """
+    A media store in a directory: one file per distinct content, named by its
+    sha256 under a two-hex-digit shard (``ab/abcdef...``).
+
+    A ``put`` writes a temporary file in the shard, flushes it to disk and
+    renames it into place, so a reader never sees half a file and several
+    threads or processes may store the same bytes at once. Every ``get``
+    hashes what it read and raises :class:`~workingctx.exceptions.MediaError`
+    when the file is missing or its bytes no longer match; putting the same
+    bytes again repairs a damaged file.
+
+    Args:
+        directory: The store's directory, created when missing.
+
+    Raises:
+        NotADirectoryError: *directory* exists and is not a directory.
+
+    >>> import tempfile
+    >>> store = FileMediaStore(tempfile.mkdtemp())
+    >>> ref = store.put(b"hello", "text/plain")
+    >>> store.path_of(ref).relative_to(store.directory).parts[0]
+    '2c'
+    >>> store.get(ref)
+    b'hello'
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def path_of(self, ref: MediaRef) -> Path:
+        """
+        The file the bytes of *ref* are (or would be) kept in.
+
+        Raises:
+            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            MediaError: *ref* is not of kind ``"store"``.
+        """
+        sha = _key(ref, self)
+        return self.directory / sha[:2] / sha
+
+    def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
+        """
+        Keep *data* and return its reference. Bytes already stored intact are
+        not written again.
+
+        Raises:
+            TypeError: *data* is not bytes, or *mime_type* is not a str.
+            ValueError: *mime_type* is not of the form ``type/subtype``.
+            OSError: The directory cannot be written.
+        """
+        ref = store_ref(data, mime_type, filename=filename)
+        target = self.path_of(ref)
+        if self._intact(target, ref):
+            return ref
+        target.parent.mkdir(exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".put-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            Path(temporary).replace(target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                Path(temporary).unlink()
+            raise
+        _sync_directory(target.parent)
+        return ref
+
+    @staticmethod
+    def _intact(target: Path, ref: MediaRef) -> bool:
+        try:
+            if target.stat().st_size != ref.size_bytes:
+                return False
+            return hashlib.sha256(target.read_bytes()).hexdigest() == ref.sha256
+        except FileNotFoundError:
+            return False
+
+    def get(self, ref: MediaRef) -> bytes:
+        """
+        The bytes *ref* names, checked against its sha256 and size.
+
+        Raises:
+            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            MediaError: The file is missing or damaged, or *ref* is not of kind ``"store"``.
+        """
+        target = self.path_of(ref)
+        where = f"the FileMediaStore {str(self.directory)!r} (file {str(target)!r})"
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            raise _missing(ref, where) from None
+        return _check(ref, data, where)
+
+    def has(self, ref: MediaRef) -> bool:
+        """
+        Whether a file of the right size is kept for *ref* (its bytes are checked by :meth:`get`).
+        """
+        try:
+            size = self.path_of(ref).stat().st_size
+        except FileNotFoundError:
+            return False
+        return ref.size_bytes is None or size == ref.size_bytes
+
+    def delete(self, ref: MediaRef) -> None:
+        """
+        Remove the file kept for *ref* (nothing happens when there is none).
+        """
+        with contextlib.suppress(FileNotFoundError):
+            self.path_of(ref).unlink()
+
+    def __repr__(self) -> str:
+        return f"FileMediaStore({str(self.directory)!r})"
+
+
+def _sync_directory(directory: Path) -> None:
+    """
+    Make a rename in *directory* durable (POSIX; a no-op where directories cannot be opened).
+    """
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover  # Windows cannot open a directory
+        return
+    try:
+        os.fsync(handle)
+    except OSError:  # pragma: no cover  # some file systems refuse fsync on a directory
+        pass
+    finally:
+        os.close(handle)
+
+
+# -- in SQLite ----------------------------------------------------------------------
+
+_MEDIA_TABLE = "CREATE TABLE IF NOT EXISTS workingctx_media (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID"
+
+
+class SQLiteMediaStore:
+    """
+    A media store in a table (``workingctx_media``) of a SQLite file, such as
+    the file of a :class:`~workingctx.SQLiteStore`, so checkpoints and their
+    media travel as one file.
+
+    The file is opened as a checkpoint store first (created when missing, and
+    refused when it is not a workingctx database), then the media table is
+    added. Deleting checkpoints never deletes media: call :meth:`delete`.
+
+    Args:
+        path: The database file, or ``":memory:"``.
+        timeout: Seconds to wait for another writer.
+
+    Raises:
+        CheckpointError: The file is not a workingctx database.
+
+    >>> store = SQLiteMediaStore(":memory:")
+    >>> store.get(store.put(b"abc", "application/octet-stream"))
+    b'abc'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        from workingctx.persistence import SQLiteStore  # noqa: PLC0415  # persistence imports the values
+
+        self.path = os.fspath(path)
+        if self.path != ":memory:":
+            SQLiteStore(self.path, timeout=timeout).close()  # creates the file, or checks it is ours
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+        try:
+            self._db.execute(_MEDIA_TABLE)
+        except sqlite3.Error:
+            self._db.close()
+            raise
+
+    def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
+        """
+        Keep *data* and return its reference (a damaged row is replaced).
+
+        Raises:
+            TypeError: *data* is not bytes, or *mime_type* is not a str.
+            ValueError: *mime_type* is not of the form ``type/subtype``.
+        """
+        ref = store_ref(data, mime_type, filename=filename)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO workingctx_media (sha256, data) VALUES (?, ?)"
+                " ON CONFLICT (sha256) DO UPDATE SET data = excluded.data WHERE data != excluded.data",
+                (ref.sha256, bytes(data)),
+            )
+        return ref
+
+    def get(self, ref: MediaRef) -> bytes:
+        """
+        The bytes *ref* names, checked against its sha256.
+
+        Raises:
+            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            MediaError: They are missing or damaged, or *ref* is not of kind ``"store"``.
+        """
+        key = _key(ref, self)
+        with self._lock:
+            row = self._db.execute("SELECT data FROM workingctx_media WHERE sha256 = ?", (key,)).fetchone()
+        where = f"the SQLiteMediaStore {self.path!r}"
+        if row is None:
+            raise _missing(ref, where)
+        return _check(ref, bytes(row[0]), where)
+
+    def has(self, ref: MediaRef) -> bool:
+        """
+        Whether a row is kept for *ref*.
+        """
+        key = _key(ref, self)
+        with self._lock:
+            row = self._db.execute("SELECT 1 FROM workingctx_media WHERE sha256 = ?", (key,)).fetchone()
+        return row is not None
+
+    def delete(self, ref: MediaRef) -> None:
+        """
+        Remove the row kept for *ref* (nothing happens when there is none).
+        """
+        key = _key(ref, self)
+        with self._lock:
+            self._db.execute("DELETE FROM workingctx_media WHERE sha256 = ?", (key,))
+
+    def close(self) -> None:
+        """
+        Close the database.
+        """
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteMediaStore({self.path!r})"
+
+
+# -- writing requests ---------------------------------------------------------------
+
+Uploader = Callable[[MediaRef, bytes], "str | MediaRef"]
+"""
+An upload hook for :func:`resolve_media`: given a store reference and its
+bytes, it uploads them to the provider and returns the provider's file id
+(or a whole :class:`~workingctx.MediaRef`, such as one of kind ``"url"``).
+"""
+
+
+def resolve_media(messages: Iterable[Message], store: MediaStore, *, upload: Uploader | None = None) -> list[Message]:
+    """
+    *messages* ready to send: every reference of kind ``"store"`` replaced by
+    its bytes inline (kind ``"data"``, base64) or, with *upload*, by what the
+    hook returns (a provider file id becomes a reference of kind ``"file_id"``).
+
+    The replacement keeps the reference's MIME type, sha256, size, file name
+    and image size. References anywhere in a message are resolved: in image,
+    audio, video (and thumbnail), document and data blocks, and in tool
+    results. Each distinct reference is read (and uploaded) once per call.
+    Messages without store references are returned as they are (the same
+    objects); the input is never changed.
+
+    Args:
+        messages: The messages to send.
+        store: The store the references were made by.
+        upload: An optional hook ``upload(ref, data) -> file_id | MediaRef``.
+
+    Returns:
+        The messages, in order.
+
+    Raises:
+        MediaError: The bytes of a reference are missing or damaged.
+        TypeError: *upload* returned something other than a str or a MediaRef.
+
+    >>> from workingctx import ImageBlock, Message
+    >>> store = InMemoryMediaStore()
+    >>> ref = store.put(b"GIF89a\\x01\\x00\\x01\\x00", "image/gif")
+    >>> message = Message("user", [ImageBlock(ref)])
+    >>> resolve_media([message], store)[0].content[0].media.data_base64
+    'R0lGODlhAQABAA=='
+    >>> resolve_media([message], store, upload=lambda ref, data: "file-123")[0].content[0].media.file_id
+    'file-123'
+    """
+    done: dict[MediaRef, MediaRef] = {}
+
+    def resolve(ref: MediaRef) -> MediaRef:
+        found = done.get(ref)
+        if found is None:
+            data = store.get(ref)
+            found = _inline(ref, data) if upload is None else _uploaded(ref, upload(ref, data))
+            done[ref] = found
+        return found
+
+    out: list[Message] = []
+    for position, message in enumerate(messages):
+        if not isinstance(message, Message):
+            msg = f"resolve_media needs Message values, got {message!r} of type {type(message).__name__} at {position}"
+            raise TypeError(msg)
+        out.append(_walk(message, resolve))
+    return out
+
+
+def _carried(ref: MediaRef) -> dict[str, Any]:
+    return {
+        "mime_type": ref.mime_type,
+        "size_bytes": ref.size_bytes,
+        "sha256": ref.sha256,
+        "filename": ref.filename,
+        "width": ref.width,
+        "height": ref.height,
+        "duration_ms": ref.duration_ms,
+        "page": ref.page,
+    }
+
+
+def _inline(ref: MediaRef, data: bytes) -> MediaRef:
+    return MediaRef(kind="data", data_base64=base64.b64encode(data).decode("ascii"), **_carried(ref))
+
+
+def _uploaded(ref: MediaRef, result: object) -> MediaRef:
+    if isinstance(result, MediaRef):
+        return result
+    if isinstance(result, str) and result:
+        return MediaRef(kind="file_id", file_id=result, **_carried(ref))
+    msg = (
+        f"the upload hook returned {result!r} of type {type(result).__name__} for {ref.url}; "
+        "it must return the provider's file id (a non-empty str) or a MediaRef"
+    )
+    raise TypeError(msg)
+
+
+def _walk(value: Any, resolve: Callable[[MediaRef], MediaRef]) -> Any:
+    """
+    *value* with every store reference resolved; the same object when there is none.
+    """
+    if isinstance(value, MediaRef):
+        return resolve(value) if value.kind == "store" else value
+    if isinstance(value, str | bytes | int | float | bool) or value is None:
+        return value
+    if attrs.has(type(value)):
+        changes = {}
+        for field in attrs.fields(type(value)):
+            if not field.init or (field.name == "metadata" and isinstance(value, Message)):  # never sent
+                continue
+            old = getattr(value, field.name)
+            new = _walk(old, resolve)
+            if new is not old:
+                changes[field.alias] = new
+        return attrs.evolve(value, **changes) if changes else value
+    if isinstance(value, FrozenDict):
+        items = {key: _walk(item, resolve) for key, item in value.items()}
+        same = all(items[key] is item for key, item in value.items())
+        return value if same else FrozenDict(items)
+    if isinstance(value, tuple | FrozenList):
+        walked = [_walk(item, resolve) for item in value]
+        if all(new is old for new, old in zip(walked, value, strict=True)):
+            return value
+        return tuple(walked) if isinstance(value, tuple) else FrozenList(walked)
+    return value
