@@ -19,14 +19,17 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterator, Sequence
-from typing import overload
+from typing import TypeAlias, overload
 
 from workingctx.messages import Message
 from workingctx.scopes._index import TailIndex
 from workingctx.snapshot import Chain
 from workingctx.tokens import RunningCount, TokenCounter
 
-__all__ = ["Tail", "TailView"]
+__all__ = ["Mark", "Tail", "TailView"]
+
+Mark: TypeAlias = tuple[list[Message], int]
+"""A tail as it was: its list, and how long it was (the list only grows in place)."""
 
 
 class TailView(Sequence[Message]):
@@ -285,6 +288,22 @@ class Tail:
             self._messages = messages
             self._reset(chain.copy(kept))
             return kept
+
+    def mark(self) -> Mark:
+        """
+        A token for :meth:`restore`: the tail as it is now.
+        """
+        with self.lock:
+            return (self._messages, len(self._messages))
+
+    def restore(self, mark: Mark) -> int:
+        """
+        Put back the messages of a :meth:`mark`; returns how many leading
+        messages of the current tail stayed.
+        """
+        messages, n = mark
+        with self.lock:
+            return self.replace(list(messages[:n]))
 
     def clear(self) -> None:
         """

@@ -19,7 +19,6 @@ WorkingContext: what an agent knows right now, on four independent axes.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import pickle
@@ -27,7 +26,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
-from workingctx._tail import Tail, TailView
+from workingctx._lock import ContextLock
+from workingctx._tail import Mark, Tail, TailView
 from workingctx.exceptions import MergeError
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
@@ -46,7 +46,7 @@ from workingctx.tokens import ApproxTokenCounter, TokenCounter
 if TYPE_CHECKING:
     from workingctx.scopes import ContextScope, PositionalScope
 
-__all__ = ["MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
+__all__ = ["ContextLock", "MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
 
 _R = TypeVar("_R")
 
@@ -211,7 +211,7 @@ class WorkingContext:
         self._scratchpad: dict[str, Any] = notes
         self.journal: MutationJournal[Any] = journal
         self._prefix_tokens: int | None = None
-        self._lock: asyncio.Lock | None = None
+        self._lock = ContextLock()
         self._token = object()
         # token of an ancestor -> how many leading messages still come from it
         self._bases: dict[object, int] = {}
@@ -273,13 +273,14 @@ class WorkingContext:
         return self._tail.counter
 
     @property
-    def lock(self) -> asyncio.Lock:
+    def lock(self) -> ContextLock:
         """
         The context's lock, for sequences of mutations that must look atomic
         to other coroutines (``async with ctx.lock: ...``).
+
+        It works under every event loop, one after another (``asyncio.run()``
+        per request) or at once on several threads.
         """
-        if self._lock is None:
-            self._lock = asyncio.Lock()
         return self._lock
 
     def size(self) -> int:
@@ -644,12 +645,42 @@ class WorkingContext:
         """
         Run ``fn(self)`` under the context's lock, awaiting it when it is async,
         and return its result.
+
+        All or nothing: when *fn* raises (or is cancelled), the tail, the
+        scratchpad and the journal are put back as they were when it started,
+        and the error propagates. Notes are restored by value when they can be
+        copied (plain data, or objects that support ``copy.deepcopy``), otherwise
+        the keys are restored and a value *fn* changed in place stays changed.
+        Writes other code made to the context meanwhile without holding the
+        lock are undone with *fn*'s: write to a shared context under its lock.
         """
-        async with self.lock:
-            result = fn(self)
-            if inspect.isawaitable(result):
-                return await result
+        async with self._lock:
+            undo = self._undo_point()
+            try:
+                result = fn(self)
+                if inspect.isawaitable(result):
+                    result = await result
+            except BaseException:
+                self._roll_back(undo)
+                raise
             return result
+
+    def _undo_point(self) -> tuple[Mark, dict[str, Any], tuple[int, int]]:
+        with self._tail.lock:
+            try:
+                notes = _copy_notes(self._scratchpad)[0]
+            except Exception:  # noqa: BLE001  # an uncopyable note: restore the keys only
+                notes = dict(self._scratchpad)
+            return self._tail.mark(), notes, (len(self.journal), self.journal.committed)
+
+    def _roll_back(self, undo: tuple[Mark, dict[str, Any], tuple[int, int]]) -> None:
+        mark, notes, (size, committed) = undo
+        with self._tail.lock:
+            kept = self._tail.restore(mark)
+            self._bases = {token: min(base, kept) for token, base in self._bases.items()}
+            self._scratchpad.clear()
+            self._scratchpad.update(notes)
+            self.journal._truncate(size, committed)
 
     def __repr__(self) -> str:
         keys = sorted(self._scratchpad)

@@ -98,6 +98,15 @@ class MutationJournal(Generic[EntryT]):
 
         return entries_digest(self._entries, self._digests)
 
+    def _truncate(self, size: int, committed: int) -> None:
+        """
+        Forget the entries past *size* and move the watermark back to at most
+        *committed*: undoes work that failed before anyone saw it.
+        """
+        del self._entries[size:]
+        del self._digests[size:]
+        self._committed = min(self._committed, committed, size)
+
     @property
     def committed(self) -> int:
         """
