@@ -414,7 +414,7 @@ class TestFileMediaStore:
         A path to a file is refused.
         """
         (tmp_path / "file").write_bytes(b"")
-        with pytest.raises(FileExistsError):
+        with pytest.raises(NotADirectoryError, match="is a file; pass a directory path"):
             FileMediaStore(tmp_path / "file")
 
     def test_concurrent_threads_store_once(self, tmp_path: Path) -> None:
@@ -481,6 +481,28 @@ class TestSQLiteMediaStore:
             assert "damaged" == caught.value.reason
             store.put(b"abcdef", "text/plain")
             assert b"abcdef" == store.get(ref)
+
+    def test_concurrent_writers(self, tmp_path: Path) -> None:
+        """
+        Two stores on one file, written from eight threads at once, keep one intact row per content.
+        """
+        path = tmp_path / "media.db"
+        stores = [SQLiteMediaStore(path), SQLiteMediaStore(path)]
+        blobs = [bytes([n]) * 50_000 for n in range(4)]
+        start = threading.Barrier(8)
+
+        def put(worker: int) -> list[MediaRef]:
+            start.wait()
+            return [stores[worker % 2].put(data, "application/octet-stream") for data in blobs * 3]
+
+        with ThreadPoolExecutor(8) as pool:
+            refs = {ref for batch in pool.map(put, range(8)) for ref in batch}
+        assert 4 == len(refs)
+        assert all(stores[0].get(ref) == stores[1].get(ref) for ref in refs)
+        with sqlite3.connect(path) as db:
+            assert 4 == db.execute("SELECT count(*) FROM workingctx_media").fetchone()[0]
+        for store in stores:
+            store.close()
 
     def test_shares_a_file_with_checkpoints(self, tmp_path: Path) -> None:
         """

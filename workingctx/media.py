@@ -369,6 +369,9 @@ class FileMediaStore:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            msg = f"a FileMediaStore needs a directory, but {str(self.directory)!r} is a file; pass a directory path"
+            raise NotADirectoryError(msg)
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def path_of(self, ref: MediaRef) -> Path:
