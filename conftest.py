@@ -24,3 +24,17 @@ _docstrings = Sybil(
 )
 
 pytest_collect_file = (_markdown + _docstrings).pytest()
+
+
+def pytest_xdist_make_scheduler(config: object, log: object) -> object:
+    """
+    Distribute the suite file by file under ``pytest -n N``, whatever ``--dist``
+    says short of another explicit mode: the examples of one document share a
+    namespace (an example uses names an earlier one defined), so a document must
+    run whole on one worker.
+    """
+    from xdist.scheduler import LoadFileScheduling  # noqa: PLC0415  # only under pytest-xdist
+
+    if getattr(getattr(config, "option", None), "dist", "load") != "load":
+        return None
+    return LoadFileScheduling(config, log)

@@ -1,5 +1,6 @@
-# Shared by scripts/demo and scripts/test: make .venv with Python 3.11+ and
-# install workingctx into it with the extras named in $1.
+# Shared by scripts/demo and scripts/bench: make .venv with Python 3.11+ and
+# install workingctx into it (editable) with the extras named in $1. The install
+# runs only when .venv is missing or pyproject.toml changed since the last one.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -11,4 +12,9 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$1]"
+stamp=".venv/.workingctx-installed-$1"
+want="$(cat pyproject.toml | "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$1]"
+  echo "$want" > "$stamp"
+fi

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from workingctx.__main__ import _sample, load_context, main
 
 
@@ -23,16 +25,19 @@ class TestSample:
         assert f"tokens: {ctx.count_tokens()} approximate" in out
         assert "cl100k" in out
         assert f"snapshot digest: {ctx.freeze().digest()}" in out
-        assert len(ctx.assembled()) == sum(1 for line in out.splitlines() if line[:3].strip().isdigit())
+        table = [line[:3].strip() for line in out.splitlines()]
+        assert len(ctx.prefix.as_messages()) == table.count("P")
+        assert [str(i) for i in range(ctx.size())] == [label for label in table if label.isdigit()]
         fitted = out.split("roles: ")[-1].split()
         assert "user" == fitted[0]  # the fitted tail starts on a user turn, never on a tool result
 
-    def test_module_runs_as_a_program(self):
+    def test_module_runs_as_a_program(self, tmp_path):
         """
-        ``python -m workingctx`` exits 0 and prints the report.
+        ``python -m workingctx`` exits 0 and prints the report (run outside the
+        checkout, so it is the installed package that runs).
         """
         result = subprocess.run(
-            [sys.executable, "-m", "workingctx"], capture_output=True, text=True, check=False, timeout=120
+            [sys.executable, "-m", "workingctx"], capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path
         )
         assert 0 == result.returncode, result.stderr
         assert "snapshot digest:" in result.stdout
@@ -68,3 +73,30 @@ class TestFiles:
         """
         assert 1 == main([str(tmp_path / "nope.json")])
         assert "No such file" in capsys.readouterr().err
+
+
+class TestOutputText:
+    def test_help_is_plain_text(self, capsys):
+        """
+        ``--help`` prints plain text: no reStructuredText markup from the docstring.
+        """
+        with pytest.raises(SystemExit) as exited:
+            main(["--help"])
+        assert 0 == exited.value.code
+        out = capsys.readouterr().out
+        assert "``" not in out
+        assert ":mod:" not in out
+        assert "transcript" in out
+
+    def test_cache_line_counts_the_prefix_that_stays_cached(self, capsys):
+        """
+        When the fitted window breaks at the first tail message, the report says
+        the prefix's tokens stay cached, never "the 0 tokens before it".
+        """
+        assert 0 == main([])
+        out = capsys.readouterr().out
+        line = next(line for line in out.splitlines() if "cached prefix:" in line)
+        assert "the 0 tokens" not in line
+        ctx = load_context(_sample())
+        prefix_tokens = ctx.counter.count(ctx.prefix.as_messages())
+        assert f"cached prefix: breaks at message 0; the prefix ({prefix_tokens} tokens) stays cached" == line.strip()

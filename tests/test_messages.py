@@ -8,7 +8,6 @@ import base64
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import attrs
 import pytest
@@ -74,7 +73,7 @@ class TestValueSemantics:
         assert Message("user", "hi") == Message("user", "hi")
         assert Message("user", "hi").id is None
 
-    def test_digest_is_stable_across_hash_seeds(self):
+    def test_digest_is_stable_across_hash_seeds(self, tmp_path):
         """
         A message's digest printed by interpreters with different hash seeds agrees.
         """
@@ -82,14 +81,14 @@ class TestValueSemantics:
             "from workingctx import Message, ToolCall;"
             "print(Message('assistant', '', tool_calls=(ToolCall('c', 'f', {'b': {1, 2}, 'a': [1]}),)).digest())"
         )
-        root = Path(__file__).resolve().parent.parent
         outs = {
             subprocess.run(
                 [sys.executable, "-c", script],
                 capture_output=True,
                 text=True,
                 check=True,
-                env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
+                env={**os.environ, "PYTHONHASHSEED": seed},
+                cwd=tmp_path,
             ).stdout
             for seed in ("0", "99")
         }

@@ -850,6 +850,27 @@ class TestExplain:
         assert "intact" in str(report)
         assert 7 == len(ctx.messages)
 
+    def test_prefix_stays_cached_when_the_tail_breaks_first(self):
+        """
+        On a context, a break at the first tail message still leaves the prefix
+        cached: the report counts the prefix's tokens and says so, never "the 0
+        tokens before it"; on a bare list nothing stays cached.
+        """
+        ctx = WorkingContext(prefix=PrefixContext(system_prompt="Stay terse."), messages=house()[1:])
+        report = explain(Since(1), ctx)
+        assert 0 == report.cache_break
+        assert 0 == report.cached_tokens
+        assert ctx.counter.count(ctx.prefix.as_messages()) == report.prefix_tokens > 0
+        assert str(report).endswith(f"breaks at message 0; the prefix ({report.prefix_tokens} tokens) stays cached")
+        bare = explain(Since(1), list(ctx.messages))
+        assert 0 == bare.prefix_tokens
+        assert str(bare).endswith("breaks at message 0; nothing stays cached")
+        later = explain(~Since(4), ctx)
+        total = later.cached_tokens + later.prefix_tokens
+        assert str(later).endswith(
+            f"the {total} tokens before it stay cached, the prefix's {later.prefix_tokens} included"
+        )
+
     def test_bad_input(self):
         """
         explain() names a value that is not a transcript, or an item that is not a message.

@@ -525,12 +525,12 @@ class TestFallback:
         assert "took longer than" in (counter.fallback_reason or "")
 
 
-def test_importing_workingctx_does_not_import_tiktoken():
+def test_importing_workingctx_does_not_import_tiktoken(tmp_path):
     """
     tiktoken is imported only when a TiktokenCounter is built.
     """
     code = "import sys, workingctx; workingctx.estimate_message_tokens([]); print('tiktoken' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
 
     assert "False" == out.stdout.strip()
 

@@ -2,6 +2,7 @@
 workingctx: an immutable working-context algebra for LLM agents.
 """
 
+from workingctx._version import __version__
 from workingctx.context import WorkingContext
 from workingctx.exceptions import (
     CheckpointError,
@@ -152,6 +153,7 @@ __all__ = [
     "WholeExchanges",
     "WorkingContext",
     "WorkingCtxError",
+    "__version__",
     "add_messages",
     "add_messages_to",
     "append_items",

@@ -1,10 +1,10 @@
 """
-``python -m workingctx``: build a context from a transcript and report on it.
+python -m workingctx: build a context from a transcript and report on it.
 
 With no argument it uses the sample incident transcript shipped in the package.
-``python -m workingctx path/to/transcript.json`` reads your own file, in the same
-shape: ``{"prefix": {...}, "messages": [...], "scratchpad": {...}}`` as written by
-:mod:`workingctx.serialization`.
+"python -m workingctx path/to/transcript.json" reads your own file, in the same
+shape: {"prefix": {...}, "messages": [...], "scratchpad": {...}}, as the
+workingctx.serialization module writes it.
 """
 
 from __future__ import annotations
@@ -76,19 +76,25 @@ def report(ctx: WorkingContext) -> str:
     """
     A plain-text report: every message of the request with its token count,
     the totals under both counters, and the snapshot's stable digest.
+
+    Tail messages are numbered from 0, as every scope and dry run numbers them;
+    the prefix's messages, sent before them, are marked ``P``.
     """
     approx = ApproxTokenCounter()
     exact = TiktokenCounter()
     lines = [f"{'#':>3}  {'role':<9} {'approx':>6} {'cl100k':>6}  text"]
-    for position, message in enumerate(ctx.assembled()):
+    numbered = [("P", m) for m in ctx.prefix.as_messages()] + [(str(i), m) for i, m in enumerate(ctx.messages)]
+    for label, message in numbered:
         lines.append(
-            f"{position:>3}  {message.role:<9} {approx.count_message(message):>6} "
+            f"{label:>3}  {message.role:<9} {approx.count_message(message):>6} "
             f"{exact.count_message(message):>6}  {_describe(message)}"
         )
     total_exact = exact.count(ctx.assembled())
     label = "cl100k" if exact.exact else "cl100k unavailable, approximated"
     lines.append("")
-    lines.append(f"prefix messages: {len(ctx.prefix.as_messages())}, tail messages: {ctx.size()}")
+    lines.append(
+        f"prefix messages: {len(ctx.prefix.as_messages())} (marked P), tail messages: {ctx.size()} (numbered from 0)"
+    )
     lines.append(f"tokens: {ctx.count_tokens()} approximate, {total_exact} {label}")
     snapshot = ctx.freeze()
     lines.append(f"snapshot digest: {snapshot.digest()}")
@@ -112,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     Run the report on the sample transcript or on a file; returns the exit code.
     """
-    parser = argparse.ArgumentParser(prog="python -m workingctx", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workingctx",
+        description=__doc__.strip().split("\n\n")[0].removeprefix("python -m workingctx: ").capitalize(),
+        epilog=__doc__.strip().split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("transcript", nargs="?", help="a transcript JSON file (default: the shipped sample)")
     args = parser.parse_args(argv)
     try:

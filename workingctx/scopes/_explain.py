@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from workingctx.messages import Message
+from workingctx.prefix import PrefixContext
 from workingctx.scopes._algebra import surviving_indices
 from workingctx.scopes._budget import count_function
 
@@ -54,6 +55,9 @@ class ScopeReport:
             it. ``None`` when nothing is dropped.
         cached_tokens: The tokens before ``cache_break``: what the cache can
             still serve (every kept token when nothing is dropped).
+        prefix_tokens: The tokens of the context's prefix when a context was
+            explained (0 for a bare list): every slice keeps the prefix, so it
+            stays cached wherever the tail breaks.
     """
 
     scope: object
@@ -64,6 +68,7 @@ class ScopeReport:
     saved_tokens: int
     cache_break: int | None
     cached_tokens: int
+    prefix_tokens: int = 0
 
     def __str__(self) -> str:
         lines = [
@@ -73,10 +78,18 @@ class ScopeReport:
         ]
         if self.cache_break is None:
             lines.append("cached prefix: intact, nothing is dropped")
+        elif self.cached_tokens == 0:
+            stays = (
+                f"the prefix ({self.prefix_tokens} tokens) stays cached"
+                if self.prefix_tokens
+                else "nothing stays cached"
+            )
+            lines.append(f"cached prefix: breaks at message {self.cache_break}; {stays}")
         else:
+            prefix = f", the prefix's {self.prefix_tokens} included" if self.prefix_tokens else ""
             lines.append(
                 f"cached prefix: breaks at message {self.cache_break}; "
-                f"the {self.cached_tokens} tokens before it stay cached"
+                f"the {self.cached_tokens + self.prefix_tokens} tokens before it stay cached{prefix}"
             )
         return "\n".join(lines)
 
@@ -85,8 +98,9 @@ def explain(scope: object, messages: object, counter: object = None) -> ScopeRep
     """
     A dry run: what *scope* would keep and drop on *messages*, and what that saves.
 
-    Nothing is changed. The tokens are those of the transcript's tail (a
-    context's prefix is kept by every slice, so it is left out of the figures).
+    Nothing is changed. Messages are numbered as in the tail, and the kept and
+    saved tokens are the tail's; a context's prefix is kept by every slice, so it
+    is counted apart, in ``prefix_tokens``, and always stays cached.
 
     Args:
         scope: Any scope.
@@ -117,6 +131,8 @@ def explain(scope: object, messages: object, counter: object = None) -> ScopeRep
     dropped = tuple(i for i in range(len(items)) if i not in kept_set)
     kept_tokens = sum(counts[i] for i in kept)
     cache_break = dropped[0] if dropped else None
+    prefix = getattr(messages, "prefix", None)
+    prefix_messages = prefix.as_messages() if isinstance(prefix, PrefixContext) else []
     return ScopeReport(
         scope=scope,
         total=len(items),
@@ -126,6 +142,7 @@ def explain(scope: object, messages: object, counter: object = None) -> ScopeRep
         saved_tokens=sum(counts) - kept_tokens,
         cache_break=cache_break,
         cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
+        prefix_tokens=sum(count(message) for message in prefix_messages),
     )
 
 

@@ -1,0 +1,5 @@
+"""
+The version of workingctx: the one place it is written (``pyproject.toml`` reads it).
+"""
+
+__version__ = "0.1.0"
