@@ -6,6 +6,7 @@ Every new field or value type gets a strategy here, so every property test sees 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -15,12 +16,14 @@ from workingctx.messages import (
     AnnotationBlock,
     AnnotationRef,
     AudioBlock,
+    CacheBreakpoint,
     DataBlock,
     DocumentBlock,
     ErrorBlock,
     ImageBlock,
     MediaRef,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
@@ -88,18 +91,32 @@ annotation_refs = st.builds(
     AnnotationRef, url=opt_texts, file_id=opt_texts, page=opt_ints, index=opt_ints, title=opt_texts
 )
 
-tool_calls = st.builds(ToolCall, id=ids, name=short_names, arguments=json_objects)
+provider_datas = st.just({}) | st.dictionaries(
+    st.sampled_from(["openai", "anthropic", "google"]), json_objects, max_size=2
+)
+caches = st.none() | st.builds(CacheBreakpoint, st.sampled_from([None, "5m", "1h"]))
 
-text_blocks = st.builds(TextBlock, text=texts, annotations=st.lists(annotation_refs, max_size=2))
+tool_calls = st.one_of(
+    st.builds(ToolCall, id=ids, name=short_names, arguments=json_objects, provider_data=provider_datas),
+    json_objects.map(json.dumps).flatmap(
+        lambda raw: st.builds(ToolCall, id=ids, name=short_names, arguments_json=st.just(raw))
+    ),
+)
+
+text_blocks = st.builds(
+    TextBlock, text=texts, annotations=st.lists(annotation_refs, max_size=2), cache=caches, provider_data=provider_datas
+)
+image_blocks = st.builds(
+    ImageBlock,
+    media=media_refs,
+    alt_text=opt_texts,
+    bbox=st.none() | st.lists(small_ints, max_size=4),
+    detail=st.sampled_from([None, "low", "high", "auto"]),
+    cache=caches,
+)
 blocks = st.one_of(
     text_blocks,
-    st.builds(
-        ImageBlock,
-        media=media_refs,
-        alt_text=opt_texts,
-        bbox=st.none() | st.lists(small_ints, max_size=4),
-        detail=st.sampled_from([None, "auto", "low", "high"]),
-    ),
+    image_blocks,
     st.builds(AudioBlock, media=media_refs, transcript=opt_texts, sample_rate=opt_ints, channels=opt_ints),
     st.builds(VideoBlock, media=media_refs, thumbnail=st.none() | media_refs),
     st.builds(
@@ -110,7 +127,7 @@ blocks = st.one_of(
         excerpt=opt_texts,
     ),
     st.builds(DataBlock, mime_type=texts, data_base64=opt_texts, media=st.none() | media_refs),
-    st.builds(ToolCallBlock, id=ids, name=short_names, args=json_objects, tool_type=opt_texts),
+    st.builds(ToolCallBlock, id=ids, name=short_names, args=json_objects, tool_type=opt_texts, cache=caches),
     st.builds(RemoteToolCallBlock, id=ids, name=short_names, args=json_objects),
     st.builds(
         ToolResultBlock,
@@ -118,8 +135,24 @@ blocks = st.one_of(
         output=json_values(6),
         is_error=st.booleans(),
         status=st.sampled_from([None, "completed", "failed"]),
+        cache=caches,
     ),
-    st.builds(ReasoningBlock, summary=texts, details=st.none() | st.lists(texts, max_size=3)),
+    st.builds(
+        ToolResultBlock,
+        call_id=ids,
+        content=st.lists(text_blocks | image_blocks, max_size=3),
+        is_error=st.booleans(),
+    ),
+    st.builds(
+        ReasoningBlock,
+        summary=texts,
+        details=st.none() | st.lists(texts, max_size=3),
+        signature=opt_texts,
+        encrypted=opt_texts,
+        redacted=st.booleans(),
+        provider=st.sampled_from([None, "anthropic", "openai", "google"]),
+    ),
+    st.builds(ProviderBlock, provider=short_names, data=json_objects),
     st.builds(
         AnnotationBlock,
         kind=st.sampled_from(["citation", "note"]),
@@ -164,6 +197,7 @@ def messages(draw: st.DrawFn, *, with_tool_calls: bool | None = None) -> Message
         metadata=draw(st.dictionaries(short_names, json_values(4), max_size=2)),
         usage=draw(st.none() | usages),
         delta=draw(st.booleans()) if role == "assistant" else False,
+        provider_data=draw(provider_datas),
     )
 
 

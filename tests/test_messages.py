@@ -326,12 +326,12 @@ class TestPrefix:
             PrefixContext(grounding=["text"])  # type: ignore[list-item]
 
 
-def test_twelve_block_types():
+def test_thirteen_block_types():
     """
-    There are twelve content block types, each with a distinct type tag.
+    There are thirteen content block types, each with a distinct type tag.
     """
-    assert 12 == len(BLOCK_TYPES)
-    assert 12 == len({cls.type for cls in BLOCK_TYPES})
+    assert 13 == len(BLOCK_TYPES)
+    assert 13 == len({cls.type for cls in BLOCK_TYPES})
 
 
 @given(st.dictionaries(st.text(max_size=5), st.integers()))

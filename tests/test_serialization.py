@@ -139,7 +139,7 @@ class TestRoundTrip:
 
     def test_every_block_type_round_trips(self):
         """
-        Each of the twelve block classes is written with its tag and read back.
+        Each of the thirteen block classes is written with its tag and read back.
         """
         media = MediaRef(url="https://example.com/a.png")
         samples = {
@@ -155,8 +155,9 @@ class TestRoundTrip:
             "reasoning": {"summary": "think"},
             "annotation": {},
             "error": {"message": "boom"},
+            "provider": {"provider": "anthropic", "data": {"type": "search_result"}},
         }
-        assert len(BLOCK_TYPES) == 12
+        assert len(BLOCK_TYPES) == 13
         for cls in BLOCK_TYPES:
             block = cls(**samples[cls.type])
             data = unstructure(block)

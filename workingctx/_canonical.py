@@ -116,9 +116,7 @@ def message_digest(message: Message) -> str:
     if message.tool_call_id is not None:
         data["tool_call_id"] = message.tool_call_id
     if message.tool_calls:
-        data["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": canonical(c.arguments)} for c in message.tool_calls
-        ]
+        data["tool_calls"] = [_call_data(c) for c in message.tool_calls]
     if message.id is not None:
         data["id"] = message.id  # an id is a str or an int, never a bool or a float
     if message.metadata:
@@ -127,7 +125,18 @@ def message_digest(message: Message) -> str:
         data["usage"] = canonical(message.usage)
     if message.delta:
         data["delta"] = True
+    if message.provider_data:
+        data["provider_data"] = canonical(message.provider_data)
     return _sha256("message:" + _encode(data))
+
+
+def _call_data(call: Any) -> dict[str, Any]:
+    data = {"id": call.id, "name": call.name, "arguments": canonical(call.arguments)}
+    if call.arguments_json is not None:
+        data["arguments_json"] = call.arguments_json
+    if call.provider_data:
+        data["provider_data"] = canonical(call.provider_data)
+    return data
 
 
 def prefix_digest(prefix: PrefixContext) -> str:

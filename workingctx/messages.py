@@ -36,6 +36,7 @@ __all__ = [
     "AnnotationBlock",
     "AnnotationRef",
     "AudioBlock",
+    "CacheBreakpoint",
     "ContentBlock",
     "DataBlock",
     "DocumentBlock",
@@ -43,6 +44,7 @@ __all__ = [
     "ImageBlock",
     "MediaRef",
     "Message",
+    "ProviderBlock",
     "ReasoningBlock",
     "RemoteToolCallBlock",
     "Role",
@@ -99,6 +101,21 @@ def _freeze_opt_mapping(value: object) -> FrozenDict | None:
     return None if value is None else _freeze_mapping(value)
 
 
+def _provider_data(value: object) -> FrozenDict:
+    if not isinstance(value, Mapping):
+        msg = (
+            f"provider_data must be a mapping, got {value!r} of type {type(value).__name__}; "
+            "key it by provider, such as {'anthropic': {'citations': [...]}}"
+        )
+        raise TypeError(msg)
+    frozen = value if isinstance(value, FrozenDict) else FrozenDict(value)
+    for key in frozen:
+        if not isinstance(key, str):
+            msg = f"provider_data keys must be provider names (str), got {key!r} of type {type(key).__name__}"
+            raise TypeError(msg)
+    return frozen
+
+
 def _as_tuple(value: object, kind: type[Any] | tuple[type[Any], ...], what: str) -> tuple[Any, ...]:
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         msg = f"{what} must be a sequence, got {value!r} of type {type(value).__name__}"
@@ -115,6 +132,23 @@ def _kind_name(kind: type[Any] | tuple[type[Any], ...]) -> str:
     if isinstance(kind, tuple):
         return " or ".join(k.__name__ for k in kind)
     return kind.__name__
+
+
+def _quiet_repr(self: Any) -> str:
+    """
+    The attrs repr, leaving out keyword-only fields at their default (caches,
+    provider data, signatures), so everyday values print as they always did.
+    """
+    parts = []
+    for field in attrs.fields(type(self)):
+        value = getattr(self, field.name)
+        if field.kw_only:
+            factory = getattr(field.default, "factory", None)
+            default = factory() if factory is not None else field.default
+            if value == default:
+                continue
+        parts.append(f"{field.name}={value!r}")
+    return f"{type(self).__name__}({', '.join(parts)})"
 
 
 # -- references ---------------------------------------------------------------
@@ -239,10 +273,46 @@ def _detail(_inst: object, attribute: attrs.Attribute[Any], value: object) -> No
         raise InvalidMessageError(msg)
 
 
+@attrs.frozen(cache_hash=True)
+class CacheBreakpoint:
+    """
+    A prompt-cache breakpoint set on a content block: the provider caches the
+    request up to and including this block (Anthropic's ``cache_control``).
+
+    ``ttl`` is ``"5m"`` or ``"1h"``, or None to leave the provider's default
+    (five minutes) unstated.
+
+    >>> CacheBreakpoint("1h").ttl
+    '1h'
+    """
+
+    ttl: Literal["5m", "1h"] | None = attrs.field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        if self.ttl not in {None, "5m", "1h"}:
+            msg = f"CacheBreakpoint ttl must be '5m', '1h' or None, got {self.ttl!r}"
+            raise InvalidMessageError(msg)
+
+
+_OPT_CACHE = attrs.validators.optional(attrs.validators.instance_of(CacheBreakpoint))
+
+
 # -- content blocks -----------------------------------------------------------
 
 
-@attrs.frozen(cache_hash=True)
+def _to_result_content(value: object) -> tuple[Any, ...]:
+    blocks = _as_tuple(value, BLOCK_TYPES, "content")
+    for position, block in enumerate(blocks):
+        if isinstance(block, ToolResultBlock | ToolCallBlock | RemoteToolCallBlock):
+            msg = (
+                f"content[{position}] of a tool result is a {type(block).__name__}; "
+                "a result holds text, images, documents and data, not calls or results"
+            )
+            raise InvalidMessageError(msg)
+    return blocks
+
+
+@attrs.frozen(cache_hash=True, repr=False)
 class TextBlock:
     """
     Text, with optional citations.
@@ -251,9 +321,11 @@ class TextBlock:
     type: ClassVar[Literal["text"]] = "text"
     text: str = attrs.field(validator=_str)
     annotations: tuple[AnnotationRef, ...] = attrs.field(default=(), converter=_to_annotations)
+    cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class ImageBlock:
     """
     An image, referenced through a :class:`MediaRef`.
@@ -267,6 +339,8 @@ class ImageBlock:
     alt_text: str | None = attrs.field(default=None, validator=_opt_str)
     bbox: tuple[float, ...] | None = attrs.field(default=None, converter=_to_bbox)
     detail: Literal["auto", "low", "high"] | None = attrs.field(default=None, validator=_detail)
+    cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -295,7 +369,7 @@ class VideoBlock:
     )
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class DocumentBlock:
     """
     A document such as a PDF, with optional extracted text, pages and excerpt.
@@ -306,6 +380,8 @@ class DocumentBlock:
     text: str | None = attrs.field(default=None, validator=_opt_str)
     pages: tuple[int, ...] | None = attrs.field(default=None, converter=_to_pages)
     excerpt: str | None = attrs.field(default=None, validator=_opt_str)
+    cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -322,7 +398,7 @@ class DataBlock:
     )
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class ToolCallBlock:
     """
     A model's request to call a tool, as a content block.
@@ -333,6 +409,8 @@ class ToolCallBlock:
     name: str = attrs.field(validator=_nonempty_str)
     args: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
     tool_type: str | None = attrs.field(default=None, validator=_opt_str)
+    cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -348,12 +426,14 @@ class RemoteToolCallBlock:
     tool_type: str = attrs.field(default="remote", validator=_str)
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class ToolResultBlock:
     """
     The output of a tool call, linked to it by ``call_id``.
 
-    ``output`` is text or JSON-like data (deep-frozen).
+    ``output`` is text or JSON-like data (deep-frozen). A result made of content
+    blocks (text, a screenshot, a document) keeps them in ``content`` instead,
+    each counted as what it is; ``output`` then stays ``""``.
     """
 
     type: ClassVar[Literal["tool_result"]] = "tool_result"
@@ -361,25 +441,44 @@ class ToolResultBlock:
     output: Any = attrs.field(default="", converter=deep_freeze)
     is_error: bool = False
     status: Literal["completed", "failed"] | None = None
+    content: tuple[ContentBlock, ...] = attrs.field(default=(), kw_only=True, converter=_to_result_content)
+    cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
 
     def output_text(self) -> str:
         """
-        The output as text: strings as they are, anything else JSON-encoded.
+        The output as text: strings as they are, the text of ``content`` blocks,
+        anything else JSON-encoded.
         """
+        if self.content:
+            return "".join(b.text for b in self.content if isinstance(b, TextBlock))
         if isinstance(self.output, str):
             return self.output
         return json.dumps(self.output, sort_keys=True, ensure_ascii=False, default=str)
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class ReasoningBlock:
     """
     A reasoning model's thinking: a summary and optional detailed steps.
+
+    What a provider needs to accept the thinking back is kept untouched:
+    ``signature`` (Anthropic's thinking signature, Gemini's thought signature),
+    ``encrypted`` (Anthropic's redacted thinking data, OpenAI's
+    ``encrypted_content``) with ``redacted=True`` when the thinking itself is
+    hidden. ``provider`` names who produced it (``"anthropic"``, ``"openai"``,
+    ``"google"``): adapters replay the block only to that provider and drop it
+    for the others.
     """
 
     type: ClassVar[Literal["reasoning"]] = "reasoning"
     summary: str = attrs.field(validator=_str)
     details: tuple[str, ...] | None = attrs.field(default=None, converter=_to_details)
+    signature: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
+    encrypted: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
+    redacted: bool = attrs.field(default=False, kw_only=True, validator=attrs.validators.instance_of(bool))
+    provider: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -406,6 +505,25 @@ class ErrorBlock:
     data: FrozenDict | None = attrs.field(default=None, converter=_freeze_opt_mapping)
 
 
+@attrs.frozen(cache_hash=True)
+class ProviderBlock:
+    """
+    A block of one provider's wire format that has no first-class workingctx
+    counterpart (a server tool's result, a search result, ...), kept as that
+    provider sent it, deep-frozen.
+
+    Adapters send it back to ``provider`` unchanged and leave it out for the
+    others. It counts as the length of its JSON text.
+
+    >>> ProviderBlock("anthropic", {"type": "server_tool_use", "id": "srvtoolu_1"}).data["type"]
+    'server_tool_use'
+    """
+
+    type: ClassVar[Literal["provider"]] = "provider"
+    provider: str = attrs.field(validator=_nonempty_str)
+    data: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+
+
 ContentBlock: TypeAlias = (
     TextBlock
     | ImageBlock
@@ -419,6 +537,7 @@ ContentBlock: TypeAlias = (
     | ReasoningBlock
     | AnnotationBlock
     | ErrorBlock
+    | ProviderBlock
 )
 BLOCK_TYPES: tuple[type[Any], ...] = (
     TextBlock,
@@ -433,26 +552,56 @@ BLOCK_TYPES: tuple[type[Any], ...] = (
     ReasoningBlock,
     AnnotationBlock,
     ErrorBlock,
+    ProviderBlock,
 )
 
 
 # -- tool calls and usage -----------------------------------------------------
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class ToolCall:
     """
     A tool call the model asked for: its id, the tool's name, and JSON arguments.
 
     The arguments are deep-frozen, so a message carrying tool calls hashes.
+    ``arguments_json`` keeps the exact text the model wrote, when there is one,
+    so that it is sent back byte for byte; it must decode to ``arguments``.
 
     >>> ToolCall("c1", "openssl", {"host": "example.com"}).arguments
+    {'host': 'example.com'}
+    >>> ToolCall("c1", "openssl", arguments_json='{"host":"example.com"}').arguments
     {'host': 'example.com'}
     """
 
     id: str = attrs.field(validator=_nonempty_str)
     name: str = attrs.field(validator=_nonempty_str)
     arguments: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    arguments_json: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+
+    def __attrs_post_init__(self) -> None:
+        raw = self.arguments_json
+        if raw is None:
+            return
+        try:
+            decoded = json.loads(raw)
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            msg = (
+                f"arguments_json must be the text of a JSON object, got {raw[:60]!r}; "
+                "leave it None and pass arguments=... for calls whose text is not a JSON object"
+            )
+            raise InvalidMessageError(msg)
+        if not self.arguments:
+            object.__setattr__(self, "arguments", FrozenDict(decoded))
+        elif decoded != self.arguments:
+            msg = (
+                f"arguments_json {raw[:60]!r} does not decode to arguments {dict(self.arguments)!r}; "
+                "pass one of them, or both in agreement"
+            )
+            raise InvalidMessageError(msg)
 
 
 def _to_tool_calls(value: object) -> tuple[ToolCall, ...]:
@@ -652,6 +801,10 @@ class Message:
         metadata: Free data of your own, deep-frozen; not sent to providers.
         usage: Token usage of the call that produced this message.
         delta: True for a partial streaming chunk (never kept by ``add_messages``).
+        provider_data: What a provider's wire format carries that has no field
+            here, keyed by provider (``{"openai": {"role": "developer"}}``),
+            deep-frozen. It is sent, so it is compared, hashed and digested;
+            adapters read only their own provider's key.
 
     Raises:
         InvalidMessageError: An unknown role, a ``tool_call_id`` on a message
@@ -678,6 +831,7 @@ class Message:
         validator=attrs.validators.optional(attrs.validators.instance_of(Usage)),
     )
     delta: bool = attrs.field(default=False, kw_only=True)
+    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
     # Per-message caches, filled on first use: never compared, hashed or serialized.
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
     _token_counts: dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
@@ -695,7 +849,7 @@ class Message:
 
     def __repr__(self) -> str:
         parts = [repr(self.role), repr(self.content)]
-        for name in ("name", "tool_call_id", "tool_calls", "id", "metadata", "usage", "delta"):
+        for name in ("name", "tool_call_id", "tool_calls", "id", "metadata", "usage", "delta", "provider_data"):
             value = getattr(self, name)
             if value != _MESSAGE_DEFAULTS[name]:
                 parts.append(f"{name}={value!r}")
@@ -1039,4 +1193,8 @@ _MESSAGE_DEFAULTS: dict[str, Any] = {
     "metadata": {},
     "usage": None,
     "delta": False,
+    "provider_data": {},
 }
+
+for _cls in (TextBlock, ImageBlock, DocumentBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ToolCall):
+    _cls.__repr__ = _quiet_repr  # type: ignore[method-assign]

@@ -2,7 +2,7 @@
 Serialization: every workingctx value to plain JSON data and back.
 
 One preconfigured cattrs converter, :data:`converter`, handles every value of
-the library (messages, tool calls, the twelve content blocks, media and
+the library (messages, tool calls, the thirteen content blocks, media and
 annotation references, usage, prefixes, snapshots) and any other attrs class.
 The functions here wrap it: :func:`unstructure` and :func:`structure` convert
 to and from JSON-compatible data, :func:`to_json` and :func:`from_json` to and

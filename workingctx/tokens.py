@@ -42,6 +42,7 @@ from workingctx.messages import (
     ErrorBlock,
     ImageBlock,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
@@ -314,6 +315,12 @@ def _block_parts(content: Iterable[object], images: ImageRule = "openai") -> tup
         if isinstance(block, TextBlock):
             parts.append(block.text)
         elif isinstance(block, ToolResultBlock):
+            if block.content:  # blocks count as what they are: a screenshot as an image, not as base64 text
+                inner, inner_calls, inner_media = _block_parts(block.content, images)
+                parts += inner
+                calls += inner_calls
+                media += inner_media
+                continue
             try:
                 parts.append(block.output_text())
             except (TypeError, ValueError):  # output json cannot sort or write
@@ -325,6 +332,10 @@ def _block_parts(content: Iterable[object], images: ImageRule = "openai") -> tup
             parts.append(block.summary)
             if block.details:
                 parts.extend(block.details)
+            if block.encrypted is not None:  # opaque, but it stands for thinking of about its size
+                parts.append(block.encrypted)
+        elif isinstance(block, ProviderBlock):
+            parts.append(_json(block.data))
         elif isinstance(block, ErrorBlock):
             parts.append(block.message)
         elif isinstance(block, DocumentBlock):
