@@ -22,16 +22,18 @@ from __future__ import annotations
 import copy
 import inspect
 import pickle
+import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
+from workingctx import history as _history
 from workingctx._lock import ContextLock
 from workingctx._tail import Mark, Tail, TailView
-from workingctx.exceptions import MergeError
+from workingctx.exceptions import HistoryError, MergeError
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
-from workingctx.messages import Message
+from workingctx.messages import Message, Usage
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import surviving_indices
 from workingctx.snapshot import (
@@ -44,6 +46,8 @@ from workingctx.snapshot import (
 from workingctx.tokens import ApproxTokenCounter, TokenCounter
 
 if TYPE_CHECKING:
+    from workingctx.history import Entry, NotesEdit, Outcome
+    from workingctx.persistence.checkpoint import Checkpoint
     from workingctx.scopes import ContextScope, PositionalScope
 
 __all__ = ["ContextLock", "MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
@@ -130,6 +134,10 @@ class WorkingContext:
         shared: Marks a context several coroutines write to. It does not lock
             anything by itself: use :attr:`lock` or :meth:`apply_locked` around
             sequences that must look atomic.
+        record: Keep :attr:`history`, an entry per change (see :mod:`workingctx.history`).
+            Notes must then be JSON data, and are frozen.
+        id: The name a store saves a recorded context under (letters, digits,
+            ``_`` and ``-``); random when left out.
 
     Mutators return the context, so calls chain. A bad argument raises before
     anything changes.
@@ -137,6 +145,8 @@ class WorkingContext:
 
     __slots__ = (
         "_bases",
+        "_edit_lock",
+        "_history",
         "_lock",
         "_prefix",
         "_prefix_tokens",
@@ -161,6 +171,8 @@ class WorkingContext:
         counter: TokenCounter | None = None,
         limit: int | None = None,
         shared: bool = False,
+        record: bool = False,
+        id: str | None = None,  # noqa: A002  # the reference's name for it
     ) -> None:
         if prefix is None:
             prefix = PrefixContext()
@@ -197,6 +209,12 @@ class WorkingContext:
         if not isinstance(shared, bool):
             msg = f"shared must be a bool, got {shared!r}"
             raise TypeError(msg)
+        if not isinstance(record, bool):
+            msg = f"record must be a bool, got {record!r} of type {type(record).__name__}"
+            raise TypeError(msg)
+        if id is not None and not record:
+            msg = f"id={id!r} names a recorded context: pass record=True too"
+            raise ValueError(msg)
 
         if counter is None:
             counter = ApproxTokenCounter()
@@ -204,6 +222,8 @@ class WorkingContext:
         self._init(prefix, Tail(tail, counter, incremental=isinstance(counter, TokenCounter)), notes, journal)
         self.limit = limit
         self.shared = shared
+        if record:
+            self._history = _history.start(self, id)
 
     def _init(self, prefix: PrefixContext, tail: Tail, notes: dict[str, Any], journal: MutationJournal[Any]) -> None:
         self._prefix = prefix
@@ -217,6 +237,9 @@ class WorkingContext:
         self._bases: dict[object, int] = {}
         # token of the parent -> a copy of the notes when this context forked from it
         self._scratch_base: dict[object, dict[str, Any]] = {}
+        self._edit_lock = threading.Lock()
+        # the history of a recorded context (None: not recorded)
+        self._history: _history.Recorder | None = None
 
     # -- construction from other states ----------------------------------------
 
@@ -261,8 +284,11 @@ class WorkingContext:
     @property
     def scratchpad(self) -> dict[str, Any]:
         """
-        The live scratchpad dict.
+        The live scratchpad dict; on a recorded context a read-only copy
+        (change notes with :meth:`note` or :meth:`edit_notes`).
         """
+        if self._history is not None:
+            return FrozenDict(self._scratchpad)
         return self._scratchpad
 
     @property
@@ -328,6 +354,9 @@ class WorkingContext:
             TypeError: an argument is not a :class:`Message` (nothing is appended).
         """
         _check_messages(messages, "append()")
+        if self._history is not None:
+            self._history.append(self, messages)
+            return self
         self._tail.extend(messages)
         return self
 
@@ -343,6 +372,9 @@ class WorkingContext:
             raise TypeError(msg)
         items = list(messages)
         _check_messages(items, "extend()")
+        if self._history is not None:
+            self._history.append(self, items)
+            return self
         self._tail.extend(items)
         return self
 
@@ -350,6 +382,9 @@ class WorkingContext:
         """
         Empty the tail. The prefix, scratchpad and journal are untouched.
         """
+        if self._history is not None:
+            self._history.replace(self, [], "clear")
+            return self
         with self._tail.lock:
             self._tail.clear()
             self._bases = dict.fromkeys(self._bases, 0)
@@ -372,10 +407,32 @@ class WorkingContext:
             raise TypeError(msg)
         items = list(messages)
         _check_messages(items, "replace_tail()")
+        if self._history is not None:
+            self._history.replace(self, items)
+            return self
+        self._replace(items)
+        return self
+
+    def _replace(self, items: list[Message]) -> None:
         with self._tail.lock:
             kept = self._tail.replace(items)
             self._bases = {token: min(base, kept) for token, base in self._bases.items()}
-        return self
+
+    def _set_notes(self, notes: Mapping[str, Any], removed: Iterable[str], *, replace: bool = False) -> None:
+        """
+        Set and remove notes as they are (the history checked them already).
+        """
+        with self._tail.lock:
+            if replace:
+                self._scratchpad = dict(notes)
+                return
+            for key in removed:
+                self._scratchpad.pop(key, None)
+            self._scratchpad.update(notes)
+
+    def _set_prefix(self, prefix: PrefixContext) -> None:
+        self._prefix = prefix
+        self._prefix_tokens = None
 
     def note(self, key: str, value: Any) -> WorkingContext:
         """
@@ -385,6 +442,9 @@ class WorkingContext:
             TypeError: *key* is not a str.
         """
         _check_key(key)
+        if self._history is not None:
+            self._history.set_notes(self, {key: value})
+            return self
         with self._tail.lock:
             self._scratchpad[key] = value
         return self
@@ -401,6 +461,9 @@ class WorkingContext:
             raise TypeError(msg)
         for key in notes:
             _check_key(key)
+        if self._history is not None:
+            self._history.set_notes(self, notes)
+            return self
         with self._tail.lock:
             self._scratchpad.update(notes)
         return self
@@ -410,12 +473,13 @@ class WorkingContext:
         A fork of this context with another prefix: the one deliberate way to
         change what every request starts with (and lose the provider's cache).
         """
-        child = self.fork()
         if not isinstance(prefix, PrefixContext):
             msg = f"prefix must be a PrefixContext, got {prefix!r} of type {type(prefix).__name__}"
             raise TypeError(msg)
-        child._prefix = prefix
-        child._prefix_tokens = None
+        child = self.fork()
+        child._set_prefix(prefix)
+        if child._history is not None:
+            child._history.derived(child, "prefix", child.messages, prefix)
         return child
 
     # -- tokens ------------------------------------------------------------------
@@ -467,6 +531,8 @@ class WorkingContext:
         child._bases[self._token] = n
         # the baselines towards older ancestors are shared: they are never changed, only replaced
         child._scratch_base = {**self._scratch_base, self._token: base}
+        if self._history is not None:
+            child._history = self._history.fork(self, child)
         return child
 
     def slice(self, scope: ContextScope | PositionalScope) -> WorkingContext:
@@ -482,6 +548,9 @@ class WorkingContext:
         kept = surviving_indices(scope, view)
         child = self._spawn(self._tail.copy([view[i] for i in sorted(kept)]), notes)
         child.shared = False
+        if self._history is not None:
+            child._history = self._history.fork(self, child)
+            child._history.derived(child, "slice", view, None)
         return child
 
     def merge(
@@ -526,11 +595,15 @@ class WorkingContext:
             notes = self._incoming_notes(other, mode, scratchpad)
 
             # Everything is checked: apply.
-            if isinstance(incoming, list):
+            if self._history is not None:
+                appended, replacement = (incoming, None) if isinstance(incoming, list) else (None, incoming.replace)
+                self._history.merge(self, other, mode, appended, replacement, notes)
+            elif isinstance(incoming, list):
                 self._tail.extend(incoming)
+                self._scratchpad.update(notes)
             else:
-                self.replace_tail(incoming.replace)
-            self._scratchpad.update(notes)
+                self._replace(incoming.replace)
+                self._scratchpad.update(notes)
             self.journal.apply(other.journal.diff())
         other.journal.mark_committed()
         if base is not None:
@@ -601,6 +674,166 @@ class WorkingContext:
                 msg = f"unknown scratchpad policy {policy!r}; use 'last_write_wins', 'raise', a reducer or a mapping"
                 raise MergeError(msg)
         return notes
+
+    # -- history -------------------------------------------------------------------
+
+    def _recorder(self, what: str) -> _history.Recorder:
+        if self._history is None:
+            msg = f"{what} needs a recorded context: build it with WorkingContext(record=True)"
+            raise HistoryError(msg)
+        return self._history
+
+    @classmethod
+    def replay(
+        cls, history: Iterable[Entry], *, counter: TokenCounter | None = None, limit: int | None = None
+    ) -> WorkingContext:
+        """
+        The recorded context *history* describes: its digest, notes, finished
+        state, usage and history are those of the context it was recorded from.
+
+        Raises:
+            TypeError: *history* is not a sequence of :class:`~workingctx.history.Entry`.
+            HistoryError: It does not begin with a start entry, or an entry
+                does not apply (the message names its index).
+        """
+        return _history.replay(history, ctx_type=cls, counter=counter, limit=limit)
+
+    @property
+    def history(self) -> tuple[Entry, ...]:
+        """
+        Every change to a recorded context, oldest first (see :mod:`workingctx.history`).
+        """
+        return self._recorder("history").history
+
+    @property
+    def recorded(self) -> bool:
+        """
+        Whether this context keeps a :attr:`history`.
+        """
+        return self._history is not None
+
+    @property
+    def id(self) -> str | None:
+        """
+        The name a store saves a recorded context under; None when not recorded.
+        """
+        return None if self._history is None else self._history.id
+
+    @property
+    def parent_id(self) -> str | None:
+        """
+        The id of the recorded context this one was forked from, or None.
+        """
+        return None if self._history is None else self._history.parent_id
+
+    @property
+    def turn(self) -> int:
+        """
+        How many model replies a recorded context received (0 when not recorded).
+        """
+        return 0 if self._history is None else self._history.turn
+
+    @property
+    def finished(self) -> bool:
+        """
+        Whether :meth:`finish` ended this context.
+        """
+        return self._history is not None and self._history.finished
+
+    @property
+    def answer(self) -> Any:
+        """
+        The answer given to :meth:`finish` (JSON data, frozen); otherwise the
+        text of the newest reply without tool calls; otherwise None.
+        """
+        if self._history is None:
+            return None
+        return self._history.answer(self.messages)
+
+    @property
+    def usage(self) -> Usage:
+        """
+        The token usage of every reply: on a recorded context, every reply
+        ever recorded and what merged sub-agents brought; otherwise the
+        replies in the tail.
+        """
+        if self._history is not None:
+            return self._history.usage
+        return sum((m.usage for m in self.messages if m.usage is not None), Usage())
+
+    def finish(self, answer: Any = None) -> WorkingContext:
+        """
+        End a recorded context: appends and merges raise afterwards; only
+        :meth:`restore` undoes it.
+
+        Raises:
+            TypeError: *answer* is not JSON data.
+            HistoryError: The context is not recorded.
+        """
+        self._recorder("finish()").finish(self, answer)
+        return self
+
+    def restore(self, to: int | str | Checkpoint) -> WorkingContext:
+        """
+        Bring messages, notes and the finished state back to what they were
+        after entry *to* (an index, negative from the end; a checkpoint id
+        captured from this context; or a :class:`~workingctx.Checkpoint`),
+        by adding an entry: the history never shrinks.
+
+        Raises:
+            PendingCallsError: Calls are pending.
+            HistoryError: *to* names no entry, or one in the middle of a turn.
+        """
+        self._recorder("restore()").restore(self, to)
+        return self
+
+    def append_result(self, message: Message, *, outcome: Outcome = "done") -> WorkingContext:
+        """
+        Append a tool result, recording how the call ended (``"done"``,
+        ``"error"``, ``"denied"``, ``"cancelled"`` or ``"interrupted"``).
+
+        Raises:
+            TypeError: *message* is not a message.
+            ValueError: it is not a tool result, or *outcome* is unknown.
+        """
+        _check_messages([message], "append_result()")
+        if message.role != "tool":
+            msg = f"append_result() takes a tool result (role 'tool'), got a {message.role!r} message"
+            raise HistoryError(msg)
+        if outcome not in _history.OUTCOMES:
+            msg = f"unknown outcome {outcome!r}; use one of {', '.join(_history.OUTCOMES)}"
+            raise HistoryError(msg)
+        if self._history is None:
+            return self.append(message)
+        self._history.append(self, [message], outcome)
+        return self
+
+    def close_pending(self, outcome: Outcome = "interrupted", text: str | None = None) -> WorkingContext:
+        """
+        Give every pending tool call of a recorded context a result (``text``,
+        by default ``"(<outcome>)"``) with *outcome*; messages waiting for them go in next.
+        """
+        if outcome not in _history.OUTCOMES or outcome == "done":
+            msg = f"close_pending() takes an outcome other than 'done', got {outcome!r}"
+            raise HistoryError(msg)
+        self._recorder("close_pending()").close_pending(self, outcome, text)
+        return self
+
+    def record_error(self, error: BaseException | str, *, during: str | None = None) -> WorkingContext:
+        """
+        Add an ``error`` entry to a recorded context's history (nothing else changes).
+        """
+        self._recorder("record_error()").error(self, error, during)
+        return self
+
+    def edit_notes(self) -> NotesEdit:
+        """
+        ``with ctx.edit_notes() as notes:`` edit a plain copy of the notes;
+        a normal exit commits the changes (one ``notes`` entry on a recorded
+        context), an exception commits nothing. Values must be JSON data.
+        Editors take turns (``async with`` in coroutines).
+        """
+        return _history.NotesEdit(self, self._edit_lock)
 
     # -- snapshots ---------------------------------------------------------------
 

@@ -13,10 +13,13 @@ from typing import Any
 
 __all__ = [
     "CheckpointError",
+    "FinishedError",
     "FrozenPayloadError",
+    "HistoryError",
     "InvalidMessageError",
     "MediaError",
     "MergeError",
+    "PendingCallsError",
     "PositionalScopeError",
     "ScopeError",
     "SerializationError",
@@ -67,6 +70,38 @@ class MergeError(WorkingCtxError, ValueError):
     """
     Two contexts cannot be merged the way that was asked.
     """
+
+
+class HistoryError(WorkingCtxError, ValueError):
+    """
+    A recorded context refused a change, or a history cannot be replayed.
+    """
+
+
+class FinishedError(HistoryError):
+    """
+    An append or a merge on a context that :meth:`~workingctx.WorkingContext.finish` ended.
+    """
+
+
+class PendingCallsError(HistoryError):
+    """
+    A restore, a summary or a clear while tool calls are pending.
+
+    Attributes:
+        calls: The ids of the pending calls.
+    """
+
+    def __init__(self, message: str, *, calls: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.calls = calls
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_pending, (str(self), self.calls))
+
+
+def _rebuild_pending(message: str, calls: tuple[str, ...]) -> PendingCallsError:
+    return PendingCallsError(message, calls=calls)
 
 
 class SerializationError(WorkingCtxError, ValueError):

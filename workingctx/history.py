@@ -1,0 +1,1134 @@
+"""
+Event-sourced history: every change to a recorded context is an entry.
+
+A context built with ``WorkingContext(record=True)`` keeps :attr:`~WorkingContext.history`,
+an append-only tuple of frozen :class:`Entry` values, one per change. The history is
+the only source: :meth:`WorkingContext.replay` builds an equal context from it (same
+digest, same notes, same finished state), and a store saves nothing else.
+
+>>> from workingctx import Message, WorkingContext
+>>> ctx = WorkingContext(record=True, id="bug-1")
+>>> _ = ctx.append(Message("user", "Find the bug in main.py"))
+>>> _ = ctx.append(Message.assistant("It is on line 3."))
+>>> [entry.kind for entry in ctx.history]
+['start', 'user', 'reply']
+>>> WorkingContext.replay(ctx.history).digest() == ctx.digest()
+True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+
+import attrs
+
+from workingctx.exceptions import FinishedError, HistoryError, PendingCallsError
+from workingctx.frozen import FrozenDict, FrozenList, deep_freeze, thaw
+from workingctx.messages import Message, ToolResultBlock, Usage
+from workingctx.prefix import PrefixContext
+from workingctx.serialization import converter, structure, unstructure
+
+if TYPE_CHECKING:
+    from workingctx.context import WorkingContext
+    from workingctx.persistence.checkpoint import Checkpoint
+
+__all__ = [
+    "ENTRY_KINDS",
+    "OUTCOMES",
+    "ContextChange",
+    "Entry",
+    "EntryKind",
+    "ErrorInfo",
+    "Finished",
+    "Forked",
+    "Kept",
+    "Merged",
+    "NotesChange",
+    "NotesEdit",
+    "Outcome",
+    "Recorder",
+    "Started",
+    "build_tail",
+    "entry_from_data",
+    "entry_to_data",
+    "freeze_json",
+    "pending_call_ids",
+    "replay",
+    "tail_pieces",
+]
+
+EntryKind: TypeAlias = Literal[
+    "start",
+    "user",
+    "notice",
+    "system",
+    "reply",
+    "tool_result",
+    "context_change",
+    "notes",
+    "merge",
+    "fork",
+    "finish",
+    "error",
+]
+"""The closed set of entry kinds (see :data:`ENTRY_KINDS` and the docs' table)."""
+
+ENTRY_KINDS: tuple[str, ...] = get_args(EntryKind)
+"""Every entry kind, in the order the docs list them."""
+
+Outcome: TypeAlias = Literal["done", "error", "denied", "cancelled", "interrupted"]
+"""How a tool call ended: every outcome but ``"done"`` is an error."""
+
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+
+Change: TypeAlias = Literal["trim", "summary", "replace_tail", "clear", "slice", "prefix", "restore"]
+"""What a ``context_change`` entry did to the context."""
+
+SUMMARY_NAME = "context_summary"  # the name SummaryContextManager gives its summary message
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_NOTICE = "[notice] "
+
+
+# -- entry contents ----------------------------------------------------------------------
+
+
+def _count(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        msg = f"{attribute.name} must be a non-negative int, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _context_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        msg = (
+            f"{attribute.name} must be 1 to 128 letters, digits, '_' or '-', got {value!r}; "
+            "leave it out for a random one"
+        )
+        raise ValueError(msg) if isinstance(value, str) else TypeError(msg)
+
+
+def _opt_context_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _context_id(inst, attribute, value)
+
+
+def _messages(value: object) -> tuple[Message, ...]:
+    items = tuple(value)  # type: ignore[call-overload]  # checked just below
+    for position, item in enumerate(items):
+        if not isinstance(item, Message):
+            msg = f"messages[{position}] must be a Message, got {item!r} of type {type(item).__name__}"
+            raise TypeError(msg)
+    return items
+
+
+def _json(value: object) -> Any:
+    return freeze_json(value, "value")
+
+
+def _json_object(value: object) -> FrozenDict:
+    if not isinstance(value, Mapping):
+        msg = f"expected a mapping of JSON data, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    return FrozenDict({key: freeze_json(item, key) for key, item in value.items()})
+
+
+@attrs.frozen
+class Kept:
+    """
+    A run of the tail as it was before a change: ``messages[start:stop]``.
+
+    Written as the two-item array ``[start, stop]``.
+    """
+
+    start: int = attrs.field(validator=_count)
+    stop: int = attrs.field(validator=_count)
+
+    def __attrs_post_init__(self) -> None:
+        if self.stop < self.start:
+            msg = f"Kept({self.start}, {self.stop}): stop must not be before start"
+            raise ValueError(msg)
+
+
+Piece: TypeAlias = Kept | Message
+"""One piece of a new tail: a run of the old tail, or a new message."""
+
+
+def _pieces(value: object) -> tuple[Piece, ...]:
+    items = tuple(value)  # type: ignore[call-overload]  # checked just below
+    for position, item in enumerate(items):
+        if not isinstance(item, Kept | Message):
+            msg = f"tail[{position}] must be Kept or a Message, got {item!r} of type {type(item).__name__}"
+            raise TypeError(msg)
+    return items
+
+
+@attrs.frozen
+class Started:
+    """
+    The content of a ``start`` entry: the context as it was built.
+    """
+
+    id: str = attrs.field(validator=_context_id)
+    prefix: PrefixContext = attrs.field(factory=PrefixContext, validator=attrs.validators.instance_of(PrefixContext))
+    messages: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
+    notes: FrozenDict = attrs.field(factory=FrozenDict, converter=_json_object)
+
+
+@attrs.frozen
+class ContextChange:
+    """
+    The content of a ``context_change`` entry.
+
+    Attributes:
+        change: ``"trim"`` (messages dropped), ``"summary"`` (a summary put in
+            their place), ``"replace_tail"`` (any other replacement), ``"clear"``,
+            ``"slice"`` (a slice taken from the parent), ``"prefix"`` (a fork with
+            another prefix) or ``"restore"``.
+        tail: The new tail, as runs of the old one and new messages.
+        prefix: The new prefix, when it changed.
+        to: For a restore, the index of the entry it went back to.
+        notes: For a restore, every note as it was then.
+        finished: For a restore, whether the context was finished then.
+        answer: For a restore, the answer given to ``finish`` then.
+    """
+
+    change: Change
+    tail: tuple[Piece, ...] = attrs.field(default=(), converter=_pieces)
+    prefix: PrefixContext | None = None
+    to: int | None = None
+    notes: FrozenDict | None = None
+    finished: bool = False
+    answer: Any = attrs.field(default=None, converter=_json)
+
+
+@attrs.frozen
+class NotesChange:
+    """
+    The content of a ``notes`` entry: the notes set (JSON, frozen) and the keys removed.
+    """
+
+    set: FrozenDict = attrs.field(factory=FrozenDict, converter=_json_object)
+    removed: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Merged:
+    """
+    The content of a ``merge`` entry.
+
+    Attributes:
+        mode: The merge mode (``"reducer"`` for a callable).
+        tail: The new tail, as runs of the old one and the messages merged in.
+        notes: The notes the merge set.
+        usage: The token usage the merged context brought (its own replies and
+            its children's, since it forked or was last merged here).
+        child: The id of the merged context, when it was recorded.
+    """
+
+    mode: str
+    tail: tuple[Piece, ...] = attrs.field(default=(), converter=_pieces)
+    notes: FrozenDict = attrs.field(factory=FrozenDict, converter=_json_object)
+    usage: Usage = attrs.field(factory=Usage)
+    child: str | None = None
+
+
+@attrs.frozen
+class Forked:
+    """
+    The content of a ``fork`` entry: the parent's id, the child's, and the tool
+    call that started the child (when it was forked for one).
+    """
+
+    parent: str = attrs.field(validator=_context_id)
+    id: str = attrs.field(validator=_context_id)
+    call: str | None = None
+
+
+@attrs.frozen
+class Finished:
+    """
+    The content of a ``finish`` entry: the answer (JSON data, frozen), or None.
+    """
+
+    answer: Any = attrs.field(default=None, converter=_json)
+
+
+@attrs.frozen
+class ErrorInfo:
+    """
+    The content of an ``error`` entry: the exception's type name, its text,
+    and what was running.
+    """
+
+    type: str
+    message: str
+    during: str | None = None
+
+
+Content: TypeAlias = Message | Started | ContextChange | NotesChange | Merged | Forked | Finished | ErrorInfo
+
+_CONTENT: dict[str, type[Any]] = {
+    "start": Started,
+    "user": Message,
+    "notice": Message,
+    "system": Message,
+    "reply": Message,
+    "tool_result": Message,
+    "context_change": ContextChange,
+    "notes": NotesChange,
+    "merge": Merged,
+    "fork": Forked,
+    "finish": Finished,
+    "error": ErrorInfo,
+}
+
+_ROLE: dict[str, str] = {"user": "user", "notice": "user", "system": "system", "reply": "assistant", "tool_result": "tool"}
+
+
+def _aware(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        msg = f"{attribute.name} must be a timezone-aware datetime, got {value!r}; use datetime.now(UTC)"
+        raise TypeError(msg)
+
+
+@attrs.frozen
+class Entry:
+    """
+    One change to a recorded context.
+
+    Args:
+        kind: One of :data:`ENTRY_KINDS`.
+        content: What changed; its type follows the kind (a :class:`Message`
+            for ``user``, ``notice``, ``system``, ``reply`` and ``tool_result``;
+            :class:`Started`, :class:`ContextChange`, :class:`NotesChange`,
+            :class:`Merged`, :class:`Forked`, :class:`Finished` or
+            :class:`ErrorInfo` for the others).
+        turn: How many model replies the context had received when it was recorded.
+        at: When it was recorded (timezone-aware, UTC when recorded here).
+        outcome: For a ``tool_result``, how the call ended; None otherwise.
+
+    Entries work with ``match``:
+
+    >>> from workingctx import Message
+    >>> from workingctx.history import Entry
+    >>> from datetime import UTC, datetime
+    >>> entry = Entry("tool_result", Message.tool("timeout", call_id="c1"), 1, datetime.now(UTC), "error")
+    >>> match entry:
+    ...     case Entry("tool_result", Message(tool_call_id=call), outcome=outcome) if entry.is_error:
+    ...         print(call, outcome)
+    c1 error
+    """
+
+    kind: EntryKind
+    content: Content
+    turn: int = attrs.field(validator=_count)
+    at: datetime = attrs.field(validator=_aware)
+    outcome: Outcome | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in _CONTENT:
+            msg = f"unknown entry kind {self.kind!r}; the kinds are {', '.join(ENTRY_KINDS)}"
+            raise ValueError(msg)
+        expected = _CONTENT[self.kind]
+        if not isinstance(self.content, expected):
+            msg = (
+                f"a {self.kind!r} entry holds a {expected.__name__}, got {self.content!r} "
+                f"of type {type(self.content).__name__}"
+            )
+            raise TypeError(msg)
+        role = _ROLE.get(self.kind)
+        if role is not None and self.content.role != role:  # type: ignore[union-attr]  # a Message, checked above
+            msg = f"a {self.kind!r} entry holds a {role!r} message, got a {self.content.role!r} one"  # type: ignore[union-attr]
+            raise ValueError(msg)
+        if (self.kind == "tool_result") != (self.outcome is not None):
+            msg = f"outcome is set on tool_result entries only, got outcome={self.outcome!r} on a {self.kind!r} entry"
+            raise ValueError(msg)
+        if self.outcome is not None and self.outcome not in OUTCOMES:
+            msg = f"unknown outcome {self.outcome!r}; use one of {', '.join(OUTCOMES)}"
+            raise ValueError(msg)
+
+    @property
+    def is_error(self) -> bool:
+        """
+        True for a tool result that did not end ``"done"``, and for an ``error`` entry.
+        """
+        return self.kind == "error" or (self.outcome is not None and self.outcome != "done")
+
+
+# -- (de)serialization -------------------------------------------------------------------
+
+
+def _unstructure_piece(value: Piece) -> Any:
+    if isinstance(value, Kept):
+        return [value.start, value.stop]
+    return converter.unstructure(value, Message)
+
+
+def _structure_piece(value: Any, _: Any) -> Piece:
+    if isinstance(value, list):
+        if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            msg = f"a run of the old tail is [start, stop], got {value!r}"
+            raise ValueError(msg)
+        return Kept(value[0], value[1])
+    return converter.structure(value, Message)  # type: ignore[no-any-return]  # cattrs is typed Any here
+
+
+_PIECE: Any = Piece
+converter.register_structure_hook_func(lambda kind: kind == _PIECE, _structure_piece)
+converter.register_unstructure_hook_func(lambda kind: kind == _PIECE, _unstructure_piece)
+
+
+def entry_to_data(entry: Entry) -> dict[str, Any]:
+    """
+    An entry as plain JSON data: ``kind``, ``turn``, ``at``, ``content`` and, on
+    tool results, ``outcome``.
+    """
+    data: dict[str, Any] = {
+        "kind": entry.kind,
+        "turn": entry.turn,
+        "at": entry.at.isoformat(),
+        "content": unstructure(entry.content, _CONTENT[entry.kind]),
+    }
+    if entry.outcome is not None:
+        data["outcome"] = entry.outcome
+    return data
+
+
+def entry_from_data(data: Any) -> Entry:
+    """
+    The entry :func:`entry_to_data` wrote.
+
+    Raises:
+        SerializationError: *data* is not an entry (its ``path`` says where).
+    """
+    from workingctx.exceptions import SerializationError  # noqa: PLC0415  # a rarely used path
+
+    if not isinstance(data, Mapping) or data.get("kind") not in _CONTENT:
+        kind = data.get("kind") if isinstance(data, Mapping) else None
+        msg = f"not a history entry: kind {kind!r} is not one of {', '.join(ENTRY_KINDS)}"
+        raise SerializationError(msg, path="$.kind")
+    extra = set(data) - {"kind", "turn", "at", "content", "outcome"}
+    if extra:
+        msg = f"a history entry has no field {sorted(extra)[0]!r}"
+        raise SerializationError(msg, path=f"$.{sorted(extra)[0]}")
+    content = structure(data.get("content"), _CONTENT[data["kind"]])
+    at = structure(data.get("at"), datetime)
+    turn = structure(data.get("turn"), int)
+    outcome = data.get("outcome")
+    try:
+        return Entry(data["kind"], content, turn, at, outcome)
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(str(exc), path="$") from None
+
+
+# -- JSON values -------------------------------------------------------------------------------
+
+
+def freeze_json(value: Any, key: str, path: str = "") -> Any:
+    """
+    *value* checked to be JSON data and deep-frozen (a tuple becomes a list,
+    a dataclass or attrs instance its fields as a dict).
+
+    Raises:
+        TypeError: A part is not JSON data; the message names *key*, where in
+            the value, and the type found.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        msg = f"{key!r}{path} is {value!r}, which JSON cannot hold; store None or a string"
+        raise TypeError(msg)
+    if isinstance(value, Mapping):
+        items: dict[str, Any] = {}
+        for name, item in value.items():
+            if not isinstance(name, str):
+                msg = f"{key!r}{path} has the key {name!r} of type {type(name).__name__}; JSON object keys are str"
+                raise TypeError(msg)
+            items[name] = freeze_json(item, key, f"{path}[{name!r}]")
+        return FrozenDict(items)
+    if isinstance(value, list | tuple):
+        return FrozenList(freeze_json(item, key, f"{path}[{i}]") for i, item in enumerate(value))
+    if attrs.has(type(value)):
+        return freeze_json(attrs.asdict(value, recurse=False), key, path)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return freeze_json({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, key, path)
+    hint = "; use a list" if isinstance(value, set | frozenset) else "; store a plain-data projection of it"
+    msg = f"{key!r}{path} is {value!r} of type {type(value).__name__}, which is not JSON data{hint}"
+    raise TypeError(msg)
+
+
+def _check_note_key(key: object) -> str:
+    if not isinstance(key, str):
+        msg = f"note keys must be str, got {key!r} of type {type(key).__name__}; use str(key) or a name"
+        raise TypeError(msg)
+    return key
+
+
+# -- tails -----------------------------------------------------------------------------------
+
+
+def tail_pieces(old: Sequence[Message], new: Sequence[Message]) -> tuple[Piece, ...]:
+    """
+    *new* written as runs of *old* (the same objects first, equal ones next)
+    and the messages *old* does not hold.
+    """
+    by_identity: dict[int, int] = {}
+    by_value: dict[Message, int] = {}
+    for position, message in enumerate(old):
+        by_identity.setdefault(id(message), position)
+        by_value.setdefault(message, position)
+    pieces: list[Piece] = []
+    start = stop = -1
+    for message in new:
+        if stop >= 0 and stop < len(old) and (old[stop] is message or old[stop] == message):
+            stop += 1
+            continue
+        if stop >= 0:
+            pieces.append(Kept(start, stop))
+            start = stop = -1
+        found = by_identity.get(id(message))
+        if found is None or old[found] is not message:
+            found = by_value.get(message)
+        if found is None:
+            pieces.append(message)
+        else:
+            start, stop = found, found + 1
+    if stop >= 0:
+        pieces.append(Kept(start, stop))
+    return tuple(pieces)
+
+
+def build_tail(old: Sequence[Message], pieces: Iterable[Piece]) -> list[Message]:
+    """
+    The tail *pieces* describe, from *old*.
+
+    Raises:
+        HistoryError: A run reaches past the end of *old*.
+    """
+    out: list[Message] = []
+    for piece in pieces:
+        if isinstance(piece, Kept):
+            if piece.stop > len(old):
+                msg = f"Kept({piece.start}, {piece.stop}) reaches past the {len(old)} messages of the tail"
+                raise HistoryError(msg)
+            out.extend(old[piece.start : piece.stop])
+        else:
+            out.append(piece)
+    return out
+
+
+def pending_call_ids(messages: Iterable[Message]) -> dict[str, None]:
+    """
+    The ids of the tool calls in *messages* that no later message answers, in order.
+    """
+    pending: dict[str, None] = {}
+    for message in messages:
+        for call in message.call_ids:
+            pending[call] = None
+        for result in message.result_ids:
+            pending.pop(result, None)
+    return pending
+
+
+def _minus(a: Usage, b: Usage) -> Usage:
+    return Usage(*(max(x - y, 0) for x, y in zip(attrs.astuple(a), attrs.astuple(b), strict=True)))
+
+
+def _kind_of(message: Message) -> EntryKind:
+    if message.role == "user":
+        return "notice" if isinstance(message.content, str) and message.content.startswith(_NOTICE) else "user"
+    if message.role == "assistant":
+        return "reply"
+    if message.role == "tool":
+        return "tool_result"
+    return "system"
+
+
+def _outcome_of(message: Message) -> Outcome:
+    if not isinstance(message.content, str) and any(
+        isinstance(block, ToolResultBlock) and (block.is_error or block.status == "failed") for block in message.content
+    ):
+        return "error"
+    return "done"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """
+    A random context id: 32 hex digits.
+    """
+    return uuid.uuid4().hex
+
+
+# -- the recorder ------------------------------------------------------------------------------
+
+
+class Recorder:
+    """
+    The history of one live context, and what is derived from it.
+
+    A recorded :class:`~workingctx.WorkingContext` calls it from each mutator.
+    Every change is made into an :class:`Entry` first (checked, nothing changed
+    yet), then applied by :meth:`apply`, the one function replay uses too: so a
+    replayed history gives the context it was recorded from. Each change holds
+    the context's tail lock, so entries and state change together.
+    """
+
+    __slots__ = (
+        "_chain_lock",
+        "_history",
+        "captured",
+        "entries",
+        "finished",
+        "final_answer",
+        "id",
+        "parent_call_id",
+        "parent_id",
+        "pending",
+        "reported",
+        "turn",
+        "usage",
+        "waiting",
+    )
+
+    def __init__(self, context_id: str) -> None:
+        self.entries: list[Entry] = []
+        self._history: tuple[Entry, ...] | None = ()
+        self.id = context_id
+        self.parent_id: str | None = None
+        self.parent_call_id: str | None = None
+        self.turn = 0
+        self.finished = False
+        self.final_answer: Any = None
+        self.pending: dict[str, None] = {}
+        self.waiting: list[Message] = []
+        self.usage = Usage()
+        # token of a context this one merges into -> usage already brought there
+        self.reported: dict[object, Usage] = {}
+        # checkpoint id -> how many entries the history had when it was captured
+        self.captured: dict[str, int] = {}
+        self._chain_lock = threading.Lock()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def history(self) -> tuple[Entry, ...]:
+        """
+        Every entry, oldest first (a tuple cached until the next entry).
+        """
+        history = self._history
+        if history is None or len(history) != len(self.entries):
+            history = self._history = tuple(self.entries)
+        return history
+
+    def answer(self, messages: Sequence[Message]) -> Any:
+        """
+        The answer given to ``finish``, else the text of the newest reply without tool calls, else None.
+        """
+        if self.final_answer is not None:
+            return self.final_answer
+        for message in reversed(messages):
+            if message.role == "assistant" and not message.call_ids:
+                return message.text()
+        return None
+
+    # -- the one way entries change a context -----------------------------------------------
+
+    def _entry(self, kind: EntryKind, content: Content, outcome: Outcome | None = None) -> Entry:
+        turn = self.turn + (1 if kind == "reply" else 0)
+        return Entry(kind, content, turn, _now(), outcome)
+
+    def commit(self, ctx: WorkingContext, entries: Sequence[Entry]) -> None:
+        """
+        Apply *entries* (already checked) to *ctx* and add them to the history.
+        """
+        for entry in entries:
+            self.apply(ctx, entry)
+            self.entries.append(entry)
+
+    def apply(self, ctx: WorkingContext, entry: Entry) -> None:
+        """
+        Change *ctx* and the derived values as *entry* says.
+
+        Raises:
+            HistoryError: The entry cannot apply to this context (a damaged history).
+        """
+        kind = entry.kind
+        content = entry.content
+        if isinstance(content, Message):
+            self._place(ctx, [content])
+            if kind == "reply":
+                self.turn += 1
+                if content.usage is not None:
+                    self.usage += content.usage
+        elif isinstance(content, NotesChange):
+            ctx._set_notes(content.set, content.removed)
+        elif isinstance(content, ContextChange):
+            if content.prefix is not None:
+                ctx._set_prefix(content.prefix)
+            self._retail(ctx, build_tail(ctx.messages, content.tail))
+            if content.change == "restore":
+                ctx._set_notes(content.notes or FrozenDict(), (), replace=True)
+                self.finished = content.finished
+                self.final_answer = content.answer
+        elif isinstance(content, Merged):
+            self._retail(ctx, build_tail(ctx.messages, content.tail))
+            ctx._set_notes(content.notes, ())
+            self.usage += content.usage
+        elif isinstance(content, Forked):
+            self.parent_id = content.parent
+            self.parent_call_id = content.call
+            self.id = content.id
+        elif isinstance(content, Finished):
+            self.finished = True
+            self.final_answer = content.answer
+        elif isinstance(content, Started):
+            msg = "a history holds one start entry, first"
+            raise HistoryError(msg)
+        # ErrorInfo changes nothing but the history.
+
+    def _place(self, ctx: WorkingContext, messages: Sequence[Message]) -> None:
+        """
+        Append messages; a user message waits while calls are pending, and goes
+        in right after the last result.
+        """
+        placed: list[Message] = []
+        pending = self.pending
+        for message in messages:
+            if message.role == "user" and (pending or self.waiting):
+                self.waiting.append(message)
+                continue
+            placed.append(message)
+            for call in message.call_ids:
+                pending[call] = None
+            if message.role == "tool":
+                for result in message.result_ids:
+                    pending.pop(result, None)
+                if not pending and self.waiting:
+                    placed.extend(self.waiting)
+                    self.waiting.clear()
+        if placed:
+            ctx._tail.extend(placed)
+
+    def _retail(self, ctx: WorkingContext, tail: list[Message]) -> None:
+        ctx._replace(tail)
+        self.pending = pending_call_ids(tail)
+        if not self.pending and self.waiting:
+            waiting, self.waiting = self.waiting, []
+            self._place(ctx, waiting)
+
+    # -- mutators (called by WorkingContext) ---------------------------------------------------
+
+    def _open(self, what: str) -> None:
+        if self.finished:
+            msg = (
+                f"{what} on a finished context ({self.id!r}): finish() ended it; "
+                "restore() to an entry before the finish to go on"
+            )
+            raise FinishedError(msg)
+
+    def append(self, ctx: WorkingContext, messages: Sequence[Message], outcome: Outcome | None = None) -> None:
+        """
+        Record and apply one entry per message.
+        """
+        with ctx._tail.lock:
+            self._open("append()")
+            entries = []
+            for message in messages:
+                _check_payloads(message)
+                kind = _kind_of(message)
+                result = (outcome or _outcome_of(message)) if kind == "tool_result" else None
+                entries.append(self._entry(kind, message, result))
+            self.commit(ctx, entries)
+
+    def close_pending(self, ctx: WorkingContext, outcome: Outcome, text: str | None) -> None:
+        """
+        Give every pending call a result with *outcome*.
+        """
+        with ctx._tail.lock:
+            self._open("close_pending()")
+            words = text if text is not None else f"({outcome})"
+            results = [Message.tool(words, call_id=call) for call in self.pending]
+            self.commit(ctx, [self._entry("tool_result", m, outcome) for m in results])
+
+    def replace(self, ctx: WorkingContext, items: Sequence[Message], change: Change | None = None) -> None:
+        """
+        Record and apply a new tail (a trim, a summary, any replacement, a clear).
+
+        Raises:
+            PendingCallsError: A summary or a clear while calls are pending.
+        """
+        with ctx._tail.lock:
+            old = ctx.messages
+            pieces = tail_pieces(old, items)
+            if change is None:
+                if pieces == (Kept(0, len(old)),) or (not pieces and not old):
+                    return
+                added = [piece for piece in pieces if isinstance(piece, Message)]
+                if any(m.role == "system" and m.name == SUMMARY_NAME for m in added):
+                    change = "summary"
+                else:
+                    change = "replace_tail" if added else "trim"
+            if change in ("summary", "clear") and self.pending:
+                raise self._pending_error(f"a {change}")
+            for piece in pieces:
+                if isinstance(piece, Message):
+                    _check_payloads(piece)
+            self.commit(ctx, [self._entry("context_change", ContextChange(change, pieces))])
+
+    def set_notes(self, ctx: WorkingContext, notes: Mapping[str, Any], removed: Sequence[str] = ()) -> None:
+        """
+        Record and apply notes set (checked to be JSON, frozen) and removed.
+        """
+        with ctx._tail.lock:
+            frozen = {_check_note_key(key): freeze_json(value, key) for key, value in notes.items()}
+            if not frozen and not removed:
+                return
+            self.commit(ctx, [self._entry("notes", NotesChange(FrozenDict(frozen), tuple(removed)))])
+
+    def merge(
+        self,
+        ctx: WorkingContext,
+        other: WorkingContext,
+        mode: object,
+        appended: Sequence[Message] | None,
+        replacement: Sequence[Message] | None,
+        notes: Mapping[str, Any],
+    ) -> None:
+        """
+        Record and apply a merge whose messages and notes *ctx* has worked out.
+        """
+        with ctx._tail.lock:
+            self._open("merge()")
+            old = ctx.messages
+            if replacement is None:
+                pieces: tuple[Piece, ...] = (*((Kept(0, len(old)),) if old else ()), *(appended or ()))
+            else:
+                pieces = tail_pieces(old, replacement)
+            for piece in pieces:
+                if isinstance(piece, Message):
+                    _check_payloads(piece)
+            frozen = FrozenDict({key: freeze_json(value, key) for key, value in notes.items()})
+            theirs = other._history
+            if theirs is not None:
+                brought = _minus(theirs.usage, theirs.reported.get(ctx._token, Usage()))
+                child: str | None = theirs.id
+            else:
+                brought = sum((m.usage for m in appended or () if m.usage is not None), Usage())
+                child = None
+            name = mode if isinstance(mode, str) else "reducer"
+            self.commit(ctx, [self._entry("merge", Merged(name, pieces, frozen, brought, child))])
+            if theirs is not None:
+                theirs.reported[ctx._token] = theirs.usage
+
+    def fork(self, parent: WorkingContext, child: WorkingContext, call: str | None = None) -> Recorder:
+        """
+        The child's recorder: this history, then a fork entry naming the parent.
+        """
+        with parent._tail.lock:
+            copy = Recorder(self.id)
+            copy.entries = list(self.entries)
+            for name in ("parent_id", "parent_call_id", "turn", "finished", "final_answer", "usage"):
+                setattr(copy, name, getattr(self, name))
+            copy.pending = dict(self.pending)
+            copy.waiting = list(self.waiting)
+            copy.captured = dict(self.captured)
+            copy.reported = {parent._token: self.usage}
+            copy.commit(child, [copy._entry("fork", Forked(self.id, new_id(), call))])
+            return copy
+
+    def derived(self, ctx: WorkingContext, change: Change, before: Sequence[Message], prefix: PrefixContext | None) -> None:
+        """
+        Record a change *ctx* has already made (a slice's tail, a new prefix).
+        """
+        with ctx._tail.lock:
+            entry = self._entry("context_change", ContextChange(change, tail_pieces(before, ctx.messages), prefix))
+            self.entries.append(entry)
+            # what apply() does after a new tail, so a replay agrees
+            self.pending = pending_call_ids(ctx.messages)
+            if not self.pending and self.waiting:
+                waiting, self.waiting = self.waiting, []
+                self._place(ctx, waiting)
+
+    def finish(self, ctx: WorkingContext, answer: Any) -> None:
+        """
+        Record and apply a finish.
+        """
+        with ctx._tail.lock:
+            self.commit(ctx, [self._entry("finish", Finished(freeze_json(answer, "answer")))])
+
+    def error(self, ctx: WorkingContext, exc: BaseException | str, during: str | None) -> None:
+        """
+        Record an error (nothing else changes).
+        """
+        if isinstance(exc, BaseException):
+            info = ErrorInfo(type(exc).__name__, str(exc), during)
+        elif isinstance(exc, str):
+            info = ErrorInfo("error", exc, during)
+        else:
+            msg = f"record_error() takes an exception or a str, got {exc!r} of type {type(exc).__name__}"
+            raise TypeError(msg)
+        if during is not None and not isinstance(during, str):
+            msg = f"during must be a str or None, got {during!r} of type {type(during).__name__}"
+            raise TypeError(msg)
+        with ctx._tail.lock:
+            self.commit(ctx, [self._entry("error", info)])
+
+    def _pending_error(self, what: str) -> PendingCallsError:
+        calls = tuple(self.pending)
+        msg = (
+            f"{what} is refused while tool calls are pending ({', '.join(map(repr, calls))}): "
+            "append their results first, or close them with close_pending()"
+        )
+        return PendingCallsError(msg, calls=calls)
+
+    def restore(self, ctx: WorkingContext, to: int | str | Checkpoint) -> None:
+        """
+        Go back to the state after entry *to* by adding a restore entry.
+        """
+        with ctx._tail.lock:
+            if self.pending or self.waiting:
+                raise self._pending_error("restore()")
+            index = self._resolve(ctx, to)
+            target = replay(self.entries[: index + 1], ctx_type=type(ctx))
+            found = target._history
+            assert found is not None  # noqa: S101  # replay always records
+            if found.pending or found.waiting:
+                msg = (
+                    f"entry {index} is in the middle of a turn (calls {', '.join(map(repr, found.pending))} "
+                    "were pending there); restore to an entry between turns"
+                )
+                raise HistoryError(msg)
+            prefix = target.prefix if target.prefix != ctx.prefix else None
+            change = ContextChange(
+                "restore",
+                tail_pieces(ctx.messages, target.messages),
+                prefix,
+                index,
+                FrozenDict(target._scratchpad),
+                found.finished,
+                found.final_answer,
+            )
+            self.commit(ctx, [self._entry("context_change", change)])
+
+    def _resolve(self, ctx: WorkingContext, to: object) -> int:
+        from workingctx.persistence.checkpoint import Checkpoint  # noqa: PLC0415  # persistence imports contexts
+
+        size = len(self.entries)
+        if isinstance(to, int) and not isinstance(to, bool):
+            index = to + size if to < 0 else to
+            if not 0 <= index < size:
+                msg = f"restore(to={to!r}): the history has entries 0 to {size - 1}"
+                raise HistoryError(msg)
+            return index
+        if isinstance(to, str):
+            if to not in self.captured:
+                msg = (
+                    f"restore(to={to!r}): no checkpoint with that id was captured from this context; "
+                    "pass an entry index or the Checkpoint itself"
+                )
+                raise HistoryError(msg)
+            return self.captured[to] - 1
+        if isinstance(to, Checkpoint):
+            if to.id in self.captured:
+                return self.captured[to.id] - 1
+            wanted = to.snapshot.digest()
+            matches = [i for i, digest in enumerate(_digests(self.entries, type(ctx))) if digest == wanted]
+            if not matches:
+                msg = f"restore(to=<checkpoint {to.id!r}>): no entry of this history has that checkpoint's state"
+                raise HistoryError(msg)
+            return matches[-1]
+        msg = f"restore() takes an entry index, a checkpoint id or a Checkpoint, got {to!r} of type {type(to).__name__}"
+        raise TypeError(msg)
+
+
+def _check_payloads(message: Message) -> None:
+    """
+    Refuse a message whose payloads (metadata, tool arguments) are not JSON: a history is JSON.
+    """
+    if message.metadata:
+        freeze_json(message.metadata, "metadata")
+    for call in message.tool_calls:
+        if call.arguments:
+            freeze_json(call.arguments, f"arguments of call {call.id}")
+
+
+def _digests(entries: Sequence[Entry], ctx_type: type[WorkingContext]) -> Iterator[str]:
+    """
+    The digest of the context after each entry, in one pass.
+    """
+    ctx, recorder = _started(entries, ctx_type, None, None)
+    yield ctx.digest()
+    for entry in entries[1:]:
+        recorder.apply(ctx, entry)
+        yield ctx.digest()
+
+
+def _started(
+    entries: Sequence[Entry], ctx_type: type[WorkingContext], counter: Any, limit: int | None
+) -> tuple[WorkingContext, Recorder]:
+    if not entries:
+        msg = "replay() needs a history with at least its start entry"
+        raise HistoryError(msg)
+    first = entries[0]
+    if not isinstance(first, Entry) or first.kind != "start":
+        msg = f"a history begins with a start entry, got {first!r}"
+        raise HistoryError(msg)
+    start = first.content
+    assert isinstance(start, Started)  # noqa: S101  # Entry checks content against kind
+    ctx = ctx_type(prefix=start.prefix, messages=start.messages, counter=counter, limit=limit)
+    recorder = Recorder(start.id)
+    ctx._set_notes(start.notes, ())
+    recorder.pending = pending_call_ids(start.messages)
+    recorder.entries.append(first)
+    ctx._history = recorder
+    return ctx, recorder
+
+
+def replay(
+    history: Iterable[Entry],
+    *,
+    ctx_type: type[WorkingContext] | None = None,
+    counter: Any = None,
+    limit: int | None = None,
+) -> WorkingContext:
+    """
+    The context *history* describes (see :meth:`WorkingContext.replay`).
+    """
+    if ctx_type is None:
+        from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
+
+        ctx_type = WorkingContext
+    if isinstance(history, Entry | str | bytes | Mapping):
+        msg = f"replay() takes a sequence of entries (ctx.history), got {history!r} of type {type(history).__name__}"
+        raise TypeError(msg)
+    entries = list(history)
+    for position, entry in enumerate(entries):
+        if not isinstance(entry, Entry):
+            msg = f"history[{position}] is {entry!r} of type {type(entry).__name__}, not an Entry"
+            raise TypeError(msg)
+    ctx, recorder = _started(entries, ctx_type, counter, limit)
+    for position in range(1, len(entries)):
+        entry = entries[position]
+        try:
+            recorder.apply(ctx, entry)
+        except HistoryError as exc:
+            msg = f"history[{position}] ({entry.kind}) does not apply: {exc}"
+            raise HistoryError(msg) from None
+        recorder.entries.append(entry)
+    return ctx
+
+
+def start(ctx: WorkingContext, context_id: str | None) -> Recorder:
+    """
+    The recorder of a context built with ``record=True``: its start entry.
+    """
+    started = Started(
+        new_id() if context_id is None else context_id,
+        ctx.prefix,
+        ctx.messages,
+        {_check_note_key(key): freeze_json(value, key) for key, value in ctx._scratchpad.items()},
+    )
+    recorder = Recorder(started.id)
+    recorder.pending = pending_call_ids(started.messages)
+    ctx._set_notes(started.notes, (), replace=True)
+    recorder.entries.append(Entry("start", started, 0, _now()))
+    return recorder
+
+
+# -- editing notes ------------------------------------------------------------------------
+
+
+_MISSING = object()
+
+
+class NotesEdit:
+    """
+    ``with ctx.edit_notes() as notes:``: a plain, writable copy of the notes,
+    committed as one change when the block ends normally.
+
+    Nothing is committed when the block raises. Values must be JSON data
+    (a ``TypeError`` names the key and the type, and nothing is committed).
+    Two threads editing at once take turns; coroutines take turns with
+    ``async with ctx.edit_notes() as notes:``.
+    """
+
+    __slots__ = ("_before", "_ctx", "_held", "_lock", "notes")
+
+    def __init__(self, ctx: WorkingContext, lock: threading.Lock) -> None:
+        self._ctx = ctx
+        self._lock = lock
+        self._held = False
+        self._before: dict[str, Any] = {}
+        self.notes: dict[str, Any] = {}
+
+    def _begin(self) -> dict[str, Any]:
+        self._held = True
+        self._before = dict(self._ctx._scratchpad)
+        self.notes = thaw(self._before)
+        return self.notes
+
+    def __enter__(self) -> dict[str, Any]:
+        if not self._lock.acquire(timeout=60):
+            msg = (
+                "edit_notes() waited 60 s for another editor; in coroutines use "
+                "`async with ctx.edit_notes() as notes:` so editors take turns without blocking the loop"
+            )
+            raise HistoryError(msg)
+        return self._begin()
+
+    async def __aenter__(self) -> dict[str, Any]:
+        delay = 0.0005
+        while not self._lock.acquire(blocking=False):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+        return self._begin()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        try:
+            if kind is None:
+                self._commit()
+        finally:
+            self._held = False
+            self._lock.release()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, traceback)
+
+    def _commit(self) -> None:
+        notes = self.notes
+        if not isinstance(notes, dict):
+            msg = f"the notes of edit_notes() must stay a dict, got {notes!r}"
+            raise TypeError(msg)
+        changed: dict[str, Any] = {}
+        for key, value in notes.items():
+            _check_note_key(key)
+            frozen = freeze_json(value, key)
+            if self._before.get(key, _MISSING) != frozen or key not in self._before:
+                changed[key] = frozen
+        removed = tuple(key for key in self._before if key not in notes)
+        ctx = self._ctx
+        if ctx._history is not None:
+            ctx._history.set_notes(ctx, changed, removed)
+        elif changed or removed:
+            ctx._set_notes(thaw(changed), removed)
+
