@@ -178,13 +178,17 @@ class Checkpoint:
         frozen_metadata = _metadata({} if metadata is None else metadata)
         when = datetime.now(UTC) if created_at is None else created_at
         _aware(None, attrs.fields(Checkpoint).created_at, when)
-        return cls(
+        checkpoint = cls(
             id=checkpoint_id(snapshot, when, parent, frozen_metadata, journal_digest=journal_digest),
             snapshot=snapshot,
             created_at=when,
             parent=parent,
             metadata=frozen_metadata,
         )
+        if isinstance(source, WorkingContext) and source._history is not None:
+            # a recorded context can restore(to=checkpoint.id) later
+            source._history.captured[checkpoint.id] = len(source._history.entries)
+        return checkpoint
 
 
 def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:

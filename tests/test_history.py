@@ -1,0 +1,693 @@
+"""
+Tests for the event-sourced history of recorded contexts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import pickle
+import threading
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import json_values
+from workingctx import (
+    Checkpoint,
+    FrozenPayloadError,
+    LastNTurns,
+    Message,
+    PrefixContext,
+    SummaryContextManager,
+    ToolCall,
+    TokenBudgetContextManager,
+    Usage,
+    WorkingContext,
+)
+from workingctx.exceptions import FinishedError, HistoryError, PendingCallsError, WorkingCtxError
+from workingctx.history import (
+    ENTRY_KINDS,
+    ContextChange,
+    Entry,
+    Forked,
+    Kept,
+    Merged,
+    NotesChange,
+    build_tail,
+    entry_from_data,
+    entry_to_data,
+    tail_pieces,
+)
+
+
+def recorded(**kwargs: Any) -> WorkingContext:
+    return WorkingContext(record=True, **kwargs)
+
+
+def call(call_id: str, name: str = "search", usage: Usage | None = None) -> Message:
+    return Message.assistant(tool_calls=[ToolCall(call_id, name, {"q": call_id})], usage=usage)
+
+
+def state(ctx: WorkingContext) -> tuple[Any, ...]:
+    """
+    Everything a replay must reproduce.
+    """
+    rec = ctx._history
+    assert rec is not None
+    return (
+        ctx.digest(),
+        ctx.messages,
+        dict(ctx.scratchpad),
+        ctx.prefix,
+        ctx.finished,
+        ctx.answer,
+        ctx.usage,
+        ctx.turn,
+        ctx.id,
+        ctx.parent_id,
+        tuple(rec.pending),
+        tuple(rec.waiting),
+    )
+
+
+def assert_replays(ctx: WorkingContext) -> None:
+    replayed = WorkingContext.replay(ctx.history)
+    assert state(ctx) == state(replayed)
+    assert ctx.history == replayed.history
+
+
+class TestEntries:
+    def test_kinds_are_a_closed_set(self):
+        """
+        The kinds are the documented twelve; another kind is refused, naming them.
+        """
+        assert (
+            "start",
+            "user",
+            "notice",
+            "system",
+            "reply",
+            "tool_result",
+            "context_change",
+            "notes",
+            "merge",
+            "fork",
+            "finish",
+            "error",
+        ) == ENTRY_KINDS
+        with pytest.raises(ValueError, match="unknown entry kind 'thought'"):
+            Entry("thought", Message("user", "x"), 0, recorded().history[0].at)  # type: ignore[arg-type]
+
+    def test_content_must_fit_the_kind(self):
+        """
+        A user entry holds a user message; a tool result has an outcome, others have none.
+        """
+        at = recorded().history[0].at
+        with pytest.raises(ValueError, match="holds a 'user' message"):
+            Entry("user", Message("assistant", "x"), 0, at)
+        with pytest.raises(TypeError, match="holds a NotesChange"):
+            Entry("notes", Message("user", "x"), 0, at)
+        with pytest.raises(ValueError, match="outcome is set on tool_result entries only"):
+            Entry("tool_result", Message.tool("x", call_id="c1"), 0, at)
+
+    def test_one_entry_per_change_with_turn_and_utc_time(self):
+        """
+        Messages, notes, trims, finish and errors each add one entry; turn counts replies.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "hi"), Message.notice("budget low"), Message.assistant("hello"))
+        ctx.note("k", 1)
+        ctx.replace_tail(ctx.messages[1:])
+        ctx.record_error(RuntimeError("boom"), during="tool")
+        ctx.finish()
+        kinds = [e.kind for e in ctx.history]
+        assert ["start", "user", "notice", "reply", "notes", "context_change", "error", "finish"] == kinds
+        assert [0, 0, 0, 1, 1, 1, 1, 1] == [e.turn for e in ctx.history]
+        assert all(e.at.utcoffset().total_seconds() == 0 for e in ctx.history)
+        change = ctx.history[5].content
+        assert isinstance(change, ContextChange)
+        assert "trim" == change.change
+        assert (Kept(1, 3),) == change.tail
+
+    def test_match_on_entries(self):
+        """
+        Entries and their contents work with match.
+        """
+        ctx = recorded()
+        ctx.append(call("c1"))
+        ctx.append_result(Message.tool("denied by policy", call_id="c1"), outcome="denied")
+        seen = []
+        for entry in ctx.history:
+            match entry:
+                case Entry("reply", Message(tool_calls=calls)):
+                    seen.append(("reply", calls[0].name))
+                case Entry("tool_result", Message(tool_call_id=call_id), outcome=outcome):
+                    seen.append((call_id, outcome, entry.is_error))
+        assert [("reply", "search"), ("c1", "denied", True)] == seen
+
+    def test_tool_outcomes(self):
+        """
+        A result defaults to done, a failed result block to error; close_pending closes every pending call.
+        """
+        from workingctx import ToolResultBlock  # noqa: PLC0415
+
+        ctx = recorded()
+        ctx.append(Message.assistant(tool_calls=[ToolCall("a", "x"), ToolCall("b", "y"), ToolCall("c", "z")]))
+        ctx.append(Message.tool("ok", call_id="a"))
+        ctx.append(Message.tool_message([ToolResultBlock("b", "boom", is_error=True)]))
+        ctx.close_pending("cancelled")
+        assert ["done", "error", "cancelled"] == [e.outcome for e in ctx.history if e.kind == "tool_result"]
+        assert "(cancelled)" == ctx.messages[-1].text()
+        assert () == tuple(ctx._history.pending)
+
+    def test_entries_round_trip_as_json(self):
+        """
+        Every entry kind writes to JSON data and reads back equal.
+        """
+        ctx = recorded(prefix=PrefixContext("sys"), messages=[Message("user", "q")], scratchpad={"a": [1]})
+        ctx.append(Message("user", "q2"), call("c1", usage=Usage(3, 4)), Message.tool("r", call_id="c1"))
+        child = ctx.fork()
+        child.append(Message.assistant("done", usage=Usage(1, 1)))
+        ctx.merge(child, mode="delta")
+        ctx.slice(LastNTurns(1))
+        with ctx.edit_notes() as notes:
+            notes["b"] = {"c": None}
+            del notes["a"]
+        ctx.record_error("bad")
+        ctx.finish({"answer": [1, 2]})
+        ctx.restore(1)
+        for entry in [*ctx.history, *child.history]:
+            assert entry == entry_from_data(entry_to_data(entry))
+        assert {e.kind for e in [*ctx.history, *child.history]} >= {
+            "start", "user", "reply", "tool_result", "merge", "fork", "notes", "error", "finish", "context_change"
+        }  # fmt: skip
+
+    def test_entries_pickle(self):
+        """
+        A history pickles to an equal history.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "x")).note("a", {"b": 1}).finish("ok")
+        assert ctx.history == pickle.loads(pickle.dumps(ctx.history))
+
+
+class TestReplay:
+    def test_replay_gives_an_equal_context(self):
+        """
+        Same digest, messages, notes, finished state, usage, id and history.
+        """
+        ctx = recorded(prefix=PrefixContext("You are terse."), id="run-1", scratchpad={"repo": "api"})
+        ctx.append(Message("user", "hi"), call("c1", usage=Usage(10, 2)), Message.tool("r", call_id="c1"))
+        ctx.note("plan", ["a", "b"]).finish({"ok": True})
+        replayed = WorkingContext.replay(ctx.history)
+        assert_replays(ctx)
+        assert "run-1" == replayed.id
+        assert replayed.recorded
+
+    def test_bad_histories_are_refused(self):
+        """
+        Not entries, no start entry, a run past the tail: clear errors naming the position.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "x"))
+        with pytest.raises(TypeError, match=r"history\[1\] is 'x'"):
+            WorkingContext.replay([ctx.history[0], "x"])  # type: ignore[list-item]
+        with pytest.raises(HistoryError, match="begins with a start entry"):
+            WorkingContext.replay(ctx.history[1:])
+        with pytest.raises(HistoryError, match="at least its start entry"):
+            WorkingContext.replay([])
+        bad = Entry("context_change", ContextChange("trim", (Kept(0, 5),)), 0, ctx.history[0].at)
+        with pytest.raises(HistoryError, match=r"history\[2\] \(context_change\) does not apply: Kept\(0, 5\)"):
+            WorkingContext.replay([*ctx.history, bad])
+        with pytest.raises(TypeError, match="sequence of entries"):
+            WorkingContext.replay(ctx.history[0])  # type: ignore[arg-type]
+
+    def test_tail_pieces_law(self):
+        """
+        Building a tail from the pieces of (old, new) gives new.
+        """
+        old = [Message("user", str(i)) for i in range(6)]
+        new = [old[0], old[3], old[4], Message("system", "s"), old[5], old[1], Message("user", "0")]
+        assert new == build_tail(old, tail_pieces(old, new))
+        assert (Kept(0, 1), Kept(3, 5), Message("system", "s"), Kept(5, 6), Kept(1, 2), Kept(0, 1)) == tail_pieces(
+            old, new
+        )
+
+
+# -- the property: random recorded programs ------------------------------------------------------
+
+_OUTCOMES = st.sampled_from(["done", "error", "denied", "cancelled", "interrupted"])
+_KEYS = st.sampled_from(["a", "b", "plan", "x"])
+
+
+@st.composite
+def steps(draw: st.DrawFn) -> tuple[Any, ...]:
+    """
+    One operation of an agent program on a recorded context.
+    """
+    return draw(
+        st.one_of(
+            st.tuples(st.just("user"), st.text(max_size=8)),
+            st.tuples(st.just("notice"), st.text(max_size=8)),
+            st.tuples(st.just("reply"), st.integers(0, 2), st.integers(0, 50)),
+            st.tuples(st.just("result"), _OUTCOMES),
+            st.tuples(st.just("close"), _OUTCOMES.filter(lambda o: o != "done")),
+            st.tuples(st.just("note"), _KEYS, json_values(4)),
+            st.tuples(st.just("edit"), _KEYS, json_values(4), st.booleans(), st.booleans()),
+            st.tuples(st.just("trim"), st.integers(0, 6)),
+            st.tuples(st.just("summary"), st.integers(0, 3)),
+            st.tuples(st.just("clear")),
+            st.tuples(st.just("merge"), st.sampled_from(["concat", "union", "delta"]), st.integers(0, 3)),
+            st.tuples(st.just("restore"), st.integers(-40, 40)),
+            st.tuples(st.just("finish"), json_values(3)),
+            st.tuples(st.just("error"), st.text(max_size=5)),
+            st.tuples(st.just("switch"), st.sampled_from(["fork", "slice", "prefix"])),
+        )
+    )
+
+
+class _Program:
+    def __init__(self) -> None:
+        self.ctx = recorded(prefix=PrefixContext("sys"), messages=[Message("user", "task")])
+        self.counter = 0
+
+    def new_id(self) -> str:
+        self.counter += 1
+        return f"c{self.counter}"
+
+    def run(self, step: tuple[Any, ...]) -> None:  # noqa: PLR0912, C901  # one branch per operation
+        ctx = self.ctx
+        op = step[0]
+        pending = list(ctx._history.pending)
+        if op == "user":
+            ctx.append(Message("user", step[1]))
+        elif op == "notice":
+            ctx.append(Message.notice(step[1]))
+        elif op == "reply":
+            calls = [ToolCall(self.new_id(), "t", {"n": i}) for i in range(step[1])]
+            ctx.append(Message.assistant("ok" if not calls else "", tool_calls=calls, usage=Usage(step[2], 1)))
+        elif op == "result" and pending:
+            ctx.append_result(Message.tool("out", call_id=pending[0]), outcome=step[1])
+        elif op == "close":
+            ctx.close_pending(step[1])
+        elif op == "note":
+            ctx.note(step[1], step[2])
+        elif op == "edit":
+            _, key, value, delete, fail = step
+            try:
+                with ctx.edit_notes() as notes:
+                    notes[key] = value
+                    if delete and "a" in notes:
+                        del notes["a"]
+                    if fail:
+                        raise KeyError(key)
+            except KeyError:
+                pass
+        elif op == "trim":
+            TokenBudgetContextManager(step[1] * 15 + 20).trim_context(ctx)
+        elif op == "summary":
+
+            async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:
+                return f"{len(messages)} messages"
+
+            SummaryContextManager(summarize, max_messages=1, keep_recent=step[1]).trim_context(ctx)
+        elif op == "clear":
+            ctx.clear_messages()
+        elif op == "merge":
+            child = ctx.fork()
+            for i in range(step[2]):
+                child.append(Message("user", f"child {i}"), Message.assistant(f"a{i}", usage=Usage(2, 3)))
+            child.note("child", step[2])
+            ctx.merge(child, mode=step[1])
+        elif op == "restore":
+            ctx.restore(step[1])
+        elif op == "finish":
+            ctx.finish(step[1])
+        elif op == "error":
+            ctx.record_error(ValueError(step[1]), during="tool")
+        elif op == "switch":
+            if step[1] == "fork":
+                self.ctx = ctx.fork()
+            elif step[1] == "slice":
+                self.ctx = ctx.slice(LastNTurns(2))
+            else:
+                self.ctx = ctx.with_prefix(PrefixContext("other"))
+
+
+class TestReplayProperty:
+    @given(st.lists(steps(), max_size=25))
+    def test_replay_equals_the_recording_at_every_step(self, program):
+        """
+        Random programs, recorded: after every step, replaying the history gives
+        an equal context; a refused step changes nothing; entries round-trip as JSON.
+        """
+        run = _Program()
+        for step in program:
+            before = (state(run.ctx), run.ctx.history)
+            try:
+                run.run(step)
+            except (FinishedError, PendingCallsError, HistoryError):
+                assert before == (state(run.ctx), run.ctx.history)
+            assert_replays(run.ctx)
+        for entry in run.ctx.history:
+            assert entry == entry_from_data(entry_to_data(entry))
+
+    @given(st.lists(steps(), max_size=20), st.data())
+    def test_restore_brings_back_the_state_at_that_entry(self, program, data):
+        """
+        restore(i) gives the messages, notes and finished state of the history's
+        first i + 1 entries, and only adds one entry.
+        """
+        run = _Program()
+        for step in program:
+            try:
+                run.run(step)
+            except (FinishedError, PendingCallsError, HistoryError):
+                pass
+        ctx = run.ctx
+        run.run(("close", "interrupted")) if ctx._history.pending and not ctx.finished else None
+        if ctx._history.pending or ctx._history.waiting:
+            with pytest.raises(PendingCallsError):
+                ctx.restore(0)
+            return
+        index = data.draw(st.integers(0, len(ctx.history) - 1))
+        size = len(ctx.history)
+        then = WorkingContext.replay(ctx.history[: index + 1])
+        if then._history.pending or then._history.waiting:
+            with pytest.raises(HistoryError, match="middle of a turn"):
+                ctx.restore(index)
+            assert size == len(ctx.history)
+            return
+        ctx.restore(index)
+        assert size + 1 == len(ctx.history)
+        assert (then.digest(), then.messages, dict(then.scratchpad), then.finished, then.answer) == (
+            ctx.digest(),
+            ctx.messages,
+            dict(ctx.scratchpad),
+            ctx.finished,
+            ctx.answer,
+        )
+        assert_replays(ctx)
+
+
+class TestRestoreForkFinish:
+    def test_restore_by_checkpoint(self):
+        """
+        A checkpoint captured from the context, or its id, names the entry to go back to.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q1"), Message.assistant("a1"))
+        saved = Checkpoint.capture(ctx)
+        ctx.append(Message("user", "q2"), Message.assistant("a2")).note("k", 1)
+        ctx.restore(saved.id)
+        assert saved.snapshot == ctx.freeze()
+        ctx.append(Message("user", "q3"))
+        elsewhere = WorkingContext.replay(ctx.history)
+        elsewhere.restore(saved)
+        assert saved.snapshot.digest() == elsewhere.digest()
+        with pytest.raises(HistoryError, match="no checkpoint with that id"):
+            ctx.restore("nope")
+        with pytest.raises(TypeError, match="entry index, a checkpoint id or a Checkpoint"):
+            ctx.restore(1.5)  # type: ignore[arg-type]
+        with pytest.raises(HistoryError, match="entries 0 to"):
+            ctx.restore(999)
+
+    def test_restore_refused_while_calls_are_pending(self):
+        """
+        PendingCallsError names the pending calls; nothing changes.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), call("c1"))
+        size = len(ctx.history)
+        with pytest.raises(PendingCallsError, match="'c1'") as info:
+            ctx.restore(0)
+        assert ("c1",) == info.value.calls
+        assert isinstance(info.value, ValueError)
+        assert isinstance(info.value, WorkingCtxError)
+        assert size == len(ctx.history)
+
+    def test_restore_never_shrinks_the_history(self):
+        """
+        Going back adds a context_change entry naming the target.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q1"), Message.assistant("a1"), Message("user", "q2"))
+        ctx.restore(1)
+        assert 5 == len(ctx.history)
+        assert (Message("user", "q1"),) == ctx.messages
+        last = ctx.history[-1].content
+        assert isinstance(last, ContextChange)
+        assert ("restore", 1) == (last.change, last.to)
+
+    def test_finish_ends_appends_and_merges_until_restore(self):
+        """
+        After finish, append and merge raise FinishedError; restore undoes it.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), Message.assistant("the answer"))
+        assert "the answer" == ctx.answer
+        child = ctx.fork()
+        ctx.finish({"value": 42})
+        assert ctx.finished
+        assert {"value": 42} == ctx.answer
+        with pytest.raises(FrozenPayloadError):
+            ctx.answer["value"] = 1
+        with pytest.raises(FinishedError, match="finished context"):
+            ctx.append(Message("user", "more"))
+        with pytest.raises(FinishedError, match="finished context"):
+            ctx.merge(child, mode="delta")
+        ctx.note("after", True)  # notes still change
+        ctx.restore(2)
+        assert not ctx.finished
+        ctx.append(Message("user", "more"))
+
+    def test_finish_answers_are_json(self):
+        """
+        A dataclass answer becomes a read-only dict; a set is refused.
+        """
+
+        @dataclasses.dataclass
+        class Found:
+            file: str
+            line: int
+
+        ctx = recorded().finish(Found("main.py", 3))
+        assert {"file": "main.py", "line": 3} == ctx.answer
+        with pytest.raises(TypeError, match=r"'answer' is \{1\} of type set"):
+            recorded().finish({1})
+
+    def test_unrecorded_contexts_say_how_to_record(self):
+        """
+        History features on a plain context name record=True.
+        """
+        ctx = WorkingContext()
+        for action in (lambda: ctx.history, lambda: ctx.finish(), lambda: ctx.restore(0)):
+            with pytest.raises(HistoryError, match=r"WorkingContext\(record=True\)"):
+                action()
+        assert (None, False, 0) == (ctx.id, ctx.finished, ctx.turn)
+        with pytest.raises(ValueError, match="pass record=True"):
+            WorkingContext(id="x")
+
+    def test_ids(self):
+        """
+        Ids are letters, digits, _ and -; random when left out.
+        """
+        assert 32 == len(recorded().id)
+        with pytest.raises(ValueError, match="letters, digits"):
+            recorded(id="has space")
+
+    def test_fork_copies_the_history_and_names_the_parent(self):
+        """
+        The child's history is the parent's, then a fork entry; its own part starts there.
+        """
+        parent = recorded(id="parent")
+        parent.append(Message("user", "q"))
+        child = parent.fork()
+        assert parent.history == child.history[:-1]
+        fork = child.history[-1]
+        assert Forked("parent", child.id) == fork.content
+        assert "parent" == child.parent_id
+        assert child.id != parent.id
+        child.append(Message.assistant("a"))
+        assert_replays(child)
+        assert 2 == len(parent.history)
+
+
+class TestNotes:
+    def test_live_notes_are_read_only(self):
+        """
+        On a recorded context, the scratchpad and its values cannot be changed in place.
+        """
+        ctx = recorded(scratchpad={"plan": {"steps": ["a"]}})
+        with pytest.raises(FrozenPayloadError):
+            ctx.scratchpad["x"] = 1
+        with pytest.raises(FrozenPayloadError):
+            ctx.get("plan")["steps"].append("b")
+        assert {"plan": {"steps": ["a"]}} == ctx.scratchpad
+
+    def test_edit_commits_one_entry(self):
+        """
+        A normal exit commits the changes as one notes entry.
+        """
+        ctx = recorded(scratchpad={"a": 1, "b": 2})
+        with ctx.edit_notes() as notes:
+            notes.setdefault("found", {})["bug"] = "b.py"
+            notes["a"] = 10
+            del notes["b"]
+        assert {"a": 10, "found": {"bug": "b.py"}} == ctx.scratchpad
+        assert NotesChange({"found": {"bug": "b.py"}, "a": 10}, ("b",)) == ctx.history[-1].content
+        assert 2 == len(ctx.history)
+
+    def test_an_exception_commits_nothing(self):
+        """
+        The block raises: no entry, notes unchanged.
+        """
+        ctx = recorded(scratchpad={"a": 1})
+        with pytest.raises(RuntimeError), ctx.edit_notes() as notes:
+            notes["a"] = 2
+            raise RuntimeError
+        assert {"a": 1} == ctx.scratchpad
+        assert 1 == len(ctx.history)
+
+    def test_values_must_be_json(self):
+        """
+        A set or an object raises TypeError naming the key and the type; nothing is committed.
+        """
+        ctx = recorded()
+        with pytest.raises(TypeError, match=r"'tags' is \{'x'\} of type set.*use a list"), ctx.edit_notes() as notes:
+            notes["tags"] = {"x"}
+        with pytest.raises(TypeError, match=r"'cfg'\['when'\] is .* of type object"):
+            ctx.note("cfg", {"when": object()})
+        with pytest.raises(TypeError, match="of type set"):
+            recorded(scratchpad={"s": {1}})
+        assert {} == ctx.scratchpad
+        assert 1 == len(ctx.history)
+
+    def test_plain_contexts_edit_too(self):
+        """
+        On a context that is not recorded, the block edits the live notes (JSON only).
+        """
+        ctx = WorkingContext(scratchpad={"a": [1]})
+        with ctx.edit_notes() as notes:
+            notes["a"].append(2)
+        ctx.scratchpad["a"].append(3)
+        assert {"a": [1, 2, 3]} == ctx.scratchpad
+
+    def test_threads_take_turns(self):
+        """
+        Two threads incrementing through edit_notes never lose an update.
+        """
+        ctx = recorded(scratchpad={"n": 0})
+
+        def bump() -> None:
+            for _ in range(50):
+                with ctx.edit_notes() as notes:
+                    value = notes["n"]
+                    time.sleep(0)
+                    notes["n"] = value + 1
+
+        threads = [threading.Thread(target=bump) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert 200 == ctx.get("n")
+        assert 201 == len(ctx.history)
+
+    def test_coroutines_take_turns(self):
+        """
+        Coroutines that await inside `async with ctx.edit_notes()` never lose an update.
+        """
+        ctx = recorded(scratchpad={"n": 0})
+
+        async def bump() -> None:
+            for _ in range(20):
+                async with ctx.edit_notes() as notes:
+                    value = notes["n"]
+                    await asyncio.sleep(0)
+                    notes["n"] = value + 1
+
+        async def main() -> None:
+            await asyncio.gather(*(bump() for _ in range(3)))
+
+        asyncio.run(main())
+        assert 60 == ctx.get("n")
+
+
+class TestPendingCalls:
+    def test_a_user_message_waits_for_the_results(self):
+        """
+        Added while calls are pending, it goes in right after the last result.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), Message.assistant(tool_calls=[ToolCall("a", "x"), ToolCall("b", "y")]))
+        ctx.append(Message("user", "also check c.py"))
+        assert 2 == ctx.size()
+        ctx.append(Message.tool("ra", call_id="a"))
+        assert 3 == ctx.size()
+        ctx.append(Message.tool("rb", call_id="b"))
+        assert ["user", "assistant", "tool", "tool", "user"] == [m.role for m in ctx.messages]
+        assert "also check c.py" == ctx.messages[-1].text()
+        assert_replays(ctx)
+
+    def test_a_summary_is_refused(self):
+        """
+        The summary manager raises PendingCallsError and changes nothing.
+        """
+
+        async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:
+            return "summary"
+
+        ctx = recorded()
+        for i in range(4):
+            ctx.append(Message("user", f"q{i}"), Message.assistant(f"a{i}"))
+        ctx.append(call("c1"))
+        before = ctx.messages
+        with pytest.raises(PendingCallsError, match="a summary is refused"):
+            SummaryContextManager(summarize, max_messages=2, keep_recent=1).trim_context(ctx)
+        assert before == ctx.messages
+        with pytest.raises(PendingCallsError, match="a clear is refused"):
+            ctx.clear_messages()
+
+    def test_finish_works_while_pending(self):
+        """
+        finish is allowed with calls pending (the reference's rule).
+        """
+        ctx = recorded()
+        ctx.append(call("c1")).finish()
+        assert ctx.finished
+
+
+class TestUsage:
+    def test_usage_sums_replies_and_merged_children(self):
+        """
+        Every reply ever recorded counts (a trim does not lower it), and a merged
+        child brings its own replies once, however often it is merged.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), Message.assistant("a", usage=Usage(100, 10, cache_read_tokens=50)))
+        child = ctx.fork()
+        child.append(Message("user", "sub"), Message.assistant("sub answer", usage=Usage(7, 3)))
+        grandchild = child.fork()
+        grandchild.append(Message.assistant("deep", usage=Usage(1, 1)))
+        child.merge(grandchild, mode="delta")
+        ctx.merge(child, mode="delta")
+        ctx.merge(child, mode="delta")
+        ctx.replace_tail(ctx.messages[-1:])
+        assert Usage(108, 14, cache_read_tokens=50) == ctx.usage
+        merged = [e.content for e in ctx.history if e.kind == "merge"]
+        assert isinstance(merged[0], Merged)
+        assert [Usage(8, 4), Usage()] == [m.usage for m in merged]
+        assert child.id == merged[0].child
+        assert_replays(ctx)
+
+    def test_plain_contexts_sum_their_tail(self):
+        """
+        Without a history, usage is what the tail's replies carry.
+        """
+        ctx = WorkingContext().append(Message.assistant("a", usage=Usage(1, 2)), Message.assistant("b", usage=Usage(3)))
+        assert Usage(4, 2) == ctx.usage
