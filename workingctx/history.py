@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import json
 import math
 import re
 import threading
@@ -56,11 +58,14 @@ __all__ = [
     "NotesEdit",
     "Outcome",
     "Recorder",
+    "HISTORY_ROOT",
     "Started",
     "build_tail",
     "entry_from_data",
+    "entry_text",
     "entry_to_data",
     "freeze_json",
+    "history_step",
     "pending_call_ids",
     "replay",
     "tail_pieces",
@@ -431,6 +436,33 @@ def entry_from_data(data: Any) -> Entry:
         raise SerializationError(str(exc), path="$") from None
 
 
+HISTORY_ROOT = hashlib.sha256(b"workingctx/history/v1").hexdigest()
+"""The chain digest of an empty history."""
+
+
+def entry_text(entry: Entry) -> str:
+    """
+    The canonical JSON text of an entry (sorted keys, compact), as stores write it.
+
+    Text that has no UTF-8 form (a lone surrogate) is written with ASCII escapes.
+    """
+    data = entry_to_data(entry)
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def history_step(previous: str, text: str) -> str:
+    """
+    Extend a history's chain digest by one entry, given the entry's text.
+    """
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{previous}:{digest}".encode("ascii")).hexdigest()
+
+
 # -- JSON values -------------------------------------------------------------------------------
 
 
@@ -590,6 +622,7 @@ class Recorder:
     """
 
     __slots__ = (
+        "_chain",
         "_chain_lock",
         "_history",
         "captured",
@@ -622,6 +655,8 @@ class Recorder:
         self.reported: dict[object, Usage] = {}
         # checkpoint id -> how many entries the history had when it was captured
         self.captured: dict[str, int] = {}
+        # chain digests of the first entries (entries never change: each is hashed once)
+        self._chain: list[str] = []
         self._chain_lock = threading.Lock()
 
     # -- reading ---------------------------------------------------------------------------
@@ -635,6 +670,20 @@ class Recorder:
         if history is None or len(history) != len(self.entries):
             history = self._history = tuple(self.entries)
         return history
+
+    def chain(self) -> list[str]:
+        """
+        The chain digest after each entry: ``chain()[i]`` identifies entries 0 to *i*, in order.
+        """
+        with self._chain_lock:
+            chain = self._chain
+            entries = self.entries
+            if len(chain) < len(entries):
+                previous = chain[-1] if chain else HISTORY_ROOT
+                for entry in entries[len(chain) :]:
+                    previous = history_step(previous, entry_text(entry))
+                    chain.append(previous)
+            return list(chain)
 
     def answer(self, messages: Sequence[Message]) -> Any:
         """
@@ -848,6 +897,7 @@ class Recorder:
             copy.pending = dict(self.pending)
             copy.waiting = list(self.waiting)
             copy.captured = dict(self.captured)
+            copy._chain = list(self._chain)
             copy.reported = {parent._token: self.usage}
             copy.commit(child, [copy._entry("fork", Forked(self.id, new_id(), call))])
             return copy

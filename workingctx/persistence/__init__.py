@@ -18,6 +18,7 @@ False
 """
 
 from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
+from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.sqlite import SQLiteStore
 from workingctx.persistence.stores import CheckpointInfo, CheckpointStore, InMemoryStore
 
@@ -25,6 +26,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointInfo",
     "CheckpointStore",
+    "ContextInfo",
     "InMemoryStore",
     "SQLiteStore",
     "checkpoint_id",

@@ -31,16 +31,20 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from workingctx._canonical import EMPTY_CHAIN
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.messages import Message
-from workingctx.persistence import _codec
+from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.stores import CheckpointInfo, _check_checkpoint, _check_id, _missing
 from workingctx.prefix import PrefixContext
+
+if TYPE_CHECKING:
+    from workingctx.context import WorkingContext
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -482,6 +486,56 @@ class SQLiteStore:
             "DELETE FROM blobs WHERE digest NOT IN"
             " (SELECT prefix FROM checkpoints UNION SELECT scratchpad FROM checkpoints)"
         )
+
+    # -- recorded contexts -----------------------------------------------------------
+
+    def save_context(self, ctx: WorkingContext) -> str:
+        """
+        Save a recorded context as its history, under its id, in one transaction,
+        and return the id.
+
+        Entries are stored once each, keyed by the chain digest of the history up
+        to them: saving again after a step writes only the new entries (and the
+        context's row), and a fork shares every entry it inherited.
+
+        Raises:
+            TypeError: *ctx* is not a recorded context.
+            CheckpointError: The history saved under that id is not the start of
+                this one, or the database failed; nothing was written.
+        """
+        histories.check_recorded(ctx)
+        with self._transaction(write=True) as db:
+            return histories.sqlite_save(db, ctx, f"the SQLite store {self.path!r}")
+
+    def load_context(self, context_id: str) -> WorkingContext:
+        """
+        Replay the history saved under *context_id*, every entry checked against its digest.
+
+        Raises:
+            CheckpointError: No context has that id, or its history is damaged
+                (the message says where); nothing is changed.
+        """
+        histories.check_context_id(context_id)
+        with self._transaction(write=False) as db:
+            return histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}")
+
+    def list_contexts(self) -> builtins.list[ContextInfo]:
+        """
+        A descriptor of every saved context, oldest first, read without replaying any.
+        """
+        with self._transaction(write=False) as db:
+            return histories.sqlite_list(db, f"the SQLite store {self.path!r}")
+
+    def delete_context(self, context_id: str) -> None:
+        """
+        Remove a saved context and every entry no other saved context shares.
+
+        Raises:
+            CheckpointError: No context has that id.
+        """
+        histories.check_context_id(context_id)
+        with self._transaction(write=True) as db:
+            histories.sqlite_delete(db, context_id, f"the SQLite store {self.path!r}")
 
     # -- the rest -----------------------------------------------------------------
 

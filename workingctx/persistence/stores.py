@@ -7,13 +7,18 @@ from __future__ import annotations
 import builtins
 import threading
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
 from workingctx.exceptions import CheckpointError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.histories import ContextInfo, check_context_id, check_recorded, diverged, missing
+
+if TYPE_CHECKING:
+    from workingctx.context import WorkingContext
+    from workingctx.history import Entry
 
 __all__ = ["CheckpointInfo", "CheckpointStore", "InMemoryStore"]
 
@@ -135,6 +140,7 @@ class InMemoryStore:
 
     def __init__(self) -> None:
         self._checkpoints: dict[str, Checkpoint] = {}
+        self._contexts: dict[str, tuple[tuple[Entry, ...], ContextInfo]] = {}
         self._lock = threading.Lock()
 
     def save(self, checkpoint: Checkpoint) -> str:
@@ -207,6 +213,65 @@ class InMemoryStore:
         if not chain:
             raise _missing(checkpoint_id, "this InMemoryStore")
         return [CheckpointInfo.of(checkpoint) for checkpoint in reversed(chain)]
+
+    # -- recorded contexts ------------------------------------------------------------
+
+    def save_context(self, ctx: WorkingContext) -> str:
+        """
+        Keep a recorded context as its history (the entries are shared, never
+        copied), under its id, and return the id.
+
+        Raises:
+            TypeError: *ctx* is not a recorded context.
+            CheckpointError: The history saved under that id is not the start of
+                this one (another copy of the context went its own way).
+        """
+        history = check_recorded(ctx)
+        info = ContextInfo.of(ctx)
+        with self._lock:
+            saved = self._contexts.get(info.id)
+            if saved is not None:
+                before = saved[0]
+                if len(before) > len(history) or before[-1] != history[len(before) - 1]:
+                    raise diverged(info.id, "this InMemoryStore")
+            self._contexts[info.id] = (history, info)
+        return info.id
+
+    def load_context(self, context_id: str) -> WorkingContext:
+        """
+        Replay the history saved under *context_id*: a new live context, equal to the one saved.
+
+        Raises:
+            CheckpointError: No context has that id.
+        """
+        from workingctx.history import replay  # noqa: PLC0415  # history imports the context module
+
+        check_context_id(context_id)
+        with self._lock:
+            saved = self._contexts.get(context_id)
+        if saved is None:
+            raise missing(context_id, "this InMemoryStore")
+        return replay(saved[0])
+
+    def list_contexts(self) -> builtins.list[ContextInfo]:
+        """
+        A descriptor of every saved context, oldest first, without replaying any.
+        """
+        with self._lock:
+            infos = [info for _, info in self._contexts.values()]
+        return sorted(infos, key=lambda info: (info.created_at, info.id))
+
+    def delete_context(self, context_id: str) -> None:
+        """
+        Remove a saved context.
+
+        Raises:
+            CheckpointError: No context has that id.
+        """
+        check_context_id(context_id)
+        with self._lock:
+            if self._contexts.pop(context_id, None) is None:
+                raise missing(context_id, "this InMemoryStore")
 
     def __len__(self) -> int:
         return len(self._checkpoints)

@@ -1,0 +1,338 @@
+"""
+Recorded contexts in stores: saved as their history, loaded by replaying it.
+
+A store keeps a recorded context under its :attr:`~workingctx.WorkingContext.id`
+as the chain of its history's entries. Entries are never rewritten, so saving
+again after a step writes only the entries added since; a fork shares every
+entry it inherited with its parent. :class:`ContextInfo` describes a saved
+context without replaying it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import attrs
+
+from workingctx.exceptions import CheckpointError, SerializationError, WorkingCtxError
+from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step, replay
+
+if TYPE_CHECKING:
+    from workingctx.context import WorkingContext
+
+__all__ = ["ContextInfo"]
+
+
+@attrs.frozen
+class ContextInfo:
+    """
+    What a store's ``list_contexts()`` says of each saved context, without replaying it.
+
+    Attributes:
+        id: The context's id; ``load_context(id)`` replays it.
+        first_message: The text of its first user message, or None.
+        created_at: When its first entry was recorded.
+        updated_at: When its newest entry was recorded.
+        turn: How many model replies it received.
+        finished: Whether it was finished when saved.
+        parent_id: The id of the context it was forked from, or None.
+        entries: How many entries its history holds.
+    """
+
+    id: str
+    first_message: str | None
+    created_at: datetime
+    updated_at: datetime
+    turn: int
+    finished: bool
+    parent_id: str | None
+    entries: int
+
+    @classmethod
+    def of(cls, ctx: WorkingContext) -> ContextInfo:
+        """
+        The descriptor of a recorded context at hand.
+        """
+        history = check_recorded(ctx)
+        first = next((e.content for e in history if e.kind == "user"), None)
+        if first is None:
+            start = history[0].content
+            first = next((m for m in getattr(start, "messages", ()) if m.role == "user"), None)
+        return cls(
+            id=str(ctx.id),
+            first_message=None if first is None else first.text(),  # type: ignore[union-attr]  # a Message
+            created_at=history[0].at,
+            updated_at=history[-1].at,
+            turn=ctx.turn,
+            finished=ctx.finished,
+            parent_id=ctx.parent_id,
+            entries=len(history),
+        )
+
+
+def check_recorded(ctx: object) -> tuple[Entry, ...]:
+    """
+    The history of *ctx*, which must be a recorded context.
+
+    Raises:
+        TypeError: *ctx* is not a recorded :class:`~workingctx.WorkingContext`.
+    """
+    from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports persistence lazily
+
+    if not isinstance(ctx, WorkingContext):
+        msg = f"save_context() takes a recorded WorkingContext, got {ctx!r} of type {type(ctx).__name__}"
+        raise TypeError(msg)
+    if not ctx.recorded:
+        msg = (
+            "save_context() saves a recorded context as its history; build it with WorkingContext(record=True), "
+            "or save a Checkpoint.capture(ctx) with save()"
+        )
+        raise TypeError(msg)
+    return ctx.history
+
+
+def check_context_id(context_id: object) -> str:
+    """
+    Refuse an id that is not a str.
+    """
+    if not isinstance(context_id, str):
+        msg = f"a context id is a str, got {context_id!r} of type {type(context_id).__name__}"
+        raise TypeError(msg)
+    return context_id
+
+
+def missing(context_id: str, where: str) -> CheckpointError:
+    """
+    The error for an id the store does not hold.
+    """
+    msg = f"no recorded context {context_id!r} in {where}; list_contexts() shows the ids it holds"
+    return CheckpointError(msg, path="$.id")
+
+
+def diverged(context_id: str, where: str) -> CheckpointError:
+    """
+    The error for a save whose history does not continue the saved one.
+    """
+    msg = (
+        f"cannot save context {context_id!r} to {where}: the saved history is not the start of this one "
+        "(another copy of the context saved entries this one lacks); fork() it to save it under a new id. "
+        "Nothing was written"
+    )
+    return CheckpointError(msg, path="$.history")
+
+
+# -- SQLite --------------------------------------------------------------------------------------
+
+SCHEMA = (
+    (
+        "CREATE TABLE IF NOT EXISTS history_entries ("
+        " chain TEXT PRIMARY KEY, prev TEXT NOT NULL, position INTEGER NOT NULL, data TEXT NOT NULL"
+        ") WITHOUT ROWID"
+    ),
+    (
+        "CREATE TABLE IF NOT EXISTS contexts ("
+        " id TEXT PRIMARY KEY, head TEXT NOT NULL, entries INTEGER NOT NULL, first_message TEXT,"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, turn INTEGER NOT NULL, finished INTEGER NOT NULL,"
+        " parent_id TEXT, seal TEXT NOT NULL) WITHOUT ROWID"
+    ),
+)
+"""The two tables of recorded contexts, made on the first save of one.
+
+``history_entries`` holds one row per distinct history prefix, keyed by its
+chain digest: the previous prefix's digest, the position, and the entry's JSON
+text (the chain digest covers the text, so it checks it). ``contexts`` holds one
+row per saved context: the head of its chain and its descriptor, sealed."""
+
+_COLUMNS = "id, head, entries, first_message, created_at, updated_at, turn, finished, parent_id, seal"
+
+
+def _seal(row: Sequence[Any]) -> str:
+    body = json.dumps([None if field is None else str(field) for field in row[:9]], ensure_ascii=False)
+    return hashlib.sha256(("context-row/v1:" + body).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _has_tables(db: sqlite3.Connection) -> bool:
+    found = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'contexts'").fetchone()
+    return bool(found[0])
+
+
+def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
+    """
+    Write the entries of *ctx*'s history the database does not hold, and its row.
+    """
+    info = ContextInfo.of(ctx)
+    recorder = ctx._history
+    assert recorder is not None  # noqa: S101  # ContextInfo.of checked it
+    chain = recorder.chain()
+    entries = recorder.history[: len(chain)]
+    for statement in SCHEMA:
+        db.execute(statement)
+    saved = db.execute("SELECT head, entries FROM contexts WHERE id = ?", (info.id,)).fetchone()
+    if saved is not None:
+        head, count = saved
+        if not isinstance(count, int) or not 0 < count <= len(chain) or chain[count - 1] != head:
+            raise diverged(info.id, where)
+        start = count
+    else:
+        start = _stored_length(db, chain)
+    previous = chain[start - 1] if start else HISTORY_ROOT
+    rows = []
+    for position in range(start, len(chain)):
+        rows.append((chain[position], previous, position, entry_text(entries[position])))
+        previous = chain[position]
+    db.executemany(
+        "INSERT OR IGNORE INTO history_entries (chain, prev, position, data) VALUES (?, ?, ?, ?)",
+        rows,
+    )
+    row = (
+        info.id,
+        chain[-1],
+        len(chain),
+        info.first_message,
+        info.created_at.isoformat(),
+        info.updated_at.isoformat(),
+        info.turn,
+        int(info.finished),
+        info.parent_id,
+    )
+    db.execute(
+        f"INSERT OR REPLACE INTO contexts ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608  # constant columns
+        (*row, _seal(row)),
+    )
+    return info.id
+
+
+def _stored_length(db: sqlite3.Connection, chain: list[str]) -> int:
+    """
+    How many leading entries the database holds already (an entry is only
+    stored with all the entries before it: binary search).
+    """
+    query = "SELECT 1 FROM history_entries WHERE chain = ?"
+    if db.execute(query, (chain[-1],)).fetchone() is not None:
+        return len(chain)
+    low, high = 0, len(chain) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if db.execute(query, (chain[middle - 1],)).fetchone() is not None:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class _Damage(WorkingCtxError):
+    def __init__(self, what: str, path: str = "$") -> None:
+        super().__init__(what)
+        self.what = what
+        self.path = path
+
+
+def _damage(what: str, path: str = "$") -> NoReturn:
+    raise _Damage(what, path)
+
+
+def _info(row: Sequence[Any]) -> ContextInfo:
+    if not isinstance(row[9], str) or _seal(row) != row[9]:
+        _damage("the context row does not match its seal (table contexts, damaged)")
+    try:
+        return ContextInfo(
+            id=row[0],
+            first_message=row[3],
+            created_at=datetime.fromisoformat(row[4]),
+            updated_at=datetime.fromisoformat(row[5]),
+            turn=int(row[6]),
+            finished=bool(row[7]),
+            parent_id=row[8],
+            entries=int(row[2]),
+        )
+    except (TypeError, ValueError) as exc:
+        _damage(f"the context row is not readable ({exc}) (table contexts)")
+
+
+def sqlite_load(db: sqlite3.Connection, context_id: str, where: str) -> WorkingContext:
+    """
+    Walk, check and replay the history saved under *context_id*.
+    """
+    row = None
+    if _has_tables(db):
+        row = db.execute(f"SELECT {_COLUMNS} FROM contexts WHERE id = ?", (context_id,)).fetchone()  # noqa: S608  # constant columns
+    if row is None:
+        raise missing(context_id, where)
+    try:
+        info = _info(row)
+        entries = _walk(db, row[1], info.entries)
+        ctx = replay(entries)
+        if ctx.id != context_id:
+            _damage(f"the history replays to context {ctx.id!r}, not {context_id!r}")
+    except _Damage as exc:
+        msg = f"cannot load context {context_id!r} from {where}: {exc.what} at {exc.path}; nothing was changed"
+        raise CheckpointError(msg, path=exc.path) from None
+    except (SerializationError, WorkingCtxError, TypeError, ValueError) as exc:
+        msg = f"cannot load context {context_id!r} from {where}: {exc}; nothing was changed"
+        raise CheckpointError(msg, path="$.history") from None
+    return ctx
+
+
+def _walk(db: sqlite3.Connection, head: object, count: int) -> list[Entry]:
+    if count <= 0:
+        _damage(f"entry count {count!r} is not a count (table contexts)")
+    query = (
+        "WITH RECURSIVE walk (chain, prev, position, data, depth) AS ("
+        " SELECT chain, prev, position, data, 0 FROM history_entries WHERE chain = ?"
+        " UNION ALL"
+        " SELECT h.chain, h.prev, h.position, h.data, w.depth + 1"
+        " FROM history_entries AS h JOIN walk AS w ON h.chain = w.prev WHERE w.depth < ?"
+        ") SELECT chain, prev, position, data FROM walk ORDER BY depth DESC"
+    )
+    rows = db.execute(query, (head, count)).fetchall()
+    if len(rows) != count:
+        _damage(f"expected {count} entries, found {len(rows)} (table history_entries, truncated or damaged)")
+    entries: list[Entry] = []
+    previous = HISTORY_ROOT
+    for position, (chain, prev, stored_position, data) in enumerate(rows):
+        path = f"$.history[{position}]"
+        if prev != previous or stored_position != position or not isinstance(data, str):
+            _damage(f"entry {chain!r} is out of place (table history_entries, damaged)", path)
+        if history_step(previous, data) != chain:
+            _damage(f"entry {chain!r} does not match its digest (table history_entries, damaged)", path)
+        try:
+            entries.append(entry_from_data(json.loads(data)))
+        except (ValueError, SerializationError) as exc:
+            _damage(f"entry {chain!r} is not an entry: {exc} (table history_entries)", path)
+        previous = chain
+    return entries
+
+
+def sqlite_list(db: sqlite3.Connection, where: str) -> list[ContextInfo]:
+    """
+    The descriptor of every saved context, oldest first.
+    """
+    if not _has_tables(db):
+        return []
+    infos = []
+    for row in db.execute(f"SELECT {_COLUMNS} FROM contexts").fetchall():  # noqa: S608  # constant columns
+        try:
+            infos.append(_info(row))
+        except _Damage as exc:
+            msg = f"cannot list context {row[0]!r} in {where}: {exc.what}"
+            raise CheckpointError(msg, path=exc.path) from None
+    infos.sort(key=lambda info: (info.created_at, info.id))
+    return infos
+
+
+def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:
+    """
+    Remove a saved context, and every entry no other saved context shares.
+    """
+    if not _has_tables(db) or db.execute("DELETE FROM contexts WHERE id = ?", (context_id,)).rowcount == 0:
+        raise missing(context_id, where)
+    db.execute(
+        "WITH RECURSIVE live (chain) AS (SELECT head FROM contexts"
+        " UNION SELECT h.prev FROM history_entries AS h JOIN live ON h.chain = live.chain)"
+        " DELETE FROM history_entries WHERE chain NOT IN (SELECT chain FROM live)"
+    )
