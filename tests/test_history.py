@@ -5,6 +5,7 @@ Tests for the event-sourced history of recorded contexts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import pickle
 import threading
@@ -23,8 +24,8 @@ from workingctx import (
     Message,
     PrefixContext,
     SummaryContextManager,
-    ToolCall,
     TokenBudgetContextManager,
+    ToolCall,
     Usage,
     WorkingContext,
 )
@@ -279,7 +280,7 @@ class _Program:
         self.counter += 1
         return f"c{self.counter}"
 
-    def run(self, step: tuple[Any, ...]) -> None:  # noqa: PLR0912, C901  # one branch per operation
+    def run(self, step: tuple[Any, ...]) -> None:
         ctx = self.ctx
         op = step[0]
         pending = list(ctx._history.pending)
@@ -298,20 +299,17 @@ class _Program:
             ctx.note(step[1], step[2])
         elif op == "edit":
             _, key, value, delete, fail = step
-            try:
-                with ctx.edit_notes() as notes:
-                    notes[key] = value
-                    if delete and "a" in notes:
-                        del notes["a"]
-                    if fail:
-                        raise KeyError(key)
-            except KeyError:
-                pass
+            with contextlib.suppress(KeyError), ctx.edit_notes() as notes:
+                notes[key] = value
+                if delete and "a" in notes:
+                    del notes["a"]
+                if fail:
+                    raise KeyError(key)
         elif op == "trim":
             TokenBudgetContextManager(step[1] * 15 + 20).trim_context(ctx)
         elif op == "summary":
 
-            async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:
+            async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001
                 return f"{len(messages)} messages"
 
             SummaryContextManager(summarize, max_messages=1, keep_recent=step[1]).trim_context(ctx)
@@ -364,10 +362,8 @@ class TestReplayProperty:
         """
         run = _Program()
         for step in program:
-            try:
+            with contextlib.suppress(FinishedError, PendingCallsError, HistoryError):
                 run.run(step)
-            except (FinishedError, PendingCallsError, HistoryError):
-                pass
         ctx = run.ctx
         run.run(("close", "interrupted")) if ctx._history.pending and not ctx.finished else None
         if ctx._history.pending or ctx._history.waiting:
@@ -460,7 +456,7 @@ class TestRestoreForkFinish:
             ctx.append(Message("user", "more"))
         with pytest.raises(FinishedError, match="finished context"):
             ctx.merge(child, mode="delta")
-        ctx.note("after", True)  # notes still change
+        ctx.note("after", value=True)  # notes still change
         ctx.restore(2)
         assert not ctx.finished
         ctx.append(Message("user", "more"))
@@ -485,7 +481,7 @@ class TestRestoreForkFinish:
         History features on a plain context name record=True.
         """
         ctx = WorkingContext()
-        for action in (lambda: ctx.history, lambda: ctx.finish(), lambda: ctx.restore(0)):
+        for action in (lambda: ctx.history, ctx.finish, lambda: ctx.restore(0)):
             with pytest.raises(HistoryError, match=r"WorkingContext\(record=True\)"):
                 action()
         assert (None, False, 0) == (ctx.id, ctx.finished, ctx.turn)
@@ -547,9 +543,14 @@ class TestNotes:
         The block raises: no entry, notes unchanged.
         """
         ctx = recorded(scratchpad={"a": 1})
-        with pytest.raises(RuntimeError), ctx.edit_notes() as notes:
-            notes["a"] = 2
-            raise RuntimeError
+
+        def edit() -> None:
+            with ctx.edit_notes() as notes:
+                notes["a"] = 2
+                raise RuntimeError
+
+        with pytest.raises(RuntimeError):
+            edit()
         assert {"a": 1} == ctx.scratchpad
         assert 1 == len(ctx.history)
 
@@ -639,7 +640,7 @@ class TestPendingCalls:
         The summary manager raises PendingCallsError and changes nothing.
         """
 
-        async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:
+        async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001
             return "summary"
 
         ctx = recorded()

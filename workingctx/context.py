@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
-from workingctx import history as _history
+from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._tail import Mark, Tail, TailView
 from workingctx.exceptions import HistoryError, MergeError
@@ -161,6 +161,8 @@ class WorkingContext:
 
     __hash__ = None  # type: ignore[assignment]  # the live side is not a value
 
+    _history: _records.Recorder | None
+
     def __init__(
         self,
         *,
@@ -223,7 +225,7 @@ class WorkingContext:
         self.limit = limit
         self.shared = shared
         if record:
-            self._history = _history.start(self, id)
+            self._history = _records.start(self, id)
 
     def _init(self, prefix: PrefixContext, tail: Tail, notes: dict[str, Any], journal: MutationJournal[Any]) -> None:
         self._prefix = prefix
@@ -239,7 +241,7 @@ class WorkingContext:
         self._scratch_base: dict[object, dict[str, Any]] = {}
         self._edit_lock = threading.Lock()
         # the history of a recorded context (None: not recorded)
-        self._history: _history.Recorder | None = None
+        self._history = None
 
     # -- construction from other states ----------------------------------------
 
@@ -677,7 +679,7 @@ class WorkingContext:
 
     # -- history -------------------------------------------------------------------
 
-    def _recorder(self, what: str) -> _history.Recorder:
+    def _recorder(self, what: str) -> _records.Recorder:
         if self._history is None:
             msg = f"{what} needs a recorded context: build it with WorkingContext(record=True)"
             raise HistoryError(msg)
@@ -696,7 +698,7 @@ class WorkingContext:
             HistoryError: It does not begin with a start entry, or an entry
                 does not apply (the message names its index).
         """
-        return _history.replay(history, ctx_type=cls, counter=counter, limit=limit)
+        return _records.replay(history, ctx_type=cls, counter=counter, limit=limit)
 
     @property
     def history(self) -> tuple[Entry, ...]:
@@ -800,8 +802,8 @@ class WorkingContext:
         if message.role != "tool":
             msg = f"append_result() takes a tool result (role 'tool'), got a {message.role!r} message"
             raise HistoryError(msg)
-        if outcome not in _history.OUTCOMES:
-            msg = f"unknown outcome {outcome!r}; use one of {', '.join(_history.OUTCOMES)}"
+        if outcome not in _records.OUTCOMES:
+            msg = f"unknown outcome {outcome!r}; use one of {', '.join(_records.OUTCOMES)}"
             raise HistoryError(msg)
         if self._history is None:
             return self.append(message)
@@ -813,7 +815,7 @@ class WorkingContext:
         Give every pending tool call of a recorded context a result (``text``,
         by default ``"(<outcome>)"``) with *outcome*; messages waiting for them go in next.
         """
-        if outcome not in _history.OUTCOMES or outcome == "done":
+        if outcome not in _records.OUTCOMES or outcome == "done":
             msg = f"close_pending() takes an outcome other than 'done', got {outcome!r}"
             raise HistoryError(msg)
         self._recorder("close_pending()").close_pending(self, outcome, text)
@@ -833,7 +835,7 @@ class WorkingContext:
         context), an exception commits nothing. Values must be JSON data.
         Editors take turns (``async with`` in coroutines).
         """
-        return _history.NotesEdit(self, self._edit_lock)
+        return _records.NotesEdit(self, self._edit_lock)
 
     # -- snapshots ---------------------------------------------------------------
 

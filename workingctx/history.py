@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 import attrs
 
 from workingctx.exceptions import FinishedError, HistoryError, PendingCallsError
-from workingctx.frozen import FrozenDict, FrozenList, deep_freeze, thaw
+from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.messages import Message, ToolResultBlock, Usage
 from workingctx.prefix import PrefixContext
 from workingctx.serialization import converter, structure, unstructure
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_KINDS",
+    "HISTORY_ROOT",
     "OUTCOMES",
     "ContextChange",
     "Entry",
@@ -58,7 +59,6 @@ __all__ = [
     "NotesEdit",
     "Outcome",
     "Recorder",
-    "HISTORY_ROOT",
     "Started",
     "build_tail",
     "entry_from_data",
@@ -127,8 +127,8 @@ def _opt_context_id(inst: object, attribute: attrs.Attribute[Any], value: object
         _context_id(inst, attribute, value)
 
 
-def _messages(value: object) -> tuple[Message, ...]:
-    items = tuple(value)  # type: ignore[call-overload]  # checked just below
+def _messages(value: Iterable[Any]) -> tuple[Message, ...]:
+    items = tuple(value)
     for position, item in enumerate(items):
         if not isinstance(item, Message):
             msg = f"messages[{position}] must be a Message, got {item!r} of type {type(item).__name__}"
@@ -168,8 +168,8 @@ Piece: TypeAlias = Kept | Message
 """One piece of a new tail: a run of the old tail, or a new message."""
 
 
-def _pieces(value: object) -> tuple[Piece, ...]:
-    items = tuple(value)  # type: ignore[call-overload]  # checked just below
+def _pieces(value: Iterable[Any]) -> tuple[Piece, ...]:
+    items = tuple(value)
     for position, item in enumerate(items):
         if not isinstance(item, Kept | Message):
             msg = f"tail[{position}] must be Kept or a Message, got {item!r} of type {type(item).__name__}"
@@ -297,7 +297,13 @@ _CONTENT: dict[str, type[Any]] = {
     "error": ErrorInfo,
 }
 
-_ROLE: dict[str, str] = {"user": "user", "notice": "user", "system": "system", "reply": "assistant", "tool_result": "tool"}
+_ROLE: dict[str, str] = {
+    "user": "user",
+    "notice": "user",
+    "system": "system",
+    "reply": "assistant",
+    "tool_result": "tool",
+}
 
 
 def _aware(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -352,8 +358,8 @@ class Entry:
             )
             raise TypeError(msg)
         role = _ROLE.get(self.kind)
-        if role is not None and self.content.role != role:  # type: ignore[union-attr]  # a Message, checked above
-            msg = f"a {self.kind!r} entry holds a {role!r} message, got a {self.content.role!r} one"  # type: ignore[union-attr]
+        if role is not None and isinstance(self.content, Message) and self.content.role != role:
+            msg = f"a {self.kind!r} entry holds a {role!r} message, got a {self.content.role!r} one"
             raise ValueError(msg)
         if (self.kind == "tool_result") != (self.outcome is not None):
             msg = f"outcome is set on tool_result entries only, got outcome={self.outcome!r} on a {self.kind!r} entry"
@@ -385,7 +391,8 @@ def _structure_piece(value: Any, _: Any) -> Piece:
             msg = f"a run of the old tail is [start, stop], got {value!r}"
             raise ValueError(msg)
         return Kept(value[0], value[1])
-    return converter.structure(value, Message)  # type: ignore[no-any-return]  # cattrs is typed Any here
+    message: Message = converter.structure(value, Message)
+    return message
 
 
 _PIECE: Any = Piece
@@ -424,8 +431,9 @@ def entry_from_data(data: Any) -> Entry:
         raise SerializationError(msg, path="$.kind")
     extra = set(data) - {"kind", "turn", "at", "content", "outcome"}
     if extra:
-        msg = f"a history entry has no field {sorted(extra)[0]!r}"
-        raise SerializationError(msg, path=f"$.{sorted(extra)[0]}")
+        name = min(extra)
+        msg = f"a history entry has no field {name!r}"
+        raise SerializationError(msg, path=f"$.{name}")
     content = structure(data.get("content"), _CONTENT[data["kind"]])
     at = structure(data.get("at"), datetime)
     turn = structure(data.get("turn"), int)
@@ -627,8 +635,8 @@ class Recorder:
         "_history",
         "captured",
         "entries",
-        "finished",
         "final_answer",
+        "finished",
         "id",
         "parent_call_id",
         "parent_id",
@@ -834,7 +842,8 @@ class Recorder:
                 else:
                     change = "replace_tail" if added else "trim"
             if change in ("summary", "clear") and self.pending:
-                raise self._pending_error(f"a {change}")
+                what = f"a {change}"
+                raise self._pending_error(what)
             for piece in pieces:
                 if isinstance(piece, Message):
                     _check_payloads(piece)
@@ -902,7 +911,9 @@ class Recorder:
             copy.commit(child, [copy._entry("fork", Forked(self.id, new_id(), call))])
             return copy
 
-    def derived(self, ctx: WorkingContext, change: Change, before: Sequence[Message], prefix: PrefixContext | None) -> None:
+    def derived(
+        self, ctx: WorkingContext, change: Change, before: Sequence[Message], prefix: PrefixContext | None
+    ) -> None:
         """
         Record a change *ctx* has already made (a slice's tail, a new prefix).
         """
@@ -953,7 +964,8 @@ class Recorder:
         """
         with ctx._tail.lock:
             if self.pending or self.waiting:
-                raise self._pending_error("restore()")
+                what = "restore()"
+                raise self._pending_error(what)
             index = self._resolve(ctx, to)
             target = replay(self.entries[: index + 1], ctx_type=type(ctx))
             found = target._history
@@ -1181,4 +1193,3 @@ class NotesEdit:
             ctx._history.set_notes(ctx, changed, removed)
         elif changed or removed:
             ctx._set_notes(thaw(changed), removed)
-

@@ -179,7 +179,12 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
             raise diverged(info.id, where)
         start = count
     else:
-        start = _stored_length(db, chain)
+        from workingctx.persistence._codec import stored_length  # noqa: PLC0415  # _codec imports the stores
+
+        def present(digest: str) -> bool:
+            return db.execute("SELECT 1 FROM history_entries WHERE chain = ?", (digest,)).fetchone() is not None
+
+        start = stored_length(present, lambda n: chain[n - 1], len(chain))
     previous = chain[start - 1] if start else HISTORY_ROOT
     rows = []
     for position in range(start, len(chain)):
@@ -207,25 +212,7 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
     return info.id
 
 
-def _stored_length(db: sqlite3.Connection, chain: list[str]) -> int:
-    """
-    How many leading entries the database holds already (an entry is only
-    stored with all the entries before it: binary search).
-    """
-    query = "SELECT 1 FROM history_entries WHERE chain = ?"
-    if db.execute(query, (chain[-1],)).fetchone() is not None:
-        return len(chain)
-    low, high = 0, len(chain) - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if db.execute(query, (chain[middle - 1],)).fetchone() is not None:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-class _Damage(WorkingCtxError):
+class _Damage(WorkingCtxError):  # noqa: N818  # internal: always turned into CheckpointError
     def __init__(self, what: str, path: str = "$") -> None:
         super().__init__(what)
         self.what = what
