@@ -59,10 +59,10 @@ class ContextInfo:
         The descriptor of a recorded context at hand.
         """
         history = check_recorded(ctx)
-        first = next((e.content for e in history if e.kind == "user"), None)
+        start = history[0].content
+        first = next((m for m in getattr(start, "messages", ()) if m.role == "user"), None)
         if first is None:
-            start = history[0].content
-            first = next((m for m in getattr(start, "messages", ()) if m.role == "user"), None)
+            first = next((e.content for e in history if e.kind == "user"), None)
         return cls(
             id=str(ctx.id),
             first_message=None if first is None else first.text(),  # type: ignore[union-attr]  # a Message
