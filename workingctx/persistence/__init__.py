@@ -18,7 +18,7 @@ False
 """
 
 from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
-from workingctx.persistence.histories import ContextInfo
+from workingctx.persistence.histories import ContextInfo, ContextStore
 from workingctx.persistence.sqlite import SQLiteStore
 from workingctx.persistence.stores import CheckpointInfo, CheckpointStore, InMemoryStore
 
@@ -27,6 +27,7 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointStore",
     "ContextInfo",
+    "ContextStore",
     "InMemoryStore",
     "SQLiteStore",
     "checkpoint_id",

@@ -15,7 +15,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 import attrs
 
@@ -25,7 +25,7 @@ from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text,
 if TYPE_CHECKING:
     from workingctx.context import WorkingContext
 
-__all__ = ["ContextInfo"]
+__all__ = ["ContextInfo", "ContextStore"]
 
 
 @attrs.frozen
@@ -73,6 +73,41 @@ class ContextInfo:
             parent_id=ctx.parent_id,
             entries=len(history),
         )
+
+
+@runtime_checkable
+class ContextStore(Protocol):
+    """
+    A store of recorded contexts (:class:`~workingctx.InMemoryStore` and
+    :class:`~workingctx.SQLiteStore` are both), beside the checkpoint methods.
+
+    Every method raises :class:`~workingctx.exceptions.CheckpointError` when it
+    cannot do its job, and then leaves the store as it was.
+    """
+
+    def save_context(self, ctx: WorkingContext) -> str:
+        """
+        Save a recorded context as its history, under its id (only what the store lacks).
+        """
+        ...
+
+    def load_context(self, context_id: str) -> WorkingContext:
+        """
+        Replay the history saved under *context_id*.
+        """
+        ...
+
+    def list_contexts(self) -> list[ContextInfo]:
+        """
+        A descriptor of every saved context, oldest first, without replaying any.
+        """
+        ...
+
+    def delete_context(self, context_id: str) -> None:
+        """
+        Remove a saved context.
+        """
+        ...
 
 
 def check_recorded(ctx: object) -> tuple[Entry, ...]:
