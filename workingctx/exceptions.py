@@ -15,6 +15,7 @@ __all__ = [
     "CheckpointError",
     "FinishedError",
     "FrozenPayloadError",
+    "HeadConflictError",
     "HistoryError",
     "InvalidMessageError",
     "MediaError",
@@ -23,6 +24,7 @@ __all__ = [
     "PositionalScopeError",
     "ScopeError",
     "SerializationError",
+    "StoreUnavailableError",
     "WorkingCtxError",
 ]
 
@@ -152,6 +154,59 @@ class MediaError(WorkingCtxError, ValueError):
 
 def _rebuild_media_error(cls: type[MediaError], message: str, ref: object, reason: str) -> MediaError:
     return cls(message, ref=ref, reason=reason)
+
+
+class HeadConflictError(CheckpointError):
+    """
+    A save to a thread lost a race: the thread's head is no longer the parent
+    of the checkpoint being saved (another writer moved it first). Nothing was
+    written; load the new head, continue from it, and save again.
+
+    Attributes:
+        thread: The thread.
+        expected: The head the save expected (the checkpoint's parent).
+        actual: The head the thread has.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread: str = "",
+        expected: str | None = None,
+        actual: str | None = None,
+        path: str = "$.parent",
+        problems: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        super().__init__(message, path=path, problems=problems)
+        self.thread = thread
+        self.expected = expected
+        self.actual = actual
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_head_conflict,
+            (str(self), self.thread, self.expected, self.actual, self.path, self.problems),
+        )
+
+
+def _rebuild_head_conflict(
+    message: str,
+    thread: str,
+    expected: str | None,
+    actual: str | None,
+    path: str,
+    problems: tuple[tuple[str, str], ...],
+) -> HeadConflictError:
+    return HeadConflictError(message, thread=thread, expected=expected, actual=actual, path=path, problems=problems)
+
+
+class StoreUnavailableError(CheckpointError):
+    """
+    The store's server could not be reached, or the connection was lost in the
+    middle of an operation. Nothing was half-written: a save either committed
+    whole or not at all, so saving the same checkpoint again is safe.
+    """
 
 
 def _rebuild_serialization_error(

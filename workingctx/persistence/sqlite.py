@@ -40,7 +40,15 @@ from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
-from workingctx.persistence.stores import CheckpointInfo, _check_checkpoint, _check_id, _missing
+from workingctx.persistence.stores import (
+    CheckpointInfo,
+    _check_checkpoint,
+    _check_id,
+    _check_thread,
+    _head_allows,
+    _head_conflict,
+    _missing,
+)
 from workingctx.prefix import PrefixContext
 
 if TYPE_CHECKING:
@@ -52,6 +60,8 @@ SCHEMA_VERSION = 1
 """The schema version this workingctx writes, and the newest it reads."""
 
 _checksum = checksum  # the name the damage tests use
+
+_HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL) WITHOUT ROWID"
 
 _SCHEMA = (
     "CREATE TABLE workingctx_store (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
@@ -76,6 +86,7 @@ _SCHEMA = (
         " journal_head TEXT NOT NULL, journal_count INTEGER NOT NULL, seal TEXT NOT NULL)"
     ),
     "CREATE INDEX checkpoints_parent ON checkpoints (parent)",
+    _HEADS,
     "CREATE INDEX checkpoints_order ON checkpoints (created_ts, seq)",
 )
 
@@ -164,6 +175,10 @@ class SQLiteStore:
                     self._db.execute("ROLLBACK")
                     raise
             self._check_format()
+            if "heads" not in self._tables():  # written before threads existed: add their table
+                with self._transaction(write=True) as db:
+                    if "heads" not in self._tables():
+                        db.execute(_HEADS)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
         except sqlite3.Error as exc:
@@ -240,25 +255,39 @@ class SQLiteStore:
 
     # -- saving -------------------------------------------------------------------
 
-    def save(self, checkpoint: Checkpoint) -> str:
+    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
         """
-        Save *checkpoint* in one transaction and return its id.
+        Save *checkpoint* in one transaction and return its id; with *thread*,
+        also move that thread's head to it, in the same transaction, if the
+        head is still the checkpoint's parent.
 
         Only what the store does not hold yet is written: new messages, new
         links, a changed prefix or scratchpad. Saving a checkpoint again is a
         no-op; saving another under the same id replaces it.
 
         Raises:
-            TypeError: *checkpoint* is not a :class:`Checkpoint`.
+            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
+            HeadConflictError: Another writer moved the thread's head first; nothing was written.
             CheckpointError: A payload (scratchpad value, journal entry,
                 metadata) is not JSON data, or the database failed; nothing
                 was written.
         """
         _check_checkpoint(checkpoint)
+        _check_thread(thread)
         snapshot = checkpoint.snapshot
         encoded = _codec.encode(checkpoint, self._journal_digests)
         prefix = snapshot.prefix
         with self._transaction(write=True) as db:
+            if thread is not None:
+                found = db.execute("SELECT checkpoint FROM heads WHERE thread = ?", (thread,)).fetchone()
+                current = None if found is None else found[0]
+                if not _head_allows(current, checkpoint):
+                    raise _head_conflict(thread, checkpoint, current)
+                db.execute(
+                    "INSERT INTO heads (thread, checkpoint) VALUES (?, ?)"
+                    " ON CONFLICT (thread) DO UPDATE SET checkpoint = excluded.checkpoint",
+                    (thread, checkpoint.id),
+                )
             existing = db.execute("SELECT seal FROM checkpoints WHERE id = ?", (checkpoint.id,)).fetchone()
             if existing is not None and existing[0] == encoded.seal:
                 return checkpoint.id
@@ -459,16 +488,38 @@ class SQLiteStore:
         """
         Remove a checkpoint, and every message, link and blob no other
         checkpoint uses, in one transaction. Its children stay; their lineage
-        then starts after it.
+        then starts after it. A thread whose head it was goes back to its
+        parent (or ends, when the parent is not in the store).
 
         Raises:
             CheckpointError: No checkpoint has that id.
         """
         _check_id(checkpoint_id)
         with self._transaction(write=True) as db:
-            if db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,)).rowcount == 0:
+            found = db.execute("SELECT parent FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
+            if found is None:
                 raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
+            db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
+            # A thread whose head it was goes back to its parent, or ends.
+            db.execute(
+                "UPDATE heads SET checkpoint = ? WHERE checkpoint = ?"
+                " AND EXISTS (SELECT 1 FROM checkpoints WHERE id = ?)",
+                (found[0], checkpoint_id, found[0]),
+            )
+            db.execute("DELETE FROM heads WHERE checkpoint = ?", (checkpoint_id,))
             self._collect_garbage(db)
+
+    def head(self, thread: str) -> str | None:
+        """
+        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
+
+        Raises:
+            TypeError: *thread* is not a str.
+        """
+        _check_thread(thread, optional=False)
+        with self._transaction(write=False) as db:
+            found = db.execute("SELECT checkpoint FROM heads WHERE thread = ?", (thread,)).fetchone()
+            return None if found is None else str(found[0])
 
     @staticmethod
     def _collect_garbage(db: sqlite3.Connection) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from workingctx.exceptions import CheckpointError
+from workingctx.exceptions import CheckpointError, HeadConflictError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo, check_context_id, check_recorded, diverged, missing
@@ -68,11 +68,26 @@ class CheckpointStore(Protocol):
     Every method raises :class:`~workingctx.exceptions.CheckpointError` when it
     cannot do its job (an unknown id, a damaged record), and then leaves the
     store as it was.
+
+    A *thread* is a named line of checkpoints with a *head*, its latest one.
+    ``save(checkpoint, thread=name)`` moves the head to *checkpoint* only if
+    the head is still ``checkpoint.parent`` (compare-and-set), so writers
+    sharing a thread, in any process on any machine, never lose each other's
+    checkpoints: the one that lost the race gets
+    :class:`~workingctx.exceptions.HeadConflictError`, continues from the new
+    head and saves again.
     """
 
-    def save(self, checkpoint: Checkpoint) -> str:
+    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
         """
-        Keep *checkpoint* (replacing one with the same id) and return its id.
+        Keep *checkpoint* (replacing one with the same id) and return its id;
+        with *thread*, also move that thread's head to it (see the class).
+        """
+        ...
+
+    def head(self, thread: str) -> str | None:
+        """
+        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
         """
         ...
 
@@ -90,7 +105,8 @@ class CheckpointStore(Protocol):
 
     def delete(self, checkpoint_id: str) -> None:
         """
-        Remove the checkpoint saved under *checkpoint_id* (its children stay).
+        Remove the checkpoint saved under *checkpoint_id* (its children stay;
+        a thread whose head it was goes back to its parent).
         """
         ...
 
@@ -111,6 +127,29 @@ def _check_id(checkpoint_id: object) -> None:
     if not isinstance(checkpoint_id, str):
         msg = f"a checkpoint id is a str, got {checkpoint_id!r} of type {type(checkpoint_id).__name__}"
         raise TypeError(msg)
+
+
+def _check_thread(thread: object, *, optional: bool = True) -> None:
+    if (thread is not None or not optional) and (not isinstance(thread, str) or not thread):
+        msg = f"a thread is named by a non-empty str, got {thread!r} of type {type(thread).__name__}"
+        raise TypeError(msg)
+
+
+def _head_allows(current: str | None, checkpoint: Checkpoint) -> bool:
+    """
+    Whether a thread whose head is *current* may move to *checkpoint*: a new
+    thread, the checkpoint's parent, or the checkpoint itself (saved again).
+    """
+    return current is None or current in {checkpoint.parent, checkpoint.id}
+
+
+def _head_conflict(thread: str, checkpoint: Checkpoint, actual: str | None) -> HeadConflictError:
+    msg = (
+        f"cannot save checkpoint {checkpoint.id!r} to thread {thread!r}: its head is {actual!r}, not the "
+        f"checkpoint's parent {checkpoint.parent!r} (another writer saved first); load the head, continue "
+        "from it and save again. Nothing was written"
+    )
+    return HeadConflictError(msg, thread=thread, expected=checkpoint.parent, actual=actual)
 
 
 def _check_checkpoint(checkpoint: object) -> None:
@@ -141,17 +180,26 @@ class InMemoryStore:
     def __init__(self) -> None:
         self._checkpoints: dict[str, Checkpoint] = {}
         self._contexts: dict[str, tuple[tuple[Entry, ...], ContextInfo]] = {}
+        self._heads: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def save(self, checkpoint: Checkpoint) -> str:
+    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
         """
-        Keep *checkpoint* (replacing one with the same id) and return its id.
+        Keep *checkpoint* (replacing one with the same id) and return its id;
+        with *thread*, also move that thread's head to it.
 
         Raises:
-            TypeError: *checkpoint* is not a :class:`Checkpoint`.
+            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
+            HeadConflictError: The thread's head is not the checkpoint's parent.
         """
         _check_checkpoint(checkpoint)
+        _check_thread(thread)
         with self._lock:
+            if thread is not None:
+                current = self._heads.get(thread)
+                if not _head_allows(current, checkpoint):
+                    raise _head_conflict(thread, checkpoint, current)
+                self._heads[thread] = checkpoint.id
             self._checkpoints.pop(checkpoint.id, None)  # a replaced checkpoint counts as new in list()
             self._checkpoints[checkpoint.id] = checkpoint
         return checkpoint.id
@@ -181,17 +229,33 @@ class InMemoryStore:
         held.sort(key=lambda checkpoint: (checkpoint.created_at, order[checkpoint.id]))
         return [CheckpointInfo.of(checkpoint) for checkpoint in held]
 
+    def head(self, thread: str) -> str | None:
+        """
+        The id of *thread*'s latest checkpoint, or None.
+        """
+        _check_thread(thread, optional=False)
+        with self._lock:
+            return self._heads.get(thread)
+
     def delete(self, checkpoint_id: str) -> None:
         """
-        Remove a checkpoint. Its children stay; their lineage then starts after it.
+        Remove a checkpoint. Its children stay; their lineage then starts after
+        it. A thread whose head it was goes back to its parent (or ends, when
+        the parent is not in the store).
 
         Raises:
             CheckpointError: No checkpoint has that id.
         """
         _check_id(checkpoint_id)
         with self._lock:
-            if self._checkpoints.pop(checkpoint_id, None) is None:
+            removed = self._checkpoints.pop(checkpoint_id, None)
+            if removed is None:
                 raise _missing(checkpoint_id, "this InMemoryStore")
+            for thread in [name for name, head in self._heads.items() if head == checkpoint_id]:
+                if removed.parent is not None and removed.parent in self._checkpoints:
+                    self._heads[thread] = removed.parent
+                else:
+                    del self._heads[thread]
 
     def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
         """
