@@ -5,7 +5,9 @@ A :class:`Checkpoint` is a snapshot made durable (an id, the snapshot, when it
 was taken, its parent, your metadata); :func:`rehydrate` turns one back into a
 live, writable context. Stores share one small protocol,
 :class:`CheckpointStore`: :class:`InMemoryStore` for tests and short runs,
-:class:`SQLiteStore` for everything that must survive the process.
+:class:`SQLiteStore` for everything that must survive the process,
+:class:`PostgresStore` and :class:`RedisStore` for checkpoints shared by
+processes on many machines.
 
 >>> from workingctx import Checkpoint, InMemoryStore, Message, WorkingContext, rehydrate
 >>> store = InMemoryStore()
@@ -19,6 +21,8 @@ False
 
 from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
 from workingctx.persistence.histories import ContextInfo, ContextStore
+from workingctx.persistence.postgres import PostgresStore
+from workingctx.persistence.redis import RedisStore
 from workingctx.persistence.sqlite import SQLiteStore
 from workingctx.persistence.stores import CheckpointInfo, CheckpointStore, InMemoryStore
 
@@ -29,6 +33,8 @@ __all__ = [
     "ContextInfo",
     "ContextStore",
     "InMemoryStore",
+    "PostgresStore",
+    "RedisStore",
     "SQLiteStore",
     "checkpoint_id",
     "rehydrate",

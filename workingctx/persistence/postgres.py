@@ -1,0 +1,734 @@
+"""
+The PostgreSQL store: checkpoints shared by processes on many machines, on psycopg 3.
+
+It keeps the SQLite store's layout (see :mod:`workingctx.persistence.sqlite`),
+in one PostgreSQL schema: messages and journal entries once by digest, each
+transcript as a chain of links, prefixes and scratchpads as blobs, a sealed row
+per checkpoint, and ``heads``, one row per thread. Every save is one
+transaction. Saves run side by side (each takes a shared advisory lock; rows
+are inserted in key order with ``ON CONFLICT DO NOTHING``, so two writers of the
+same message neither fail nor deadlock); a delete, which collects garbage,
+takes the lock alone so it never removes what a running save relies on. A
+thread's head row is locked while a save moves it.
+
+Needs the ``postgres`` extra: ``pip install 'workingctx[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from workingctx._canonical import EMPTY_CHAIN
+from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
+from workingctx.messages import Message
+from workingctx.persistence import _codec
+from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
+from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.stores import (
+    CheckpointInfo,
+    _check_checkpoint,
+    _check_id,
+    _check_thread,
+    _head_allows,
+    _head_conflict,
+    _missing,
+)
+from workingctx.prefix import PrefixContext
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+
+SCHEMA_VERSION = 1
+"""The schema version this workingctx writes in PostgreSQL, and the newest it reads."""
+
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_ATTEMPTS = 20
+
+_TABLES = (
+    "CREATE TABLE @.workingctx_store (key text PRIMARY KEY, value text NOT NULL)",
+    "CREATE TABLE @.messages (digest text PRIMARY KEY, data text NOT NULL, checksum text NOT NULL)",
+    (
+        "CREATE TABLE @.message_links (chain text PRIMARY KEY, prev text NOT NULL, message text NOT NULL,"
+        " position integer NOT NULL)"
+    ),
+    "CREATE TABLE @.journal_entries (digest text PRIMARY KEY, data text NOT NULL, checksum text NOT NULL)",
+    (
+        "CREATE TABLE @.journal_links (chain text PRIMARY KEY, prev text NOT NULL, entry text NOT NULL,"
+        " position integer NOT NULL)"
+    ),
+    "CREATE TABLE @.blobs (digest text PRIMARY KEY, data text NOT NULL)",
+    (
+        "CREATE TABLE @.checkpoints (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id text NOT NULL UNIQUE,"
+        " parent text, created_at text NOT NULL, created_ts double precision NOT NULL, metadata text NOT NULL,"
+        " digest text NOT NULL, prefix text NOT NULL, scratchpad text NOT NULL, messages_head text NOT NULL,"
+        " message_count integer NOT NULL, journal_head text NOT NULL, journal_count integer NOT NULL,"
+        " seal text NOT NULL)"
+    ),
+    "CREATE INDEX ON @.checkpoints (parent)",
+    "CREATE INDEX ON @.checkpoints (created_ts, seq)",
+    "CREATE TABLE @.heads (thread text PRIMARY KEY, checkpoint text NOT NULL)",
+)
+
+_ROW = ", ".join(_codec.ROW_FIELDS)
+
+
+class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
+    """
+    The transaction lost a deadlock or a serialization race, or needs the lock alone.
+    """
+
+    def __init__(self, *, exclusive: bool = False) -> None:
+        super().__init__()
+        self.exclusive = exclusive
+
+
+class PostgresStore:
+    """
+    A checkpoint store in a PostgreSQL database, shared by every process that
+    opens it: content-addressed, transactional, and safe for concurrent writers.
+
+    Messages are stored once by digest, shared by every checkpoint and thread,
+    and transcripts as chains of links, so checkpointing every turn of a long
+    run adds only the new messages. ``save(checkpoint, thread=name)`` moves a
+    thread's head by compare-and-set in the same transaction.
+
+    Args:
+        dsn: A libpq connection string or URL, such as
+            ``"postgresql://user@127.0.0.1:5432/db"``.
+        schema: The PostgreSQL schema that holds the store's tables (created
+            when missing); several stores can share one database under
+            different schemas.
+        pool_size: The most connections the store's pool opens.
+        timeout: Seconds to wait for a connection before giving up.
+
+    Raises:
+        ImportError: psycopg or psycopg_pool is not installed.
+        ValueError: *schema* is not a plain lower-case name, or a setting is out of range.
+        StoreUnavailableError: The server cannot be reached.
+        CheckpointError: The schema holds tables that are not a workingctx
+            store, or a store of a newer schema version. Nothing is changed.
+    """
+
+    def __init__(self, dsn: str, *, schema: str = "workingctx", pool_size: int = 4, timeout: float = 30.0) -> None:
+        if not isinstance(dsn, str):
+            msg = f"dsn must be a connection string, got {dsn!r} of type {type(dsn).__name__}"
+            raise TypeError(msg)
+        if not isinstance(schema, str) or not _NAME.fullmatch(schema):
+            msg = f"schema must be a lower-case name of letters, digits and _ (at most 63), got {schema!r}"
+            raise ValueError(msg)
+        if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
+            msg = f"pool_size must be a positive int, got {pool_size!r}"
+            raise ValueError(msg)
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            msg = f"timeout must be a positive number of seconds, got {timeout!r}"
+            raise ValueError(msg)
+        try:
+            import psycopg  # noqa: PLC0415  # the postgres extra is optional
+            import psycopg_pool  # noqa: PLC0415
+        except ImportError as exc:
+            msg = f"PostgresStore needs psycopg 3 and psycopg_pool ({exc}): pip install 'workingctx[postgres]'"
+            raise ImportError(msg) from exc
+        self._psycopg = psycopg
+        self._pool_timeout = psycopg_pool.PoolTimeout
+        self.schema = schema
+        self._where = _describe(dsn, schema)
+        self._lock_key = f"workingctx:{schema}"
+        self._messages: dict[str, Message] = {}
+        self._entries: dict[str, Any] = {}
+        self._prefixes: dict[str, PrefixContext] = {}
+        self._journal_digests = _codec.JournalDigests()
+        self._local = threading.Lock()
+        self._pool = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            timeout=timeout,
+            open=False,
+            check=psycopg_pool.ConnectionPool.check_connection,
+            kwargs={"autocommit": True},
+            name=f"workingctx-{schema}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout)
+        except self._pool_timeout:
+            self._pool.close()
+            msg = f"cannot reach the PostgreSQL server of {self._where} within {timeout} s; is it running?"
+            raise StoreUnavailableError(msg) from None
+        try:
+            self._prepare()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def _q(self, text: str) -> str:
+        return text.replace("@.", f'"{self.schema}".')
+
+    # -- transactions -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[psycopg.Cursor[Any]]:
+        """
+        One transaction (``READ COMMITTED`` for a write, a ``REPEATABLE READ``
+        snapshot for a read), rolled back on any error. A lost connection
+        becomes StoreUnavailableError, a deadlock or a serialization failure
+        _Retry, any other database error CheckpointError.
+        """
+        errors = self._psycopg.errors
+        try:
+            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                if not write:
+                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield cur
+        except (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable):
+            raise _Retry from None
+        except self._pool_timeout:
+            msg = f"no connection to the PostgreSQL server of {self._where}; is it running? Nothing was written"
+            raise StoreUnavailableError(msg) from None
+        except self._psycopg.OperationalError as exc:
+            msg = (
+                f"lost the connection to the PostgreSQL server of {self._where} ({_first_line(exc)}); "
+                "a save commits whole or not at all, so saving again is safe"
+            )
+            raise StoreUnavailableError(msg) from None
+        except self._psycopg.Error as exc:
+            msg = f"the checkpoint store {self._where} failed ({_first_line(exc)}); it was left as it was"
+            raise CheckpointError(msg) from None
+
+    def _run(self, body: Callable[[psycopg.Cursor[Any], bool], Any], *, write: bool) -> Any:
+        """
+        Run *body* in a transaction, again after a lost race (with the lock
+        alone when it asks for it).
+        """
+        exclusive = False
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._transaction(write=write) as cur:
+                    return body(cur, exclusive)
+            except _Retry as retry:
+                exclusive = exclusive or retry.exclusive
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311  # jitter, not cryptography
+        msg = f"the checkpoint store {self._where} stayed busy after {_ATTEMPTS} attempts; nothing was written"
+        raise CheckpointError(msg)
+
+    def _enter(self, cur: psycopg.Cursor[Any], *, exclusive: bool | None) -> None:
+        """
+        Check the store's marker and take the store's lock (shared for a save,
+        alone for a delete, none for a read).
+        """
+        if exclusive is not None:
+            kind = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+            cur.execute(f"SELECT {kind}(hashtext(%s))", (self._lock_key,))
+        try:
+            cur.execute(self._q("SELECT key, value FROM @.workingctx_store"))
+        except self._psycopg.errors.UndefinedTable:
+            msg = (
+                f"{self._where} holds no workingctx checkpoint store (its workingctx_store table is gone). "
+                "Nothing was changed"
+            )
+            raise CheckpointError(msg, path="workingctx_store") from None
+        self._check_format(dict(cur.fetchall()))
+
+    def _check_format(self, found: dict[Any, Any]) -> None:
+        if found.get("format") != FORMAT:
+            msg = (
+                f"{self._where} is not a workingctx checkpoint store: its format is {found.get('format')!r}, "
+                f"expected {FORMAT!r}. Nothing was changed"
+            )
+            raise CheckpointError(msg, path="workingctx_store.format")
+        version = found.get("schema_version")
+        if not isinstance(version, str) or not version.isdigit():
+            msg = f"{self._where} has a damaged schema version {version!r}; expected {SCHEMA_VERSION}"
+            raise CheckpointError(msg, path="workingctx_store.schema_version")
+        if int(version) > SCHEMA_VERSION:
+            msg = (
+                f"{self._where} was written by a newer workingctx (schema version {version}; this one reads "
+                f"up to {SCHEMA_VERSION}): upgrade workingctx to read it. Nothing was changed"
+            )
+            raise CheckpointError(msg, path="workingctx_store.schema_version")
+
+    def _prepare(self) -> None:
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._lock_key,))
+            cur.execute("SELECT to_regclass(%s)", (f'"{self.schema}".workingctx_store',))
+            row = cur.fetchone()
+            if row is None or row[0] is None:
+                cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (self.schema,))
+                others = cur.fetchone()
+                if others is not None and others[0]:
+                    msg = (
+                        f"{self._where} holds tables that are not a workingctx checkpoint store "
+                        "(no workingctx_store table); use another schema=. Nothing was changed"
+                    )
+                    raise CheckpointError(msg, path="workingctx_store")
+                cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                for statement in _TABLES:
+                    cur.execute(self._q(statement))
+                cur.execute(
+                    self._q(
+                        "INSERT INTO @.workingctx_store (key, value) VALUES ('format', %s), ('schema_version', %s)"
+                    ),
+                    (FORMAT, str(SCHEMA_VERSION)),
+                )
+            self._enter(cur, exclusive=None)
+
+        self._run(body, write=True)
+
+    # -- saving -------------------------------------------------------------------
+
+    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
+        """
+        Save *checkpoint* in one transaction and return its id; with *thread*,
+        also move that thread's head to it, in the same transaction, if the
+        head is still the checkpoint's parent.
+
+        Only what the store does not hold yet is written. Saving a checkpoint
+        again is a no-op; saving another under the same id replaces it.
+
+        Raises:
+            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
+            HeadConflictError: Another writer moved the thread's head first; nothing was written.
+            StoreUnavailableError: The server could not be reached or the
+                connection was lost; the save committed whole or not at all.
+            CheckpointError: A payload is not JSON data, or the database failed; nothing was written.
+        """
+        _check_checkpoint(checkpoint)
+        _check_thread(thread)
+        with self._local:
+            encoded = _codec.encode(checkpoint, self._journal_digests)
+
+        def body(cur: psycopg.Cursor[Any], exclusive: bool) -> None:
+            self._enter(cur, exclusive=exclusive)
+            if thread is not None:
+                self._move_head(cur, thread, checkpoint)
+            cur.execute(self._q("SELECT seal FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
+            existing = cur.fetchone()
+            if existing is not None and existing[0] == encoded.seal:
+                return
+            if existing is not None and not exclusive:
+                raise _Retry(exclusive=True)  # replacing collects garbage: take the lock alone
+            self._save_blobs(cur, checkpoint, encoded)
+            self._save_messages(cur, checkpoint)
+            self._save_journal(cur, checkpoint, encoded)
+            if existing is not None:
+                cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
+            cur.execute(
+                self._q(f"INSERT INTO @.checkpoints ({_ROW}, created_ts) VALUES ({', '.join(['%s'] * 13)})"),  # noqa: S608  # constant columns
+                (*encoded.row, encoded.seal, checkpoint.created_at.timestamp()),
+            )
+            if existing is not None:
+                self._collect_garbage(cur)
+
+        self._run(body, write=True)
+        with self._local:
+            for message in checkpoint.snapshot.messages[-64:]:
+                _codec.remember(self._messages, message.digest(), message)
+        return checkpoint.id
+
+    def _move_head(self, cur: psycopg.Cursor[Any], thread: str, checkpoint: Checkpoint) -> None:
+        cur.execute(
+            self._q(
+                "INSERT INTO @.heads (thread, checkpoint) VALUES (%s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1"
+            ),
+            (thread, checkpoint.id),
+        )
+        if cur.fetchone() is not None:
+            return
+        cur.execute(self._q("SELECT checkpoint FROM @.heads WHERE thread = %s FOR UPDATE"), (thread,))
+        found = cur.fetchone()
+        current = None if found is None else found[0]
+        if not _head_allows(current, checkpoint):
+            raise _head_conflict(thread, checkpoint, current)
+        cur.execute(self._q("UPDATE @.heads SET checkpoint = %s WHERE thread = %s"), (checkpoint.id, thread))
+
+    def _save_blobs(self, cur: psycopg.Cursor[Any], checkpoint: Checkpoint, encoded: _codec.Encoded) -> None:
+        cur.execute(self._q("SELECT 1 FROM @.blobs WHERE digest = %s"), (encoded.prefix_key,))
+        rows = [(encoded.notes_key, encoded.notes_text)]
+        if cur.fetchone() is None:
+            prefix_text = _codec.payload(checkpoint.snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
+            rows.append((encoded.prefix_key, prefix_text))
+        rows.sort()
+        cur.execute(
+            self._q(
+                "INSERT INTO @.blobs (digest, data) SELECT * FROM unnest(%s::text[], %s::text[])"
+                " ORDER BY 1 ON CONFLICT DO NOTHING"
+            ),
+            ([key for key, _ in rows], [data for _, data in rows]),
+        )
+
+    def _stored_length(self, cur: psycopg.Cursor[Any], table: str, chain_at: Callable[[int], str], count: int) -> int:
+        """
+        How many leading items of a chain are stored already: links are only
+        ever stored with their ancestors, so presence is monotone; a few rounds
+        of probes, most recent positions first.
+        """
+        query = self._q(f"SELECT chain FROM @.{table} WHERE chain = ANY(%s)")  # noqa: S608  # constant names
+        low, high = 0, count + 1  # stored up to low; not stored from high
+        step = 1
+        probes: list[int] = []
+        while count - step + 1 > 0 and len(probes) < 24:
+            probes.append(count - step + 1)
+            step *= 2
+        while probes:
+            digests = {chain_at(position): position for position in probes}
+            cur.execute(query, (list(digests),))
+            present = [digests[row[0]] for row in cur.fetchall()]
+            absent = [position for position in probes if position not in present]
+            low = max([low, *present])
+            high = min([high, *[position for position in absent if position > low]])
+            gap = high - low - 1
+            if gap <= 0:
+                break
+            stride = max(1, gap // 64)
+            probes = list(range(low + 1, high, stride))
+        return low
+
+    def _insert(self, cur: psycopg.Cursor[Any], table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        rows.sort()
+        casts = ", ".join("%s::integer[]" if isinstance(rows[0][i], int) else "%s::text[]" for i in range(len(rows[0])))
+        cur.execute(
+            self._q(
+                f"INSERT INTO @.{table} ({columns}) SELECT * FROM unnest({casts})"  # noqa: S608  # constant names
+                " ORDER BY 1 ON CONFLICT DO NOTHING"
+            ),
+            [list(column) for column in zip(*rows, strict=True)],
+        )
+
+    def _missing_items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str]) -> set[str]:
+        if not keys:
+            return set()
+        cur.execute(self._q(f"SELECT digest FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
+        return keys - {row[0] for row in cur.fetchall()}
+
+    def _save_messages(self, cur: psycopg.Cursor[Any], checkpoint: Checkpoint) -> None:
+        snapshot = checkpoint.snapshot
+        start = self._stored_length(cur, "message_links", snapshot.chain_digest, len(snapshot.messages))
+        new = list(_codec.new_messages(snapshot, start))
+        missing = self._missing_items(cur, "messages", {message.digest() for _, _, _, message in new})
+        items: dict[str, tuple[str, str, str]] = {}
+        links = []
+        for position, chain, previous, message in new:
+            digest = message.digest()
+            if digest in missing and digest not in items:
+                text = _codec.payload(message, f"$.snapshot.messages[{position}]", checkpoint, typed=True)
+                items[digest] = (digest, text, checksum(digest, text))
+            links.append((chain, previous, digest, position))
+        self._insert(cur, "messages", "digest, data, checksum", list(items.values()))
+        self._insert(cur, "message_links", "chain, prev, message, position", links)
+
+    def _save_journal(self, cur: psycopg.Cursor[Any], checkpoint: Checkpoint, encoded: _codec.Encoded) -> None:
+        journal = checkpoint.snapshot.journal
+        chain = encoded.journal_chain
+        start = self._stored_length(cur, "journal_links", lambda n: chain[n - 1] if n else JOURNAL_ROOT, len(journal))
+        new = list(_codec.new_entries(encoded, journal, start))
+        missing = self._missing_items(cur, "journal_entries", {digest for _, _, _, digest, _ in new})
+        items: dict[str, tuple[str, str, str]] = {}
+        links = []
+        for position, link, previous, digest, entry in new:
+            if digest in missing and digest not in items:
+                text = _codec.payload(entry, f"$.snapshot.journal[{position}]", checkpoint)
+                items[digest] = (digest, text, checksum(digest, text))
+            links.append((link, previous, digest, position))
+        self._insert(cur, "journal_entries", "digest, data, checksum", list(items.values()))
+        self._insert(cur, "journal_links", "chain, prev, entry, position", links)
+
+    # -- loading ------------------------------------------------------------------
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        """
+        The checkpoint saved under *checkpoint_id*, equal to the one saved,
+        read from one consistent snapshot of the database and checked against
+        its digests on the way in.
+
+        Raises:
+            CheckpointError: No checkpoint has that id, or what is stored is
+                damaged or not ours (the message names the table, the key and
+                the path inside the checkpoint). Nothing is changed.
+            StoreUnavailableError: The server could not be reached.
+        """
+        _check_id(checkpoint_id)
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> Checkpoint:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q(f"SELECT {_ROW} FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))  # noqa: S608
+            row = cur.fetchone()
+            if row is None:
+                raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
+            try:
+                return self._build(cur, row)
+            except Damage as exc:
+                raise self._error(checkpoint_id, exc.what, exc.path) from None
+            except SerializationError as exc:
+                raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+                raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
+
+        result: Checkpoint = self._run(body, write=False)
+        return result
+
+    def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
+        msg = f"cannot load checkpoint {checkpoint_id!r} from {self._where}: {what} at {path}; nothing was changed"
+        return CheckpointError(msg, path=path)
+
+    def _build(self, cur: psycopg.Cursor[Any], row: Sequence[Any]) -> Checkpoint:
+        info = _codec.read_info(row)
+        (_, _, _, _, digest, prefix_key, notes_key, messages_head, _, journal_head, journal_count, _) = row
+        with self._local:
+            prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
+        if prefix is None:
+            text = self._blob(cur, prefix_key, "$.snapshot.prefix")
+            with self._local:
+                prefix = _codec.decode_prefix(text, prefix_key, self._prefixes)
+        notes = _codec.decode_notes(self._blob(cur, notes_key, "$.snapshot.scratchpad"), notes_key)
+        links = self._walk(cur, "message_links", "message", messages_head, info.message_count, "$.snapshot.messages")
+        with self._local:
+            wanted = {d for _, d in links if d not in self._messages}
+        texts = self._items(cur, "messages", wanted)
+        journal_links = self._walk(cur, "journal_links", "entry", journal_head, journal_count, "$.snapshot.journal")
+        with self._local:
+            wanted_entries = {d for _, d in journal_links if d not in self._entries}
+        entry_texts = self._items(cur, "journal_entries", wanted_entries)
+        with self._local:
+            messages = _codec.decode_messages(links, texts, self._messages)
+            journal = _codec.decode_journal(journal_links, entry_texts, self._entries)
+        return _codec.assemble(info, digest, prefix, notes, messages, journal)
+
+    def _blob(self, cur: psycopg.Cursor[Any], key: object, path: str) -> object:
+        cur.execute(self._q("SELECT data FROM @.blobs WHERE digest = %s"), (key,))
+        found = cur.fetchone()
+        if found is None:
+            damage(f"blob {key!r} is missing from table blobs", path)
+        return found[0]
+
+    def _walk(
+        self, cur: psycopg.Cursor[Any], links: str, item: str, head: object, count: object, path: str
+    ) -> list[tuple[str, str]]:
+        root = EMPTY_CHAIN if links == "message_links" else JOURNAL_ROOT
+        length = _codec.check_count(count, head, root, path, "table checkpoints")
+        if length == 0:
+            return []
+        query = self._q(
+            f"WITH RECURSIVE walk (chain, prev, item, position, depth) AS ("  # noqa: S608  # constant names only
+            f" SELECT chain, prev, {item}, position, 0 FROM @.{links} WHERE chain = %s"
+            f" UNION ALL"
+            f" SELECT l.chain, l.prev, l.{item}, l.position, w.depth + 1"
+            f" FROM @.{links} AS l JOIN walk AS w ON l.chain = w.prev WHERE w.depth < %s"
+            f") SELECT chain, prev, item, position FROM walk ORDER BY depth DESC"
+        )
+        cur.execute(query, (head, length))
+        return _codec.check_links(cur.fetchall(), length, root, path, f"table {links}")
+
+    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str]) -> dict[str, str | None]:
+        if not keys:
+            return {}
+        cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
+        return _codec.intact(cur.fetchall())
+
+    # -- listing, threads and deleting --------------------------------------------
+
+    def list(self) -> builtins.list[CheckpointInfo]:
+        """
+        A descriptor of every checkpoint, oldest first (by creation time, then
+        by the order they were saved in), read without loading any snapshot.
+
+        Raises:
+            CheckpointError: A checkpoint row is damaged (it names which).
+        """
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[CheckpointInfo]:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q(f"SELECT {_ROW} FROM @.checkpoints ORDER BY created_ts, seq"))  # noqa: S608
+            return [self._checked_info(row) for row in cur.fetchall()]
+
+        result: builtins.list[CheckpointInfo] = self._run(body, write=False)
+        return result
+
+    def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
+        try:
+            return _codec.read_info(row)
+        except Damage as exc:
+            raise self._error(str(row[0]), exc.what, exc.path) from None
+
+    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+        """
+        The checkpoints from the root to *checkpoint_id*, itself included,
+        oldest first, following parent ids while the parent is in the store.
+
+        Raises:
+            CheckpointError: No checkpoint has that id, or a row is damaged.
+        """
+        _check_id(checkpoint_id)
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[CheckpointInfo]:
+            self._enter(cur, exclusive=None)
+            cur.execute(
+                self._q(
+                    "WITH RECURSIVE up (id) AS (SELECT %s::text UNION SELECT c.parent FROM @.checkpoints AS c"  # noqa: S608
+                    " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
+                    f" SELECT {_ROW} FROM @.checkpoints WHERE id IN (SELECT id FROM up)"
+                ),
+                (checkpoint_id,),
+            )
+            rows = {row[0]: row for row in cur.fetchall()}
+            if checkpoint_id not in rows:
+                raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
+            chain: builtins.list[CheckpointInfo] = []
+            current: str | None = checkpoint_id
+            while current is not None and current in rows:
+                info = self._checked_info(rows.pop(current))
+                chain.append(info)
+                current = info.parent
+            return chain[::-1]
+
+        result: builtins.list[CheckpointInfo] = self._run(body, write=False)
+        return result
+
+    def head(self, thread: str) -> str | None:
+        """
+        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
+
+        Raises:
+            TypeError: *thread* is not a str.
+        """
+        _check_thread(thread, optional=False)
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> str | None:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q("SELECT checkpoint FROM @.heads WHERE thread = %s"), (thread,))
+            found = cur.fetchone()
+            return None if found is None else str(found[0])
+
+        result: str | None = self._run(body, write=False)
+        return result
+
+    def delete(self, checkpoint_id: str) -> None:
+        """
+        Remove a checkpoint, and every message, link and blob no other
+        checkpoint uses, in one transaction that runs alone. Its children stay;
+        a thread whose head it was goes back to its parent (or ends, when the
+        parent is not in the store).
+
+        Raises:
+            CheckpointError: No checkpoint has that id.
+        """
+        _check_id(checkpoint_id)
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
+            self._enter(cur, exclusive=True)
+            cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s RETURNING parent"), (checkpoint_id,))
+            found = cur.fetchone()
+            if found is None:
+                raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
+            cur.execute(
+                self._q(
+                    "UPDATE @.heads SET checkpoint = %s WHERE checkpoint = %s"
+                    " AND EXISTS (SELECT 1 FROM @.checkpoints WHERE id = %s)"
+                ),
+                (found[0], checkpoint_id, found[0]),
+            )
+            cur.execute(self._q("DELETE FROM @.heads WHERE checkpoint = %s"), (checkpoint_id,))
+            self._collect_garbage(cur)
+
+        self._run(body, write=True)
+
+    def _collect_garbage(self, cur: psycopg.Cursor[Any]) -> None:
+        for links, items, item, head in (
+            ("message_links", "messages", "message", "messages_head"),
+            ("journal_links", "journal_entries", "entry", "journal_head"),
+        ):
+            cur.execute(
+                self._q(
+                    f"WITH RECURSIVE live (chain) AS (SELECT {head} FROM @.checkpoints"  # noqa: S608  # constants
+                    f" UNION SELECT l.prev FROM @.{links} AS l JOIN live ON l.chain = live.chain)"
+                    f" DELETE FROM @.{links} WHERE chain NOT IN (SELECT chain FROM live)"
+                )
+            )
+            cur.execute(
+                self._q(
+                    f"DELETE FROM @.{items} AS i WHERE NOT EXISTS"  # noqa: S608  # constant names
+                    f" (SELECT 1 FROM @.{links} AS l WHERE l.{item} = i.digest)"
+                )
+            )
+        cur.execute(
+            self._q(
+                "DELETE FROM @.blobs WHERE digest NOT IN"
+                " (SELECT prefix FROM @.checkpoints UNION SELECT scratchpad FROM @.checkpoints)"
+            )
+        )
+
+    # -- the rest -----------------------------------------------------------------
+
+    def drop(self) -> None:
+        """
+        Remove the store's schema and everything in it, for good (tests, clean-ups).
+        """
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
+            self._enter(cur, exclusive=True)
+            cur.execute(f'DROP SCHEMA "{self.schema}" CASCADE')
+
+        self._run(body, write=True)
+
+    def close(self) -> None:
+        """
+        Close the store's connections (the store cannot be used afterwards).
+        """
+        self._pool.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> int:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q("SELECT count(*) FROM @.checkpoints"))
+            found = cur.fetchone()
+            return 0 if found is None else int(found[0])
+
+        result: int = self._run(body, write=False)
+        return result
+
+    def __contains__(self, checkpoint_id: object) -> bool:
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> bool:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q("SELECT 1 FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))
+            return cur.fetchone() is not None
+
+        result: bool = self._run(body, write=False)
+        return result
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._where})"
+
+
+def _describe(dsn: str, schema: str) -> str:
+    """
+    The server, database and schema, without the password, for messages.
+    """
+    try:
+        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415  # the postgres extra is optional
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # noqa: BLE001  # a DSN libpq cannot parse is reported when connecting
+        return f"schema {schema!r} of a PostgreSQL database"
+    host = parts.get("host", "localhost")
+    port = parts.get("port", "5432")
+    return f"schema {schema!r} of database {parts.get('dbname', '')!r} on {host}:{port}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

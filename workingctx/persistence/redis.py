@@ -1,0 +1,704 @@
+"""
+The Redis store: checkpoints in a Redis server, on redis-py, with core data types only.
+
+Layout, every key under ``<namespace>:``:
+
+- ``store``: a hash with the format name and the schema version;
+- ``m:<digest>`` and ``e:<digest>``: one string per distinct message and
+  journal entry: a checksum (64 hex digits), then its JSON;
+- ``ml:<chain>`` and ``el:<chain>``: one string per link,
+  ``"<previous chain> <item digest> <position>"``;
+- ``b:<digest>``: prefixes and scratchpads;
+- ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
+  ids by creation time;
+- ``head:<thread>``: a thread's latest checkpoint id;
+- ``gc``: how many garbage collections ran, and ``saves``: how many saves.
+
+A save is one ``MULTI``/``EXEC`` transaction under ``WATCH`` (of the thread's
+head, of ``gc`` and of the checkpoint's row): it is applied whole or not at all,
+and a save that raced a delete or another writer of its thread is run again
+(or, for the thread, refused with :class:`~workingctx.exceptions.HeadConflictError`).
+A chain is walked on the server by a small Lua script, in one round trip.
+
+Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from workingctx._canonical import EMPTY_CHAIN
+from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
+from workingctx.messages import Message
+from workingctx.persistence import _codec
+from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
+from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.stores import (
+    CheckpointInfo,
+    _check_checkpoint,
+    _check_id,
+    _check_thread,
+    _head_allows,
+    _head_conflict,
+    _missing,
+)
+from workingctx.prefix import PrefixContext
+
+if TYPE_CHECKING:
+    import redis as redis_py
+
+__all__ = ["SCHEMA_VERSION", "RedisStore"]
+
+SCHEMA_VERSION = 1
+"""The schema version this workingctx writes in Redis, and the newest it reads."""
+
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
+_ATTEMPTS = 50
+
+# Follows a chain from its head for at most ARGV[3] links; returns key, value pairs, head first.
+_WALK = """
+local prefix = ARGV[1]
+local key = ARGV[2]
+local n = tonumber(ARGV[3])
+local out = {}
+for i = 1, n do
+  local value = redis.call('GET', prefix .. key)
+  if not value then break end
+  out[#out + 1] = key
+  out[#out + 1] = value
+  key = string.match(value, '^(%S+)')
+  if not key then break end
+end
+return out
+"""
+
+
+class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
+    """
+    A watched key changed before ``EXEC``.
+    """
+
+
+class RedisStore:
+    """
+    A checkpoint store in a Redis server, shared by every process that opens
+    it: content-addressed, each save one atomic transaction, safe for
+    concurrent writers.
+
+    Args:
+        url: A Redis URL, such as ``"redis://127.0.0.1:6379/0"``.
+        namespace: The prefix of every key the store writes (letters, digits,
+            ``_``, ``.``, ``-``); several stores can share one database under
+            different namespaces.
+        timeout: Seconds to wait for the server on each call.
+
+    Raises:
+        ImportError: redis-py is not installed.
+        ValueError: *namespace* or *timeout* is not valid.
+        StoreUnavailableError: The server cannot be reached.
+        CheckpointError: The namespace holds keys that are not a workingctx
+            store, or a store of a newer schema version. Nothing is changed.
+    """
+
+    def __init__(self, url: str, *, namespace: str = "workingctx", timeout: float = 30.0) -> None:
+        if not isinstance(url, str):
+            msg = f"url must be a Redis URL, got {url!r} of type {type(url).__name__}"
+            raise TypeError(msg)
+        if not isinstance(namespace, str) or not _NAME.fullmatch(namespace):
+            msg = f"namespace must be 1 to 100 letters, digits, '_', '.' or '-', got {namespace!r}"
+            raise ValueError(msg)
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            msg = f"timeout must be a positive number of seconds, got {timeout!r}"
+            raise ValueError(msg)
+        try:
+            import redis  # noqa: PLC0415  # the redis extra is optional
+        except ImportError as exc:
+            msg = f"RedisStore needs redis-py ({exc}): pip install 'workingctx[redis]'"
+            raise ImportError(msg) from exc
+        self._redis = redis
+        self.namespace = namespace
+        self._p = f"{namespace}:"
+        try:
+            self._client: redis_py.Redis = redis.Redis.from_url(
+                url, decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout
+            )
+        except ValueError as exc:
+            msg = f"url must be a Redis URL such as 'redis://127.0.0.1:6379/0', got {url!r} ({exc})"
+            raise ValueError(msg) from None
+        kwargs = self._client.connection_pool.connection_kwargs
+        self._where = (
+            f"namespace {namespace!r} of Redis db {kwargs.get('db', 0)} on {kwargs.get('host')}:{kwargs.get('port')}"
+        )
+        self._walk_script = self._client.register_script(_WALK)
+        self._messages: dict[str, Message] = {}
+        self._entries: dict[str, Any] = {}
+        self._prefixes: dict[str, PrefixContext] = {}
+        self._journal_digests = _codec.JournalDigests()
+        self._local = threading.Lock()
+        self._call(self._prepare)
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _call(self, body: Callable[[], Any]) -> Any:
+        """
+        Run *body*, again when a watched key changed under it; connection
+        failures become StoreUnavailableError, other server errors CheckpointError.
+        """
+        errors = self._redis.exceptions
+        for _ in range(_ATTEMPTS):
+            try:
+                return body()
+            except (_Retry, errors.WatchError):
+                continue
+            except (errors.ConnectionError, errors.TimeoutError) as exc:
+                msg = (
+                    f"lost the connection to the Redis server of {self._where} ({exc}); "
+                    "a save is applied whole or not at all, so saving again is safe"
+                )
+                raise StoreUnavailableError(msg) from None
+            except errors.RedisError as exc:
+                msg = f"the checkpoint store {self._where} failed ({exc}); it was left as it was"
+                raise CheckpointError(msg) from None
+        msg = f"the checkpoint store {self._where} stayed busy after {_ATTEMPTS} attempts; nothing was written"
+        raise CheckpointError(msg)
+
+    def _prepare(self) -> None:
+        marker = self._p + "store"
+        with self._client.pipeline() as pipe:
+            pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
+                marker
+            )
+            if not pipe.exists(marker):
+                _, others = pipe.scan(0, match=self._p + "*", count=1000)
+                if others:
+                    msg = (
+                        f"{self._where} holds keys that are not a workingctx checkpoint store "
+                        f"(such as {others[0]!r}, and no {marker!r}); use another namespace=. Nothing was changed"
+                    )
+                    raise CheckpointError(msg, path="workingctx_store")
+                pipe.multi()
+                pipe.hset(marker, mapping={"format": FORMAT, "schema_version": str(SCHEMA_VERSION)})
+                pipe.execute()
+        self._check_format(self._client.hgetall(marker))
+
+    def _check_format(self, found: Any) -> None:
+        if not found:
+            msg = f"{self._where} holds no workingctx checkpoint store (its marker key is gone). Nothing was changed"
+            raise CheckpointError(msg, path="workingctx_store")
+        if found.get("format") != FORMAT:
+            msg = (
+                f"{self._where} is not a workingctx checkpoint store: its format is {found.get('format')!r}, "
+                f"expected {FORMAT!r}. Nothing was changed"
+            )
+            raise CheckpointError(msg, path="workingctx_store.format")
+        version = found.get("schema_version")
+        if not isinstance(version, str) or not version.isdigit():
+            msg = f"{self._where} has a damaged schema version {version!r}; expected {SCHEMA_VERSION}"
+            raise CheckpointError(msg, path="workingctx_store.schema_version")
+        if int(version) > SCHEMA_VERSION:
+            msg = (
+                f"{self._where} was written by a newer workingctx (schema version {version}; this one reads "
+                f"up to {SCHEMA_VERSION}): upgrade workingctx to read it. Nothing was changed"
+            )
+            raise CheckpointError(msg, path="workingctx_store.schema_version")
+
+    # -- saving -------------------------------------------------------------------
+
+    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
+        """
+        Save *checkpoint* in one transaction and return its id; with *thread*,
+        also move that thread's head to it, in the same transaction, if the
+        head is still the checkpoint's parent.
+
+        Only what the store does not hold yet is written. Saving a checkpoint
+        again is a no-op; saving another under the same id replaces it.
+
+        Raises:
+            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
+            HeadConflictError: Another writer moved the thread's head first; nothing was written.
+            StoreUnavailableError: The server could not be reached or the
+                connection was lost; the save was applied whole or not at all.
+            CheckpointError: A payload is not JSON data, or the server failed; nothing was written.
+        """
+        _check_checkpoint(checkpoint)
+        _check_thread(thread)
+        with self._local:
+            encoded = _codec.encode(checkpoint, self._journal_digests)
+        replaced: bool = self._call(lambda: self._save_once(checkpoint, encoded, thread))
+        if replaced:
+            self._call(self._collect_garbage)
+        with self._local:
+            for message in checkpoint.snapshot.messages[-64:]:
+                _codec.remember(self._messages, message.digest(), message)
+        return checkpoint.id
+
+    def _save_once(self, checkpoint: Checkpoint, encoded: _codec.Encoded, thread: str | None) -> bool:
+        p = self._p
+        row_key = p + "cp:" + checkpoint.id
+        head_key = None if thread is None else p + "head:" + thread
+        with self._client.pipeline() as pipe:
+            pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
+                p + "gc", row_key, *([] if head_key is None else [head_key])
+            )
+            self._check_format(pipe.hgetall(p + "store"))
+            if thread is not None and head_key is not None:
+                current = _text(pipe.get(head_key))
+                if not _head_allows(current, checkpoint):
+                    raise _head_conflict(thread, checkpoint, current)
+            existing = _text(pipe.get(row_key))
+            same = existing is not None and _stored_seal(existing) == encoded.seal
+            writes: list[Callable[[Any], Any]] = []
+            if not same:
+                writes = self._writes(checkpoint, encoded)
+            pipe.multi()
+            for write in writes:
+                write(pipe)
+            if head_key is not None:
+                pipe.set(head_key, checkpoint.id)
+            pipe.incr(p + "saves")
+            pipe.execute()
+        return existing is not None and not same
+
+    def _writes(self, checkpoint: Checkpoint, encoded: _codec.Encoded) -> list[Callable[[Any], Any]]:
+        """
+        The commands that store what the server lacks of *checkpoint* (read
+        while its keys are watched; queued after ``MULTI``).
+        """
+        p = self._p
+        snapshot = checkpoint.snapshot
+        writes: list[Callable[[Any], Any]] = []
+        start = self._stored_length("ml:", snapshot.chain_digest, len(snapshot.messages))
+        new = list(_codec.new_messages(snapshot, start))
+        missing = self._missing("m:", {message.digest() for _, _, _, message in new})
+        for position, chain, previous, message in new:
+            digest = message.digest()
+            if digest in missing:
+                missing.discard(digest)
+                text = _codec.payload(message, f"$.snapshot.messages[{position}]", checkpoint, typed=True)
+                writes.append(_setter(p + "m:" + digest, checksum(digest, text) + text))
+            writes.append(_setter(p + "ml:" + chain, f"{previous} {digest} {position}"))
+        journal = snapshot.journal
+        chain_digests = encoded.journal_chain
+        start = self._stored_length("el:", lambda n: chain_digests[n - 1] if n else JOURNAL_ROOT, len(journal))
+        entries = list(_codec.new_entries(encoded, journal, start))
+        missing = self._missing("e:", {digest for _, _, _, digest, _ in entries})
+        for position, link, previous, digest, entry in entries:
+            if digest in missing:
+                missing.discard(digest)
+                text = _codec.payload(entry, f"$.snapshot.journal[{position}]", checkpoint)
+                writes.append(_setter(p + "e:" + digest, checksum(digest, text) + text))
+            writes.append(_setter(p + "el:" + link, f"{previous} {digest} {position}"))
+        if not self._client.exists(p + "b:" + encoded.prefix_key):
+            prefix_text = _codec.payload(snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
+            writes.append(_setter(p + "b:" + encoded.prefix_key, prefix_text))
+        writes.append(_setter(p + "b:" + encoded.notes_key, encoded.notes_text))
+        seq = self._client.incr(p + "seq")
+        ts = checkpoint.created_at.timestamp()
+        row = json.dumps([*encoded.row, encoded.seal, ts, seq], ensure_ascii=False)
+        writes.append(lambda pipe: pipe.set(p + "cp:" + checkpoint.id, row))
+        writes.append(lambda pipe: pipe.zadd(p + "order", {checkpoint.id: ts}))
+        return writes
+
+    def _stored_length(self, kind: str, chain_at: Callable[[int], str], count: int) -> int:
+        """
+        How many leading items of a chain are stored already (presence is
+        monotone): a few rounds of probes, most recent positions first.
+        """
+        low, high = 0, count + 1
+        step = 1
+        probes: list[int] = []
+        while count - step + 1 > 0 and len(probes) < 24:
+            probes.append(count - step + 1)
+            step *= 2
+        while probes:
+            with self._client.pipeline(transaction=False) as pipe:
+                for position in probes:
+                    pipe.exists(self._p + kind + chain_at(position))
+                found = pipe.execute()
+            present = [position for position, hit in zip(probes, found, strict=True) if hit]
+            low = max([low, *present])
+            high = min([high, *[position for position in probes if position not in present and position > low]])
+            gap = high - low - 1
+            if gap <= 0:
+                break
+            stride = max(1, gap // 64)
+            probes = list(range(low + 1, high, stride))
+        return low
+
+    def _missing(self, kind: str, digests: set[str]) -> set[str]:
+        if not digests:
+            return set()
+        ordered = sorted(digests)
+        with self._client.pipeline(transaction=False) as pipe:
+            for digest in ordered:
+                pipe.exists(self._p + kind + digest)
+            found = pipe.execute()
+        return {digest for digest, hit in zip(ordered, found, strict=True) if not hit}
+
+    # -- loading ------------------------------------------------------------------
+
+    def load(self, checkpoint_id: str) -> Checkpoint:
+        """
+        The checkpoint saved under *checkpoint_id*, equal to the one saved,
+        checked against its digests on the way in.
+
+        Raises:
+            CheckpointError: No checkpoint has that id, or what is stored is
+                damaged or not ours (the message names the key and the path
+                inside the checkpoint). Nothing is changed.
+            StoreUnavailableError: The server could not be reached.
+        """
+        _check_id(checkpoint_id)
+        result: Checkpoint = self._call(lambda: self._load_once(checkpoint_id))
+        return result
+
+    def _load_once(self, checkpoint_id: str) -> Checkpoint:
+        p = self._p
+        with self._client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(p + "store")
+            pipe.get(p + "gc")
+            pipe.get(p + "cp:" + checkpoint_id)
+            marker, generation, text = pipe.execute()
+        self._check_format(marker)
+        if text is None:
+            raise _missing(checkpoint_id, f"the Redis store {self._where}")
+        try:
+            return self._build(self._row(text))
+        except (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            if self._client.get(p + "gc") != generation:
+                raise _Retry from None  # a delete collected garbage while we read: read again
+            if isinstance(exc, Damage):
+                raise self._error(checkpoint_id, exc.what, exc.path) from None
+            if isinstance(exc, SerializationError):
+                raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
+            raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
+
+    def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
+        msg = f"cannot load checkpoint {checkpoint_id!r} from {self._where}: {what} at {path}; nothing was changed"
+        return CheckpointError(msg, path=path)
+
+    @staticmethod
+    def _row(text: object) -> list[Any]:
+        """
+        A stored checkpoint row: the fields of ``ROW_FIELDS``, then the creation timestamp and the save number.
+        """
+        try:
+            row = json.loads(str(text))
+        except ValueError:
+            damage("the checkpoint row is not JSON (key cp:, damaged)", "$")
+        if not isinstance(row, list) or len(row) != len(_codec.ROW_FIELDS) + 2:
+            damage("the checkpoint row is not a row (key cp:, damaged)", "$")
+        return row
+
+    def _build(self, row: Sequence[Any]) -> Checkpoint:
+        fields = row[: len(_codec.ROW_FIELDS)]
+        info = _codec.read_info(fields, "key cp:")
+        (_, _, _, _, digest, prefix_key, notes_key, messages_head, _, journal_head, journal_count, _) = fields
+        p = self._p
+        with self._local:
+            prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
+        links = self._walk("ml:", messages_head, info.message_count, "$.snapshot.messages")
+        journal_links = self._walk("el:", journal_head, journal_count, "$.snapshot.journal")
+        with self._local:
+            wanted = sorted({d for _, d in links if d not in self._messages})
+            wanted_entries = sorted({d for _, d in journal_links if d not in self._entries})
+        with self._client.pipeline(transaction=False) as pipe:
+            pipe.get(p + "b:" + str(prefix_key))
+            pipe.get(p + "b:" + str(notes_key))
+            for key in wanted:
+                pipe.get(p + "m:" + key)
+            for key in wanted_entries:
+                pipe.get(p + "e:" + key)
+            found = pipe.execute()
+        prefix_text, notes_text = found[0], found[1]
+        texts = _split(wanted, found[2 : 2 + len(wanted)])
+        entry_texts = _split(wanted_entries, found[2 + len(wanted) :])
+        if prefix is None:
+            if prefix_text is None:
+                damage(f"blob {prefix_key!r} is missing (key b:)", "$.snapshot.prefix")
+            with self._local:
+                prefix = _codec.decode_prefix(prefix_text, prefix_key, self._prefixes, "key b:")
+        if notes_text is None:
+            damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
+        notes = _codec.decode_notes(notes_text, notes_key, "key b:")
+        with self._local:
+            messages = _codec.decode_messages(links, texts, self._messages, items="key m:", link_table="key ml:")
+            journal = _codec.decode_journal(
+                journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
+            )
+        return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
+
+    def _walk(self, kind: str, head: object, count: object, path: str) -> list[tuple[str, str]]:
+        root = EMPTY_CHAIN if kind == "ml:" else JOURNAL_ROOT
+        length = _codec.check_count(count, head, root, path, "key cp:")
+        if length == 0:
+            return []
+        flat = self._walk_script(args=[self._p + kind, str(head), length])
+        rows: list[tuple[Any, ...]] = []
+        for index in range(0, len(flat) - 1, 2):
+            parts = str(flat[index + 1]).split(" ")
+            position = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else -1
+            item = parts[1] if len(parts) == 3 else None
+            rows.append((flat[index], parts[0], item, position))
+        rows.reverse()
+        return _codec.check_links(rows, length, root, path, f"key {kind}")
+
+    # -- listing, threads and deleting --------------------------------------------
+
+    def _rows(self) -> dict[str, list[Any]]:
+        """
+        Every checkpoint row, by id.
+        """
+        p = self._p
+        with self._client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(p + "store")
+            pipe.zrange(p + "order", 0, -1)
+            marker, ids = pipe.execute()
+        self._check_format(marker)
+        rows: dict[str, list[Any]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for checkpoint_id, text in zip(chunk, self._client.mget([p + "cp:" + i for i in chunk]), strict=True):
+                if text is None:
+                    continue  # deleted between the two reads
+                try:
+                    rows[checkpoint_id] = self._row(text)
+                except Damage as exc:
+                    raise self._error(checkpoint_id, exc.what, exc.path) from None
+        return rows
+
+    def _checked_info(self, checkpoint_id: str, row: Sequence[Any]) -> CheckpointInfo:
+        try:
+            info = _codec.read_info(row[: len(_codec.ROW_FIELDS)], "key cp:")
+        except Damage as exc:
+            raise self._error(checkpoint_id, exc.what, exc.path) from None
+        if info.id != checkpoint_id:
+            raise self._error(checkpoint_id, f"the row is checkpoint {info.id!r}'s (key cp:, damaged)", "$.id")
+        return info
+
+    def list(self) -> builtins.list[CheckpointInfo]:
+        """
+        A descriptor of every checkpoint, oldest first (by creation time, then
+        by the order they were saved in), read without loading any snapshot.
+
+        Raises:
+            CheckpointError: A checkpoint row is damaged (it names which).
+        """
+
+        def body() -> builtins.list[CheckpointInfo]:
+            rows = self._rows()
+            ordered = sorted(rows.items(), key=lambda item: (_number(item[1][-2]), _number(item[1][-1])))
+            return [self._checked_info(checkpoint_id, row) for checkpoint_id, row in ordered]
+
+        result: builtins.list[CheckpointInfo] = self._call(body)
+        return result
+
+    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+        """
+        The checkpoints from the root to *checkpoint_id*, itself included,
+        oldest first, following parent ids while the parent is in the store.
+
+        Raises:
+            CheckpointError: No checkpoint has that id, or a row is damaged.
+        """
+        _check_id(checkpoint_id)
+
+        def body() -> builtins.list[CheckpointInfo]:
+            self._check_format(self._client.hgetall(self._p + "store"))
+            chain: builtins.list[CheckpointInfo] = []
+            seen: set[str] = set()
+            current: str | None = checkpoint_id
+            while current is not None and current not in seen:
+                text = self._client.get(self._p + "cp:" + current)
+                if text is None:
+                    break
+                seen.add(current)
+                try:
+                    row = self._row(text)
+                except Damage as exc:
+                    raise self._error(current, exc.what, exc.path) from None
+                info = self._checked_info(current, row)
+                chain.append(info)
+                current = info.parent
+            if not chain:
+                raise _missing(checkpoint_id, f"the Redis store {self._where}")
+            return chain[::-1]
+
+        result: builtins.list[CheckpointInfo] = self._call(body)
+        return result
+
+    def head(self, thread: str) -> str | None:
+        """
+        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
+
+        Raises:
+            TypeError: *thread* is not a str.
+        """
+        _check_thread(thread, optional=False)
+
+        def body() -> str | None:
+            with self._client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(self._p + "store")
+                pipe.get(self._p + "head:" + thread)
+                marker, found = pipe.execute()
+            self._check_format(marker)
+            return None if found is None else str(found)
+
+        result: str | None = self._call(body)
+        return result
+
+    def delete(self, checkpoint_id: str) -> None:
+        """
+        Remove a checkpoint, and every message, link and blob no other
+        checkpoint uses, in one transaction. Its children stay; a thread whose
+        head it was goes back to its parent (or ends, when the parent is not
+        in the store).
+
+        Raises:
+            CheckpointError: No checkpoint has that id.
+        """
+        _check_id(checkpoint_id)
+        self._call(lambda: self._collect_garbage(checkpoint_id))
+
+    def _collect_garbage(self, checkpoint_id: str | None = None) -> None:
+        """
+        Delete *checkpoint_id* (when given), and every item, link and blob no
+        checkpoint left uses: marked by walking every chain, swept in one
+        transaction that fails (and runs again) if any save ran meanwhile.
+        """
+        p = self._p
+        with self._client.pipeline() as pipe:
+            pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
+                p + "saves", p + "gc"
+            )
+            self._check_format(pipe.hgetall(p + "store"))
+            parent: str | None = None
+            if checkpoint_id is not None:
+                text = _text(pipe.get(p + "cp:" + checkpoint_id))
+                if text is None:
+                    raise _missing(checkpoint_id, f"the Redis store {self._where}")
+                with_parent = json.loads(text) if _is_json_list(text) else [None, None]
+                parent = with_parent[1] if isinstance(with_parent[1], str) else None
+            rows = {i: row for i, row in self._rows().items() if i != checkpoint_id}
+            live: set[str] = set()
+            for row in rows.values():
+                live.add(p + "b:" + str(row[5]))
+                live.add(p + "b:" + str(row[6]))
+                for kind, item, head, count in (("ml:", "m:", row[7], row[8]), ("el:", "e:", row[9], row[10])):
+                    if not isinstance(count, int) or count <= 0:
+                        continue
+                    flat = self._walk_script(args=[p + kind, str(head), count])
+                    for index in range(0, len(flat) - 1, 2):
+                        live.add(p + kind + flat[index])
+                        parts = str(flat[index + 1]).split(" ")
+                        if len(parts) == 3:
+                            live.add(p + item + parts[1])
+            dead = [
+                key
+                for kind in ("ml:", "m:", "el:", "e:", "b:")
+                for key in self._client.scan_iter(match=p + kind + "*", count=1000)
+                if key not in live
+            ]
+            heads = {
+                key: value
+                for key in self._client.scan_iter(match=p + "head:*", count=1000)
+                if (value := self._client.get(key)) == checkpoint_id and checkpoint_id is not None
+            }
+            pipe.multi()
+            if checkpoint_id is not None:
+                pipe.delete(p + "cp:" + checkpoint_id)
+                pipe.zrem(p + "order", checkpoint_id)
+            for key in heads:
+                if parent is not None and parent in rows:
+                    pipe.set(key, parent)
+                else:
+                    pipe.delete(key)
+            for start in range(0, len(dead), 500):
+                pipe.delete(*dead[start : start + 500])
+            pipe.incr(p + "gc")
+            pipe.execute()
+
+    # -- the rest -----------------------------------------------------------------
+
+    def drop(self) -> None:
+        """
+        Remove every key of the store's namespace, for good (tests, clean-ups).
+        """
+
+        def body() -> None:
+            keys = list(self._client.scan_iter(match=self._p + "*", count=1000))
+            for start in range(0, len(keys), 500):
+                self._client.delete(*keys[start : start + 500])
+
+        self._call(body)
+
+    def close(self) -> None:
+        """
+        Close the store's connections.
+        """
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        result: int = self._call(lambda: self._client.zcard(self._p + "order"))
+        return result
+
+    def __contains__(self, checkpoint_id: object) -> bool:
+        if not isinstance(checkpoint_id, str):
+            return False
+        result: bool = self._call(lambda: bool(self._client.exists(self._p + "cp:" + checkpoint_id)))
+        return result
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._where})"
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _setter(key: str, value: str) -> Callable[[Any], Any]:
+    return lambda pipe: pipe.set(key, value, nx=True)
+
+
+def _stored_seal(text: str) -> object:
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return None
+    return row[11] if isinstance(row, list) and len(row) > 11 else None
+
+
+def _is_json_list(text: str) -> bool:
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(row, list) and len(row) > 1
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _split(keys: Sequence[str], values: Sequence[Any]) -> dict[str, str | None]:
+    """
+    Stored items (a checksum, then the text) by key; None for one that fails its checksum.
+    """
+    found = []
+    for key, value in zip(keys, values, strict=True):
+        if isinstance(value, str) and len(value) >= 64:
+            found.append((key, value[64:], value[:64]))
+        elif value is not None:
+            found.append((key, value, ""))
+    return _codec.intact(found)
