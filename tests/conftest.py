@@ -1,15 +1,35 @@
 """
 Hypothesis settings profiles: ``default`` for CI, ``quick`` for local runs
 (``HYPOTHESIS_PROFILE=quick``), ``thorough`` for a long hunt.
+
+Under ``CI=true`` a test marked ``server`` that skipped (no PostgreSQL or
+Redis server to run against) fails instead: CI must run the store suite on
+real servers.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:  # noqa: ARG001  # pytest passes it by name
+    """
+    Turn a skipped server test into a failure when ``CI=true``.
+    """
+    report = yield
+    if report.skipped and os.environ.get("CI") == "true" and item.get_closest_marker("server") is not None:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"a server test skipped under CI=true, which must run it: {reason}"
+    return report

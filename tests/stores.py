@@ -1,0 +1,241 @@
+"""
+Every checkpoint store kind the shared suite runs against, and how to reach
+into each one's storage to damage it.
+
+PostgreSQL and Redis come from ``WORKINGCTX_POSTGRES_DSN`` and
+``WORKINGCTX_REDIS_URL`` (``scripts/servers start`` prints both; ``.ci/run``
+sets them). Without them the tests of that kind are skipped with the reason,
+and under ``CI=true`` a skipped server test fails the run (``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workingctx import CheckpointStore, InMemoryStore, PostgresStore, RedisStore, SQLiteStore
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = ("memory", "sqlite", "postgres", "redis")
+PERSISTENT = ("sqlite", "postgres", "redis")
+SERVERS = {"postgres": "WORKINGCTX_POSTGRES_DSN", "redis": "WORKINGCTX_REDIS_URL"}
+_paths = itertools.count()
+
+
+def server_address(kind: str) -> str:
+    """
+    The server of *kind* the tests use, or a skip saying how to give one.
+    """
+    variable = SERVERS[kind]
+    address = os.environ.get(variable)
+    if not address:
+        pytest.skip(
+            f'NO {kind.upper()} SERVER: set {variable} (eval "$(scripts/servers start)" starts one); '
+            "under CI=true this skip fails the run"
+        )
+    return address
+
+
+def kind_params(kinds: tuple[str, ...] = KINDS) -> list[Any]:
+    return [pytest.param(kind, marks=[pytest.mark.server] if kind in SERVERS else []) for kind in kinds]
+
+
+class Stores:
+    """
+    Makes fresh, empty stores of one kind, opens second handles on them, and
+    removes what they wrote when the test ends.
+    """
+
+    def __init__(self, kind: str, directory: Path) -> None:
+        self.kind = kind
+        self.directory = directory
+        self.address = server_address(kind) if kind in SERVERS else ""
+        self.made: list[Any] = []
+
+    def new(self) -> Any:
+        """
+        A new, empty store.
+        """
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        if self.kind == "memory":
+            store: Any = InMemoryStore()
+        elif self.kind == "sqlite":
+            store = SQLiteStore(self.directory / f"store-{next(_paths)}.db")
+        elif self.kind == "postgres":
+            store = PostgresStore(self.address, schema=name, pool_size=2)
+        else:
+            store = RedisStore(self.address, namespace=name)
+        self.made.append(store)
+        return store
+
+    def again(self, store: Any) -> Any:
+        """
+        A second handle on *store*'s storage, with nothing cached (the store itself for memory).
+        """
+        if self.kind == "memory":
+            return store
+        if self.kind == "sqlite":
+            other: Any = SQLiteStore(store.path)
+        elif self.kind == "postgres":
+            other = PostgresStore(self.address, schema=store.schema, pool_size=2)
+        else:
+            other = RedisStore(self.address, namespace=store.namespace)
+        self.made.append(other)
+        return other
+
+    def spec(self, store: Any) -> list[str]:
+        """
+        What a writer process needs to open *store*: kind, address, name.
+        """
+        if self.kind == "sqlite":
+            return ["sqlite", str(store.path), ""]
+        if self.kind == "postgres":
+            return ["postgres", self.address, store.schema]
+        return ["redis", self.address, store.namespace]
+
+    def close(self) -> None:
+        dropped: set[str] = set()
+        for store in reversed(self.made):
+            name = getattr(store, "schema", None) or getattr(store, "namespace", None)
+            if name and name not in dropped:
+                dropped.add(name)
+                with contextlib.suppress(Exception):  # a store left broken by its test: close it all the same
+                    store.drop()
+            if hasattr(store, "close"):
+                store.close()
+
+
+def open_spec(kind: str, address: str, name: str) -> CheckpointStore:
+    """
+    Open the store a :meth:`Stores.spec` names (in a writer process).
+    """
+    if kind == "sqlite":
+        return SQLiteStore(address)
+    if kind == "postgres":
+        return PostgresStore(address, schema=name, pool_size=1)
+    return RedisStore(address, namespace=name)
+
+
+# -- reaching into storage --------------------------------------------------------------
+
+
+class Raw:
+    """
+    Direct access to a store's storage, to damage it as a disk, an operator or
+    a bug would: plain SQL for SQLite and PostgreSQL, plain commands for Redis.
+    """
+
+    def __init__(self, kind: str, store: Any) -> None:
+        self.kind = kind
+        self.store = store
+
+    def _sql(self, statement: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        if self.kind == "sqlite":
+            db = sqlite3.connect(self.store.path)
+            try:
+                with db:
+                    return db.execute(statement.replace("@.", "").replace("%s", "?"), args).fetchall()
+            finally:
+                db.close()
+        import psycopg  # noqa: PLC0415  # only with a PostgreSQL server
+
+        with psycopg.connect(server_address("postgres"), autocommit=True) as conn:
+            cursor = conn.execute(statement.replace("@.", f'"{self.store.schema}".'), args)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description else []
+
+    def _redis(self) -> Any:
+        import redis  # noqa: PLC0415  # only with a Redis server
+
+        return redis.Redis.from_url(server_address("redis"), decode_responses=True)
+
+    def _key(self, suffix: str) -> str:
+        return f"{self.store.namespace}:{suffix}"
+
+    def message_count(self) -> int:
+        """
+        How many distinct messages the store holds.
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                return len(list(client.scan_iter(match=self._key("m:*"))))
+        return int(self._sql("SELECT count(*) FROM @.messages")[0][0])
+
+    def rewrite_message(self, digest: str, text: str) -> None:
+        """
+        Replace a stored message's JSON, leaving its checksum as it was.
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                old = client.get(self._key("m:" + digest))
+                client.set(self._key("m:" + digest), old[:64] + text)
+            return
+        self._sql("UPDATE @.messages SET data = %s WHERE digest = %s", (text, digest))
+
+    def repoint_link(self, chain: str, digest: str) -> None:
+        """
+        Point a transcript link at another message.
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                prev, _, position = client.get(self._key("ml:" + chain)).split(" ")
+                client.set(self._key("ml:" + chain), f"{prev} {digest} {position}")
+            return
+        self._sql("UPDATE @.message_links SET message = %s WHERE chain = %s", (digest, chain))
+
+    def drop_link(self, chain: str) -> None:
+        if self.kind == "redis":
+            with self._redis() as client:
+                client.delete(self._key("ml:" + chain))
+            return
+        self._sql("DELETE FROM @.message_links WHERE chain = %s", (chain,))
+
+    def rewrite_metadata(self, checkpoint_id: str, text: str) -> None:
+        """
+        Change a checkpoint row's metadata without resealing it.
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                row = json.loads(client.get(self._key("cp:" + checkpoint_id)))
+                row[3] = text
+                client.set(self._key("cp:" + checkpoint_id), json.dumps(row))
+            return
+        self._sql("UPDATE @.checkpoints SET metadata = %s WHERE id = %s", (text, checkpoint_id))
+
+    def set_marker(self, key: str, value: str) -> None:
+        """
+        Change the store's format name or schema version.
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                client.hset(self._key("store"), key, value)
+            return
+        self._sql("UPDATE @.workingctx_store SET value = %s WHERE key = %s", (value, key))
+
+    def foreign(self) -> Callable[[], Any]:
+        """
+        Put someone else's data where a new store would go; return how to open a store there.
+        """
+        name = f"f_{uuid.uuid4().hex[:12]}"
+        if self.kind == "sqlite":
+            path = self.store.path + f".{name}.db"
+            db = sqlite3.connect(path)
+            with db:
+                db.execute("CREATE TABLE users (name TEXT)")
+            db.close()
+            return lambda: SQLiteStore(path)
+        if self.kind == "postgres":
+            self._sql(f'CREATE SCHEMA "{name}"')
+            self._sql(f'CREATE TABLE "{name}".users (name text)')
+            return lambda: PostgresStore(server_address("postgres"), schema=name)
+        with self._redis() as client:
+            client.set(f"{name}:users", "ada")
+        return lambda: RedisStore(server_address("redis"), namespace=name)

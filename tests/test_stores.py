@@ -1,0 +1,388 @@
+"""
+One suite for every checkpoint store: in memory, SQLite, PostgreSQL and Redis.
+
+Round trips, listing, deleting and lineage, threads and their compare-and-set
+heads, and damaged storage. Writer processes (concurrent, killed) and server
+restarts are in test_store_processes.py.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.stores import KINDS, PERSISTENT, Raw, Stores, kind_params
+from tests.strategies import json_objects, working_contexts
+from workingctx import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointStore,
+    HeadConflictError,
+    Message,
+    PrefixContext,
+    ToolCall,
+    WorkingContext,
+)
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def scratch_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
+
+
+@pytest.fixture(params=kind_params())
+def stores(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
+    made = Stores(request.param, scratch_dir)
+    yield made
+    made.close()
+
+
+@pytest.fixture(params=kind_params(PERSISTENT))
+def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
+    made = Stores(request.param, scratch_dir)
+    yield made
+    made.close()
+
+
+def turns(ctx: WorkingContext, start: int, count: int) -> WorkingContext:
+    """
+    Append *count* tool-using turns (a question, a call, its result, one shared answer).
+    """
+    for turn in range(start, start + count):
+        ctx.append(
+            Message("user", f"question {turn}"),
+            Message.assistant(tool_calls=[ToolCall(f"c{turn}", "lookup", {"q": turn})]),
+            Message.tool(f"result {turn}", call_id=f"c{turn}"),
+            Message("assistant", "noted"),
+        )
+        ctx.note("turn", turn)
+        ctx.journal.record({"kind": "turn", "n": turn})
+    return ctx
+
+
+def run(store: CheckpointStore, count: int, *, thread: str | None = None) -> list[Checkpoint]:
+    """
+    A run checkpointed after every turn, each checkpoint continuing the last.
+    """
+    ctx = WorkingContext(prefix=PrefixContext("You are careful."))
+    saved: list[Checkpoint] = []
+    for turn in range(count):
+        turns(ctx, turn, 1)
+        checkpoint = Checkpoint.capture(
+            ctx,
+            parent=saved[-1] if saved else None,
+            metadata={"turn": turn},
+            created_at=T0 + timedelta(seconds=turn),
+        )
+        store.save(checkpoint, thread=thread)
+        saved.append(checkpoint)
+    return saved
+
+
+class TestRoundTrip:
+    @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(ctx=working_contexts(max_turns=3), metadata=json_objects)
+    def test_load_gives_what_was_saved(self, stores, ctx, metadata):
+        """
+        A checkpoint saved to any store loads back equal, with the same digest,
+        from the same handle and from a fresh one with nothing cached.
+        """
+        if not stores.made:
+            stores.new()
+        store = stores.made[0]
+        checkpoint = Checkpoint.capture(ctx, metadata=metadata)
+        assert checkpoint.id == store.save(checkpoint)
+        for handle in (store, stores.again(store)):
+            loaded = handle.load(checkpoint.id)
+            assert checkpoint == loaded
+            assert checkpoint.snapshot.digest() == loaded.snapshot.digest()
+            assert list(checkpoint.snapshot.journal) == list(loaded.snapshot.journal)
+
+    def test_stores_follow_the_protocol(self, stores):
+        """
+        Every store is a CheckpointStore.
+        """
+        assert isinstance(stores.new(), CheckpointStore)
+
+    def test_lone_surrogates_and_unicode(self, stores):
+        """
+        Text no UTF-8 codec can encode (half an emoji) and text in any script
+        round-trips through every store.
+        """
+        store = stores.new()
+        ctx = WorkingContext().append(Message("user", "half \ud83d an emoji"), Message("assistant", "日本語 ✓ \x00"))
+        ctx.note("odd", "\udfff")
+        checkpoint = Checkpoint.capture(ctx)
+        store.save(checkpoint)
+        assert checkpoint == stores.again(store).load(checkpoint.id)
+
+    def test_non_json_payload_refused_and_nothing_written(self, persistent):
+        """
+        A scratchpad value JSON cannot hold is refused, with its path, and
+        the store stays empty.
+        """
+        store = persistent.new()
+        with pytest.raises(CheckpointError) as info:
+            store.save(Checkpoint.capture(WorkingContext().note("seen", {"a", "b"})))
+        assert "$.snapshot.scratchpad['seen']" == info.value.path
+        assert [] == store.list()
+
+    def test_bad_arguments(self, stores):
+        """
+        Wrong types are TypeErrors naming the value; an unknown id is a CheckpointError.
+        """
+        store = stores.new()
+        with pytest.raises(TypeError, match="save takes a Checkpoint"):
+            store.save("not a checkpoint")
+        with pytest.raises(TypeError, match="thread is named by a non-empty str"):
+            store.save(Checkpoint.capture(WorkingContext()), thread=3)
+        with pytest.raises(TypeError, match="thread is named by a non-empty str"):
+            store.head(None)
+        with pytest.raises(TypeError, match="checkpoint id is a str"):
+            store.load(5)
+        with pytest.raises(CheckpointError, match="no checkpoint 'nope'"):
+            store.load("nope")
+        with pytest.raises(CheckpointError, match="no checkpoint 'nope'"):
+            store.delete("nope")
+        with pytest.raises(CheckpointError, match="no checkpoint 'nope'"):
+            store.lineage("nope")
+
+
+class TestListDeleteLineage:
+    def test_run_listed_in_order_with_lineage(self, stores):
+        """
+        A run checkpointed every turn lists oldest first; lineage walks back to the root.
+        """
+        store = stores.new()
+        saved = run(store, 6)
+        infos = store.list()
+        assert [c.id for c in saved] == [info.id for info in infos]
+        assert [4 * (n + 1) for n in range(6)] == [info.message_count for info in infos]
+        assert [{"turn": n} for n in range(6)] == [dict(info.metadata) for info in infos]
+        assert [c.snapshot.digest() for c in saved] == [info.digest for info in infos]
+        assert [c.id for c in saved[:4]] == [info.id for info in store.lineage(saved[3].id)]
+        assert len(saved) == len(store)
+        assert saved[2].id in store
+        assert "nope" not in store
+
+    def test_branch_and_delete(self, stores):
+        """
+        A branch from an earlier checkpoint has its own lineage; deleting a
+        checkpoint keeps its children, whose lineage then starts after it.
+        """
+        store = stores.new()
+        saved = run(store, 4)
+        branch = WorkingContext.from_snapshot(saved[1].snapshot).append(Message("user", "what if?"))
+        fork = Checkpoint.capture(branch, parent=saved[1], created_at=T0 + timedelta(minutes=5))
+        store.save(fork)
+        assert [saved[0].id, saved[1].id, fork.id] == [info.id for info in store.lineage(fork.id)]
+        store.delete(saved[1].id)
+        assert [fork.id] == [info.id for info in store.lineage(fork.id)]
+        assert [saved[2].id, saved[3].id] == [info.id for info in store.lineage(saved[3].id)]
+        assert saved[3] == stores.again(store).load(saved[3].id)
+        assert fork == stores.again(store).load(fork.id)
+        with pytest.raises(CheckpointError, match="no checkpoint"):
+            store.load(saved[1].id)
+
+    def test_saving_twice_and_replacing(self, stores):
+        """
+        Saving the same checkpoint twice keeps one; another checkpoint under
+        the same id replaces it.
+        """
+        store = stores.new()
+        ctx = turns(WorkingContext(), 0, 2)
+        first = Checkpoint.capture(ctx, created_at=T0)
+        store.save(first)
+        store.save(first)
+        assert 1 == len(store.list())
+        other = Checkpoint(id=first.id, snapshot=turns(ctx, 2, 1).freeze(), created_at=T0)
+        store.save(other)
+        assert [12] == [info.message_count for info in store.list()]
+        assert other == stores.again(store).load(first.id)
+
+    def test_messages_stored_once_and_collected(self, persistent):
+        """
+        Checkpointing every turn stores each distinct message once; deleting
+        every checkpoint removes every message.
+        """
+        store = persistent.new()
+        saved = run(store, 10)
+        raw = Raw(persistent.kind, store)
+        assert 3 * 10 + 1 == raw.message_count()  # per turn a question, a call, a result; one shared answer
+        for checkpoint in saved[:-1]:
+            store.delete(checkpoint.id)
+        assert saved[-1] == persistent.again(store).load(saved[-1].id)
+        assert 31 == raw.message_count()
+        store.delete(saved[-1].id)
+        assert 0 == raw.message_count()
+        assert [] == store.list()
+
+    def test_lineage_survives_a_parent_cycle(self, stores):
+        """
+        Checkpoints whose parents form a cycle (ids of your own) give a finite lineage.
+        """
+        store = stores.new()
+        snapshot = WorkingContext().append(Message("user", "hi")).freeze()
+        store.save(Checkpoint(id="a", snapshot=snapshot, created_at=T0, parent="b"))
+        store.save(Checkpoint(id="b", snapshot=snapshot, created_at=T0, parent="a"))
+        assert ["b", "a"] == [info.id for info in store.lineage("a")]
+
+
+class TestThreads:
+    def test_head_follows_the_thread(self, stores):
+        """
+        Saving to a thread moves its head; another thread and a plain save leave it.
+        """
+        store = stores.new()
+        assert store.head("t") is None
+        saved = run(store, 3, thread="t")
+        assert saved[-1].id == store.head("t")
+        other = run(store, 2, thread="u")
+        store.save(Checkpoint.capture(WorkingContext().append(Message("user", "loose"))))
+        assert saved[-1].id == store.head("t")
+        assert other[-1].id == store.head("u")
+
+    def test_stale_parent_is_refused_and_nothing_written(self, stores):
+        """
+        A save whose parent is not the thread's head raises HeadConflictError
+        naming both, and writes nothing; saving the head again is a no-op.
+        """
+        store = stores.new()
+        saved = run(store, 2, thread="t")
+        late = Checkpoint.capture(turns(WorkingContext(), 9, 1), parent=saved[0], created_at=T0)
+        with pytest.raises(HeadConflictError, match="another writer saved first") as info:
+            store.save(late, thread="t")
+        assert (info.value.thread, info.value.expected, info.value.actual) == ("t", saved[0].id, saved[1].id)
+        assert late.id not in store
+        assert saved[1].id == store.head("t")
+        store.save(saved[1], thread="t")
+        assert saved[1].id == store.head("t")
+        fresh = Checkpoint.capture(WorkingContext(), created_at=T0)
+        with pytest.raises(HeadConflictError):
+            store.save(fresh, thread="t")
+
+    def test_delete_moves_the_head_back(self, stores):
+        """
+        Deleting a thread's head moves the head to its parent; deleting the
+        last one ends the thread.
+        """
+        store = stores.new()
+        saved = run(store, 2, thread="t")
+        store.delete(saved[1].id)
+        assert saved[0].id == store.head("t")
+        store.delete(saved[0].id)
+        assert store.head("t") is None
+        assert saved[0].id == store.save(saved[0], thread="t")
+
+
+class TestDamagedStorage:
+    def saved(self, persistent: Stores) -> tuple[Any, list[Checkpoint], Raw]:
+        store = persistent.new()
+        return store, run(store, 3), Raw(persistent.kind, store)
+
+    def test_rewritten_message_caught_by_its_checksum(self, persistent):
+        """
+        A stored message edited into another valid message does not load
+        silently: CheckpointError names the path, and nothing changes.
+        """
+        store, saved, raw = self.saved(persistent)
+        digest = saved[-1].snapshot.messages[0].digest()
+        raw.rewrite_message(digest, '{"role":"user","content":"bye"}')
+        fresh = persistent.again(store)
+        with pytest.raises(CheckpointError, match="does not match its checksum") as info:
+            fresh.load(saved[-1].id)
+        assert "$.snapshot.messages[0]" == info.value.path
+        assert digest in str(info.value)
+
+    def test_repointed_link_caught_by_the_chain(self, persistent):
+        """
+        A link pointed at another stored message breaks the chain and is reported.
+        """
+        store, saved, raw = self.saved(persistent)
+        snapshot = saved[-1].snapshot
+        raw.repoint_link(snapshot.chain_digest(1), snapshot.messages[4].digest())
+        with pytest.raises(CheckpointError, match="link does not match") as info:
+            persistent.again(store).load(saved[-1].id)
+        assert "$.snapshot.messages[0]" == info.value.path
+
+    def test_missing_link_reported_as_truncated(self, persistent):
+        """
+        A chain with a link gone is reported, not half-loaded.
+        """
+        store, saved, raw = self.saved(persistent)
+        raw.drop_link(saved[-1].snapshot.chain_digest(5))
+        with pytest.raises(CheckpointError, match="expected 12 links, found 7"):
+            persistent.again(store).load(saved[-1].id)
+        assert saved[0] == persistent.again(store).load(saved[0].id)
+
+    def test_unsealed_row_refused_by_load_list_and_lineage(self, persistent):
+        """
+        A checkpoint row changed behind the store's back fails its seal
+        everywhere it is read; other checkpoints still load.
+        """
+        store, saved, raw = self.saved(persistent)
+        raw.rewrite_metadata(saved[1].id, '{"turn": 99}')
+        fresh = persistent.again(store)
+        for operation in (lambda: fresh.load(saved[1].id), fresh.list, lambda: fresh.lineage(saved[2].id)):
+            with pytest.raises(CheckpointError, match="does not match its seal"):
+                operation()
+        assert saved[2] == fresh.load(saved[2].id)
+
+    @pytest.mark.parametrize(
+        ("key", "value", "match"),
+        [
+            ("schema_version", "2", r"newer workingctx \(schema version 2"),
+            ("schema_version", "one", "damaged schema version"),
+            ("format", "someone.else", "its format is 'someone.else'"),
+        ],
+    )
+    def test_newer_or_foreign_marker(self, persistent, key, value, match):
+        """
+        A newer schema version or another format is refused when opened and
+        by every operation, and nothing is written.
+        """
+        store, saved, raw = self.saved(persistent)
+        raw.set_marker(key, value)
+        with pytest.raises(CheckpointError, match=match):
+            store.load(saved[0].id)
+        with pytest.raises(CheckpointError, match=match):
+            store.save(Checkpoint.capture(turns(WorkingContext(), 7, 1)))
+        with pytest.raises(CheckpointError, match=match):
+            persistent.again(store)
+        raw.set_marker(key, {"schema_version": "1", "format": "workingctx.checkpoints"}[key])
+        assert [c.id for c in saved] == [info.id for info in store.list()]
+
+    def test_foreign_data_refused(self, persistent):
+        """
+        A place holding someone else's data (a table, a key) is not turned into a store.
+        """
+        opener = Raw(persistent.kind, persistent.new()).foreign()
+        with pytest.raises(CheckpointError, match="not a workingctx checkpoint store") as info:
+            opener()
+        assert "workingctx_store" == info.value.path
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_is_in_the_suite(kind):
+    """
+    The suite's kinds are the four stores workingctx ships.
+    """
+    assert kind in {"memory", "sqlite", "postgres", "redis"}
+
+
+@given(count=st.integers(0, 3))
+def test_turns_helper_counts(count):
+    """
+    The helper appends four messages per turn (the suite's counts rely on it).
+    """
+    assert 4 * count == len(turns(WorkingContext(), 0, count).freeze().messages)
