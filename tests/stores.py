@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from workingctx import CheckpointStore, InMemoryStore, PostgresStore, RedisStore, SQLiteStore
+from workingctx import InMemoryStore, PostgresStore, RedisStore, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("memory", "sqlite", "postgres", "redis")
@@ -112,17 +112,6 @@ class Stores:
                     store.drop()
             if hasattr(store, "close"):
                 store.close()
-
-
-def open_spec(kind: str, address: str, name: str) -> CheckpointStore:
-    """
-    Open the store a :meth:`Stores.spec` names (in a writer process).
-    """
-    if kind == "sqlite":
-        return SQLiteStore(address)
-    if kind == "postgres":
-        return PostgresStore(address, schema=name, pool_size=1)
-    return RedisStore(address, namespace=name)
 
 
 # -- reaching into storage --------------------------------------------------------------

@@ -15,21 +15,15 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.stores import PERSISTENT, ROOT, Stores, kind_params
+from tests.stores import PERSISTENT, Stores, kind_params
 from workingctx import (
-    Checkpoint,
-    HeadConflictError,
     InMemoryStore,
-    Message,
-    PrefixContext,
-    WorkingContext,
-    rehydrate,
 )
 
 WRITERS = 8
@@ -43,59 +37,81 @@ def scratch_dir() -> Iterator[Path]:
         yield Path(name)
 
 
-def write(store: Any, name: str, thread: str, count: int, report: Any = None) -> int:
+# The writer, as source: run in writer processes (which import workingctx as
+# installed, never the checkout) and executed here for in-process writers.
+WRITER_LIB = textwrap.dedent(
     """
-    Save *count* checkpoints to *thread*, each continuing the thread's head:
-    after a lost race, load the new head and try again. Returns the races lost.
-    """
-    lost = 0
-    mine: tuple[str, WorkingContext] | None = None
-    saved = 0
-    while count < 0 or saved < count:
-        head = store.head(thread)
-        if head is None:
-            ctx = WorkingContext(prefix=PrefixContext("You share this thread."))
-        elif mine is not None and mine[0] == head:
-            ctx = mine[1]
-        else:
-            ctx = rehydrate(store.load(head))
-        ctx.append(Message("user", f"{name} {saved} " + "x" * 200), Message("assistant", "ok"))
-        ctx.journal.record({"writer": name, "n": saved})
-        checkpoint = Checkpoint.capture(ctx, parent=head, metadata={"writer": name, "n": saved})
-        try:
-            store.save(checkpoint, thread=thread)
-        except HeadConflictError:
-            lost += 1
-            continue
-        mine = (checkpoint.id, ctx)
-        if report is not None:
-            report(checkpoint.id, saved)
-        saved += 1
-    return lost
+    from workingctx import (
+        Checkpoint, HeadConflictError, Message, PostgresStore, PrefixContext, RedisStore, SQLiteStore,
+        WorkingContext, rehydrate,
+    )
 
 
-WRITER = textwrap.dedent(
-    """
-    import sys
-    from tests.stores import open_spec
-    from tests.test_store_processes import write
+    def open_spec(kind, address, name):
+        if kind == "sqlite":
+            return SQLiteStore(address)
+        if kind == "postgres":
+            return PostgresStore(address, schema=name, pool_size=1)
+        return RedisStore(address, namespace=name)
 
-    kind, address, name, writer, thread, count = sys.argv[1:7]
-    store = open_spec(kind, address, name)
-    lost = write(store, writer, thread, int(count), lambda cid, n: print(cid, n, flush=True))
-    print("lost", lost, flush=True)
+
+    def write(store, name, thread, count, report=None):
+        # Save count checkpoints (forever if negative) to thread, each continuing
+        # the thread's head: after a lost race, load the new head and try again.
+        lost = 0
+        mine = None
+        saved = 0
+        while count < 0 or saved < count:
+            head = store.head(thread)
+            if head is None:
+                ctx = WorkingContext(prefix=PrefixContext("You share this thread."))
+            elif mine is not None and mine[0] == head:
+                ctx = mine[1]
+            else:
+                ctx = rehydrate(store.load(head))
+            ctx.append(Message("user", f"{name} {saved} " + "x" * 200), Message("assistant", "ok"))
+            ctx.journal.record({"writer": name, "n": saved})
+            checkpoint = Checkpoint.capture(ctx, parent=head, metadata={"writer": name, "n": saved})
+            try:
+                store.save(checkpoint, thread=thread)
+            except HeadConflictError:
+                lost += 1
+                continue
+            mine = (checkpoint.id, ctx)
+            if report is not None:
+                report(checkpoint.id, saved)
+            saved += 1
+        return lost
     """
+)
+_lib: dict[str, Any] = {}
+exec(WRITER_LIB, _lib)  # noqa: S102  # the test's own source, above
+write: Callable[..., int] = _lib["write"]
+
+WRITER = WRITER_LIB + textwrap.dedent(
+    """
+        import sys
+
+        kind, address, name, writer, thread, count = sys.argv[1:7]
+        store = open_spec(kind, address, name)
+        lost = write(store, writer, thread, int(count), lambda cid, n: print(cid, n, flush=True))
+        print("lost", lost, flush=True)
+        """
 )
 
 
 def start_writer(spec: list[str], writer: str, thread: str, count: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    """
+    A writer process, importing workingctx as this interpreter has it installed
+    (outside the checkout, with nothing of it on the path).
+    """
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, *spec, writer, thread, str(count)],
+        [sys.executable, "-I", "-c", WRITER, *spec, writer, thread, str(count)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=tempfile.gettempdir(),
         env=env,
     )
 
