@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CacheRuleError",
     "CheckpointError",
     "FinishedError",
     "FrozenPayloadError",
@@ -22,6 +23,7 @@ __all__ = [
     "MergeError",
     "PendingCallsError",
     "PositionalScopeError",
+    "PricingError",
     "ScopeError",
     "SerializationError",
     "StoreUnavailableError",
@@ -123,6 +125,22 @@ class SerializationError(WorkingCtxError, ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_serialization_error, (type(self), str(self), self.path, self.problems))
+
+
+class PricingError(WorkingCtxError, ValueError):
+    """
+    A model has no known price, or a price was built from invalid numbers.
+
+    The message names the model and says how to add a price.
+    """
+
+
+class CacheRuleError(WorkingCtxError, ValueError):
+    """
+    A cache plan breaks a provider's caching rules (too many breakpoints, a
+    breakpoint on a block that cannot carry one, below the minimum, one-hour
+    breakpoints after five-minute ones), or no rules are known for a provider.
+    """
 
 
 class CheckpointError(SerializationError):

@@ -1,0 +1,209 @@
+"""
+Tests for workingctx.pricing.
+"""
+
+from __future__ import annotations
+
+import builtins
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import usages
+from workingctx import Usage, WorkingCtxError
+from workingctx.exceptions import PricingError
+from workingctx.pricing import BUILTIN_PRICES, Price, add_price, cost, find_price, prices, remove_price
+
+
+class TestReference:
+    def test_prefix_resent_fresh_and_cached(self):
+        """
+        A 20,000-token prefix on 30 turns costs 1.89 fresh and 0.27 read from cache.
+        """
+        fresh = Usage(input_tokens=20_000, output_tokens=200)
+        cached = Usage(output_tokens=200, cache_read_tokens=20_000)
+        assert Decimal("1.89") == round(cost("claude-sonnet-4-6", fresh) * 30, 4)
+        assert Decimal("0.27") == round(cost("claude-sonnet-4-6", cached) * 30, 4)
+
+    def test_sonnet_rates(self):
+        """
+        claude-sonnet-4-6 is 3.00 / 15.00 / 0.30 / 3.75 / 6.00 per million tokens.
+        """
+        million = 1_000_000
+        assert Decimal(3) == cost("claude-sonnet-4-6", Usage(input_tokens=million))
+        assert Decimal(15) == cost("claude-sonnet-4-6", Usage(output_tokens=million))
+        assert Decimal("0.3") == cost("claude-sonnet-4-6", Usage(cache_read_tokens=million))
+        assert Decimal("3.75") == cost("claude-sonnet-4-6", Usage(cache_write_tokens=million))
+        one_hour = Usage(cache_write_tokens=million, cache_write_1h_tokens=million)
+        assert Decimal(6) == cost("claude-sonnet-4-6", one_hour)
+
+    def test_write_split_priced_apart(self):
+        """
+        Five-minute and one-hour writes are priced each at its own rate.
+        """
+        usage = Usage.from_cache_writes(cache_write_5m_tokens=400_000, cache_write_1h_tokens=600_000)
+        assert Decimal("3.75") * 4 / 10 + Decimal(6) * 6 / 10 == cost("claude-sonnet-4-6", usage)
+
+
+class TestTable:
+    def test_names_normalised(self):
+        """
+        Provider prefixes and date suffixes find the same price.
+        """
+        base = find_price("claude-sonnet-4-6")
+        for name in ("anthropic/claude-sonnet-4-6", "claude-sonnet-4-6-20260217", "claude-sonnet-4-6@20260217"):
+            assert base == find_price(name)
+        assert find_price("gpt-5-2025-08-07") == find_price("gpt-5")
+        assert find_price("no-such-model") is None
+
+    def test_added_price_wins_and_goes(self):
+        """
+        add_price overrides the table for this process; remove_price restores it.
+        """
+        add_price("claude-sonnet-4-6", Price(1, 1))
+        try:
+            assert Decimal(1) == cost("claude-sonnet-4-6", Usage(input_tokens=1_000_000))
+            assert Price(1, 1) == prices()["claude-sonnet-4-6"]
+        finally:
+            remove_price("claude-sonnet-4-6")
+        assert Decimal(3) == cost("claude-sonnet-4-6", Usage(input_tokens=1_000_000))
+
+    def test_builtin_table_read_only(self):
+        """
+        The built-in table cannot be edited in place.
+        """
+        with pytest.raises(TypeError):
+            BUILTIN_PRICES["x"] = Price(1, 1)  # type: ignore[index]
+
+    def test_defaults_fill_cache_rates(self):
+        """
+        Cache reads and writes default to the input price, one-hour writes to five-minute ones.
+        """
+        price = Price("2", "8", cache_write_5m="2.5")
+        assert (Decimal(2), Decimal("2.5"), Decimal("2.5")) == (
+            price.cache_read,
+            price.cache_write_5m,
+            price.cache_write_1h,
+        )
+
+    def test_long_context_rates(self):
+        """
+        Above the long-context threshold every token is billed at the long-context rates.
+        """
+        price = Price(1, 2, long_context_above=100, long_context=Price(10, 20))
+        assert Decimal(100 * 1 + 10 * 2) / 1_000_000 == price.cost(Usage(input_tokens=100, output_tokens=10))
+        assert Decimal(101 * 10 + 10 * 20) / 1_000_000 == price.cost(Usage(input_tokens=101, output_tokens=10))
+
+    @given(usages, usages)
+    def test_cost_adds_up(self, one, two):
+        """
+        The cost of a sum of usages is the sum of their costs (below any long-context threshold).
+        """
+        for model in ("claude-sonnet-4-6", "gpt-5", "gemini-2.5-flash"):
+            assert cost(model, one) + cost(model, two) == cost(model, one + two)
+
+
+class TestErrors:
+    def test_unknown_model_names_it_and_the_fix(self, monkeypatch):
+        """
+        Without genai-prices an unknown model raises PricingError naming it and add_price.
+        """
+        real_import = builtins.__import__
+
+        def no_genai(name: str, *args: Any, **kwargs: Any) -> Any:
+            if name == "genai_prices":
+                raise ImportError(name)
+            return real_import(name, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "__import__", no_genai)
+        with pytest.raises(PricingError, match=r"'my-model'.*add_price\('my-model'.*workingctx\[prices\]") as info:
+            cost("my-model", Usage(input_tokens=1))
+        assert isinstance(info.value, ValueError)
+        assert isinstance(info.value, WorkingCtxError)
+
+    def test_model_unknown_everywhere(self):
+        """
+        A model genai-prices does not know either raises PricingError with the fix.
+        """
+        with pytest.raises(PricingError, match=r"'surely-no-such-model-xyz'.*add_price"):
+            cost("surely-no-such-model-xyz", Usage(input_tokens=1))
+
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "error", "match"),
+        [
+            (("1", -1), {}, PricingError, "non-negative"),
+            (("nan", 1), {}, PricingError, "finite"),
+            ((1, True), {}, TypeError, "must be a number"),
+            ((1, "abc"), {}, PricingError, "must be a number"),
+            ((1, 1), {"long_context_above": 5}, PricingError, "both"),
+            ((1, 1), {"long_context_above": 0, "long_context": Price(1, 1)}, PricingError, "positive int"),
+        ],
+    )
+    def test_bad_prices(self, args, kwargs, error, match):
+        """
+        Bad prices are refused with the offending value named.
+        """
+        with pytest.raises(error, match=match):
+            Price(*args, **kwargs)
+
+    def test_bad_arguments(self):
+        """
+        A model that is not a name, or usage that is not a Usage, raises TypeError.
+        """
+        with pytest.raises(TypeError, match="model name"):
+            cost(3, Usage())  # type: ignore[arg-type]
+        with pytest.raises(PricingError, match="empty"):
+            cost(" ", Usage())
+        with pytest.raises(TypeError, match="needs a Usage"):
+            cost("gpt-5", {"input_tokens": 1})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="needs a Price"):
+            add_price("x", (1, 2))  # type: ignore[arg-type]
+
+
+class TestGenaiPrices:
+    def test_unknown_model_priced_with_total_input(self):
+        """
+        A model outside the table is priced by genai-prices, which is given total input tokens.
+        """
+        usage = Usage(input_tokens=1_000, cache_read_tokens=1_000, output_tokens=1_000)
+        # gpt-4o: $2.50 input, $1.25 cached input, $10 output per million.
+        assert Decimal("0.01375") == cost("gpt-4o", usage)
+
+    @pytest.mark.parametrize("model", sorted(BUILTIN_PRICES))
+    @given(
+        usage=st.builds(
+            Usage.from_cache_writes,
+            input_tokens=st.integers(0, 300_000),
+            output_tokens=st.integers(0, 10_000),
+            cache_read_tokens=st.integers(0, 100_000),
+            cache_write_5m_tokens=st.integers(0, 50_000),
+            cache_write_1h_tokens=st.integers(0, 50_000),
+        )
+    )
+    def test_builtin_table_agrees_with_genai_prices(self, model, usage):
+        """
+        Every built-in price gives what genai-prices gives (one-hour writes on Anthropic models only).
+        """
+        import genai_prices  # noqa: PLC0415
+
+        if not model.startswith("claude"):
+            usage = Usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_5m_tokens,
+            )
+        theirs = genai_prices.calc_price(
+            genai_prices.Usage(
+                input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cache_write_1h_tokens=usage.cache_write_1h_tokens,
+            ),
+            model,
+        )
+        assert theirs.total_price == BUILTIN_PRICES[model].cost(usage)

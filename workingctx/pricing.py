@@ -1,0 +1,340 @@
+"""
+Prices: what a model call cost, in US dollars, from its :class:`~workingctx.Usage`.
+
+:func:`cost` looks the model up in a small built-in table of per-million-token
+prices (fresh input, output, cache read, five-minute and one-hour cache
+writes), in the prices you added with :func:`add_price`, and, when the
+``workingctx[prices]`` extra is installed, in the ``genai-prices`` package,
+which knows most other models. Amounts are :class:`~decimal.Decimal`, so sums
+over thousands of calls do not drift.
+
+A 20,000-token prefix re-sent on each of 30 turns, fresh and then read from
+the cache:
+
+>>> from workingctx import Usage
+>>> fresh = Usage(input_tokens=20_000, output_tokens=200)
+>>> cached = Usage(output_tokens=200, cache_read_tokens=20_000)
+>>> round(cost("claude-sonnet-4-6", fresh) * 30, 2), round(cost("claude-sonnet-4-6", cached) * 30, 2)
+(Decimal('1.89'), Decimal('0.27'))
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from workingctx.exceptions import PricingError
+from workingctx.messages import Usage
+
+__all__ = [
+    "BUILTIN_PRICES",
+    "PRICES_AS_OF",
+    "Price",
+    "add_price",
+    "cost",
+    "find_price",
+    "prices",
+    "remove_price",
+]
+
+PRICES_AS_OF = "2026-12-01"
+"""The day the built-in prices were checked against the providers' price pages."""
+
+_MTOK = Decimal(1_000_000)
+
+
+def _decimal(value: object) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        msg = f"a price must be a number (dollars per million tokens), got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    try:
+        amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    except ArithmeticError:
+        msg = f"a price must be a number (dollars per million tokens), got {value!r}"
+        raise PricingError(msg) from None
+    if not amount.is_finite() or amount < 0:
+        msg = f"a price must be a finite, non-negative number of dollars per million tokens, got {value!r}"
+        raise PricingError(msg)
+    return amount
+
+
+def _opt_decimal(value: object) -> Decimal | None:
+    return None if value is None else _decimal(value)
+
+
+def _opt_tier_start(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+        msg = f"{attribute.name} must be a positive int (input tokens) or None, got {value!r}"
+        raise PricingError(msg)
+
+
+@attrs.frozen
+class Price:
+    """
+    A model's prices in US dollars per million tokens.
+
+    Args:
+        input: Fresh (uncached) input.
+        output: Output, reasoning included.
+        cache_read: Input read from the prompt cache.
+        cache_write_5m: Input written to the cache for five minutes; the
+            input price when left out (providers that do not charge writes).
+        cache_write_1h: Input written to the cache for an hour; the
+            five-minute write price when left out.
+        long_context_above: When a request's input (fresh, read and written)
+            exceeds this many tokens, every token of it is billed at
+            *long_context* instead (Anthropic's and OpenAI's long-context rates).
+        long_context: The prices above *long_context_above*.
+
+    Raises:
+        PricingError: a negative or non-finite price, or only one of
+            *long_context_above* and *long_context*.
+        TypeError: a price that is not a number.
+
+    >>> Price(3, 15, cache_read=0.3, cache_write_5m=3.75, cache_write_1h=6).cache_write_1h
+    Decimal('6')
+    """
+
+    input: Decimal = attrs.field(converter=_decimal)
+    output: Decimal = attrs.field(converter=_decimal)
+    cache_read: Decimal | None = attrs.field(default=None, kw_only=True, converter=_opt_decimal)
+    cache_write_5m: Decimal | None = attrs.field(default=None, kw_only=True, converter=_opt_decimal)
+    cache_write_1h: Decimal | None = attrs.field(default=None, kw_only=True, converter=_opt_decimal)
+    long_context_above: int | None = attrs.field(default=None, kw_only=True, validator=_opt_tier_start)
+    long_context: Price | None = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.cache_read is None:
+            object.__setattr__(self, "cache_read", self.input)
+        if self.cache_write_5m is None:
+            object.__setattr__(self, "cache_write_5m", self.input)
+        if self.cache_write_1h is None:
+            object.__setattr__(self, "cache_write_1h", self.cache_write_5m)
+        if (self.long_context_above is None) != (self.long_context is None):
+            msg = (
+                "Price needs both long_context_above=<input tokens> and long_context=Price(...), or neither; "
+                f"got long_context_above={self.long_context_above!r}, long_context={self.long_context!r}"
+            )
+            raise PricingError(msg)
+        if self.long_context is not None and not isinstance(self.long_context, Price):
+            msg = f"long_context must be a Price, got {self.long_context!r} of type {type(self.long_context).__name__}"
+            raise TypeError(msg)
+
+    def cost(self, usage: Usage) -> Decimal:
+        """
+        The dollar cost of *usage* at these prices.
+
+        ``reasoning_tokens`` are not added again: providers count them inside
+        the output tokens.
+        """
+        if not isinstance(usage, Usage):
+            msg = f"cost() needs a Usage, got {usage!r} of type {type(usage).__name__}"
+            raise TypeError(msg)
+        rates = self
+        total_input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        if (
+            self.long_context is not None
+            and self.long_context_above is not None
+            and total_input > self.long_context_above
+        ):
+            rates = self.long_context
+        return (
+            usage.input_tokens * rates.input
+            + usage.output_tokens * rates.output
+            + usage.cache_read_tokens * _set(rates.cache_read)
+            + usage.cache_write_5m_tokens * _set(rates.cache_write_5m)
+            + usage.cache_write_1h_tokens * _set(rates.cache_write_1h)
+        ) / _MTOK
+
+
+def _set(value: Decimal | None) -> Decimal:
+    # Every optional rate is filled in by Price.__attrs_post_init__.
+    assert value is not None  # noqa: S101
+    return value
+
+
+def _anthropic(input_: str, output: str, read: str, write_5m: str, write_1h: str, **tier: Any) -> Price:
+    return Price(input_, output, cache_read=read, cache_write_5m=write_5m, cache_write_1h=write_1h, **tier)
+
+
+# Checked on PRICES_AS_OF against the providers' price pages (Anthropic's model
+# pricing table, OpenAI's API pricing page, Google's Gemini API pricing page) and
+# against genai-prices 0.2.3. Providers that do not charge cache writes bill them
+# at the input price (the default).
+BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
+    {
+        # Anthropic: writes 1.25x (5 m) and 2x (1 h) the input price.
+        "claude-sonnet-4-6": _anthropic("3", "15", "0.30", "3.75", "6"),
+        "claude-sonnet-5": _anthropic("2", "10", "0.20", "2.50", "4"),
+        "claude-opus-5": _anthropic("5", "25", "0.50", "6.25", "10"),
+        "claude-opus-4-8": _anthropic("5", "25", "0.50", "6.25", "10"),
+        "claude-haiku-4-5": _anthropic("1", "5", "0.10", "1.25", "2"),
+        # OpenAI: no write charge before the GPT-5.6 family.
+        "gpt-5": Price("1.25", "10", cache_read="0.125"),
+        "gpt-5-mini": Price("0.25", "2", cache_read="0.025"),
+        "gpt-5.4": Price(
+            "2.50",
+            "15",
+            cache_read="0.25",
+            long_context_above=272_000,
+            long_context=Price("5", "22.50", cache_read="0.50"),
+        ),
+        "gpt-5.5": Price(
+            "5",
+            "30",
+            cache_read="0.50",
+            long_context_above=272_000,
+            long_context=Price("10", "45", cache_read="1"),
+        ),
+        # Google Gemini: implicit caching, no write charge.
+        "gemini-2.5-flash": Price("0.30", "2.50", cache_read="0.03"),
+        "gemini-2.5-pro": Price(
+            "1.25",
+            "10",
+            cache_read="0.125",
+            long_context_above=200_000,
+            long_context=Price("2.50", "15", cache_read="0.25"),
+        ),
+        "gemini-3.5-flash": Price("1.50", "9", cache_read="0.15"),
+    }
+)
+"""The built-in prices, by model name (read-only; add your own with :func:`add_price`)."""
+
+_added: dict[str, Price] = {}
+_added_lock = threading.Lock()
+
+
+def _check_model(model: object) -> str:
+    if not isinstance(model, str):
+        msg = f"a model name must be a str such as 'claude-sonnet-4-6', got {model!r} of type {type(model).__name__}"
+        raise TypeError(msg)
+    if not model.strip():
+        msg = "a model name must not be empty; pass the name the provider reports, such as 'claude-sonnet-4-6'"
+        raise PricingError(msg)
+    return model
+
+
+def add_price(model: str, price: Price) -> None:
+    """
+    Price *model* with *price* in this process, over any built-in price.
+
+    >>> add_price("my-finetune", Price(1, 2))
+    >>> cost("my-finetune", Usage(input_tokens=1_000_000))
+    Decimal('1')
+    >>> remove_price("my-finetune")
+
+    Raises:
+        TypeError: *model* is not a str or *price* not a :class:`Price`.
+    """
+    _check_model(model)
+    if not isinstance(price, Price):
+        msg = f"add_price({model!r}, ...) needs a Price, got {price!r} of type {type(price).__name__}"
+        raise TypeError(msg)
+    with _added_lock:
+        _added[model] = price
+
+
+def remove_price(model: str) -> None:
+    """
+    Forget a price added with :func:`add_price` (nothing happens when there is none).
+    """
+    _check_model(model)
+    with _added_lock:
+        _added.pop(model, None)
+
+
+def prices() -> Mapping[str, Price]:
+    """
+    Every price known without ``genai-prices``: the built-in table with your additions over it.
+    """
+    with _added_lock:
+        return MappingProxyType({**BUILTIN_PRICES, **_added})
+
+
+_DATED = re.compile(r"(?:[-@]\d{8}|[-@]\d{4}-\d{2}-\d{2}|-latest)$")
+
+
+def _names(model: str) -> list[str]:
+    """
+    The names to try for *model*: as given, without a provider prefix, without a date suffix.
+    """
+    names = [model]
+    bare = re.split(r"[/:]", model)[-1] if re.search(r"[/:]", model) else model
+    for name in (bare, _DATED.sub("", bare)):
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def find_price(model: str) -> Price | None:
+    """
+    The table price of *model* (added or built in), or None.
+
+    The name is tried as given, then without a provider prefix
+    (``anthropic/``, ``openai:``) and without a date suffix
+    (``-20250929``, ``@20250929``, ``-2025-08-07``, ``-latest``).
+
+    >>> find_price("anthropic/claude-sonnet-4-6-20260217") == find_price("claude-sonnet-4-6")
+    True
+    """
+    _check_model(model)
+    table = prices()
+    for name in _names(model):
+        if name in table:
+            return table[name]
+    return None
+
+
+def cost(model: str, usage: Usage) -> Decimal:
+    """
+    What *usage* cost on *model*, in US dollars.
+
+    Raises:
+        PricingError: *model* has no price in the table and ``genai-prices``
+            (the ``workingctx[prices]`` extra) is not installed or does not
+            know it either; the message says how to add one.
+        TypeError: *model* is not a str or *usage* not a :class:`~workingctx.Usage`.
+    """
+    _check_model(model)
+    if not isinstance(usage, Usage):
+        msg = f"cost({model!r}, ...) needs a Usage, got {usage!r} of type {type(usage).__name__}"
+        raise TypeError(msg)
+    price = find_price(model)
+    if price is not None:
+        return price.cost(usage)
+    return _genai_cost(model, usage)
+
+
+def _genai_cost(model: str, usage: Usage) -> Decimal:
+    how = (
+        f"add one with workingctx.pricing.add_price({model!r}, Price(input, output, cache_read=..., "
+        "cache_write_5m=..., cache_write_1h=...)) in dollars per million tokens"
+    )
+    try:
+        import genai_prices  # noqa: PLC0415  # an optional extra
+    except ImportError:
+        msg = (
+            f"no price for model {model!r}: it is not in workingctx's table and genai-prices is not installed; "
+            f"{how}, or install workingctx[prices] to price it with genai-prices"
+        )
+        raise PricingError(msg) from None
+    # genai-prices counts input_tokens as every input token, cache reads and writes included.
+    theirs = genai_prices.Usage(
+        input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,
+    )
+    try:
+        calculation = genai_prices.calc_price(theirs, model)
+    except LookupError as error:
+        msg = f"no price for model {model!r}: neither workingctx's table nor genai-prices knows it ({error}); {how}"
+        raise PricingError(msg) from None
+    return Decimal(calculation.total_price)
