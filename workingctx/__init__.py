@@ -5,6 +5,7 @@ workingctx: an immutable working-context algebra for LLM agents.
 from workingctx._version import __version__
 from workingctx.context import WorkingContext
 from workingctx.exceptions import (
+    CacheRuleError,
     CheckpointError,
     FrozenPayloadError,
     HeadConflictError,
@@ -12,6 +13,7 @@ from workingctx.exceptions import (
     MediaError,
     MergeError,
     PositionalScopeError,
+    PricingError,
     ScopeError,
     SerializationError,
     StoreUnavailableError,
@@ -104,6 +106,7 @@ __all__ = [
     "AudioBlock",
     "BaseContextManager",
     "CacheBreakpoint",
+    "CacheRuleError",
     "Checkpoint",
     "CheckpointError",
     "CheckpointInfo",
@@ -135,6 +138,7 @@ __all__ = [
     "PositionalScopeError",
     "PostgresStore",
     "PrefixContext",
+    "PricingError",
     "ProviderBlock",
     "ReasoningBlock",
     "RedisStore",

@@ -1,0 +1,391 @@
+"""
+Tests for workingctx.cache: rules, plans, reports and simulations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import messages
+from workingctx import (
+    Message,
+    PrefixContext,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    Usage,
+    WorkingContext,
+)
+from workingctx.cache import (
+    RULES,
+    Breakpoint,
+    CachePlan,
+    cache_blocks,
+    can_carry_breakpoint,
+    plan,
+    report,
+    simulate,
+)
+from workingctx.exceptions import CacheRuleError, PricingError
+from workingctx.managers import TokenBudgetContextManager
+from workingctx.pricing import cost
+
+ANTHROPIC_MODELS = [*RULES["anthropic"].minimum_tokens, "claude-unknown-9"]
+
+
+class PerMessage:
+    """
+    A token counter that gives every message *each* tokens plus its text length.
+    """
+
+    name = "per-message"
+    exact = False
+
+    def __init__(self, each: int) -> None:
+        self.each = each
+
+    def count_message(self, message: Message) -> int:
+        return self.each + len(message.text())
+
+    def count(self, messages: Iterable[Message]) -> int:
+        return sum(self.count_message(m) for m in messages)
+
+    async def estimate(self, messages: Iterable[Message]) -> int:
+        return self.count(messages)
+
+
+def _big(tokens: int) -> str:
+    return "x" * (tokens * 4)
+
+
+def _context(prefix_tokens: int, tail: list[Message]) -> WorkingContext:
+    return WorkingContext(prefix=PrefixContext(system_prompt=_big(prefix_tokens)), messages=tail)
+
+
+# -- plans obey every rule --------------------------------------------------------
+
+
+def _check_rules(made: CachePlan, ctx: WorkingContext, counter: PerMessage) -> None:
+    rules = RULES[made.provider]
+    minimum = rules.minimum_for(made.model)
+    count = len(made.breakpoints) + (1 if made.automatic else 0)
+    assert count <= rules.max_breakpoints
+    request = ctx.assembled()
+    positions = [(b.message, b.block) for b in made.breakpoints]
+    assert positions == sorted(set(positions))
+    ttls = [b.ttl for b in made.breakpoints]
+    assert ttls == sorted(ttls, key=lambda t: t != "1h")  # every 1h before every 5m
+    for point in made.breakpoints:
+        assert point.tokens >= minimum
+        assert can_carry_breakpoint(cache_blocks(request[point.message])[point.block])
+        before = counter.count(request[: point.message])
+        assert before < point.tokens <= before + counter.count_message(request[point.message])
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[str, int, list[list[Message]], PerMessage]:
+    """
+    A model, a prefix size and a run of requests (each the one before it,
+    grown, sometimes with its oldest messages cut), with a token scale.
+    """
+    model = draw(st.sampled_from(ANTHROPIC_MODELS))
+    prefix_tokens = draw(st.sampled_from([0, 100, 600, 1_500, 5_000]))
+    counter = PerMessage(draw(st.sampled_from([5, 60, 400, 2_500])))
+    requests: list[list[Message]] = []
+    tail: list[Message] = []
+    for _ in range(draw(st.integers(1, 5))):
+        if tail and draw(st.booleans()):
+            tail = tail[draw(st.integers(1, len(tail))) :]
+        tail = tail + draw(st.lists(messages(), min_size=1, max_size=30))
+        requests.append(tail)
+    return model, prefix_tokens, requests, counter
+
+
+class TestPlanRules:
+    @given(runs(), st.booleans(), st.sampled_from(["5m", "1h"]))
+    def test_plans_respect_every_rule(self, run, automatic, prefix_ttl):
+        """
+        Over random transcripts and models, every plan of a run obeys Anthropic's rules,
+        and each plan keeps a breakpoint on the furthest breakpoint of the plan before
+        that is still part of the request (so the lookback never loses it).
+        """
+        model, prefix_tokens, requests, counter = run
+        previous = None
+        previous_request: list[Message] = []
+        for tail in requests:
+            ctx = _context(prefix_tokens, tail)
+            made = plan(
+                ctx,
+                provider="anthropic",
+                model=model,
+                previous=previous,
+                automatic=automatic,
+                prefix_ttl=prefix_ttl,
+                counter=counter,
+            )
+            _check_rules(made, ctx, counter)
+            if previous is not None and previous.breakpoints:
+                request = ctx.assembled()
+                last = max(previous.breakpoints, key=lambda b: b.tokens)
+                if request[: last.message + 1] == previous_request[: last.message + 1]:
+                    assert any(b.tokens >= last.tokens for b in made.breakpoints)
+            previous, previous_request = made, ctx.assembled()
+
+    @given(st.lists(messages(), min_size=1, max_size=20), st.sampled_from(["openai", "gemini"]))
+    def test_implicit_providers_place_none(self, tail, provider):
+        """
+        OpenAI and Gemini plans carry no breakpoint; OpenAI's carries a cache key from the prefix.
+        """
+        ctx = _context(2_000, tail)
+        made = plan(ctx, provider=provider, model="gpt-5" if provider == "openai" else "gemini-2.5-flash")
+        assert () == made.breakpoints
+        if provider == "openai":
+            assert made.cache_key == f"workingctx-{ctx.prefix.digest()[:32]}"
+        else:
+            assert made.cache_key is None
+
+    def test_prefix_then_last(self):
+        """
+        A first request gets a 1h breakpoint at the end of the prefix and a 5m one at the end.
+        """
+        ctx = _context(5_000, [Message.user(_big(3_000))])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        assert [(0, 0, "1h"), (1, 0, "5m")] == [(b.message, b.block, b.ttl) for b in made.breakpoints]
+        assert {0: {0: "1h"}, 1: {0: "5m"}} == made.marks()
+
+    def test_below_minimum_left_out(self):
+        """
+        A prefix below the model's minimum gets no breakpoint; the whole request may.
+        """
+        ctx = _context(1_000, [Message.user(_big(4_000))])
+        made = plan(ctx, provider="anthropic", model="claude-opus-4-6")
+        assert [(1, 0, "5m")] == [(b.message, b.block, b.ttl) for b in made.breakpoints]
+
+    def test_never_on_thinking_or_empty_text(self):
+        """
+        The last breakpoint skips a trailing thinking block and lands on the last block that can carry one.
+        """
+        reply = Message(
+            "assistant",
+            [TextBlock(_big(2_000)), TextBlock(""), ReasoningBlock("thinking")],
+        )
+        ctx = _context(2_000, [reply])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        assert (1, 0) == (made.breakpoints[-1].message, made.breakpoints[-1].block)
+
+    def test_bridge_reaches_a_previous_breakpoint_far_back(self):
+        """
+        When more than 20 blocks arrive between requests, the plan still reads the previous
+        request's cache, through a breakpoint on its last breakpoint.
+        """
+        first = [Message.user(_big(1_500))]
+        ctx = _context(2_000, first)
+        before = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        calls = [ToolCall(f"c{i}", "lookup") for i in range(25)]
+        ctx.append(
+            Message.assistant(tool_calls=calls),
+            *(Message.tool("ok", call_id=f"c{i}") for i in range(25)),
+            Message.user("and?"),
+        )
+        after = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=before)
+        assert (1, 0) in {(b.message, b.block) for b in after.breakpoints}
+        assert 0 == report(before, after, provider="anthropic", model="claude-sonnet-4-6").lookback_miss_tokens
+        auto_before = plan(ctx.fork().replace_tail(first), provider="anthropic", model="claude-sonnet-4-6")
+        auto = CachePlan("anthropic", "claude-sonnet-4-6", (), automatic=True, _layout=after._layout)
+        missed = report(auto_before, auto, provider="anthropic", model="claude-sonnet-4-6")
+        assert missed.lookback_miss_tokens > 0
+
+
+class TestPlanErrors:
+    def test_too_many_breakpoints(self):
+        """
+        More breakpoints than the provider allows, the automatic one counted, are refused.
+        """
+        points = [Breakpoint(i, 0, "5m", 5_000 + i) for i in range(4)]
+        with pytest.raises(CacheRuleError, match=r"5 breakpoints .*exceed the 4"):
+            CachePlan("anthropic", "claude-sonnet-4-6", points, automatic=True)
+
+    def test_one_hour_after_five_minutes(self):
+        """
+        A 1h breakpoint after a 5m one is refused.
+        """
+        points = [Breakpoint(0, 0, "5m", 5_000), Breakpoint(1, 0, "1h", 6_000)]
+        with pytest.raises(CacheRuleError, match="1h breakpoint must come before"):
+            CachePlan("anthropic", "claude-sonnet-4-6", points)
+
+    def test_below_minimum(self):
+        """
+        A breakpoint below the model's minimum is refused, naming the minimum.
+        """
+        with pytest.raises(CacheRuleError, match=r"below the 4096-token minimum of claude-haiku-4-5"):
+            CachePlan("anthropic", "claude-haiku-4-5", [Breakpoint(0, 0, "5m", 4_000)])
+
+    def test_block_that_cannot_carry(self):
+        """
+        A breakpoint on a thinking block is refused when the plan knows its request.
+        """
+        ctx = _context(2_000, [Message("assistant", [TextBlock(_big(2_000)), ReasoningBlock("hm")])])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        with pytest.raises(CacheRuleError, match="cannot carry a breakpoint"):
+            CachePlan("anthropic", "claude-sonnet-4-6", [Breakpoint(1, 1, "5m", 4_000)], _layout=made._layout)
+
+    def test_unknown_provider_and_bad_input(self):
+        """
+        An unknown provider, a non-context and a bad TTL raise with the fix named.
+        """
+        ctx = _context(10, [])
+        with pytest.raises(CacheRuleError, match=r"provider 'mistral'.*anthropic"):
+            plan(ctx, provider="mistral", model="m")
+        with pytest.raises(TypeError, match="WorkingContext or a FrozenContext"):
+            plan([Message.user("hi")], provider="anthropic", model="claude-sonnet-4-6")  # type: ignore[arg-type]
+        with pytest.raises(CacheRuleError, match="prefix_ttl"):
+            plan(ctx, provider="anthropic", model="claude-sonnet-4-6", prefix_ttl="2h")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="previous"):
+            plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous="x")  # type: ignore[arg-type]
+
+
+# -- reports --------------------------------------------------------------------------
+
+
+class TestReport:
+    def test_reference_prefix_read_from_cache(self):
+        """
+        With a 20,000-token prefix planned, the next request reads it and pays the cached rate.
+        """
+        ctx = _context(20_000, [Message.user("q1")])
+        before = ctx.freeze()
+        ctx.append(Message.assistant("a1"), Message.user("q2"))
+        result = report(before, ctx, provider="anthropic", model="claude-sonnet-4-6")
+        prefix = RULES["anthropic"]  # the prefix message alone is 20,004 tokens with its overhead
+        assert prefix.provider == "anthropic"
+        assert result.usage.cache_read_tokens >= 20_000
+        assert result.usage.cache_read_tokens == result.shared_tokens
+        assert result.cost == cost("claude-sonnet-4-6", result.usage)
+        assert result.uncached_cost == cost("claude-sonnet-4-6", Usage(input_tokens=result.input_tokens))
+        assert result.saved > 0
+        assert result.cached_share > 0.99
+
+    def test_openai_steps_of_128(self):
+        """
+        OpenAI reads the shared prefix rounded down to 1,024 + a multiple of 128; nothing below 1,024.
+        """
+        counter = PerMessage(0)
+        shared = Message.user("y" * 1_300)
+        before = WorkingContext(messages=[shared], counter=counter)
+        after = WorkingContext(messages=[shared, Message.user("z" * 500)], counter=counter)
+        result = report(before, after, provider="openai", model="gpt-5")
+        assert 1_280 == result.usage.cache_read_tokens
+        small = WorkingContext(messages=[Message.user("y" * 1_000)], counter=counter)
+        grown = WorkingContext(messages=[Message.user("y" * 1_000), Message.user("z")], counter=counter)
+        assert 0 == report(small, grown, provider="openai", model="gpt-5").usage.cache_read_tokens
+
+    def test_plan_for_another_model_refused(self):
+        """
+        A plan made for one model cannot be reported for another.
+        """
+        ctx = _context(5_000, [Message.user("q")])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        with pytest.raises(CacheRuleError, match="plan again"):
+            report(made, ctx, provider="anthropic", model="claude-opus-4-8")
+
+    def test_unpriced_model(self):
+        """
+        A model without a price raises PricingError from the report.
+        """
+        ctx = _context(5_000, [Message.user("q")])
+        with pytest.raises(PricingError, match="claude-unpriced"):
+            report(ctx.freeze(), ctx, provider="anthropic", model="claude-unpriced")
+
+
+# -- simulations ----------------------------------------------------------------------
+
+
+def _tool_turns(count: int, fan_out: int) -> list[list[Message]]:
+    turns = []
+    for t in range(count):
+        calls = [ToolCall(f"t{t}c{i}", "lookup", {"q": i}) for i in range(fan_out)]
+        turns.append(
+            [
+                Message.user(f"question {t} " * 40),
+                Message.assistant(tool_calls=calls),
+                *(Message.tool("result " * 60, call_id=c.id) for c in calls),
+                Message.assistant(f"answer {t} " * 30),
+            ]
+        )
+    return turns
+
+
+class TestSimulate:
+    def test_plan_reads_almost_everything(self):
+        """
+        With plan(), every request after the first reads the whole previous request.
+        """
+        sim = simulate(
+            _tool_turns(12, 3),
+            provider="anthropic",
+            model="claude-sonnet-4-6",
+            context=_context(5_000, []),
+        )
+        assert 24 == len(sim.requests)
+        assert sim.cached_share > 0.85
+        assert 0 == sim.lookback_misses
+        assert sim.cost == sum((r.cost for r in sim.requests), Decimal(0))
+        assert sim.cost < sim.uncached_cost
+        assert sim.input_cost < sim.uncached_input_cost
+
+    def test_automatic_caching_misses_after_a_wide_fan_out(self):
+        """
+        Only the automatic breakpoint: a turn adding more than 20 blocks is read from cache
+        no further than its lookback; plan() reads it all.
+        """
+        turns = _tool_turns(4, 12)
+        auto = simulate(
+            turns, provider="anthropic", model="claude-sonnet-4-6", context=_context(5_000, []), cache="auto"
+        )
+        planned = simulate(turns, provider="anthropic", model="claude-sonnet-4-6", context=_context(5_000, []))
+        assert auto.lookback_misses > 0
+        assert 0 == planned.lookback_misses
+        assert planned.cost < auto.cost
+
+    def test_a_cut_keeps_the_prefix_cached(self):
+        """
+        Under the watermark manager, a cut re-writes the tail but the planned prefix is still read.
+        """
+        manager = TokenBudgetContextManager(9_000, low_watermark=7_000)
+        sim = simulate(
+            _tool_turns(20, 2),
+            provider="anthropic",
+            model="claude-sonnet-4-6",
+            manager=manager,
+            context=_context(5_000, []),
+        )
+        assert all(r.usage.cache_read_tokens >= 5_000 for r in sim.requests[1:])
+
+    def test_output_from_usage_when_set(self):
+        """
+        A reply carrying usage gives the output tokens of its request.
+        """
+        turns = [[Message.user("hi"), Message.assistant("hello", usage=Usage(output_tokens=77))]]
+        sim = simulate(turns, provider="openai", model="gpt-5")
+        assert 77 == sim.usage.output_tokens
+
+    def test_bad_arguments(self):
+        """
+        A bad turn, manager or strategy raises with the fix named.
+        """
+        with pytest.raises(TypeError, match="turns must hold messages"):
+            simulate([3], provider="openai", model="gpt-5")  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="trim_context"):
+            simulate([], provider="openai", model="gpt-5", manager=object())
+        with pytest.raises(CacheRuleError, match="cache must be"):
+            simulate(
+                [Message.user("q"), Message.assistant("a")],
+                provider="openai",
+                model="gpt-5",
+                cache="sometimes",  # type: ignore[arg-type]
+            )
