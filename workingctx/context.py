@@ -25,12 +25,13 @@ import pickle
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._tail import Mark, Tail, TailView
-from workingctx.exceptions import HistoryError, MergeError
+from workingctx.exceptions import HistoryError, MergeError, PricingError
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message, Usage
@@ -838,6 +839,40 @@ class WorkingContext:
         return _records.NotesEdit(self, self._edit_lock)
 
     # -- snapshots ---------------------------------------------------------------
+
+    # -- cost ----------------------------------------------------------------------
+
+    def cost(self, model: str | None = None) -> Decimal:
+        """
+        What the replies in the context's tail cost, in US dollars.
+
+        Each reply is priced for the model named in its ``metadata["model"]``
+        (the name the provider reported), or else for *model*.
+
+        >>> from workingctx import Usage
+        >>> ctx = WorkingContext().append(Message.assistant("a", usage=Usage(input_tokens=20_000, output_tokens=200)))
+        >>> ctx.cost("claude-sonnet-4-6")
+        Decimal('0.063')
+
+        Raises:
+            PricingError: a reply's model has no price, or a reply names no
+                model and *model* is not given (the message says which reply).
+        """
+        from workingctx.pricing import cost as price  # noqa: PLC0415  # pricing is optional to load
+
+        total = Decimal(0)
+        for position, message in enumerate(self.messages):
+            if message.usage is None:
+                continue
+            named = message.metadata.get("model", model)
+            if not isinstance(named, str):
+                msg = (
+                    f"message {position} carries usage but names no model in metadata['model']; "
+                    "pass the model to cost(model=...)"
+                )
+                raise PricingError(msg)
+            total += price(named, message.usage)
+        return total
 
     def freeze(self) -> FrozenContext:
         """
