@@ -1,0 +1,150 @@
+"""
+Prompt-cache economics: a long tool-heavy agent run under Anthropic's and OpenAI's caching rules.
+
+A 300-turn tool-heavy conversation (a request before every assistant message)
+behind a 20,000-token frozen prefix, in a 30,000-token window, replayed with
+``workingctx.cache.simulate`` under each provider's rules (minimums, Anthropic's
+20-block lookback, OpenAI's 1,024-token start and 128-token steps), three ways:
+
+(a) LangChain's ``trim_messages`` to the window before every request, with one
+    five-minute breakpoint on the last block (what LangChain's Anthropic prompt
+    caching middleware does);
+(b) ``TokenBudgetContextManager`` (cuts only past the window, down to 25,000
+    tokens) with the provider's automatic caching alone;
+(c) the same manager with breakpoints from ``workingctx.cache.plan``.
+
+Each row reports the share of input tokens read from the cache, the run's
+total cost (input and output), and how many requests paid again for tokens a
+cache entry held because no breakpoint's lookback reached it. Models:
+claude-sonnet-4-6 and gpt-5, at the built-in prices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from benchmarks._data import to_langchain, tool_heavy
+from benchmarks._harness import Table
+from workingctx import Message, PrefixContext, WorkingContext
+from workingctx.cache import Simulation, simulate
+from workingctx.managers import TokenBudgetContextManager
+
+GROUP = "cache"
+PREFIX_TOKENS = 20_000
+WINDOW = 30_000
+LOW = 25_000
+MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
+
+
+def _prefix_text() -> str:
+    # Four characters make one token for the approximate counter.
+    line = "Reference: the service catalogue, runbooks and escalation policy, section by section. "
+    text = line * (PREFIX_TOKENS * 4 // len(line) + 1)
+    return text[: PREFIX_TOKENS * 4]
+
+
+def _turns(count: int) -> list[list[Message]]:
+    """
+    *count* tool-heavy turns, each starting at its user message (no system message).
+    """
+    turns: list[list[Message]] = []
+    for message in tool_heavy(40 * count)[1:]:
+        if message.role == "user":
+            if len(turns) == count:
+                break
+            turns.append([])
+        if turns:
+            turns[-1].append(message)
+    return turns
+
+
+class _TrimMessages:
+    """
+    LangChain's ``trim_messages`` to the window before every request, as a manager.
+    """
+
+    def __init__(self, messages: Sequence[Message], window: int) -> None:
+        converted = to_langchain(list(messages))
+        self._to_lc = {id(m): c for m, c in zip(messages, converted, strict=True)}
+        self._back = {id(c): m for m, c in zip(messages, converted, strict=True)}
+        self.window = window
+
+    def trim_context(self, ctx: WorkingContext) -> WorkingContext:
+        from langchain_core.messages import trim_messages  # noqa: PLC0415
+        from langchain_core.messages.utils import count_tokens_approximately  # noqa: PLC0415
+
+        kept = trim_messages(
+            [self._to_lc[id(m)] for m in ctx.messages],
+            strategy="last",
+            token_counter=count_tokens_approximately,
+            max_tokens=self.window,
+            start_on="human",
+            include_system=True,
+        )
+        ctx.replace_tail(self._back[id(c)] for c in kept)
+        return ctx
+
+
+def run_strategy(strategy: str, provider: str, turns: list[list[Message]]) -> Simulation:
+    """
+    One of the three strategies, (a), (b) or (c), under *provider*'s rules.
+    """
+    model = MODELS[provider]
+    flat = [m for turn in turns for m in turn]
+    if strategy == "a":
+        system = Message("system", _prefix_text())
+        return simulate(
+            flat,
+            provider=provider,
+            model=model,
+            manager=_TrimMessages([system, *flat], WINDOW),
+            context=WorkingContext(messages=[system]),
+            cache="last",
+        )
+    manager = TokenBudgetContextManager(WINDOW, low_watermark=LOW)
+    context = WorkingContext(prefix=PrefixContext(system_prompt=_prefix_text()))
+    return simulate(
+        flat,
+        provider=provider,
+        model=model,
+        manager=manager,
+        context=context,
+        cache="auto" if strategy == "b" else "plan",
+    )
+
+
+LABELS = {
+    "a": "(a) trim_messages every turn, breakpoint on last message",
+    "b": "(b) watermark manager, automatic caching",
+    "c": "(c) watermark manager, plan()",
+}
+
+
+def results(count: int) -> dict[tuple[str, str], Simulation]:
+    """
+    Every strategy under every provider's rules, over *count* turns.
+    """
+    turns = _turns(count)
+    return {(provider, s): run_strategy(s, provider, turns) for provider in MODELS for s in "abc"}
+
+
+def run(table: Table, quick: bool) -> None:
+    count = 60 if quick else 300
+    runs = results(count)
+    size = f"{count} turns, {PREFIX_TOKENS:,}-token prefix, {WINDOW:,}-token window"
+    for provider, model in MODELS.items():
+        base = runs[(provider, "a")]
+        for strategy in "abc":
+            sim = runs[(provider, strategy)]
+            table.add(
+                GROUP,
+                f"{provider} {LABELS[strategy]}",
+                size,
+                None,
+                note=(
+                    f"{len(sim.requests)} requests, {sim.cached_share:.1%} of {sim.input_tokens:,} input tokens "
+                    f"read from cache; ${sim.cost:.2f} on {model} (uncached ${sim.uncached_cost:.2f}); "
+                    f"input cost {sim.input_cost / base.input_cost:.0%} of (a)'s; "
+                    f"{sim.lookback_misses} lookback misses"
+                ),
+            )
