@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import messages
 from workingctx import (
+    CacheBreakpoint,
     Message,
     PrefixContext,
     ReasoningBlock,
@@ -70,16 +71,40 @@ def _context(prefix_tokens: int, tail: list[Message]) -> WorkingContext:
 # -- plans obey every rule --------------------------------------------------------
 
 
+def _presets(request: list[Message]) -> list[tuple[tuple[int, int], str]]:
+    """
+    The breakpoints the request's blocks carry already, found independently of the library.
+    """
+    found = []
+    for m, message in enumerate(request):
+        for k, block in enumerate(cache_blocks(message)):
+            mark = getattr(block, "cache", None)
+            if mark is not None and can_carry_breakpoint(block):
+                found.append(((m, k), mark.ttl or "5m"))
+    return found
+
+
+def _presets_valid(request: list[Message], automatic: bool) -> bool:
+    presets = sorted(_presets(request))
+    ttls = [ttl for _, ttl in presets]
+    in_order = ttls == sorted(ttls, key=lambda t: t != "1h")
+    return in_order and len(presets) + automatic <= RULES["anthropic"].max_breakpoints
+
+
 def _check_rules(made: CachePlan, ctx: WorkingContext, counter: PerMessage) -> None:
     rules = RULES[made.provider]
     minimum = rules.minimum_for(made.model)
-    count = len(made.breakpoints) + (1 if made.automatic else 0)
-    assert count <= rules.max_breakpoints
     request = ctx.assembled()
+    presets = _presets(request)
+    count = len(made.breakpoints) + len(presets) + (1 if made.automatic else 0)
+    assert count <= rules.max_breakpoints
     positions = [(b.message, b.block) for b in made.breakpoints]
     assert positions == sorted(set(positions))
-    ttls = [b.ttl for b in made.breakpoints]
-    assert ttls == sorted(ttls, key=lambda t: t != "1h")  # every 1h before every 5m
+    assert not set(positions) & {at for at, _ in presets}
+    ttls = [
+        ttl for _, ttl in sorted([*((at, b.ttl) for at, b in zip(positions, made.breakpoints, strict=True)), *presets])
+    ]
+    assert ttls == sorted(ttls, key=lambda t: t != "1h")  # every 1h before every 5m, on blocks included
     for point in made.breakpoints:
         assert point.tokens >= minimum
         assert can_carry_breakpoint(cache_blocks(request[point.message])[point.block])
@@ -98,10 +123,10 @@ def runs(draw: st.DrawFn) -> tuple[str, int, list[list[Message]], PerMessage]:
     counter = PerMessage(draw(st.sampled_from([5, 60, 400, 2_500])))
     requests: list[list[Message]] = []
     tail: list[Message] = []
-    for _ in range(draw(st.integers(1, 5))):
+    for _ in range(draw(st.integers(1, 4))):
         if tail and draw(st.booleans()):
             tail = tail[draw(st.integers(1, len(tail))) :]
-        tail = tail + draw(st.lists(messages(), min_size=1, max_size=30))
+        tail = tail + draw(st.lists(messages(), min_size=1, max_size=12))
         requests.append(tail)
     return model, prefix_tokens, requests, counter
 
@@ -119,21 +144,29 @@ class TestPlanRules:
         previous_request: list[Message] = []
         for tail in requests:
             ctx = _context(prefix_tokens, tail)
-            made = plan(
-                ctx,
-                provider="anthropic",
-                model=model,
-                previous=previous,
-                automatic=automatic,
-                prefix_ttl=prefix_ttl,
-                counter=counter,
-            )
+            try:
+                made = plan(
+                    ctx,
+                    provider="anthropic",
+                    model=model,
+                    previous=previous,
+                    automatic=automatic,
+                    prefix_ttl=prefix_ttl,
+                    counter=counter,
+                )
+            except CacheRuleError:
+                # Only when the breakpoints already on the request's blocks break a rule.
+                assert not _presets_valid(ctx.assembled(), automatic)
+                previous = None
+                continue
             _check_rules(made, ctx, counter)
             if previous is not None and previous.breakpoints:
                 request = ctx.assembled()
                 last = max(previous.breakpoints, key=lambda b: b.tokens)
-                if request[: last.message + 1] == previous_request[: last.message + 1]:
-                    assert any(b.tokens >= last.tokens for b in made.breakpoints)
+                marks = [(b.message, b.block) for b in made.breakpoints] + [at for at, _ in _presets(request)]
+                room = len(marks) + automatic < RULES["anthropic"].max_breakpoints
+                if room and request[: last.message + 1] == previous_request[: last.message + 1]:
+                    assert any(at >= (last.message, last.block) for at in marks)
             previous, previous_request = made, ctx.assembled()
 
     @given(st.lists(messages(), min_size=1, max_size=20), st.sampled_from(["openai", "gemini"]))
@@ -199,6 +232,40 @@ class TestPlanRules:
         auto = CachePlan("anthropic", "claude-sonnet-4-6", (), automatic=True, _layout=after._layout)
         missed = report(auto_before, auto, provider="anthropic", model="claude-sonnet-4-6")
         assert missed.lookback_miss_tokens > 0
+
+
+class TestBreakpointsOnBlocks:
+    def test_counted_and_kept_in_order(self):
+        """
+        Breakpoints already on blocks count against the limit, and a planned breakpoint
+        before a one-hour one on a block lasts an hour too.
+        """
+        late = Message("user", [TextBlock(_big(2_000), cache=CacheBreakpoint("1h"))])
+        ctx = _context(2_000, [Message.user(_big(1_000)), late, Message.user("and?")])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", prefix_ttl="5m")
+        assert [(0, 0, "1h"), (3, 0, "5m")] == [(b.message, b.block, b.ttl) for b in made.breakpoints]
+
+    def test_too_many_on_blocks(self):
+        """
+        A request whose blocks carry more breakpoints than allowed is refused with the fix.
+        """
+        marked = [Message("user", [TextBlock(_big(300), cache=CacheBreakpoint())]) for _ in range(5)]
+        with pytest.raises(CacheRuleError, match=r"already carry 5 breakpoints.*remove cache="):
+            plan(_context(10, marked), provider="anthropic", model="claude-sonnet-4-6")
+
+    def test_read_through_a_block_breakpoint(self):
+        """
+        The simulated cache reads and writes at breakpoints set on blocks.
+        """
+        marked = Message("user", [TextBlock(_big(3_000), cache=CacheBreakpoint())])
+        turns = [[marked, Message.assistant("a1")], [Message.user("q2"), Message.assistant("a2")]]
+        sim = simulate(turns, provider="anthropic", model="claude-sonnet-4-6", cache=_only_blocks)
+        assert sim.requests[1].usage.cache_read_tokens >= 3_000
+
+
+def _only_blocks(ctx: WorkingContext, _previous: CachePlan | None) -> CachePlan:
+    made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+    return CachePlan(made.provider, made.model, (), _layout=made._layout)
 
 
 class TestPlanErrors:

@@ -40,16 +40,7 @@ import attrs
 
 from workingctx.context import WorkingContext
 from workingctx.exceptions import CacheRuleError
-from workingctx.messages import (
-    AnnotationBlock,
-    ContentBlock,
-    ErrorBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCall,
-    Usage,
-)
+from workingctx.messages import ContentBlock, Message, TextBlock, ToolCall, Usage
 from workingctx.pricing import cost as _price
 from workingctx.snapshot import FrozenContext
 from workingctx.tokens import ApproxTokenCounter
@@ -263,14 +254,32 @@ def cache_blocks(message: Message) -> tuple[str | ContentBlock | ToolCall, ...]:
 
 def can_carry_breakpoint(block: str | ContentBlock | ToolCall) -> bool:
     """
-    Whether a breakpoint can be put on *block*: not on empty text, a
-    model's thinking, a citation, or an error note of workingctx's own.
+    Whether a breakpoint can be put on *block*: non-empty text, an image, a
+    document, a tool call or a tool result (the blocks with a ``cache``
+    field); never empty text, thinking, a citation, audio, video, raw data or
+    a provider's own block.
+
+    >>> from workingctx import ReasoningBlock, TextBlock
+    >>> can_carry_breakpoint(TextBlock("Runbook")), can_carry_breakpoint(ReasoningBlock("hmm"))
+    (True, False)
     """
     if isinstance(block, str):
         return bool(block)
+    if isinstance(block, ToolCall):
+        return True
     if isinstance(block, TextBlock):
         return bool(block.text)
-    return not isinstance(block, ReasoningBlock | AnnotationBlock | ErrorBlock)
+    return "cache" in attrs.fields_dict(type(block))
+
+
+def _preset(block: str | ContentBlock | ToolCall) -> TTL | None:
+    """
+    The lifetime of a breakpoint already set on *block* (``cache=CacheBreakpoint(...)``), or None.
+    """
+    mark = getattr(block, "cache", None)
+    if mark is None:
+        return None
+    return "1h" if mark.ttl == "1h" else "5m"
 
 
 @attrs.frozen
@@ -280,6 +289,7 @@ class _Position:
     tokens: int  # request tokens up to and including this block
     carries: bool
     key: str  # identity of the request up to and including this block
+    preset: TTL | None = None  # a breakpoint the block already carries
 
 
 def _count(counter: Any, message: Message) -> int:
@@ -301,7 +311,9 @@ def _layout(messages: Sequence[Message], counter: Any) -> tuple[_Position, ...]:
         for k, block in enumerate(blocks):
             # A message's tokens are shared evenly among its blocks; the last block ends the message.
             through = before + (tokens * (k + 1)) // len(blocks)
-            positions.append(_Position(m, k, through, can_carry_breakpoint(block), f"{head}:{k}"))
+            carries = can_carry_breakpoint(block)
+            preset = _preset(block) if carries else None
+            positions.append(_Position(m, k, through, carries, f"{head}:{k}", preset))
         before += tokens
     return tuple(positions)
 
@@ -336,6 +348,26 @@ class Breakpoint:
     block: int = attrs.field(validator=_nonneg)
     ttl: TTL = attrs.field()
     tokens: int = attrs.field(validator=_nonneg)
+
+
+def _presets(layout: Sequence[_Position]) -> list[tuple[tuple[int, int], TTL]]:
+    """
+    The breakpoints the request's blocks already carry, as ((message, block), ttl).
+    """
+    return [((p.message, p.block), p.preset) for p in layout if p.preset is not None]
+
+
+def _check_ttl_order(where: str, marks: Sequence[tuple[tuple[int, int], TTL]]) -> None:
+    seen_5m: tuple[int, int] | None = None
+    for at, ttl in sorted(marks):
+        if ttl == "5m" and seen_5m is None:
+            seen_5m = at
+        elif ttl == "1h" and seen_5m is not None:
+            msg = (
+                f"{where}: the 1h breakpoint at message {at[0]} block {at[1]} comes after the 5m one at "
+                f"message {seen_5m[0]} block {seen_5m[1]}; every 1h breakpoint must come before every 5m one"
+            )
+            raise CacheRuleError(msg)
 
 
 def _breakpoints(value: Iterable[Breakpoint]) -> tuple[Breakpoint, ...]:
@@ -384,11 +416,13 @@ class CachePlan:
     def __attrs_post_init__(self) -> None:
         rules = _rules(self.provider, self.model)
         where = f"cache plan for {self.provider} {self.model}"
-        count = len(self.breakpoints) + (1 if self.automatic and rules.explicit else 0)
+        # Only Anthropic reads breakpoints set on blocks; the others cache on their own.
+        presets = _presets(self._layout) if rules.explicit else []
+        count = len(self.breakpoints) + len(presets) + (1 if self.automatic and rules.explicit else 0)
         if count > rules.max_breakpoints:
             msg = (
-                f"{where}: {count} breakpoints (automatic included) exceed the {rules.max_breakpoints} "
-                f"{self.provider} allows; drop some"
+                f"{where}: {count} breakpoints ({len(presets)} already on blocks, automatic included) exceed "
+                f"the {rules.max_breakpoints} {self.provider} allows; drop some"
             )
             raise CacheRuleError(msg)
         minimum = rules.minimum_for(self.model)
@@ -404,23 +438,23 @@ class CachePlan:
                     f"tokens, below the {minimum}-token minimum of {self.model}; it would cache nothing"
                 )
                 raise CacheRuleError(msg)
-            if previous is not None:
-                if (point.message, point.block) <= (previous.message, previous.block):
-                    msg = f"{where}: breakpoints must be in request order without repeats, got {self.breakpoints!r}"
-                    raise CacheRuleError(msg)
-                if _TTL_ORDER[point.ttl] < _TTL_ORDER[previous.ttl]:
-                    msg = f"{where}: a 1h breakpoint must come before every 5m breakpoint, got {self.breakpoints!r}"
-                    raise CacheRuleError(msg)
+            if previous is not None and (point.message, point.block) <= (previous.message, previous.block):
+                msg = f"{where}: breakpoints must be in request order without repeats, got {self.breakpoints!r}"
+                raise CacheRuleError(msg)
             if self._layout:
                 position = carrying.get((point.message, point.block))
                 if position is None or not position.carries:
                     msg = (
                         f"{where}: message {point.message} block {point.block} cannot carry a breakpoint "
-                        "(missing, empty, thinking or citation); put it on the last text, image, tool call "
-                        "or tool result block before it"
+                        "(missing, empty text, thinking, citation, audio, video, data or a provider block); "
+                        "put it on the last text, image, document, tool call or tool result before it"
                     )
                     raise CacheRuleError(msg)
+                if position.preset is not None:
+                    msg = f"{where}: message {point.message} block {point.block} already carries a breakpoint"
+                    raise CacheRuleError(msg)
             previous = point
+        _check_ttl_order(where, [((b.message, b.block), b.ttl) for b in self.breakpoints] + presets)
 
     def marks(self) -> dict[int, dict[int, TTL]]:
         """
@@ -442,16 +476,21 @@ def _last_carrying(layout: Sequence[_Position], end: int) -> _Position | None:
     return None
 
 
-def _marked(request: CachePlan) -> list[_Position]:
+def _marked(request: CachePlan) -> list[tuple[_Position, TTL]]:
     """
-    The positions of *request* that carry a breakpoint, the automatic one included.
+    The positions of *request* that carry a breakpoint, with its lifetime: the
+    plan's, those already on blocks, and the automatic one.
     """
-    marks = {(b.message, b.block) for b in request.breakpoints}
-    found = [p for p in request._layout if (p.message, p.block) in marks]
-    if request.automatic and request._layout:
+    ttls: dict[tuple[int, int], TTL] = {(b.message, b.block): b.ttl for b in request.breakpoints}
+    found = [
+        (p, ttls.get((p.message, p.block)) or p.preset or "5m")
+        for p in request._layout
+        if (p.message, p.block) in ttls or p.preset is not None
+    ]
+    if request.automatic and request._layout and _rules(request.provider, request.model).explicit:
         last = _last_carrying(request._layout, request._layout[-1].message + 1)
-        if last is not None and (last.message, last.block) not in marks:
-            found.append(last)
+        if last is not None and all(p is not last for p, _ in found):
+            found.append((last, "5m"))
     return found
 
 
@@ -519,18 +558,28 @@ def plan(
             _layout=layout,
         )
     minimum = rules.minimum_for(model)
+    where = f"cache plan for {provider} {model}"
+    presets = _presets(layout)
+    _check_ttl_order(where, presets)
+    budget = rules.max_breakpoints - len(presets) - (1 if automatic else 0)
+    if budget < 0:
+        msg = (
+            f"{where}: the request's blocks already carry {len(presets)} breakpoints (messages "
+            f"{sorted({m for (m, _), _ in presets})}){' and the automatic one' if automatic else ''}, more than the "
+            f"{rules.max_breakpoints} {provider} allows; remove cache= from some blocks"
+        )
+        raise CacheRuleError(msg)
     chosen: dict[tuple[int, int], TTL] = {}
-    budget = rules.max_breakpoints - (1 if automatic else 0)
 
     def add(position: _Position | None, ttl: TTL) -> None:
-        if position is None or position.tokens < minimum or len(chosen) >= budget:
+        if position is None or position.tokens < minimum or len(chosen) >= budget or position.preset is not None:
             return
         chosen.setdefault((position.message, position.block), ttl)
 
     add(_last_carrying(layout, prefix_count), prefix_ttl)
     if previous is not None and previous.provider == provider:
         here = {p.key: p for p in layout}
-        reached = [here[p.key] for p in _marked(previous) if p.key in here]
+        reached = [here[p.key] for p, _ttl in _marked(previous) if p.key in here]
         if reached:
             add(max(reached, key=lambda p: p.tokens), "5m")
     if not automatic:
@@ -540,14 +589,18 @@ def plan(
         (Breakpoint(m, k, ttl, tokens[(m, k)]) for (m, k), ttl in chosen.items()),
         key=lambda b: (b.message, b.block),
     )
-    # A one-hour breakpoint after a five-minute one would be refused: shorten it.
-    seen_5m = False
+    # Every 1h breakpoint must come before every 5m one, those on blocks included:
+    # a planned one before a 1h one on a block lasts an hour too, and one after a
+    # 5m one (planned or on a block) five minutes.
+    last_1h = max((at for at, ttl in presets if ttl == "1h"), default=(-1, -1))
+    first_5m = min((at for at, ttl in presets if ttl == "5m"), default=(len(messages), 0))
     ordered: list[Breakpoint] = []
+    seen_5m = False
     for point in points:
-        if seen_5m and point.ttl == "1h":
-            point = attrs.evolve(point, ttl="5m")  # noqa: PLW2901
-        seen_5m = seen_5m or point.ttl == "5m"
-        ordered.append(point)
+        at = (point.message, point.block)
+        ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
+        seen_5m = seen_5m or ttl == "5m"
+        ordered.append(attrs.evolve(point, ttl=ttl))
     return CachePlan(
         provider,
         model,
@@ -582,12 +635,7 @@ class _Cache:
         if not self.rules.explicit:
             return self._implicit(layout)
         index = {(p.message, p.block): i for i, p in enumerate(layout)}
-        ttls = {(b.message, b.block): b.ttl for b in request.breakpoints}
-        marks = [
-            (index[(p.message, p.block)], ttls.get((p.message, p.block), "5m"))
-            for p in _marked(request)
-            if p.tokens >= self.minimum
-        ]
+        marks = [(index[(p.message, p.block)], ttl) for p, ttl in _marked(request) if p.tokens >= self.minimum]
         read = 0
         for at, _ttl in marks:
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
@@ -834,7 +882,14 @@ def _strategy_plan(
         tail = _last_carrying(layout, layout[-1].message + 1) if layout else None
         rules = _rules(provider, model)
         last: tuple[Breakpoint, ...] = ()
-        if rules.explicit and tail is not None and tail.tokens >= rules.minimum_for(model):
+        room = len(_presets(layout)) < rules.max_breakpoints
+        if (
+            rules.explicit
+            and room
+            and tail is not None
+            and tail.preset is None
+            and tail.tokens >= rules.minimum_for(model)
+        ):
             last = (Breakpoint(tail.message, tail.block, "5m", tail.tokens),)
         return attrs.evolve(made, breakpoints=last, _layout=layout)
     if callable(strategy):
