@@ -12,19 +12,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.stores import Stores, kind_params
 from tests.test_history import _Program, state, steps
-from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, ToolCall, Usage, WorkingContext
+from workingctx import Checkpoint, Message, SQLiteStore, ToolCall, Usage, WorkingContext
 from workingctx.exceptions import CheckpointError, FinishedError, HistoryError, PendingCallsError
 from workingctx.persistence import ContextInfo, ContextStore
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=kind_params())
 def store(request, tmp_path):
-    if request.param == "memory":
-        yield InMemoryStore()
-    else:
-        with SQLiteStore(tmp_path / "contexts.db") as opened:
-            yield opened
+    """
+    A fresh store of every kind: in memory, SQLite, PostgreSQL and Redis.
+    """
+    made = Stores(request.param, tmp_path)
+    yield made.new()
+    made.close()
 
 
 def run_of(turns: int) -> WorkingContext:
@@ -48,7 +50,7 @@ def rows(path: Path) -> int:
 class TestSaveLoad:
     def test_both_stores_follow_the_protocol(self, store):
         """
-        InMemoryStore and SQLiteStore are ContextStores.
+        Every store is a ContextStore.
         """
         assert isinstance(store, ContextStore)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
@@ -196,18 +196,24 @@ def _has_tables(db: sqlite3.Connection) -> bool:
     return bool(found[0])
 
 
-def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
+def plan_save(
+    ctx: WorkingContext, saved: tuple[object, object] | None, present: Callable[[str], bool], where: str
+) -> tuple[list[tuple[str, str, int, str]], tuple[Any, ...]]:
     """
-    Write the entries of *ctx*'s history the database does not hold, and its row.
+    What a store writes to save *ctx*: the entry rows it lacks, ``(chain, prev,
+    position, data)``, and the sealed context row (the fields of ``_COLUMNS``).
+
+    *saved* is the ``(head, entries)`` of the context saved under the same id,
+    if any; *present* tells whether an entry (by chain digest) is stored.
+
+    Raises:
+        CheckpointError: The saved history is not the start of this one.
     """
     info = ContextInfo.of(ctx)
     recorder = ctx._history
     assert recorder is not None  # noqa: S101  # ContextInfo.of checked it
     chain = recorder.chain()
     entries = recorder.history[: len(chain)]
-    for statement in SCHEMA:
-        db.execute(statement)
-    saved = db.execute("SELECT head, entries FROM contexts WHERE id = ?", (info.id,)).fetchone()
     if saved is not None:
         head, count = saved
         if not isinstance(count, int) or not 0 < count <= len(chain) or chain[count - 1] != head:
@@ -216,19 +222,12 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
     else:
         from workingctx.persistence._codec import stored_length  # noqa: PLC0415  # _codec imports the stores
 
-        def present(digest: str) -> bool:
-            return db.execute("SELECT 1 FROM history_entries WHERE chain = ?", (digest,)).fetchone() is not None
-
         start = stored_length(present, lambda n: chain[n - 1], len(chain))
     previous = chain[start - 1] if start else HISTORY_ROOT
     rows = []
     for position in range(start, len(chain)):
         rows.append((chain[position], previous, position, entry_text(entries[position])))
         previous = chain[position]
-    db.executemany(
-        "INSERT OR IGNORE INTO history_entries (chain, prev, position, data) VALUES (?, ?, ?, ?)",
-        rows,
-    )
     row = (
         info.id,
         chain[-1],
@@ -240,11 +239,31 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
         int(info.finished),
         info.parent_id,
     )
+    return rows, (*row, _seal(row))
+
+
+def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
+    """
+    Write the entries of *ctx*'s history the database does not hold, and its row.
+    """
+    for statement in SCHEMA:
+        db.execute(statement)
+    context_id = ContextInfo.of(ctx).id
+    saved = db.execute("SELECT head, entries FROM contexts WHERE id = ?", (context_id,)).fetchone()
+
+    def present(digest: str) -> bool:
+        return db.execute("SELECT 1 FROM history_entries WHERE chain = ?", (digest,)).fetchone() is not None
+
+    rows, row = plan_save(ctx, None if saved is None else (saved[0], saved[1]), present, where)
+    db.executemany(
+        "INSERT OR IGNORE INTO history_entries (chain, prev, position, data) VALUES (?, ?, ?, ?)",
+        rows,
+    )
     db.execute(
         f"INSERT OR REPLACE INTO contexts ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608  # constant columns
-        (*row, _seal(row)),
+        row,
     )
-    return info.id
+    return context_id
 
 
 class _Damage(WorkingCtxError):  # noqa: N818  # internal: always turned into CheckpointError
@@ -258,9 +277,9 @@ def _damage(what: str, path: str = "$") -> NoReturn:
     raise _Damage(what, path)
 
 
-def _info(row: Sequence[Any]) -> ContextInfo:
-    if not isinstance(row[9], str) or _seal(row) != row[9]:
-        _damage("the context row does not match its seal (table contexts, damaged)")
+def _info(row: Sequence[Any], table: str = "table") -> ContextInfo:
+    if len(row) != 10 or not isinstance(row[9], str) or _seal(row) != row[9]:
+        _damage(f"the context row does not match its seal ({table} contexts, damaged)")
     try:
         return ContextInfo(
             id=row[0],
@@ -273,7 +292,7 @@ def _info(row: Sequence[Any]) -> ContextInfo:
             entries=int(row[2]),
         )
     except (TypeError, ValueError) as exc:
-        _damage(f"the context row is not readable ({exc}) (table contexts)")
+        _damage(f"the context row is not readable ({exc}) ({table} contexts)")
 
 
 def sqlite_load(db: sqlite3.Connection, context_id: str, where: str) -> WorkingContext:
@@ -285,9 +304,40 @@ def sqlite_load(db: sqlite3.Connection, context_id: str, where: str) -> WorkingC
         row = db.execute(f"SELECT {_COLUMNS} FROM contexts WHERE id = ?", (context_id,)).fetchone()  # noqa: S608  # constant columns
     if row is None:
         raise missing(context_id, where)
+
+    def walk(head: object, count: int) -> Sequence[Sequence[Any]]:
+        query = (
+            "WITH RECURSIVE walk (chain, prev, position, data, depth) AS ("
+            " SELECT chain, prev, position, data, 0 FROM history_entries WHERE chain = ?"
+            " UNION ALL"
+            " SELECT h.chain, h.prev, h.position, h.data, w.depth + 1"
+            " FROM history_entries AS h JOIN walk AS w ON h.chain = w.prev WHERE w.depth < ?"
+            ") SELECT chain, prev, position, data FROM walk ORDER BY depth DESC"
+        )
+        return db.execute(query, (head, count)).fetchall()
+
+    return read_context(row, walk, context_id, where)
+
+
+def read_context(
+    row: Sequence[Any],
+    walk: Callable[[object, int], Sequence[Sequence[Any]]],
+    context_id: str,
+    where: str,
+    table: str = "table",
+) -> WorkingContext:
+    """
+    Check a context row, walk its history with *walk(head, count)* (rows of
+    ``(chain, prev, position, data)``, root first), check every entry and replay them.
+
+    Raises:
+        CheckpointError: Something read is damaged; it names what and where.
+    """
     try:
-        info = _info(row)
-        entries = _walk(db, row[1], info.entries)
+        info = _info(row, table)
+        if info.entries <= 0:
+            _damage(f"entry count {info.entries!r} is not a count ({table} contexts)")
+        entries = _check(walk(row[1], info.entries), info.entries, table)
         ctx = replay(entries)
         if ctx.id != context_id:
             _damage(f"the history replays to context {ctx.id!r}, not {context_id!r}")
@@ -300,32 +350,21 @@ def sqlite_load(db: sqlite3.Connection, context_id: str, where: str) -> WorkingC
     return ctx
 
 
-def _walk(db: sqlite3.Connection, head: object, count: int) -> list[Entry]:
-    if count <= 0:
-        _damage(f"entry count {count!r} is not a count (table contexts)")
-    query = (
-        "WITH RECURSIVE walk (chain, prev, position, data, depth) AS ("
-        " SELECT chain, prev, position, data, 0 FROM history_entries WHERE chain = ?"
-        " UNION ALL"
-        " SELECT h.chain, h.prev, h.position, h.data, w.depth + 1"
-        " FROM history_entries AS h JOIN walk AS w ON h.chain = w.prev WHERE w.depth < ?"
-        ") SELECT chain, prev, position, data FROM walk ORDER BY depth DESC"
-    )
-    rows = db.execute(query, (head, count)).fetchall()
+def _check(rows: Sequence[Sequence[Any]], count: int, table: str) -> list[Entry]:
     if len(rows) != count:
-        _damage(f"expected {count} entries, found {len(rows)} (table history_entries, truncated or damaged)")
+        _damage(f"expected {count} entries, found {len(rows)} ({table} history_entries, truncated or damaged)")
     entries: list[Entry] = []
     previous = HISTORY_ROOT
     for position, (chain, prev, stored_position, data) in enumerate(rows):
         path = f"$.history[{position}]"
         if prev != previous or stored_position != position or not isinstance(data, str):
-            _damage(f"entry {chain!r} is out of place (table history_entries, damaged)", path)
+            _damage(f"entry {chain!r} is out of place ({table} history_entries, damaged)", path)
         if history_step(previous, data) != chain:
-            _damage(f"entry {chain!r} does not match its digest (table history_entries, damaged)", path)
+            _damage(f"entry {chain!r} does not match its digest ({table} history_entries, damaged)", path)
         try:
             entries.append(entry_from_data(json.loads(data)))
         except (ValueError, SerializationError) as exc:
-            _damage(f"entry {chain!r} is not an entry: {exc} (table history_entries)", path)
+            _damage(f"entry {chain!r} is not an entry: {exc} ({table} history_entries)", path)
         previous = chain
     return entries
 
@@ -336,10 +375,17 @@ def sqlite_list(db: sqlite3.Connection, where: str) -> list[ContextInfo]:
     """
     if not _has_tables(db):
         return []
+    return read_infos(db.execute(f"SELECT {_COLUMNS} FROM contexts").fetchall(), where)  # noqa: S608  # constant columns
+
+
+def read_infos(rows: Sequence[Sequence[Any]], where: str, table: str = "table") -> list[ContextInfo]:
+    """
+    The descriptors of context rows, checked, oldest first.
+    """
     infos = []
-    for row in db.execute(f"SELECT {_COLUMNS} FROM contexts").fetchall():  # noqa: S608  # constant columns
+    for row in rows:
         try:
-            infos.append(_info(row))
+            infos.append(_info(row, table))
         except _Damage as exc:
             msg = f"cannot list context {row[0]!r} in {where}: {exc.what}"
             raise CheckpointError(msg, path=exc.path) from None

@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, Any, Self
 from workingctx._canonical import EMPTY_CHAIN
 from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
-from workingctx.persistence import _codec
+from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.histories import _COLUMNS as _CONTEXT_COLUMNS
+from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -44,6 +46,8 @@ from workingctx.prefix import PrefixContext
 
 if TYPE_CHECKING:
     import psycopg
+
+    from workingctx.context import WorkingContext
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
@@ -76,6 +80,20 @@ _TABLES = (
     "CREATE INDEX ON @.checkpoints (parent)",
     "CREATE INDEX ON @.checkpoints (created_ts, seq)",
     "CREATE TABLE @.heads (thread text PRIMARY KEY, checkpoint text NOT NULL)",
+)
+
+# Recorded contexts (see workingctx.persistence.histories): one row per distinct
+# history prefix, and one row per saved context.
+_HISTORY_TABLES = (
+    (
+        "CREATE TABLE IF NOT EXISTS @.history_entries (chain text PRIMARY KEY, prev text NOT NULL,"
+        " position integer NOT NULL, data text NOT NULL)"
+    ),
+    (
+        "CREATE TABLE IF NOT EXISTS @.contexts (id text PRIMARY KEY, head text NOT NULL, entries integer NOT NULL,"
+        " first_message text, created_at text NOT NULL, updated_at text NOT NULL, turn integer NOT NULL,"
+        " finished integer NOT NULL, parent_id text, seal text NOT NULL)"
+    ),
 )
 
 _ROW = ", ".join(_codec.ROW_FIELDS)
@@ -279,6 +297,8 @@ class PostgresStore:
                     (FORMAT, str(SCHEMA_VERSION)),
                 )
             self._enter(cur, exclusive=None)
+            for statement in _HISTORY_TABLES:
+                cur.execute(self._q(statement))
 
         self._run(body, write=True)
 
@@ -665,6 +685,118 @@ class PostgresStore:
                 " (SELECT prefix FROM @.checkpoints UNION SELECT scratchpad FROM @.checkpoints)"
             )
         )
+
+    # -- recorded contexts --------------------------------------------------------
+
+    def save_context(self, ctx: WorkingContext) -> str:
+        """
+        Save a recorded context as its history, under its id, in one transaction:
+        only the entries the store lacks are written (a fork shares its parent's).
+
+        Raises:
+            TypeError: *ctx* is not a recorded context.
+            CheckpointError: The history saved under that id is not the start
+                of this one (another copy saved entries this one lacks); nothing was written.
+        """
+        histories.check_recorded(ctx)
+        context_id = ContextInfo.of(ctx).id
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> str:
+            self._enter(cur, exclusive=False)
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self._lock_key}:context:{context_id}",))
+            cur.execute(self._q("SELECT head, entries FROM @.contexts WHERE id = %s"), (context_id,))
+            saved = cur.fetchone()
+
+            def present(digest: str) -> bool:
+                cur.execute(self._q("SELECT 1 FROM @.history_entries WHERE chain = %s"), (digest,))
+                return cur.fetchone() is not None
+
+            rows, row = histories.plan_save(ctx, None if saved is None else (saved[0], saved[1]), present, self._where)
+            self._insert(cur, "history_entries", "chain, prev, position, data", builtins.list(rows))
+            updates = ", ".join(f"{column} = EXCLUDED.{column}" for column in _CONTEXT_COLUMNS.split(", ")[1:])
+            cur.execute(
+                self._q(
+                    f"INSERT INTO @.contexts ({_CONTEXT_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"  # noqa: S608  # constant columns
+                    f" ON CONFLICT (id) DO UPDATE SET {updates}"
+                ),
+                row,
+            )
+            return context_id
+
+        result: str = self._run(body, write=True)
+        return result
+
+    def load_context(self, context_id: str) -> WorkingContext:
+        """
+        Replay the history saved under *context_id*, every entry checked against its digest.
+
+        Raises:
+            CheckpointError: No context has that id, or its history is damaged.
+        """
+        histories.check_context_id(context_id)
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> WorkingContext:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q(f"SELECT {_CONTEXT_COLUMNS} FROM @.contexts WHERE id = %s"), (context_id,))  # noqa: S608
+            row = cur.fetchone()
+            if row is None:
+                raise histories.missing(context_id, self._where)
+
+            def walk(head: object, count: int) -> builtins.list[Any]:
+                cur.execute(
+                    self._q(
+                        "WITH RECURSIVE walk (chain, prev, position, data, depth) AS ("
+                        " SELECT chain, prev, position, data, 0 FROM @.history_entries WHERE chain = %s"
+                        " UNION ALL"
+                        " SELECT h.chain, h.prev, h.position, h.data, w.depth + 1"
+                        " FROM @.history_entries AS h JOIN walk AS w ON h.chain = w.prev WHERE w.depth < %s"
+                        ") SELECT chain, prev, position, data FROM walk ORDER BY depth DESC"
+                    ),
+                    (head, count),
+                )
+                return cur.fetchall()
+
+            return histories.read_context(row, walk, context_id, self._where)
+
+        result: WorkingContext = self._run(body, write=False)
+        return result
+
+    def list_contexts(self) -> builtins.list[ContextInfo]:
+        """
+        A descriptor of every saved context, oldest first, without replaying any.
+        """
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[ContextInfo]:
+            self._enter(cur, exclusive=None)
+            cur.execute(self._q(f"SELECT {_CONTEXT_COLUMNS} FROM @.contexts"))  # noqa: S608  # constant columns
+            return histories.read_infos(cur.fetchall(), self._where)
+
+        result: builtins.list[ContextInfo] = self._run(body, write=False)
+        return result
+
+    def delete_context(self, context_id: str) -> None:
+        """
+        Remove a saved context, and every entry no other saved context shares.
+
+        Raises:
+            CheckpointError: No context has that id.
+        """
+        histories.check_context_id(context_id)
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
+            self._enter(cur, exclusive=True)
+            cur.execute(self._q("DELETE FROM @.contexts WHERE id = %s RETURNING 1"), (context_id,))
+            if cur.fetchone() is None:
+                raise histories.missing(context_id, self._where)
+            cur.execute(
+                self._q(
+                    "WITH RECURSIVE live (chain) AS (SELECT head FROM @.contexts"
+                    " UNION SELECT h.prev FROM @.history_entries AS h JOIN live ON h.chain = live.chain)"
+                    " DELETE FROM @.history_entries WHERE chain NOT IN (SELECT chain FROM live)"
+                )
+            )
+
+        self._run(body, write=True)
 
     # -- the rest -----------------------------------------------------------------
 

@@ -12,6 +12,9 @@ Layout, every key under ``<namespace>:``:
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
 - ``head:<thread>``: a thread's latest checkpoint id;
+- ``h:<chain>``: one string per distinct recorded-history prefix,
+  ``"<previous chain> <position> <entry JSON>"``; ``ctx:<id>``: a saved
+  context's sealed row (JSON), and ``contexts``, the set of their ids;
 - ``gc``: how many garbage collections ran, and ``saves``: how many saves.
 
 A save is one ``MULTI``/``EXEC`` transaction under ``WATCH`` (of the thread's
@@ -35,9 +38,10 @@ from typing import TYPE_CHECKING, Any, Self
 from workingctx._canonical import EMPTY_CHAIN
 from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
-from workingctx.persistence import _codec
+from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -51,6 +55,8 @@ from workingctx.prefix import PrefixContext
 
 if TYPE_CHECKING:
     import redis as redis_py
+
+    from workingctx.context import WorkingContext
 
 __all__ = ["SCHEMA_VERSION", "RedisStore"]
 
@@ -586,6 +592,9 @@ class RedisStore:
                 parent = with_parent[1] if isinstance(with_parent[1], str) else None
             rows = {i: row for i, row in self._rows().items() if i != checkpoint_id}
             live: set[str] = set()
+            for key in self._context_heads():
+                flat = self._walk_script(args=[p + "h:", key, 1_000_000_000])
+                live.update(p + "h:" + flat[index] for index in range(0, len(flat) - 1, 2))
             for row in rows.values():
                 live.add(p + "b:" + str(row[5]))
                 live.add(p + "b:" + str(row[6]))
@@ -600,7 +609,7 @@ class RedisStore:
                             live.add(p + item + parts[1])
             dead = [
                 key
-                for kind in ("ml:", "m:", "el:", "e:", "b:")
+                for kind in ("ml:", "m:", "el:", "e:", "b:", "h:")
                 for key in self._client.scan_iter(match=p + kind + "*", count=1000)
                 if key not in live
             ]
@@ -622,6 +631,149 @@ class RedisStore:
                 pipe.delete(*dead[start : start + 500])
             pipe.incr(p + "gc")
             pipe.execute()
+
+    # -- recorded contexts --------------------------------------------------------
+
+    def _context_heads(self) -> builtins.list[str]:
+        """
+        The head of every saved context's history.
+        """
+        ids = sorted(str(i) for i in self._client.smembers(self._p + "contexts"))
+        heads = []
+        for start in range(0, len(ids), 500):
+            for text in self._client.mget([self._p + "ctx:" + i for i in ids[start : start + 500]]):
+                row = _json_list(text)
+                if row is not None and len(row) > 1 and isinstance(row[1], str):
+                    heads.append(row[1])
+        return heads
+
+    def save_context(self, ctx: WorkingContext) -> str:
+        """
+        Save a recorded context as its history, under its id, in one transaction:
+        only the entries the store lacks are written (a fork shares its parent's).
+
+        Raises:
+            TypeError: *ctx* is not a recorded context.
+            CheckpointError: The history saved under that id is not the start
+                of this one (another copy saved entries this one lacks); nothing was written.
+        """
+        histories.check_recorded(ctx)
+        context_id = ContextInfo.of(ctx).id
+        p = self._p
+
+        def body() -> str:
+            with self._client.pipeline() as pipe:
+                pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
+                    p + "gc", p + "ctx:" + context_id
+                )
+                self._check_format(pipe.hgetall(p + "store"))
+                saved_row = _json_list(_text(pipe.get(p + "ctx:" + context_id)))
+                saved = None if saved_row is None or len(saved_row) < 3 else (saved_row[1], saved_row[2])
+
+                def present(digest: str) -> bool:
+                    return bool(self._client.exists(p + "h:" + digest))
+
+                rows, row = histories.plan_save(ctx, saved, present, self._where)
+                pipe.multi()
+                for chain, previous, position, data in rows:
+                    pipe.set(p + "h:" + chain, f"{previous} {position} {data}", nx=True)
+                pipe.set(p + "ctx:" + context_id, json.dumps(list(row), ensure_ascii=False))
+                pipe.sadd(p + "contexts", context_id)
+                pipe.incr(p + "saves")
+                pipe.execute()
+            return context_id
+
+        result: str = self._call(body)
+        return result
+
+    def load_context(self, context_id: str) -> WorkingContext:
+        """
+        Replay the history saved under *context_id*, every entry checked against its digest.
+
+        Raises:
+            CheckpointError: No context has that id, or its history is damaged.
+        """
+        histories.check_context_id(context_id)
+
+        def walk(head: object, count: int) -> builtins.list[tuple[Any, ...]]:
+            flat = self._walk_script(args=[self._p + "h:", str(head), count])
+            rows: builtins.list[tuple[Any, ...]] = []
+            for index in range(0, len(flat) - 1, 2):
+                parts = str(flat[index + 1]).split(" ", 2)
+                if len(parts) == 3 and parts[1].isdigit():
+                    rows.append((flat[index], parts[0], int(parts[1]), parts[2]))
+                else:
+                    rows.append((flat[index], parts[0], -1, None))
+            rows.reverse()
+            return rows
+
+        def body() -> WorkingContext:
+            with self._client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(self._p + "store")
+                pipe.get(self._p + "gc")
+                pipe.get(self._p + "ctx:" + context_id)
+                marker, generation, text = pipe.execute()
+            self._check_format(marker)
+            if text is None:
+                raise histories.missing(context_id, self._where)
+            row = _json_list(text)
+            try:
+                return histories.read_context(row if row is not None else [], walk, context_id, self._where, "key")
+            except CheckpointError:
+                if self._client.get(self._p + "gc") != generation:
+                    raise _Retry from None  # a delete collected garbage while we read: read again
+                raise
+
+        result: WorkingContext = self._call(body)
+        return result
+
+    def list_contexts(self) -> builtins.list[ContextInfo]:
+        """
+        A descriptor of every saved context, oldest first, without replaying any.
+        """
+
+        def body() -> builtins.list[ContextInfo]:
+            self._check_format(self._client.hgetall(self._p + "store"))
+            ids = sorted(str(i) for i in self._client.smembers(self._p + "contexts"))
+            rows = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                for context_id, text in zip(
+                    chunk, self._client.mget([self._p + "ctx:" + i for i in chunk]), strict=True
+                ):
+                    if text is not None:
+                        row = _json_list(text)
+                        rows.append(row if row is not None else [context_id])
+            return histories.read_infos(rows, self._where, "key")
+
+        result: builtins.list[ContextInfo] = self._call(body)
+        return result
+
+    def delete_context(self, context_id: str) -> None:
+        """
+        Remove a saved context, and every entry no other saved context shares.
+
+        Raises:
+            CheckpointError: No context has that id.
+        """
+        histories.check_context_id(context_id)
+        p = self._p
+
+        def body() -> None:
+            with self._client.pipeline() as pipe:
+                pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
+                    p + "ctx:" + context_id
+                )
+                self._check_format(pipe.hgetall(p + "store"))
+                if not pipe.exists(p + "ctx:" + context_id):
+                    raise histories.missing(context_id, self._where)
+                pipe.multi()
+                pipe.delete(p + "ctx:" + context_id)
+                pipe.srem(p + "contexts", context_id)
+                pipe.execute()
+            self._collect_garbage()
+
+        self._call(body)
 
     # -- the rest -----------------------------------------------------------------
 
@@ -665,6 +817,16 @@ class RedisStore:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _json_list(text: object) -> builtins.list[Any] | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return None
+    return row if isinstance(row, list) else None
 
 
 def _setter(key: str, value: str) -> Callable[[Any], Any]:
