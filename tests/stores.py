@@ -228,3 +228,91 @@ class Raw:
         with self._redis() as client:
             client.set(f"{name}:users", "ada")
         return lambda: RedisStore(server_address("redis"), namespace=name)
+
+
+# -- random damage ------------------------------------------------------------------------
+
+_PG_TABLES = {
+    "checkpoints": (
+        "seq",
+        [
+            "id",
+            "parent",
+            "created_at",
+            "metadata",
+            "digest",
+            "prefix",
+            "scratchpad",
+            "messages_head",
+            "message_count",
+            "journal_head",
+            "journal_count",
+            "seal",
+        ],
+    ),
+    "messages": ("digest", ["digest", "data", "checksum"]),
+    "message_links": ("chain", ["chain", "prev", "message", "position"]),
+    "journal_entries": ("digest", ["digest", "data", "checksum"]),
+    "journal_links": ("chain", ["chain", "prev", "entry", "position"]),
+    "blobs": ("digest", ["digest", "data"]),
+    "heads": ("thread", ["checkpoint"]),
+    "workingctx_store": ("key", ["value"]),
+}
+
+
+def damage_at_random(kind: str, store: Any, rng: Any, mutation: Callable[[Any, Any], Any]) -> str:
+    """
+    One random change to what a PostgreSQL or Redis store holds: a value
+    rewritten (by *mutation*) or a row or key removed. Returns what was done.
+    """
+    if kind == "postgres":
+        import psycopg  # noqa: PLC0415
+
+        table = rng.choice(sorted(_PG_TABLES))
+        key, columns = _PG_TABLES[table]
+        with psycopg.connect(server_address("postgres"), autocommit=True) as conn:
+            schema = f'"{store.schema}"'
+            rows = conn.execute(f"SELECT {key}, {', '.join(columns)} FROM {schema}.{table}").fetchall()  # noqa: S608  # the test's own names
+            if not rows:
+                return f"{table}: empty"
+            row_key, *values = rng.choice(rows)
+            if rng.random() < 0.15:
+                conn.execute(f"DELETE FROM {schema}.{table} WHERE {key} = %s", (row_key,))  # noqa: S608
+                return f"{table}: row {row_key!r} deleted"
+            index = rng.randrange(len(columns))
+            new = mutation(values[index], rng)
+            if isinstance(values[index], int) and not isinstance(values[index], bool):
+                new = new if isinstance(new, int) and not isinstance(new, bool) else rng.choice([-1, 0, 10**6])
+            else:
+                new = None if new is None and columns[index] == "parent" else str(new).replace("\x00", "")
+            try:
+                conn.execute(
+                    f"UPDATE {schema}.{table} SET {columns[index]} = %s WHERE {key} = %s",  # noqa: S608
+                    (new, row_key),
+                )
+            except psycopg.Error as exc:
+                return f"{table}.{columns[index]}: refused by the database ({type(exc).__name__})"
+            return f"{table}.{columns[index]} of {row_key!r}: {values[index]!r:.50} -> {new!r:.50}"
+    import redis  # noqa: PLC0415
+
+    with redis.Redis.from_url(server_address("redis"), decode_responses=True) as client:
+        keys = sorted(client.scan_iter(match=f"{store.namespace}:*"))
+        chosen = rng.choice(keys)
+        kind_of = client.type(chosen)
+        if rng.random() < 0.15:
+            client.delete(chosen)
+            return f"{chosen}: deleted"
+        if kind_of == "string":
+            value = client.get(chosen)
+            new = mutation(value, rng)
+            client.set(chosen, new if isinstance(new, str) else json.dumps(new) if not isinstance(new, bytes) else "x")
+            return f"{chosen}: {value!r:.50} -> {new!r:.50}"
+        if kind_of == "hash":
+            field = rng.choice(sorted(client.hkeys(chosen)))
+            client.hset(chosen, field, str(mutation(client.hget(chosen, field), rng)))
+            return f"{chosen}[{field}] changed"
+        if kind_of == "zset":
+            member = rng.choice(client.zrange(chosen, 0, -1))
+            client.zadd(chosen, {member: rng.choice([-1.0, 0.0, 1e12])})
+            return f"{chosen}: score of {member} changed"
+        return f"{chosen}: a {kind_of}, left alone"

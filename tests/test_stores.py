@@ -8,6 +8,8 @@ restarts are in test_store_processes.py.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -18,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.stores import KINDS, PERSISTENT, Raw, Stores, kind_params
+from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params
 from tests.strategies import json_objects, working_contexts
+from tests.test_sqlite_store import mutation
 from workingctx import (
     Checkpoint,
     CheckpointError,
@@ -386,3 +389,40 @@ def test_turns_helper_counts(count):
     The helper appends four messages per turn (the suite's counts rely on it).
     """
     assert 4 * count == len(turns(WorkingContext(), 0, count).freeze().messages)
+
+
+class TestFuzzedServerStorage:
+    @pytest.mark.parametrize("kind", kind_params(("postgres", "redis")))
+    @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(seed=st.integers(0, 2**32 - 1), rounds=st.integers(1, 3))
+    def test_random_damage_raises_only_checkpoint_error(self, kind, scratch_dir, seed, rounds):
+        """
+        After random damage to a server store, load, list, lineage and head
+        either give exactly what was saved or raise CheckpointError.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            saved = run(store, 3, thread="t")
+            rng = random.Random(seed)
+            notes = [damage_at_random(kind, store, rng, mutation) for _ in range(rounds)]
+            try:
+                fresh = made.again(store)
+            except CheckpointError as exc:
+                refused = exc
+            else:
+                refused = None
+            if refused is not None:
+                assert refused.path, notes
+                return
+            for checkpoint in saved:
+                try:
+                    loaded = fresh.load(checkpoint.id)
+                except CheckpointError:
+                    continue
+                assert checkpoint == loaded, notes
+            for operation in (fresh.list, lambda: fresh.lineage(saved[-1].id), lambda: fresh.head("t")):
+                with contextlib.suppress(CheckpointError):
+                    operation()
+        finally:
+            made.close()
