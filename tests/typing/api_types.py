@@ -104,3 +104,31 @@ async def check_media() -> None:
     assert_type(resolve_media([message], store, upload=lambda _ref, _data: "file-1"), list[Message])
     assert_type(image_tokens(10, 10, rule="anthropic", detail="high"), int)
     assert_type(ApproxTokenCounter(images="anthropic").count([message]), int)
+
+
+def check_checkpoint_stores() -> None:
+    from workingctx import (  # noqa: PLC0415  # kept beside the checks that use them
+        Checkpoint,
+        CheckpointInfo,
+        CheckpointStore,
+        HeadConflictError,
+        PostgresStore,
+        RedisStore,
+        SQLiteStore,
+    )
+    from workingctx.persistence import ContextStore  # noqa: PLC0415
+
+    checkpoint = Checkpoint.capture(WorkingContext())
+    stores: list[CheckpointStore] = [
+        SQLiteStore(":memory:"),
+        PostgresStore("postgresql://127.0.0.1/db", schema="s"),
+        RedisStore("redis://127.0.0.1:6379/0", namespace="n"),
+    ]
+    for store in stores:
+        assert_type(store.save(checkpoint, thread="t"), str)
+        assert_type(store.head("t"), str | None)
+        assert_type(store.lineage(checkpoint.id), list[CheckpointInfo])
+    contexts: list[ContextStore] = [PostgresStore("postgresql://127.0.0.1/db"), RedisStore("redis://127.0.0.1")]
+    assert_type(contexts[0].load_context("run"), WorkingContext)
+    conflict = HeadConflictError("lost", thread="t", expected=None, actual="a")
+    assert_type(conflict.actual, str | None)
