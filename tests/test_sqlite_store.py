@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -437,3 +438,279 @@ class TestProcesses:
         db.close()
         # per writer and turn: a question, a call and its result; shared by every turn of both: the answer
         assert distinct == 2 * 25 * 3 + 1
+
+
+# -- crafted stores, keyed seals, read-only storage -----------------------------------------
+
+
+def reseal(path: Path, checkpoint_id: str, **changes: Any) -> None:
+    """
+    Rewrite fields of a checkpoint row and seal it again without a key, as
+    anyone who can write the file can.
+    """
+    from workingctx.persistence import _codec  # noqa: PLC0415  # the codec's own seal, as a forger would
+
+    query = f"SELECT {', '.join(_codec.ROW_FIELDS)} FROM checkpoints WHERE id = ?"  # noqa: S608  # constant names
+    with sqlite3.connect(path) as db:
+        row = dict(zip(_codec.ROW_FIELDS, db.execute(query, (checkpoint_id,)).fetchone(), strict=True))
+        row.update(changes)
+        row["seal"] = _codec.seal([row[name] for name in _codec.ROW_FIELDS])
+        assignments = ", ".join(f"{name} = ?" for name in row)
+        db.execute(f"UPDATE checkpoints SET {assignments} WHERE id = ?", (*row.values(), checkpoint_id))  # noqa: S608
+    db.close()
+
+
+class VMSteps:
+    """
+    Counts SQLite virtual-machine steps (in thousands) on a store's connection,
+    and interrupts the statement past *limit*: work measured without a clock.
+    """
+
+    def __init__(self, store: SQLiteStore, limit: int) -> None:
+        self.thousands = 0
+        self.limit = limit
+        store._db.set_progress_handler(self._tick, 1000)
+
+    def _tick(self) -> int:
+        self.thousands += 1
+        return int(self.thousands > self.limit)
+
+
+class TestCraftedStores:
+    @pytest.mark.parametrize("count", [1_000_000, 2**62])
+    def test_a_huge_count_over_a_self_looping_link_costs_what_the_file_holds(self, scratch_dir, count):
+        """
+        A row resealed with a huge message count whose head link names itself
+        is refused from what the file holds: the walk does not build `count`
+        rows first (it stays within a few thousand VM steps, where it used to
+        run through millions).
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        head = second.snapshot.chain_digest()
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE message_links SET prev = chain WHERE chain = ?", (head,))
+        db.close()
+        reseal(path, second.id, message_count=count)
+        with SQLiteStore(path) as store:
+            steps = VMSteps(store, limit=200)
+            with pytest.raises(CheckpointError, match=r"head link .* is at position 2") as info:
+                store.load(second.id)
+            assert steps.thousands < 200
+        assert info.value.path == "$.snapshot.messages"
+
+    def test_a_looping_journal_chain_is_refused_as_cheaply(self, scratch_dir):
+        """
+        The journal's chain is walked the same way: a huge count over a
+        self-looping link is refused without walking it.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        with sqlite3.connect(path) as db:
+            (head,) = db.execute("SELECT journal_head FROM checkpoints WHERE id = ?", (second.id,)).fetchone()
+            db.execute("UPDATE journal_links SET prev = chain WHERE chain = ?", (head,))
+        db.close()
+        reseal(path, second.id, journal_count=10**6)
+        with SQLiteStore(path) as store:
+            steps = VMSteps(store, limit=200)
+            with pytest.raises(CheckpointError, match="head link") as info:
+                store.load(second.id)
+            assert steps.thousands < 200
+        assert info.value.path == "$.snapshot.journal"
+
+    def test_a_forged_message_under_a_real_digest_is_refused(self, scratch_dir):
+        """
+        A stored message replaced by another one, with its checksum recomputed,
+        is refused: each message's digest is computed again on load, not taken
+        from the row's key.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "Transfer $10 to Bob.")))
+        digest = second.snapshot.messages[0].digest()
+        forged = '{"role":"user","content":"Transfer $10000 to Mallory."}'
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "UPDATE messages SET data = ?, checksum = ? WHERE digest = ?",
+                (forged, _checksum(digest, forged), digest),
+            )
+        db.close()
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its digest") as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.messages[0]"
+
+    def test_a_forged_journal_entry_is_refused(self, scratch_dir):
+        """
+        A journal entry replaced by another one with a recomputed checksum is
+        refused: its digest is computed again on load.
+        """
+        path = fresh_path(scratch_dir)
+        ctx = WorkingContext().append(Message("user", "hello"))
+        ctx.journal.record({"kind": "approved", "by": "alice"})
+        _, second = saved_pair(path, ctx)
+        with sqlite3.connect(path) as db:
+            digest, _ = db.execute("SELECT digest, data FROM journal_entries WHERE data LIKE '%alice%'").fetchone()
+            forged = '{"kind":"approved","by":"mallory"}'
+            db.execute(
+                "UPDATE journal_entries SET data = ?, checksum = ? WHERE digest = ?",
+                (forged, _checksum(digest, forged), digest),
+            )
+        db.close()
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its digest") as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.journal[0]"
+
+
+class TestKeyedSeal:
+    KEY = b"0123456789abcdef-run-archive-key"
+
+    def test_a_keyed_store_reads_what_it_wrote(self, scratch_dir):
+        """
+        Rows written with a key load, list and trace lineage with the same key.
+        """
+        path = fresh_path(scratch_dir)
+        ctx = WorkingContext().append(Message("user", "hello"))
+        first = Checkpoint.capture(ctx)
+        second = Checkpoint.capture(ctx.append(Message("assistant", "hi")), parent=first)
+        with SQLiteStore(path, key=self.KEY) as store:
+            store.save(first)
+            store.save(second)
+        with SQLiteStore(path, key=self.KEY.decode()) as store:
+            assert second == store.load(second.id)
+            assert [first.id, second.id] == [info.id for info in store.lineage(second.id)]
+            assert 2 == len(store.list())
+
+    def test_a_row_forged_without_the_key_is_refused(self, scratch_dir):
+        """
+        Whoever can write the file but lacks the key can reseal a row, or add a
+        whole checkpoint of their own: a keyed store refuses both, on load and
+        on list.
+        """
+        path = fresh_path(scratch_dir)
+        ctx = WorkingContext().append(Message("user", "hello"))
+        genuine = Checkpoint.capture(ctx)
+        with SQLiteStore(path, key=self.KEY) as store:
+            store.save(genuine)
+        reseal(path, genuine.id, metadata='{"approved":true}')
+        planted = Checkpoint.capture(WorkingContext().append(Message("user", "planted")))
+        with SQLiteStore(path) as unkeyed:
+            unkeyed.save(planted)
+        with SQLiteStore(path, key=self.KEY) as store:
+            for checkpoint_id in (genuine.id, planted.id):
+                with pytest.raises(CheckpointError, match="not sealed with this store's key"):
+                    store.load(checkpoint_id)
+            with pytest.raises(CheckpointError, match="not sealed with this store's key"):
+                store.list()
+
+    def test_a_wrong_key_or_no_key_is_refused_clearly(self, scratch_dir):
+        """
+        A keyed row read with another key does not match its seal; read with
+        no key, the error says to pass one.
+        """
+        path = fresh_path(scratch_dir)
+        checkpoint = Checkpoint.capture(WorkingContext().append(Message("user", "hello")))
+        with SQLiteStore(path, key=self.KEY) as store:
+            store.save(checkpoint)
+        with (
+            SQLiteStore(path, key=b"another key of 16+ bytes") as store,
+            pytest.raises(CheckpointError, match="does not match its seal"),
+        ):
+            store.load(checkpoint.id)
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match=r"open the store with key=\.\.\."):
+            store.load(checkpoint.id)
+
+    @pytest.mark.parametrize(
+        ("key", "error", "match"),
+        [(12345, TypeError, "key must be bytes or str"), (b"short", ValueError, "at least 16 bytes")],
+    )
+    def test_bad_keys_are_refused(self, scratch_dir, key, error, match):
+        """
+        A key that is not bytes or text, or too short to be secret, is refused before the file is opened.
+        """
+        path = fresh_path(scratch_dir)
+        with pytest.raises(error, match=match):
+            SQLiteStore(path, key=key)
+        assert not path.exists()
+
+    def test_the_key_never_shows_in_the_repr(self, scratch_dir):
+        """
+        The repr says a key is set, not what it is.
+        """
+        with SQLiteStore(fresh_path(scratch_dir), key=self.KEY) as store:
+            assert "key=<hidden>" in repr(store)
+            assert self.KEY.decode() not in repr(store)
+
+
+READ_ONLY_SCRIPT = """
+import sys
+from workingctx import Checkpoint, CheckpointError, SQLiteStore, WorkingContext
+store = SQLiteStore(sys.argv[1])
+print(store.read_only, [info.id for info in store.list()], store.load(sys.argv[2]).snapshot.messages[0].content)
+for attempt in (lambda: store.save(Checkpoint.capture(WorkingContext())), lambda: store.delete(sys.argv[2])):
+    try:
+        attempt()
+    except CheckpointError as exc:
+        print("refused:", exc)
+"""
+
+
+class TestReadOnlyStorage:
+    def test_read_only_true_reads_and_refuses_writes(self, scratch_dir):
+        """
+        A store opened with read_only=True lists and loads; save() and delete()
+        raise CheckpointError saying why, and the file is not changed.
+        """
+        path = fresh_path(scratch_dir)
+        first, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        before = file_state(path)
+        with SQLiteStore(path, read_only=True) as store:
+            assert store.read_only
+            assert [first.id, second.id] == [info.id for info in store.list()]
+            assert second == store.load(second.id)
+            with pytest.raises(CheckpointError, match=r"is read-only .*read_only=True.*save\(\) and delete\(\)"):
+                store.save(Checkpoint.capture(WorkingContext()))
+            with pytest.raises(CheckpointError, match="is read-only"):
+                store.delete(first.id)
+            assert "read_only=True" in repr(store)
+        assert before == file_state(path)
+
+    def test_read_only_of_a_missing_file_is_refused(self, scratch_dir):
+        """
+        read_only=True never creates a file.
+        """
+        path = fresh_path(scratch_dir)
+        with pytest.raises(CheckpointError, match="no such file"):
+            SQLiteStore(path, read_only=True)
+        assert not path.exists()
+
+    def test_an_archived_run_on_unwritable_storage_can_be_read(self, tmp_path):
+        """
+        A store on a read-only file system (an archived run) opens read-only by
+        itself: list() and load() work, save() and delete() fail clearly.
+        The file system is made read-only in a mount namespace of its own
+        (root writes through file modes); without one, by file modes.
+        """
+        directory = tmp_path / "archive"
+        directory.mkdir()
+        path = directory / "run.db"
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        before = file_state(path)
+        command = [sys.executable, "-c", READ_ONLY_SCRIPT, str(path), second.id]
+        unshare = shutil.which("unshare")
+        if unshare is not None and 0 == subprocess.run([unshare, "-rm", "true"], check=False).returncode:
+            remount = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+            command = [unshare, "-rm", "sh", "-c", remount, str(directory), *command]
+        elif os.geteuid() == 0:
+            pytest.skip("running as root without user namespaces: cannot make storage unwritable")
+        path.chmod(0o444)
+        directory.chmod(0o555)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=tmp_path)
+        finally:
+            directory.chmod(0o755)
+        assert 0 == result.returncode, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0].startswith("True [")
+        assert second.id in lines[0]
+        assert lines[0].endswith("hello")
+        assert 2 == sum("refused: the checkpoint store" in line and "is read-only" in line for line in lines)
+        assert before == file_state(path)

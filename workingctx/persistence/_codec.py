@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -104,11 +105,34 @@ def scratchpad_digest(notes: dict[str, Any]) -> str:
     return sha256("scratchpad:" + canonical_json(notes))
 
 
-def seal(row: Sequence[Any]) -> str:
+KEYED = "hmac-sha256:"
+"""How a seal made with a key starts (a seal without one is a bare hex sha256)."""
+
+
+def seal(row: Sequence[Any], key: bytes | None = None) -> str:
     """
-    The digest over a checkpoint row's fields (every field of :data:`ROW_FIELDS` but the seal).
+    The digest over a checkpoint row's fields (every field of :data:`ROW_FIELDS`
+    but the seal): a sha256, or with *key* an HMAC-SHA256 marked :data:`KEYED`.
     """
-    return sha256("checkpoint-row/v1:" + json.dumps([str(field) for field in row[:11]], ensure_ascii=False))
+    body = "checkpoint-row/v1:" + json.dumps([str(field) for field in row[:11]], ensure_ascii=False)
+    if key is None:
+        return sha256(body)
+    return KEYED + hmac.new(key, body.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def check_seal(row: Sequence[Any], key: bytes | None, table: str) -> None:
+    """
+    Refuse a row whose seal is not the one *key* (or no key) gives.
+    """
+    found = row[11]
+    if not isinstance(found, str):
+        damage(f"the checkpoint row has no seal ({table}, damaged)", "$")
+    if key is None and found.startswith(KEYED):
+        damage(f"the checkpoint row is sealed with a key ({table}); open the store with key=... to read it", "$")
+    if key is not None and not found.startswith(KEYED):
+        damage(f"the checkpoint row is not sealed with this store's key ({table}, unkeyed or forged)", "$")
+    if not hmac.compare_digest(seal(row, key), found):
+        damage(f"the checkpoint row does not match its seal ({table}, damaged or forged)", "$")
 
 
 def parse_all(texts: dict[str, str | None]) -> dict[str, Any]:
@@ -244,9 +268,9 @@ class Encoded:
         return cast("str", self.row[6])
 
 
-def encode(checkpoint: Checkpoint, journal_digests: JournalDigests) -> Encoded:
+def encode(checkpoint: Checkpoint, journal_digests: JournalDigests, key: bytes | None = None) -> Encoded:
     """
-    The row and the blobs of *checkpoint*.
+    The row and the blobs of *checkpoint*, the row sealed with *key* when given.
 
     Raises:
         CheckpointError: The scratchpad or the metadata is not JSON data.
@@ -269,7 +293,7 @@ def encode(checkpoint: Checkpoint, journal_digests: JournalDigests) -> Encoded:
         chain[-1] if chain else JOURNAL_ROOT,
         len(snapshot.journal),
     )
-    return Encoded(row=row, seal=seal(row), notes_text=notes_text, entry_digests=digests, journal_chain=chain)
+    return Encoded(row=row, seal=seal(row, key), notes_text=notes_text, entry_digests=digests, journal_chain=chain)
 
 
 def new_messages(snapshot: FrozenContext, start: int) -> Iterable[tuple[int, str, str, Message]]:
@@ -311,15 +335,15 @@ def decode_json(text: object, kind: Any, path: str, table: str, key: str | None 
         damage(f"{exc.problems[0][1]} ({where})", path + inner)
 
 
-def read_info(row: Sequence[Any], table: str = "table checkpoints") -> CheckpointInfo:
+def read_info(row: Sequence[Any], table: str = "table checkpoints", key: bytes | None = None) -> CheckpointInfo:
     """
-    The descriptor of a checkpoint row (the fields of :data:`ROW_FIELDS`), after checking its seal.
+    The descriptor of a checkpoint row (the fields of :data:`ROW_FIELDS`), after
+    checking its seal (made with *key*, when the store has one).
     """
     if len(row) != len(ROW_FIELDS):
         damage(f"the checkpoint row has {len(row)} fields, expected {len(ROW_FIELDS)} ({table}, damaged)", "$")
-    (checkpoint_id, parent, created_at, metadata, digest, _, _, _, message_count, _, _, row_seal) = row
-    if not isinstance(row_seal, str) or seal(row) != row_seal:
-        damage(f"the checkpoint row does not match its seal ({table}, damaged)", "$")
+    (checkpoint_id, parent, created_at, metadata, digest, _, _, _, message_count, _, _, _) = row
+    check_seal(row, key, table)
     if not isinstance(checkpoint_id, str) or (parent is not None and not isinstance(parent, str)):
         damage(f"the checkpoint row holds ids that are not text ({table})", "$.id")
     if not isinstance(message_count, int) or isinstance(message_count, bool) or message_count < 0:
@@ -400,9 +424,10 @@ def decode_messages(
                 message = hook(parsed[digest], Message)
             except Exception:  # noqa: BLE001  # read it again the slow way, for an error with a path
                 message = decode_json(text, Message, path, items, digest)
-            # The text is intact (its checksum held) and was written from a
-            # message with this digest: keep it rather than hash it again.
-            object.__setattr__(message, "_digest", digest)
+            # The checksum only shows accidents: whoever can write the file can
+            # write a matching one. The message's own digest is what it is.
+            if message.digest() != digest:
+                damage(f"message {digest!r} does not match its digest ({items}, forged or damaged)", path)
             remember(cache, digest, message)
         if chain_step(previous, message) != link:
             damage(
@@ -438,6 +463,8 @@ def decode_journal(
                 what = "does not match its checksum" if digest in texts else "is missing"
                 damage(f"journal entry {digest!r} {what} ({items})", path)
             entry = decode_json(text, Any, path, items, digest)
+            if entry_digest(entry) != digest:
+                damage(f"journal entry {digest!r} does not match its digest ({items}, forged or damaged)", path)
             remember(cache, digest, entry)
         if journal_step(previous, digest) != link:
             damage(f"the link does not match its entry ({link_table}, key {link!r})", path)

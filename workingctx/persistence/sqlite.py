@@ -31,6 +31,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from workingctx._canonical import EMPTY_CHAIN
@@ -97,6 +98,36 @@ _ROW = (
 
 _SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
+# SQLite's primary result codes for "this file or directory cannot be written"
+# (the extended codes add bits above the low byte).
+_SQLITE_READONLY = 8
+_SQLITE_CANTOPEN = 14
+
+
+class _CannotWrite(Exception):  # noqa: N818  # internal: the store falls back to reading
+    """
+    The database exists but cannot be opened for writing.
+    """
+
+
+def _cannot_write(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
+
+
+def _check_key(key: object) -> bytes | None:
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, bytes):
+        msg = f"key must be bytes or str, got a value of type {type(key).__name__}; pass e.g. os.environ['CKPT_KEY']"
+        raise TypeError(msg)
+    if len(key) < 16:  # the floor below which an HMAC key is guessable
+        msg = f"key must be at least 16 bytes, got {len(key)}; use secrets.token_bytes(32) to make one"
+        raise ValueError(msg)
+    return key
+
 
 class SQLiteStore:
     """
@@ -114,11 +145,22 @@ class SQLiteStore:
         synchronous: SQLite's ``synchronous`` setting. ``"NORMAL"`` (the
             default) survives a crash of the process; ``"FULL"`` also
             survives a power cut, at a cost per save.
+        key: A secret (bytes, or text encoded as UTF-8; 16 bytes or more) that
+            seals every row it writes with an HMAC-SHA256 and refuses, on every
+            read, a row not sealed with it: tamper evidence against whoever can
+            write the file but does not hold the key. Without a key, the seal
+            and checksums catch accidents only (see the persistence docs).
+        read_only: ``None`` (the default) opens the file for writing when
+            possible and read-only when it cannot be written (read-only storage,
+            an archived run); ``True`` always opens it read-only. A read-only
+            store lists and loads; ``save()`` and ``delete()`` raise.
 
     Raises:
         CheckpointError: The file is not a SQLite database, is damaged, holds
             tables that are not a workingctx store, or was written by a newer
             schema version. The file is left untouched.
+        TypeError: *key* is not bytes or str.
+        ValueError: *key* is shorter than 16 bytes.
 
     >>> from workingctx import Checkpoint, Message, SQLiteStore, WorkingContext
     >>> store = SQLiteStore(":memory:")
@@ -128,13 +170,25 @@ class SQLiteStore:
     True
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+        key: bytes | str | None = None,
+        read_only: bool | None = None,
+    ) -> None:
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
             msg = f"timeout must be a non-negative number of seconds, got {timeout!r}"
             raise ValueError(msg)
         if synchronous not in _SYNCHRONOUS:
             msg = f"synchronous must be one of {sorted(_SYNCHRONOUS)}, got {synchronous!r}"
             raise ValueError(msg)
+        if read_only is not None and not isinstance(read_only, bool):
+            msg = f"read_only must be None, True or False, got {read_only!r}"
+            raise TypeError(msg)
+        self._key = _check_key(key)
         self.path = os.fspath(path)
         self._lock = threading.RLock()
         # Items read or written once, by digest: values, so sharing them is safe.
@@ -143,18 +197,70 @@ class SQLiteStore:
         self._prefixes: dict[str, PrefixContext] = {}
         # The journal last saved, to reuse the digests of entries a journal never rewrites.
         self._journal_digests = _codec.JournalDigests()
+        self.read_only: bool = False
+        """Whether the store was opened read-only (``save()`` and ``delete()`` then raise)."""
+        self._why_read_only = "it was opened with read_only=True"
+        if read_only:
+            self._open_read_only(timeout)
+            return
         try:
             self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
+            if read_only is None and _cannot_write(exc) and Path(self.path).exists():
+                self._why_read_only = f"the file cannot be written: {exc}"
+                self._open_read_only(timeout)
+                return
             msg = f"cannot open the checkpoint store {self.path!r}: {exc}"
             raise CheckpointError(msg) from None
         try:
             self._prepare(synchronous)
+        except _CannotWrite as exc:
+            self._db.close()
+            if read_only is False:
+                msg = f"cannot open the checkpoint store {self.path!r} for writing: {exc}; nothing was changed"
+                raise CheckpointError(msg) from None
+            self._why_read_only = f"the file cannot be written: {exc}"
+            self._open_read_only(timeout)
         except BaseException:
             self._db.close()
             raise
 
     # -- opening ------------------------------------------------------------------
+
+    def _open_read_only(self, timeout: float) -> None:
+        """
+        Open the file for reading only: first as a file others may still write,
+        then, when even that needs a write (a WAL database whose side files
+        cannot be made), as an immutable archive.
+        """
+        self.read_only = True
+        if self.path == ":memory:" or not Path(self.path).exists():
+            msg = f"cannot open the checkpoint store {self.path!r} read-only: there is no such file"
+            raise CheckpointError(msg)
+        uri = Path(self.path).absolute().as_uri() + "?mode=ro"
+        failure: sqlite3.Error | None = None
+        for suffix in ("", "&immutable=1"):
+            try:
+                self._db = sqlite3.connect(
+                    uri + suffix, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+            except sqlite3.Error as exc:
+                failure = exc
+                continue
+            try:
+                self._tables()
+            except sqlite3.Error as exc:
+                self._db.close()
+                failure = exc
+                continue
+            try:
+                self._check_format()
+            except BaseException:
+                self._db.close()
+                raise
+            return
+        msg = f"{self.path!r} is not a readable SQLite database ({failure}); nothing was changed"
+        raise CheckpointError(msg)
 
     def _prepare(self, synchronous: str) -> None:
         try:
@@ -182,6 +288,8 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous}")
         except sqlite3.Error as exc:
+            if _cannot_write(exc) and Path(self.path).exists() and self.path != ":memory:":
+                raise _CannotWrite(str(exc)) from None
             msg = f"{self.path!r} is not a readable SQLite database ({exc}); nothing was changed"
             raise CheckpointError(msg) from None
 
@@ -225,6 +333,13 @@ class SQLiteStore:
         One transaction (a consistent read, or ``BEGIN IMMEDIATE`` for a write),
         rolled back on any error; sqlite errors become CheckpointError.
         """
+        if write and self.read_only:
+            msg = (
+                f"the checkpoint store {self.path!r} is read-only ({self._why_read_only}): "
+                "save() and delete() cannot change it; copy the file somewhere writable to change it. "
+                "Nothing was changed"
+            )
+            raise CheckpointError(msg)
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -275,7 +390,7 @@ class SQLiteStore:
         _check_checkpoint(checkpoint)
         _check_thread(thread)
         snapshot = checkpoint.snapshot
-        encoded = _codec.encode(checkpoint, self._journal_digests)
+        encoded = _codec.encode(checkpoint, self._journal_digests, self._key)
         prefix = snapshot.prefix
         with self._transaction(write=True) as db:
             if thread is not None:
@@ -382,7 +497,7 @@ class SQLiteStore:
         return CheckpointError(msg, path=path)
 
     def _build(self, db: sqlite3.Connection, row: Sequence[Any]) -> Checkpoint:
-        info = _codec.read_info(row)
+        info = _codec.read_info(row, key=self._key)
         (_, _, _, _, digest, prefix_key, notes_key, messages_head, _, journal_head, journal_count, _) = row
         prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
         if prefix is None:
@@ -408,20 +523,35 @@ class SQLiteStore:
         """
         The links of a chain from its root to *head*, checked for order and
         length: ``(chain digest, item digest)`` pairs.
+
+        The row's count is checked against the head link's position first,
+        and each step of the walk must go one position down, so a damaged or
+        crafted row (a huge count, a link naming itself) costs only the links
+        the file holds.
         """
         root = EMPTY_CHAIN if links == "message_links" else JOURNAL_ROOT
         length = _codec.check_count(count, head, root, path, "table checkpoints")
         if length == 0:
             return []
+        found = db.execute(f"SELECT position FROM {links} WHERE chain = ?", (head,)).fetchone()  # noqa: S608  # constant names
+        if found is None:
+            damage(f"the head link {head!r} is missing (table {links}, truncated or damaged)", path)
+        if found[0] != length - 1:
+            damage(
+                f"the checkpoint counts {length} items but its head link {head!r} is at position {found[0]!r} "
+                f"(table {links}, damaged)",
+                path,
+            )
         query = (
-            f"WITH RECURSIVE walk (chain, prev, item, position, depth) AS ("  # noqa: S608  # constant names only
-            f" SELECT chain, prev, {item}, position, 0 FROM {links} WHERE chain = ?"
+            f"WITH RECURSIVE walk (chain, prev, item, position) AS ("  # noqa: S608  # constant names only
+            f" SELECT chain, prev, {item}, position FROM {links} WHERE chain = ?"
             f" UNION ALL"
-            f" SELECT l.chain, l.prev, l.{item}, l.position, w.depth + 1"
-            f" FROM {links} AS l JOIN walk AS w ON l.chain = w.prev WHERE w.depth < ?"
-            f") SELECT chain, prev, item, position FROM walk ORDER BY depth DESC"
+            f" SELECT l.chain, l.prev, l.{item}, l.position"
+            f" FROM {links} AS l JOIN walk AS w ON l.chain = w.prev AND l.position = w.position - 1"
+            f" WHERE w.position > 0"
+            f") SELECT chain, prev, item, position FROM walk ORDER BY position"
         )
-        rows = db.execute(query, (head, length)).fetchall()
+        rows = db.execute(query, (head,)).fetchall()
         return _codec.check_links(rows, length, root, path, f"table {links}")
 
     @staticmethod
@@ -454,7 +584,7 @@ class SQLiteStore:
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
-            return _codec.read_info(row)
+            return _codec.read_info(row, key=self._key)
         except Damage as exc:
             raise self._error(str(row[0]), exc.what, exc.path) from None
 
@@ -612,4 +742,5 @@ class SQLiteStore:
             return db.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone() is not None
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({self.path!r})"
+        extras = (", read_only=True" if self.read_only else "") + (", key=<hidden>" if self._key is not None else "")
+        return f"SQLiteStore({self.path!r}{extras})"
