@@ -29,6 +29,7 @@ Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import re
 import threading
@@ -237,7 +238,7 @@ class RedisStore:
             encoded = _codec.encode(checkpoint, self._journal_digests)
         replaced: bool = self._call(lambda: self._save_once(checkpoint, encoded, thread))
         if replaced:
-            self._call(self._collect_garbage)
+            self._tidy()
         with self._local:
             for message in checkpoint.snapshot.messages[-64:]:
                 _codec.remember(self._messages, message.digest(), message)
@@ -771,9 +772,17 @@ class RedisStore:
                 pipe.delete(p + "ctx:" + context_id)
                 pipe.srem(p + "contexts", context_id)
                 pipe.execute()
-            self._collect_garbage()
 
         self._call(body)
+        self._tidy()
+
+    def _tidy(self) -> None:
+        """
+        Collect the garbage a replaced checkpoint or a deleted context left; when
+        other writers keep it from finishing, the next delete collects it instead.
+        """
+        with contextlib.suppress(CheckpointError):
+            self._call(self._collect_garbage)
 
     # -- the rest -----------------------------------------------------------------
 
