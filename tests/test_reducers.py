@@ -369,6 +369,62 @@ class TestToolResult:
         assert before is ctx.messages
         assert {} == ctx.scratchpad
 
+    def test_a_second_result_for_one_call_is_refused_and_nothing_changes(self):
+        """
+        A call that already has its result gets no second one (providers
+        reject two answers to one call): refused, nothing changes; a call
+        asked again may be answered again.
+        """
+        ctx = calling_context("c1")
+        ToolResult("first", state={"n": 1}).apply_to(ctx, call_id="c1")
+        before = ctx.freeze()
+        with pytest.raises(InvalidMessageError, match=r"tool call 'c1' already has its result"):
+            ToolResult("second", state={"n": 2}).apply_to(ctx, call_id="c1")
+        assert before == ctx.freeze()
+        ctx.append(Message("assistant", tool_calls=[ToolCall("c1", "select_city", {"city": "Bergen"})]))
+        ToolResult("again", state={"n": 3}).apply_to(ctx, call_id="c1")
+        assert ("c1",) == ctx.messages[-1].result_ids
+        assert 3 == ctx.get("n")
+
+    def test_calls_are_found_after_the_tail_is_trimmed_or_cleared(self):
+        """
+        The tail's call index follows replace_tail() and clear_messages(): a
+        call trimmed away is unknown again, one kept is still known.
+        """
+        ctx = WorkingContext().append(
+            Message("user", "do it"),
+            Message("assistant", tool_calls=[ToolCall("c1", "tool")]),
+            Message("assistant", tool_calls=[ToolCall("c2", "tool")]),
+        )
+        ToolResult("warm").apply_to(ctx, call_id="c1")  # the index exists before the trim
+        ctx.replace_tail([ctx.messages[0], ctx.messages[2]])
+        with pytest.raises(InvalidMessageError, match="no message in the context asks for tool call 'c1'"):
+            ToolResult("ok").apply_to(ctx, call_id="c1")
+        ToolResult("ok").apply_to(ctx, call_id="c2")
+        ctx.clear_messages()
+        with pytest.raises(InvalidMessageError, match="no message in the context asks for tool call 'c2'"):
+            ToolResult("ok").apply_to(ctx, call_id="c2")
+
+    def test_each_step_allocates_the_same_at_any_length(self):
+        """
+        Applying a result after its call allocates the same on a transcript
+        of 100,000 messages as on one of 1,000: the call is found in the
+        tail's index, never by copying or walking the transcript.
+        """
+        import tracemalloc  # noqa: PLC0415
+
+        def peak_of_one_step(n: int) -> int:
+            ctx = WorkingContext(messages=[Message("user", f"m{i}") for i in range(n)])
+            for step in range(3):  # the first step builds the index
+                ctx.append(Message("assistant", tool_calls=[ToolCall(f"c{step}", "lookup", {})]))
+                tracemalloc.start()
+                ToolResult("ok", state={"step": step}).apply_to(ctx, call_id=f"c{step}")
+                _, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+            return peak
+
+        assert peak_of_one_step(100_000) < 4 * peak_of_one_step(1_000) + 4096
+
     @pytest.mark.parametrize(
         ("kwargs", "match"),
         [

@@ -108,6 +108,7 @@ class Tail:
     """
 
     __slots__ = (
+        "_calls",
         "_chain",
         "_counter",
         "_id_index",
@@ -135,6 +136,8 @@ class Tail:
         # positions of the system messages among the first _system[0] messages
         self._system: tuple[int, list[int]] = (0, [])
         self._tail_index: TailIndex | None = None
+        # tool call id -> (times an assistant message asks it, times a message answers it)
+        self._calls: dict[str, list[int]] | None = None
 
     # -- building ------------------------------------------------------------------
 
@@ -196,15 +199,19 @@ class Tail:
                 view = self._view = tuple(self._messages)
             return view
 
-    def frozen(self) -> tuple[tuple[Message, ...], Chain]:
+    def frozen(self) -> tuple[tuple[list[Message] | tuple[Message, ...], int], Chain]:
         """
-        The messages and the digest chain that goes with them, taken together.
+        The messages, as ``(list or tuple, n)``, and the digest chain that goes
+        with them, taken together in O(1).
 
-        The chain is shared with the caller (a snapshot): it only ever grows by
-        the digests of these messages and their successors in this list.
+        The first *n* items of the list never change (it only grows in place),
+        so a snapshot can read them later. The chain is shared with the caller:
+        it only ever grows by the digests of these messages and their successors.
         """
         with self.lock:
-            return self.messages(), self._chain
+            n = len(self._messages)
+            view = self._view
+            return (view if view is not None else self._messages, n), self._chain
 
     def chain_digest(self) -> str:
         """
@@ -253,6 +260,19 @@ class Tail:
                 self._id_index = {m.id for m in self._messages if m.id is not None}
             return message_id in self._id_index
 
+    def call_state(self, call_id: str) -> tuple[int, int]:
+        """
+        How many assistant messages ask for tool call *call_id*, and how many
+        messages answer it (O(1) after the first call).
+        """
+        with self.lock:
+            calls = self._calls
+            if calls is None:
+                calls = self._calls = {}
+                _count_calls(calls, self._messages)
+            found = calls.get(call_id)
+            return (0, 0) if found is None else (found[0], found[1])
+
     # -- changing ------------------------------------------------------------------
 
     def extend(self, messages: Sequence[Message]) -> None:
@@ -266,6 +286,8 @@ class Tail:
             self._view = None
             if self._id_index is not None:
                 self._id_index.update(m.id for m in messages if m.id is not None)
+            if self._calls is not None:
+                _count_calls(self._calls, messages)
 
     def replace(self, messages: list[Message]) -> int:
         """
@@ -312,3 +334,12 @@ class Tail:
         with self.lock:
             self._messages = []
             self._reset(Chain())
+
+
+def _count_calls(calls: dict[str, list[int]], messages: Sequence[Message]) -> None:
+    for message in messages:
+        if message.role == "assistant":
+            for asked in message.call_ids:
+                calls.setdefault(asked, [0, 0])[0] += 1
+        for answered in message.result_ids:
+            calls.setdefault(answered, [0, 0])[1] += 1

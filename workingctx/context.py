@@ -878,14 +878,16 @@ class WorkingContext:
         """
         A frozen, hashable snapshot of this moment (see :class:`FrozenContext`).
 
-        Cheap to repeat: the message tuple and the digest chain are shared with
-        the live context until it changes, and only new messages are hashed.
+        Costs the same at every length of a run: the snapshot reads the
+        messages and journal entries of this moment into tuples only when they
+        are first read, the digest chain is shared with the live context, and
+        only new messages are hashed.
         """
         with self._tail.lock:
             messages, chain = self._tail.frozen()
             notes = freeze_scratchpad(self._scratchpad)
-            entries = self.journal.view()
-        return FrozenContext._trusted(self._prefix, messages, notes, entries, chain)
+            entries = self.journal._source()
+        return FrozenContext._lazily(self._prefix, messages, notes, entries, chain)
 
     def digest(self) -> str:
         """

@@ -103,9 +103,17 @@ class MutationJournal(Generic[EntryT]):
         Forget the entries past *size* and move the watermark back to at most
         *committed*: undoes work that failed before anyone saw it.
         """
-        del self._entries[size:]
+        # A new list: snapshots read the first entries of the old one lazily.
+        self._entries = self._entries[:size]
         del self._digests[size:]
         self._committed = min(self._committed, committed, size)
+
+    def _source(self) -> tuple[list[EntryT], int]:
+        """
+        The entry list and its length, for a snapshot that reads them lazily
+        (the list only grows in place; anything else starts a new one).
+        """
+        return self._entries, len(self._entries)
 
     @property
     def committed(self) -> int:

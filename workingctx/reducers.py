@@ -356,24 +356,37 @@ class ToolResult:
 
         Raises:
             TypeError: *ctx* is not a context.
-            InvalidMessageError: No message in *ctx* asks for *call_id*: the
-                result would be an orphan every provider rejects. Nothing changes.
+            InvalidMessageError: No message in *ctx* asks for *call_id* (the
+                result would be an orphan every provider rejects), or the call
+                already has its result (a second answer to one call is refused
+                too). Nothing changes.
         """
         if not isinstance(ctx, WorkingContext):
             msg = f"apply_to() takes a WorkingContext, got {ctx!r} of type {type(ctx).__name__}"
             raise TypeError(msg)
         message = self.to_message(call_id, name=name)
-        if not any(call_id in m.call_ids for m in reversed(ctx.messages) if m.role == "assistant"):
-            msg = (
-                f"no message in the context asks for tool call {call_id!r}, so its result would be orphaned; "
-                "append the assistant message with that tool call first, or pass the call's id"
-            )
-            raise InvalidMessageError(msg)
-        notes: dict[str, Any] = {}
-        if self.state is not None:
-            for key, value in thaw(self.state).items():
-                reducer = None if reducers is None else reducers.get(key)
-                if reducer is not None and key in ctx.scratchpad:
-                    value = reducer(ctx.scratchpad[key], value)  # noqa: PLW2901  # the reduced value replaces it
-                notes[key] = value
-        return ctx.append(message).update_scratchpad(notes)
+        # One lock around the check and the change: two threads answering one
+        # call cannot both pass the check. The tail indexes calls and answers,
+        # so the check costs the same at every length of a run.
+        with ctx._tail.lock:
+            asked, answered = ctx._tail.call_state(call_id)
+            if not asked:
+                msg = (
+                    f"no message in the context asks for tool call {call_id!r}, so its result would be orphaned; "
+                    "append the assistant message with that tool call first, or pass the call's id"
+                )
+                raise InvalidMessageError(msg)
+            if answered >= asked:
+                msg = (
+                    f"tool call {call_id!r} already has its result in the context; a second one would give the "
+                    "model two answers to one call (providers reject it): append a new call for a new result"
+                )
+                raise InvalidMessageError(msg)
+            notes: dict[str, Any] = {}
+            if self.state is not None:
+                for key, value in thaw(self.state).items():
+                    reducer = None if reducers is None else reducers.get(key)
+                    if reducer is not None and key in ctx.scratchpad:
+                        value = reducer(ctx.scratchpad[key], value)  # noqa: PLW2901  # the reduced value replaces it
+                    notes[key] = value
+            return ctx.append(message).update_scratchpad(notes)

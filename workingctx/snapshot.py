@@ -142,6 +142,21 @@ class FrozenContext:
     _chain: Chain | None = attrs.field(default=None, alias="_chain", kw_only=True, repr=False)
     _hash: int | None = attrs.field(init=False, default=None, repr=False)
     _digest: str | None = attrs.field(init=False, default=None, repr=False)
+    # A live context's lists and lengths, until messages or journal are first
+    # read: taking a snapshot then costs the same at every length of a run.
+    _lazy: _Lazy | None = attrs.field(init=False, default=None, repr=False)
+
+    if not TYPE_CHECKING:  # type checkers see the fields; only an unread lazy field gets here
+
+        def __getattr__(self, name: str) -> Any:
+            lazy = object.__getattribute__(self, "_lazy")
+            if lazy is not None and name in ("messages", "journal"):
+                items, n = lazy.messages if name == "messages" else lazy.journal
+                value = tuple(items[:n])
+                object.__setattr__(self, name, value)
+                return value
+            msg = f"{type(self).__name__!r} object has no attribute {name!r}"
+            raise AttributeError(msg)
 
     # -- value semantics ------------------------------------------------------
 
@@ -181,8 +196,19 @@ class FrozenContext:
             ("_chain", None),
             ("_hash", None),
             ("_digest", None),
+            ("_lazy", None),
         ):
             object.__setattr__(self, name, value)
+
+    def _tail(self) -> tuple[Sequence[Message], int]:
+        """
+        The messages and their number, without building the tuple of a lazy snapshot.
+        """
+        try:
+            messages = object.__getattribute__(self, "messages")
+        except AttributeError:
+            return self._lazy.messages  # type: ignore[union-attr]  # unset only while lazy
+        return messages, len(messages)
 
     # -- digests ----------------------------------------------------------------
 
@@ -195,11 +221,12 @@ class FrozenContext:
         """
         The stable digest of the first *n* messages (all by default), in order.
         """
-        count = len(self.messages) if n is None else n
-        if not 0 <= count <= len(self.messages):
-            msg = f"n must be between 0 and {len(self.messages)}, got {n!r}"
+        messages, size = self._tail()
+        count = size if n is None else n
+        if not 0 <= count <= size:
+            msg = f"n must be between 0 and {size}, got {n!r}"
             raise ValueError(msg)
-        return self._chain_for().upto(self.messages, count)
+        return self._chain_for().upto(messages, count)
 
     def digest(self) -> str:
         """
@@ -235,6 +262,27 @@ class FrozenContext:
         object.__setattr__(snapshot, "_chain", chain)
         return snapshot
 
+    @classmethod
+    def _lazily(
+        cls,
+        prefix: PrefixContext,
+        messages: tuple[Sequence[Message], int],
+        scratchpad: tuple[tuple[str, Any], ...],
+        journal: tuple[Sequence[Any], int],
+        chain: Chain,
+    ) -> FrozenContext:
+        """
+        Like :meth:`_trusted`, with the messages and the journal entries given
+        as ``(list, n)``: the first *n* items of lists that only ever grow in
+        place, read into tuples the first time the field is read. Freezing
+        then costs the same at every length of a run.
+        """
+        snapshot = cls._trusted(prefix, (), scratchpad, (), chain)
+        object.__setattr__(snapshot, "_lazy", _Lazy(messages, journal))
+        object.__delattr__(snapshot, "messages")
+        object.__delattr__(snapshot, "journal")
+        return snapshot
+
     # -- conversions ------------------------------------------------------------
 
     def assembled(self) -> list[Message]:
@@ -252,6 +300,18 @@ class FrozenContext:
         from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
 
         return WorkingContext.from_snapshot(self)
+
+
+class _Lazy:
+    """
+    Where a lazy snapshot's messages and journal entries are: ``(list, n)`` each.
+    """
+
+    __slots__ = ("journal", "messages")
+
+    def __init__(self, messages: tuple[Sequence[Message], int], journal: tuple[Sequence[Any], int]) -> None:
+        self.messages = messages
+        self.journal = journal
 
 
 def snapshot_digest(prefix: PrefixContext, chain: str, scratchpad: Mapping[str, Any]) -> str:
