@@ -9,7 +9,12 @@ kind, ``ValueError`` for a value of the right kind but wrong content), so
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workingctx.validity import Problem
 
 __all__ = [
     "CacheRuleError",
@@ -24,6 +29,7 @@ __all__ = [
     "PendingCallsError",
     "PositionalScopeError",
     "PricingError",
+    "ProviderError",
     "ScopeError",
     "SerializationError",
     "StoreUnavailableError",
@@ -73,7 +79,47 @@ class PositionalScopeError(ScopeError, TypeError):
 class MergeError(WorkingCtxError, ValueError):
     """
     Two contexts cannot be merged the way that was asked.
+
+    Attributes:
+        ids: The tool-call ids that made the merge impossible (a duplicate
+            call, an orphaned result, a call that is not pending), if any.
     """
+
+    def __init__(self, message: str, *, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids: tuple[str, ...] = tuple(ids)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_merge_error, (type(self), str(self), self.ids))
+
+
+class ProviderError(WorkingCtxError, ValueError):
+    """
+    A conversation breaks rules a provider enforces, or a provider is unknown.
+
+    Attributes:
+        problems: Every :class:`~workingctx.validity.Problem` found, in order
+            of position (empty when the provider name itself was wrong).
+        provider: The provider whose rules were applied (``None``: all of them).
+    """
+
+    def __init__(self, message: str, *, problems: Sequence[Problem] = (), provider: str | None = None) -> None:
+        super().__init__(message)
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.provider = provider
+
+    @classmethod
+    def from_problems(cls, problems: Sequence[Problem], *, provider: str | None = None) -> ProviderError:
+        """
+        The error listing *problems*, one per line, each with its position, rule and fix.
+        """
+        rules = "every provider's" if provider is None else provider
+        lines = [f"the conversation breaks {len(problems)} {rules} rule(s):"]
+        lines.extend(f"  {problem}" for problem in problems)
+        return cls("\n".join(lines), problems=problems, provider=provider)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_provider_error, (type(self), str(self), self.problems, self.provider))
 
 
 class HistoryError(WorkingCtxError, ValueError):
@@ -231,3 +277,13 @@ def _rebuild_serialization_error(
     cls: type[SerializationError], message: str, path: str, problems: tuple[tuple[str, str], ...]
 ) -> SerializationError:
     return cls(message, path=path, problems=problems)
+
+
+def _rebuild_provider_error(
+    cls: type[ProviderError], message: str, problems: tuple[Problem, ...], provider: str | None
+) -> ProviderError:
+    return cls(message, problems=problems, provider=provider)
+
+
+def _rebuild_merge_error(cls: type[MergeError], message: str, ids: tuple[str, ...]) -> MergeError:
+    return cls(message, ids=ids)

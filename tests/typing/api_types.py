@@ -132,3 +132,12 @@ def check_checkpoint_stores() -> None:
     assert_type(contexts[0].load_context("run"), WorkingContext)
     conflict = HeadConflictError("lost", thread="t", expected=None, actual="a")
     assert_type(conflict.actual, str | None)
+
+
+def check_validity() -> None:
+    from workingctx.validity import Problem, check_messages  # noqa: PLC0415  # the public submodule
+
+    problems = check_messages([Message("user", "hi")], provider="anthropic", allow_pending=True)
+    assert_type(problems, tuple[Problem, ...])
+    assert_type(problems[0].index, int | None)
+    assert_type(problems[0].ids, tuple[str, ...])

@@ -1,0 +1,461 @@
+"""
+The rules a provider applies to a conversation, as one checker.
+
+:func:`check_messages` walks a message sequence once and returns every
+:class:`Problem` it finds: a tool result whose call is nowhere, a call left
+without its results, two calls with one id, a conversation that does not start
+with a user turn, ... Context managers guarantee their output against these
+rules, merges refuse to break them, and the provider adapters check a request
+with them before writing it.
+
+>>> from workingctx import Message, ToolCall
+>>> from workingctx.validity import check_messages
+>>> msgs = [
+...     Message("system", "Be brief."),
+...     Message("assistant", "Hello!"),
+...     Message("user", "Is it raining?"),
+...     Message("tool", "rain", tool_call_id="c9"),
+... ]
+>>> for problem in check_messages(msgs):
+...     print(problem.index, problem.rule, problem.ids)
+1 first-not-user ()
+3 orphan-result ('c9',)
+>>> [p.rule for p in check_messages(msgs, provider="openai")]
+['orphan-result']
+
+The rules, by id (:data:`RULES` holds each one's description and the providers
+that apply it):
+
+===================== ========================================================= ==================
+rule                  what is wrong                                             providers
+===================== ========================================================= ==================
+``empty``             no message at all                                         all
+``orphan-result``     a result answers a call id no earlier message asked for   all
+``misplaced-result``  a result's call is earlier, but other messages sit        all
+                      between them (results follow their call directly)
+``duplicate-result``  a second result for a call that already has one           all
+``result-without-id`` a tool message that names no call                         all
+``dangling-call``     a call without its result, with messages after it         all
+``pending-at-end``    the conversation ends with unanswered calls               all
+                      (not reported with ``allow_pending=True``)
+``duplicate-call-id`` two tool calls share one id                               all
+``first-not-user``    the first message after the system messages is not a     anthropic, gemini
+                      user message
+``no-user-message``   no user message at all                                    anthropic, gemini
+``empty-content``     a user or assistant message with no content and no calls  anthropic, gemini
+===================== ========================================================= ==================
+
+``provider=None`` applies every rule. A dropped system message is not in the
+list: it is a property of a transformation (what went in, what came out), not
+of one sequence; every manager keeps every system message by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import attrs
+
+from workingctx.exceptions import ProviderError
+from workingctx.messages import Message, ReasoningBlock, RemoteToolCallBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = [
+    "PROVIDERS",
+    "RULES",
+    "STRUCTURAL_RULES",
+    "Problem",
+    "Provider",
+    "Rule",
+    "check_messages",
+    "require_valid",
+]
+
+Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
+"""The providers whose rules :func:`check_messages` knows."""
+
+PROVIDERS: tuple[Provider, ...] = ("openai", "anthropic", "gemini")
+
+Rule: TypeAlias = Literal[
+    "empty",
+    "orphan-result",
+    "misplaced-result",
+    "duplicate-result",
+    "result-without-id",
+    "dangling-call",
+    "pending-at-end",
+    "duplicate-call-id",
+    "first-not-user",
+    "no-user-message",
+    "empty-content",
+]
+"""The closed set of rule ids a :class:`Problem` can carry."""
+
+_ALL: frozenset[str] = frozenset(PROVIDERS)
+_TURNS: frozenset[str] = frozenset({"anthropic", "gemini"})
+
+RULES: dict[str, tuple[str, frozenset[str]]] = {
+    "empty": ("the conversation holds no message", _ALL),
+    "orphan-result": ("a tool result answers a call id that no earlier message asked for", _ALL),
+    "misplaced-result": ("a tool result is separated from its call by other messages", _ALL),
+    "duplicate-result": ("a call is answered more than once", _ALL),
+    "result-without-id": ("a tool message names no call", _ALL),
+    "dangling-call": ("a tool call has no result, and messages follow it", _ALL),
+    "pending-at-end": ("the conversation ends with tool calls that have no result yet", _ALL),
+    "duplicate-call-id": ("two tool calls share one id", _ALL),
+    "first-not-user": ("the first message after the system messages is not a user message", _TURNS),
+    "no-user-message": ("the conversation holds no user message", _TURNS),
+    "empty-content": ("a user or assistant message has no content and asks for no tool", _TURNS),
+}
+"""Each rule id, with what it means and the providers that enforce it."""
+
+STRUCTURAL_RULES: frozenset[str] = frozenset(
+    {
+        "orphan-result",
+        "misplaced-result",
+        "duplicate-result",
+        "result-without-id",
+        "dangling-call",
+        "duplicate-call-id",
+    }
+)
+"""The rules about tool exchanges: a transcript breaking one of them is repaired
+by dropping whole exchanges, which is what context managers do."""
+
+
+@attrs.frozen
+class Problem:
+    """
+    One thing a provider would reject in a conversation.
+
+    Attributes:
+        index: The position in the checked sequence; ``None`` when the problem
+            concerns the whole conversation (``empty``, ``no-user-message``).
+        rule: The rule id (see :data:`Rule`).
+        message: What is wrong at that position and how to fix it.
+        ids: The tool-call ids involved, in order.
+    """
+
+    index: int | None
+    rule: Rule
+    message: str
+    ids: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        where = "conversation" if self.index is None else f"message {self.index}"
+        return f"{where}: {self.rule}: {self.message}"
+
+
+def _raw_call_ids(message: Message) -> list[str]:
+    """
+    Every call id *message* asks for, repeats included (``Message.call_ids`` drops repeats).
+    """
+    ids = [call.id for call in message.tool_calls]
+    content = message.content
+    if content.__class__ is not str:
+        ids.extend(b.id for b in content if isinstance(b, ToolCallBlock | RemoteToolCallBlock))
+    return ids
+
+
+def _raw_result_ids(message: Message) -> list[str]:
+    """
+    Every call id *message* answers, repeats included.
+    """
+    ids = [] if message.tool_call_id is None else [message.tool_call_id]
+    content = message.content
+    if content.__class__ is not str:
+        ids.extend(b.call_id for b in content if isinstance(b, ToolResultBlock))
+    return ids
+
+
+def _is_empty(message: Message) -> bool:
+    """
+    Whether a user or assistant message carries nothing a provider would accept as content.
+    """
+    if message.role not in ("user", "assistant") or message.tool_calls:
+        return False
+    content = message.content
+    if isinstance(content, str):
+        return not content.strip()
+    for block in content:
+        if isinstance(block, TextBlock):
+            if block.text.strip():
+                return False
+        elif not isinstance(block, ReasoningBlock) or block.summary.strip():
+            return False
+    return True
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return ", ".join(repr(i) for i in ids)
+
+
+class _Walk:
+    """
+    The checker's state, fed one message at a time.
+
+    Problems found while walking are kept in order; the ones that depend on
+    where the conversation ends (pending calls, the first turn) are computed
+    by :meth:`finish`. A context's tail index keeps one of these, so that the
+    validity of a growing transcript costs one step per appended message.
+    """
+
+    __slots__ = (
+        "answered",
+        "asked",
+        "first",
+        "first_role",
+        "open",
+        "open_at",
+        "problems",
+        "size",
+        "users",
+    )
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.asked: dict[str, int] = {}  # call id -> index of the (latest) message asking for it
+        self.answered: set[str] = set()
+        self.open: list[str] = []  # ids of the calls at open_at still waiting for their result
+        self.open_at = -1
+        self.problems: list[Problem] = []
+        self.first = -1  # index of the first non-system message
+        self.first_role = ""
+        self.users = 0  # user messages seen
+
+    def _close(self) -> None:
+        """
+        The run of results after the call at ``open_at`` ended: unanswered calls dangle.
+        """
+        if self.open:
+            ids = tuple(self.open)
+            self.problems.append(
+                Problem(
+                    self.open_at,
+                    "dangling-call",
+                    f"the tool call(s) {_ids(ids)} have no result, and other messages follow; "
+                    "append each result right after the call, or drop the call with its message",
+                    ids,
+                )
+            )
+            self.open = []
+
+    def feed(self, message: Message) -> None:
+        """
+        Walk one more message.
+        """
+        i = self.size
+        self.size += 1
+        role = message.role
+        if role != "system" and self.first < 0:
+            self.first, self.first_role = i, role
+        if role == "user":
+            self.users += 1
+        results = _raw_result_ids(message) if role in ("tool", "user") or message.content.__class__ is not str else ()
+        if results or role == "tool":
+            if not results:
+                self.problems.append(
+                    Problem(
+                        i,
+                        "result-without-id",
+                        "this tool message names no call; set tool_call_id to the id of the call it answers",
+                    )
+                )
+            for answered in results:
+                self._answer(i, answered)
+        else:
+            self._close()
+        calls = _raw_call_ids(message) if role == "assistant" or message.content.__class__ is not str else ()
+        if calls:
+            self._close()
+            seen: set[str] = set()
+            for call in calls:
+                if call in self.asked or call in seen:
+                    self.problems.append(
+                        Problem(
+                            i,
+                            "duplicate-call-id",
+                            f"the call id {call!r} is used by an earlier call too; give every call its own id",
+                            (call,),
+                        )
+                    )
+                seen.add(call)
+                self.asked[call] = i
+            self.open = list(dict.fromkeys(calls))
+            self.open_at = i
+        if (role in ("user", "assistant")) and _is_empty(message):
+            self.problems.append(
+                Problem(
+                    i,
+                    "empty-content",
+                    f"this {role} message has no content; Anthropic and Gemini refuse empty turns: "
+                    "give it text or leave it out",
+                )
+            )
+
+    def _answer(self, i: int, answered: str) -> None:
+        if answered in self.open:
+            self.open.remove(answered)
+            self.answered.add(answered)
+        elif answered in self.answered:
+            self.problems.append(
+                Problem(
+                    i,
+                    "duplicate-result",
+                    f"the call {answered!r} already has a result; keep one result per call",
+                    (answered,),
+                )
+            )
+        elif answered in self.asked:
+            self.problems.append(
+                Problem(
+                    i,
+                    "misplaced-result",
+                    f"the call {answered!r} is at message {self.asked[answered]}, but other messages come "
+                    "between it and this result; results must directly follow their call",
+                    (answered,),
+                )
+            )
+        else:
+            self.problems.append(
+                Problem(
+                    i,
+                    "orphan-result",
+                    f"no earlier message asks for the call {answered!r}; drop this result "
+                    "or keep the assistant message that made the call",
+                    (answered,),
+                )
+            )
+
+    def pending(self) -> tuple[int, tuple[str, ...]]:
+        """
+        The index of the message whose calls still wait at the end, and their ids.
+        """
+        return self.open_at, tuple(self.open)
+
+    def finish(self, *, allow_pending: bool) -> list[Problem]:
+        """
+        Every problem of the walked sequence, in order of position.
+        """
+        problems = list(self.problems)
+        if self.size == 0:
+            problems.append(Problem(None, "empty", "the conversation holds no message; add a user message"))
+            return problems
+        if self.open and not allow_pending:
+            ids = tuple(self.open)
+            problems.append(
+                Problem(
+                    self.open_at,
+                    "pending-at-end",
+                    f"the conversation ends with the unanswered call(s) {_ids(ids)}; "
+                    "append their results before sending it",
+                    ids,
+                )
+            )
+        if self.first >= 0 and self.first_role != "user":
+            problems.append(
+                Problem(
+                    self.first,
+                    "first-not-user",
+                    f"the first message after the system messages is a {self.first_role!r} message; "
+                    "Anthropic and Gemini want a user message first: keep the user's task in front of it",
+                )
+            )
+        if self.users == 0:
+            problems.append(
+                Problem(None, "no-user-message", "the conversation holds no user message; add the user's request")
+            )
+        problems.sort(key=lambda p: (p.index is None, p.index or 0))
+        return problems
+
+
+def _check_provider(provider: object) -> None:
+    if provider is not None and provider not in PROVIDERS:
+        msg = f"unknown provider {provider!r}; use one of {', '.join(map(repr, PROVIDERS))}, or None for every rule"
+        raise ProviderError(msg)
+
+
+def _check_sequence(messages: object) -> Sequence[Message]:
+    if isinstance(messages, Message | str) or not isinstance(messages, Sequence):
+        msg = (
+            f"check_messages() takes a sequence of messages, got {messages!r} of type {type(messages).__name__}; "
+            "pass ctx.assembled() for a context"
+        )
+        raise TypeError(msg)
+    for position, item in enumerate(messages):
+        if not isinstance(item, Message):
+            msg = f"check_messages(): item {position} is {item!r} of type {type(item).__name__}, not a Message"
+            raise TypeError(msg)
+    return messages
+
+
+def check_messages(
+    messages: Sequence[Message],
+    *,
+    provider: Provider | None = None,
+    allow_pending: bool = False,
+) -> tuple[Problem, ...]:
+    """
+    Every problem *provider* would reject in *messages*, in order of position.
+
+    Args:
+        messages: The conversation as sent: system messages included (use
+            ``ctx.assembled()`` for a context, prefix first).
+        provider: ``"openai"``, ``"anthropic"`` or ``"gemini"``; ``None``
+            applies every rule (the strictest union).
+        allow_pending: Accept unanswered calls at the very end (a context
+            between a model's call and its results); a request sent to a
+            provider cannot end that way.
+
+    Returns:
+        The problems (an empty tuple when the conversation is valid).
+
+    Raises:
+        TypeError: *messages* is not a sequence of :class:`~workingctx.Message`.
+        ProviderError: *provider* is not one of the known names.
+
+    >>> from workingctx import Message, ToolCall
+    >>> call = Message("assistant", tool_calls=(ToolCall("c1", "weather"),))
+    >>> check_messages([Message("user", "Oslo?"), call], allow_pending=True)
+    ()
+    >>> [p.rule for p in check_messages([Message("user", "Oslo?"), call])]
+    ['pending-at-end']
+    """
+    _check_provider(provider)
+    walk = _Walk()
+    for message in _check_sequence(messages):
+        walk.feed(message)
+    return _select(walk.finish(allow_pending=allow_pending), provider)
+
+
+def _select(problems: Iterable[Problem], provider: str | None) -> tuple[Problem, ...]:
+    if provider is None:
+        return tuple(problems)
+    return tuple(p for p in problems if provider in RULES[p.rule][1])
+
+
+def require_valid(
+    messages: Sequence[Message],
+    *,
+    provider: Provider | None = None,
+    allow_pending: bool = False,
+) -> None:
+    """
+    Raise :class:`~workingctx.exceptions.ProviderError` listing every problem
+    :func:`check_messages` finds; return ``None`` when there is none.
+
+    >>> from workingctx import Message
+    >>> require_valid([Message("user", "hi")], provider="anthropic")
+    >>> require_valid([Message("assistant", "hi")], provider="anthropic")
+    Traceback (most recent call last):
+    ...
+    workingctx.exceptions.ProviderError: the conversation breaks 2 anthropic rule(s):
+      message 0: first-not-user: ...
+      conversation: no-user-message: ...
+    """
+    problems = check_messages(messages, provider=provider, allow_pending=allow_pending)
+    if problems:
+        raise ProviderError.from_problems(problems, provider=provider)
