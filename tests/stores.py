@@ -180,6 +180,17 @@ class Raw:
             return
         self._sql("UPDATE @.message_links SET message = %s WHERE chain = %s", (digest, chain))
 
+    def loop_link(self, chain: str) -> None:
+        """
+        Make a transcript link its own predecessor (a cycle).
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                _, item, position = client.get(self._key("ml:" + chain)).split(" ")
+                client.set(self._key("ml:" + chain), f"{chain} {item} {position}")
+            return
+        self._sql("UPDATE @.message_links SET prev = chain WHERE chain = %s", (chain,))
+
     def drop_link(self, chain: str) -> None:
         if self.kind == "redis":
             with self._redis() as client:

@@ -328,6 +328,16 @@ class TestDamagedStorage:
             persistent.again(store).load(saved[-1].id)
         assert saved[0] == persistent.again(store).load(saved[0].id)
 
+    def test_a_cycle_of_links_is_reported(self, persistent):
+        """
+        A link made its own predecessor is reported, not walked round and round.
+        """
+        store, saved, raw = self.saved(persistent)
+        raw.loop_link(saved[-1].snapshot.chain_digest(12))
+        with pytest.raises(CheckpointError, match=r"expected 12 links, found 1 "):
+            persistent.again(store).load(saved[-1].id)
+        assert saved[1] == persistent.again(store).load(saved[1].id)
+
     def test_unsealed_row_refused_by_load_list_and_lineage(self, persistent):
         """
         A checkpoint row changed behind the store's back fails its seal

@@ -542,7 +542,8 @@ class PostgresStore:
             f" SELECT chain, prev, {item}, position, 0 FROM @.{links} WHERE chain = %s"
             f" UNION ALL"
             f" SELECT l.chain, l.prev, l.{item}, l.position, w.depth + 1"
-            f" FROM @.{links} AS l JOIN walk AS w ON l.chain = w.prev WHERE w.depth < %s"
+            f" FROM @.{links} AS l JOIN walk AS w ON l.chain = w.prev"
+            f" WHERE w.depth < %s AND l.position = w.position - 1"
             f") SELECT chain, prev, item, position FROM walk ORDER BY depth DESC"
         )
         cur.execute(query, (head, length))
@@ -749,7 +750,8 @@ class PostgresStore:
                         " SELECT chain, prev, position, data, 0 FROM @.history_entries WHERE chain = %s"
                         " UNION ALL"
                         " SELECT h.chain, h.prev, h.position, h.data, w.depth + 1"
-                        " FROM @.history_entries AS h JOIN walk AS w ON h.chain = w.prev WHERE w.depth < %s"
+                        " FROM @.history_entries AS h JOIN walk AS w ON h.chain = w.prev"
+                        " WHERE w.depth < %s AND h.position = w.position - 1"
                         ") SELECT chain, prev, position, data FROM walk ORDER BY depth DESC"
                     ),
                     (head, count),

@@ -67,19 +67,32 @@ SCHEMA_VERSION = 1
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 _ATTEMPTS = 50
 
-# Follows a chain from its head for at most ARGV[3] links; returns key, value pairs, head first.
+# Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
+# head first. ARGV[4] is which space-separated field of a value holds its position:
+# each step must go exactly one position down, so a damaged or crafted chain (a
+# cycle, a huge count) costs no more than the links actually stored.
 _WALK = """
 local prefix = ARGV[1]
 local key = ARGV[2]
 local n = tonumber(ARGV[3])
+local field = tonumber(ARGV[4])
 local out = {}
+local expected = nil
 for i = 1, n do
   local value = redis.call('GET', prefix .. key)
   if not value then break end
+  local parts = {}
+  for token in string.gmatch(value, '%S+') do
+    parts[#parts + 1] = token
+    if #parts >= field then break end
+  end
+  local position = tonumber(parts[field])
+  if position == nil or (expected ~= nil and position ~= expected) then break end
   out[#out + 1] = key
   out[#out + 1] = value
-  key = string.match(value, '^(%S+)')
-  if not key then break end
+  if position <= 0 or parts[1] == nil then break end
+  expected = position - 1
+  key = parts[1]
 end
 return out
 """
@@ -445,7 +458,7 @@ class RedisStore:
         length = _codec.check_count(count, head, root, path, "key cp:")
         if length == 0:
             return []
-        flat = self._walk_script(args=[self._p + kind, str(head), length])
+        flat = self._walk_script(args=[self._p + kind, str(head), length, 3])
         rows: list[tuple[Any, ...]] = []
         for index in range(0, len(flat) - 1, 2):
             parts = str(flat[index + 1]).split(" ")
@@ -594,7 +607,7 @@ class RedisStore:
             rows = {i: row for i, row in self._rows().items() if i != checkpoint_id}
             live: set[str] = set()
             for key in self._context_heads():
-                flat = self._walk_script(args=[p + "h:", key, 1_000_000_000])
+                flat = self._walk_script(args=[p + "h:", key, 1_000_000_000, 2])
                 live.update(p + "h:" + flat[index] for index in range(0, len(flat) - 1, 2))
             for row in rows.values():
                 live.add(p + "b:" + str(row[5]))
@@ -602,7 +615,7 @@ class RedisStore:
                 for kind, item, head, count in (("ml:", "m:", row[7], row[8]), ("el:", "e:", row[9], row[10])):
                     if not isinstance(count, int) or count <= 0:
                         continue
-                    flat = self._walk_script(args=[p + kind, str(head), count])
+                    flat = self._walk_script(args=[p + kind, str(head), count, 3])
                     for index in range(0, len(flat) - 1, 2):
                         live.add(p + kind + flat[index])
                         parts = str(flat[index + 1]).split(" ")
@@ -697,7 +710,7 @@ class RedisStore:
         histories.check_context_id(context_id)
 
         def walk(head: object, count: int) -> builtins.list[tuple[Any, ...]]:
-            flat = self._walk_script(args=[self._p + "h:", str(head), count])
+            flat = self._walk_script(args=[self._p + "h:", str(head), count, 2])
             rows: builtins.list[tuple[Any, ...]] = []
             for index in range(0, len(flat) - 1, 2):
                 parts = str(flat[index + 1]).split(" ", 2)
