@@ -604,6 +604,39 @@ class ToolCall:
             raise InvalidMessageError(msg)
 
 
+def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
+    """
+    A usage object as a mapping (SDK objects through ``model_dump``), checked to
+    carry at least one of *keys*.
+    """
+    dump = getattr(usage, "model_dump", None)
+    data = dump() if callable(dump) else usage
+    if not isinstance(data, Mapping):
+        msg = (
+            f"a {provider} usage must be a mapping or an SDK usage object, got {usage!r} of type "
+            f"{type(usage).__name__}; pass the response's usage field"
+        )
+        raise TypeError(msg)
+    if keys and not any(key in data for key in keys):
+        msg = (
+            f"{data!r} is not a {provider} usage: it has none of {', '.join(keys)}; "
+            "pass the usage of a response from that provider, or use the matching Usage.from_* reader"
+        )
+        raise ValueError(msg)
+    return data
+
+
+def _count(data: Mapping[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = data.get(key)
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                msg = f"usage field {key} must be a non-negative int, got {value!r}"
+                raise ValueError(msg)
+            return value
+    return 0
+
+
 def _to_tool_calls(value: object) -> tuple[ToolCall, ...]:
     return _as_tuple(value, ToolCall, "tool_calls")
 
@@ -712,31 +745,101 @@ class Usage:
         return Usage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
 
     @classmethod
-    def from_openai(cls, usage: Mapping[str, Any]) -> Usage:
+    def from_openai(cls, usage: Any) -> Usage:
         """
-        Read an OpenAI usage object (Chat Completions or Responses shape).
+        Read an OpenAI usage object (Chat Completions or Responses shape), a dict
+        or the SDK's object.
+
+        Raises:
+            ValueError: *usage* has neither ``prompt_tokens`` nor ``input_tokens``.
         """
-        prompt = int(usage.get("prompt_tokens", usage.get("input_tokens", 0)) or 0)
-        details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
-        cached = int(details.get("cached_tokens", 0) or 0)
-        out_details = usage.get("completion_tokens_details") or usage.get("output_tokens_details") or {}
+        data = _usage_data(usage, "OpenAI", ("prompt_tokens", "input_tokens", "completion_tokens", "output_tokens"))
+        prompt = _count(data, "prompt_tokens", "input_tokens")
+        details = _usage_data(data.get("prompt_tokens_details") or data.get("input_tokens_details") or {}, "OpenAI", ())
+        cached = _count(details, "cached_tokens")
+        written = _count(details, "cache_write_tokens", "cache_creation_tokens")
+        out_details = _usage_data(
+            data.get("completion_tokens_details") or data.get("output_tokens_details") or {}, "OpenAI", ()
+        )
         return cls(
-            input_tokens=max(prompt - cached, 0),
-            output_tokens=int(usage.get("completion_tokens", usage.get("output_tokens", 0)) or 0),
+            input_tokens=max(prompt - cached - written, 0),
+            output_tokens=_count(data, "completion_tokens", "output_tokens"),
             cache_read_tokens=cached,
-            reasoning_tokens=int(out_details.get("reasoning_tokens", 0) or 0),
+            cache_write_tokens=written,
+            reasoning_tokens=_count(out_details, "reasoning_tokens"),
         )
 
     @classmethod
-    def from_anthropic(cls, usage: Mapping[str, Any]) -> Usage:
+    def from_anthropic(cls, usage: Any) -> Usage:
         """
-        Read an Anthropic usage object (``input_tokens`` already excludes the cache).
+        Read an Anthropic usage object, a dict or the SDK's object
+        (``input_tokens`` already excludes the cache); the one-hour part of the
+        cache writes comes from ``cache_creation.ephemeral_1h_input_tokens``.
+
+        Raises:
+            ValueError: *usage* has neither ``input_tokens`` nor ``output_tokens``.
         """
+        data = _usage_data(usage, "Anthropic", ("input_tokens", "output_tokens"))
+        creation = _usage_data(data.get("cache_creation") or {}, "Anthropic", ())
+        written = _count(data, "cache_creation_input_tokens")
+        five = _count(creation, "ephemeral_5m_input_tokens")
+        hour = _count(creation, "ephemeral_1h_input_tokens")
         return cls(
-            input_tokens=int(usage.get("input_tokens", 0) or 0),
-            output_tokens=int(usage.get("output_tokens", 0) or 0),
-            cache_read_tokens=int(usage.get("cache_read_input_tokens", 0) or 0),
-            cache_write_tokens=int(usage.get("cache_creation_input_tokens", 0) or 0),
+            input_tokens=_count(data, "input_tokens"),
+            output_tokens=_count(data, "output_tokens"),
+            cache_read_tokens=_count(data, "cache_read_input_tokens"),
+            cache_write_tokens=max(written, five + hour),
+            cache_write_1h_tokens=hour,
+        )
+
+    @classmethod
+    def from_google(cls, usage: Any) -> Usage:
+        """
+        Read a Gemini ``usage_metadata`` (snake_case or camelCase, a dict or the
+        SDK's object); the prompt count includes cached content.
+
+        Raises:
+            ValueError: *usage* has no prompt or candidates token count.
+        """
+        data = _usage_data(
+            usage,
+            "Gemini",
+            ("prompt_token_count", "promptTokenCount", "candidates_token_count", "candidatesTokenCount"),
+        )
+        cached = _count(data, "cached_content_token_count", "cachedContentTokenCount")
+        return cls(
+            input_tokens=max(_count(data, "prompt_token_count", "promptTokenCount") - cached, 0),
+            output_tokens=_count(data, "candidates_token_count", "candidatesTokenCount")
+            + _count(data, "thoughts_token_count", "thoughtsTokenCount"),
+            cache_read_tokens=cached,
+            reasoning_tokens=_count(data, "thoughts_token_count", "thoughtsTokenCount"),
+        )
+
+    @classmethod
+    def from_langchain(cls, usage: Any) -> Usage:
+        """
+        Read LangChain's ``usage_metadata`` (``input_tokens`` includes cache
+        reads and writes, detailed in ``input_token_details``), or a message
+        that carries one.
+
+        Raises:
+            ValueError: *usage* is not a usage_metadata shape.
+        """
+        usage = getattr(usage, "usage_metadata", usage)
+        data = _usage_data(usage, "LangChain", ("input_tokens", "output_tokens", "total_tokens"))
+        details = _usage_data(data.get("input_token_details") or {}, "LangChain", ())
+        out_details = _usage_data(data.get("output_token_details") or {}, "LangChain", ())
+        read = _count(details, "cache_read")
+        written = _count(details, "cache_creation")
+        hour = _count(details, "ephemeral_1h_input_tokens")
+        written = max(written, _count(details, "ephemeral_5m_input_tokens") + hour)
+        return cls(
+            input_tokens=max(_count(data, "input_tokens") - read - written, 0),
+            output_tokens=_count(data, "output_tokens"),
+            cache_read_tokens=read,
+            cache_write_tokens=written,
+            reasoning_tokens=_count(out_details, "reasoning"),
+            cache_write_1h_tokens=hour,
         )
 
     @classmethod

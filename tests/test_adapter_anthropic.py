@@ -1,0 +1,178 @@
+"""
+The Anthropic adapter: lossless round trips validated by the SDK's own types,
+cross-format writes, ids, checks, responses and cache breakpoints.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import attrs
+import pytest
+from anthropic.types import Message as SDKMessage
+from anthropic.types import MessageParam, TextBlockParam
+from hypothesis import given
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import TypeAdapter
+
+from tests.wire_strategies import anthropic_bodies, chat_messages
+from workingctx import Message, ReasoningBlock, ToolCall, WorkingContext
+from workingctx.adapters import ProviderError, anthropic, openai_chat
+
+MESSAGES = TypeAdapter(list[MessageParam])
+SYSTEM = TypeAdapter(str | list[TextBlockParam])
+
+
+def valid(body):
+    """
+    Validate a body's messages and system with the SDK's own param types; return it.
+    """
+    MESSAGES.validate_python(body["messages"])
+    if "system" in body:
+        SYSTEM.validate_python(body["system"])
+    return body
+
+
+@given(anthropic_bodies())
+def test_round_trip_is_exact(body):
+    """
+    write(read(p)) == p: signatures, redacted thinking, cache_control, images in results, all untouched.
+    """
+    assert anthropic.write(anthropic.read(valid(body))) == body
+
+
+@given(chat_messages())
+def test_openai_transcripts_write_valid_anthropic(messages):
+    """
+    Any Chat Completions transcript, read and written for Anthropic, passes the checks and the SDK types.
+    """
+    ctx = openai_chat.read(messages)
+    body = valid(anthropic.write(ctx))
+    assert anthropic.check(body) == ()
+    roles = [m["role"] for m in body["messages"]]
+    assert all(a != b or a == "user" for a, b in itertools.pairwise(roles))
+
+
+@given(anthropic_bodies())
+def test_anthropic_transcripts_write_valid_openai(body):
+    """
+    An Anthropic transcript written for Chat Completions drops the thinking and validates.
+    """
+    out = openai_chat.write(anthropic.read(body))
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(out["messages"])
+    assert openai_chat.check(out) == ()
+
+
+def test_ids_made_to_fit_and_read_back():
+    """
+    Ids outside ^[a-zA-Z0-9_-]+$ are encoded on the way out and decoded on the way in.
+    """
+    messages = [
+        Message.user("go"),
+        Message.assistant(tool_calls=[ToolCall("functions.read:0", "read", {"p": 1})]),
+        Message.tool("ok", call_id="functions.read:0"),
+    ]
+    body = valid(anthropic.write(messages))
+    wire = body["messages"][1]["content"][0]["id"]
+    assert anthropic.ID_PATTERN.fullmatch(wire)
+    assert anthropic.read(body).messages[1].call_ids == ("functions.read:0",)
+
+
+def test_tail_system_message_leaves_the_cached_system_alone():
+    """
+    A system message in the tail is sent inside a user turn; the top-level system is unchanged.
+    """
+    base = [Message.system("rules"), Message.user("a"), Message.assistant("b")]
+    later = [*base, Message.system("new rule"), Message.user("c")]
+    first, second = anthropic.write(base), anthropic.write(later)
+    assert first["system"] == second["system"] == "rules"
+    assert second["messages"][2]["role"] == "user"
+    assert "new rule" in str(second["messages"][2]["content"])
+
+
+def test_other_providers_thinking_is_dropped():
+    """
+    Reasoning produced by OpenAI never reaches Anthropic; Anthropic's own is replayed.
+    """
+    theirs = ReasoningBlock("x", encrypted="gAAA", provider="openai")
+    ours = ReasoningBlock("y", signature="sig", provider="anthropic")
+    body = anthropic.write([Message.user("q"), Message("assistant", [theirs, ours])])
+    assert body["messages"][1]["content"] == [{"type": "thinking", "thinking": "y", "signature": "sig"}]
+
+
+def test_write_lists_every_problem():
+    """
+    An unanswered call and an orphan result both appear; repair closes and drops them.
+    """
+    messages = [
+        Message.user("q"),
+        Message.assistant(tool_calls=[ToolCall("a", "f")]),
+        Message.user("next"),
+        Message.tool("x", call_id="zz"),
+    ]
+    with pytest.raises(ProviderError) as info:
+        anthropic.write(messages)
+    assert {p.rule for p in info.value.problems} == {"dangling_call", "orphan_result"}
+    body = valid(anthropic.write(messages, repair=True))
+    assert body["messages"][2]["content"][0]["tool_use_id"] == "a"
+
+
+def test_cache_plan_hook():
+    """
+    A plan's breakpoints land as cache_control on the last block of the messages named.
+    """
+
+    @attrs.frozen
+    class Point:
+        """A breakpoint."""
+
+        index: int
+        ttl: str | None
+
+    @attrs.frozen
+    class Plan:
+        """A plan."""
+
+        breakpoints: tuple[Point, ...]
+
+    ctx = WorkingContext(messages=[Message.system("rules"), Message.user("long document")])
+    body = valid(anthropic.write(ctx, cache=Plan((Point(0, "1h"), Point(1, None)))))
+    assert body["system"] == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_read_response_with_thinking_and_cache_split():
+    """
+    A response object gives thinking with its signature, the call, and 5m/1h cache writes apart.
+    """
+    response = SDKMessage.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "content": [
+                {"type": "thinking", "thinking": "plan", "signature": "sig=="},
+                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "cache_read_input_tokens": 100,
+                "cache_creation_input_tokens": 300,
+                "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+            },
+        }
+    )
+    message = anthropic.read_response(response)
+    assert message.content[0] == ReasoningBlock("plan", signature="sig==", provider="anthropic")
+    assert message.call_ids == ("toolu_1",)
+    assert message.usage is not None
+    assert (
+        message.usage.cache_write_tokens,
+        message.usage.cache_write_1h_tokens,
+        message.usage.cache_write_5m_tokens,
+    ) == (300, 200, 100)
+    assert message.metadata["model"] == "claude-sonnet-4-6"

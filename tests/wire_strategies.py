@@ -1,0 +1,209 @@
+"""
+Hypothesis strategies for provider wire payloads: valid transcripts in each
+format's supported subset (every call answered, ids unique), for the adapters'
+round-trip and cross-format properties.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+texts = st.text(max_size=20)
+names = st.from_regex(r"[a-zA-Z][a-zA-Z0-9_]{0,10}", fullmatch=True)
+b64 = st.binary(min_size=1, max_size=24).map(lambda b: base64.b64encode(b).decode("ascii"))
+json_args = st.dictionaries(
+    names,
+    st.none() | st.booleans() | st.integers(-1000, 1000) | texts | st.lists(st.integers(0, 9), max_size=3),
+    max_size=3,
+)
+# argument text as models write it: compact, spaced, indented
+arg_texts = st.tuples(json_args, st.sampled_from([None, (",", ":"), (", ", ": ")]), st.sampled_from([None, 2])).map(
+    lambda t: json.dumps(t[0], separators=t[1], indent=t[2])
+)
+openai_ids = st.from_regex(r"call_[a-zA-Z0-9]{1,12}", fullmatch=True)
+anthropic_ids = st.from_regex(r"toolu_[a-zA-Z0-9_-]{1,12}", fullmatch=True)
+
+
+def unique(ids: st.SearchStrategy[str], n: int) -> st.SearchStrategy[list[str]]:
+    """
+    *n* distinct ids.
+    """
+    return st.lists(ids, min_size=n, max_size=n, unique=True)
+
+
+# -- OpenAI Chat Completions ------------------------------------------------------------
+
+chat_text_parts = st.lists(st.builds(lambda t: {"type": "text", "text": t}, texts), min_size=1, max_size=2)
+chat_image = st.builds(
+    lambda url, detail: {
+        "type": "image_url",
+        "image_url": {"url": url} | ({} if detail is None else {"detail": detail}),
+    },
+    st.sampled_from(["https://example.com/a.png", "https://example.com/b.jpg"])
+    | b64.map(lambda d: f"data:image/png;base64,{d}"),
+    st.sampled_from([None, "low", "high", "auto"]),
+)
+chat_audio = st.builds(
+    lambda d, f: {"type": "input_audio", "input_audio": {"data": d, "format": f}}, b64, st.sampled_from(["wav", "mp3"])
+)
+chat_file = st.one_of(
+    st.builds(lambda i: {"type": "file", "file": {"file_id": i}}, st.from_regex(r"file-[a-z0-9]{4}", fullmatch=True)),
+    st.builds(
+        lambda d, n: {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{d}", "filename": n}},
+        b64,
+        names.map(lambda n: n + ".pdf"),
+    ),
+)
+chat_user_content = texts | st.lists(
+    st.builds(lambda t: {"type": "text", "text": t}, texts) | chat_image | chat_audio | chat_file,
+    min_size=1,
+    max_size=3,
+)
+
+
+@st.composite
+def chat_messages(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """
+    A Chat Completions transcript: system or developer messages, then turns
+    with parallel tool calls, each answered.
+    """
+    out: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, 2))):
+        message: dict[str, Any] = {
+            "role": draw(st.sampled_from(["system", "developer"])),
+            "content": draw(texts | chat_text_parts),
+        }
+        if draw(st.booleans()):
+            message["name"] = draw(names)
+        out.append(message)
+    counter = 0
+    for _ in range(draw(st.integers(1, 3))):
+        user: dict[str, Any] = {"role": "user", "content": draw(chat_user_content)}
+        if draw(st.booleans()):
+            user["name"] = draw(names)
+        out.append(user)
+        for _ in range(draw(st.integers(0, 2))):
+            n = draw(st.integers(1, 3))
+            ids = [
+                f"call_{counter + i}{s}"
+                for i, s in enumerate(draw(unique(st.from_regex(r"[a-zA-Z0-9]{0,6}", fullmatch=True), n)))
+            ]
+            counter += n
+            assistant: dict[str, Any] = {"role": "assistant"}
+            form = draw(st.sampled_from(["null", "absent", "empty", "text", "parts"]))
+            if form == "null":
+                assistant["content"] = None
+            elif form == "empty":
+                assistant["content"] = ""
+            elif form == "text":
+                assistant["content"] = draw(texts)
+            elif form == "parts":
+                assistant["content"] = draw(chat_text_parts)
+            assistant["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": draw(names), "arguments": draw(arg_texts)}}
+                for i in ids
+            ]
+            out.append(assistant)
+            out.extend({"role": "tool", "tool_call_id": i, "content": draw(texts | chat_text_parts)} for i in ids)
+        final: dict[str, Any] = {"role": "assistant", "content": draw(texts | chat_text_parts)}
+        if draw(st.booleans()):
+            final["refusal"] = draw(texts)
+        out.append(final)
+    return out
+
+
+# -- Anthropic Messages -------------------------------------------------------------------
+
+cache_controls = st.sampled_from(
+    [
+        {},
+        {"cache_control": {"type": "ephemeral"}},
+        {"cache_control": {"type": "ephemeral", "ttl": "1h"}},
+        {"cache_control": {"type": "ephemeral", "ttl": "5m"}},
+    ]
+)
+a_text = st.builds(lambda t, c: {"type": "text", "text": t, **c}, st.text(min_size=1, max_size=20), cache_controls)
+a_image = st.builds(
+    lambda source, c: {"type": "image", "source": source, **c},
+    st.builds(
+        lambda d, m: {"type": "base64", "media_type": m, "data": d}, b64, st.sampled_from(["image/png", "image/jpeg"])
+    )
+    | st.just({"type": "url", "url": "https://example.com/a.png"}),
+    cache_controls,
+)
+a_document = st.builds(
+    lambda source, title, c: {"type": "document", "source": source, **title, **c},
+    st.builds(lambda d: {"type": "base64", "media_type": "application/pdf", "data": d}, b64)
+    | st.just({"type": "url", "url": "https://example.com/a.pdf"}),
+    st.sampled_from([{}, {"title": "Report"}]),
+    cache_controls,
+)
+a_thinking = st.builds(lambda t, s: {"type": "thinking", "thinking": t, "signature": s}, texts, b64)
+a_redacted = st.builds(lambda d: {"type": "redacted_thinking", "data": d}, b64)
+a_system = st.none() | st.text(min_size=1, max_size=20) | st.lists(a_text, min_size=1, max_size=2)
+
+
+@st.composite
+def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    """
+    An Anthropic request body: optional system, turns with interleaved
+    thinking and parallel tool use, results (text, images, errors) first in
+    the next user turn.
+    """
+    body: dict[str, Any] = {}
+    system = draw(a_system)
+    if system is not None:
+        body["system"] = system
+    messages: list[dict[str, Any]] = []
+    counter = 0
+    for _ in range(draw(st.integers(1, 3))):
+        messages.append(
+            {
+                "role": "user",
+                "content": draw(
+                    st.text(min_size=1, max_size=20) | st.lists(a_text | a_image | a_document, min_size=1, max_size=3)
+                ),
+            }
+        )
+        for _ in range(draw(st.integers(0, 2))):
+            n = draw(st.integers(1, 3))
+            ids = [
+                f"toolu_{counter + i}{s}"
+                for i, s in enumerate(draw(unique(st.from_regex(r"[a-zA-Z0-9_-]{0,6}", fullmatch=True), n)))
+            ]
+            counter += n
+            content = draw(st.lists(a_thinking | a_redacted, max_size=2)) + draw(st.lists(a_text, max_size=1))
+            content += [
+                {"type": "tool_use", "id": i, "name": draw(names), "input": draw(json_args), **draw(cache_controls)}
+                for i in ids
+            ]
+            messages.append({"role": "assistant", "content": content})
+            results = []
+            for i in ids:
+                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": i}
+                shape = draw(st.sampled_from(["text", "blocks", "absent"]))
+                if shape == "text":
+                    result["content"] = draw(texts)
+                elif shape == "blocks":
+                    result["content"] = draw(st.lists(a_text | a_image, min_size=1, max_size=2))
+                error = draw(st.sampled_from([None, True, False]))
+                if error is not None:
+                    result["is_error"] = error
+                result.update(draw(cache_controls))
+                results.append(result)
+            messages.append({"role": "user", "content": results + draw(st.lists(a_text, max_size=1))})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": draw(
+                    st.text(min_size=1, max_size=20)
+                    | st.lists(a_thinking, max_size=1).map(lambda t: [*t, {"type": "text", "text": "done"}])
+                ),
+            }
+        )
+    body["messages"] = messages
+    return body

@@ -1,0 +1,294 @@
+"""
+What every adapter shares: plain data from SDK objects, the messages of a
+context, the provider rules and their repair, and request keys.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from workingctx._canonical import canonical_json
+from workingctx.exceptions import WorkingCtxError
+from workingctx.messages import Message, ToolResultBlock
+from workingctx.prefix import PrefixContext
+
+__all__ = [
+    "Problem",
+    "ProviderError",
+    "check_messages",
+    "context_from",
+    "messages_of",
+    "plain",
+    "repair_messages",
+    "request_key_of",
+]
+
+Provider = Literal["openai", "anthropic", "gemini"]
+
+
+@attrs.frozen
+class Problem:
+    """
+    One reason a provider would refuse a request: where (``index`` of the
+    message, None for the whole request), which ``rule``, what to do
+    (``message``), and the tool-call ``ids`` involved.
+    """
+
+    index: int | None
+    rule: str
+    message: str
+    ids: tuple[str, ...] = ()
+
+
+class ProviderError(WorkingCtxError, ValueError):
+    """
+    A request a provider would refuse; ``problems`` lists every reason.
+    """
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        lines = [
+            f"[{p.index}] {p.rule}: {p.message}" if p.index is not None else f"{p.rule}: {p.message}" for p in problems
+        ]
+        super().__init__(
+            f"{len(self.problems)} problem(s) the provider would refuse:\n  "
+            + "\n  ".join(lines)
+            + "\npass repair=True to drop orphan results and close unanswered calls with an error result"
+        )
+
+
+def check_messages(
+    messages: Sequence[Message], *, provider: Provider | None = None, allow_pending: bool = False
+) -> tuple[Problem, ...]:
+    """
+    The tool-call rules every provider enforces: a result answers a call made
+    earlier, every call is answered before the next model turn, ids are unique.
+    """
+    del provider  # the rules below hold for every provider
+    problems: list[Problem] = []
+    called: dict[str, int] = {}
+    answered: set[str] = set()
+    open_calls: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        for call_id in message.result_ids:
+            if call_id not in called:
+                problems.append(
+                    Problem(
+                        index,
+                        "orphan_result",
+                        f"a result for call {call_id!r}, which no earlier message makes; drop it",
+                        (call_id,),
+                    )
+                )
+            elif call_id in answered:
+                problems.append(
+                    Problem(
+                        index, "duplicate_result", f"call {call_id!r} is answered twice; keep one result", (call_id,)
+                    )
+                )
+            answered.add(call_id)
+            open_calls.pop(call_id, None)
+        if message.role == "assistant" or (message.role == "user" and not message.result_ids):
+            for call_id, at in list(open_calls.items()):
+                problems.append(
+                    Problem(
+                        at,
+                        "dangling_call",
+                        f"call {call_id!r} has no result before message {index}; add its result",
+                        (call_id,),
+                    )
+                )
+                del open_calls[call_id]
+        for call_id in message.call_ids:
+            if call_id in called:
+                problems.append(
+                    Problem(
+                        index, "duplicate_call_id", f"call id {call_id!r} is used twice; ids must be unique", (call_id,)
+                    )
+                )
+            called[call_id] = index
+            open_calls[call_id] = index
+    if not allow_pending:
+        problems.extend(
+            Problem(at, "dangling_call", f"call {call_id!r} has no result; add its result", (call_id,))
+            for call_id, at in open_calls.items()
+        )
+    return tuple(problems)
+
+
+UNANSWERED = "error: this tool call was not answered"
+
+
+def repair_messages(messages: Sequence[Message]) -> list[Message]:
+    """
+    *messages* with orphan results dropped and every unanswered call closed by
+    an error result placed right after the call's other results.
+    """
+    called: set[str] = set()
+    kept: list[Message] = []
+    for message in messages:
+        ids = message.result_ids
+        if ids and not all(call_id in called for call_id in ids):
+            if isinstance(message.content, str) or message.role == "tool":
+                if message.tool_call_id is None or message.tool_call_id not in called:
+                    continue
+            else:
+                blocks = tuple(
+                    b for b in message.content if not (isinstance(b, ToolResultBlock) and b.call_id not in called)
+                )
+                if not blocks:
+                    continue
+                message = attrs.evolve(message, content=blocks)  # noqa: PLW2901
+        called.update(message.call_ids)
+        kept.append(message)
+    answered = {call_id for message in kept for call_id in message.result_ids}
+    out: list[Message] = []
+    missing: list[str] = []
+    for message in kept:
+        if missing and not message.result_ids:
+            out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
+            missing = []
+        out.append(message)
+        missing.extend(call_id for call_id in message.call_ids if call_id not in answered)
+    out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
+    return out
+
+
+def checked(
+    messages: list[Message],
+    *,
+    provider: Provider,
+    repair: bool,
+    extra: Callable[[Sequence[Message]], Iterable[Problem]] | None = None,
+) -> list[Message]:
+    """
+    *messages* if the provider would accept them, repaired if asked; else ProviderError.
+    """
+    if repair:
+        messages = repair_messages(messages)
+    problems = [*check_messages(messages, provider=provider)]
+    if extra is not None:
+        problems.extend(extra(messages))
+    if problems:
+        raise ProviderError(problems)
+    return messages
+
+
+def plain(value: Any) -> Any:
+    """
+    Plain JSON-like data of *value*: SDK objects through ``model_dump``, lists item by item.
+    """
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def messages_of(source: Any) -> list[Message]:
+    """
+    The messages a context sends (prefix rendered, then the tail).
+    """
+    assembled = getattr(source, "assembled", None)
+    if callable(assembled):
+        return list(assembled())
+    if isinstance(source, Iterable) and not isinstance(source, str | bytes | Mapping):
+        items = list(source)
+        for position, item in enumerate(items):
+            if not isinstance(item, Message):
+                msg = (
+                    f"expected a WorkingContext, a FrozenContext or Message values, got {item!r} of type "
+                    f"{type(item).__name__} at position {position}; read a wire payload with read() first"
+                )
+                raise TypeError(msg)
+        return items
+    msg = (
+        f"expected a WorkingContext, a FrozenContext or a list of Message values, got {source!r} of type "
+        f"{type(source).__name__}"
+    )
+    raise TypeError(msg)
+
+
+def is_workingctx(source: Any) -> bool:
+    """
+    True for a context, a snapshot or a sequence of Message values (not a wire payload).
+    """
+    if callable(getattr(source, "assembled", None)):
+        return True
+    return isinstance(source, list | tuple) and bool(source) and all(isinstance(m, Message) for m in source)
+
+
+def context_from(system: Sequence[Message], tail: Sequence[Message]) -> Any:
+    """
+    A WorkingContext whose prefix grounds the leading system messages.
+    """
+    from workingctx.context import WorkingContext  # noqa: PLC0415  # the context imports much of the package
+
+    return WorkingContext(prefix=PrefixContext(grounding=tuple(system)), messages=tail)
+
+
+def split_system(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
+    """
+    The leading system messages and the rest.
+    """
+    cut = 0
+    while cut < len(messages) and messages[cut].role == "system":
+        cut += 1
+    return list(messages[:cut]), list(messages[cut:])
+
+
+def request_key_of(body: Any, fields: Mapping[str, Any]) -> str:
+    """
+    sha256 of the canonical JSON of a request body plus extra request fields.
+    """
+    data = {"body": body, "fields": {key: plain(value) for key, value in fields.items()}}
+    return hashlib.sha256(canonical_json(data).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def expect_list(value: Any, what: str) -> list[Any]:
+    """
+    *value* as a list, or a TypeError naming *what*.
+    """
+    value = plain(value)
+    if not isinstance(value, list):
+        msg = f"{what} must be a list, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    return value
+
+
+def expect_mapping(value: Any, what: str) -> Mapping[str, Any]:
+    """
+    *value* as a mapping, or a TypeError naming *what*.
+    """
+    value = plain(value)
+    if not isinstance(value, Mapping):
+        msg = f"{what} must be a JSON object, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    return value
+
+
+_DATA_URL = re.compile(r"data:([^;,]*);base64,(.*)", re.DOTALL)
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """
+    (mime type, base64 data) of a ``data:`` URL, or None.
+    """
+    match = _DATA_URL.fullmatch(url)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+def to_b64(data: bytes) -> str:
+    """
+    Standard base64 text of *data*.
+    """
+    return base64.b64encode(data).decode("ascii")

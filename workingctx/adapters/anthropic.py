@@ -1,0 +1,549 @@
+"""
+Anthropic Messages: ``{"system": ..., "messages": [...]}`` in and out.
+
+>>> from workingctx.adapters import anthropic
+>>> body = {
+...     "system": [{"type": "text", "text": "You review code.", "cache_control": {"type": "ephemeral"}}],
+...     "messages": [
+...         {"role": "user", "content": "Is this safe?"},
+...         {"role": "assistant", "content": [
+...             {"type": "thinking", "thinking": "Check the input.", "signature": "EqQBCg..."},
+...             {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a.py"}}]},
+...         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1"}]},
+...     ],
+... }
+>>> ctx = anthropic.read(body)
+>>> anthropic.write(ctx) == body
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from workingctx.adapters._common import (
+    Problem,
+    ProviderError,
+    check_messages,
+    context_from,
+    expect_list,
+    expect_mapping,
+    is_workingctx,
+    messages_of,
+    plain,
+    repair_messages,
+    request_key_of,
+    split_system,
+)
+from workingctx.frozen import thaw
+from workingctx.messages import (
+    CacheBreakpoint,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+
+PROVIDER = "anthropic"
+ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
+_ID_PREFIX = "wcx_"  # an id that does not fit ID_PATTERN, base64url-encoded
+
+
+def wire_id(call_id: str) -> str:
+    """
+    *call_id* made to fit ``^[a-zA-Z0-9_-]+$``: unchanged when it fits, else
+    encoded reversibly (see :func:`original_id`).
+
+    >>> wire_id("call_abc"), wire_id("call.1:x")
+    ('call_abc', 'wcx_Y2FsbC4xOng')
+    >>> original_id(wire_id("call.1:x"))
+    'call.1:x'
+    """
+    if ID_PATTERN.fullmatch(call_id):
+        return call_id
+    return _ID_PREFIX + base64.urlsafe_b64encode(call_id.encode("utf-8", "surrogatepass")).decode("ascii").rstrip("=")
+
+
+def original_id(wire: str) -> str:
+    """
+    The id :func:`wire_id` encoded; any other id unchanged.
+    """
+    if not wire.startswith(_ID_PREFIX):
+        return wire
+    body = wire[len(_ID_PREFIX) :]
+    try:
+        decoded = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return wire
+    return decoded if not ID_PATTERN.fullmatch(decoded) and wire_id(decoded) == wire else wire
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _cache(raw: Mapping[str, Any]) -> CacheBreakpoint | bool | None:
+    """
+    The breakpoint of a block; False when its cache_control is not one we model.
+    """
+    control = raw.get("cache_control")
+    if control is None:
+        return None if "cache_control" not in raw else False
+    if isinstance(control, Mapping) and control.get("type") == "ephemeral" and set(control) <= {"type", "ttl"}:
+        ttl = control.get("ttl")
+        if ttl in {None, "5m", "1h"} and (ttl is not None or "ttl" not in control):
+            return CacheBreakpoint(ttl)
+    return False
+
+
+def _media(source: Mapping[str, Any]) -> MediaRef | None:
+    kind = source.get("type")
+    if kind == "base64" and set(source) == {"type", "media_type", "data"}:
+        return MediaRef(kind="data", data_base64=source["data"], mime_type=source["media_type"])
+    if kind == "url" and set(source) == {"type", "url"}:
+        return MediaRef(kind="url", url=source["url"])
+    if kind == "file" and set(source) == {"type", "file_id"}:
+        return MediaRef(kind="file_id", file_id=source["file_id"])
+    return None
+
+
+_SIMPLE = {
+    "text": {"type", "text", "cache_control"},
+    "image": {"type", "source", "cache_control"},
+    "document": {"type", "source", "cache_control", "title", "context", "citations"},
+    "tool_use": {"type", "id", "name", "input", "cache_control"},
+    "tool_result": {"type", "tool_use_id", "content", "is_error", "cache_control"},
+    "thinking": {"type", "thinking", "signature"},
+    "redacted_thinking": {"type", "data"},
+}
+
+
+def _block(raw: Mapping[str, Any]) -> ContentBlock:
+    kind = raw.get("type")
+    allowed = _SIMPLE.get(kind) if isinstance(kind, str) else None
+    found = _cache(raw)
+    if allowed is None or not set(raw) <= allowed or isinstance(found, bool):  # False: a cache_control not modelled
+        return ProviderBlock(PROVIDER, raw)
+    cache = found
+    if kind == "text":
+        if isinstance(raw.get("text"), str):
+            return TextBlock(raw["text"], cache=cache)
+    elif kind in {"image", "document"}:
+        media = _media(expect_mapping(raw.get("source"), "source"))
+        if media is not None:
+            if kind == "image":
+                return ImageBlock(media, cache=cache)
+            extra = {k: v for k, v in raw.items() if k in {"title", "context", "citations"}}
+            return DocumentBlock(media, cache=cache, provider_data={PROVIDER: extra} if extra else {})
+    elif kind == "tool_use":
+        if isinstance(raw.get("input"), Mapping):
+            return ToolCallBlock(original_id(raw["id"]), raw["name"], raw["input"], cache=cache)
+    elif kind == "tool_result":
+        return _result(raw, cache)
+    elif kind == "thinking":
+        return ReasoningBlock(raw["thinking"], signature=raw["signature"], provider=PROVIDER)
+    elif kind == "redacted_thinking":
+        return ReasoningBlock("", encrypted=raw["data"], redacted=True, provider=PROVIDER)
+    return ProviderBlock(PROVIDER, raw)
+
+
+def _result_block(*args: Any, **kwargs: Any) -> ToolResultBlock:
+    return ToolResultBlock(*args, **kwargs)
+
+
+def _result(raw: Mapping[str, Any], cache: CacheBreakpoint | None) -> ContentBlock:
+    extra: dict[str, Any] = {}
+    if "is_error" in raw and raw["is_error"] is False:
+        extra["_is_error"] = False
+    content = raw.get("content")
+    call_id = original_id(raw["tool_use_id"])
+    is_error = bool(raw.get("is_error", False))
+    if "content" not in raw:
+        extra["_content"] = "absent"
+        block = _result_block(call_id, "", is_error, cache=cache)
+    elif isinstance(content, str):
+        block = _result_block(call_id, content, is_error, cache=cache)
+    else:
+        inner = tuple(_block(expect_mapping(item, "tool_result content")) for item in expect_list(content, "content"))
+        if any(isinstance(b, ToolResultBlock | ToolCallBlock | ReasoningBlock) for b in inner):
+            return ProviderBlock(PROVIDER, raw)
+        if not inner:
+            extra["_content"] = "list"
+        block = _result_block(call_id, "", is_error, content=inner, cache=cache)
+    if extra:
+        return _result_block(
+            block.call_id,
+            block.output,
+            block.is_error,
+            content=block.content,
+            cache=cache,
+            provider_data={PROVIDER: extra},
+        )
+    return block
+
+
+def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
+    if isinstance(raw, str):
+        return raw
+    return tuple(_block(expect_mapping(item, "a content block")) for item in expect_list(raw, "content"))
+
+
+def _system(raw: Any) -> list[Message]:
+    if raw is None:
+        return []
+    return [Message("system", _content(raw))]
+
+
+def read(payload: Any) -> Any:
+    """
+    A WorkingContext from a Messages request body (``{"system": ..., "messages": [...]}``),
+    a bare list of messages, or SDK objects; ``system`` becomes the prefix.
+
+    Raises:
+        TypeError: a part of the payload has the wrong shape.
+        ValueError: a role other than user and assistant.
+    """
+    data = plain(payload)
+    system: list[Message] = []
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            msg = "an Anthropic body needs a 'messages' list; pass the body or the list itself"
+            raise ValueError(msg)
+        system = _system(data.get("system"))
+        data = data["messages"]
+    messages: list[Message] = []
+    for position, item in enumerate(expect_list(data, "messages")):
+        raw = expect_mapping(item, f"messages[{position}]")
+        role = raw.get("role")
+        if role not in {"user", "assistant"}:
+            msg = (
+                f"messages[{position}] has role {role!r}; Anthropic messages are 'user' or 'assistant' "
+                "(system goes in 'system')"
+            )
+            raise ValueError(msg)
+        extra = {k: v for k, v in raw.items() if k not in {"role", "content"}}
+        messages.append(
+            Message(role, _content(raw.get("content", "")), provider_data={PROVIDER: extra} if extra else {})
+        )
+    lead, tail = split_system(messages)
+    return context_from([*system, *lead], tail)
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _cache_control(cache: CacheBreakpoint | None) -> dict[str, Any]:
+    if cache is None:
+        return {}
+    control: dict[str, Any] = {"type": "ephemeral"}
+    if cache.ttl is not None:
+        control["ttl"] = cache.ttl
+    return {"cache_control": control}
+
+
+def _source(media: MediaRef, default_mime: str) -> dict[str, Any] | None:
+    if media.kind == "data":
+        data = media.data_base64 or ""
+        mime = media.mime_type or default_mime
+        if data.startswith("data:") and ";base64," in data:
+            mime, data = data[5:].split(";base64,", 1)
+        return {"type": "base64", "media_type": mime, "data": data}
+    if media.kind == "url":
+        return {"type": "url", "url": media.url}
+    if media.kind == "file_id":
+        return {"type": "file", "file_id": media.file_id}
+    return None
+
+
+def _write_block(block: ContentBlock) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text, **_cache_control(block.cache)}
+    if isinstance(block, ImageBlock):
+        source = _source(block.media, "image/png")
+        return None if source is None else {"type": "image", "source": source, **_cache_control(block.cache)}
+    if isinstance(block, DocumentBlock):
+        source = _source(block.media, "application/pdf")
+        if source is None:
+            return None if block.text is None else {"type": "text", "text": block.text}
+        extra = thaw(block.provider_data.get(PROVIDER, {}))
+        return {"type": "document", "source": source, **extra, **_cache_control(block.cache)}
+    if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+        cache = block.cache if isinstance(block, ToolCallBlock) else None
+        return {
+            "type": "tool_use",
+            "id": wire_id(block.id),
+            "name": block.name,
+            "input": thaw(block.args),
+            **_cache_control(cache),
+        }
+    if isinstance(block, ToolResultBlock):
+        return _write_result(block)
+    if isinstance(block, ReasoningBlock):
+        if block.provider != PROVIDER:
+            return None  # another provider's thinking is never replayed here
+        if block.redacted and block.encrypted is not None:
+            return {"type": "redacted_thinking", "data": block.encrypted}
+        if block.signature is not None:
+            return {"type": "thinking", "thinking": block.summary, "signature": block.signature}
+        return None
+    if isinstance(block, ProviderBlock):
+        return thaw(block.data) if block.provider == PROVIDER else None
+    return None
+
+
+def _write_result(block: ToolResultBlock) -> dict[str, Any]:
+    extra = block.provider_data.get(PROVIDER, {})
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id(block.call_id)}
+    form = extra.get("_content")
+    if form == "absent":
+        pass
+    elif block.content or form == "list":
+        out["content"] = [b for b in map(_write_block, block.content) if b is not None]
+    else:
+        out["content"] = block.output_text()
+    if block.is_error:
+        out["is_error"] = True
+    elif "_is_error" in extra:
+        out["is_error"] = False
+    out.update(_cache_control(block.cache))
+    return out
+
+
+def _blocks(content: str | tuple[ContentBlock, ...]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [b for b in map(_write_block, content) if b is not None]
+
+
+def _turn(message: Message) -> tuple[str, Any, bool]:
+    """
+    (role, content, native) for one message: native turns are sent as they
+    are; the others (tool results, system notes, calls) may merge with neighbours.
+    """
+    if message.role == "tool":
+        if message.tool_call_id is None:
+            return "user", _blocks(message.content), False
+        result = _result_block(
+            message.tool_call_id,
+            message.content if isinstance(message.content, str) else "",
+            content=()
+            if isinstance(message.content, str)
+            else tuple(b for b in message.content if not isinstance(b, ToolResultBlock)),
+        )
+        return "user", [_write_result(result)], False
+    if message.role == "system":
+        text = message.text()
+        return "user", [{"type": "text", "text": f"<system>{text}</system>"}], False
+    if message.tool_calls:
+        blocks = _blocks(message.content)
+        blocks += [
+            {"type": "tool_use", "id": wire_id(c.id), "name": c.name, "input": thaw(c.arguments)}
+            for c in message.tool_calls
+        ]
+        return message.role, blocks, False
+    content = message.content
+    if isinstance(content, str):
+        return message.role, content, True
+    return message.role, _blocks(content), True
+
+
+def _as_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content)
+
+
+def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """
+    Anthropic messages for workingctx messages (no system), without checks:
+    results first in the user turn after the calls, non-native neighbours merged.
+    """
+    out: list[dict[str, Any]] = []
+    merge_next = False
+    for position, message in enumerate(messages):
+        role, content, native = _turn(message)
+        if not isinstance(content, str):
+            content = [
+                b for b in content if not (b.get("type") == "text" and b.get("text") == "" and "cache_control" not in b)
+            ]
+        if content in ("", []) and not (position == len(messages) - 1 and role == "assistant"):
+            merge_next = True  # Anthropic refuses empty turns: leave it out and join its neighbours
+            continue
+        extra = {k: thaw(v) for k, v in message.provider_data.get(PROVIDER, {}).items()}
+        if out and out[-1]["role"] == role and (not native or merge_next):
+            blocks = [*_as_blocks(out[-1]["content"]), *_as_blocks(content)]
+            results = [b for b in blocks if b.get("type") == "tool_result"]
+            out[-1]["content"] = results + [b for b in blocks if b.get("type") != "tool_result"]
+        else:
+            out.append({"role": role, "content": content, **extra})
+        merge_next = not native
+    return out
+
+
+def write_system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | None:
+    """
+    The top-level ``system`` for the leading system messages.
+    """
+    if not messages:
+        return None
+    if len(messages) == 1 and isinstance(messages[0].content, str):
+        return messages[0].content
+    return [b for m in messages for b in _blocks(m.content)]
+
+
+def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
+    """
+    Put the breakpoints of a cache plan (``cache.breakpoints``: items with a
+    message ``index`` and a ``ttl``) on the last block of each message named.
+    """
+    if cache is None:
+        return messages
+    points = getattr(cache, "breakpoints", None)
+    if points is None:
+        msg = f"cache must have .breakpoints (items with index and ttl), got {cache!r}"
+        raise TypeError(msg)
+    out = list(messages)
+    for point in points:
+        index, ttl = point.index, getattr(point, "ttl", None)
+        message = out[index]
+        blocks = (TextBlock(message.content),) if isinstance(message.content, str) else message.content
+        last = blocks[-1]
+        if not hasattr(last, "cache"):
+            msg = f"message {index} ends with a {type(last).__name__}, which cannot hold a cache breakpoint"
+            raise ValueError(msg)
+        import attrs  # noqa: PLC0415
+
+        blocks = (*blocks[:-1], attrs.evolve(last, cache=CacheBreakpoint(ttl)))
+        out[index] = attrs.evolve(message, content=blocks)
+    return out
+
+
+def write(source: Any, *, repair: bool = False, cache: Any = None) -> dict[str, Any]:
+    """
+    The ``system`` and ``messages`` fields of a Messages request for a context,
+    a snapshot or a list of messages.
+
+    Leading system messages become ``system``; a system message later in the
+    tail is sent as a ``<system>`` note in a user turn, so the cached top-level
+    ``system`` never changes. Tool messages become ``tool_result`` blocks first
+    in the next user turn; ids that do not fit ``^[a-zA-Z0-9_-]+$`` are encoded
+    reversibly; another provider's reasoning is left out.
+
+    Args:
+        source: A WorkingContext, a FrozenContext or a list of messages.
+        repair: Drop orphan results and close unanswered calls with an error
+            result instead of raising.
+        cache: A cache plan: an object whose ``breakpoints`` items each have a
+            message ``index`` (into the assembled messages) and a ``ttl``.
+
+    Raises:
+        ProviderError: the request would be refused; it lists every problem.
+    """
+    messages = _apply_cache(messages_of(source), cache)
+    if repair:
+        messages = repair_messages(messages)
+    problems = check_messages(messages, provider="anthropic")
+    system, tail = split_system(messages)
+    body: dict[str, Any] = {}
+    written = write_system(system)
+    if written is not None:
+        body["system"] = written
+    body["messages"] = write_messages(tail)
+    problems = (*problems, *wire_problems(body["messages"]))
+    if problems:
+        raise ProviderError(problems)
+    return body
+
+
+def wire_problems(messages: Sequence[Mapping[str, Any]]) -> tuple[Problem, ...]:
+    """
+    Rules of the Anthropic wire format itself: ids, empty turns, results first.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        last = index == len(messages) - 1
+        if content in ("", []) and not (last and message.get("role") == "assistant"):
+            problems.append(Problem(index, "empty_content", "an Anthropic turn needs content; drop the empty message"))
+        if not isinstance(content, list):
+            continue
+        seen_other = False
+        for block in content:
+            kind = block.get("type")
+            ident = (
+                block.get("id") if kind == "tool_use" else block.get("tool_use_id") if kind == "tool_result" else None
+            )
+            if isinstance(ident, str) and not ID_PATTERN.fullmatch(ident):
+                problems.append(Problem(index, "id_format", f"id {ident!r} must match ^[a-zA-Z0-9_-]+$", (ident,)))
+            if kind == "tool_result" and seen_other:
+                problems.append(
+                    Problem(
+                        index, "result_not_first", "tool_result blocks must come first in the user turn", (str(ident),)
+                    )
+                )
+            seen_other = seen_other or kind != "tool_result"
+    return tuple(problems)
+
+
+def check(source: Any) -> tuple[Problem, ...]:
+    """
+    The problems ``write`` would raise for a context, or for a wire payload.
+    """
+    if is_workingctx(source):
+        messages = messages_of(source)
+        _system_part, tail = split_system(messages)
+        return (*check_messages(messages, provider="anthropic"), *wire_problems(write_messages(tail)))
+    ctx = read(source)
+    data = plain(source)
+    raw = data["messages"] if isinstance(data, Mapping) else data
+    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw))
+
+
+def request_key(source: Any, **fields: Any) -> str:
+    """
+    A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
+    """
+    return request_key_of(write(source), fields)
+
+
+# -- responses ---------------------------------------------------------------------------
+
+
+def read_response(response: Any) -> Message:
+    """
+    The assistant message of a Messages response (SDK object or dict), with its
+    usage (5-minute and 1-hour cache writes apart) and the model in ``metadata``.
+    """
+    data = expect_mapping(response, "an Anthropic message")
+    if data.get("type", "message") != "message" or "content" not in data:
+        msg = f"not an Anthropic message response (type {data.get('type')!r}); pass the result of messages.create"
+        raise ValueError(msg)
+    blocks = []
+    for raw in expect_list(data["content"], "content"):
+        item = dict(expect_mapping(raw, "a content block"))
+        if item.get("type") == "text" and not item.get("citations"):
+            item.pop("citations", None)
+        if item.get("type") == "tool_use":
+            item.pop("caller", None)
+        blocks.append(_block(item))
+    usage = Usage.from_anthropic(data["usage"]) if data.get("usage") is not None else None
+    metadata = {"model": data["model"]} if "model" in data else {}
+    return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+
+
+def _calls(messages: Iterable[Message]) -> list[ToolCall]:
+    return [c for m in messages for c in m.tool_calls]

@@ -1,0 +1,387 @@
+"""
+OpenAI Chat Completions: ``{"messages": [...]}`` in and out.
+
+>>> from workingctx.adapters import openai_chat
+>>> body = {"messages": [
+...     {"role": "developer", "content": "Answer in French."},
+...     {"role": "user", "content": "Hi"},
+...     {"role": "assistant", "content": None, "tool_calls": [
+...         {"id": "call_1", "type": "function", "function": {"name": "greet", "arguments": '{"lang":"fr"}'}}]},
+...     {"role": "tool", "tool_call_id": "call_1", "content": "Bonjour"},
+... ]}
+>>> ctx = openai_chat.read(body)
+>>> openai_chat.write(ctx) == body
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workingctx.adapters._common import (
+    Problem,
+    ProviderError,
+    check_messages,
+    checked,
+    context_from,
+    expect_list,
+    expect_mapping,
+    is_workingctx,
+    messages_of,
+    parse_data_url,
+    plain,
+    request_key_of,
+    split_system,
+)
+from workingctx.frozen import thaw
+from workingctx.messages import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ProviderBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+
+PROVIDER = "openai"
+_KNOWN = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+_CONTENT_FORM = "_content"  # how an empty content was sent: "absent", "null" or "empty"
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _part(part: Mapping[str, Any]) -> ContentBlock:
+    kind = part.get("type")
+    if kind == "text" and set(part) == {"type", "text"}:
+        return TextBlock(part["text"])
+    if kind == "image_url" and set(part) == {"type", "image_url"} and set(part["image_url"]) <= {"url", "detail"}:
+        image = part["image_url"]
+        url = image["url"]
+        data = parse_data_url(url)
+        media = (
+            MediaRef(kind="url", url=url)
+            if data is None
+            else MediaRef(kind="data", data_base64=data[1], mime_type=data[0])
+        )
+        return ImageBlock(media, detail=image.get("detail"))
+    if (
+        kind == "input_audio"
+        and set(part) == {"type", "input_audio"}
+        and set(part["input_audio"]) == {"data", "format"}
+    ):
+        audio = part["input_audio"]
+        return AudioBlock(MediaRef(kind="data", data_base64=audio["data"], mime_type=f"audio/{audio['format']}"))
+    if kind == "file" and set(part) == {"type", "file"} and set(part["file"]) <= {"file_id", "file_data", "filename"}:
+        file = part["file"]
+        if "file_id" in file and "file_data" not in file:
+            media = MediaRef(kind="file_id", file_id=file["file_id"], filename=file.get("filename"))
+            return DocumentBlock(media)
+        if "file_data" in file and "file_id" not in file:
+            media = MediaRef(kind="data", data_base64=file["file_data"], filename=file.get("filename"))
+            return DocumentBlock(media)
+    return ProviderBlock(PROVIDER, part)
+
+
+def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
+    if isinstance(raw, str):
+        return raw
+    return tuple(_part(expect_mapping(part, "a content part")) for part in expect_list(raw, "content"))
+
+
+def _call(raw: Mapping[str, Any]) -> ToolCall:
+    extra = {k: v for k, v in raw.items() if k not in {"id", "type", "function"}}
+    function = expect_mapping(raw.get("function"), "tool_calls[].function")
+    if raw.get("type", "function") != "function" or set(function) != {"name", "arguments"}:
+        extra["_call"] = dict(raw)
+    arguments = function.get("arguments", "{}")
+    try:
+        decoded = json.loads(arguments)
+    except (TypeError, ValueError):
+        decoded = None
+    if isinstance(decoded, dict):
+        call = ToolCall(raw["id"], function["name"], decoded, arguments_json=arguments)
+    else:  # text that is not a JSON object rides as it came
+        extra["_call"] = dict(raw)
+        call = ToolCall(raw["id"], function["name"])
+    return (
+        call
+        if not extra
+        else ToolCall(
+            call.id, call.name, call.arguments, arguments_json=call.arguments_json, provider_data={PROVIDER: extra}
+        )
+    )
+
+
+def _message(raw: Mapping[str, Any], position: int) -> Message:
+    role = raw.get("role")
+    extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in _KNOWN}
+    if role == "developer":
+        extra["role"] = "developer"
+        role = "system"
+    if role not in {"system", "user", "assistant", "tool"}:
+        msg = (
+            f"messages[{position}] has role {role!r}; Chat Completions roles are developer, system, user, "
+            "assistant and tool (the deprecated 'function' role is not read: send it as 'tool')"
+        )
+        raise ValueError(msg)
+    content: str | tuple[ContentBlock, ...]
+    if "content" not in raw:
+        content, extra[_CONTENT_FORM] = "", "absent"
+    elif raw["content"] is None:
+        content = ""
+        if not raw.get("tool_calls"):
+            extra[_CONTENT_FORM] = "null"
+    else:
+        content = _content(raw["content"])
+        if content in ("", ()) and raw.get("tool_calls"):
+            extra[_CONTENT_FORM] = "empty" if content == "" else "list"
+    calls = tuple(_call(expect_mapping(c, "a tool call")) for c in raw.get("tool_calls") or ())
+    if "tool_calls" in raw and not raw["tool_calls"]:
+        extra["_tool_calls"] = raw["tool_calls"]
+    return Message(
+        role,
+        content,
+        name=raw.get("name"),
+        tool_call_id=raw.get("tool_call_id"),
+        tool_calls=calls,
+        provider_data={PROVIDER: extra} if extra else {},
+    )
+
+
+def read_messages(payload: Any) -> list[Message]:
+    """
+    The messages of a request body or of a bare list of messages, as workingctx values.
+    """
+    data = plain(payload)
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            msg = "a Chat Completions body needs a 'messages' list; pass the body or the list itself"
+            raise ValueError(msg)
+        data = data["messages"]
+    items = expect_list(data, "messages")
+    return [_message(expect_mapping(item, f"messages[{i}]"), i) for i, item in enumerate(items)]
+
+
+def read(payload: Any) -> Any:
+    """
+    A WorkingContext from a Chat Completions body (``{"messages": [...]}``), a
+    list of messages, or SDK objects; leading system and developer messages
+    become the prefix.
+
+    Raises:
+        TypeError: a part of the payload has the wrong shape.
+        ValueError: an unknown role.
+    """
+    system, tail = split_system(read_messages(payload))
+    return context_from(system, tail)
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _write_call(call: ToolCall) -> dict[str, Any]:
+    extra = call.provider_data.get(PROVIDER, {})
+    out: dict[str, Any]
+    if "_call" in extra:
+        out = dict(thaw(extra["_call"]))
+    else:
+        arguments = call.arguments_json
+        if arguments is None:
+            arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+        out = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    out.update({k: thaw(v) for k, v in extra.items() if k != "_call"})
+    return out
+
+
+def _write_part(block: ContentBlock) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        media = block.media
+        if media.kind == "url":
+            url = media.url
+        elif media.kind == "data":
+            url = f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
+        else:
+            return None
+        image: dict[str, Any] = {"url": url}
+        if block.detail is not None:
+            image["detail"] = block.detail
+        return {"type": "image_url", "image_url": image}
+    if isinstance(block, AudioBlock):
+        media = block.media
+        fmt = (media.mime_type or "").removeprefix("audio/")
+        if media.kind == "data" and fmt in {"wav", "mp3"}:
+            return {"type": "input_audio", "input_audio": {"data": media.data_base64, "format": fmt}}
+        return None
+    if isinstance(block, DocumentBlock):
+        media = block.media
+        file: dict[str, Any] = {}
+        if media.kind == "file_id":
+            file["file_id"] = media.file_id
+        elif media.kind == "data":
+            data = media.data_base64 or ""
+            file["file_data"] = (
+                data if data.startswith("data:") else f"data:{media.mime_type or 'application/pdf'};base64,{data}"
+            )
+        elif block.text is not None:
+            return {"type": "text", "text": block.text}
+        else:
+            return {"type": "text", "text": f"[document: {media.url}]"}
+        if media.filename is not None:
+            file["filename"] = media.filename
+        return {"type": "file", "file": file}
+    if isinstance(block, ProviderBlock) and block.provider == PROVIDER:
+        return thaw(block.data)
+    return None  # reasoning, other providers' blocks: not carried by this format
+
+
+def _parts(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
+    return [part for part in map(_write_part, blocks) if part is not None]
+
+
+def _result_text(block: ToolResultBlock) -> str | list[dict[str, Any]]:
+    if block.content:
+        texts = [{"type": "text", "text": b.text} for b in block.content if isinstance(b, TextBlock)]
+        return texts or ""
+    text = block.output_text()
+    return f"error: {text}" if block.is_error and not text.startswith("error") else text
+
+
+def _write_message(message: Message) -> list[dict[str, Any]]:
+    extra = dict(message.provider_data.get(PROVIDER, {}))
+    form = extra.pop(_CONTENT_FORM, None)
+    extra_calls = extra.pop("_tool_calls", None)
+    body: dict[str, Any] = {"role": extra.pop("role", message.role)}
+    calls = [_write_call(call) for call in message.tool_calls]
+    before: list[dict[str, Any]] = []  # tool results held as blocks go first, as tool messages
+    after: list[dict[str, Any]] = []  # images returned by a tool follow as a user message
+    value: Any
+    if isinstance(message.content, str):
+        value = message.content
+    else:
+        kept: list[ContentBlock] = []
+        for block in message.content:
+            if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+                calls.append(_write_call(ToolCall(block.id, block.name, block.args)))
+            elif isinstance(block, ToolResultBlock):
+                before.append({"role": "tool", "tool_call_id": block.call_id, "content": _result_text(block)})
+                media = _parts([b for b in block.content if not isinstance(b, TextBlock)])
+                if media:
+                    after.append({"role": "user", "content": media})
+            else:
+                kept.append(block)
+        value = _parts(kept)
+        if message.role != "user":
+            value = [p for p in value if p.get("type") in {"text", "refusal"}]
+        if not value and (kept or before or calls):  # what was there is not carried by this format
+            if before and message.role in {"user", "tool"} and message.tool_call_id is None:
+                return [*before, *after]
+            value = ""
+    if form == "absent":
+        pass
+    elif form == "null" or (calls and value == "" and form != "empty") or (calls and value == [] and form != "list"):
+        body["content"] = None
+    else:
+        body["content"] = value
+    if message.name is not None:
+        body["name"] = message.name
+    if calls:
+        body["tool_calls"] = calls
+    elif extra_calls is not None:
+        body["tool_calls"] = thaw(extra_calls)
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+    body.update({k: thaw(v) for k, v in extra.items()})
+    return [*before, body, *after]
+
+
+def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """
+    Chat Completions messages for workingctx messages, without checks.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        out.extend(_write_message(message))
+    return out
+
+
+def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
+    """
+    The ``{"messages": [...]}`` fields of a Chat Completions request for a
+    context, a snapshot or a list of messages.
+
+    Reasoning blocks and other providers' blocks are left out (this format
+    has no place for them); tool results held as blocks become ``tool``
+    messages, images in them a following user message.
+
+    Raises:
+        ProviderError: the request would be refused; it lists every problem.
+            ``repair=True`` drops orphan results and closes unanswered calls
+            with an error result instead.
+    """
+    messages = checked(messages_of(source), provider="openai", repair=repair)
+    return {"messages": write_messages(messages)}
+
+
+def check(source: Any) -> tuple[Problem, ...]:
+    """
+    The problems ``write`` would raise for a context, or for a wire payload.
+    """
+    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
+    return check_messages(messages, provider="openai")
+
+
+def request_key(source: Any, **fields: Any) -> str:
+    """
+    A key for exactly what ``write`` sends plus *fields* (model, tools, ...):
+    equal for contexts that send the same bytes, whatever their ids, notes,
+    usage or metadata.
+    """
+    return request_key_of(write(source), fields)
+
+
+# -- responses ---------------------------------------------------------------------------
+
+
+def read_response(response: Any) -> Message:
+    """
+    The assistant message of a Chat Completion (SDK object or dict), with its
+    usage and model name in ``metadata``.
+
+    Raises:
+        ValueError: the response has no choices.
+    """
+    data = expect_mapping(response, "a chat completion")
+    choices = data.get("choices") or []
+    if not choices:
+        msg = "the chat completion has no choices; read_response needs at least one"
+        raise ValueError(msg)
+    raw = dict(expect_mapping(choices[0].get("message"), "choices[0].message"))
+    for key in ("annotations", "refusal", "audio", "function_call"):
+        if raw.get(key) in (None, []):
+            raw.pop(key, None)
+    message = _message(raw, 0)
+    usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
+    metadata = {"model": data["model"]} if "model" in data else {}
+    return Message(
+        message.role,
+        message.content,
+        name=message.name,
+        tool_calls=message.tool_calls,
+        provider_data=message.provider_data,
+        usage=usage,
+        metadata=metadata,
+    )
