@@ -207,3 +207,103 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
         )
     body["messages"] = messages
     return body
+
+
+# -- OpenAI Responses ---------------------------------------------------------------------
+
+r_input_text = st.builds(lambda t: {"type": "input_text", "text": t}, texts)
+r_image = st.builds(
+    lambda src, d: {"type": "input_image", **src, **d},
+    st.sampled_from([{"image_url": "https://example.com/a.png"}, {"file_id": "file-abc"}])
+    | b64.map(lambda d: {"image_url": f"data:image/jpeg;base64,{d}"}),
+    st.sampled_from([{"detail": "auto"}, {"detail": "low"}, {"detail": "high"}]),
+)
+r_file = st.sampled_from(
+    [
+        {"type": "input_file", "file_id": "file-xyz"},
+        {"type": "input_file", "file_url": "https://example.com/a.pdf"},
+        {"type": "input_file", "file_data": "data:application/pdf;base64,JVBERi0=", "filename": "a.pdf"},
+    ]
+)
+r_output_text = st.builds(lambda t: {"type": "output_text", "text": t, "annotations": []}, texts)
+
+
+@st.composite
+def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    """
+    A Responses body: instructions, developer items, user parts, reasoning
+    items with encrypted content, output messages, parallel function calls and
+    their outputs.
+    """
+    body: dict[str, Any] = {}
+    if draw(st.booleans()):
+        body["instructions"] = draw(texts)
+    if draw(st.integers(0, 9)) == 0:
+        body["input"] = draw(texts)
+        return body
+    developer = st.sampled_from(
+        [
+            {"role": "developer", "content": "rules"},
+            {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "sys"}]},
+        ]
+    )
+    items: list[dict[str, Any]] = draw(st.lists(developer, max_size=1))
+    counter = 0
+    for _ in range(draw(st.integers(1, 3))):
+        items.append(
+            {"role": "user", "content": draw(texts | st.lists(r_input_text | r_image | r_file, min_size=1, max_size=3))}
+        )
+        for _ in range(draw(st.integers(0, 2))):
+            counter += 1
+            if draw(st.booleans()):
+                reasoning: dict[str, Any] = {
+                    "type": "reasoning",
+                    "id": f"rs_{counter}",
+                    "summary": draw(
+                        st.lists(st.builds(lambda t: {"type": "summary_text", "text": t}, texts), max_size=2)
+                    ),
+                }
+                if draw(st.booleans()):
+                    reasoning["encrypted_content"] = draw(b64)
+                items.append(reasoning)
+            if draw(st.booleans()):
+                items.append(
+                    {
+                        "type": "message",
+                        "id": f"msg_{counter}",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": draw(st.lists(r_output_text, min_size=1, max_size=2)),
+                    }
+                )
+            ids = [f"call_{counter}_{i}" for i in range(draw(st.integers(1, 3)))]
+            for i in ids:
+                call = {"type": "function_call", "call_id": i, "name": draw(names), "arguments": draw(arg_texts)}
+                if draw(st.booleans()):
+                    call |= {"id": "fc_" + i, "status": "completed"}
+                items.append(call)
+            items.extend(
+                {
+                    "type": "function_call_output",
+                    "call_id": i,
+                    "output": draw(texts | st.lists(r_input_text | r_image, min_size=1, max_size=2)),
+                }
+                for i in ids
+            )
+        items.append(
+            draw(
+                st.builds(lambda t: {"role": "assistant", "content": t}, texts)
+                | st.builds(
+                    lambda c: {
+                        "type": "message",
+                        "id": "msg_final",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": c,
+                    },
+                    st.lists(r_output_text, min_size=1, max_size=2),
+                )
+            )
+        )
+    body["input"] = items
+    return body

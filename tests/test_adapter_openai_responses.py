@@ -1,0 +1,126 @@
+"""
+The Responses adapter: lossless round trips validated by the SDK's own types,
+reasoning replayed only to OpenAI, cross-format writes and responses.
+"""
+
+from __future__ import annotations
+
+from anthropic.types import MessageParam
+from hypothesis import given
+from openai.types.responses import Response, ResponseInputParam
+from pydantic import TypeAdapter
+
+from tests.wire_strategies import anthropic_bodies, chat_messages, responses_bodies
+from workingctx import Message, ReasoningBlock
+from workingctx.adapters import anthropic, openai_chat, openai_responses
+
+INPUT = TypeAdapter(ResponseInputParam)
+
+
+def valid(body):
+    """
+    Validate a body's input with the SDK's own param type; return it.
+    """
+    if not isinstance(body["input"], str):
+        INPUT.validate_python(body["input"])
+    return body
+
+
+@given(responses_bodies())
+def test_round_trip_is_exact(body):
+    """
+    write(read(p)) == p: encrypted reasoning, item ids, argument text, parts, all untouched.
+    """
+    assert openai_responses.write(openai_responses.read(valid(body))) == body
+
+
+@given(chat_messages())
+def test_chat_transcripts_write_valid_responses(messages):
+    """
+    A Chat Completions transcript written as Responses input validates and passes the checks.
+    """
+    body = valid(openai_responses.write(openai_chat.read(messages)))
+    assert openai_responses.check(body) == ()
+
+
+@given(anthropic_bodies())
+def test_anthropic_transcripts_write_valid_responses_without_thinking(body):
+    """
+    Anthropic thinking never reaches OpenAI; the rest validates.
+    """
+    out = valid(openai_responses.write(anthropic.read(body)))
+    assert all(item.get("type") != "reasoning" for item in out["input"] if isinstance(item, dict))
+
+
+@given(responses_bodies())
+def test_responses_transcripts_write_valid_anthropic(body):
+    """
+    A Responses transcript written for Anthropic validates (encrypted reasoning dropped).
+    """
+    out = anthropic.write(openai_responses.read(body))
+    TypeAdapter(list[MessageParam]).validate_python(out["messages"])
+    assert anthropic.check(out) == ()
+
+
+def test_reasoning_round_trips_and_stays_with_openai():
+    """
+    A reasoning item keeps its encrypted content; Anthropic and Chat never see it.
+    """
+    items = [
+        {"role": "user", "content": "q"},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "s"}],
+            "encrypted_content": "gAAA",
+        },
+        {"role": "assistant", "content": "a"},
+    ]
+    ctx = openai_responses.read(items)
+    block = ctx.messages[1].content[0]
+    assert isinstance(block, ReasoningBlock)
+    assert (block.encrypted, block.provider) == ("gAAA", "openai")
+    assert openai_responses.write(ctx)["input"] == items
+    assert "gAAA" not in str(anthropic.write(ctx)) + str(openai_chat.write(ctx))
+
+
+def test_read_response():
+    """
+    A Response object gives reasoning, text and calls in order, usage and the model.
+    """
+    response = Response.model_validate(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "model": "gpt-5",
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "output": [
+                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": "f",
+                    "arguments": '{"a":1}',
+                    "status": "completed",
+                },
+            ],
+            "usage": {
+                "input_tokens": 50,
+                "output_tokens": 5,
+                "total_tokens": 55,
+                "input_tokens_details": {"cached_tokens": 40, "cache_write_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 2},
+            },
+        }
+    )
+    message = openai_responses.read_response(response)
+    assert message.call_ids == ("call_1",)
+    assert message.usage is not None
+    assert message.usage.reasoning_tokens == 2
+    follow = openai_responses.write([Message.user("q"), message, Message.tool("ok", call_id="call_1")])
+    assert follow["input"][1]["encrypted_content"] == "gAAA"
+    valid(follow)

@@ -1,0 +1,440 @@
+"""
+OpenAI Responses: ``{"instructions": ..., "input": [...]}`` in and out.
+
+Items map to messages: input messages to user, system and developer messages;
+a run of output items (reasoning, an assistant message, function calls) to one
+assistant message whose blocks keep their order; ``function_call_output`` to a
+tool message. Reasoning items keep their ``encrypted_content`` untouched and
+are replayed only to OpenAI.
+
+>>> from workingctx.adapters import openai_responses
+>>> body = {"instructions": "Be brief.", "input": [
+...     {"role": "user", "content": "Weather in Paris?"},
+...     {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA..."},
+...     {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'},
+...     {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+... ]}
+>>> openai_responses.write(openai_responses.read(body)) == body
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workingctx.adapters._common import (
+    Problem,
+    ProviderError,
+    check_messages,
+    checked,
+    context_from,
+    expect_list,
+    expect_mapping,
+    is_workingctx,
+    messages_of,
+    parse_data_url,
+    plain,
+    request_key_of,
+    split_system,
+)
+from workingctx.frozen import thaw
+from workingctx.messages import (
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+
+PROVIDER = "openai"
+_OUTPUT_TYPES = frozenset({"reasoning", "function_call"})
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _part(part: Mapping[str, Any]) -> ContentBlock:
+    kind = part.get("type")
+    keys = set(part)
+    if kind in {"input_text", "output_text"} and "text" in part:
+        extra = {k: v for k, v in part.items() if k not in {"type", "text"}}
+        if kind == "output_text":
+            extra["_type"] = kind
+        return TextBlock(part["text"], provider_data={PROVIDER: extra} if extra else {})
+    if kind == "input_image" and keys <= {"type", "detail", "image_url", "file_id"}:
+        if "image_url" in part and "file_id" not in part:
+            data = parse_data_url(part["image_url"])
+            media = (
+                MediaRef(kind="url", url=part["image_url"])
+                if data is None
+                else MediaRef(kind="data", data_base64=data[1], mime_type=data[0])
+            )
+        elif "file_id" in part and "image_url" not in part:
+            media = MediaRef(kind="file_id", file_id=part["file_id"])
+        else:
+            return ProviderBlock(PROVIDER, part)
+        detail = part.get("detail")
+        if detail in {None, "auto", "low", "high"}:
+            return ImageBlock(media, detail=detail, provider_data={} if detail else {PROVIDER: {"_no_detail": True}})
+    if kind == "input_file" and keys <= {"type", "file_id", "file_data", "file_url", "filename"}:
+        sources = keys & {"file_id", "file_data", "file_url"}
+        if len(sources) == 1:
+            (source,) = sources
+            filename = part.get("filename")
+            if source == "file_id":
+                media = MediaRef(kind="file_id", file_id=part["file_id"], filename=filename)
+            elif source == "file_url":
+                media = MediaRef(kind="url", url=part["file_url"], filename=filename)
+            else:
+                media = MediaRef(kind="data", data_base64=part["file_data"], filename=filename)
+            return DocumentBlock(media)
+    return ProviderBlock(PROVIDER, part)
+
+
+def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
+    if isinstance(raw, str):
+        return raw
+    return tuple(_part(expect_mapping(p, "a content part")) for p in expect_list(raw, "content"))
+
+
+def _envelope(item: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k not in known}
+
+
+def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
+    """
+    The blocks of one output item in an assistant run.
+    """
+    kind = item.get("type")
+    if kind == "reasoning":
+        summary = [s.get("text", "") for s in item.get("summary") or () if isinstance(s, Mapping)]
+        extra = _envelope(item, {"encrypted_content"})
+        return [
+            ReasoningBlock(
+                "\n\n".join(summary),
+                encrypted=item.get("encrypted_content"),
+                provider=PROVIDER,
+                provider_data={PROVIDER: {"item": extra}},
+            )
+        ]
+    if kind == "function_call":
+        arguments = item.get("arguments", "")
+        try:
+            decoded = json.loads(arguments)
+        except (TypeError, ValueError):
+            decoded = None
+        if isinstance(decoded, dict):
+            extra = _envelope(item, {"call_id", "name"})
+            return [ToolCallBlock(item["call_id"], item["name"], decoded, provider_data={PROVIDER: {"item": extra}})]
+        return [ProviderBlock(PROVIDER, item)]
+    if kind == "message" or (kind is None and item.get("role") == "assistant"):
+        content = item.get("content")
+        envelope = _envelope(item, {"content"})
+        if isinstance(content, str):
+            return [TextBlock(content, provider_data={PROVIDER: {"item": envelope, "_text": True}})]
+        blocks = [_part(expect_mapping(p, "a content part")) for p in expect_list(content, "content")]
+        if not blocks:
+            return [ProviderBlock(PROVIDER, item)]
+        first = blocks[0]
+        if not isinstance(first, TextBlock):
+            return [ProviderBlock(PROVIDER, item)]
+        data = {**first.provider_data.get(PROVIDER, {}), "item": envelope}
+        blocks[0] = TextBlock(first.text, provider_data={PROVIDER: data})
+        return blocks
+    return [ProviderBlock(PROVIDER, item)]
+
+
+def _is_output(item: Mapping[str, Any]) -> bool:
+    kind = item.get("type")
+    if kind in _OUTPUT_TYPES:
+        return True
+    if kind in {None, "message"}:
+        return item.get("role") == "assistant"
+    return isinstance(kind, str) and kind.endswith("_call")
+
+
+def read_messages(payload: Any) -> list[Message]:
+    """
+    The messages of a Responses body (``instructions`` first) or of a bare item list.
+    """
+    data = plain(payload)
+    messages: list[Message] = []
+    items: Any = data
+    if isinstance(data, Mapping):
+        if "input" not in data:
+            msg = "a Responses body needs 'input'; pass the body or the list of items itself"
+            raise ValueError(msg)
+        if data.get("instructions") is not None:
+            messages.append(Message("system", data["instructions"], provider_data={PROVIDER: {"_instructions": True}}))
+        items = data["input"]
+        if isinstance(items, str):
+            messages.append(Message("user", items, provider_data={PROVIDER: {"_input_text": True}}))
+            return messages
+    run: list[ContentBlock] = []
+    for position, raw in enumerate(expect_list(items, "input")):
+        item = expect_mapping(raw, f"input[{position}]")
+        if _is_output(item):
+            run.extend(_output_blocks(item))
+            continue
+        if run:
+            messages.append(Message("assistant", tuple(run)))
+            run = []
+        messages.append(_input_item(item, position))
+    if run:
+        messages.append(Message("assistant", tuple(run)))
+    return messages
+
+
+def _input_item(item: Mapping[str, Any], position: int) -> Message:
+    kind = item.get("type")
+    if kind == "function_call_output":
+        extra = _envelope(item, {"type", "call_id", "output"})
+        output = item.get("output")
+        content = _content(output) if output is not None else ""
+        return Message("tool", content, tool_call_id=item["call_id"], provider_data={PROVIDER: extra} if extra else {})
+    if kind in {None, "message"} and item.get("role") in {"user", "system", "developer"}:
+        extra = _envelope(item, {"role", "content"})
+        role = item["role"]
+        if role == "developer":
+            extra["role"] = "developer"
+            role = "system"
+        extra["_item"] = True
+        return Message(role, _content(item.get("content", "")), provider_data={PROVIDER: extra})
+    if kind is None:
+        msg = f"input[{position}] is not a Responses item: it has no 'type' and role {item.get('role')!r}"
+        raise ValueError(msg)
+    return Message("user", (ProviderBlock(PROVIDER, item),), provider_data={PROVIDER: {"_item": True}})
+
+
+def read(payload: Any) -> Any:
+    """
+    A WorkingContext from a Responses body (``{"instructions": ..., "input": [...]}``),
+    a list of items, or SDK objects; ``instructions`` and leading system and
+    developer items become the prefix.
+    """
+    system, tail = split_system(read_messages(payload))
+    return context_from(system, tail)
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
+    if isinstance(block, TextBlock):
+        extra = {k: thaw(v) for k, v in block.provider_data.get(PROVIDER, {}).items() if k not in {"item", "_text"}}
+        kind = extra.pop("_type", "output_text" if assistant else "input_text")
+        part = {"type": kind, "text": block.text, **extra}
+        if kind == "output_text" and "annotations" not in part and not block.provider_data.get(PROVIDER):
+            part["annotations"] = []
+        return part
+    if isinstance(block, ImageBlock):
+        media = block.media
+        part = {"type": "input_image", "detail": block.detail or "auto"}
+        if block.detail is None and block.provider_data.get(PROVIDER, {}).get("_no_detail"):
+            del part["detail"]
+        if media.kind == "url":
+            part["image_url"] = media.url
+        elif media.kind == "data":
+            part["image_url"] = f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
+        elif media.kind == "file_id":
+            part["file_id"] = media.file_id
+        else:
+            return None
+        return part
+    if isinstance(block, DocumentBlock):
+        media = block.media
+        part = {"type": "input_file"}
+        if media.kind == "file_id":
+            part["file_id"] = media.file_id
+        elif media.kind == "url":
+            part["file_url"] = media.url
+        elif media.kind == "data":
+            part["file_data"] = media.data_base64
+        else:
+            return None
+        if media.filename is not None:
+            part["filename"] = media.filename
+        return part
+    if isinstance(block, ProviderBlock) and block.provider == PROVIDER:
+        return dict(thaw(block.data))
+    return None
+
+
+def _parts(blocks: Sequence[ContentBlock], assistant: bool) -> list[dict[str, Any]]:
+    return [p for p in (_write_part(b, assistant) for b in blocks) if p is not None]
+
+
+def _assistant_items(message: Message) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None  # the output message being filled with text parts
+    content = message.content
+    blocks: Sequence[ContentBlock] = (TextBlock(content),) if isinstance(content, str) and content else ()
+    if not isinstance(content, str):
+        blocks = content
+    for block in blocks:
+        data = block.provider_data.get(PROVIDER, {}) if hasattr(block, "provider_data") else {}
+        if isinstance(block, TextBlock):
+            envelope = data.get("item")
+            if data.get("_text"):
+                items.append({**thaw(envelope or {}), "content": block.text})
+                current = None
+                continue
+            if envelope is not None or current is None:
+                if envelope is None and isinstance(content, str):
+                    items.append({"role": "assistant", "content": block.text})
+                    continue
+                current = {
+                    **(thaw(envelope) if envelope is not None else {"type": "message", "role": "assistant"}),
+                    "content": [],
+                }
+                if envelope is None:
+                    current["status"] = "completed"
+                    current["id"] = f"msg_{len(items)}"
+                items.append(current)
+            current["content"].append(_write_part(block, assistant=True))
+            continue
+        current = None
+        if isinstance(block, ReasoningBlock):
+            if block.provider != PROVIDER or "item" not in data:
+                continue  # another provider's thinking, or one without the item id OpenAI needs
+            item = dict(thaw(data["item"]))
+            texts = [s.get("text", "") for s in item.get("summary") or ()]
+            if "\n\n".join(texts) != block.summary:
+                item["summary"] = [{"type": "summary_text", "text": block.summary}] if block.summary else []
+            if block.encrypted is not None:
+                item["encrypted_content"] = block.encrypted
+            items.append(item)
+        elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+            envelope = dict(thaw(data.get("item", {"type": "function_call"})))
+            arguments = envelope.pop("arguments", None)
+            if not isinstance(arguments, str) or json.loads(arguments) != block.args:
+                arguments = json.dumps(thaw(block.args), ensure_ascii=False, separators=(",", ":"))
+            items.append(_call_item(envelope, block.id, block.name, arguments))
+        elif isinstance(block, ProviderBlock) and block.provider == PROVIDER:
+            items.append(dict(thaw(block.data)))
+    for call in message.tool_calls:
+        arguments = call.arguments_json or json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+        items.append(_call_item({"type": "function_call"}, call.id, call.name, arguments))
+    return items
+
+
+def _call_item(envelope: dict[str, Any], call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {**envelope, "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def _result_item(call_id: str, content: str | tuple[ContentBlock, ...], extra: Mapping[str, Any]) -> dict[str, Any]:
+    output: Any = content if isinstance(content, str) else _parts(content, assistant=False)
+    return {
+        "type": "function_call_output",
+        "call_id": call_id,
+        "output": output,
+        **{k: thaw(v) for k, v in extra.items()},
+    }
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    extra = dict(message.provider_data.get(PROVIDER, {}))
+    if message.role == "assistant":
+        return _assistant_items(message)
+    if message.role == "tool":
+        if message.tool_call_id is not None:
+            return [_result_item(message.tool_call_id, message.content, extra)]
+        return [_result_item(b.call_id, b.content or b.output_text(), {}) for b in _results(message.content)]
+    if (
+        not isinstance(message.content, str)
+        and len(message.content) == 1
+        and isinstance(message.content[0], ProviderBlock)
+    ):
+        block = message.content[0]
+        if block.provider == PROVIDER and extra.get("_item"):
+            return [dict(thaw(block.data))]
+    items: list[dict[str, Any]] = []
+    content = message.content
+    if not isinstance(content, str):
+        items = [_result_item(b.call_id, b.content or b.output_text(), {}) for b in _results(content)]
+        kept = tuple(b for b in content if not isinstance(b, ToolResultBlock))
+        if items and not kept:
+            return items
+        content = kept
+    extra.pop("_item", None)
+    extra.pop("_instructions", None)
+    role = extra.pop("role", message.role)
+    value: Any = content if isinstance(content, str) else _parts(content, assistant=False)
+    return [*items, {"role": role, "content": value, **{k: thaw(v) for k, v in extra.items()}}]
+
+
+def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
+    return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
+
+
+def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
+    """
+    The ``instructions`` and ``input`` fields of a Responses request.
+
+    The first leading system message becomes ``instructions`` (unless it was
+    read as an input item); reasoning from other providers, and OpenAI
+    reasoning without its item id, are left out.
+
+    Raises:
+        ProviderError: the request would be refused; it lists every problem.
+    """
+    messages = checked(messages_of(source), provider="openai", repair=repair)
+    body: dict[str, Any] = {}
+    rest = messages
+    if messages and messages[0].role == "system" and isinstance(messages[0].content, str):
+        data = messages[0].provider_data.get(PROVIDER, {})
+        if data.get("_instructions") or not data.get("_item"):
+            body["instructions"] = messages[0].content
+            rest = messages[1:]
+    if len(rest) == 1 and rest[0].provider_data.get(PROVIDER, {}).get("_input_text"):
+        body["input"] = rest[0].content
+        return body
+    items: list[dict[str, Any]] = []
+    for message in rest:
+        items.extend(_items(message))
+    body["input"] = items
+    return body
+
+
+def check(source: Any) -> tuple[Problem, ...]:
+    """
+    The problems ``write`` would raise for a context, or for a wire payload.
+    """
+    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
+    return check_messages(messages, provider="openai")
+
+
+def request_key(source: Any, **fields: Any) -> str:
+    """
+    A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
+    """
+    return request_key_of(write(source), fields)
+
+
+def read_response(response: Any) -> Message:
+    """
+    The assistant message of a Response (SDK object or dict): its output items
+    as one assistant message, with usage and the model in ``metadata``.
+    """
+    data = expect_mapping(response, "a response")
+    if "output" not in data:
+        msg = "not a Responses response: it has no 'output'; pass the result of responses.create"
+        raise ValueError(msg)
+    blocks: list[ContentBlock] = []
+    for raw in expect_list(data["output"], "output"):
+        item = dict(expect_mapping(raw, "an output item"))
+        blocks.extend(_output_blocks(item))
+    usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
+    metadata = {"model": data["model"]} if "model" in data else {}
+    return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
