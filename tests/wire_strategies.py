@@ -307,3 +307,77 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
         )
     body["input"] = items
     return body
+
+
+# -- Google Gen AI ------------------------------------------------------------------------
+
+g_b64 = st.binary(min_size=1, max_size=24).map(lambda b: base64.urlsafe_b64encode(b).decode("ascii"))
+g_text = st.builds(
+    lambda t, s: {"text": t, **s},
+    st.text(min_size=1, max_size=20),
+    st.just({}) | g_b64.map(lambda s: {"thought_signature": s}),
+)
+g_thought = st.builds(lambda t, s: {"text": t, "thought": True, "thought_signature": s}, texts, g_b64)
+g_media = st.one_of(
+    st.builds(
+        lambda d, m: {"inline_data": {"data": d, "mime_type": m}},
+        g_b64,
+        st.sampled_from(["image/png", "application/pdf", "audio/wav"]),
+    ),
+    st.builds(
+        lambda m: {
+            "file_data": {"file_uri": "https://generativelanguage.googleapis.com/v1beta/files/abc", "mime_type": m}
+        },
+        st.sampled_from(["image/jpeg", "video/mp4", "application/pdf"]),
+    ),
+)
+
+
+@st.composite
+def google_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    """
+    A Gemini body in the SDK's dump form: system instruction, user parts with
+    media, thoughts with signatures, parallel calls (with or without ids) and
+    their responses in one user turn.
+    """
+    body: dict[str, Any] = {}
+    if draw(st.booleans()):
+        body["system_instruction"] = {
+            "parts": draw(
+                st.lists(st.builds(lambda t: {"text": t}, st.text(min_size=1, max_size=9)), min_size=1, max_size=2)
+            )
+        }
+    contents: list[dict[str, Any]] = []
+    counter = 0
+    for _ in range(draw(st.integers(1, 3))):
+        contents.append({"role": "user", "parts": draw(st.lists(g_text | g_media, min_size=1, max_size=3))})
+        for _ in range(draw(st.integers(0, 2))):
+            with_ids = draw(st.booleans())
+            n = draw(st.integers(1, 3))
+            calls = []
+            for i in range(n):
+                counter += 1
+                call: dict[str, Any] = {"name": f"f{counter}", "args": draw(json_args)}
+                if with_ids:
+                    call = {"id": f"c{counter}", **call}
+                part: dict[str, Any] = {"function_call": call}
+                if i == 0:
+                    part["thought_signature"] = draw(g_b64)
+                calls.append(part)
+            contents.append({"role": "model", "parts": draw(st.lists(g_thought, max_size=1)) + calls})
+            responses = []
+            for part in calls:
+                call = part["function_call"]
+                response: dict[str, Any] = {"name": call["name"], "response": {"output": draw(texts)}}
+                if with_ids:
+                    response = {"id": call["id"], **response}
+                responses.append({"function_response": response})
+            contents.append({"role": "user", "parts": responses})
+        contents.append(
+            {
+                "role": "model",
+                "parts": [*draw(st.lists(g_thought, max_size=1)), {"text": draw(st.text(min_size=1, max_size=9))}],
+            }
+        )
+    body["contents"] = contents
+    return body

@@ -1,0 +1,427 @@
+"""
+Google Gen AI (Gemini): ``{"system_instruction": ..., "contents": [...]}`` in and out.
+
+The plain-data form is the one the SDK writes with
+``model_dump(mode="json", exclude_none=True)``: snake_case keys, binary data and
+thought signatures as base64 text. camelCase (REST) input is read as well.
+
+>>> from workingctx.adapters import google
+>>> body = {"system_instruction": {"parts": [{"text": "Be brief."}]}, "contents": [
+...     {"role": "user", "parts": [{"text": "Weather in Paris?"}]},
+...     {"role": "model", "parts": [{"function_call": {"id": "c1", "name": "weather", "args": {"city": "Paris"}},
+...                                 "thought_signature": "CiQB0e2Kb"}]},
+...     {"role": "user", "parts": [{"function_response": {"id": "c1", "name": "weather", "response": {"t": 18}}}]},
+... ]}
+>>> google.write(google.read(body)) == body
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workingctx.adapters._common import (
+    Problem,
+    ProviderError,
+    check_messages,
+    checked,
+    context_from,
+    expect_list,
+    expect_mapping,
+    is_workingctx,
+    messages_of,
+    parse_data_url,
+    plain,
+    request_key_of,
+    split_system,
+)
+from workingctx.frozen import thaw
+from workingctx.messages import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+    VideoBlock,
+)
+
+__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+
+PROVIDER = "google"
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_OPAQUE = frozenset({"args", "response"})  # user data inside a part: keys are never renamed
+
+
+def snake_case(data: Any) -> Any:
+    """
+    REST camelCase keys as the SDK's snake_case, leaving call arguments and
+    function responses (user data) as they are.
+
+    >>> snake_case({"inlineData": {"mimeType": "image/png"}, "functionCall": {"args": {"aB": 1}}})
+    {'inline_data': {'mime_type': 'image/png'}, 'function_call': {'args': {'aB': 1}}}
+    """
+    if isinstance(data, list):
+        return [snake_case(item) for item in data]
+    if not isinstance(data, Mapping):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _CAMEL.sub("_", key).lower() if isinstance(key, str) else key
+        out[name] = value if name in _OPAQUE else snake_case(value)
+    return out
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _media_block(media: MediaRef, extra: dict[str, Any]) -> ContentBlock | None:
+    mime = media.mime_type or ""
+    data = {PROVIDER: extra} if extra else {}
+    if mime.startswith("image/"):
+        return ImageBlock(media, provider_data=data)
+    if extra:
+        return None
+    if mime.startswith("audio/"):
+        return AudioBlock(media)
+    if mime.startswith("video/"):
+        return VideoBlock(media)
+    return DocumentBlock(media)
+
+
+class _Reader:
+    """
+    Reads parts, giving id-less calls an id and linking id-less responses to them by name.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.pending: dict[str, list[str]] = {}
+
+    def part(self, part: Mapping[str, Any]) -> ContentBlock:
+        keys = set(part)
+        extra = {k: v for k, v in part.items() if k == "thought_signature"}
+        if "text" in part and keys <= {"text", "thought", "thought_signature"}:
+            if part.get("thought") is True:
+                return ReasoningBlock(part["text"], signature=part.get("thought_signature"), provider=PROVIDER)
+            if "thought" in part:
+                extra["thought"] = part["thought"]
+            return TextBlock(part["text"], provider_data={PROVIDER: extra} if extra else {})
+        if "function_call" in part and keys <= {"function_call", "thought_signature"}:
+            return self.call(part["function_call"], extra) or ProviderBlock(PROVIDER, part)
+        if "function_response" in part and keys == {"function_response"}:
+            return self.response(part["function_response"]) or ProviderBlock(PROVIDER, part)
+        if "inline_data" in part and keys <= {"inline_data", "thought_signature"}:
+            blob = part["inline_data"]
+            if isinstance(blob, Mapping) and set(blob) <= {"data", "mime_type", "display_name"} and "data" in blob:
+                media = MediaRef(
+                    kind="data",
+                    data_base64=blob["data"],
+                    mime_type=blob.get("mime_type"),
+                    filename=blob.get("display_name"),
+                )
+                block = _media_block(media, extra)
+                if block is not None and (media.mime_type is not None or not isinstance(block, DocumentBlock)):
+                    return block
+        if "file_data" in part and keys <= {"file_data", "thought_signature"}:
+            file = part["file_data"]
+            if (
+                isinstance(file, Mapping)
+                and set(file) <= {"file_uri", "mime_type", "display_name"}
+                and "file_uri" in file
+            ):
+                media = MediaRef(
+                    kind="url", url=file["file_uri"], mime_type=file.get("mime_type"), filename=file.get("display_name")
+                )
+                block = _media_block(media, extra)
+                if block is not None and media.mime_type is not None:
+                    return block
+        return ProviderBlock(PROVIDER, part)
+
+    def call(self, raw: Any, extra: dict[str, Any]) -> ContentBlock | None:
+        if (
+            not isinstance(raw, Mapping)
+            or not set(raw) <= {"id", "name", "args"}
+            or not isinstance(raw.get("name"), str)
+        ):
+            return None
+        args = raw.get("args", {})
+        if not isinstance(args, Mapping):
+            return None
+        data = dict(extra)
+        if "args" not in raw:
+            data["_no_args"] = True
+        call_id = raw.get("id")
+        if not call_id:
+            self.count += 1
+            call_id = f"gemini-call-{self.count}"
+            data["_no_id"] = True
+        self.pending.setdefault(raw["name"], []).append(call_id)
+        return ToolCallBlock(call_id, raw["name"], args, provider_data={PROVIDER: data} if data else {})
+
+    def response(self, raw: Any) -> ContentBlock | None:
+        if (
+            not isinstance(raw, Mapping)
+            or not set(raw) <= {"id", "name", "response"}
+            or not isinstance(raw.get("name"), str)
+        ):
+            return None
+        data: dict[str, Any] = {"name": raw["name"]}
+        call_id = raw.get("id")
+        waiting = self.pending.get(raw["name"], [])
+        if call_id:
+            if call_id in waiting:
+                waiting.remove(call_id)
+        elif waiting:
+            call_id = waiting.pop(0)
+            data["_no_id"] = True
+        else:
+            return None
+        if "response" not in raw:
+            data["_no_response"] = True
+        return ToolResultBlock(call_id, raw.get("response", {}), provider_data={PROVIDER: data})
+
+
+def _system(raw: Any) -> Message:
+    if isinstance(raw, str):
+        return Message("system", raw, provider_data={PROVIDER: {"_str": True}})
+    content = expect_mapping(raw, "system_instruction")
+    reader = _Reader()
+    parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
+    extra = {k: v for k, v in content.items() if k != "parts"}
+    return Message("system", parts, provider_data={PROVIDER: extra} if extra else {})
+
+
+def read_messages(payload: Any) -> list[Message]:
+    """
+    The messages of a body (``system_instruction`` first) or of a bare list of contents.
+    """
+    data = snake_case(plain(payload))
+    messages: list[Message] = []
+    contents: Any = data
+    if isinstance(data, Mapping):
+        if "contents" not in data:
+            msg = "a Gemini body needs 'contents'; pass the body or the list of contents itself"
+            raise ValueError(msg)
+        system = data.get("system_instruction")
+        if system is None:
+            system = (data.get("config") or {}).get("system_instruction")
+        if system is not None:
+            messages.append(_system(system))
+        contents = data["contents"]
+    reader = _Reader()
+    for position, raw in enumerate(expect_list(contents, "contents")):
+        content = expect_mapping(raw, f"contents[{position}]")
+        role = content.get("role")
+        if role not in {"user", "model", None}:
+            msg = f"contents[{position}] has role {role!r}; Gemini roles are 'user' and 'model'"
+            raise ValueError(msg)
+        extra = {k: v for k, v in content.items() if k not in {"role", "parts"}}
+        if role is None:
+            extra["_no_role"] = True
+        parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
+        messages.append(
+            Message("assistant" if role == "model" else "user", parts, provider_data={PROVIDER: extra} if extra else {})
+        )
+    return messages
+
+
+def read(payload: Any) -> Any:
+    """
+    A WorkingContext from a Gemini body (``{"system_instruction": ..., "contents": [...]}``),
+    a list of contents, or SDK objects; ``system_instruction`` becomes the prefix.
+    """
+    system, tail = split_system(read_messages(payload))
+    return context_from(system, tail)
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _media(media: MediaRef, extra: Mapping[str, Any]) -> dict[str, Any] | None:
+    if media.kind == "data":
+        data, mime = media.data_base64 or "", media.mime_type
+        inline = parse_data_url(data)
+        if inline is not None:
+            mime, data = inline
+        # the SDK's JSON form: URL-safe base64 (the same bytes as the standard alphabet)
+        blob: dict[str, Any] = {"data": data.replace("+", "-").replace("/", "_")}
+        if mime is not None:
+            blob["mime_type"] = mime
+        if media.filename is not None:
+            blob["display_name"] = media.filename
+        return {"inline_data": blob, **extra}
+    if media.kind in {"url", "file_id"}:
+        file: dict[str, Any] = {"file_uri": media.url if media.kind == "url" else media.file_id}
+        if media.mime_type is not None:
+            file["mime_type"] = media.mime_type
+        if media.filename is not None:
+            file["display_name"] = media.filename
+        return {"file_data": file, **extra}
+    return None
+
+
+class _Writer:
+    """
+    Writes parts; knows each call's name so a result can name its function.
+    """
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.without_id: set[str] = set()  # calls the model made without an id: their results name none either
+
+    def call(self, call_id: str, name: str, args: Any, data: Mapping[str, Any]) -> dict[str, Any]:
+        self.names[call_id] = name
+        if data.get("_no_id"):
+            self.without_id.add(call_id)
+        call: dict[str, Any] = {} if data.get("_no_id") else {"id": call_id}
+        call["name"] = name
+        if not data.get("_no_args"):
+            call["args"] = thaw(args)
+        out: dict[str, Any] = {"function_call": call}
+        if "thought_signature" in data:
+            out["thought_signature"] = data["thought_signature"]
+        return out
+
+    def result(self, call_id: str, output: Any, data: Mapping[str, Any]) -> dict[str, Any]:
+        response: dict[str, Any] = {} if data.get("_no_id") or call_id in self.without_id else {"id": call_id}
+        response["name"] = data.get("name") or self.names.get(call_id, "tool")
+        if not data.get("_no_response"):
+            response["response"] = dict(thaw(output)) if isinstance(output, Mapping) else {"result": thaw(output)}
+        return {"function_response": response}
+
+    def part(self, block: ContentBlock) -> dict[str, Any] | None:
+        data = getattr(block, "provider_data", {}).get(PROVIDER, {})
+        if isinstance(block, TextBlock):
+            return {"text": block.text, **thaw(data)} if block.text or data else None
+        if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
+            return _media(block.media, thaw(data))
+        if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+            return self.call(block.id, block.name, block.args, data)
+        if isinstance(block, ToolResultBlock):
+            if block.content:
+                text = "".join(b.text for b in block.content if isinstance(b, TextBlock))
+                return self.result(block.call_id, text, data)
+            return self.result(block.call_id, block.output, data)
+        if isinstance(block, ReasoningBlock):
+            if block.provider != PROVIDER:
+                return None
+            out: dict[str, Any] = {"text": block.summary, "thought": True}
+            if block.signature is not None:
+                out["thought_signature"] = block.signature
+            return out
+        if isinstance(block, ProviderBlock):
+            return dict(thaw(block.data)) if block.provider == PROVIDER else None
+        return None
+
+    def parts(self, message: Message) -> list[dict[str, Any]]:
+        content = message.content
+        blocks: Sequence[ContentBlock] = (TextBlock(content),) if isinstance(content, str) else content
+        out = [p for p in map(self.part, blocks) if p is not None]
+        out += [self.call(c.id, c.name, c.arguments, c.provider_data.get(PROVIDER, {})) for c in message.tool_calls]
+        if message.role == "tool" and message.tool_call_id is not None:
+            output: Any = message.content if isinstance(message.content, str) else message.text()
+            out = [self.result(message.tool_call_id, output, message.provider_data.get(PROVIDER, {}))]
+        return out
+
+
+def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """
+    Gemini contents for workingctx messages (no system), without checks.
+    """
+    writer = _Writer()
+    out: list[dict[str, Any]] = []
+    merge_next = False
+    for message in messages:
+        native = message.role in {"user", "assistant"} and not message.tool_calls
+        parts = [{"text": f"<system>{message.text()}</system>"}] if message.role == "system" else writer.parts(message)
+        role = "model" if message.role == "assistant" else "user"
+        extra = dict(thaw(message.provider_data.get(PROVIDER, {})))
+        no_role = extra.pop("_no_role", False)
+        if not parts and not native:
+            continue
+        if out and out[-1].get("role") == role and (not native or merge_next):
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"parts": parts, **({} if no_role else {"role": role}), **extra})
+        merge_next = not native
+    return out
+
+
+def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
+    """
+    The ``system_instruction`` and ``contents`` fields of a Gemini request.
+
+    Tool messages become ``function_response`` parts (named after their call)
+    merged into one user turn; results that are not a JSON object are sent as
+    ``{"result": ...}``; other providers' reasoning is left out.
+
+    Raises:
+        ProviderError: the request would be refused; it lists every problem.
+    """
+    messages = checked(messages_of(source), provider="gemini", repair=repair)
+    system, tail = split_system(messages)
+    body: dict[str, Any] = {}
+    if system:
+        body["system_instruction"] = _write_system(system)
+    body["contents"] = write_contents(tail)
+    return body
+
+
+def _write_system(system: Sequence[Message]) -> Any:
+    if (
+        len(system) == 1
+        and system[0].provider_data.get(PROVIDER, {}).get("_str")
+        and isinstance(system[0].content, str)
+    ):
+        return system[0].content
+    writer = _Writer()
+    extra = thaw(system[0].provider_data.get(PROVIDER, {})) if len(system) == 1 else {}
+    parts = [p for m in system for p in writer.parts(m)]
+    return {"parts": parts, **extra}
+
+
+def check(source: Any) -> tuple[Problem, ...]:
+    """
+    The problems ``write`` would raise for a context, or for a wire payload.
+    """
+    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
+    return check_messages(messages, provider="gemini")
+
+
+def request_key(source: Any, **fields: Any) -> str:
+    """
+    A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
+    """
+    return request_key_of(write(source), fields)
+
+
+def read_response(response: Any) -> Message:
+    """
+    The model message of a GenerateContentResponse (SDK object or dict, snake or
+    camel case): the first candidate's parts, with usage and the model version.
+    """
+    data = snake_case(plain(response))
+    if not isinstance(data, Mapping) or not data.get("candidates"):
+        msg = "not a Gemini response with candidates; pass the result of models.generate_content"
+        raise ValueError(msg)
+    content = expect_mapping(data["candidates"][0].get("content") or {}, "candidates[0].content")
+    reader = _Reader()
+    parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
+    usage = Usage.from_google(data["usage_metadata"]) if data.get("usage_metadata") is not None else None
+    metadata = {"model": data["model_version"]} if "model_version" in data else {}
+    return Message("assistant", parts, usage=usage, metadata=metadata)
+
+
+def _calls(messages: Sequence[Message]) -> list[ToolCall]:
+    return [c for m in messages for c in m.tool_calls]
