@@ -5,10 +5,9 @@ context, the provider rules and their repair, and request keys.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -76,7 +75,12 @@ def check_messages(
     answered: set[str] = set()
     open_calls: dict[str, int] = {}
     for index, message in enumerate(messages):
-        for call_id in message.result_ids:
+        if type(message.content) is str:  # the common case: ids straight from the fields
+            results: Sequence[str] = () if message.tool_call_id is None else (message.tool_call_id,)
+            calls: Sequence[str] = [c.id for c in message.tool_calls]
+        else:
+            results, calls = message.result_ids, message.call_ids
+        for call_id in results:
             if call_id not in called:
                 problems.append(
                     Problem(
@@ -94,7 +98,7 @@ def check_messages(
                 )
             answered.add(call_id)
             open_calls.pop(call_id, None)
-        if message.role == "assistant" or (message.role == "user" and not message.result_ids):
+        if message.role == "assistant" or (message.role == "user" and not results):
             for call_id, at in list(open_calls.items()):
                 problems.append(
                     Problem(
@@ -105,7 +109,7 @@ def check_messages(
                     )
                 )
                 del open_calls[call_id]
-        for call_id in message.call_ids:
+        for call_id in calls:
             if call_id in called:
                 problems.append(
                     Problem(
@@ -163,18 +167,15 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
 def checked(
     messages: list[Message],
     *,
-    provider: Provider,
+    provider: Provider | None,
     repair: bool,
-    extra: Callable[[Sequence[Message]], Iterable[Problem]] | None = None,
 ) -> list[Message]:
     """
     *messages* if the provider would accept them, repaired if asked; else ProviderError.
     """
     if repair:
         messages = repair_messages(messages)
-    problems = [*check_messages(messages, provider=provider)]
-    if extra is not None:
-        problems.extend(extra(messages))
+    problems = check_messages(messages, provider=provider)
     if problems:
         raise ProviderError(problems)
     return messages
@@ -184,6 +185,8 @@ def plain(value: Any) -> Any:
     """
     Plain JSON-like data of *value*: SDK objects through ``model_dump``, lists item by item.
     """
+    if type(value) is dict or type(value) is list:  # the common case, without abc checks
+        return value if type(value) is dict else [plain(item) for item in value]
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json", exclude_none=True)
@@ -258,6 +261,8 @@ def expect_list(value: Any, what: str) -> list[Any]:
     """
     *value* as a list, or a TypeError naming *what*.
     """
+    if type(value) is list:
+        return value
     value = plain(value)
     if not isinstance(value, list):
         msg = f"{what} must be a list, got {value!r} of type {type(value).__name__}"
@@ -269,6 +274,8 @@ def expect_mapping(value: Any, what: str) -> Mapping[str, Any]:
     """
     *value* as a mapping, or a TypeError naming *what*.
     """
+    if type(value) is dict:
+        return value
     value = plain(value)
     if not isinstance(value, Mapping):
         msg = f"{what} must be a JSON object, got {value!r} of type {type(value).__name__}"
@@ -285,10 +292,3 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
     """
     match = _DATA_URL.fullmatch(url)
     return None if match is None else (match.group(1), match.group(2))
-
-
-def to_b64(data: bytes) -> str:
-    """
-    Standard base64 text of *data*.
-    """
-    return base64.b64encode(data).decode("ascii")

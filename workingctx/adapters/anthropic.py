@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workingctx.adapters._common import (
@@ -51,7 +51,6 @@ from workingctx.messages import (
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
-    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     Usage,
@@ -543,7 +542,3 @@ def read_response(response: Any) -> Message:
     usage = Usage.from_anthropic(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
     return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
-
-
-def _calls(messages: Iterable[Message]) -> list[ToolCall]:
-    return [c for m in messages for c in m.tool_calls]

@@ -49,7 +49,6 @@ from workingctx.messages import (
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
-    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     Usage,
@@ -421,7 +420,3 @@ def read_response(response: Any) -> Message:
     usage = Usage.from_google(data["usage_metadata"]) if data.get("usage_metadata") is not None else None
     metadata = {"model": data["model_version"]} if "model_version" in data else {}
     return Message("assistant", parts, usage=usage, metadata=metadata)
-
-
-def _calls(messages: Sequence[Message]) -> list[ToolCall]:
-    return [c for m in messages for c in m.tool_calls]

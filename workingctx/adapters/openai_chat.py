@@ -35,6 +35,7 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
 )
+from workingctx.exceptions import InvalidMessageError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -54,7 +55,8 @@ from workingctx.messages import (
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
-PROVIDER = "openai"
+PROVIDER = "openai_chat"  # the key of what only this format carries
+OPENAI = "openai"  # what both OpenAI formats share: the developer role
 _KNOWN = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 _CONTENT_FORM = "_content"  # how an empty content was sent: "absent", "null" or "empty"
 
@@ -106,13 +108,9 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
     if raw.get("type", "function") != "function" or set(function) != {"name", "arguments"}:
         extra["_call"] = dict(raw)
     arguments = function.get("arguments", "{}")
-    try:
-        decoded = json.loads(arguments)
-    except (TypeError, ValueError):
-        decoded = None
-    if isinstance(decoded, dict):
-        call = ToolCall(raw["id"], function["name"], decoded, arguments_json=arguments)
-    else:  # text that is not a JSON object rides as it came
+    try:  # the call decodes its argument text once, and refuses text that is not a JSON object
+        call = ToolCall(raw["id"], function["name"], arguments_json=arguments)
+    except (InvalidMessageError, TypeError):  # such text rides as it came
         extra["_call"] = dict(raw)
         call = ToolCall(raw["id"], function["name"])
     return (
@@ -127,8 +125,9 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
 def _message(raw: Mapping[str, Any], position: int) -> Message:
     role = raw.get("role")
     extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in _KNOWN}
+    shared = {}
     if role == "developer":
-        extra["role"] = "developer"
+        shared = {OPENAI: {"role": "developer"}}
         role = "system"
     if role not in {"system", "user", "assistant", "tool"}:
         msg = (
@@ -156,7 +155,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         name=raw.get("name"),
         tool_call_id=raw.get("tool_call_id"),
         tool_calls=calls,
-        provider_data={PROVIDER: extra} if extra else {},
+        provider_data={**shared, PROVIDER: extra} if extra else shared,
     )
 
 
@@ -264,7 +263,7 @@ def _write_message(message: Message) -> list[dict[str, Any]]:
     extra = dict(message.provider_data.get(PROVIDER, {}))
     form = extra.pop(_CONTENT_FORM, None)
     extra_calls = extra.pop("_tool_calls", None)
-    body: dict[str, Any] = {"role": extra.pop("role", message.role)}
+    body: dict[str, Any] = {"role": message.provider_data.get(OPENAI, {}).get("role", message.role)}
     calls = [_write_call(call) for call in message.tool_calls]
     before: list[dict[str, Any]] = []  # tool results held as blocks go first, as tool messages
     after: list[dict[str, Any]] = []  # images returned by a tool follow as a user message

@@ -57,7 +57,8 @@ from workingctx.messages import (
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
-PROVIDER = "openai"
+PROVIDER = "openai_responses"  # the key of what only this format carries
+OPENAI = "openai"  # who produces the reasoning; what both OpenAI formats share (the developer role)
 _OUTPUT_TYPES = frozenset({"reasoning", "function_call"})
 
 
@@ -124,7 +125,7 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
             ReasoningBlock(
                 "\n\n".join(summary),
                 encrypted=item.get("encrypted_content"),
-                provider=PROVIDER,
+                provider=OPENAI,
                 provider_data={PROVIDER: {"item": extra}},
             )
         ]
@@ -206,11 +207,12 @@ def _input_item(item: Mapping[str, Any], position: int) -> Message:
     if kind in {None, "message"} and item.get("role") in {"user", "system", "developer"}:
         extra = _envelope(item, {"role", "content"})
         role = item["role"]
+        shared = {}
         if role == "developer":
-            extra["role"] = "developer"
+            shared = {OPENAI: {"role": "developer"}}
             role = "system"
         extra["_item"] = True
-        return Message(role, _content(item.get("content", "")), provider_data={PROVIDER: extra})
+        return Message(role, _content(item.get("content", "")), provider_data={**shared, PROVIDER: extra})
     if kind is None:
         msg = f"input[{position}] is not a Responses item: it has no 'type' and role {item.get('role')!r}"
         raise ValueError(msg)
@@ -306,7 +308,7 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             continue
         current = None
         if isinstance(block, ReasoningBlock):
-            if block.provider != PROVIDER or "item" not in data:
+            if block.provider != OPENAI or "item" not in data:
                 continue  # another provider's thinking, or one without the item id OpenAI needs
             item = dict(thaw(data["item"]))
             texts = [s.get("text", "") for s in item.get("summary") or ()]
@@ -369,7 +371,7 @@ def _items(message: Message) -> list[dict[str, Any]]:
         content = kept
     extra.pop("_item", None)
     extra.pop("_instructions", None)
-    role = extra.pop("role", message.role)
+    role = message.provider_data.get(OPENAI, {}).get("role", message.role)
     value: Any = content if isinstance(content, str) else _parts(content, assistant=False)
     return [*items, {"role": role, "content": value, **{k: thaw(v) for k, v in extra.items()}}]
 

@@ -1,0 +1,154 @@
+"""
+The LangChain adapter: messages round-trip equal, usage and ids kept,
+LangChain's own fields never sent, and cross-format writes.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, ChatMessage, HumanMessage, SystemMessage, ToolMessage
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import TypeAdapter
+
+from tests.wire_strategies import anthropic_bodies, chat_messages, json_args, names, texts
+from workingctx import Message, ToolCall
+from workingctx.adapters import ProviderError, anthropic, langchain, openai_chat
+
+
+@st.composite
+def langchain_messages(draw: st.DrawFn) -> list:
+    """
+    LangChain transcripts: ids, parallel tool calls, usage and response metadata, error results.
+    """
+    out: list = []
+    if draw(st.booleans()):
+        out.append(SystemMessage(draw(texts)))
+    counter = 0
+    for turn in range(draw(st.integers(1, 3))):
+        content = draw(
+            texts | st.lists(texts | st.builds(lambda t: {"type": "text", "text": t}, texts), min_size=1, max_size=2)
+        )
+        out.append(HumanMessage(content, id=draw(st.none() | st.just(f"h{turn}"))))
+        for _ in range(draw(st.integers(0, 2))):
+            ids = [f"call_{counter + i}" for i in range(draw(st.integers(1, 3)))]
+            counter += len(ids)
+            calls = [{"name": draw(names), "args": draw(json_args), "id": i} for i in ids]
+            usage = draw(st.none() | st.just({"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}))
+            out.append(
+                AIMessage(
+                    draw(texts),
+                    tool_calls=calls,
+                    usage_metadata=usage,
+                    response_metadata=draw(
+                        st.just({}) | st.just({"model_name": "gpt-5", "finish_reason": "tool_calls"})
+                    ),
+                )
+            )
+            out.extend(
+                ToolMessage(draw(texts), tool_call_id=i, status=draw(st.sampled_from(["success", "error"])))
+                for i in ids
+            )
+        out.append(AIMessage(draw(texts), id=f"a{turn}"))
+    return out
+
+
+@given(langchain_messages())
+def test_round_trip_is_equal(messages):
+    """
+    write(read(msgs)) == msgs for LangChain's own message objects.
+    """
+    assert langchain.write(langchain.read(messages)) == messages
+
+
+@given(chat_messages())
+def test_openai_dicts_through_langchain_match_langchain(messages):
+    """
+    A Chat Completions transcript written as LangChain messages validates as OpenAI messages again.
+    """
+    written = langchain.write(openai_chat.read(messages))
+    assert all(type(m).__name__ in {"SystemMessage", "HumanMessage", "AIMessage", "ToolMessage"} for m in written)
+    back = openai_chat.write(langchain.read(written))
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(back["messages"])
+
+
+@given(anthropic_bodies())
+def test_anthropic_transcripts_round_trip_through_langchain(body):
+    """
+    An Anthropic transcript survives LangChain: thinking blocks and signatures come back for Anthropic.
+    """
+    ctx = anthropic.read(body)
+    again = anthropic.write(langchain.read(langchain.write(ctx)))
+    assert anthropic.check(again) == ()
+    thinking = [
+        b
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] in {"thinking", "redacted_thinking"}
+    ]
+    written = [
+        b
+        for m in again["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] in {"thinking", "redacted_thinking"}
+    ]
+    assert written == thinking
+
+
+def test_request_key_ignores_langchain_metadata():
+    """
+    Message ids and response metadata never change the key; content does.
+    """
+    a = [HumanMessage("hi", id="1"), AIMessage("yo", response_metadata={"model_name": "x"})]
+    b = [HumanMessage("hi", id="2"), AIMessage("yo")]
+    assert langchain.request_key(langchain.read(a)) == langchain.request_key(langchain.read(b))
+    assert langchain.request_key(langchain.read(a)) != langchain.request_key(langchain.read([HumanMessage("hi!")]))
+
+
+def test_dicts_are_converted_and_unknown_types_refused():
+    """
+    Plain dicts go through convert_to_messages; a ChatMessage is refused with a hint.
+    """
+    ctx = langchain.read([{"role": "user", "content": "hi"}])
+    assert ctx.messages == (Message.user("hi"),)
+    with pytest.raises(ValueError, match="system, human, ai and tool"):
+        langchain.read([ChatMessage("x", role="critic")])
+    with pytest.raises(TypeError, match="list of LangChain messages"):
+        langchain.read("hello")
+
+
+def test_write_checks_and_repairs():
+    """
+    An unanswered call raises; repair closes it with an error ToolMessage.
+    """
+    messages = [Message.user("q"), Message.assistant(tool_calls=[ToolCall("c1", "f")]), Message.user("next")]
+    with pytest.raises(ProviderError):
+        langchain.write(messages)
+    repaired = langchain.write(messages, repair=True)
+    assert isinstance(repaired[2], ToolMessage)
+    assert repaired[2].tool_call_id == "c1"
+
+
+def test_read_response():
+    """
+    An AIMessage reply gives usage (cache reads apart) and the model name.
+    """
+    reply = AIMessage(
+        "done",
+        response_metadata={"model_name": "claude-sonnet-4-6"},
+        usage_metadata={
+            "input_tokens": 120,
+            "output_tokens": 5,
+            "total_tokens": 125,
+            "input_token_details": {"cache_read": 100},
+        },
+    )
+    message = langchain.read_response(reply)
+    assert message.usage is not None
+    assert (message.usage.input_tokens, message.usage.cache_read_tokens) == (20, 100)
+    assert message.metadata["model"] == "claude-sonnet-4-6"
+    with pytest.raises(ValueError, match="takes an AIMessage"):
+        langchain.read_response(HumanMessage("x"))

@@ -1,0 +1,309 @@
+"""
+LangChain messages: a ``list[BaseMessage]`` in and out (``langchain_core`` is
+imported when these functions run; install the ``[langchain]`` extra).
+
+>>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+>>> from workingctx.adapters import langchain
+>>> messages = [
+...     SystemMessage("Be brief."),
+...     HumanMessage("Weather in Paris?", id="m1"),
+...     AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "c1"}]),
+...     ToolMessage("18C", tool_call_id="c1"),
+... ]
+>>> ctx = langchain.read(messages)
+>>> langchain.write(ctx) == messages
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workingctx.adapters._common import (
+    Problem,
+    ProviderError,
+    check_messages,
+    checked,
+    context_from,
+    is_workingctx,
+    messages_of,
+    request_key_of,
+    split_system,
+)
+from workingctx.frozen import thaw
+from workingctx.messages import (
+    ContentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
+
+__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+
+PROVIDER = "langchain"
+_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+_MODELLED = frozenset({"content", "type", "id", "name", "tool_calls", "tool_call_id"})
+_NOT_SENT = frozenset({"id", "response_metadata", "usage_metadata"})
+
+
+def _core() -> Any:
+    try:
+        import langchain_core.messages as core  # noqa: PLC0415  # optional dependency, imported when used
+    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+        msg = "workingctx.adapters.langchain needs langchain-core: pip install 'workingctx[langchain]'"
+        raise ImportError(msg) from exc
+    return core
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _block(item: Any) -> ContentBlock:
+    if isinstance(item, str):
+        return TextBlock(item, provider_data={PROVIDER: {"_str": True}})
+    if isinstance(item, Mapping):
+        kind = item.get("type")
+        if kind == "text" and set(item) == {"type", "text"} and isinstance(item["text"], str):
+            return TextBlock(item["text"])
+        if kind == "image_url" and set(item) == {"type", "image_url"} and isinstance(item["image_url"], Mapping):
+            image = item["image_url"]
+            if set(image) <= {"url", "detail"} and isinstance(image.get("url"), str):
+                detail = image.get("detail")
+                if detail in {None, "auto", "low", "high"}:
+                    return ImageBlock(MediaRef(kind="url", url=image["url"]), detail=detail)
+        if kind == "thinking" and set(item) == {"type", "thinking", "signature"}:
+            return ReasoningBlock(item["thinking"], signature=item["signature"], provider="anthropic")
+        if kind == "redacted_thinking" and set(item) == {"type", "data"}:
+            return ReasoningBlock("", encrypted=item["data"], redacted=True, provider="anthropic")
+        return ProviderBlock(PROVIDER, item)
+    msg = f"a LangChain content item must be a str or a dict, got {item!r} of type {type(item).__name__}"
+    raise TypeError(msg)
+
+
+def _default(key: str, value: Any) -> bool:
+    """
+    True for a LangChain field left at its default (not worth keeping).
+    """
+    return value is None or value in ({}, []) or (key == "status" and value == "success")
+
+
+def _message(data: Mapping[str, Any], position: int) -> Message:
+    kind = data.get("type")
+    role = _ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None:
+        msg = (
+            f"messages[{position}] is a LangChain {kind!r} message; read takes system, human, ai and tool "
+            "messages (convert chat and function messages to these first)"
+        )
+        raise ValueError(msg)
+    raw = data.get("content", "")
+    content: str | tuple[ContentBlock, ...] = raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
+    rest = {k: v for k, v in data.items() if k not in _MODELLED and not _default(k, v)}
+    calls = tuple(
+        ToolCall(c["id"], c["name"], c.get("args") or {}) for c in data.get("tool_calls") or () if c.get("id")
+    )
+    if len(calls) != len(data.get("tool_calls") or ()):
+        rest["tool_calls"] = data["tool_calls"]
+        calls = ()
+    usage = Usage.from_langchain(data["usage_metadata"]) if data.get("usage_metadata") else None
+    message_id = data.get("id")
+    return Message(
+        role,  # type: ignore[arg-type]  # from _ROLES
+        content,
+        name=data.get("name"),
+        tool_call_id=data.get("tool_call_id"),
+        tool_calls=calls,
+        id=message_id if isinstance(message_id, str) else None,
+        metadata={PROVIDER: rest} if rest else {},
+        usage=usage,
+    )
+
+
+def _data(item: Any) -> Mapping[str, Any]:
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dict(dump())
+    msg = f"expected a LangChain message, got {item!r} of type {type(item).__name__}"
+    raise TypeError(msg)
+
+
+def read_messages(payload: Any) -> list[Message]:
+    """
+    workingctx messages for LangChain messages (or a state mapping with ``messages``).
+    Dicts and tuples are converted with LangChain's ``convert_to_messages`` first.
+    """
+    if isinstance(payload, Mapping) and "messages" in payload:
+        payload = payload["messages"]
+    if isinstance(payload, str | bytes) or not isinstance(payload, Sequence):
+        msg = f"expected a list of LangChain messages, got {payload!r} of type {type(payload).__name__}"
+        raise TypeError(msg)
+    items = list(payload)
+    if any(not callable(getattr(item, "model_dump", None)) for item in items):
+        items = list(_core().convert_to_messages(items))
+    return [_message(_data(item), position) for position, item in enumerate(items)]
+
+
+def read(payload: Any) -> Any:
+    """
+    A WorkingContext from LangChain messages; leading system messages become the prefix.
+    LangChain's own fields (``response_metadata``, ``additional_kwargs``, ...) ride in
+    ``metadata["langchain"]`` and the message id in ``id``.
+    """
+    system, tail = split_system(read_messages(payload))
+    return context_from(system, tail)
+
+
+# -- writing ---------------------------------------------------------------------------
+
+
+def _write_block(block: ContentBlock) -> Any:
+    if isinstance(block, TextBlock):
+        if block.provider_data.get(PROVIDER, {}).get("_str"):
+            return block.text
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        media = block.media
+        if media.kind == "url":
+            url = media.url
+        elif media.kind == "data":
+            url = f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
+        else:
+            return None
+        image: dict[str, Any] = {"url": url}
+        if block.detail is not None:
+            image["detail"] = block.detail
+        return {"type": "image_url", "image_url": image}
+    if isinstance(block, ReasoningBlock):
+        if block.provider != "anthropic":
+            return None  # Anthropic's thinking rides in LangChain content (ChatAnthropic sends it back); no other
+        if block.redacted and block.encrypted is not None:
+            return {"type": "redacted_thinking", "data": block.encrypted}
+        if block.signature is not None:
+            return {"type": "thinking", "thinking": block.summary, "signature": block.signature}
+        return None
+    if isinstance(block, ProviderBlock):
+        return dict(thaw(block.data)) if block.provider == PROVIDER else None
+    return None
+
+
+def _write(core: Any, message: Message) -> list[Any]:
+    rest = dict(thaw(message.metadata.get(PROVIDER, {}))) if isinstance(message.metadata.get(PROVIDER), Mapping) else {}
+    fields: dict[str, Any] = {**rest}
+    if message.id is not None:
+        fields["id"] = str(message.id)
+    if message.name is not None:
+        fields["name"] = message.name
+    before: list[Any] = []
+    calls = [{"name": c.name, "args": thaw(c.arguments), "id": c.id, "type": "tool_call"} for c in message.tool_calls]
+    content: Any
+    if isinstance(message.content, str):
+        content = message.content
+    else:
+        content = []
+        for block in message.content:
+            if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+                calls.append({"name": block.name, "args": thaw(block.args), "id": block.id, "type": "tool_call"})
+            elif isinstance(block, ToolResultBlock):
+                text = block.output_text()
+                before.append(
+                    core.ToolMessage(text, tool_call_id=block.call_id, status="error" if block.is_error else "success")
+                )
+            else:
+                written = _write_block(block)
+                if written is not None:
+                    content.append(written)
+        if before and not content and message.role in {"user", "tool"}:
+            return before
+    if message.role == "system":
+        return [*before, core.SystemMessage(content, **fields)]
+    if message.role == "user":
+        return [*before, core.HumanMessage(content, **fields)]
+    if message.role == "assistant":
+        if calls and "tool_calls" not in fields:
+            fields["tool_calls"] = calls
+        if message.usage is not None and "usage_metadata" not in fields:
+            fields["usage_metadata"] = {
+                "input_tokens": message.usage.input_tokens
+                + message.usage.cache_read_tokens
+                + message.usage.cache_write_tokens,
+                "output_tokens": message.usage.output_tokens,
+                "total_tokens": message.usage.total_tokens,
+            }
+        return [*before, core.AIMessage(content, **fields)]
+    return [*before, core.ToolMessage(content, tool_call_id=message.tool_call_id or "", **fields)]
+
+
+def write_messages(messages: Sequence[Message]) -> list[Any]:
+    """
+    LangChain messages for workingctx messages, without checks.
+    """
+    core = _core()
+    out: list[Any] = []
+    for message in messages:
+        out.extend(_write(core, message))
+    return out
+
+
+def write(source: Any, *, repair: bool = False) -> list[Any]:
+    """
+    LangChain messages (``SystemMessage``, ``HumanMessage``, ``AIMessage``,
+    ``ToolMessage``) for a context, a snapshot or a list of messages.
+
+    Raises:
+        ProviderError: an orphan result or an unanswered call; ``repair=True``
+            drops and closes them instead.
+    """
+    return write_messages(checked(messages_of(source), provider=None, repair=repair))
+
+
+def check(source: Any) -> tuple[Problem, ...]:
+    """
+    The problems ``write`` would raise for a context or for LangChain messages.
+    """
+    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
+    return check_messages(messages)
+
+
+def request_key(source: Any, **fields: Any) -> str:
+    """
+    A key for what reaches the model: the messages without their ids and
+    LangChain's response and usage metadata, plus *fields*.
+    """
+    sent = [{k: v for k, v in m.model_dump().items() if k not in _NOT_SENT} for m in write(source)]
+    return request_key_of(sent, fields)
+
+
+def read_response(response: Any) -> Message:
+    """
+    The assistant message of an ``AIMessage`` (what a chat model's ``invoke``
+    returns), with usage from ``usage_metadata`` and the model from
+    ``response_metadata``.
+    """
+    data = _data(response)
+    if data.get("type") != "ai":
+        msg = f"read_response takes an AIMessage, got a {data.get('type')!r} message"
+        raise ValueError(msg)
+    message = _message(data, 0)
+    meta = data.get("response_metadata") or {}
+    model = meta.get("model_name") or meta.get("model")
+    metadata = dict(message.metadata)
+    if model is not None:
+        metadata["model"] = model
+    return Message(
+        "assistant",
+        message.content,
+        tool_calls=message.tool_calls,
+        id=message.id,
+        name=message.name,
+        metadata=metadata,
+        usage=message.usage,
+    )
