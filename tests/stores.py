@@ -210,6 +210,27 @@ class Raw:
             return
         self._sql("UPDATE @.checkpoints SET metadata = %s WHERE id = %s", (text, checkpoint_id))
 
+    def remove_marker(self) -> None:
+        """
+        Remove the store's marker (its format and schema version).
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                client.delete(self._key("store"))
+            return
+        self._sql("DROP TABLE @.workingctx_store")
+
+    def remove_all(self) -> None:
+        """
+        Remove everything the store holds, marker or not (a server store's clean-up).
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                for key in list(client.scan_iter(match=self._key("*"))):
+                    client.delete(key)
+            return
+        self._sql(f'DROP SCHEMA IF EXISTS "{self.store.schema}" CASCADE')
+
     def set_marker(self, key: str, value: str) -> None:
         """
         Change the store's format name or schema version.

@@ -29,7 +29,10 @@ from workingctx import (
     CheckpointStore,
     HeadConflictError,
     Message,
+    PostgresStore,
     PrefixContext,
+    RedisStore,
+    StoreUnavailableError,
     ToolCall,
     WorkingContext,
 )
@@ -436,3 +439,70 @@ class TestFuzzedServerStorage:
                     operation()
         finally:
             made.close()
+
+
+class TestServerStoreSettings:
+    @pytest.mark.parametrize(
+        ("make", "error", "match"),
+        [
+            (lambda: PostgresStore(5), TypeError, "dsn must be a connection string"),
+            (lambda: PostgresStore("postgresql://h/db", schema="Bad Name"), ValueError, "schema must be a lower-case"),
+            (lambda: PostgresStore("postgresql://h/db", pool_size=0), ValueError, "pool_size must be a positive"),
+            (lambda: PostgresStore("postgresql://h/db", timeout=0), ValueError, "timeout must be a positive"),
+            (lambda: RedisStore(b"redis://h"), TypeError, "url must be a Redis URL"),
+            (lambda: RedisStore("redis://h", namespace="a b"), ValueError, "namespace must be 1 to 100"),
+            (lambda: RedisStore("redis://h", timeout=True), ValueError, "timeout must be a positive"),
+            (lambda: RedisStore("http://h"), ValueError, "url must be a Redis URL such as"),
+        ],
+    )
+    def test_bad_settings_refused_before_connecting(self, make, error, match):
+        """
+        Settings of the wrong type or value are refused, naming the value, before any connection.
+        """
+        with pytest.raises(error, match=match):
+            make()
+
+    def test_unreachable_servers_raise_store_unavailable(self):
+        """
+        A server nobody listens for gives StoreUnavailableError, naming where
+        (never the password) and what to check.
+        """
+        with pytest.raises(StoreUnavailableError, match="is it running") as info:
+            PostgresStore("postgresql://me:s3cret@127.0.0.1:1/db", timeout=1)
+        assert "s3cret" not in str(info.value)
+        assert "127.0.0.1:1" in str(info.value)
+        with pytest.raises(StoreUnavailableError, match="lost the connection to the Redis server"):
+            RedisStore("redis://127.0.0.1:1/0", timeout=1)
+
+    @pytest.mark.parametrize("kind", kind_params(("postgres", "redis")))
+    def test_store_removed_behind_its_back(self, kind, scratch_dir):
+        """
+        A server store whose marker was removed (a table dropped, a key
+        deleted) refuses every operation with CheckpointError.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            run(store, 1)
+            raw = Raw(kind, store)
+            raw.remove_marker()
+            for operation in (
+                store.list,
+                lambda: store.head("t"),
+                lambda: store.save(Checkpoint.capture(WorkingContext())),
+            ):
+                with pytest.raises(CheckpointError, match="holds no workingctx checkpoint store"):
+                    operation()
+            raw.remove_all()
+        finally:
+            made.close()
+
+    def test_context_manager_len_and_repr(self, persistent):
+        """
+        Stores close as context managers, count their checkpoints, and show where they are.
+        """
+        with persistent.new() as store:
+            run(store, 2)
+            assert 2 == len(store)
+            assert type(store).__name__ in repr(store)
+            assert 5 not in store

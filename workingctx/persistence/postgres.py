@@ -836,6 +836,9 @@ class PostgresStore:
         return result
 
     def __contains__(self, checkpoint_id: object) -> bool:
+        if not isinstance(checkpoint_id, str):
+            return False
+
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> bool:
             self._enter(cur, exclusive=None)
             cur.execute(self._q("SELECT 1 FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))
