@@ -9,7 +9,6 @@ workingctx.serialization module writes it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from importlib import resources
@@ -56,7 +55,7 @@ def _part(data: dict[str, Any], key: str, default: Any, kind: Any) -> Any:
 
 
 def _sample() -> dict[str, Any]:
-    text = resources.files("workingctx").joinpath("data/sample_transcript.json").read_text(encoding="utf-8")
+    text = resources.files("workingctx").joinpath("data/samples/incident.workingctx.json").read_text(encoding="utf-8")
     return dict(json.loads(text))
 
 
@@ -114,24 +113,16 @@ def report(ctx: WorkingContext) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def demo(path: str | None = None) -> int:
     """
-    Run the report on the sample transcript or on a file; returns the exit code.
+    Print the report on the sample transcript, or on the workingctx JSON file at *path*; returns the exit status.
     """
-    parser = argparse.ArgumentParser(
-        prog="python -m workingctx",
-        description=__doc__.strip().split("\n\n")[0].removeprefix("python -m workingctx: ").capitalize(),
-        epilog=__doc__.strip().split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("transcript", nargs="?", help="a transcript JSON file (default: the shipped sample)")
-    args = parser.parse_args(argv)
     try:
-        if args.transcript is None:
+        if path is None:
             data = _sample()
             print("workingctx: the sample incident transcript shipped in the package\n")
         else:
-            with open(args.transcript, encoding="utf-8") as handle:  # noqa: PTH123  # a plain CLI path
+            with open(path, encoding="utf-8") as handle:  # noqa: PTH123  # a plain CLI path
                 data = json.load(handle)
         ctx = load_context(data)
     except (OSError, json.JSONDecodeError, SerializationError) as exc:
@@ -141,5 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    """
+    Run the ``workingctx`` command (see :mod:`workingctx.cli`); returns the exit status.
+    """
+    from workingctx.cli import main as run  # noqa: PLC0415  # the command imports this module for demo()
+
+    return run(argv)
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,0 +1,410 @@
+"""
+Tests for the ``workingctx`` command: every subcommand on the shipped samples
+of every format, ``--json`` against its schema, the report page, and bad input
+and bad usage reported in one line with the right exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from workingctx import Message, WorkingContext
+from workingctx._files import FORMATS, detect, read_file
+from workingctx.cli import main
+
+SAMPLES = resources.files("workingctx").joinpath("data/samples")
+SCHEMAS = json.loads(resources.files("workingctx").joinpath("data/cli_schema.json").read_text(encoding="utf-8"))
+MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-6", "gemini": "gemini-2.5-flash"}
+
+
+def sample(fmt: str, suffix: str = "json") -> str:
+    """
+    The path of the shipped sample in format *fmt*.
+    """
+    return str(SAMPLES.joinpath(f"incident.{fmt}.{suffix}"))
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """
+    Run the command in-process; return its exit status, standard output and standard error.
+    """
+    try:
+        status = main(list(argv))
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def run_json(capsys, command: str, *argv: str) -> dict:
+    """
+    Run a command with ``--json``, check its output against the command's schema and return it.
+    """
+    status, out, err = run(capsys, command, *argv, "--json")
+    assert status in {0, 1}, err
+    facts = json.loads(out)
+    jsonschema.validate(facts, SCHEMAS[command])
+    return facts
+
+
+class TestDetect:
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_each_sample_is_detected_as_its_format(self, fmt):
+        """
+        Every shipped sample is detected as the format its name says, and reads
+        to the same conversation as the workingctx sample.
+        """
+        doc = read_file(sample(fmt))
+        assert fmt == doc.format
+        reference = read_file(sample("workingctx")).last
+        assert [m.role for m in reference.messages] == [m.role for m in doc.last.messages]
+
+    def test_unknown_shapes_are_none(self):
+        """
+        Values that are no request of any format are not detected as one.
+        """
+        assert detect(42) is None
+        assert detect("text") is None
+        assert detect({"model": "x"}) is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+class TestEachFormat:
+    def test_inspect(self, capsys, fmt):
+        """
+        ``inspect`` lists every message with its tokens, the totals add up, and
+        with a model it prices the request and plans its breakpoints.
+        """
+        provider = "anthropic" if fmt == "workingctx" else None
+        extra = ["--provider", provider] if provider else []
+        facts = run_json(capsys, "inspect", sample(fmt), "--model", "claude-sonnet-4-6", *extra)
+        ctx = read_file(sample(fmt)).last
+        assert len(ctx.prefix.as_messages()) + ctx.size() == len(facts["messages"])
+        assert facts["totals"]["tokens"] == sum(m["tokens"] for m in facts["messages"])
+        assert ctx.freeze().digest() == facts["digest"]
+        assert [] == facts["problems"]
+        assert float(facts["cost"]["input_uncached"]) > 0
+        status, out, _ = run(capsys, "inspect", sample(fmt), *extra)
+        assert 0 == status
+        assert f"total {facts['totals']['tokens']}" in out
+
+    def test_check(self, capsys, fmt):
+        """
+        ``check`` finds the samples valid, under their own provider's rules and under every provider's.
+        """
+        facts = run_json(capsys, "check", sample(fmt))
+        assert facts["valid"]
+        for provider in ("openai", "anthropic", "gemini"):
+            status, out, _ = run(capsys, "check", sample(fmt), "--provider", provider)
+            assert 0 == status, out
+
+    def test_trim(self, capsys, fmt, tmp_path):
+        """
+        ``trim`` keeps a window that fits, starts on a user message and writes
+        the trimmed request back in the file's own format.
+        """
+        before = run_json(capsys, "inspect", sample(fmt))["totals"]["tokens"]
+        budget = before * 3 // 4
+        out_file = tmp_path / f"trimmed.{fmt}.json"
+        facts = run_json(capsys, "trim", sample(fmt), "--budget", str(budget), "-o", str(out_file))
+        assert facts["fits"]
+        assert facts["tokens_after"] <= budget < facts["tokens_before"]
+        assert sorted(facts["kept"] + facts["dropped"]) == [m["index"] for m in facts["messages"]]
+        written = read_file(str(out_file))
+        assert fmt == written.format
+        assert "user" == next(m.role for m in written.last.messages if m.role != "system")
+
+    def test_diff_against_itself_shares_everything(self, capsys, fmt):
+        """
+        ``diff`` of a file with itself adds and removes nothing and shares every token.
+        """
+        facts = run_json(capsys, "diff", sample(fmt), sample(fmt))
+        assert ([], []) == (facts["messages_added"], facts["messages_removed"])
+        assert facts["b_tokens"] == facts["shared_prefix_tokens"]
+
+    def test_replay(self, capsys, fmt):
+        """
+        ``replay`` prices one request per assistant message under each strategy,
+        and the watermark manager with planned breakpoints costs no more than
+        trimming the window every turn.
+        """
+        provider = "anthropic"
+        ctx = read_file(sample(fmt)).last
+        tokens = run_json(capsys, "inspect", sample(fmt))["totals"]["tokens"]
+        facts = run_json(
+            capsys, "replay", sample(fmt), "--provider", provider, "--model", MODELS[provider], "--window", str(tokens // 2)
+        )
+        assistants = sum(1 for m in ctx.messages if m.role == "assistant")
+        assert 3 == len(facts["strategies"])
+        assert all(assistants == len(s["requests"]) for s in facts["strategies"])
+
+
+class TestLogs:
+    def test_replay_of_a_request_log_measures_real_reuse(self, capsys):
+        """
+        On a ``.jsonl`` log each request is priced against the cache the one
+        before it left: later requests, which extend earlier ones, read from it.
+        """
+        path = sample("openai_chat", "jsonl")
+        doc = read_file(path)
+        assert len(doc.requests) > 1
+        facts = run_json(capsys, "replay", path, "--model", MODELS["openai"])
+        rows = facts["strategies"][0]["requests"]
+        assert len(doc.requests) == len(rows)
+        assert 0 == rows[0]["cache_read_tokens"]
+        assert all(a["input_tokens"] <= b["input_tokens"] for a, b in zip(rows, rows[1:], strict=False))
+
+    def test_check_names_the_line_of_a_bad_request(self, capsys, tmp_path):
+        """
+        ``check`` on a log reports each request by its line; an invalid one fails the check.
+        """
+        good = {"messages": [{"role": "user", "content": "hi"}]}
+        orphan = {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "c9", "content": "result"},
+            ]
+        }
+        log = tmp_path / "log.jsonl"
+        log.write_text(json.dumps(good) + "\n" + json.dumps(orphan) + "\n", encoding="utf-8")
+        facts = run_json(capsys, "check", str(log), "--provider", "openai")
+        assert not facts["valid"]
+        assert [1, 2] == [r["line"] for r in facts["requests"]]
+        assert [] == facts["requests"][0]["problems"]
+        assert facts["requests"][1]["problems"]
+        status, _, _ = run(capsys, "check", str(log))
+        assert 1 == status
+
+
+class _Page(HTMLParser):
+    """
+    Collects the tags, ids and classes of an HTML page, and every external reference.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+class TestReport:
+    @pytest.fixture
+    def page(self, capsys, tmp_path) -> Path:
+        """
+        The report page of the Anthropic sample with a window that makes the manager cut.
+        """
+        path = sample("anthropic")
+        tokens = run_json(capsys, "inspect", path)["totals"]["tokens"]
+        out = tmp_path / "report.html"
+        status, _, err = run(
+            capsys, "report", path, "--model", MODELS["anthropic"], "--window", str(tokens // 2), "-o", str(out)
+        )
+        assert 0 == status, err
+        return out
+
+    def test_page_is_self_contained_with_both_charts(self, page):
+        """
+        The page holds the tokens chart (one stacked bar per request) and the
+        cost chart (one line per strategy), and refers to nothing outside itself.
+        """
+        parser = _Page()
+        parser.feed(page.read_text(encoding="utf-8"))
+        ids = {a.get("id") for _, a in parser.tags}
+        assert {"tokens-chart", "cost-chart"} <= ids
+        assert any(t == "rect" and "bar" in (a.get("class") or "") for t, a in parser.tags)
+        assert 3 == sum(1 for t, a in parser.tags if t == "polyline" and a.get("class") == "cost")
+        assert not [t for t, _ in parser.tags if t in {"script", "link", "img", "iframe"}]
+        refs = [v for _, a in parser.tags for k, v in a.items() if k in {"src", "href"}]
+        assert [] == refs
+
+    @pytest.mark.skipif(shutil.which("chromium") is None, reason="no headless chromium on this machine")
+    def test_page_renders_in_a_headless_browser(self, page):
+        """
+        Headless Chromium loads the page and its DOM holds both charts' SVG.
+        """
+        result = subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-first-run",
+                f"--user-data-dir={page.parent / 'profile'}",
+                "--dump-dom",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert 0 == result.returncode, result.stderr[-2000:]
+        assert 'id="tokens-chart"' in result.stdout
+        assert 'id="cost-chart"' in result.stdout
+        assert "<rect" in result.stdout
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("content", "expected"),
+        [
+            (b'{"messages": [{"role": "user", "content": "hi"}', ":1: not valid JSON"),
+            (b'{"messages": []}\xff\xfe', ":1: not UTF-8 text: byte 0xff at offset 16"),
+            (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+            (b"42", "no known transcript format"),
+            (b'{"messages": [{"role": "wizard", "content": "hi"}]}', "not a openai_chat request"),
+            (b'{"role": "user", "role": "system"}', "appears twice"),
+            (b'{"messages": [{"role": "user", "content": NaN}]}', "NaN is not JSON"),
+        ],
+    )
+    def test_one_line_and_status_1(self, capsys, tmp_path, content, expected):
+        """
+        Truncated, non-UTF-8, deeply nested, wrong-format and ill-formed files are
+        reported on one line naming the file (and line), with exit status 1 and
+        no traceback.
+        """
+        path = tmp_path / "bad.json"
+        path.write_bytes(content)
+        status, out, err = run(capsys, "inspect", str(path))
+        assert 1 == status
+        assert "" == out
+        assert err.startswith(f"error: {path}")
+        assert expected in err
+        assert "Traceback" not in err
+        assert 1 == len(err.strip().splitlines())
+
+    def test_line_of_a_log(self, capsys, tmp_path):
+        """
+        A bad line in a ``.jsonl`` log is named by its number.
+        """
+        path = tmp_path / "log.jsonl"
+        path.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n\n{"messages": [\n', encoding="utf-8")
+        status, _, err = run(capsys, "check", str(path))
+        assert 1 == status
+        assert f"error: {path}:3: not valid JSON" in err
+
+    def test_missing_file_and_directory(self, capsys, tmp_path):
+        """
+        A missing file and a directory are named, with exit status 1.
+        """
+        status, _, err = run(capsys, "inspect", str(tmp_path / "nope.json"))
+        assert (1, f"error: {tmp_path / 'nope.json'}: no such file\n") == (status, err)
+        status, _, err = run(capsys, "inspect", str(tmp_path))
+        assert (1, f"error: {tmp_path}: not a regular file\n") == (status, err)
+
+
+class TestBadUsage:
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["frobnicate"],
+            ["trim", "x.json"],
+            ["trim", "x.json", "--budget", "-5"],
+            ["trim", "x.json", "--budget", "ten"],
+            ["replay", "x.json"],
+            ["check", "x.json", "--provider", "acme"],
+            ["inspect", "x.json", "--format", "yaml"],
+        ],
+    )
+    def test_status_2(self, capsys, argv):
+        """
+        A command line that asks for something impossible exits with status 2 and says why.
+        """
+        status, _, err = run(capsys, *argv)
+        assert 2 == status
+        assert "error:" in err
+
+    def test_unknown_model_and_pin(self, capsys):
+        """
+        An unknown model and a pin that is no scope are usage errors (status 2), named.
+        """
+        status, _, err = run(capsys, "replay", sample("anthropic"), "--model", "no-such-model-1")
+        assert 2 == status
+        assert "no-such-model-1" in err
+        status, _, err = run(capsys, "trim", sample("anthropic"), "--budget", "100", "--pin", "first")
+        assert 2 == status
+        assert "--pin 'first'" in err
+
+
+class TestProgram:
+    def test_console_script_and_module_agree(self, tmp_path):
+        """
+        ``python -m workingctx check FILE`` runs the same command as the console script.
+        """
+        result = subprocess.run(
+            [sys.executable, "-m", "workingctx", "check", sample("openai_chat"), "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert 0 == result.returncode, result.stderr
+        assert json.loads(result.stdout)["valid"]
+
+    def test_demo_is_the_default(self, capsys):
+        """
+        With no command the program prints the demo report on the shipped sample.
+        """
+        status, out, _ = run(capsys)
+        assert 0 == status
+        assert "snapshot digest:" in out
+
+    def test_trim_output_of_workingctx_json_reads_back(self, capsys, tmp_path):
+        """
+        A trimmed workingctx file keeps the prefix and notes, and reads back as the trimmed context.
+        """
+        out_file = tmp_path / "t.json"
+        tokens = run_json(capsys, "inspect", sample("workingctx"))["totals"]["tokens"]
+        run_json(capsys, "trim", sample("workingctx"), "--budget", str(tokens // 2), "-o", str(out_file))
+        original = read_file(sample("workingctx")).last
+        trimmed = read_file(str(out_file)).last
+        assert original.prefix == trimmed.prefix
+        assert original.scratchpad == trimmed.scratchpad
+        assert set(trimmed.messages) <= set(original.messages)
+
+    def test_pin_keeps_the_task(self, capsys):
+        """
+        ``--pin role:user`` keeps every user message, however small the budget.
+        """
+        facts = run_json(capsys, "trim", sample("workingctx"), "--budget", "60", "--pin", "role:user")
+        ctx = read_file(sample("workingctx")).last
+        users = [i for i, m in enumerate(ctx.messages) if m.role == "user"]
+        assert set(users) <= set(facts["kept"])
+
+
+def test_samples_are_what_the_adapters_write():
+    """
+    Every shipped sample in a provider format is exactly what that format's
+    ``write`` gives for the workingctx sample, so the samples cannot go stale.
+    """
+    import importlib
+
+    reference = read_file(sample("workingctx")).last
+    for fmt in FORMATS[1:]:
+        written = importlib.import_module(f"workingctx.adapters.{fmt}").write(reference)
+        assert written == json.loads(Path(sample(fmt)).read_text(encoding="utf-8")), fmt
+
+
+def test_message_summaries_are_one_line():
+    """
+    ``describe`` keeps a message to one line of at most the width asked for.
+    """
+    from workingctx.cli import describe
+
+    ctx = WorkingContext().append(Message("user", "a\nb " * 100))
+    line = describe(ctx.messages[0], 40)
+    assert "\n" not in line
+    assert len(line) <= 40

@@ -1,0 +1,291 @@
+"""
+Reading transcript files for the command line: any adapter format or
+workingctx's own JSON, detected; ``.jsonl`` files are logs of requests.
+
+Every failure is an :class:`InputError` that names the file, the line and, where
+it can, the JSON path, so the command line reports it in one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from workingctx.context import WorkingContext
+from workingctx.exceptions import WorkingCtxError
+
+__all__ = ["FORMATS", "PROVIDERS", "Document", "InputError", "detect", "read_file", "to_context"]
+
+FORMATS: Final = ("workingctx", "openai_chat", "openai_responses", "anthropic", "google")
+"""The file formats the command line reads: workingctx's own JSON and the adapters' request bodies."""
+
+PROVIDERS: Final = {"openai_chat": "openai", "openai_responses": "openai", "anthropic": "anthropic", "google": "gemini"}
+"""The provider whose rules a format's requests follow."""
+
+MAX_FILE_BYTES: Final = 256 * 1024 * 1024
+"""The largest transcript file the command line reads (256 MiB)."""
+
+
+class InputError(WorkingCtxError, ValueError):
+    """
+    A transcript file that cannot be read: missing, not UTF-8, not JSON, or not a transcript.
+
+    Attributes:
+        path: The file.
+        line: The line the problem is on (1 for a whole JSON document), or None.
+        where: The JSON path of the offending value, or None.
+        reason: What was wrong, and the fix when there is one.
+    """
+
+    def __init__(self, path: str, reason: str, *, line: int | None = None, where: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.where = where
+        self.reason = reason
+        place = path if line is None else f"{path}:{line}"
+        super().__init__(f"{place}: {reason}" if where is None else f"{place}: {where}: {reason}")
+
+
+@attrs.frozen
+class Document:
+    """
+    A transcript file read: its format and the requests it holds.
+
+    Attributes:
+        path: The file.
+        format: One of :data:`FORMATS`.
+        requests: One context for a JSON file; one per line for a ``.jsonl`` log.
+        lines: The line each request starts on.
+        payloads: The parsed JSON of each request, as the file holds it.
+    """
+
+    path: str
+    format: str
+    requests: tuple[WorkingContext, ...]
+    lines: tuple[int, ...]
+    payloads: tuple[Any, ...] = attrs.field(eq=False, repr=False)
+
+    @property
+    def provider(self) -> str | None:
+        """
+        The provider whose rules the file's requests follow, or None for workingctx JSON.
+        """
+        return PROVIDERS.get(self.format)
+
+    @property
+    def last(self) -> WorkingContext:
+        """
+        The last request of the file (the only one of a JSON file).
+        """
+        return self.requests[-1]
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            msg = f"the key {key!r} appears twice in one object; keep one"
+            raise ValueError(msg)
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    msg = f"{name} is not JSON; write a number or null"
+    raise ValueError(msg)
+
+
+def _parse(path: str, text: str, first_line: int) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=first_line + exc.lineno - 1) from None
+    except RecursionError:
+        msg = "JSON nested too deeply to be a transcript; no request nests that far"
+        raise InputError(path, msg, line=first_line) from None
+    except ValueError as exc:
+        raise InputError(path, str(exc), line=first_line) from None
+
+
+def _read_text(path: str) -> str:
+    file = Path(path)
+    try:
+        if not file.is_file():
+            reason = "no such file" if not file.exists() else "not a regular file"
+            raise InputError(path, reason)
+        size = file.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(path, f"{size} bytes, over the {MAX_FILE_BYTES}-byte limit for a transcript file")
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        msg = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
+        raise InputError(path, msg, line=line) from None
+
+
+def _first_message(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    messages = payload.get("messages")
+    if isinstance(messages, list):
+        for message in messages:
+            if isinstance(message, Mapping):
+                return message
+    return None
+
+
+def _anthropic_blocks(messages: Sequence[Any]) -> bool:
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping) and block.get("type") in {"tool_use", "tool_result", "thinking"}:
+                    return True
+    return False
+
+
+def _workingctx_calls(messages: Sequence[Any]) -> bool:
+    for message in messages:
+        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+        if isinstance(calls, list) and any(isinstance(c, Mapping) and "name" in c and "function" not in c for c in calls):
+            return True
+    return False
+
+
+def _openai_shapes(messages: Sequence[Any]) -> bool:
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        if message.get("role") in {"system", "developer", "tool"} or "tool_calls" in message:
+            calls = message.get("tool_calls")
+            if calls is None or any(isinstance(c, Mapping) and "function" in c for c in calls):
+                return True
+    return False
+
+
+def detect(payload: Any) -> str | None:
+    """
+    The format of a parsed request body or message list, or None when it is none of :data:`FORMATS`.
+
+    >>> detect({"messages": [{"role": "user", "content": "hi"}]})
+    'openai_chat'
+    >>> detect({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]})
+    'anthropic'
+    >>> detect({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    'google'
+    >>> detect({"input": [{"role": "user", "content": "hi"}]})
+    'openai_responses'
+    >>> detect({"prefix": {"system_prompt": "Be brief."}, "messages": []})
+    'workingctx'
+    """
+    if isinstance(payload, list):
+        if all(isinstance(item, Mapping) and "parts" in item for item in payload) and payload:
+            return "google"
+        if any(isinstance(item, Mapping) and "type" in item and "role" not in item for item in payload):
+            return "openai_responses"
+        return detect({"messages": payload})
+    if not isinstance(payload, Mapping):
+        return None
+    if "prefix" in payload or "scratchpad" in payload:
+        return "workingctx"
+    if "contents" in payload or "system_instruction" in payload or "systemInstruction" in payload:
+        return "google"
+    if "input" in payload or "instructions" in payload:
+        return "openai_responses"
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return None
+    if "system" in payload or _anthropic_blocks(messages):
+        return "anthropic"
+    if _workingctx_calls(messages):
+        return "workingctx"
+    if _openai_shapes(messages):
+        return "openai_chat"
+    first = _first_message(payload)
+    if first is not None and isinstance(first.get("content"), list | str | None):
+        return "openai_chat"
+    return "workingctx" if not messages else "openai_chat"
+
+
+def _adapter(fmt: str) -> Any:
+    return importlib.import_module(f"workingctx.adapters.{fmt}")
+
+
+def to_context(payload: Any, fmt: str) -> WorkingContext:
+    """
+    Read one request body in format *fmt* into a context.
+
+    Raises:
+        WorkingCtxError, ValueError, TypeError: the payload is not a request of that format.
+    """
+    if fmt == "workingctx":
+        from workingctx.__main__ import load_context  # noqa: PLC0415  # the program module imports this one
+
+        return load_context(payload)
+    return _adapter(fmt).read(payload)  # type: ignore[no-any-return]
+
+
+def _where(exc: BaseException) -> str | None:
+    path = getattr(exc, "path", None)
+    return path if isinstance(path, str) and path.startswith("$") else None
+
+
+def read_file(path: str, fmt: str | None = None) -> Document:
+    """
+    Read a transcript file: a JSON request body in any of :data:`FORMATS`, or a
+    ``.jsonl`` log with one request body per line.
+
+    Args:
+        path: The file.
+        fmt: The format to read it as; None to detect it per request.
+
+    Raises:
+        InputError: the file cannot be read or a request in it is not a transcript.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        msg = f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
+        raise InputError(path, msg)
+    text = _read_text(path)
+    if path.endswith(".jsonl"):
+        chunks = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        if not chunks:
+            raise InputError(path, "an empty log: a .jsonl file holds one request body per line")
+    else:
+        chunks = [(1, text)]
+    formats: list[str] = []
+    requests: list[WorkingContext] = []
+    payloads: list[Any] = []
+    for number, chunk in chunks:
+        payload = _parse(path, chunk, number)
+        found = fmt or detect(payload)
+        if found is None:
+            kind = type(payload).__name__
+            msg = (
+                f"a {kind} that is no known transcript format; a request body of "
+                f"{', '.join(FORMATS[1:])} or workingctx JSON was expected (force one with --format)"
+            )
+            raise InputError(path, msg, line=number)
+        try:
+            requests.append(to_context(payload, found))
+        except (WorkingCtxError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            raise InputError(path, f"not a {found} request: {reason}", line=number, where=_where(exc)) from None
+        except RecursionError:
+            raise InputError(path, "nested too deeply to be a transcript", line=number) from None
+        formats.append(found)
+        payloads.append(payload)
+    kinds = sorted(set(formats))
+    return Document(
+        path=path,
+        format=kinds[0] if len(kinds) == 1 else formats[-1],
+        requests=tuple(requests),
+        lines=tuple(number for number, _ in chunks),
+        payloads=tuple(payloads),
+    )

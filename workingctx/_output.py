@@ -1,0 +1,93 @@
+"""
+Output for the command line: tables drawn with ``rich`` on a terminal, plain
+aligned text when piped (or without ``rich``), and a progress bar for long work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+import attrs
+
+__all__ = ["Table", "emit", "progress"]
+
+
+@attrs.frozen
+class Table:
+    """
+    A titled table of text cells; numbers are right-aligned.
+    """
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+
+def _rich_console(stream: IO[str]) -> Any:
+    try:
+        from rich.console import Console  # noqa: PLC0415  # optional: the [cli] extra
+    except ImportError:
+        return None
+    return Console(file=stream, soft_wrap=False)
+
+
+def _plain(table: Table) -> str:
+    cells = [tuple(str(c) for c in table.columns), *(tuple("" if c is None else str(c) for c in r) for r in table.rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
+    numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in table.rows) for i in range(len(widths))]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(
+            cell.rjust(width) if right else cell.ljust(width)
+            for cell, width, right in zip(row, widths, numeric, strict=True)
+        ).rstrip()
+
+    out = [table.title, line(cells[0]), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in cells[1:])
+    return "\n".join(out)
+
+
+def emit(items: Sequence[Table | str], stream: IO[str] | None = None) -> None:
+    """
+    Print tables and lines of text: with ``rich`` when *stream* is a terminal, else plain.
+    """
+    stream = stream or sys.stdout
+    console = _rich_console(stream) if stream.isatty() else None
+    if console is None:
+        blocks = [item if isinstance(item, str) else _plain(item) for item in items]
+        print("\n".join(blocks), file=stream)  # noqa: T201  # the command line's output
+        return
+    from rich.table import Table as RichTable  # noqa: PLC0415  # optional: the [cli] extra
+
+    for item in items:
+        if isinstance(item, str):
+            console.print(item, markup=False, highlight=False)
+            continue
+        drawn = RichTable(title=item.title, title_justify="left")
+        for position, column in enumerate(item.columns):
+            numeric = all(isinstance(r[position], int | float) or r[position] is None for r in item.rows)
+            drawn.add_column(column, justify="right" if numeric else "left")
+        for row in item.rows:
+            drawn.add_row(*("" if c is None else str(c) for c in row))
+        console.print(drawn)
+
+
+@contextlib.contextmanager
+def progress(label: str, total: int, *, threshold: int = 2_000) -> Iterator[Any]:
+    """
+    A progress bar on standard error for work over *total* items, shown only on
+    a terminal, with ``rich``, and when *total* reaches *threshold*; yields a
+    function to call with the number of items done since the last call.
+    """
+    console = _rich_console(sys.stderr) if sys.stderr.isatty() and total >= threshold else None
+    if console is None:
+        yield lambda _done=1: None
+        return
+    from rich.progress import Progress  # noqa: PLC0415  # optional: the [cli] extra
+
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done=1: bar.advance(task, done)

@@ -1,0 +1,181 @@
+"""
+The page ``workingctx report`` writes: one self-contained HTML file (inline CSS
+and SVG, no script, nothing fetched) with the tokens of every request (cache
+read, cache write, fresh), where the manager cut, the cumulative cost of each
+strategy, and the problems of the transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from html import escape
+from typing import Any
+
+__all__ = ["render"]
+
+_COLORS = {"read": "#2e7d32", "write": "#f9a825", "fresh": "#c62828"}
+_LINES = ("#1565c0", "#6a1b9a", "#00838f", "#ef6c00")
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 980px; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 2em; }
+table { border-collapse: collapse; } td, th { padding: 2px 10px; border-bottom: 1px solid #ddd; text-align: left; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.legend span { display: inline-block; margin-right: 1.5em; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+svg text { font: 11px system-ui, sans-serif; fill: #444; }
+"""
+
+
+def _bars(strategy: dict[str, Any], width: int = 920, height: int = 260) -> str:
+    rows: Sequence[dict[str, Any]] = strategy["requests"]
+    top = max((r["input_tokens"] for r in rows), default=0) or 1
+    left, bottom = 56, 24
+    plot_w, plot_h = width - left - 8, height - bottom - 8
+    step = plot_w / max(len(rows), 1)
+    bar = max(step * 0.8, 0.5)
+    parts = [
+        f'<svg id="tokens-chart" role="img" aria-label="tokens per request" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for tick in range(5):
+        value = top * tick / 4
+        y = 8 + plot_h - plot_h * tick / 4
+        parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:,.0f}</text>')
+    for i, row in enumerate(rows):
+        x = left + i * step
+        y = 8 + plot_h
+        for key, amount in (
+            ("read", row["cache_read_tokens"]),
+            ("write", row["cache_write_tokens"]),
+            ("fresh", row["fresh_tokens"]),
+        ):
+            h = plot_h * amount / top
+            if h <= 0:
+                continue
+            y -= h
+            parts.append(
+                f'<rect class="bar {key}" x="{x:.2f}" y="{y:.2f}" width="{bar:.2f}" height="{h:.2f}" '
+                f'fill="{_COLORS[key]}"><title>request {row["request"]}: {amount:,} {key}</title></rect>'
+            )
+    for cut in strategy["cuts"]:
+        x = left + cut * step + bar / 2
+        parts.append(
+            f'<line class="cut" x1="{x:.2f}" x2="{x:.2f}" y1="8" y2="{8 + plot_h}" stroke="#000" '
+            f'stroke-dasharray="3,3"><title>the manager cut before request {cut}</title></line>'
+        )
+    parts.append(f'<text x="{left}" y="{height - 6}">request 0</text>')
+    parts.append(f'<text x="{width - 8}" y="{height - 6}" text-anchor="end">request {max(len(rows) - 1, 0)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _cumulative(strategies: Sequence[dict[str, Any]], width: int = 920, height: int = 260) -> str:
+    series = []
+    for strategy in strategies:
+        total = Decimal(0)
+        points = []
+        for row in strategy["requests"]:
+            total += Decimal(row["cost"])
+            points.append(total)
+        series.append((strategy["name"], points))
+    top = max((float(p[-1]) for _, p in series if p), default=0.0) or 1.0
+    longest = max((len(p) for _, p in series), default=1)
+    left, bottom = 64, 24
+    plot_w, plot_h = width - left - 8, height - bottom - 8
+    parts = [
+        f'<svg id="cost-chart" role="img" aria-label="cumulative cost per strategy" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for tick in range(5):
+        value = top * tick / 4
+        y = 8 + plot_h - plot_h * tick / 4
+        parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">${value:,.2f}</text>')
+    for number, (name, points) in enumerate(series):
+        if not points:
+            continue
+        coords = " ".join(
+            f"{left + plot_w * i / max(longest - 1, 1):.2f},{8 + plot_h - plot_h * float(v) / top:.2f}"
+            for i, v in enumerate(points)
+        )
+        color = _LINES[number % len(_LINES)]
+        parts.append(
+            f'<polyline class="cost" fill="none" stroke="{color}" stroke-width="2" points="{coords}">'
+            f"<title>{escape(name)}: ${float(points[-1]):,.4f}</title></polyline>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[bool]) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="n">{escape(str(c))}</td>' if n else f"<td>{escape(str(c))}</td>"
+            for c, n in zip(row, numeric, strict=True)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
+    """
+    The report page for the facts of ``replay`` and ``inspect`` on one file.
+    """
+    strategies = replayed["strategies"]
+    main = strategies[-1]
+    legend = "".join(
+        f'<span><i class="swatch" style="background:{color}"></i>{label}</span>'
+        for label, color in (
+            ("cache read", _COLORS["read"]),
+            ("cache write", _COLORS["write"]),
+            ("fresh input", _COLORS["fresh"]),
+        )
+    )
+    lines_legend = "".join(
+        f'<span><i class="swatch" style="background:{_LINES[i % len(_LINES)]}"></i>{escape(s["name"])}</span>'
+        for i, s in enumerate(strategies)
+    )
+    summary = _table(
+        ("strategy", "requests", "read from cache", "lookback misses", "cost $", "uncached $"),
+        [
+            (s["name"], len(s["requests"]), f"{s['cached_share']:.1%}", s["lookback_misses"], s["cost"], s["uncached_cost"])
+            for s in strategies
+        ],
+        (False, True, True, True, True, True),
+    )
+    problems = inspected["problems"]
+    problem_table = (
+        _table(
+            ("message", "rule", "what and how to fix"),
+            [("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems],
+            (True, False, False),
+        )
+        if problems
+        else f"<p id=\"no-problems\">No problem under {escape(str(inspected['provider'] or 'any provider'))}'s rules.</p>"
+    )
+    totals = inspected["totals"]
+    title = f"workingctx report: {replayed['file']}"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
+<style>{_CSS}</style></head><body>
+<h1>{escape(title)}</h1>
+<p>{escape(replayed["format"])} on {escape(replayed["provider"])} {escape(replayed["model"])};
+prefix {totals["prefix_tokens"]:,} tokens, tail {totals["tail_messages"]:,} messages ({totals["tail_tokens"]:,} tokens);
+window {escape(str(replayed["window"] or "none"))}.</p>
+<h2>Tokens per request: {escape(main["name"])}</h2>
+<p class="legend">{legend}<span>- - - the manager cut</span></p>
+{_bars(main)}
+<h2>Cumulative cost per strategy</h2>
+<p class="legend">{lines_legend}</p>
+{_cumulative(strategies)}
+{summary}
+<h2>Problems</h2>
+{problem_table}
+</body></html>
+"""

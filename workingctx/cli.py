@@ -1,0 +1,701 @@
+"""
+The ``workingctx`` command: look inside transcripts, check them against a
+provider's rules, trim them, compare them, and replay a run's cost under the
+provider's prompt cache.
+
+    workingctx demo [FILE]                        the report on the shipped sample (or FILE)
+    workingctx inspect FILE [--model M]           tokens per message, problems, cache breakpoints, cost
+    workingctx check FILE [--provider P]          the provider's rules; exit status 1 on a problem
+    workingctx trim FILE --budget N [--low N]     what a token budget keeps and drops
+    workingctx diff A B                           what changed from A to B, and the shared prefix
+    workingctx replay FILE --model M --window N   cost and cache reuse request by request
+    workingctx report FILE -o report.html         all of it on one self-contained page
+
+FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
+or workingctx JSON (detected; --format forces one); a .jsonl file is a log of
+requests, one body per line. --json prints the same facts as JSON for scripts.
+Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
+failed check, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any, NoReturn
+
+from workingctx._files import FORMATS, Document, InputError, read_file
+from workingctx._output import Table, emit, progress
+from workingctx.context import WorkingContext
+from workingctx.exceptions import WorkingCtxError
+from workingctx.messages import Message
+from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
+
+__all__ = ["main"]
+
+PROVIDER_CHOICES = ("openai", "anthropic", "gemini")
+
+
+class UsageError(Exception):
+    """
+    A command line that asks for something impossible (exit status 2).
+    """
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe(message: Message, width: int = 60) -> str:
+    """
+    One line for a message: its text, and the tools it calls.
+    """
+    if message.tool_calls:
+        calls = ", ".join(f"{c.name}({json.dumps(c.arguments, sort_keys=True, default=str)})" for c in message.tool_calls)
+        return _short(f"{message.text()} → {calls}".strip(" →"), width)
+    return _short(message.text(), width)
+
+
+def _counter(exact: bool) -> Any:
+    return TiktokenCounter() if exact else ApproxTokenCounter()
+
+
+def _provider(args: argparse.Namespace, doc: Document) -> str | None:
+    given: str | None = getattr(args, "provider", None)
+    return given or doc.provider
+
+
+def _money(value: Decimal) -> str:
+    return f"{value:.4f}"
+
+
+# -- inspect ---------------------------------------------------------------------------
+
+
+def _problems(ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
+    from workingctx.validity import check_messages  # noqa: PLC0415  # loaded only by commands that check
+
+    return [
+        {"index": p.index, "rule": p.rule, "message": p.message, "ids": list(p.ids)}
+        for p in check_messages(ctx.messages, provider=provider)  # type: ignore[arg-type]
+    ]
+
+
+def _breakpoints(ctx: WorkingContext, provider: str | None, model: str | None, counter: Any) -> list[dict[str, Any]]:
+    if provider is None or model is None:
+        return []
+    from workingctx.cache import plan  # noqa: PLC0415  # loaded only by commands that price
+
+    made = plan(ctx, provider=provider, model=model, counter=counter)
+    prefix = made.prefix_messages
+    return [
+        {
+            "message": b.message - prefix if b.message >= prefix else f"P{b.message}",
+            "block": b.block,
+            "ttl": b.ttl,
+            "tokens": b.tokens,
+        }
+        for b in made.breakpoints
+    ]
+
+
+def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exact: bool) -> dict[str, Any]:
+    """
+    The facts ``workingctx inspect`` prints: per-message tokens, totals,
+    problems under the provider's rules, the cache breakpoints a plan would set
+    and, with a model, the request's input cost.
+    """
+    ctx = doc.last
+    counter = _counter(exact)
+    rows: list[dict[str, Any]] = []
+    numbered = [("P", "prefix", m) for m in ctx.prefix.as_messages()]
+    numbered += [(i, "tail", m) for i, m in enumerate(ctx.messages)]
+    with progress("counting", len(numbered)) as advance:
+        for label, part, message in numbered:
+            rows.append(
+                {
+                    "index": label,
+                    "part": part,
+                    "role": message.role,
+                    "tokens": counter.count_message(message),
+                    "text": describe(message),
+                }
+            )
+            advance()
+    prefix_tokens = sum(r["tokens"] for r in rows if r["part"] == "prefix")
+    tail_tokens = sum(r["tokens"] for r in rows if r["part"] == "tail")
+    facts: dict[str, Any] = {
+        "file": doc.path,
+        "format": doc.format,
+        "requests": len(doc.requests),
+        "provider": provider,
+        "counter": counter.name if hasattr(counter, "name") else type(counter).__name__,
+        "exact": bool(getattr(counter, "exact", False)),
+        "messages": rows,
+        "totals": {
+            "prefix_messages": len(ctx.prefix.as_messages()),
+            "tail_messages": ctx.size(),
+            "prefix_tokens": prefix_tokens,
+            "tail_tokens": tail_tokens,
+            "tokens": prefix_tokens + tail_tokens,
+        },
+        "digest": ctx.freeze().digest(),
+        "problems": _problems(ctx, provider),
+        "breakpoints": _breakpoints(ctx, provider, model, counter),
+        "model": model,
+        "cost": None,
+    }
+    if model is not None:
+        from workingctx.messages import Usage  # noqa: PLC0415
+        from workingctx.pricing import cost  # noqa: PLC0415  # loaded only by commands that price
+
+        facts["cost"] = {"input_uncached": _money(cost(model, Usage(input_tokens=prefix_tokens + tail_tokens)))}
+    return facts
+
+
+def _show_inspect(facts: dict[str, Any]) -> list[Table | str]:
+    rows = tuple((r["index"], r["role"], r["tokens"], r["text"]) for r in facts["messages"])
+    totals = facts["totals"]
+    out: list[Table | str] = [
+        Table(f"{facts['file']} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
+        (
+            f"prefix: {totals['prefix_messages']} messages (marked P), {totals['prefix_tokens']} tokens; "
+            f"tail: {totals['tail_messages']} messages, {totals['tail_tokens']} tokens; "
+            f"total {totals['tokens']} ({facts['counter']})"
+        ),
+        f"digest: {facts['digest']}",
+    ]
+    if facts["requests"] > 1:
+        out.insert(0, f"a log of {facts['requests']} requests; the last one:")
+    out.extend(_show_problems(facts["problems"], facts["provider"]))
+    if facts["breakpoints"]:
+        out.append(
+            Table(
+                f"cache breakpoints a plan sets for {facts['provider']} {facts['model']}",
+                ("message", "block", "ttl", "tokens before"),
+                tuple((b["message"], b["block"], b["ttl"], b["tokens"]) for b in facts["breakpoints"]),
+            )
+        )
+    if facts["cost"] is not None:
+        out.append(f"input cost without cache on {facts['model']}: ${facts['cost']['input_uncached']}")
+    elif facts["model"] is None:
+        out.append("give --model for the cost and the cache breakpoints")
+    return out
+
+
+def _show_problems(problems: Sequence[dict[str, Any]], provider: str | None) -> list[Table | str]:
+    rules = f"{provider}'s rules" if provider else "every provider's rules"
+    if not problems:
+        return [f"valid under {rules}"]
+    rows = tuple(("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems)
+    return [Table(f"{len(problems)} problems under {rules}", ("message", "rule", "what and how to fix"), rows)]
+
+
+# -- check -----------------------------------------------------------------------------
+
+
+def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
+    """
+    The facts ``workingctx check`` prints: every problem of every request under the provider's rules.
+    """
+    requests = []
+    for line, ctx in zip(doc.lines, doc.requests, strict=True):
+        requests.append({"line": line, "problems": _problems(ctx, provider)})
+    return {
+        "file": doc.path,
+        "format": doc.format,
+        "provider": provider,
+        "valid": not any(r["problems"] for r in requests),
+        "requests": requests,
+    }
+
+
+def _show_check(facts: dict[str, Any]) -> list[Table | str]:
+    out: list[Table | str] = []
+    for request in facts["requests"]:
+        if len(facts["requests"]) > 1:
+            out.append(f"line {request['line']}:")
+        out.extend(_show_problems(request["problems"], facts["provider"]))
+    return out
+
+
+# -- trim ------------------------------------------------------------------------------
+
+
+def _pin(specs: Sequence[str]) -> Any:
+    from workingctx.scopes import AnyOf, RoleFilter, Tagged  # noqa: PLC0415
+
+    scopes: list[Any] = []
+    for spec in specs:
+        kind, _, value = spec.partition(":")
+        if kind == "role" and value:
+            scopes.append(RoleFilter({value}))
+        elif kind == "tag" and value:
+            scopes.append(Tagged(value))
+        else:
+            msg = f"--pin {spec!r}: use role:ROLE (e.g. role:user) or tag:NAME (a message's name)"
+            raise UsageError(msg)
+    if not scopes:
+        return None
+    return scopes[0] if len(scopes) == 1 else AnyOf(scopes)
+
+
+def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str], exact: bool) -> dict[str, Any]:
+    """
+    The facts ``workingctx trim`` prints: what the token-budget manager keeps and
+    drops on the last request, and what that saves.
+    """
+    from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415
+    from workingctx.scopes import explain  # noqa: PLC0415
+
+    ctx = doc.last
+    counter = _counter(exact)
+    pinned = _pin(pin)
+    options: dict[str, Any] = {"low_watermark": low, "counter": counter}
+    if pinned is not None:
+        options["pin"] = pinned
+    try:
+        manager = TokenBudgetContextManager(budget, **options)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    scope = manager.scope_for(ctx)
+    dry = explain(scope, ctx, counter)
+    trimmed = manager.trim_context(ctx.fork())
+    before = counter.count(ctx.assembled())
+    after = counter.count(trimmed.assembled())
+    return {
+        "file": doc.path,
+        "format": doc.format,
+        "budget": budget,
+        "low": low,
+        "scope": str(scope),
+        "kept": list(dry.kept),
+        "dropped": list(dry.dropped),
+        "tokens_before": before,
+        "tokens_after": after,
+        "fits": after <= budget,
+        "cache_break": dry.cache_break,
+        "prefix_tokens": dry.prefix_tokens,
+        "explain": str(dry),
+        "messages": [{"index": i, "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
+        "_trimmed": trimmed,
+    }
+
+
+def _show_trim(facts: dict[str, Any]) -> list[Table | str]:
+    kept = set(facts["kept"])
+    rows = tuple(
+        (m["index"], "kept" if m["index"] in kept else "dropped", m["role"], m["text"]) for m in facts["messages"]
+    )
+    return [
+        Table(f"{facts['file']} trimmed to {facts['budget']} tokens", ("#", "", "role", "text"), rows),
+        facts["explain"],
+        f"tokens with the prefix: {facts['tokens_before']} -> {facts['tokens_after']}"
+        + ("" if facts["fits"] else f" (over the budget of {facts['budget']}: the newest exchange alone is larger)"),
+    ]
+
+
+# -- diff ------------------------------------------------------------------------------
+
+
+def diff_facts(a: Document, b: Document, *, exact: bool) -> dict[str, Any]:
+    """
+    The facts ``workingctx diff`` prints: what changed from A's last request to
+    B's, and how much of B's request a prompt cache filled by A can serve.
+    """
+    from workingctx.snapshot import common_prefix_length  # noqa: PLC0415
+
+    old, new = a.last, b.last
+    change = new.diff(old)
+    counter = _counter(exact)
+    shared = common_prefix_length(old.freeze(), new.freeze())
+    assembled = new.assembled()
+    return {
+        "a": a.path,
+        "b": b.path,
+        "prefix_changed": change.prefix_changed,
+        "messages_added": [{"role": m.role, "text": describe(m)} for m in change.messages_added],
+        "messages_removed": [{"role": m.role, "text": describe(m)} for m in change.messages_removed],
+        "notes_changed": sorted(change.scratchpad_changes),
+        "notes_removed": sorted(change.scratchpad_removed),
+        "shared_prefix_messages": shared,
+        "shared_prefix_tokens": counter.count(assembled[:shared]),
+        "b_tokens": counter.count(assembled),
+    }
+
+
+def _show_diff(facts: dict[str, Any]) -> list[Table | str]:
+    rows = tuple(("+", m["role"], m["text"]) for m in facts["messages_added"])
+    rows += tuple(("-", m["role"], m["text"]) for m in facts["messages_removed"])
+    out: list[Table | str] = [Table(f"{facts['a']} -> {facts['b']}", ("", "role", "text"), rows)]
+    out.append(f"prefix: {'changed' if facts['prefix_changed'] else 'unchanged'}")
+    if facts["notes_changed"] or facts["notes_removed"]:
+        out.append(f"notes changed: {', '.join(facts['notes_changed']) or '-'}; removed: {', '.join(facts['notes_removed']) or '-'}")
+    out.append(
+        f"shared prefix: {facts['shared_prefix_messages']} messages, {facts['shared_prefix_tokens']} of "
+        f"{facts['b_tokens']} tokens a prompt cache filled by A can serve"
+    )
+    return out
+
+
+# -- replay ----------------------------------------------------------------------------
+
+
+class _Cuts:
+    """
+    A manager that records the requests at which it cut the context.
+    """
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self.request = 0
+        self.cuts: list[int] = []
+
+    def trim_context(self, ctx: WorkingContext) -> WorkingContext:
+        before = ctx.size()
+        out = self.manager.trim_context(ctx)
+        if ctx.size() < before:
+            self.cuts.append(self.request)
+        self.request += 1
+        return out  # type: ignore[no-any-return]
+
+
+def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple[str, Any, str]]:
+    from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415
+
+    out: list[tuple[str, Any, str]] = [("whole history, planned breakpoints", None, "plan")]
+    if window is not None:
+        out.append(
+            (
+                "trim to the window every turn, one breakpoint on the last block",
+                TokenBudgetContextManager(window, low_watermark=window, counter=counter),
+                "last",
+            )
+        )
+        out.append(
+            (
+                "watermarks, planned breakpoints",
+                TokenBudgetContextManager(window, low_watermark=low, counter=counter),
+                "plan",
+            )
+        )
+    return out
+
+
+def _request_row(number: int, usage: Any, cost: Decimal, uncached: Decimal) -> dict[str, Any]:
+    total = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    return {
+        "request": number,
+        "input_tokens": total,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "fresh_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost": _money(cost),
+        "uncached_cost": _money(uncached),
+    }
+
+
+def replay_facts(
+    doc: Document, *, provider: str, model: str, window: int | None, low: int | None, exact: bool
+) -> dict[str, Any]:
+    """
+    The facts ``workingctx replay`` prints.
+
+    A ``.jsonl`` log is replayed as it was sent: each request against the cache
+    the one before it left. A single transcript is replayed as the run that
+    built it, one request before each assistant message, under each strategy
+    (the whole history; trimming to the window every turn; the watermark
+    manager), with the provider's cache rules.
+    """
+    from workingctx import cache  # noqa: PLC0415  # loaded only by commands that price
+
+    counter = _counter(exact)
+    strategies: list[dict[str, Any]] = []
+    if len(doc.requests) > 1:
+        rows = []
+        reports = []
+        with progress("replaying", len(doc.requests)) as advance:
+            previous = None
+            for number, ctx in enumerate(doc.requests):
+                if previous is None:
+                    made = cache.report(WorkingContext(), ctx, provider=provider, model=model, counter=counter)
+                else:
+                    made = cache.report(previous, ctx, provider=provider, model=model, counter=counter)
+                reports.append(made)
+                rows.append(_request_row(number, made.usage, made.cost, made.uncached_cost))
+                previous = ctx
+                advance()
+        total = sum((r.cost for r in reports), Decimal(0))
+        uncached = sum((r.uncached_cost for r in reports), Decimal(0))
+        read = sum(r.usage.cache_read_tokens for r in reports)
+        tokens = sum(r.input_tokens for r in reports)
+        strategies.append(
+            {
+                "name": "as logged",
+                "requests": rows,
+                "cuts": [],
+                "cost": _money(total),
+                "uncached_cost": _money(uncached),
+                "cached_share": round(read / tokens, 4) if tokens else 0.0,
+                "lookback_misses": sum(1 for r in reports if r.lookback_miss_tokens),
+            }
+        )
+    else:
+        ctx = doc.last
+        for name, manager, strategy in _strategies(window, low, counter):
+            recorder = _Cuts(manager) if manager is not None else None
+            run = cache.simulate(
+                ctx.messages,
+                provider=provider,
+                model=model,
+                manager=recorder,
+                context=WorkingContext(prefix=ctx.prefix, counter=counter),
+                cache=strategy,
+                counter=counter,
+            )
+            strategies.append(
+                {
+                    "name": name,
+                    "requests": [
+                        _request_row(i, r.usage, r.cost, r.uncached_cost) for i, r in enumerate(run.requests)
+                    ],
+                    "cuts": recorder.cuts if recorder is not None else [],
+                    "cost": _money(run.cost),
+                    "uncached_cost": _money(run.uncached_cost),
+                    "cached_share": round(run.cached_share, 4),
+                    "lookback_misses": run.lookback_misses,
+                }
+            )
+    return {
+        "file": doc.path,
+        "format": doc.format,
+        "provider": provider,
+        "model": model,
+        "window": window,
+        "low": low,
+        "strategies": strategies,
+    }
+
+
+def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
+    main_strategy = facts["strategies"][-1]
+    rows = tuple(
+        (
+            r["request"],
+            r["input_tokens"],
+            r["cache_read_tokens"],
+            r["cache_write_tokens"],
+            r["fresh_tokens"],
+            r["output_tokens"],
+            r["cost"],
+            r["uncached_cost"],
+        )
+        for r in main_strategy["requests"]
+    )
+    title = f"{facts['file']} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
+    out: list[Table | str] = [
+        Table(title, ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached"), rows)
+    ]
+    summary = tuple(
+        (s["name"], len(s["requests"]), f"{s['cached_share']:.1%}", s["lookback_misses"], s["cost"], s["uncached_cost"])
+        for s in facts["strategies"]
+    )
+    out.append(Table("strategies", ("strategy", "requests", "cached", "lookback misses", "$", "$ uncached"), summary))
+    return out
+
+
+# -- report ----------------------------------------------------------------------------
+
+
+def report_page(doc: Document, *, provider: str, model: str, window: int | None, low: int | None, exact: bool) -> str:
+    """
+    The self-contained HTML page ``workingctx report`` writes.
+    """
+    from workingctx._report import render  # noqa: PLC0415
+
+    replayed = replay_facts(doc, provider=provider, model=model, window=window, low=low, exact=exact)
+    inspected = inspect_facts(doc, provider=provider, model=model, exact=exact)
+    return render(replayed, inspected)
+
+
+# -- the program -----------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        msg = f"{text!r} is not a whole number of tokens"
+        raise argparse.ArgumentTypeError(msg) from None
+    if value <= 0:
+        msg = f"{value} tokens: give a positive number"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    doc = __doc__ or ""
+    parser = argparse.ArgumentParser(
+        prog="workingctx",
+        description=doc.strip().split("\n\n")[0],
+        epilog=doc.strip().split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text)
+        sub.add_argument("--json", action="store_true", help="print the facts as JSON")
+        sub.add_argument("--exact", action="store_true", help="count with cl100k (tiktoken) instead of the estimate")
+        return sub
+
+    def file_command(name: str, text: str) -> argparse.ArgumentParser:
+        sub = command(name, text)
+        sub.add_argument("file", help="a request body (.json) or a log of them (.jsonl)")
+        sub.add_argument("--format", choices=FORMATS, help="read the file as this format instead of detecting it")
+        return sub
+
+    demo = commands.add_parser("demo", help="the report on the shipped sample transcript, or on FILE")
+    demo.add_argument("file", nargs="?", help="a workingctx transcript JSON file (default: the shipped sample)")
+
+    sub = file_command("inspect", "tokens per message, problems, cache breakpoints and cost of a request")
+    sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose rules (default: the file's format's)")
+    sub.add_argument("--model", help="price the request and plan its cache breakpoints for this model")
+
+    sub = file_command("check", "check requests against a provider's rules; exit status 1 on a problem")
+    sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose rules (default: the file's format's)")
+
+    sub = file_command("trim", "what a token budget keeps and drops, never splitting a tool exchange")
+    sub.add_argument("--budget", type=_positive, required=True, help="the window, in tokens (the prefix counts)")
+    sub.add_argument("--low", type=_positive, help="cut down to this many tokens (default: the manager's)")
+    sub.add_argument("--pin", action="append", default=[], help="always keep: role:ROLE or tag:NAME (repeatable)")
+    sub.add_argument("-o", "--output", help="write the trimmed request here, in the file's format")
+
+    sub = command("diff", "what changed from A to B, and how much of B a prompt cache filled by A serves")
+    sub.add_argument("a")
+    sub.add_argument("b")
+    sub.add_argument("--format", choices=FORMATS, help="read both files as this format")
+
+    for name, text in (
+        ("replay", "cost and cache reuse request by request, under several trimming strategies"),
+        ("report", "a self-contained HTML page with charts of tokens, cuts and cost"),
+    ):
+        sub = file_command(name, text)
+        sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose cache (default: the file's format's)")
+        sub.add_argument("--model", required=True, help="the model whose prices and cache minimums apply")
+        sub.add_argument("--window", type=_positive, help="the context window the managers keep to, in tokens")
+        sub.add_argument("--low", type=_positive, help="the low watermark the manager cuts down to")
+        if name == "report":
+            sub.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    return parser
+
+
+def _print_json(facts: dict[str, Any]) -> None:
+    print(json.dumps({k: v for k, v in facts.items() if not k.startswith("_")}, indent=2, default=str))  # noqa: T201
+
+
+def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
+    from pathlib import Path  # noqa: PLC0415
+
+    if doc.format == "workingctx":
+        from workingctx.serialization import unstructure  # noqa: PLC0415
+
+        payload: Any = {
+            "prefix": unstructure(trimmed.prefix),
+            "messages": [unstructure(m) for m in trimmed.messages],
+            "scratchpad": dict(trimmed.scratchpad),
+        }
+    else:
+        import importlib  # noqa: PLC0415
+
+        payload = importlib.import_module(f"workingctx.adapters.{doc.format}").write(trimmed)
+    Path(path).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _run(args: argparse.Namespace) -> int:
+    exact = getattr(args, "exact", False)
+    if args.command in {None, "demo"}:
+        from workingctx.__main__ import demo  # noqa: PLC0415  # the report python -m workingctx has always printed
+
+        return demo(getattr(args, "file", None))
+    if args.command == "diff":
+        facts = diff_facts(read_file(args.a, args.format), read_file(args.b, args.format), exact=exact)
+        return _finish(args, facts, _show_diff)
+    doc = read_file(args.file, args.format)
+    provider = _provider(args, doc)
+    if args.command == "inspect":
+        return _finish(args, inspect_facts(doc, provider=provider, model=args.model, exact=exact), _show_inspect)
+    if args.command == "check":
+        facts = check_facts(doc, provider=provider)
+        _finish(args, facts, _show_check)
+        return 0 if facts["valid"] else 1
+    if args.command == "trim":
+        facts = trim_facts(doc, budget=args.budget, low=args.low, pin=args.pin, exact=exact)
+        if args.output:
+            _write_trimmed(doc, facts["_trimmed"], args.output)
+        return _finish(args, facts, _show_trim)
+    if provider is None:
+        msg = f"{args.file} is workingctx JSON: say whose cache to replay with --provider"
+        raise UsageError(msg)
+    if args.command == "replay":
+        facts = replay_facts(doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact)
+        return _finish(args, facts, _show_replay)
+    page = report_page(doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact)
+    from pathlib import Path  # noqa: PLC0415
+
+    Path(args.output).write_text(page, encoding="utf-8")
+    if args.json:
+        _print_json({"file": args.file, "output": args.output, "bytes": len(page.encode())})
+    else:
+        print(f"wrote {args.output} ({len(page.encode())} bytes)")  # noqa: T201
+    return 0
+
+
+def _finish(args: argparse.Namespace, facts: dict[str, Any], show: Callable[[dict[str, Any]], list[Table | str]]) -> int:
+    if args.json:
+        _print_json(facts)
+    else:
+        emit(show(facts))
+    return 0
+
+
+def _fail(status: int, text: str) -> NoReturn:
+    print(f"error: {text}", file=sys.stderr)  # noqa: T201
+    raise SystemExit(status)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    Run the ``workingctx`` command; returns the exit status.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"demo", "inspect", "check", "trim", "diff", "replay", "report"}
+    if argv and argv[0] not in commands and not argv[0].startswith("-"):
+        argv = ["demo", *argv]  # `python -m workingctx FILE`, as before the subcommands
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except InputError as exc:
+        _fail(1, str(exc))
+    except UsageError as exc:
+        _fail(2, str(exc))
+    except WorkingCtxError as exc:
+        name = type(exc).__name__
+        status = 2 if name in {"PricingError", "CacheRuleError"} else 1
+        _fail(status, str(exc))
+    except KeyboardInterrupt:
+        _fail(130, "interrupted")
+    except Exception as exc:
+        if os.environ.get("WORKINGCTX_DEBUG"):
+            raise
+        _fail(1, f"{type(exc).__name__}: {exc} (set WORKINGCTX_DEBUG=1 for the traceback)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
