@@ -100,8 +100,11 @@ def report(ctx: WorkingContext) -> str:
     lines.append(f"scratchpad: {json.dumps(ctx.scratchpad, sort_keys=True)}")
 
     # Fit the request into a smaller window, on a fork so the original stays whole.
-    window = max(ctx.count_tokens() * 3 // 4, 1)
-    manager = TokenBudgetContextManager(window, low_watermark=window * 2 // 3)
+    # The window holds the prefix and three quarters of the tail; a cut goes down to two thirds of it.
+    prefix_tokens = ctx.counter.count(ctx.prefix.as_messages())
+    tail_tokens = ctx.count_tokens() - prefix_tokens
+    window = prefix_tokens + max(tail_tokens * 3 // 4, 1)
+    manager = TokenBudgetContextManager(window, low_watermark=prefix_tokens + max(tail_tokens * 2 // 3, 1))
     trimmed = manager.trim_context(ctx.fork())
     lines.append("")
     lines.append(f"fitted to a {window}-token window with {manager!r}:")
