@@ -92,7 +92,8 @@ def _cumulative(strategies: Sequence[dict[str, Any]], width: int = 920, height: 
         value = top * tick / 4
         y = 8 + plot_h - plot_h * tick / 4
         parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">${value:,.2f}</text>')
+        digits = 2 if top >= 10 else 4
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">${value:,.{digits}f}</text>')
     for number, (name, points) in enumerate(series):
         if not points:
             continue
