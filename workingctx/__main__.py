@@ -142,5 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     from workingctx.cli import main as run  # noqa: PLC0415  # the command imports this module for demo()
 
     return run(argv)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -104,7 +104,9 @@ def _parse(path: str, text: str, first_line: int) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=first_line + exc.lineno - 1) from None
+        raise InputError(
+            path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=first_line + exc.lineno - 1
+        ) from None
     except RecursionError:
         msg = "JSON nested too deeply to be a transcript; no request nests that far"
         raise InputError(path, msg, line=first_line) from None
@@ -154,7 +156,9 @@ def _anthropic_blocks(messages: Sequence[Any]) -> bool:
 def _workingctx_calls(messages: Sequence[Any]) -> bool:
     for message in messages:
         calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-        if isinstance(calls, list) and any(isinstance(c, Mapping) and "name" in c and "function" not in c for c in calls):
+        if isinstance(calls, list) and any(
+            isinstance(c, Mapping) and "name" in c and "function" not in c for c in calls
+        ):
             return True
     return False
 

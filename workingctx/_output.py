@@ -58,7 +58,7 @@ def emit(items: Sequence[Table | str], stream: IO[str] | None = None) -> None:
     console = _rich_console(stream) if stream.isatty() else None
     if console is None:
         blocks = [item if isinstance(item, str) else _plain(item) for item in items]
-        print("\n".join(blocks), file=stream)  # noqa: T201  # the command line's output
+        print("\n".join(blocks), file=stream)  # the command line's output
         return
     from rich.table import Table as RichTable  # noqa: PLC0415  # optional: the [cli] extra
 

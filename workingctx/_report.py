@@ -35,8 +35,10 @@ def _bars(strategy: dict[str, Any], width: int = 920, height: int = 260) -> str:
     step = plot_w / max(len(rows), 1)
     bar = max(step * 0.8, 0.5)
     parts = [
-        f'<svg id="tokens-chart" role="img" aria-label="tokens per request" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+        (
+            f'<svg id="tokens-chart" role="img" aria-label="tokens per request" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+        )
     ]
     for tick in range(5):
         value = top * tick / 4
@@ -85,8 +87,10 @@ def _cumulative(strategies: Sequence[dict[str, Any]], width: int = 920, height: 
     left, bottom = 64, 24
     plot_w, plot_h = width - left - 8, height - bottom - 8
     parts = [
-        f'<svg id="cost-chart" role="img" aria-label="cumulative cost per strategy" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+        (
+            f'<svg id="cost-chart" role="img" aria-label="cumulative cost per strategy" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+        )
     ]
     for tick in range(5):
         value = top * tick / 4
@@ -145,7 +149,14 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
     summary = _table(
         ("strategy", "requests", "read from cache", "lookback misses", "cost $", "uncached $"),
         [
-            (s["name"], len(s["requests"]), f"{s['cached_share']:.1%}", s["lookback_misses"], s["cost"], s["uncached_cost"])
+            (
+                s["name"],
+                len(s["requests"]),
+                f"{s['cached_share']:.1%}",
+                s["lookback_misses"],
+                s["cost"],
+                s["uncached_cost"],
+            )
             for s in strategies
         ],
         (False, True, True, True, True, True),
@@ -158,7 +169,7 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
             (True, False, False),
         )
         if problems
-        else f"<p id=\"no-problems\">No problem under {escape(str(inspected['provider'] or 'any provider'))}'s rules.</p>"
+        else f'<p id="no-problems">No problem under {escape(str(inspected["provider"] or "any"))} rules.</p>'
     )
     totals = inspected["totals"]
     title = f"workingctx report: {replayed['file']}"

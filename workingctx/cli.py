@@ -1,5 +1,5 @@
 """
-The ``workingctx`` command: look inside transcripts, check them against a
+The workingctx command: look inside transcripts, check them against a
 provider's rules, trim them, compare them, and replay a run's cost under the
 provider's prompt cache.
 
@@ -30,9 +30,10 @@ from typing import Any, NoReturn
 
 from workingctx._files import FORMATS, Document, InputError, read_file
 from workingctx._output import Table, emit, progress
+from workingctx.cache import Strategy
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
-from workingctx.messages import Message
+from workingctx.messages import Message, ToolCallBlock
 from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
 
 __all__ = ["main"]
@@ -55,9 +56,12 @@ def describe(message: Message, width: int = 60) -> str:
     """
     One line for a message: its text, and the tools it calls.
     """
-    if message.tool_calls:
-        calls = ", ".join(f"{c.name}({json.dumps(c.arguments, sort_keys=True, default=str)})" for c in message.tool_calls)
-        return _short(f"{message.text()} → {calls}".strip(" →"), width)
+    calls = [(c.name, c.arguments) for c in message.tool_calls]
+    if not isinstance(message.content, str):
+        calls += [(b.name, b.args) for b in message.content if isinstance(b, ToolCallBlock)]
+    if calls:
+        shown = ", ".join(f"{name}({json.dumps(args, sort_keys=True, default=str)})" for name, args in calls)
+        return _short(f"{message.text()} → {shown}".strip(" →"), width)
     return _short(message.text(), width)
 
 
@@ -113,7 +117,7 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
     ctx = doc.last
     counter = _counter(exact)
     rows: list[dict[str, Any]] = []
-    numbered = [("P", "prefix", m) for m in ctx.prefix.as_messages()]
+    numbered: list[tuple[str | int, str, Message]] = [("P", "prefix", m) for m in ctx.prefix.as_messages()]
     numbered += [(i, "tail", m) for i, m in enumerate(ctx.messages)]
     with progress("counting", len(numbered)) as advance:
         for label, part, message in numbered:
@@ -162,7 +166,7 @@ def _show_inspect(facts: dict[str, Any]) -> list[Table | str]:
     rows = tuple((r["index"], r["role"], r["tokens"], r["text"]) for r in facts["messages"])
     totals = facts["totals"]
     out: list[Table | str] = [
-        Table(f"{facts['file']} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
+        Table(f"messages of {facts['file']} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
         (
             f"prefix: {totals['prefix_messages']} messages (marked P), {totals['prefix_tokens']} tokens; "
             f"tail: {totals['tail_messages']} messages, {totals['tail_tokens']} tokens; "
@@ -216,11 +220,17 @@ def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
 
 
 def _show_check(facts: dict[str, Any]) -> list[Table | str]:
+    requests = facts["requests"]
+    if len(requests) == 1:
+        return _show_problems(requests[0]["problems"], facts["provider"])
     out: list[Table | str] = []
-    for request in facts["requests"]:
-        if len(facts["requests"]) > 1:
+    for request in requests:
+        shown = _show_problems(request["problems"], facts["provider"])
+        if isinstance(shown[0], str):
+            out.append(f"line {request['line']}: {shown[0]}")
+        else:
             out.append(f"line {request['line']}:")
-        out.extend(_show_problems(request["problems"], facts["provider"]))
+            out.extend(shown)
     return out
 
 
@@ -293,7 +303,7 @@ def _show_trim(facts: dict[str, Any]) -> list[Table | str]:
         (m["index"], "kept" if m["index"] in kept else "dropped", m["role"], m["text"]) for m in facts["messages"]
     )
     return [
-        Table(f"{facts['file']} trimmed to {facts['budget']} tokens", ("#", "", "role", "text"), rows),
+        Table(f"trim of {facts['file']} to {facts['budget']} tokens", ("#", "", "role", "text"), rows),
         facts["explain"],
         f"tokens with the prefix: {facts['tokens_before']} -> {facts['tokens_after']}"
         + ("" if facts["fits"] else f" (over the budget of {facts['budget']}: the newest exchange alone is larger)"),
@@ -332,10 +342,12 @@ def diff_facts(a: Document, b: Document, *, exact: bool) -> dict[str, Any]:
 def _show_diff(facts: dict[str, Any]) -> list[Table | str]:
     rows = tuple(("+", m["role"], m["text"]) for m in facts["messages_added"])
     rows += tuple(("-", m["role"], m["text"]) for m in facts["messages_removed"])
-    out: list[Table | str] = [Table(f"{facts['a']} -> {facts['b']}", ("", "role", "text"), rows)]
+    out: list[Table | str] = [Table(f"from {facts['a']} to {facts['b']}", ("", "role", "text"), rows)]
     out.append(f"prefix: {'changed' if facts['prefix_changed'] else 'unchanged'}")
     if facts["notes_changed"] or facts["notes_removed"]:
-        out.append(f"notes changed: {', '.join(facts['notes_changed']) or '-'}; removed: {', '.join(facts['notes_removed']) or '-'}")
+        changed = ", ".join(facts["notes_changed"]) or "-"
+        removed = ", ".join(facts["notes_removed"]) or "-"
+        out.append(f"notes changed: {changed}; removed: {removed}")
     out.append(
         f"shared prefix: {facts['shared_prefix_messages']} messages, {facts['shared_prefix_tokens']} of "
         f"{facts['b_tokens']} tokens a prompt cache filled by A can serve"
@@ -365,10 +377,10 @@ class _Cuts:
         return out  # type: ignore[no-any-return]
 
 
-def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple[str, Any, str]]:
+def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple[str, Any, Strategy]]:
     from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415
 
-    out: list[tuple[str, Any, str]] = [("whole history, planned breakpoints", None, "plan")]
+    out: list[tuple[str, Any, Strategy]] = [("whole history, planned breakpoints", None, "plan")]
     if window is not None:
         out.append(
             (
@@ -462,9 +474,7 @@ def replay_facts(
             strategies.append(
                 {
                     "name": name,
-                    "requests": [
-                        _request_row(i, r.usage, r.cost, r.uncached_cost) for i, r in enumerate(run.requests)
-                    ],
+                    "requests": [_request_row(i, r.usage, r.cost, r.uncached_cost) for i, r in enumerate(run.requests)],
                     "cuts": recorder.cuts if recorder is not None else [],
                     "cost": _money(run.cost),
                     "uncached_cost": _money(run.uncached_cost),
@@ -498,7 +508,7 @@ def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
         )
         for r in main_strategy["requests"]
     )
-    title = f"{facts['file']} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
+    title = f"replay of {facts['file']} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
     out: list[Table | str] = [
         Table(title, ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached"), rows)
     ]
@@ -597,7 +607,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _print_json(facts: dict[str, Any]) -> None:
-    print(json.dumps({k: v for k, v in facts.items() if not k.startswith("_")}, indent=2, default=str))  # noqa: T201
+    print(json.dumps({k: v for k, v in facts.items() if not k.startswith("_")}, indent=2, default=str))
 
 
 def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
@@ -653,11 +663,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"file": args.file, "output": args.output, "bytes": len(page.encode())})
     else:
-        print(f"wrote {args.output} ({len(page.encode())} bytes)")  # noqa: T201
+        print(f"wrote {args.output} ({len(page.encode())} bytes)")
     return 0
 
 
-def _finish(args: argparse.Namespace, facts: dict[str, Any], show: Callable[[dict[str, Any]], list[Table | str]]) -> int:
+def _finish(
+    args: argparse.Namespace, facts: dict[str, Any], show: Callable[[dict[str, Any]], list[Table | str]]
+) -> int:
     if args.json:
         _print_json(facts)
     else:
@@ -666,7 +678,7 @@ def _finish(args: argparse.Namespace, facts: dict[str, Any], show: Callable[[dic
 
 
 def _fail(status: int, text: str) -> NoReturn:
-    print(f"error: {text}", file=sys.stderr)  # noqa: T201
+    print(f"error: {text}", file=sys.stderr)
     raise SystemExit(status)
 
 
@@ -676,8 +688,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"demo", "inspect", "check", "trim", "diff", "replay", "report"}
-    if argv and argv[0] not in commands and not argv[0].startswith("-"):
-        argv = ["demo", *argv]  # `python -m workingctx FILE`, as before the subcommands
+    if argv and argv[0] not in commands and argv[0].endswith((".json", ".jsonl")):
+        argv = ["demo", *argv]  # `python -m workingctx FILE.json`, as before the subcommands
     args = _parser().parse_args(argv)
     try:
         return _run(args)
