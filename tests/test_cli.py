@@ -335,16 +335,13 @@ class TestBadUsage:
         assert 2 == status
         assert "error:" in err
 
-    def test_unknown_model_and_pin(self, capsys):
+    def test_unknown_model(self, capsys):
         """
-        An unknown model and a pin that is no scope are usage errors (status 2), named.
+        An unknown model is a usage error (status 2), named.
         """
         status, _, err = run(capsys, "replay", sample("anthropic"), "--model", "no-such-model-1")
         assert 2 == status
         assert "no-such-model-1" in err
-        status, _, err = run(capsys, "trim", sample("anthropic"), "--budget", "100", "--pin", "first")
-        assert 2 == status
-        assert "--pin 'first'" in err
 
 
 class TestProgram:
@@ -383,15 +380,6 @@ class TestProgram:
         assert original.prefix == trimmed.prefix
         assert original.scratchpad == trimmed.scratchpad
         assert set(trimmed.messages) <= set(original.messages)
-
-    def test_pin_keeps_the_task(self, capsys):
-        """
-        ``--pin role:user`` keeps every user message, however small the budget.
-        """
-        facts = run_json(capsys, "trim", sample("workingctx"), "--budget", "60", "--pin", "role:user")
-        ctx = read_file(sample("workingctx")).last
-        users = [i for i, m in enumerate(ctx.messages) if m.role == "user"]
-        assert set(users) <= set(facts["kept"])
 
 
 def test_samples_are_what_the_adapters_write():

@@ -584,7 +584,6 @@ def _parser() -> argparse.ArgumentParser:
     sub = file_command("trim", "what a token budget keeps and drops, never splitting a tool exchange")
     sub.add_argument("--budget", type=_positive, required=True, help="the window, in tokens (the prefix counts)")
     sub.add_argument("--low", type=_positive, help="cut down to this many tokens (default: the manager's)")
-    sub.add_argument("--pin", action="append", default=[], help="always keep: role:ROLE or tag:NAME (repeatable)")
     sub.add_argument("-o", "--output", help="write the trimmed request here, in the file's format")
 
     sub = command("diff", "what changed from A to B, and how much of B a prompt cache filled by A serves")
@@ -646,7 +645,7 @@ def _run(args: argparse.Namespace) -> int:
         _finish(args, facts, _show_check)
         return 0 if facts["valid"] else 1
     if args.command == "trim":
-        facts = trim_facts(doc, budget=args.budget, low=args.low, pin=args.pin, exact=exact)
+        facts = trim_facts(doc, budget=args.budget, low=args.low, pin=getattr(args, "pin", ()), exact=exact)
         if args.output:
             _write_trimmed(doc, facts["_trimmed"], args.output)
         return _finish(args, facts, _show_trim)
