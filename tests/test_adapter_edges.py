@@ -27,7 +27,7 @@ from workingctx import (
     ToolResultBlock,
     WorkingContext,
 )
-from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import check_messages, expect_list, expect_mapping, messages_of, repair_messages
 
 CHAT = TypeAdapter(list[ChatCompletionMessageParam])
@@ -411,3 +411,22 @@ def test_langchain_edges():
     )
     assert written[1].usage_metadata == {"input_tokens": 7, "output_tokens": 1, "total_tokens": 8}
     assert langchain.check([HumanMessage("x")]) == ()
+
+
+@pytest.mark.parametrize("module", [openai_chat, anthropic, openai_responses, google, langchain])
+def test_store_references_are_resolved_or_refused(module):
+    """
+    A media-store reference is never sent as is: write names it as a problem, or sends the bytes given store=.
+    """
+    from workingctx.media import InMemoryMediaStore  # noqa: PLC0415
+
+    store = InMemoryMediaStore()
+    ref = store.put(b"\x89PNG\r\n\x1a\n", "image/png")
+    ctx = WorkingContext(messages=[Message("user", [TextBlock("see"), ImageBlock(ref)]), Message.assistant("ok")])
+    with pytest.raises(ProviderError) as info:
+        module.write(ctx)
+    assert [p.rule for p in info.value.problems] == ["unresolved_media"]
+    assert module.check(ctx)[0].rule == "unresolved_media"
+    sent = str(module.write(ctx, store=store))
+    assert "iVBORw0KGgo" in sent
+    assert "workingctx://media" not in sent

@@ -164,18 +164,61 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def _refs(blocks: Iterable[Any]) -> Iterable[Any]:
+    for block in blocks:
+        for name in ("media", "thumbnail"):
+            ref = getattr(block, name, None)
+            if ref is not None:
+                yield ref
+        yield from _refs(getattr(block, "content", ()) if isinstance(block, ToolResultBlock) else ())
+
+
+def media_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    Media a provider cannot fetch: references into a media store, not yet resolved.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        if isinstance(message.content, str):
+            continue
+        problems.extend(
+            Problem(
+                index,
+                "unresolved_media",
+                f"{ref.url} is a reference into a media store; pass store=... (and upload=...) to write, "
+                "or call workingctx.media.resolve_media first, so the bytes are sent",
+            )
+            for ref in _refs(message.content)
+            if ref.kind == "store"
+        )
+    return tuple(problems)
+
+
+def prepare(messages: list[Message], *, store: Any = None, upload: Any = None, repair: bool = False) -> list[Message]:
+    """
+    *messages* with store references resolved through *store* and, if asked, repaired.
+    """
+    if store is not None:
+        from workingctx.media import resolve_media  # noqa: PLC0415  # media imports the whole value layer
+
+        messages = resolve_media(messages, store, upload=upload)
+    return repair_messages(messages) if repair else messages
+
+
 def checked(
     messages: list[Message],
     *,
     provider: Provider | None,
     repair: bool,
+    store: Any = None,
+    upload: Any = None,
 ) -> list[Message]:
     """
-    *messages* if the provider would accept them, repaired if asked; else ProviderError.
+    *messages* if the provider would accept them (store references resolved,
+    repaired if asked); else ProviderError listing every problem.
     """
-    if repair:
-        messages = repair_messages(messages)
-    problems = check_messages(messages, provider=provider)
+    messages = prepare(messages, store=store, upload=upload, repair=repair)
+    problems = (*check_messages(messages, provider=provider), *media_problems(messages))
     if problems:
         raise ProviderError(problems)
     return messages

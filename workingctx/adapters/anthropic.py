@@ -33,9 +33,10 @@ from workingctx.adapters._common import (
     expect_list,
     expect_mapping,
     is_workingctx,
+    media_problems,
     messages_of,
     plain,
-    repair_messages,
+    prepare,
     request_key_of,
     split_system,
 )
@@ -431,7 +432,9 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
     return out
 
 
-def write(source: Any, *, repair: bool = False, cache: Any = None) -> dict[str, Any]:
+def write(
+    source: Any, *, repair: bool = False, cache: Any = None, store: Any = None, upload: Any = None
+) -> dict[str, Any]:
     """
     The ``system`` and ``messages`` fields of a Messages request for a context,
     a snapshot or a list of messages.
@@ -448,14 +451,17 @@ def write(source: Any, *, repair: bool = False, cache: Any = None) -> dict[str, 
             result instead of raising.
         cache: A cache plan: an object whose ``breakpoints`` items each have a
             message ``index`` (into the assembled messages) and a ``ttl``.
+        store: A media store; references into it are sent as inline bytes
+            (or, with *upload*, as what the hook returns). Without it a
+            store reference is a problem.
+        upload: ``upload(ref, data) -> file_id | MediaRef``, passed to
+            :func:`workingctx.media.resolve_media`.
 
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
-    messages = _apply_cache(messages_of(source), cache)
-    if repair:
-        messages = repair_messages(messages)
-    problems = check_messages(messages, provider="anthropic")
+    messages = prepare(_apply_cache(messages_of(source), cache), store=store, upload=upload, repair=repair)
+    problems = (*check_messages(messages, provider="anthropic"), *media_problems(messages))
     system, tail = split_system(messages)
     body: dict[str, Any] = {}
     written = write_system(system)
@@ -505,7 +511,11 @@ def check(source: Any) -> tuple[Problem, ...]:
     if is_workingctx(source):
         messages = messages_of(source)
         _system_part, tail = split_system(messages)
-        return (*check_messages(messages, provider="anthropic"), *wire_problems(write_messages(tail)))
+        return (
+            *check_messages(messages, provider="anthropic"),
+            *media_problems(messages),
+            *wire_problems(write_messages(tail)),
+        )
     ctx = read(source)
     data = plain(source)
     raw = data["messages"] if isinstance(data, Mapping) else data

@@ -31,6 +31,7 @@ from workingctx.adapters._common import (
     expect_list,
     expect_mapping,
     is_workingctx,
+    media_problems,
     messages_of,
     parse_data_url,
     plain,
@@ -357,7 +358,7 @@ def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
+def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
     """
     The ``system_instruction`` and ``contents`` fields of a Gemini request.
 
@@ -368,7 +369,7 @@ def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
-    messages = checked(messages_of(source), provider="gemini", repair=repair)
+    messages = checked(messages_of(source), provider="gemini", repair=repair, store=store, upload=upload)
     system, tail = split_system(messages)
     body: dict[str, Any] = {}
     if system:
@@ -395,7 +396,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return check_messages(messages, provider="gemini")
+    return (*check_messages(messages, provider="gemini"), *media_problems(messages))
 
 
 def request_key(source: Any, **fields: Any) -> str:

@@ -27,6 +27,7 @@ from workingctx.adapters._common import (
     checked,
     context_from,
     is_workingctx,
+    media_problems,
     messages_of,
     request_key_of,
     split_system,
@@ -253,7 +254,7 @@ def write_messages(messages: Sequence[Message]) -> list[Any]:
     return out
 
 
-def write(source: Any, *, repair: bool = False) -> list[Any]:
+def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> list[Any]:
     """
     LangChain messages (``SystemMessage``, ``HumanMessage``, ``AIMessage``,
     ``ToolMessage``) for a context, a snapshot or a list of messages.
@@ -262,7 +263,7 @@ def write(source: Any, *, repair: bool = False) -> list[Any]:
         ProviderError: an orphan result or an unanswered call; ``repair=True``
             drops and closes them instead.
     """
-    return write_messages(checked(messages_of(source), provider=None, repair=repair))
+    return write_messages(checked(messages_of(source), provider=None, repair=repair, store=store, upload=upload))
 
 
 def check(source: Any) -> tuple[Problem, ...]:
@@ -270,7 +271,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context or for LangChain messages.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return check_messages(messages)
+    return (*check_messages(messages), *media_problems(messages))
 
 
 def request_key(source: Any, **fields: Any) -> str:

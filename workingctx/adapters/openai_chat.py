@@ -29,6 +29,7 @@ from workingctx.adapters._common import (
     expect_list,
     expect_mapping,
     is_workingctx,
+    media_problems,
     messages_of,
     parse_data_url,
     plain,
@@ -317,7 +318,7 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
+def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
     """
     The ``{"messages": [...]}`` fields of a Chat Completions request for a
     context, a snapshot or a list of messages.
@@ -331,7 +332,7 @@ def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
             ``repair=True`` drops orphan results and closes unanswered calls
             with an error result instead.
     """
-    messages = checked(messages_of(source), provider="openai", repair=repair)
+    messages = checked(messages_of(source), provider="openai", repair=repair, store=store, upload=upload)
     return {"messages": write_messages(messages)}
 
 
@@ -340,7 +341,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return check_messages(messages, provider="openai")
+    return (*check_messages(messages, provider="openai"), *media_problems(messages))
 
 
 def request_key(source: Any, **fields: Any) -> str:

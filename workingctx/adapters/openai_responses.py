@@ -33,6 +33,7 @@ from workingctx.adapters._common import (
     expect_list,
     expect_mapping,
     is_workingctx,
+    media_problems,
     messages_of,
     parse_data_url,
     plain,
@@ -380,7 +381,7 @@ def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
     return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
 
 
-def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
+def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
     """
     The ``instructions`` and ``input`` fields of a Responses request.
 
@@ -391,7 +392,7 @@ def write(source: Any, *, repair: bool = False) -> dict[str, Any]:
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
-    messages = checked(messages_of(source), provider="openai", repair=repair)
+    messages = checked(messages_of(source), provider="openai", repair=repair, store=store, upload=upload)
     body: dict[str, Any] = {}
     rest = messages
     if messages and messages[0].role == "system" and isinstance(messages[0].content, str):
@@ -414,7 +415,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return check_messages(messages, provider="openai")
+    return (*check_messages(messages, provider="openai"), *media_problems(messages))
 
 
 def request_key(source: Any, **fields: Any) -> str:
