@@ -75,6 +75,64 @@ class TestFiles:
         assert "No such file" in capsys.readouterr().err
 
 
+class TestBadFiles:
+    @pytest.mark.parametrize(
+        ("content", "expected"),
+        [
+            (
+                b'{"messages": [], "scratchpad": ["a", "b"]}',
+                "the scratchpad is a JSON object of notes, got list at $.scratchpad",
+            ),
+            (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', "not UTF-8 text (byte 46, line 1)"),
+            (b'{"messages": [\n' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested too deeply"),
+            (b'{"messages": [], "scratchpad": {"k": 1, "k": 2}}', "repeats the key 'k' at $.scratchpad.k"),
+            (
+                b'{"messages": [\n  {"role": "user",\n   "content": }]}',
+                "not valid JSON (Expecting value: line 3 column",
+            ),
+            (b"[1, 2]", "a transcript file holds a JSON object, got list at $"),
+            (
+                b'{"messages": [{"role": "user", "content": "hi", "metadata": '
+                + b'{"a":' * 5000
+                + b"1"
+                + b"}" * 5000
+                + b"}]}",
+                "",
+            ),
+        ],
+    )
+    def test_bad_input_prints_one_error_line_and_exits_1(self, tmp_path, content, expected):
+        """
+        A scratchpad that is a list, a file that is not UTF-8, JSON nested too
+        deeply, a repeated key, broken JSON, a file that is not an object and
+        a deeply nested payload: ``error: FILE: ...`` naming the line or the
+        JSON path, exit status 1, never a traceback.
+        """
+        path = tmp_path / "bad.json"
+        path.write_bytes(content)
+        result = subprocess.run(
+            [sys.executable, "-m", "workingctx", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert 1 == result.returncode, result.stdout
+        assert "Traceback" not in result.stderr
+        assert 1 == len(result.stderr.splitlines()), result.stderr
+        assert result.stderr.startswith(f"error: {path}: ")
+        assert expected in result.stderr
+
+    def test_a_directory_is_not_a_transcript(self, tmp_path, capsys):
+        """
+        A directory exits 1 with the operating system's reason.
+        """
+        assert 1 == main(["demo", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: cannot read {tmp_path}: ")
+
+
 class TestOutputText:
     def test_help_is_plain_text(self, capsys):
         """

@@ -234,6 +234,38 @@ class TestConstructors:
         with pytest.raises(FileNotFoundError):
             Message.from_file(tmp_path / "missing.png")
 
+    def test_from_file_refuses_what_is_not_a_regular_file(self, tmp_path):
+        """
+        A directory or a FIFO is refused at once (reading a FIFO with no writer
+        would wait forever), with an error naming the path and what it is.
+        """
+        with pytest.raises(InvalidMessageError, match=r"reads regular files only; .* is a directory"):
+            Message.from_file(tmp_path)
+        fifo = tmp_path / "pipe"
+        os.mkfifo(fifo)
+        with pytest.raises(InvalidMessageError, match=r"reads regular files only; .* is a FIFO"):
+            Message.from_file(fifo, mime_type="image/png")
+
+    def test_from_file_refuses_a_file_over_the_limit(self, tmp_path):
+        """
+        A file over the limit (MAX_INLINE_FILE_BYTES by default, or max_bytes)
+        is refused before it is read whole; one at the limit is read.
+        """
+        from workingctx.messages import MAX_INLINE_FILE_BYTES  # noqa: PLC0415
+
+        path = tmp_path / "scan.png"
+        path.write_bytes(b"\x89PNG" + b"\0" * 96)
+        with pytest.raises(InvalidMessageError, match="holds more than 99 bytes, the limit of an inline file"):
+            Message.from_file(path, max_bytes=99)
+        assert 100 == Message.from_file(path, max_bytes=100).content[0].media.size_bytes
+        big = tmp_path / "big.bin"
+        with big.open("wb") as handle:
+            handle.truncate(MAX_INLINE_FILE_BYTES + 1)  # sparse: no disk used
+        with pytest.raises(InvalidMessageError, match=r"max_bytes=\.\.\."):
+            Message.from_file(big)
+        with pytest.raises(TypeError, match="max_bytes must be an int"):
+            Message.from_file(path, max_bytes="100")  # type: ignore[arg-type]
+
     def test_multimodal_text_and_call_ids(self):
         """
         text() joins text blocks and tool outputs (JSON for data); call ids come

@@ -525,3 +525,30 @@ class TestWriteAs:
         assert back.utcoffset() == when.utcoffset()
         with pytest.raises(SerializationError, match="ISO 8601"):
             structure("yesterday", datetime)
+
+
+class TestDuplicateKeys:
+    @pytest.mark.parametrize(
+        ("text", "path"),
+        [
+            ('{"role": "user", "content": "hi", "role": "system"}', "$.role"),
+            ('{"role": "user", "content": [{"type": "text", "text": "a", "text": "b"}]}', "$.content[0].text"),
+            ('{"role": "user", "content": "hi", "metadata": {"a b": 1, "a b": 2}}', "$.metadata['a b']"),
+        ],
+    )
+    def test_a_repeated_key_is_refused_with_its_path(self, text, path):
+        """
+        An object that repeats a key is refused (json.loads would keep the
+        last value: a user message would read as a system message), with the
+        path of the repeated key.
+        """
+        with pytest.raises(SerializationError, match="repeats the key") as info:
+            from_json(text, Message)
+        assert path == info.value.path
+
+    def test_distinct_keys_in_sibling_objects_are_fine(self):
+        """
+        The same key in two different objects is not a repetition.
+        """
+        text = '{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}'
+        assert 2 == len(from_json(text, Message).content)

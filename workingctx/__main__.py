@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from workingctx.context import WorkingContext
@@ -20,7 +21,7 @@ from workingctx.managers import TokenBudgetContextManager
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import explain
-from workingctx.serialization import structure
+from workingctx.serialization import parse_json, structure
 from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
 
 __all__ = ["load_context", "main"]
@@ -34,11 +35,17 @@ def load_context(data: dict[str, Any]) -> WorkingContext:
         SerializationError: the data does not describe a context.
     """
     if not isinstance(data, dict):
-        msg = f"a transcript file holds a JSON object, got {type(data).__name__}"
-        raise SerializationError(msg)
+        msg = f"a transcript file holds a JSON object, got {type(data).__name__} at $"
+        raise SerializationError(msg, path="$")
     prefix = _part(data, "prefix", {}, PrefixContext)
     messages = _part(data, "messages", [], tuple[Message, ...])
-    return WorkingContext(prefix=prefix, messages=messages, scratchpad=data.get("scratchpad") or {})
+    notes = data.get("scratchpad")
+    if notes is None:
+        notes = {}
+    if not isinstance(notes, dict):
+        msg = f"the scratchpad is a JSON object of notes, got {type(notes).__name__} at $.scratchpad"
+        raise SerializationError(msg, path="$.scratchpad")
+    return WorkingContext(prefix=prefix, messages=messages, scratchpad=notes)
 
 
 def _part(data: dict[str, Any], key: str, default: Any, kind: Any) -> Any:
@@ -120,18 +127,26 @@ def demo(path: str | None = None) -> int:
     """
     Print the report on the sample transcript, or on the workingctx JSON file at *path*; returns the exit status.
     """
+    source = "the shipped sample" if path is None else path
     try:
         if path is None:
             data = _sample()
             print("workingctx: the sample incident transcript shipped in the package\n")
         else:
-            with open(path, encoding="utf-8") as handle:  # noqa: PTH123  # a plain CLI path
-                data = json.load(handle)
+            data = _read(path)
         ctx = load_context(data)
-    except (OSError, json.JSONDecodeError, SerializationError) as exc:
+        text = report(ctx)
+    except _Unreadable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(report(ctx))
+    except (SerializationError, ValueError, TypeError) as exc:
+        # Every error of ours is also a ValueError or a TypeError; its text names the JSON path.
+        print(f"error: {source}: {exc}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"error: {source}: the transcript is nested too deeply to read", file=sys.stderr)
+        return 1
+    print(text)
     return 0
 
 
@@ -142,6 +157,38 @@ def main(argv: list[str] | None = None) -> int:
     from workingctx.cli import main as run  # noqa: PLC0415  # the command imports this module for demo()
 
     return run(argv)
+
+
+class _Unreadable(Exception):  # noqa: N818  # internal: printed as the error line
+    """
+    A transcript file that cannot be read as JSON text; the message names the file.
+    """
+
+
+def _read(path: str) -> Any:
+    """
+    The JSON data of a transcript file.
+
+    Raises:
+        _Unreadable: The file cannot be read, is not UTF-8 text, or is not
+            JSON (the message names the file, and the line or the JSON path).
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror or exc}"
+        raise _Unreadable(msg) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        msg = f"{path}: not UTF-8 text (byte {exc.start}, line {line}); save the transcript as UTF-8"
+        raise _Unreadable(msg) from None
+    try:
+        return parse_json(text)
+    except SerializationError as exc:
+        msg = f"{path}: {exc}"
+        raise _Unreadable(msg) from None
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import asyncio
 import base64
 import json
 import mimetypes
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from workingctx.media import MediaStore
 
 __all__ = [
+    "MAX_INLINE_FILE_BYTES",
     "ROLES",
     "AnnotationBlock",
     "AnnotationRef",
@@ -888,6 +891,46 @@ def _opt_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> No
         raise TypeError(msg)
 
 
+MAX_INLINE_FILE_BYTES = 32 * 1024 * 1024
+"""The default limit of :meth:`Message.from_file`: 32 MiB, more than any provider accepts inline."""
+
+
+def _read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """
+    The bytes of a regular file of at most *max_bytes*, checked on the open
+    file itself (a path swapped for a FIFO after a check cannot block the read).
+    """
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
+        msg = f"max_bytes must be an int, got {max_bytes!r} of type {type(max_bytes).__name__}"
+        raise TypeError(msg)
+    if max_bytes < 0:
+        msg = f"max_bytes must be 0 or more, got {max_bytes!r}"
+        raise InvalidMessageError(msg)
+    # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "special file"
+        if stat.S_ISDIR(info.st_mode):
+            kind = "directory"
+        elif stat.S_ISFIFO(info.st_mode):
+            kind = "FIFO"
+        msg = f"Message.from_file() reads regular files only; {str(path)!r} is a {kind}"
+        raise InvalidMessageError(msg)
+    too_big = (
+        f"{str(path)!r} holds more than {max_bytes:,} bytes, the limit of an inline file; "
+        "pass max_bytes=... to raise it, or keep the file in a media store with Message.with_file()"
+    )
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > max_bytes:
+            raise InvalidMessageError(too_big)
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew while it was read
+        raise InvalidMessageError(too_big)
+    return data
+
+
 @attrs.frozen(cache_hash=True, repr=False)
 class Message:
     """
@@ -1146,16 +1189,26 @@ class Message:
         role: Role = "user",
         *,
         id: str | int | None = None,  # noqa: A002
+        max_bytes: int = MAX_INLINE_FILE_BYTES,
     ) -> Message:
         """
         A message carrying a file inline (base64): an image, audio or video
         block by MIME type, a document block otherwise.
 
+        Only regular files are read (a FIFO, a device or a directory could
+        block or never end), and only up to *max_bytes*
+        (:data:`MAX_INLINE_FILE_BYTES`, 32 MiB, by default: more than any
+        provider accepts inline); keep larger files in a media store with
+        :meth:`with_file`.
+
         Raises:
             FileNotFoundError: *file_path* does not exist.
+            InvalidMessageError: *file_path* is not a regular file, or holds
+                more than *max_bytes* bytes (a ``ValueError``).
+            TypeError: *max_bytes* is not an int.
         """
         path = Path(file_path)
-        data = path.read_bytes()
+        data = _read_regular_file(path, max_bytes)
         mime = mime_type or _guess_mime(path)
         media = MediaRef(
             kind="data",

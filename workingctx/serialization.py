@@ -55,7 +55,7 @@ from workingctx.exceptions import SerializationError, WorkingCtxError
 from workingctx.frozen import FrozenDict, FrozenList
 from workingctx.messages import BLOCK_TYPES, ContentBlock, Message
 
-__all__ = ["converter", "from_json", "structure", "to_json", "unstructure"]
+__all__ = ["converter", "from_json", "parse_json", "structure", "to_json", "unstructure"]
 
 T = TypeVar("T")
 
@@ -724,8 +724,81 @@ def from_json(text: str | bytes, cls: type[T]) -> T:
     Message('user', 'hi')
     """
     try:
-        data = json.loads(text)
-    except (ValueError, TypeError) as exc:
-        msg = f"cannot read {_type_name(cls)}: the text is not valid JSON ({exc})"
-        raise SerializationError(msg, path="$") from None
+        data = parse_json(text)
+    except SerializationError as exc:
+        msg = f"cannot read {_type_name(cls)}: {exc}"
+        raise SerializationError(msg, path=exc.path, problems=exc.problems) from None
     return structure(data, cls)
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKeyError(key)
+            seen.add(key)
+    return result
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object read as its ``(key, value)`` pairs, to find where a key repeats."""
+
+
+def _key_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
+
+
+def _repeated(node: Any, path: str) -> str | None:
+    """
+    The path of the first key that repeats in an object of *node* (depth first).
+    """
+    stack: list[tuple[Any, str]] = [(node, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _Pairs):
+            seen: set[str] = set()
+            for key, _ in item:
+                if key in seen:
+                    return _key_path(where, key)
+                seen.add(key)
+            stack.extend((value, _key_path(where, key)) for key, value in reversed(item))
+        elif isinstance(item, list):
+            stack.extend((value, f"{where}[{i}]") for i, value in reversed(list(enumerate(item))))
+    return None
+
+
+def parse_json(text: str | bytes) -> Any:
+    """
+    Parse JSON text to plain data, refusing an object that repeats a key
+    (``json.loads`` would keep the last value silently).
+
+    Raises:
+        SerializationError: The text is not JSON (the message gives the line
+            and column), repeats a key (``path`` names it), or is nested
+            deeper than Python's recursion limit.
+
+    >>> parse_json('{"role": "user", "role": "system"}')
+    Traceback (most recent call last):
+    ...
+    workingctx.exceptions.SerializationError: the JSON text repeats the key 'role' at $.role; ...
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except _DuplicateKeyError as exc:
+        path = _repeated(json.loads(text, object_pairs_hook=_Pairs), "$") or "$"
+        msg = f"the JSON text repeats the key {exc.key!r} at {path}; each key of an object may appear once"
+        raise SerializationError(msg, path=path) from None
+    except RecursionError:
+        msg = "the JSON text is nested too deeply to read"
+        raise SerializationError(msg, path="$") from None
+    except (ValueError, TypeError) as exc:
+        msg = f"the text is not valid JSON ({exc})"
+        raise SerializationError(msg, path="$") from None
