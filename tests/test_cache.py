@@ -14,11 +14,15 @@ from hypothesis import strategies as st
 from tests.strategies import messages
 from workingctx import (
     CacheBreakpoint,
+    ImageBlock,
+    MediaRef,
     Message,
     PrefixContext,
     ReasoningBlock,
     TextBlock,
     ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
     Usage,
     WorkingContext,
 )
@@ -26,6 +30,7 @@ from workingctx.cache import (
     RULES,
     Breakpoint,
     CachePlan,
+    CacheRules,
     cache_blocks,
     can_carry_breakpoint,
     plan,
@@ -456,3 +461,148 @@ class TestSimulate:
                 model="gpt-5",
                 cache="sometimes",  # type: ignore[arg-type]
             )
+
+
+class TestApply:
+    def test_breakpoints_set_on_blocks(self):
+        """
+        apply() puts each planned breakpoint on its block; text becomes a TextBlock and
+        marked tool calls become ToolCallBlock content in order; other messages are unchanged.
+        """
+        calls = [ToolCall("c1", "lookup", {"q": 1}), ToolCall("c2", "lookup", {"q": 2})]
+        ctx = _context(3_000, [Message.user(_big(100)), Message.assistant("Looking.", tool_calls=calls)])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        assert [(0, 0, "1h"), (2, 2, "5m")] == [(b.message, b.block, b.ttl) for b in made.breakpoints]
+        request = ctx.assembled()
+        applied = made.apply(request)
+        assert (TextBlock(request[0].text(), cache=CacheBreakpoint("1h")),) == applied[0].content
+        assert applied[1] is request[1]
+        reply = applied[2]
+        assert () == reply.tool_calls
+        assert [
+            TextBlock("Looking."),
+            ToolCallBlock("c1", "lookup", {"q": 1}),
+            ToolCallBlock("c2", "lookup", {"q": 2}, cache=CacheBreakpoint("5m")),
+        ] == list(reply.content)
+        assert ("c1", "c2") == reply.call_ids
+
+    def test_marked_block_content(self):
+        """
+        A breakpoint on a content block sets its cache field and keeps the message's tool calls.
+        """
+        reply = Message("user", [TextBlock("a" * 8_000), ImageBlock(MediaRef(kind="url", url="https://x/y.png"))])
+        ctx = _context(10, [reply])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        applied = made.apply(ctx.assembled())
+        assert CacheBreakpoint("5m") == applied[1].content[1].cache
+
+    def test_tool_result_marked_on_the_result(self):
+        """
+        A breakpoint on a tool result's text becomes a ToolResultBlock carrying it, for the same call.
+        """
+        ctx = _context(3_000, [Message.assistant(tool_calls=[ToolCall("c1", "f")]), Message.tool("done", call_id="c1")])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        applied = made.apply(ctx.assembled())
+        assert (ToolResultBlock("c1", "done", cache=CacheBreakpoint("5m")),) == applied[2].content
+        assert ("c1",) == applied[2].result_ids
+
+    def test_other_request_refused(self):
+        """
+        Messages that are not the planned request are refused.
+        """
+        ctx = _context(3_000, [Message.user("q")])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        with pytest.raises(CacheRuleError, match="not the request the plan was made for"):
+            made.apply([*ctx.assembled(), Message.user("more")])
+        with pytest.raises(TypeError, match="request's messages"):
+            made.apply(["q"])  # type: ignore[list-item]
+
+
+class TestRuleValues:
+    def test_bad_rules(self):
+        """
+        Rules built from bad numbers are refused, naming the field.
+        """
+        with pytest.raises(TypeError, match="minimum_tokens must be a mapping"):
+            CacheRules(
+                "p", explicit=True, max_breakpoints=4, lookback_blocks=20, minimum_tokens=[("a", 1)], default_minimum=0
+            )  # type: ignore[arg-type]
+        with pytest.raises(CacheRuleError, match=r"minimum_tokens\['a'\]"):
+            CacheRules(
+                "p", explicit=True, max_breakpoints=4, lookback_blocks=20, minimum_tokens={"a": -1}, default_minimum=0
+            )
+        with pytest.raises(CacheRuleError, match="max_breakpoints must be a non-negative int"):
+            CacheRules("p", explicit=True, max_breakpoints=-1, lookback_blocks=20, minimum_tokens={}, default_minimum=0)
+        with pytest.raises(CacheRuleError, match="lookback_blocks must be a positive int"):
+            CacheRules("p", explicit=True, max_breakpoints=4, lookback_blocks=0, minimum_tokens={}, default_minimum=0)
+
+    def test_bad_names(self):
+        """
+        A provider or model that is not a str, and a non-message, raise TypeError.
+        """
+        ctx = _context(10, [])
+        with pytest.raises(TypeError, match="provider must be a str"):
+            plan(ctx, provider=1, model="m")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="model must be a str"):
+            plan(ctx, provider="anthropic", model=None)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="model must be a str"):
+            RULES["anthropic"].minimum_for(3)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="needs a Message"):
+            cache_blocks("hi")  # type: ignore[arg-type]
+
+    def test_bad_breakpoints(self):
+        """
+        Breakpoints that are not Breakpoint values, out of order, or with an unknown TTL are refused.
+        """
+        with pytest.raises(TypeError, match="sequence of Breakpoint"):
+            CachePlan("anthropic", "claude-sonnet-4-6", 3)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="not a Breakpoint"):
+            CachePlan("anthropic", "claude-sonnet-4-6", [(0, 0)])  # type: ignore[list-item]
+        with pytest.raises(CacheRuleError, match="request order"):
+            CachePlan("anthropic", "claude-sonnet-4-6", [Breakpoint(2, 0, "5m", 9_000), Breakpoint(1, 0, "5m", 8_000)])
+        with pytest.raises(CacheRuleError, match="ttl '2h'"):
+            CachePlan("anthropic", "claude-sonnet-4-6", [Breakpoint(0, 0, "2h", 9_000)])  # type: ignore[arg-type]
+
+    def test_planned_on_a_marked_block_refused(self):
+        """
+        A planned breakpoint on a block that already carries one is refused.
+        """
+        ctx = _context(10, [Message("user", [TextBlock(_big(2_000), cache=CacheBreakpoint())])])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        with pytest.raises(CacheRuleError, match="already carries a breakpoint"):
+            CachePlan("anthropic", "claude-sonnet-4-6", [Breakpoint(1, 0, "5m", 2_000)], _layout=made._layout)
+
+
+class TestStrategies:
+    def test_last_and_custom_strategies(self):
+        """
+        "last" keeps one breakpoint on the last block; a callable strategy's plans are used as given.
+        """
+        turns = _tool_turns(3, 2)
+        last = simulate(
+            turns, provider="anthropic", model="claude-sonnet-4-6", context=_context(5_000, []), cache="last"
+        )
+        assert all(r.breakpoints == 1 for r in last.requests)
+        none = simulate(
+            turns, provider="anthropic", model="claude-sonnet-4-6", context=_context(5_000, []), cache=_only_blocks
+        )
+        assert 0 == none.usage.cache_read_tokens
+        with pytest.raises(TypeError, match="must return a CachePlan"):
+            simulate(turns, provider="openai", model="gpt-5", cache=lambda _ctx, _previous: None)  # type: ignore[arg-type,return-value]
+        with pytest.raises(TypeError, match="not a Message"):
+            simulate([[Message.user("q"), "a"]], provider="openai", model="gpt-5")  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="context must be a WorkingContext"):
+            simulate([], provider="openai", model="gpt-5", context=[])  # type: ignore[arg-type]
+
+    def test_an_async_counter(self):
+        """
+        A counter with only count() still counts each message.
+        """
+
+        class Whole:
+            def count(self, messages: Iterable[Message]) -> int:
+                return 1_000 * len(list(messages))
+
+        ctx = _context(10, [Message.user("q")])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", counter=Whole())
+        assert 2_000 == made.total_tokens

@@ -40,7 +40,16 @@ import attrs
 
 from workingctx.context import WorkingContext
 from workingctx.exceptions import CacheRuleError
-from workingctx.messages import ContentBlock, Message, TextBlock, ToolCall, Usage
+from workingctx.messages import (
+    CacheBreakpoint,
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
 from workingctx.pricing import cost as _price
 from workingctx.snapshot import FrozenContext
 from workingctx.tokens import ApproxTokenCounter
@@ -318,6 +327,42 @@ def _layout(messages: Sequence[Message], counter: Any) -> tuple[_Position, ...]:
     return tuple(positions)
 
 
+def _layout_key(messages: Sequence[Message]) -> str:
+    """
+    The running digest of *messages*, as :func:`_layout` keys the last of them.
+    """
+    running = hashlib.sha256()
+    for message in messages:
+        running.update(message.digest().encode())
+    return running.hexdigest()
+
+
+def _marked_message(message: Message, marked: Mapping[int, TTL]) -> Message:
+    """
+    *message* with a breakpoint of the given lifetime on each block index of *marked*.
+    """
+    blocks = cache_blocks(message)
+    head = len(blocks) - len(message.tool_calls)
+    converted: list[ContentBlock] = []
+    for k, block in enumerate(blocks):
+        mark = CacheBreakpoint(marked[k]) if k in marked else None
+        if isinstance(block, str) and message.role == "tool" and message.tool_call_id is not None:
+            # A tool result's breakpoint sits on the result itself.
+            output: Any = block
+            converted.append(ToolResultBlock(message.tool_call_id, output, cache=mark))
+        elif isinstance(block, str):
+            converted.append(TextBlock(block, cache=mark))
+        elif isinstance(block, ToolCall):
+            converted.append(ToolCallBlock(block.id, block.name, block.arguments, cache=mark))
+        elif mark is not None:
+            converted.append(attrs.evolve(block, cache=mark))  # type: ignore[arg-type]  # only blocks with a cache field are marked
+        else:
+            converted.append(block)
+    if any(k >= head for k in marked):
+        return attrs.evolve(message, content=tuple(converted), tool_calls=())
+    return attrs.evolve(message, content=tuple(converted[:head]))
+
+
 def _request(source: object) -> tuple[list[Message], int, Any, str]:
     if isinstance(source, WorkingContext):
         prefix = source.prefix
@@ -464,6 +509,38 @@ class CachePlan:
         for point in self.breakpoints:
             out.setdefault(point.message, {})[point.block] = point.ttl
         return out
+
+    def apply(self, messages: Sequence[Message]) -> list[Message]:
+        """
+        The request's messages with the plan's breakpoints set on their blocks
+        (``cache=CacheBreakpoint(ttl)``), ready for an adapter to write.
+
+        Text content becomes a :class:`~workingctx.TextBlock` (a
+        :class:`~workingctx.ToolResultBlock` on a tool result); when a tool call
+        carries a breakpoint, the message's tool calls become
+        :class:`~workingctx.ToolCallBlock` content in the same order. Other
+        messages are returned as they are. The automatic breakpoint and
+        OpenAI's ``cache_key`` are request options: :attr:`automatic`,
+        :attr:`cache_key`.
+
+        Raises:
+            CacheRuleError: *messages* are not the request the plan was made for
+                (pass ``ctx.assembled()`` of the planned context).
+        """
+        checked = list(messages)
+        for position, message in enumerate(checked):
+            if not isinstance(message, Message):
+                msg = f"apply() needs the request's messages, got {message!r} at {position}"
+                raise TypeError(msg)
+        if self._layout and _layout_key(checked) != self._layout[-1].key.rsplit(":", 1)[0]:
+            msg = (
+                "apply(): these messages are not the request the plan was made for; "
+                "pass ctx.assembled() of the context given to plan()"
+            )
+            raise CacheRuleError(msg)
+        for m, marked in self.marks().items():
+            checked[m] = _marked_message(checked[m], marked)
+        return checked
 
 
 def _last_carrying(layout: Sequence[_Position], end: int) -> _Position | None:
