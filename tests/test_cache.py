@@ -22,7 +22,6 @@ from workingctx import (
     TextBlock,
     ToolCall,
     ToolCallBlock,
-    ToolResultBlock,
     Usage,
     WorkingContext,
 )
@@ -498,12 +497,12 @@ class TestApply:
 
     def test_tool_result_marked_on_the_result(self):
         """
-        A breakpoint on a tool result's text becomes a ToolResultBlock carrying it, for the same call.
+        A breakpoint on a tool result's text goes on a TextBlock inside the result, for the same call.
         """
         ctx = _context(3_000, [Message.assistant(tool_calls=[ToolCall("c1", "f")]), Message.tool("done", call_id="c1")])
         made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
         applied = made.apply(ctx.assembled())
-        assert (ToolResultBlock("c1", "done", cache=CacheBreakpoint("5m")),) == applied[2].content
+        assert (TextBlock("done", cache=CacheBreakpoint("5m")),) == applied[2].content
         assert ("c1",) == applied[2].result_ids
 
     def test_other_request_refused(self):

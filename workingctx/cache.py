@@ -47,7 +47,6 @@ from workingctx.messages import (
     TextBlock,
     ToolCall,
     ToolCallBlock,
-    ToolResultBlock,
     Usage,
 )
 from workingctx.pricing import cost as _price
@@ -67,6 +66,7 @@ __all__ = [
     "cache_blocks",
     "can_carry_breakpoint",
     "plan",
+    "prompt_cache_key",
     "report",
     "simulate",
 ]
@@ -346,11 +346,7 @@ def _marked_message(message: Message, marked: Mapping[int, TTL]) -> Message:
     converted: list[ContentBlock] = []
     for k, block in enumerate(blocks):
         mark = CacheBreakpoint(marked[k]) if k in marked else None
-        if isinstance(block, str) and message.role == "tool" and message.tool_call_id is not None:
-            # A tool result's breakpoint sits on the result itself.
-            output: Any = block
-            converted.append(ToolResultBlock(message.tool_call_id, output, cache=mark))
-        elif isinstance(block, str):
+        if isinstance(block, str):
             converted.append(TextBlock(block, cache=mark))
         elif isinstance(block, ToolCall):
             converted.append(ToolCallBlock(block.id, block.name, block.arguments, cache=mark))
@@ -515,8 +511,8 @@ class CachePlan:
         The request's messages with the plan's breakpoints set on their blocks
         (``cache=CacheBreakpoint(ttl)``), ready for an adapter to write.
 
-        Text content becomes a :class:`~workingctx.TextBlock` (a
-        :class:`~workingctx.ToolResultBlock` on a tool result); when a tool call
+        Text content becomes a :class:`~workingctx.TextBlock` (inside the
+        result, on a tool result); when a tool call
         carries a breakpoint, the message's tool calls become
         :class:`~workingctx.ToolCallBlock` content in the same order. Other
         messages are returned as they are. The automatic breakpoint and
@@ -687,6 +683,45 @@ def plan(
         prefix_messages=prefix_count,
         _layout=layout,
     )
+
+
+def prompt_cache_key(source: object, cache: object = True) -> str | None:
+    """
+    The ``prompt_cache_key`` an OpenAI request gets for *cache*: None for
+    None or False, the key of a :class:`CachePlan`, a str as it is, and for
+    True a key derived from the prefix digest of *source* (a context or
+    snapshot), so requests that share the prefix reach the same cache.
+
+    >>> from workingctx import PrefixContext, WorkingContext
+    >>> ctx = WorkingContext(prefix=PrefixContext(system_prompt="Be brief."))
+    >>> prompt_cache_key(ctx) == plan(ctx, provider="openai", model="gpt-5").cache_key
+    True
+
+    Raises:
+        TypeError: *cache* is True but *source* has no prefix, or *cache* is of another kind.
+        CacheRuleError: a plan made for a provider without cache keys.
+    """
+    if cache is None or cache is False:
+        return None
+    if isinstance(cache, str):
+        return cache
+    if isinstance(cache, CachePlan):
+        if cache.cache_key is None:
+            msg = f"a {cache.provider} cache plan has no prompt_cache_key; plan with provider='openai'"
+            raise CacheRuleError(msg)
+        return cache.cache_key
+    if cache is True:
+        prefix = getattr(source, "prefix", None)
+        digest = getattr(prefix, "digest", None)
+        if not callable(digest):
+            msg = (
+                "cache=True derives prompt_cache_key from the prefix: pass a WorkingContext or a FrozenContext, "
+                "or give the key as a str"
+            )
+            raise TypeError(msg)
+        return f"workingctx-{str(digest())[:32]}"
+    msg = f"cache must be True, False, None, a str key or a CachePlan, got {cache!r} of type {type(cache).__name__}"
+    raise TypeError(msg)
 
 
 # -- what a request reads and writes ------------------------------------------------

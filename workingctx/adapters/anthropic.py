@@ -407,11 +407,20 @@ def write_system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | No
 
 def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
     """
-    Put the breakpoints of a cache plan (``cache.breakpoints``: items with a
-    message ``index`` and a ``ttl``) on the last block of each message named.
+    Put the breakpoints of a cache plan on the blocks it names: a
+    :class:`~workingctx.cache.CachePlan` sets each on its block, any other
+    plan (``cache.breakpoints``: items with a message ``index`` and a ``ttl``)
+    on the last block of each message named.
     """
-    if cache is None:
+    from workingctx.cache import CachePlan  # noqa: PLC0415  # the cache module imports the context
+
+    if cache is None or cache == "auto":
         return messages
+    if isinstance(cache, CachePlan):
+        if cache.provider != PROVIDER:
+            msg = f"the cache plan was made for {cache.provider!r}; plan with provider='anthropic' for this adapter"
+            raise ValueError(msg)
+        return cache.apply(messages)
     points = getattr(cache, "breakpoints", None)
     if points is None:
         msg = f"cache must have .breakpoints (items with index and ttl), got {cache!r}"
@@ -449,8 +458,12 @@ def write(
         source: A WorkingContext, a FrozenContext or a list of messages.
         repair: Drop orphan results and close unanswered calls with an error
             result instead of raising.
-        cache: A cache plan: an object whose ``breakpoints`` items each have a
-            message ``index`` (into the assembled messages) and a ``ttl``.
+        cache: ``"auto"`` for Anthropic's automatic breakpoint (top-level
+            ``cache_control``); a :class:`~workingctx.cache.CachePlan` from
+            :func:`workingctx.cache.plan`, whose breakpoints go on their blocks
+            (and the automatic one when the plan asks for it); or any object
+            whose ``breakpoints`` items each have a message ``index`` (into the
+            assembled messages) and a ``ttl``.
         store: A media store; references into it are sent as inline bytes
             (or, with *upload*, as what the hook returns). Without it a
             store reference is a problem.
@@ -468,6 +481,8 @@ def write(
     if written is not None:
         body["system"] = written
     body["messages"] = write_messages(tail)
+    if cache == "auto" or getattr(cache, "automatic", False) is True:
+        body["cache_control"] = {"type": "ephemeral"}
     problems = (*problems, *wire_problems(body["messages"]))
     if problems:
         raise ProviderError(problems)

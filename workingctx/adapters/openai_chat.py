@@ -318,10 +318,16 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
+def write(
+    source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
+) -> dict[str, Any]:
     """
     The ``{"messages": [...]}`` fields of a Chat Completions request for a
     context, a snapshot or a list of messages.
+
+    With *cache* (True, a str, or a :class:`~workingctx.cache.CachePlan`),
+    ``prompt_cache_key`` is set too: for True, from the prefix digest (see
+    :func:`workingctx.cache.prompt_cache_key`).
 
     Reasoning blocks and other providers' blocks are left out (this format
     has no place for them); tool results held as blocks become ``tool``
@@ -332,8 +338,14 @@ def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any =
             ``repair=True`` drops orphan results and closes unanswered calls
             with an error result instead.
     """
+    from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
+
+    key = prompt_cache_key(source, cache)
     messages = checked(messages_of(source), provider="openai", repair=repair, store=store, upload=upload)
-    return {"messages": write_messages(messages)}
+    body: dict[str, Any] = {"messages": write_messages(messages)}
+    if key is not None:
+        body["prompt_cache_key"] = key
+    return body
 
 
 def check(source: Any) -> tuple[Problem, ...]:

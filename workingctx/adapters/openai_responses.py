@@ -381,9 +381,15 @@ def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
     return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
 
 
-def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
+def write(
+    source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
+) -> dict[str, Any]:
     """
     The ``instructions`` and ``input`` fields of a Responses request.
+
+    With *cache* (True, a str, or a :class:`~workingctx.cache.CachePlan`),
+    ``prompt_cache_key`` is set too: for True, from the prefix digest (see
+    :func:`workingctx.cache.prompt_cache_key`).
 
     The first leading system message becomes ``instructions`` (unless it was
     read as an input item); reasoning from other providers, and OpenAI
@@ -392,8 +398,11 @@ def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any =
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
+    from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
+
+    key = prompt_cache_key(source, cache)
     messages = checked(messages_of(source), provider="openai", repair=repair, store=store, upload=upload)
-    body: dict[str, Any] = {}
+    body: dict[str, Any] = {} if key is None else {"prompt_cache_key": key}
     rest = messages
     if messages and messages[0].role == "system" and isinstance(messages[0].content, str):
         data = messages[0].provider_data.get(PROVIDER, {})
