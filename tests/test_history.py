@@ -23,6 +23,7 @@ from workingctx import (
     LastNTurns,
     Message,
     PrefixContext,
+    RoleFilter,
     SummaryContextManager,
     TokenBudgetContextManager,
     ToolCall,
@@ -38,6 +39,7 @@ from workingctx.history import (
     Kept,
     Merged,
     NotesChange,
+    Started,
     build_tail,
     entry_from_data,
     entry_to_data,
@@ -692,3 +694,178 @@ class TestUsage:
         """
         ctx = WorkingContext().append(Message.assistant("a", usage=Usage(1, 2)), Message.assistant("b", usage=Usage(3)))
         assert Usage(4, 2) == ctx.usage
+
+
+class TestChecks:
+    def test_content_values_are_checked(self):
+        """
+        Bad counts, ids, runs, tails and times are refused with the value named.
+        """
+        at = recorded().history[0].at
+        with pytest.raises(TypeError, match="turn must be a non-negative int, got -1"):
+            Entry("user", Message("user", "x"), -1, at)
+        with pytest.raises(TypeError, match="timezone-aware"):
+            Entry("user", Message("user", "x"), 0, at.replace(tzinfo=None))
+        with pytest.raises(ValueError, match="unknown outcome 'maybe'"):
+            Entry("tool_result", Message.tool("x", call_id="c"), 0, at, "maybe")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="stop must not be before start"):
+            Kept(3, 1)
+        with pytest.raises(TypeError, match=r"tail\[0\] must be Kept or a Message, got 'x'"):
+            ContextChange("trim", ["x"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match=r"messages\[0\] must be a Message"):
+            Started("a", messages=["x"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="expected a mapping of JSON data"):
+            NotesChange([1])  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="parent must be 1 to 128"):
+            Forked(3, "b")  # type: ignore[arg-type]
+        assert Forked("a", "b", None) == Forked("a", "b")
+
+    def test_json_checks(self):
+        """
+        Non-finite floats and non-str keys are refused; attrs instances become dicts.
+        """
+        ctx = recorded()
+        with pytest.raises(TypeError, match=r"'x'\[0\] is nan"):
+            ctx.note("x", [float("nan")])
+        with pytest.raises(TypeError, match="has the key 1 of type int"):
+            ctx.note("x", {1: "a"})
+        assert {"input_tokens": 1} == {k: v for k, v in ctx.finish(Usage(1)).answer.items() if v}
+        with pytest.raises(TypeError, match="metadata"):
+            ctx.restore(0).append(Message("user", "x", metadata={"o": object()}))
+        with pytest.raises(TypeError, match="note keys must be str, got 1"), ctx.edit_notes() as notes:
+            notes[1] = "x"  # type: ignore[index]
+
+    def test_reading_bad_entry_data(self):
+        """
+        Data that is not an entry raises SerializationError with a path.
+        """
+        from workingctx.exceptions import SerializationError  # noqa: PLC0415
+
+        good = entry_to_data(recorded().history[0])
+        with pytest.raises(SerializationError, match="kind 'nope' is not one of"):
+            entry_from_data({**good, "kind": "nope"})
+        with pytest.raises(SerializationError, match="kind None"):
+            entry_from_data([1])
+        with pytest.raises(SerializationError, match="no field 'extra'"):
+            entry_from_data({**good, "extra": 1})
+        with pytest.raises(SerializationError, match="holds a 'user' message"):
+            entry_from_data({**good, "kind": "user", "content": {"role": "assistant", "content": "x"}})
+        with pytest.raises(SerializationError):
+            entry_from_data({**good, "kind": "context_change", "content": {"change": "trim", "tail": [[1]]}})
+
+    def test_lone_surrogates_are_stored_escaped(self):
+        """
+        Text cut in the middle of an emoji still saves and loads.
+        """
+        from workingctx import SQLiteStore  # noqa: PLC0415
+        from workingctx.history import entry_text  # noqa: PLC0415
+
+        ctx = recorded(id="s")
+        ctx.append(Message("user", "half \ud83d"))
+        assert "\\ud83d" in entry_text(ctx.history[-1])
+        with SQLiteStore(":memory:") as store:
+            store.save_context(ctx)
+            assert ctx.digest() == store.load_context("s").digest()
+            assert "half ?" == store.list_contexts()[0].first_message
+
+    def test_system_messages_and_noop_trims(self):
+        """
+        A system message in the tail is a system entry; a replace_tail that changes nothing records nothing.
+        """
+        ctx = recorded()
+        ctx.append(Message("system", "rules"))
+        ctx.replace_tail(ctx.messages)
+        ctx.replace_tail([])
+        ctx.replace_tail([])
+        assert ["start", "system", "context_change"] == [e.kind for e in ctx.history]
+
+    def test_a_second_start_is_refused(self):
+        """
+        A history holds one start entry.
+        """
+        ctx = recorded()
+        with pytest.raises(HistoryError, match="one start entry"):
+            WorkingContext.replay([*ctx.history, ctx.history[0]])
+
+    def test_waiting_messages_go_in_when_a_trim_drops_the_calls(self):
+        """
+        A replacement without the pending calls places the waiting messages; so does a slice.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), call("c1"), Message("user", "late"))
+        child = ctx.slice(LastNTurns(1) & ~RoleFilter({"assistant"}))
+        assert ["q", "late"] == [m.text() for m in child.messages]
+        assert_replays(child)
+        ctx.replace_tail(ctx.messages[:1])
+        assert ["q", "late"] == [m.text() for m in ctx.messages]
+        assert_replays(ctx)
+
+    def test_merges_of_every_kind(self):
+        """
+        A reducer's replacement and an unrecorded context's usage are recorded.
+        """
+        from workingctx import add_messages  # noqa: PLC0415
+
+        ctx = recorded()
+        ctx.append(Message("user", "q", id="1"))
+        plain = WorkingContext().append(Message("user", "q2", id="1"), Message.assistant("a", usage=Usage(5, 1)))
+        ctx.merge(plain, mode=add_messages)
+        merged = ctx.history[-1].content
+        assert isinstance(merged, Merged)
+        assert ("reducer", None) == (merged.mode, merged.child)
+        ctx.merge(WorkingContext().append(Message.assistant("b", usage=Usage(2, 2))), mode="concat")
+        assert Usage(7, 3) == ctx.usage
+        assert_replays(ctx)
+
+    def test_restore_by_checkpoint_object_and_unknown_state(self):
+        """
+        A Checkpoint captured here restores by its id; one of a state never reached is refused.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"))
+        saved = Checkpoint.capture(ctx)
+        ctx.append(Message.assistant("a"))
+        ctx.restore(saved)
+        assert 1 == ctx.size()
+        with pytest.raises(HistoryError, match="no entry of this history has that checkpoint's state"):
+            ctx.restore(Checkpoint.capture(WorkingContext().append(Message("user", "never"))))
+
+    def test_restore_brings_the_prefix_back(self):
+        """
+        Restoring a fork made with another prefix to before it brings the old prefix back.
+        """
+        ctx = recorded(prefix=PrefixContext("one"))
+        ctx.append(Message("user", "q"))
+        child = ctx.with_prefix(PrefixContext("two"))
+        child.restore(1)
+        assert PrefixContext("one") == child.prefix
+        assert_replays(child)
+
+    def test_errors_and_closing(self):
+        """
+        record_error takes an exception or a str; close_pending takes a failing outcome.
+        """
+        ctx = recorded()
+        ctx.record_error("plain text")
+        with pytest.raises(TypeError, match="takes an exception or a str"):
+            ctx.record_error(3)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="during must be a str"):
+            ctx.record_error("x", during=3)  # type: ignore[arg-type]
+        with pytest.raises(HistoryError, match="other than 'done'"):
+            ctx.close_pending("done")
+        with pytest.raises(HistoryError, match="takes a tool result"):
+            ctx.append_result(Message("user", "x"))
+        with pytest.raises(HistoryError, match="unknown outcome"):
+            ctx.append_result(Message.tool("x", call_id="c"), outcome="maybe")  # type: ignore[arg-type]
+        assert 1 == WorkingContext().append_result(Message.tool("x", call_id="c"), outcome="error").size()
+
+    def test_a_blocked_editor_gives_up_with_advice(self, monkeypatch):
+        """
+        A `with` block that cannot get its turn says to use `async with` in coroutines.
+        """
+        from workingctx.history import NotesEdit  # noqa: PLC0415
+
+        monkeypatch.setattr(NotesEdit, "timeout", 0.01)
+        ctx = recorded()
+        with ctx.edit_notes(), pytest.raises(HistoryError, match="async with"), ctx.edit_notes():
+            pass

@@ -887,7 +887,8 @@ class Recorder:
                 brought = _minus(theirs.usage, theirs.reported.get(ctx._token, Usage()))
                 child: str | None = theirs.id
             else:
-                brought = sum((m.usage for m in appended or () if m.usage is not None), Usage())
+                added = (piece for piece in pieces if isinstance(piece, Message))
+                brought = sum((m.usage for m in added if m.usage is not None), Usage())
                 child = None
             name = mode if isinstance(mode, str) else "reducer"
             self.commit(ctx, [self._entry("merge", Merged(name, pieces, frozen, brought, child))])
@@ -1145,10 +1146,13 @@ class NotesEdit:
         self.notes = thaw(self._before)
         return self.notes
 
+    timeout = 60.0
+    """Seconds a ``with`` block waits for another editor before giving up."""
+
     def __enter__(self) -> dict[str, Any]:
-        if not self._lock.acquire(timeout=60):
+        if not self._lock.acquire(timeout=self.timeout):
             msg = (
-                "edit_notes() waited 60 s for another editor; in coroutines use "
+                f"edit_notes() waited {self.timeout:g} s for another editor; in coroutines use "
                 "`async with ctx.edit_notes() as notes:` so editors take turns without blocking the loop"
             )
             raise HistoryError(msg)
@@ -1178,9 +1182,6 @@ class NotesEdit:
 
     def _commit(self) -> None:
         notes = self.notes
-        if not isinstance(notes, dict):
-            msg = f"the notes of edit_notes() must stay a dict, got {notes!r}"
-            raise TypeError(msg)
         changed: dict[str, Any] = {}
         for key, value in notes.items():
             _check_note_key(key)

@@ -65,7 +65,8 @@ class ContextInfo:
             first = next((e.content for e in history if e.kind == "user"), None)
         return cls(
             id=str(ctx.id),
-            first_message=None if first is None else first.text(),  # type: ignore[union-attr]  # a Message
+            # text cut inside an emoji has no UTF-8 form: a descriptor shows "?" there
+            first_message=None if first is None else first.text().encode("utf-8", "replace").decode("utf-8"),  # type: ignore[union-attr]  # a Message
             created_at=history[0].at,
             updated_at=history[-1].at,
             turn=ctx.turn,
