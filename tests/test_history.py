@@ -869,3 +869,36 @@ class TestChecks:
         ctx = recorded()
         with ctx.edit_notes(), pytest.raises(HistoryError, match="async with"), ctx.edit_notes():
             pass
+
+
+class TestCost:
+    def test_cost_prices_every_recorded_reply_by_its_model(self):
+        """
+        Replies name their model in metadata; merged children bring theirs; a trim lowers nothing.
+        """
+        from decimal import Decimal  # noqa: PLC0415
+
+        from workingctx.pricing import cost  # noqa: PLC0415
+
+        sonnet = {"model": "claude-sonnet-4-6"}
+        ctx = recorded()
+        ctx.append(Message("user", "q"), Message("assistant", "a", usage=Usage(20_000, 200), metadata=sonnet))
+        child = ctx.fork()
+        child.append(Message("assistant", "b", usage=Usage(1_000, 10), metadata=sonnet))
+        child.append(Message("assistant", "c", usage=Usage(500, 5)))
+        ctx.merge(child, mode="delta")
+        ctx.replace_tail(ctx.messages[-1:])
+        expected = cost("claude-sonnet-4-6", Usage(21_000, 210)) + cost("claude-sonnet-4-6", Usage(500, 5))
+        assert expected == ctx.cost("claude-sonnet-4-6")
+        assert Decimal("0.063") == WorkingContext.replay(ctx.history[:3]).cost()
+        assert ctx.cost("claude-sonnet-4-6") == WorkingContext.replay(ctx.history).cost("claude-sonnet-4-6")
+
+    def test_a_reply_without_a_model_needs_one(self):
+        """
+        Without metadata['model'] and without cost(model=...), PricingError says what to pass.
+        """
+        from workingctx.exceptions import PricingError  # noqa: PLC0415
+
+        ctx = recorded().append(Message.assistant("a", usage=Usage(10, 1)))
+        with pytest.raises(PricingError, match=r"pass the model to cost\(model=...\)"):
+            ctx.cost()

@@ -844,7 +844,9 @@ class WorkingContext:
 
     def cost(self, model: str | None = None) -> Decimal:
         """
-        What the replies in the context's tail cost, in US dollars.
+        What the replies in the context's tail cost, in US dollars; on a
+        recorded context, every reply ever recorded and those merged sub-agents
+        brought, as :attr:`usage` counts them.
 
         Each reply is priced for the model named in its ``metadata["model"]``
         (the name the provider reported), or else for *model*.
@@ -858,6 +860,8 @@ class WorkingContext:
             PricingError: a reply's model has no price, or a reply names no
                 model and *model* is not given (the message says which reply).
         """
+        if self._history is not None:
+            return self._history.cost(model)
         from workingctx.pricing import cost as price  # noqa: PLC0415  # pricing is optional to load
 
         total = Decimal(0)

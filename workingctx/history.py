@@ -28,6 +28,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
@@ -238,6 +239,8 @@ class Merged:
         usage: The token usage the merged context brought (its own replies and
             its children's, since it forked or was last merged here).
         child: The id of the merged context, when it was recorded.
+        models: That usage by model: ``(model name, usage)`` pairs, the name
+            ``""`` for replies that named no model (see :meth:`~workingctx.WorkingContext.cost`).
     """
 
     mode: str
@@ -245,6 +248,7 @@ class Merged:
     notes: FrozenDict = attrs.field(factory=FrozenDict, converter=_json_object)
     usage: Usage = attrs.field(factory=Usage)
     child: str | None = None
+    models: tuple[tuple[str, Usage], ...] = ()
 
 
 @attrs.frozen
@@ -586,6 +590,19 @@ def _minus(a: Usage, b: Usage) -> Usage:
     return Usage(*(max(x - y, 0) for x, y in zip(attrs.astuple(a), attrs.astuple(b), strict=True)))
 
 
+def model_of(message: Message) -> str:
+    """
+    The model a reply names in ``metadata["model"]`` (what adapters read from
+    the provider), or ``""``.
+    """
+    name = message.metadata.get("model")
+    return name if isinstance(name, str) else ""
+
+
+def _add_usage(totals: dict[str, Usage], model: str, usage: Usage) -> None:
+    totals[model] = totals.get(model, Usage()) + usage
+
+
 def _kind_of(message: Message) -> EntryKind:
     if message.role == "user":
         return "notice" if isinstance(message.content, str) and message.content.startswith(_NOTICE) else "user"
@@ -633,6 +650,7 @@ class Recorder:
         "_chain",
         "_chain_lock",
         "_history",
+        "by_model",
         "captured",
         "entries",
         "final_answer",
@@ -643,7 +661,6 @@ class Recorder:
         "pending",
         "reported",
         "turn",
-        "usage",
         "waiting",
     )
 
@@ -658,9 +675,10 @@ class Recorder:
         self.final_answer: Any = None
         self.pending: dict[str, None] = {}
         self.waiting: list[Message] = []
-        self.usage = Usage()
+        # usage of every recorded reply (merged ones included) by model name
+        self.by_model: dict[str, Usage] = {}
         # token of a context this one merges into -> usage already brought there
-        self.reported: dict[object, Usage] = {}
+        self.reported: dict[object, dict[str, Usage]] = {}
         # checkpoint id -> how many entries the history had when it was captured
         self.captured: dict[str, int] = {}
         # chain digests of the first entries (entries never change: each is hashed once)
@@ -678,6 +696,31 @@ class Recorder:
         if history is None or len(history) != len(self.entries):
             history = self._history = tuple(self.entries)
         return history
+
+    @property
+    def usage(self) -> Usage:
+        """
+        The usage of every recorded reply, merged ones included.
+        """
+        return sum(self.by_model.values(), Usage())
+
+    def cost(self, model: str | None) -> Decimal:
+        """
+        What every recorded reply cost, each priced for the model it names, else for *model*.
+        """
+        from workingctx.exceptions import PricingError  # noqa: PLC0415  # a rarely used path
+        from workingctx.pricing import cost  # noqa: PLC0415  # pricing is optional to load
+
+        total = Decimal(0)
+        for name, usage in sorted(self.by_model.items()):
+            if not name and model is None:
+                msg = (
+                    "some recorded replies name no model in metadata['model'] "
+                    f"({usage.total_tokens} tokens); pass the model to cost(model=...)"
+                )
+                raise PricingError(msg)
+            total += cost(name or str(model), usage)
+        return total
 
     def chain(self) -> list[str]:
         """
@@ -732,7 +775,7 @@ class Recorder:
             if kind == "reply":
                 self.turn += 1
                 if content.usage is not None:
-                    self.usage += content.usage
+                    _add_usage(self.by_model, model_of(content), content.usage)
         elif isinstance(content, NotesChange):
             ctx._set_notes(content.set, content.removed)
         elif isinstance(content, ContextChange):
@@ -746,7 +789,8 @@ class Recorder:
         elif isinstance(content, Merged):
             self._retail(ctx, build_tail(ctx.messages, content.tail))
             ctx._set_notes(content.notes, ())
-            self.usage += content.usage
+            for name, usage in content.models:
+                _add_usage(self.by_model, name, usage)
         elif isinstance(content, Forked):
             self.parent_id = content.parent
             self.parent_call_id = content.call
@@ -883,17 +927,23 @@ class Recorder:
                     _check_payloads(piece)
             frozen = FrozenDict({key: freeze_json(value, key) for key, value in notes.items()})
             theirs = other._history
+            models: dict[str, Usage] = {}
             if theirs is not None:
-                brought = _minus(theirs.usage, theirs.reported.get(ctx._token, Usage()))
+                before = theirs.reported.get(ctx._token, {})
+                for model, usage in theirs.by_model.items():
+                    models[model] = _minus(usage, before.get(model, Usage()))
                 child: str | None = theirs.id
             else:
-                added = (piece for piece in pieces if isinstance(piece, Message))
-                brought = sum((m.usage for m in added if m.usage is not None), Usage())
+                for piece in pieces:
+                    if isinstance(piece, Message) and piece.role == "assistant" and piece.usage is not None:
+                        _add_usage(models, model_of(piece), piece.usage)
                 child = None
+            brought = tuple((model, usage) for model, usage in sorted(models.items()) if usage != Usage())
             name = mode if isinstance(mode, str) else "reducer"
-            self.commit(ctx, [self._entry("merge", Merged(name, pieces, frozen, brought, child))])
+            total = sum((usage for _, usage in brought), Usage())
+            self.commit(ctx, [self._entry("merge", Merged(name, pieces, frozen, total, child, brought))])
             if theirs is not None:
-                theirs.reported[ctx._token] = theirs.usage
+                theirs.reported[ctx._token] = dict(theirs.by_model)
 
     def fork(self, parent: WorkingContext, child: WorkingContext, call: str | None = None) -> Recorder:
         """
@@ -902,13 +952,14 @@ class Recorder:
         with parent._tail.lock:
             copy = Recorder(self.id)
             copy.entries = list(self.entries)
-            for name in ("parent_id", "parent_call_id", "turn", "finished", "final_answer", "usage"):
+            for name in ("parent_id", "parent_call_id", "turn", "finished", "final_answer"):
                 setattr(copy, name, getattr(self, name))
+            copy.by_model = dict(self.by_model)
             copy.pending = dict(self.pending)
             copy.waiting = list(self.waiting)
             copy.captured = dict(self.captured)
             copy._chain = list(self._chain)
-            copy.reported = {parent._token: self.usage}
+            copy.reported = {parent._token: dict(self.by_model)}
             copy.commit(child, [copy._entry("fork", Forked(self.id, new_id(), call))])
             return copy
 
