@@ -266,17 +266,21 @@ class TestMerge:
         concat.merge(a).merge(b)
         assert 2 == len(concat.messages)
 
-    def test_union_keeps_calls_that_differ_only_in_arguments(self):
+    def test_union_refuses_calls_that_differ_only_in_arguments(self):
         """
         Two tool-call messages sharing a call id but not arguments are not
-        equal, so union keeps both (and hashing them does not raise).
+        equal (and hashing them does not raise), so union would keep both:
+        two calls with one id, which the merge refuses, naming the id and
+        changing nothing.
         """
         one = Message("assistant", "", tool_calls=(ToolCall("c1", "search", {"q": "a"}),))
         two = Message("assistant", "", tool_calls=(ToolCall("c1", "search", {"q": "b"}),))
         assert hash(one) != hash(two) or one != two
         ctx = WorkingContext().append(one)
-        ctx.merge(WorkingContext().append(two), mode="union")
-        assert [one, two] == list(ctx.messages)
+        with pytest.raises(MergeError, match="duplicate-call-id") as info:
+            ctx.merge(WorkingContext().append(two), mode="union")
+        assert ("c1",) == info.value.ids
+        assert [one] == list(ctx.messages)
 
     def test_concat_after_fork_duplicates_history_delta_does_not(self):
         """
@@ -569,8 +573,9 @@ class TestLineageAfterRewrites:
 
     def test_delta_after_a_reducer_rewrote_the_fork(self):
         """
-        A fork whose tail a reducer rewrote still merges back without
-        repeating the history it kept from its parent.
+        A fork whose tail a reducer rewrote merges back what it appended,
+        without repeating the history it kept from its parent: a rewrite is
+        not an append.
         """
         from workingctx.reducers import remove_tool_messages  # noqa: PLC0415
 
@@ -586,8 +591,9 @@ class TestLineageAfterRewrites:
         )
         child.merge(WorkingContext(), mode=remove_tool_messages)
         parent.merge(child, mode="delta")
-        # the completed tool sequence (call, result, answer) was removed by the reducer
-        assert ["q1", "a1", "q2"] == [m.content for m in parent.messages]
+        # the reducer removed the completed tool sequence from the child's own tail only
+        assert ["q1", "a1", "q2"] == [m.content for m in child.messages]
+        assert ["q1", "a1", "q2", "", "r", "a2"] == [m.content for m in parent.messages]
 
     def test_replace_tail_keeps_the_shared_start(self):
         """

@@ -30,7 +30,7 @@ from workingctx import (
     Usage,
     WorkingContext,
 )
-from workingctx.exceptions import FinishedError, HistoryError, PendingCallsError, WorkingCtxError
+from workingctx.exceptions import FinishedError, HistoryError, MergeError, PendingCallsError, WorkingCtxError
 from workingctx.history import (
     ENTRY_KINDS,
     ContextChange,
@@ -350,7 +350,7 @@ class TestReplayProperty:
             before = (state(run.ctx), run.ctx.history)
             try:
                 run.run(step)
-            except (FinishedError, PendingCallsError, HistoryError):
+            except (FinishedError, PendingCallsError, HistoryError, MergeError):
                 assert before == (state(run.ctx), run.ctx.history)
             assert_replays(run.ctx)
         for entry in run.ctx.history:
@@ -364,7 +364,7 @@ class TestReplayProperty:
         """
         run = _Program()
         for step in program:
-            with contextlib.suppress(FinishedError, PendingCallsError, HistoryError):
+            with contextlib.suppress(FinishedError, PendingCallsError, HistoryError, MergeError):
                 run.run(step)
         ctx = run.ctx
         run.run(("close", "interrupted")) if ctx._history.pending and not ctx.finished else None

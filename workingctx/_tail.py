@@ -28,8 +28,9 @@ from workingctx.tokens import RunningCount, TokenCounter
 
 __all__ = ["Mark", "Tail", "TailView"]
 
-Mark: TypeAlias = tuple[list[Message], int]
-"""A tail as it was: its list, and how long it was (the list only grows in place)."""
+Mark: TypeAlias = tuple[list[Message], int, int]
+"""A tail as it was: its list, how long it was (the list only grows in place),
+and how many messages its lineage had appended."""
 
 
 class TailView(Sequence[Message]):
@@ -108,11 +109,14 @@ class Tail:
     """
 
     __slots__ = (
+        "_appended",
         "_calls",
         "_chain",
         "_counter",
         "_id_index",
         "_incremental",
+        "_log",
+        "_log_base",
         "_messages",
         "_running",
         "_system",
@@ -126,6 +130,13 @@ class Tail:
         self._counter = counter
         self._incremental = incremental
         self.lock = threading.RLock()
+        # The lineage log: what this tail's context (and the ancestors it was
+        # forked from) appended, numbered from the lineage's first append. Only
+        # the entries from _log_base on are kept: a context keeps what a delta
+        # merge into one of its ancestors may still need (see retain()).
+        self._appended = 0
+        self._log: list[Message] = []
+        self._log_base = -1  # -1: nothing is retained
         self._reset(Chain())
 
     def _reset(self, chain: Chain) -> None:
@@ -163,11 +174,15 @@ class Tail:
         """
         with self.lock:
             if messages is not None:
-                return Tail(messages, self._counter, incremental=self._incremental)
-            other = Tail(list(self._messages), self._counter, incremental=self._incremental)
-            other._view = self._view
-            other._chain = self._chain.copy()
-            other._system = (self._system[0], list(self._system[1]))
+                other = Tail(messages, self._counter, incremental=self._incremental)
+            else:
+                other = Tail(list(self._messages), self._counter, incremental=self._incremental)
+                other._view = self._view
+                other._chain = self._chain.copy()
+                other._system = (self._system[0], list(self._system[1]))
+            other._appended = self._appended
+            other._log = list(self._log)
+            other._log_base = self._log_base
             return other
 
     # -- reading -------------------------------------------------------------------
@@ -275,9 +290,9 @@ class Tail:
 
     # -- changing ------------------------------------------------------------------
 
-    def extend(self, messages: Sequence[Message]) -> None:
+    def extend(self, messages: Sequence[Message], *, logged: bool = True) -> None:
         """
-        Append checked messages.
+        Append checked messages (and log them as appended, unless *logged* is False).
         """
         if not messages:
             return
@@ -288,8 +303,52 @@ class Tail:
                 self._id_index.update(m.id for m in messages if m.id is not None)
             if self._calls is not None:
                 _count_calls(self._calls, messages)
+            if logged:
+                self._log_appended(messages)
 
-    def replace(self, messages: list[Message]) -> int:
+    # -- the lineage log -------------------------------------------------------------
+
+    def _log_appended(self, messages: Sequence[Message]) -> None:
+        self._appended += len(messages)
+        if self._log_base < 0:  # nothing is retained
+            return
+        self._log.extend(messages)
+
+    @property
+    def appended(self) -> int:
+        """
+        How many messages the lineage appended so far (a position in its log).
+        """
+        return self._appended
+
+    def appended_since(self, position: int) -> list[Message]:
+        """
+        The messages appended after log *position* (kept by :meth:`retain`), in order.
+        """
+        with self.lock:
+            start = position - self._log_base
+            if self._log_base < 0 or start < 0:
+                msg = f"the lineage log no longer holds position {position}"
+                raise RuntimeError(msg)
+            return self._log[start:]
+
+    def retain(self, position: int | None) -> None:
+        """
+        Keep the log from *position* on (None: keep nothing from now on).
+        """
+        with self.lock:
+            if position is None:
+                self._log = []
+                self._log_base = -1
+                return
+            if self._log_base < 0:
+                self._log_base = self._appended
+            drop = position - self._log_base
+            if drop > 0:
+                del self._log[:drop]
+                self._log_base = position
+
+    def replace(self, messages: list[Message], *, logged: bool = True) -> int:
         """
         Make *messages* (checked, given away) the tail; returns how many leading
         messages stayed (the same objects in the same places).
@@ -304,7 +363,7 @@ class Tail:
             while kept < limit and messages[kept] is old[kept]:
                 kept += 1
             if kept == len(old):
-                self.extend(messages[kept:])
+                self.extend(messages[kept:], logged=logged)
                 return kept
             chain = self._chain
             self._messages = messages
@@ -316,16 +375,20 @@ class Tail:
         A token for :meth:`restore`: the tail as it is now.
         """
         with self.lock:
-            return (self._messages, len(self._messages))
+            return (self._messages, len(self._messages), self._appended)
 
     def restore(self, mark: Mark) -> int:
         """
         Put back the messages of a :meth:`mark`; returns how many leading
         messages of the current tail stayed.
         """
-        messages, n = mark
+        messages, n, appended = mark
         with self.lock:
-            return self.replace(list(messages[:n]))
+            kept = self.replace(list(messages[:n]), logged=False)
+            if self._log_base >= 0 and appended >= self._log_base:
+                del self._log[appended - self._log_base :]
+            self._appended = min(self._appended, appended)
+            return kept
 
     def clear(self) -> None:
         """

@@ -28,15 +28,18 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
+import attrs
+
 from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._tail import Mark, Tail, TailView
 from workingctx.exceptions import HistoryError, MergeError, PricingError
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
-from workingctx.messages import Message, Usage
+from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, Usage
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import surviving_indices
+from workingctx.scopes._exchanges import is_reasoning_only
 from workingctx.snapshot import (
     ContextDiff,
     FrozenContext,
@@ -45,6 +48,7 @@ from workingctx.snapshot import (
     snapshot_digest,
 )
 from workingctx.tokens import ApproxTokenCounter, TokenCounter
+from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
     from workingctx.history import Entry, NotesEdit, Outcome
@@ -56,7 +60,7 @@ __all__ = ["ContextLock", "MergeMode", "ScratchpadPolicy", "TailView", "WorkingC
 _R = TypeVar("_R")
 
 MessageReducer: TypeAlias = Callable[[Sequence[Message], Sequence[Message]], Sequence[Message]]
-MergeMode: TypeAlias = Literal["concat", "union", "delta"] | MessageReducer
+MergeMode: TypeAlias = Literal["concat", "union", "delta", "result"] | MessageReducer
 """How :meth:`WorkingContext.merge` combines tails: a mode name, or a reducer
 ``(left, right) -> messages`` such as :func:`workingctx.reducers.add_messages`."""
 
@@ -145,10 +149,11 @@ class WorkingContext:
     """
 
     __slots__ = (
-        "_bases",
         "_edit_lock",
         "_history",
         "_lock",
+        "_marks",
+        "_parent_call",
         "_prefix",
         "_prefix_tokens",
         "_scratch_base",
@@ -236,8 +241,11 @@ class WorkingContext:
         self._prefix_tokens: int | None = None
         self._lock = ContextLock()
         self._token = object()
-        # token of an ancestor -> how many leading messages still come from it
-        self._bases: dict[object, int] = {}
+        # token of an ancestor -> the position in the lineage log when this
+        # context forked from it (or last merged into it): a delta is what was appended since
+        self._marks: dict[object, int] = {}
+        # (token of the parent, call id) for a context forked for a pending call
+        self._parent_call: tuple[object, str] | None = None
         # token of the parent -> a copy of the notes when this context forked from it
         self._scratch_base: dict[object, dict[str, Any]] = {}
         self._edit_lock = threading.Lock()
@@ -388,19 +396,18 @@ class WorkingContext:
         if self._history is not None:
             self._history.replace(self, [], "clear")
             return self
-        with self._tail.lock:
-            self._tail.clear()
-            self._bases = dict.fromkeys(self._bases, 0)
+        self._tail.clear()
         return self
 
     def replace_tail(self, messages: Iterable[Message]) -> WorkingContext:
         """
         Replace the tail in one step, as a context manager does when it trims.
 
-        The leading messages that stay (the same objects, in the same places)
-        keep their place in the lineage: a later ``merge(self, mode="delta")``
-        into the context this one forked from still knows what they share, and
-        their digests are not computed again.
+        A replacement is not an append: a later ``merge(self, mode="delta")``
+        into the context this one forked from brings what this context
+        appended, whatever was replaced since (a trim, a summary). The leading
+        messages that stay (the same objects, in the same places) keep their
+        digests, which are not computed again.
 
         Raises:
             TypeError: an item is not a :class:`Message` (nothing changes).
@@ -417,9 +424,7 @@ class WorkingContext:
         return self
 
     def _replace(self, items: list[Message]) -> None:
-        with self._tail.lock:
-            kept = self._tail.replace(items)
-            self._bases = {token: min(base, kept) for token, base in self._bases.items()}
+        self._tail.replace(items)
 
     def _set_notes(self, notes: Mapping[str, Any], removed: Iterable[str], *, replace: bool = False) -> None:
         """
@@ -515,7 +520,7 @@ class WorkingContext:
 
     # -- fork, merge, slice --------------------------------------------------------
 
-    def fork(self) -> WorkingContext:
+    def fork(self, *, for_call: str | None = None) -> WorkingContext:
         """
         An independent copy for a sub-agent.
 
@@ -523,38 +528,156 @@ class WorkingContext:
         fresh journal seeded with this one's entries (committed), and the same
         prefix object (frozen, so sharing it is safe and keeps the cache key).
         Counter, limit and ``shared`` are inherited; the lock is new. The child
-        remembers where it forked, for ``merge(child, mode="delta")``.
+        remembers where it forked, for ``merge(child, mode="delta")``: what it
+        appends from now on is its delta.
+
+        Args:
+            for_call: The id of a pending tool call (see :attr:`pending_calls`)
+                that the sub-agent answers. The child starts without the
+                unanswered exchange (the assistant message making the call, and
+                the results it already has), since a request ending in
+                unanswered calls is invalid, and remembers the id as
+                :attr:`parent_call_id`; ``merge(child, mode="result")`` then
+                closes the call with the child's answer.
+
+        Raises:
+            MergeError: *for_call* is not the id of a pending call here.
+
+        >>> from workingctx import Message, ToolCall, WorkingContext
+        >>> ctx = WorkingContext(messages=[Message("user", "Check the certificate of example.com.")])
+        >>> _ = ctx.append(Message("assistant", tool_calls=(ToolCall("c1", "delegate", {"host": "example.com"}),)))
+        >>> [call.id for call in ctx.pending_calls]
+        ['c1']
+        >>> child = ctx.fork(for_call="c1")
+        >>> child.parent_call_id, [m.role for m in child.messages]
+        ('c1', ['user'])
+        >>> _ = child.append(Message("assistant", "It expires on 1 August."))
+        >>> [m.role for m in ctx.merge(child, mode="result").messages], ctx.messages[-1].text()
+        (['user', 'assistant', 'tool'], 'It expires on 1 August.')
         """
+        if for_call is not None and not isinstance(for_call, str):
+            msg = f"for_call must be a tool call id (a str), got {for_call!r} of type {type(for_call).__name__}"
+            raise TypeError(msg)
         with self._tail.lock:
             notes, base = _copy_notes(self._scratchpad, 2)
-            child = self._spawn(self._tail.copy(), notes)
-            n = len(self._tail)
-            child._bases = {token: min(base, n) for token, base in self._bases.items()}
-        child._prefix_tokens = self._prefix_tokens
-        child._bases[self._token] = n
+            if for_call is None:
+                tail = self._tail.copy()
+            else:
+                view = self._tail.view()
+                start = self._pending_exchange_start(view, for_call)
+                tail = self._tail.copy(list(view[:start]))
+            child = self._spawn(tail, notes)
+            # the marks towards older ancestors are positions in the shared lineage log
+            child._marks = {**self._marks, self._token: self._tail.appended}
+            child._tail.retain(min(child._marks.values()))
+        if for_call is None:
+            child._prefix_tokens = self._prefix_tokens
+        else:
+            child._parent_call = (self._token, for_call)
         # the baselines towards older ancestors are shared: they are never changed, only replaced
         child._scratch_base = {**self._scratch_base, self._token: base}
         if self._history is not None:
-            child._history = self._history.fork(self, child)
+            child._history = self._history.fork(self, child, for_call)
         return child
+
+    def _pending_exchange_start(self, view: TailView, call_id: str) -> int:
+        """
+        Where the exchange of the pending call *call_id* starts (its reasoning included).
+        """
+        at, ids = _rules(view).pending()
+        if call_id not in ids:
+            known = f"the pending calls are {', '.join(map(repr, ids))}" if ids else "no call is pending"
+            msg = (
+                f"fork(for_call={call_id!r}): {call_id!r} is not a pending tool call of this context ({known}); "
+                "fork for a call the newest assistant message made and that has no result yet"
+            )
+            raise MergeError(msg, ids=(call_id,))
+        return at - 1 if at > 0 and is_reasoning_only(view[at - 1]) else at
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """
+        The tool calls that wait for their result at the end of the tail, in order.
+
+        They are the calls of the newest assistant message that asked for
+        tools, when only results (or nothing) came after it; a call that other
+        messages followed without its result is not pending but broken (see
+        :func:`workingctx.validity.check_messages`). Costs only what was
+        appended since the last look.
+        """
+        with self._tail.lock:
+            view = self._tail.view()
+            at, ids = _rules(view).pending()
+            if not ids:
+                return ()
+            return _calls_of(view[at], ids)
+
+    @property
+    def parent_call_id(self) -> str | None:
+        """
+        The id of the call this context was forked for (``fork(for_call=...)``), or None.
+        """
+        if self._parent_call is not None:
+            return self._parent_call[1]
+        return None if self._history is None else self._history.parent_call_id
 
     def slice(self, scope: ContextScope | PositionalScope) -> WorkingContext:
         """
         A new private context holding the messages *scope* keeps, in order.
 
-        The prefix is shared; scratchpad and journal are copied as by
-        :meth:`fork`. Writes to the slice never reach this context.
+        A slice is a fork whose tail was replaced: the prefix is shared,
+        scratchpad and journal are copied as by :meth:`fork`, writes to the
+        slice never reach this context, and ``merge(slice, mode="delta")``
+        brings back what the slice appended.
         """
         with self._tail.lock:
             view = self._tail.view()
-            notes = _copy_notes(self._scratchpad)[0]
+            notes, base = _copy_notes(self._scratchpad, 2)
+            appended = self._tail.appended
         kept = surviving_indices(scope, view)
         child = self._spawn(self._tail.copy([view[i] for i in sorted(kept)]), notes)
+        child._marks = {**self._marks, self._token: appended}
+        child._tail.retain(min(child._marks.values()))
+        child._scratch_base = {**self._scratch_base, self._token: base}
         child.shared = False
         if self._history is not None:
             child._history = self._history.fork(self, child)
             child._history.derived(child, "slice", view, None)
         return child
+
+    def fit(self, max_tokens: int, *, pin: ContextScope | PositionalScope | None = None) -> WorkingContext:
+        """
+        A new private context whose whole request fits *max_tokens*: the prefix
+        counts, and so does every tail message kept.
+
+        It keeps what ``TokenBudgetContextManager(max_tokens, low_watermark=max_tokens, pin=pin)``
+        keeps: every system message, the pinned messages with their exchanges,
+        the newest whole exchanges that fit (from a user turn when one fits),
+        and a user message first; a valid request, even when that means going
+        over (see :class:`~workingctx.TokenBudgetContextManager`). This context
+        is left as it is, and the result merges back like a slice. A
+        :class:`~workingctx.TokenBudget` scope, by contrast, counts only the
+        messages it is given: ``ctx.slice(TokenBudget(n))`` leaves the prefix out.
+
+        Raises:
+            TypeError: *max_tokens* is not an int, or *pin* is not a scope.
+            ScopeError: *max_tokens* is negative.
+
+        >>> from workingctx import Message, PrefixContext, WorkingContext
+        >>> ctx = WorkingContext(prefix=PrefixContext(system_prompt="Be brief."))
+        >>> for i in range(5):
+        ...     _ = ctx.append(Message("user", f"question {i}"), Message("assistant", f"answer {i}"))
+        >>> fitted = ctx.fit(40)
+        >>> [m.text() for m in fitted.messages], fitted.count_tokens() <= 40, ctx.size()
+        (['question 3', 'answer 3', 'question 4', 'answer 4'], True, 10)
+        """
+        from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415  # managers import this module
+        from workingctx.scopes import Since  # noqa: PLC0415  # see above
+
+        manager = TokenBudgetContextManager(max_tokens, low_watermark=max_tokens, pin=pin)
+        fitted = self.slice(Since(0))
+        manager.trim_context(fitted)
+        return fitted
 
     def merge(
         self,
@@ -562,6 +685,7 @@ class WorkingContext:
         mode: MergeMode = "concat",
         *,
         scratchpad: ScratchpadPolicy = "last_write_wins",
+        result: str | Message | None = None,
     ) -> WorkingContext:
         """
         Fold another context into this one (fan-in).
@@ -571,11 +695,20 @@ class WorkingContext:
             mode: ``"concat"`` appends its messages verbatim; ``"union"`` adds
                 only messages not already here (a multiset union: merging the
                 same context twice equals merging it once); ``"delta"`` appends
-                only what *other* added since it forked from this context. A
-                callable ``(left, right) -> messages`` decides instead (see
-                :mod:`workingctx.reducers`).
+                what *other* did since it forked from this context (or last
+                merged into it): the messages it appended or brought in by its
+                own merges, in order, whatever it replaced meanwhile (a trim, a
+                summary, ``replace_tail``), never one it inherited and never a
+                summary a manager wrote; ``"result"`` closes the call *other*
+                was forked for (``fork(for_call=...)``) with one tool result,
+                the child's final answer (or *result*), and leaves the child's
+                transcript out. A callable ``(left, right) -> messages``
+                decides instead (see :mod:`workingctx.reducers`).
             scratchpad: How notes combine (see :data:`ScratchpadPolicy`). In
-                ``"delta"`` mode only notes the fork changed are considered.
+                ``"delta"`` and ``"result"`` modes only notes the fork changed are considered.
+            result: With ``mode="result"``: the text of the tool result, or the
+                tool message itself; by default the child's final answer (its
+                newest assistant message without tool calls).
 
         The other journal's uncommitted entries are applied here as they are,
         and marked committed there, as is the delta mode's watermark: merging
@@ -583,18 +716,29 @@ class WorkingContext:
 
         Raises:
             MergeError: ``"delta"`` with a context that is not a fork of this one,
-                an unknown mode, or a conflicting note under ``scratchpad="raise"``.
+                ``"result"`` with one not forked for a call of this one (or a
+                call no longer pending, or a child without an answer), a merge
+                that would leave two calls with one id, a result whose call is
+                nowhere or a call without its result (``ids`` names them), an
+                unknown mode, or a conflicting note under ``scratchpad="raise"``.
+                Nothing changes.
         """
         if not isinstance(other, WorkingContext):
             msg = f"merge() takes a WorkingContext, got {other!r} of type {type(other).__name__}"
             raise TypeError(msg)
         # Their messages and watermark are read together, then released, so two
         # contexts merging into each other on two threads cannot deadlock.
+        if result is not None and mode != "result":
+            msg = f"merge(result=...) goes with mode='result' (closing the call a child was forked for), not {mode!r}"
+            raise MergeError(msg)
         with other._tail.lock:
             theirs = other._tail.messages()
-            since = other._bases.get(self._token)
+            since = other._marks.get(self._token)
+            own = other._tail.appended_since(since) if since is not None and mode in ("delta", "result") else []
+            position = other._tail.appended
         with self._tail.lock:
-            incoming, base = self._incoming_messages(other, theirs, since, mode)
+            incoming, base = self._incoming_messages(other, theirs, since, mode, own, result)
+            self._refuse_breaks(incoming)
             notes = self._incoming_notes(other, mode, scratchpad)
 
             # Everything is checked: apply.
@@ -611,12 +755,43 @@ class WorkingContext:
         other.journal.mark_committed()
         if base is not None:
             with other._tail.lock:
-                other._bases[self._token] = len(theirs)
+                other._marks[self._token] = position
+                other._tail.retain(min(other._marks.values()))
                 other._scratch_base[self._token] = _copy_notes(other._scratchpad)[0]
         return self
 
+    def _refuse_breaks(self, incoming: list[Message] | _Replace) -> None:
+        """
+        Refuse a merge that would break a tool rule the tail does not break already.
+        """
+        view = self._tail.view()
+        if isinstance(incoming, list):
+            if not incoming:
+                return
+            new = [p for p in _rules(view).probe(incoming).problems if p.rule in _MERGE_BREAKS]
+        else:
+            before = _broken(view)
+            after = RuleState()
+            for message in incoming.replace:
+                after.feed(message)
+            new = [p for p in after.problems if p.rule in _MERGE_BREAKS and not before.pop((p.rule, p.ids), 0)]
+        if new:
+            ids = tuple(dict.fromkeys(i for p in new for i in p.ids))
+            lines = "; ".join(f"{p.rule} ({', '.join(map(repr, p.ids)) or 'no id'}): {p.message}" for p in new)
+            msg = (
+                f"merge refused, nothing changed: it would break the provider rules for the tool calls "
+                f"{', '.join(map(repr, ids)) or '(none)'}: {lines}"
+            )
+            raise MergeError(msg, ids=ids)
+
     def _incoming_messages(
-        self, other: WorkingContext, theirs: tuple[Message, ...], since: int | None, mode: MergeMode
+        self,
+        other: WorkingContext,
+        theirs: tuple[Message, ...],
+        since: int | None,
+        mode: MergeMode,
+        own: list[Message],
+        given: str | Message | None,
     ) -> tuple[list[Message] | _Replace, int | None]:
         if mode == "concat":
             return list(theirs), None
@@ -636,7 +811,9 @@ class WorkingContext:
                     f"{other!r} was not forked from {self!r}; use mode='union' to merge an unrelated context"
                 )
                 raise MergeError(msg)
-            return list(theirs[since:]), since
+            return own, since
+        if mode == "result":
+            return [self._result_message(other, own, given)], since
         if callable(mode):
             mine = self._tail.messages()
             result = list(mode(mine, theirs))
@@ -645,15 +822,63 @@ class WorkingContext:
             if len(result) >= n and all(a is b for a, b in zip(result, mine, strict=False)):
                 return result[n:], None
             return _Replace(result), None
-        msg = f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta' or a reducer (left, right) -> messages"
+        msg = (
+            f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta', 'result' "
+            "or a reducer (left, right) -> messages"
+        )
         raise MergeError(msg)
+
+    def _result_message(self, other: WorkingContext, own: list[Message], result: str | Message | None) -> Message:
+        """
+        The one tool result a ``"result"`` merge of *other* appends.
+        """
+        forked = other._parent_call
+        if forked is None or forked[0] is not self._token:
+            msg = (
+                f"merge(mode='result') takes a context forked from this one with fork(for_call=...); {other!r} "
+                "was not; use mode='delta' to bring back a plain fork's messages"
+            )
+            raise MergeError(msg)
+        call_id = forked[1]
+        view = self._tail.view()
+        at, ids = _rules(view).pending()
+        if call_id not in ids:
+            msg = (
+                f"merge(mode='result'): the call {call_id!r} is no longer pending here (it has its result "
+                "already, or other messages came after it); a sub-agent's result is merged once, right after the call"
+            )
+            raise MergeError(msg, ids=(call_id,))
+        name = _calls_of(view[at], (call_id,))[0].name
+        if result is None:
+            answers = [m for m in own if m.role == "assistant" and not m.call_ids and m.text().strip()]
+            if not answers:
+                msg = (
+                    f"merge(mode='result'): the sub-agent for {call_id!r} has no final answer (an assistant "
+                    "message without tool calls); append one, or pass result='...'"
+                )
+                raise MergeError(msg, ids=(call_id,))
+            return Message("tool", answers[-1].text(), tool_call_id=call_id, name=name)
+        if isinstance(result, str):
+            return Message("tool", result, tool_call_id=call_id, name=name)
+        if not isinstance(result, Message):
+            msg = f"merge(result=...) takes a str or a tool Message, got {result!r} of type {type(result).__name__}"
+            raise TypeError(msg)
+        if result.role != "tool" or (result.tool_call_id or call_id) != call_id:
+            msg = (
+                f"merge(result=...) must be a tool message answering {call_id!r}, got a {result.role!r} message "
+                f"answering {result.tool_call_id!r}"
+            )
+            raise MergeError(msg, ids=(call_id,))
+        if result.tool_call_id is None:
+            return attrs.evolve(result, tool_call_id=call_id)
+        return result
 
     def _incoming_notes(self, other: WorkingContext, mode: MergeMode, policy: ScratchpadPolicy) -> dict[str, Any]:
         if not (policy in ("last_write_wins", "raise") or isinstance(policy, Mapping) or callable(policy)):
             msg = f"unknown scratchpad policy {policy!r}; use 'last_write_wins', 'raise', a reducer or a mapping"
             raise MergeError(msg)
         theirs = other._scratchpad
-        if mode == "delta":
+        if mode in ("delta", "result"):
             before = other._scratch_base.get(self._token, {})
             theirs = {k: v for k, v in theirs.items() if before.get(k, _MISSING) != v}
         notes: dict[str, Any] = {}
@@ -952,8 +1177,7 @@ class WorkingContext:
     def _roll_back(self, undo: tuple[Mark, dict[str, Any], tuple[int, int]]) -> None:
         mark, notes, (size, committed) = undo
         with self._tail.lock:
-            kept = self._tail.restore(mark)
-            self._bases = {token: min(base, kept) for token, base in self._bases.items()}
+            self._tail.restore(mark)
             self._scratchpad.clear()
             self._scratchpad.update(notes)
             self.journal._truncate(size, committed)
@@ -964,6 +1188,44 @@ class WorkingContext:
             f"<WorkingContext messages={len(self._tail)} scratchpad={keys!r} "
             f"journal={self.journal.size()} prefix_messages={len(self._prefix.as_messages())}>"
         )
+
+
+_MERGE_BREAKS = STRUCTURAL_RULES - {"result-without-id"}
+"""The tool rules a merge may not break: two calls with one id, a result whose
+call is nowhere (or elsewhere, or answered already), a call left without its result.
+A tool message that names no call links to nothing and is let through."""
+
+
+def _rules(view: TailView) -> RuleState:
+    """
+    The provider rules' state of a tail view, kept by its index.
+    """
+    index = view.tail_index
+    if index is None:  # pragma: no cover  # a context's view always has one
+        state = RuleState()
+        for message in view:
+            state.feed(message)
+        return state
+    return index.walk
+
+
+def _broken(view: TailView) -> Counter[tuple[str, tuple[str, ...]]]:
+    """
+    The tool-rule problems the tail has, by rule and ids.
+    """
+    return Counter((p.rule, p.ids) for p in _rules(view).problems if p.rule in _MERGE_BREAKS)
+
+
+def _calls_of(message: Message, ids: Sequence[str]) -> tuple[ToolCall, ...]:
+    """
+    The calls of *message* with these ids, in the order of *ids* (call blocks as :class:`ToolCall`).
+    """
+    calls = {call.id: call for call in message.tool_calls}
+    if not isinstance(message.content, str):
+        for block in message.content:
+            if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
+                calls[block.id] = ToolCall(block.id, block.name, block.args)
+    return tuple(calls[i] for i in ids if i in calls)
 
 
 class _Replace:

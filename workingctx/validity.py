@@ -52,7 +52,8 @@ of one sequence; every manager keeps every system message by construction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import MutableMapping, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import attrs
@@ -193,19 +194,31 @@ def _ids(ids: Iterable[str]) -> str:
     return ", ".join(repr(i) for i in ids)
 
 
-class _Walk:
+class RuleState:
     """
     The checker's state, fed one message at a time.
 
     Problems found while walking are kept in order; the ones that depend on
     where the conversation ends (pending calls, the first turn) are computed
     by :meth:`finish`. A context's tail index keeps one of these, so that the
-    validity of a growing transcript costs one step per appended message.
+    validity of a growing transcript costs one step per appended message, and
+    :meth:`probe` says what appending more would break without changing it.
+
+    Attributes:
+        size: How many messages were fed.
+        problems: The problems found so far that no later message can undo.
+        broken: How many of them break a tool rule (:data:`STRUCTURAL_RULES`).
+        first: The index of the first non-system message (-1: none yet).
+        first_role: Its role.
+        users: How many user messages were fed.
+        open: The ids of the calls of the message at ``open_at`` still
+            waiting for a result, with nothing but results after that message.
     """
 
     __slots__ = (
         "answered",
         "asked",
+        "broken",
         "first",
         "first_role",
         "open",
@@ -217,14 +230,41 @@ class _Walk:
 
     def __init__(self) -> None:
         self.size = 0
-        self.asked: dict[str, int] = {}  # call id -> index of the (latest) message asking for it
-        self.answered: set[str] = set()
-        self.open: list[str] = []  # ids of the calls at open_at still waiting for their result
+        # call id -> index of the (latest) message asking for it
+        self.asked: MutableMapping[str, int] = {}
+        self.answered: MutableMapping[str, None] = {}
+        self.open: list[str] = []
         self.open_at = -1
         self.problems: list[Problem] = []
-        self.first = -1  # index of the first non-system message
+        self.broken = 0
+        self.first = -1
         self.first_role = ""
-        self.users = 0  # user messages seen
+        self.users = 0
+
+    def _report(self, problem: Problem) -> None:
+        self.problems.append(problem)
+        if problem.rule in STRUCTURAL_RULES:
+            self.broken += 1
+
+    def probe(self, messages: Iterable[Message]) -> RuleState:
+        """
+        The state after *messages* were fed, leaving this one as it is; its
+        :attr:`problems` are only those the new messages bring.
+        """
+        state = RuleState.__new__(RuleState)
+        state.size = self.size
+        state.asked = ChainMap({}, self.asked)
+        state.answered = ChainMap({}, self.answered)
+        state.open = list(self.open)
+        state.open_at = self.open_at
+        state.problems = []
+        state.broken = 0
+        state.first = self.first
+        state.first_role = self.first_role
+        state.users = self.users
+        for message in messages:
+            state.feed(message)
+        return state
 
     def _close(self) -> None:
         """
@@ -232,7 +272,7 @@ class _Walk:
         """
         if self.open:
             ids = tuple(self.open)
-            self.problems.append(
+            self._report(
                 Problem(
                     self.open_at,
                     "dangling-call",
@@ -257,7 +297,7 @@ class _Walk:
         results = _raw_result_ids(message) if role in ("tool", "user") or message.content.__class__ is not str else ()
         if results or role == "tool":
             if not results:
-                self.problems.append(
+                self._report(
                     Problem(
                         i,
                         "result-without-id",
@@ -274,7 +314,7 @@ class _Walk:
             seen: set[str] = set()
             for call in calls:
                 if call in self.asked or call in seen:
-                    self.problems.append(
+                    self._report(
                         Problem(
                             i,
                             "duplicate-call-id",
@@ -287,7 +327,7 @@ class _Walk:
             self.open = list(dict.fromkeys(calls))
             self.open_at = i
         if (role in ("user", "assistant")) and _is_empty(message):
-            self.problems.append(
+            self._report(
                 Problem(
                     i,
                     "empty-content",
@@ -299,9 +339,9 @@ class _Walk:
     def _answer(self, i: int, answered: str) -> None:
         if answered in self.open:
             self.open.remove(answered)
-            self.answered.add(answered)
+            self.answered[answered] = None
         elif answered in self.answered:
-            self.problems.append(
+            self._report(
                 Problem(
                     i,
                     "duplicate-result",
@@ -310,7 +350,7 @@ class _Walk:
                 )
             )
         elif answered in self.asked:
-            self.problems.append(
+            self._report(
                 Problem(
                     i,
                     "misplaced-result",
@@ -320,7 +360,7 @@ class _Walk:
                 )
             )
         else:
-            self.problems.append(
+            self._report(
                 Problem(
                     i,
                     "orphan-result",
@@ -425,7 +465,7 @@ def check_messages(
     ['pending-at-end']
     """
     _check_provider(provider)
-    walk = _Walk()
+    walk = RuleState()
     for message in _check_sequence(messages):
         walk.feed(message)
     return _select(walk.finish(allow_pending=allow_pending), provider)

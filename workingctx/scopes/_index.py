@@ -2,7 +2,8 @@
 ``TailIndex``: where a growing transcript may be cut, kept up to date one message at a time.
 
 A context keeps one for its tail so that positional scopes such as
-:class:`~workingctx.TokenBudget` can find the cut they need without walking the
+:class:`~workingctx.TokenBudget` and the context managers can find the cut
+they need, and know whether the transcript is valid, without walking the
 whole transcript: each message is examined once, when it is first indexed.
 """
 
@@ -12,6 +13,7 @@ from array import array
 from typing import TYPE_CHECKING
 
 from workingctx.scopes._exchanges import call_ids, is_reasoning_only, result_ids, starts_turn
+from workingctx.validity import RuleState
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,7 +28,7 @@ NEVER = 1 << 62
 
 class TailIndex:
     """
-    The cut points of a transcript that only grows.
+    The cut points, turns and provider-rule state of a transcript that only grows.
 
     A *cut* ``c`` keeps the messages from index ``c`` on. It splits an exchange
     when a kept message answers a call made before ``c``, or when ``c`` separates
@@ -36,42 +38,77 @@ class TailIndex:
     first ``n`` messages is ``blocked_by[c] >= n``: an index taken when the
     transcript was longer still answers for a shorter view of it.
 
+    Each cut is marked at most once (the first message that blocks it is the
+    lowest), and cuts already marked are skipped, so indexing costs the same
+    per message however many results answer one call.
+
     Attributes:
         size: How many messages are indexed.
         blocked_by: One entry per cut, ``0`` to ``size``.
         turn_start: ``turn_start[i]`` is 1 when message ``i`` opens a user turn.
+        turns: The indices of the messages that open a user turn, ascending.
+        walk: The provider rules' state after the indexed messages
+            (see :mod:`workingctx.validity`).
     """
 
-    __slots__ = ("_call_at", "blocked_by", "size", "turn_start")
+    __slots__ = ("_call_at", "_next", "blocked_by", "size", "turn_start", "turns", "walk")
 
     def __init__(self) -> None:
         self.size = 0
         self.blocked_by = array("q", [NEVER])
         self.turn_start = bytearray()
+        self.turns = array("q")
         self._call_at: dict[str, int] = {}
+        # _next[c] leads (through a chain that finds are shortening) to the first cut >= c not marked yet
+        self._next = array("q", [0, 1])
+        self.walk = RuleState()
+
+    def _unmarked(self, cut: int) -> int:
+        following = self._next
+        root = cut
+        while following[root] != root:
+            root = following[root]
+        while following[cut] != root:
+            following[cut], cut = root, following[cut]
+        return root
+
+    def _block(self, start: int, stop: int, by: int) -> None:
+        """
+        Mark every cut from *start* to *stop* that no earlier message blocks as blocked by *by*.
+        """
+        blocked_by, following = self.blocked_by, self._next
+        cut = self._unmarked(start)
+        while cut <= stop:
+            blocked_by[cut] = by
+            following[cut] = cut + 1
+            cut = self._unmarked(cut + 1)
 
     def update(self, messages: Sequence[Message]) -> None:
         """
         Index the messages past ``size``; *messages* must extend the ones indexed.
         """
-        blocked_by = self.blocked_by
         call_at = self._call_at
+        walk = self.walk
         for j in range(self.size, len(messages)):
             message = messages[j]
             for answered in result_ids(message):
                 asked = call_at.get(answered)
                 if asked is not None:
                     # Every cut between the call and this answer splits the exchange.
-                    for cut in range(asked + 1, j + 1):
-                        blocked_by[cut] = min(blocked_by[cut], j)
+                    self._block(asked + 1, j, j)
             calls = call_ids(message)
             if calls:
-                if j > 0 and is_reasoning_only(messages[j - 1]) and blocked_by[j] > j:
-                    blocked_by[j] = j
+                if j > 0 and is_reasoning_only(messages[j - 1]):
+                    self._block(j, j, j)
                 for call in calls:
                     call_at[call] = j
-            blocked_by.append(NEVER)
-            self.turn_start.append(starts_turn(message))
+            self.blocked_by.append(NEVER)
+            self._next.append(j + 2)
+            opens = starts_turn(message)
+            self.turn_start.append(opens)
+            if opens:
+                self.turns.append(j)
+            walk.feed(message)
         self.size = max(self.size, len(messages))
 
     def first_cut(self, start: int, n: int, *, user_turn: bool) -> int:
