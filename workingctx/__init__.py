@@ -28,6 +28,7 @@ from workingctx.managers import (
     Summarizer,
     SummaryContextManager,
     TokenBudgetContextManager,
+    TrimReport,
 )
 from workingctx.messages import (
     AnnotationBlock,
@@ -166,6 +167,7 @@ __all__ = [
     "ToolCallBlock",
     "ToolResult",
     "ToolResultBlock",
+    "TrimReport",
     "Usage",
     "VideoBlock",
     "WholeExchanges",

@@ -141,3 +141,16 @@ def check_validity() -> None:
     assert_type(problems, tuple[Problem, ...])
     assert_type(problems[0].index, int | None)
     assert_type(problems[0].ids, tuple[str, ...])
+
+
+def check_subagents() -> None:
+    from workingctx import Tagged, ToolCall, TrimReport  # noqa: PLC0415  # kept beside the checks that use them
+
+    ctx = WorkingContext()
+    assert_type(ctx.pending_calls, tuple[ToolCall, ...])
+    assert_type(ctx.fork(for_call="c1"), WorkingContext)
+    assert_type(ctx.parent_call_id, str | None)
+    assert_type(ctx.merge(ctx.fork(for_call="c1"), mode="result", result="done"), WorkingContext)
+    assert_type(ctx.fit(1000, pin=Tagged("task")), WorkingContext)
+    manager = TokenBudgetContextManager(1000, pin=Tagged("task"))
+    assert_type(manager.last_trim, TrimReport | None)
