@@ -17,13 +17,20 @@ Context-manager and reducer benchmarks.
   serve), and the input cost at $3.00 per million fresh and $0.30 per million
   cached tokens;
 * ``add_messages_to`` (one message onto a 10,000-message context) against
-  LangGraph's ``add_messages``.
+  LangGraph's ``add_messages``;
+* per-step cost at 1,000 / 10,000 / 100,000 messages (each should be flat):
+  an append plus ``MessageContextManager(10).trim_context`` that cuts nothing
+  (one task, then tool turns); an append plus ``TokenBudgetContextManager``
+  below its watermark; and an appended result answering the one call every
+  earlier result answers, plus the ``TokenBudget`` scope through the tail index.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import statistics
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +38,15 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import ApproxTokenCounter, Message, WorkingContext, common_prefix_length
+from workingctx import (
+    ApproxTokenCounter,
+    Message,
+    TokenBudget,
+    ToolCall,
+    WorkingContext,
+    common_prefix_length,
+    surviving_indices,
+)
 from workingctx.managers import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from workingctx.reducers import add_messages, add_messages_to
 
@@ -377,10 +392,74 @@ def _add_messages(table: Table, quick: bool) -> None:
         )
 
 
+def _long_task(n: int) -> WorkingContext:
+    """
+    One user task, then tool turns: *n* messages in one user turn.
+    """
+    messages = [Message("user", "Migrate every table.")]
+    step = 0
+    while len(messages) < n:
+        messages.append(Message("assistant", tool_calls=(ToolCall(f"s{step}", "run", {"step": step}),)))
+        messages.append(Message("tool", f"step {step} done", tool_call_id=f"s{step}"))
+        step += 1
+    return WorkingContext(messages=messages[:n] if n % 2 == 0 else messages[: n - 1])
+
+
+def _per_step(ctx: WorkingContext, step: Any, steps: int) -> float:
+    """
+    Median seconds of ``step(ctx, i)`` over *steps* calls (after one warm-up call).
+    """
+    step(ctx, -1)
+    samples = []
+    for i in range(steps):
+        start = time.perf_counter()
+        step(ctx, i)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _flat(table: Table, quick: bool) -> None:
+    sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+    steps = 50 if quick else 200
+    window = MessageContextManager(max_messages=10)
+    budget = TokenBudgetContextManager(10**9)
+
+    def turn(ctx: WorkingContext, i: int) -> None:
+        ctx.append(
+            Message("assistant", tool_calls=(ToolCall(f"n{i}", "run", {}),)),
+            Message("tool", "done", tool_call_id=f"n{i}"),
+        )
+
+    def window_step(ctx: WorkingContext, i: int) -> None:
+        turn(ctx, i)
+        window.trim_context(ctx)
+
+    def budget_step(ctx: WorkingContext, i: int) -> None:
+        turn(ctx, i)
+        budget.trim_context(ctx)
+
+    scope = TokenBudget(2_000)
+
+    def one_call_step(ctx: WorkingContext, i: int) -> None:
+        ctx.append(Message("tool", f"part {i}", tool_call_id="c0"))
+        surviving_indices(scope, ctx.tail_view())
+
+    for n in sizes:
+        seconds = _per_step(_long_task(n), window_step, steps)
+        table.add(GROUP, "append + MessageContextManager(10), no cut", n, seconds, note="per step: flat")
+        seconds = _per_step(_long_task(n), budget_step, steps)
+        table.add(GROUP, "append + TokenBudgetContextManager, below", n, seconds, note="per step: flat")
+        many = [Message("user", "Stream it."), Message("assistant", tool_calls=(ToolCall("c0", "stream", {}),))]
+        many += [Message("tool", f"part {j}", tool_call_id="c0") for j in range(n - 2)]
+        seconds = _per_step(WorkingContext(messages=many), one_call_step, steps)
+        table.add(GROUP, "append result of one call + TokenBudget index", n, seconds, note="per step: flat")
+
+
 def run(table: Table, quick: bool) -> None:
     """
     Every manager and reducer row, with the peers measured in the same run.
     """
+    _flat(table, quick)
     _speed(table, quick)
     _add_messages(table, quick)
     _cache_simulation(table, quick)
