@@ -51,8 +51,6 @@ from workingctx.media import (
 )
 from workingctx.serialization import from_json, to_json
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def encode(width: int, height: int, fmt: str, mode: str = "RGB", **options: Any) -> bytes:
     """
@@ -452,10 +450,9 @@ class TestFileMediaStore:
             "        assert store.get(ref) == data\n"
             "print('ok')\n"
         )
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
         workers = [
             subprocess.Popen(
-                [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+                [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
             for _ in range(4)
         ]
@@ -768,6 +765,17 @@ class TestResolveMedia:
         assert all(self.store.get(ref) == data for ref, data in calls)
         ids = [ref.file_id for ref in refs_in(resolved) if ref.kind == "file_id"]
         assert ["file-1", "file-2", "file-3", "file-2", "file-1", "file-1", "file-2"] == ids
+
+    def test_blocks_inside_tool_results(self) -> None:
+        """
+        An image returned inside a tool result's content blocks is resolved like any other.
+        """
+        result = ToolResultBlock("c2", content=(TextBlock("screenshot"), ImageBlock(self.image)))
+        message = Message("tool", [result], tool_call_id="c2")
+        (resolved,) = resolve_media([message], self.store)
+        media = resolved.content[0].content[1].media  # type: ignore[union-attr]
+        assert ("data", self.image.sha256) == (media.kind, media.sha256)
+        assert "screenshot" == resolved.content[0].output_text()  # type: ignore[union-attr]
 
     def test_upload_hook_may_return_a_ref(self) -> None:
         """
