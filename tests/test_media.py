@@ -78,7 +78,7 @@ FORMATS: dict[str, Callable[[int, int], bytes]] = {
     "gif": lambda w, h: encode(w, h, "GIF", mode="P"),
     "webp lossy": lambda w, h: encode(w, h, "WEBP"),
     "webp lossless": lambda w, h: encode(w, h, "WEBP", lossless=True),
-    "webp extended": lambda w, h: encode(w, h, "WEBP", mode="RGBA"),
+    "webp extended": lambda w, h: encode(w, h, "WEBP", exif=b"Exif\x00\x00MM\x00*\x00\x00\x00\x08\x00\x00"),
 }
 
 
@@ -140,6 +140,16 @@ class TestImageSize:
         """
         found = image_size(b"\xff\xd8" + tail)
         assert found is None or min(found) > 0
+
+    def test_jpeg_markers_before_the_frame(self) -> None:
+        """
+        Standalone markers and fill bytes before the frame header are skipped; a scan before it gives None.
+        """
+        frame = b"\xff\xc0\x00\x11\x08\x00\x07\x00\x05"
+        assert (5, 7) == image_size(b"\xff\xd8\xff\xd0\xff\xff\xe0\x00\x04ab" + frame)
+        assert image_size(b"\xff\xd8\xff\xda\x00\x02" + frame) is None
+        assert image_size(b"\xff\xd8\x00") is None
+        assert image_size(b"\xff\xd8\xff\xff") is None
 
     def test_zero_size_is_none(self) -> None:
         """
@@ -324,6 +334,12 @@ class TestStores:
         """
         with pytest.raises(TypeError, match="takes a MediaRef"):
             store.get("workingctx://media/abc")  # type: ignore[arg-type]
+
+    def test_repr_names_the_store(self, store: MediaStore) -> None:
+        """
+        A store's repr says which kind it is.
+        """
+        assert type(store).__name__ in repr(store)
 
     def test_media_error_pickles(self) -> None:
         """
