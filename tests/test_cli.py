@@ -335,13 +335,16 @@ class TestBadUsage:
         assert 2 == status
         assert "error:" in err
 
-    def test_unknown_model(self, capsys):
+    def test_unknown_model_and_pin(self, capsys):
         """
-        An unknown model is a usage error (status 2), named.
+        An unknown model and a pin that is no scope are usage errors (status 2), named.
         """
         status, _, err = run(capsys, "replay", sample("anthropic"), "--model", "no-such-model-1")
         assert 2 == status
         assert "no-such-model-1" in err
+        status, _, err = run(capsys, "trim", sample("anthropic"), "--budget", "100", "--pin", "first")
+        assert 2 == status
+        assert "--pin 'first'" in err
 
 
 class TestProgram:
@@ -380,6 +383,19 @@ class TestProgram:
         assert original.prefix == trimmed.prefix
         assert original.scratchpad == trimmed.scratchpad
         assert set(trimmed.messages) <= set(original.messages)
+
+
+def test_pin_keeps_the_task(capsys):
+    """
+    ``--pin role:user`` keeps the first user message (the task) in a window
+    too small for the exchanges after it.
+    """
+    totals = run_json(capsys, "inspect", sample("workingctx"))["totals"]
+    budget = str(totals["prefix_tokens"] + totals["tail_tokens"] // 3)
+    plain = run_json(capsys, "trim", sample("workingctx"), "--budget", budget)
+    pinned = run_json(capsys, "trim", sample("workingctx"), "--budget", budget, "--pin", "role:user")
+    assert 0 not in plain["kept"]
+    assert 0 in pinned["kept"]
 
 
 def test_samples_are_what_the_adapters_write():

@@ -6,7 +6,7 @@ provider's prompt cache.
     workingctx demo [FILE]                        the report on the shipped sample (or FILE)
     workingctx inspect FILE [--model M]           tokens per message, problems, cache breakpoints, cost
     workingctx check FILE [--provider P]          the provider's rules; exit status 1 on a problem
-    workingctx trim FILE --budget N [--low N]     what a token budget keeps and drops
+    workingctx trim FILE --budget N [--pin role:user] what a token budget keeps and drops
     workingctx diff A B                           what changed from A to B, and the shared prefix
     workingctx replay FILE --model M --window N   cost and cache reuse request by request
     workingctx report FILE -o report.html         all of it on one self-contained page
@@ -261,7 +261,7 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
     drops on the last request, and what that saves.
     """
     from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415
-    from workingctx.scopes import explain  # noqa: PLC0415
+    from workingctx.scopes import ScopeReport  # noqa: PLC0415
 
     ctx = doc.last
     counter = _counter(exact)
@@ -273,9 +273,28 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
         manager = TokenBudgetContextManager(budget, **options)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    scope = manager.scope_for(ctx)
-    dry = explain(scope, ctx, counter)
     trimmed = manager.trim_context(ctx.fork())
+    # What the manager kept, read off its result (a subsequence of the tail).
+    out = trimmed.messages
+    kept: list[int] = []
+    for index, message in enumerate(ctx.messages):
+        if len(kept) < len(out) and out[len(kept)] == message:
+            kept.append(index)
+    dropped = [i for i in range(ctx.size()) if i not in set(kept)]
+    counts = [counter.count_message(m) for m in ctx.messages]
+    kept_tokens = sum(counts[i] for i in kept)
+    cache_break = dropped[0] if dropped else None
+    report = ScopeReport(
+        scope=manager,
+        total=ctx.size(),
+        kept=tuple(kept),
+        dropped=tuple(dropped),
+        kept_tokens=kept_tokens,
+        saved_tokens=sum(counts) - kept_tokens,
+        cache_break=cache_break,
+        cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
+        prefix_tokens=counter.count(ctx.prefix.as_messages()),
+    )
     before = counter.count(ctx.assembled())
     after = counter.count(trimmed.assembled())
     return {
@@ -283,15 +302,15 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
         "format": doc.format,
         "budget": budget,
         "low": low,
-        "scope": str(scope),
-        "kept": list(dry.kept),
-        "dropped": list(dry.dropped),
+        "scope": repr(manager),
+        "kept": kept,
+        "dropped": dropped,
         "tokens_before": before,
         "tokens_after": after,
         "fits": after <= budget,
-        "cache_break": dry.cache_break,
-        "prefix_tokens": dry.prefix_tokens,
-        "explain": str(dry),
+        "cache_break": cache_break,
+        "prefix_tokens": report.prefix_tokens,
+        "explain": str(report),
         "messages": [{"index": i, "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
         "_trimmed": trimmed,
     }
@@ -584,6 +603,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = file_command("trim", "what a token budget keeps and drops, never splitting a tool exchange")
     sub.add_argument("--budget", type=_positive, required=True, help="the window, in tokens (the prefix counts)")
     sub.add_argument("--low", type=_positive, help="cut down to this many tokens (default: the manager's)")
+    sub.add_argument("--pin", action="append", default=[], help="always keep: role:ROLE or tag:NAME (repeatable)")
     sub.add_argument("-o", "--output", help="write the trimmed request here, in the file's format")
 
     sub = command("diff", "what changed from A to B, and how much of B a prompt cache filled by A serves")
@@ -645,7 +665,7 @@ def _run(args: argparse.Namespace) -> int:
         _finish(args, facts, _show_check)
         return 0 if facts["valid"] else 1
     if args.command == "trim":
-        facts = trim_facts(doc, budget=args.budget, low=args.low, pin=getattr(args, "pin", ()), exact=exact)
+        facts = trim_facts(doc, budget=args.budget, low=args.low, pin=args.pin, exact=exact)
         if args.output:
             _write_trimmed(doc, facts["_trimmed"], args.output)
         return _finish(args, facts, _show_trim)
