@@ -31,7 +31,6 @@ from workingctx import Checkpoint, CheckpointError, Message, SQLiteStore
 from workingctx.context import WorkingContext
 from workingctx.persistence.sqlite import _checksum
 
-ROOT = Path(__file__).resolve().parent.parent
 _names = itertools.count()
 
 
@@ -366,14 +365,14 @@ WRITER = textwrap.dedent(
 
 
 def start_writer(path: Path, name: str, limit: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Run from the store's directory, not the checkout: the writer imports the
+    # workingctx the tests run against (the installed wheel under scripts/test).
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), name, str(limit)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
-        env=env,
+        cwd=path.parent,
     )
 
 
