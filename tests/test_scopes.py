@@ -945,3 +945,60 @@ class TestTokenBudgetFromTheTailView:
         ctx.extend(more)
         ctx.tail_view()
         assert surviving_indices(scope, first) == surviving_indices(scope, view)
+
+
+class TestDeepNesting:
+    def test_alternating_operators_refused_clearly(self):
+        """
+        Building 5,000 alternating & and | scopes one at a time raises
+        ScopeError saying how to combine them flat, never RecursionError.
+        """
+        from workingctx.scopes import RoleFilter, Since  # noqa: PLC0415
+
+        def build(steps: int) -> Any:
+            scope: Any = RoleFilter({"user"})
+            for step in range(steps):
+                scope = (scope & Since(0)) if step % 2 else (scope | RoleFilter({"tool"}))
+            return scope
+
+        with pytest.raises(ScopeError, match=r"nest scopes 101 levels deep.*AllOf\(\[a, b, c"):
+            build(5_000)
+
+    def test_deepest_allowed_tree_works_everywhere(self):
+        """
+        A tree exactly MAX_SCOPE_DEPTH levels deep (&, |, ~ and WholeExchanges
+        alternating) slices, explains, prints, hashes, compares, pickles and copies.
+        """
+        from workingctx.scopes import (  # noqa: PLC0415
+            MAX_SCOPE_DEPTH,
+            LastNTurns,
+            RoleFilter,
+            Since,
+            WholeExchanges,
+            explain,
+        )
+        from workingctx.scopes._algebra import nesting  # noqa: PLC0415
+
+        scope: Any = RoleFilter({"user"})
+        wrappers = [
+            lambda s: s & Since(0),
+            lambda s: s | RoleFilter({"tool"}),
+            lambda s: ~s,
+            WholeExchanges,
+            lambda s: s | LastNTurns(3),
+        ]
+        step = 0
+        while nesting(scope) < MAX_SCOPE_DEPTH:
+            scope = wrappers[step % len(wrappers)](scope)
+            step += 1
+        assert MAX_SCOPE_DEPTH == nesting(scope)
+        messages = [Message("user", "q"), Message("assistant", "a")] * 3
+        kept = WorkingContext(messages=messages).slice(scope).size()
+        assert kept == len(surviving_indices(scope, messages))
+        assert explain(scope, messages) is not None
+        assert repr(scope)
+        assert str(scope)
+        assert scope == copy.deepcopy(scope) == pickle.loads(pickle.dumps(scope))
+        assert hash(scope) == hash(copy.deepcopy(scope))
+        with pytest.raises(ScopeError, match="at most 100"):
+            WholeExchanges(scope)

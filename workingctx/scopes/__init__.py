@@ -20,13 +20,22 @@ LastNTurns(2) & ~RoleFilter({'system'})
 ['q1', 'a1', 'q2', 'a2']
 """
 
-from workingctx.scopes._algebra import AllOf, AnyOf, ContextScope, Not, PositionalScope, surviving_indices
+from workingctx.scopes._algebra import (
+    MAX_SCOPE_DEPTH,
+    AllOf,
+    AnyOf,
+    ContextScope,
+    Not,
+    PositionalScope,
+    surviving_indices,
+)
 from workingctx.scopes._budget import TokenBudget
 from workingctx.scopes._builtin import LastNTurns, RoleFilter, Since, Tagged
 from workingctx.scopes._explain import ScopeReport, explain
 from workingctx.scopes._tools import CompletedToolSequences, WholeExchanges
 
 __all__ = [
+    "MAX_SCOPE_DEPTH",
     "AllOf",
     "AnyOf",
     "CompletedToolSequences",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from workingctx.messages import Message
 
 __all__ = [
+    "MAX_SCOPE_DEPTH",
     "AllOf",
     "AnyOf",
     "ContextScope",
@@ -260,6 +261,38 @@ def _scope_tuple(value: object) -> tuple[object, ...]:
     return items
 
 
+MAX_SCOPE_DEPTH = 100
+"""How many levels combinators (``&``, ``|``, ``~``, ``WholeExchanges``) may nest."""
+
+
+def nesting(scope: object) -> int:
+    """
+    How many levels of combinators a scope is made of (a leaf is 1).
+    """
+    depth = getattr(scope, "_depth", 1)
+    return depth if type(depth) is int else 1
+
+
+def check_nesting(scope: object, inner: Iterable[object]) -> int:
+    """
+    The nesting depth of a combinator over *inner* scopes, refused beyond
+    :data:`MAX_SCOPE_DEPTH` (evaluating, printing, comparing or copying a
+    deeper tree would exhaust Python's recursion limit).
+
+    Raises:
+        ScopeError: The combinator would nest too deep.
+    """
+    depth = 1 + max((nesting(child) for child in inner), default=0)
+    if depth > MAX_SCOPE_DEPTH:
+        msg = (
+            f"{type(scope).__name__} would nest scopes {depth} levels deep; at most {MAX_SCOPE_DEPTH} are allowed. "
+            "Combine many scopes at one level instead: AllOf([a, b, c, ...]) or AnyOf([...]), "
+            "or a & b & c (which flattens), rather than alternating & and | one scope at a time"
+        )
+        raise ScopeError(msg)
+    return depth
+
+
 def _one_scope(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if not _is_scope(value):
         raise _not_a_scope(value, "Not()")
@@ -294,6 +327,7 @@ class AllOf(_Combination):
 
     Raises:
         TypeError: *scopes* is not a sequence, or an item is not a scope.
+        ScopeError: The scopes would nest more than :data:`MAX_SCOPE_DEPTH` levels.
 
     >>> from workingctx import LastNTurns, Message, RoleFilter
     >>> msgs = [Message("user", "q0"), Message("assistant", "a0"), Message("user", "q1")]
@@ -305,6 +339,10 @@ class AllOf(_Combination):
     """
 
     scopes: tuple[object, ...] = attrs.field(converter=_scope_tuple)
+    _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_depth", check_nesting(self, self.scopes))
 
     def matches(self, message: Message, index: int) -> bool:
         """
@@ -351,6 +389,7 @@ class AnyOf(_Combination):
 
     Raises:
         TypeError: *scopes* is not a sequence, or an item is not a scope.
+        ScopeError: The scopes would nest more than :data:`MAX_SCOPE_DEPTH` levels.
 
     >>> from workingctx import Message, RoleFilter, Since
     >>> msgs = [Message("system", "rules"), Message("user", "q0"), Message("user", "q1")]
@@ -359,6 +398,10 @@ class AnyOf(_Combination):
     """
 
     scopes: tuple[object, ...] = attrs.field(converter=_scope_tuple)
+    _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_depth", check_nesting(self, self.scopes))
 
     def matches(self, message: Message, index: int) -> bool:
         """
@@ -403,6 +446,7 @@ class Not(_ScopeOps):
 
     Raises:
         TypeError: *scope* is not a scope.
+        ScopeError: The scopes would nest more than :data:`MAX_SCOPE_DEPTH` levels.
 
     >>> from workingctx import LastNTurns, Message
     >>> msgs = [Message("user", "q0"), Message("assistant", "a0"), Message("user", "q1")]
@@ -413,6 +457,10 @@ class Not(_ScopeOps):
     """
 
     scope: object = attrs.field(validator=_one_scope)
+    _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_depth", check_nesting(self, (self.scope,)))
 
     @property
     def positional(self) -> bool:  # type: ignore[override]  # computed from the inner scope
