@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
+from workingctx.frozen import MAX_DEPTH
 from workingctx.media import store_ref
 from workingctx.messages import (
     AnnotationBlock,
@@ -37,13 +39,28 @@ from workingctx.prefix import PrefixContext
 
 # -- plain data -----------------------------------------------------------------
 
-texts = st.text(max_size=40)
+edge_texts = st.sampled_from(
+    ["", "__set__", "__mapping__", "__repr__", "__int__", "\ud83d", "cut \udc00", "\x00", "é", "1", "true", "null"]
+)
+"""Texts that tell encodings apart: markers of the canonical form, lone surrogates, look-alikes of other JSON."""
+texts = st.text(max_size=40) | edge_texts
 short_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8)
 ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=10)
 small_ints = st.integers(min_value=0, max_value=10_000)
 
+edge_ints = st.sampled_from([0, 1, -1, 2**53, 2**53 + 1, 2**63, -(2**63) - 1, 2**64, 10**4299, -(10**4299)])
+"""Ints at the edges: beyond float precision, beyond 64 bits, the longest ``str()`` writes by default."""
+edge_floats = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, 1e16, 2.0**53, 1.7976931348623157e308, 5e-324, -5e-324])
+"""Floats at the edges: integral ones (``1.0`` is not ``1``), negative zero, the largest and the smallest."""
+
 json_scalars = (
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | texts
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | edge_ints
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | edge_floats
+    | texts
 )
 
 
@@ -58,7 +75,16 @@ def json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
     )
 
 
-json_objects = st.dictionaries(texts, json_values(), max_size=5)
+def _nest(levels: int, leaf: Any, as_list: bool) -> Any:
+    for _ in range(levels):
+        leaf = [leaf] if as_list else {"k": leaf}
+    return leaf
+
+
+deep_json_values = st.builds(_nest, st.integers(1, MAX_DEPTH - 4), json_scalars, st.booleans())
+"""JSON data nested nearly as deep as a payload may be (room left for three enclosing levels)."""
+
+json_objects = st.dictionaries(texts, json_values() | deep_json_values, max_size=5)
 """A JSON object: what tool arguments and metadata hold."""
 
 nested_payloads = st.recursive(
@@ -77,7 +103,7 @@ scratchpads = st.dictionaries(short_names, json_values(6), max_size=5)
 # -- references and blocks ---------------------------------------------------------
 
 opt_texts = st.none() | texts
-opt_ints = st.none() | small_ints
+opt_ints = st.none() | small_ints | edge_ints
 
 media_refs = st.one_of(
     st.builds(MediaRef, kind=st.just("url"), url=texts, mime_type=opt_texts, width=opt_ints, height=opt_ints),
@@ -110,7 +136,7 @@ image_blocks = st.builds(
     ImageBlock,
     media=media_refs,
     alt_text=opt_texts,
-    bbox=st.none() | st.lists(small_ints, max_size=4),
+    bbox=st.none() | st.lists(small_ints | st.floats(allow_nan=False, allow_infinity=False), max_size=4),
     detail=st.sampled_from([None, "low", "high", "auto"]),
     cache=caches,
 )
@@ -132,7 +158,7 @@ blocks = st.one_of(
     st.builds(
         ToolResultBlock,
         call_id=ids,
-        output=json_values(6),
+        output=json_values(6) | deep_json_values,
         is_error=st.booleans(),
         status=st.sampled_from([None, "completed", "failed"]),
         cache=caches,
@@ -165,7 +191,7 @@ blocks = st.one_of(
 usages = st.builds(
     Usage.from_cache_writes,
     input_tokens=small_ints,
-    output_tokens=small_ints,
+    output_tokens=small_ints | st.just(10**4299),
     cache_read_tokens=small_ints,
     cache_write_5m_tokens=small_ints,
     cache_write_1h_tokens=small_ints,
@@ -193,8 +219,8 @@ def messages(draw: st.DrawFn, *, with_tool_calls: bool | None = None) -> Message
         name=draw(st.none() | short_names),
         tool_call_id=draw(ids) if role == "tool" and draw(st.booleans()) else None,
         tool_calls=tuple(calls),
-        id=draw(st.none() | ids | small_ints),
-        metadata=draw(st.dictionaries(short_names, json_values(4), max_size=2)),
+        id=draw(st.none() | ids | small_ints | edge_ints),
+        metadata=draw(st.dictionaries(short_names | edge_texts, json_values(4) | deep_json_values, max_size=2)),
         usage=draw(st.none() | usages),
         delta=draw(st.booleans()) if role == "assistant" else False,
         provider_data=draw(provider_datas),
@@ -384,3 +410,31 @@ def working_contexts(draw: st.DrawFn, *, max_turns: int = 4) -> Any:
     for entry in draw(st.lists(json_objects, max_size=2)):
         ctx.journal.record(entry)
     return ctx
+
+
+# -- checks ---------------------------------------------------------------------------
+
+
+def assert_identical(expected: Any, actual: Any, path: str = "$") -> None:
+    """
+    Fail unless *actual* equals *expected* with the same types at every depth:
+    ``True`` is not ``1``, ``1`` is not ``1.0``, a ``FrozenDict`` is not a ``dict``.
+    """
+    assert type(expected) is type(actual), f"{path}: {expected!r} is {type(expected)}, {actual!r} is {type(actual)}"
+    if isinstance(expected, dict):
+        assert list(expected) == list(actual) or set(expected) == set(actual), f"{path}: keys differ"
+        for key, item in expected.items():
+            assert_identical(item, actual[key], f"{path}[{key!r}]")
+    elif isinstance(expected, list | tuple):
+        assert len(expected) == len(actual), f"{path}: lengths differ"
+        for index, (left, right) in enumerate(zip(expected, actual, strict=True)):
+            assert_identical(left, right, f"{path}[{index}]")
+    elif attrs.has(type(expected)):
+        for field in attrs.fields(type(expected)):
+            if field.eq and not field.name.startswith("_"):
+                name = field.name
+                assert_identical(getattr(expected, name), getattr(actual, name), f"{path}.{name}")
+    elif isinstance(expected, float) and expected == 0.0:
+        assert str(expected) == str(actual), f"{path}: {expected!r} != {actual!r}"
+    else:
+        assert expected == actual, f"{path}: {expected!r} != {actual!r}"

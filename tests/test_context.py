@@ -19,6 +19,7 @@ from workingctx import (
     MergeError,
     Message,
     MutationJournal,
+    PayloadError,
     PrefixContext,
     ToolCall,
     WorkingContext,
@@ -368,8 +369,10 @@ class TestMerge:
         child = parent.fork()
         entry = {"kind": "row_written", "agent_id": "enricher-a"}
         child.journal.record(entry)
+        recorded = child.journal.view()[-1]
         parent.merge(child, mode="delta")
-        assert entry is parent.journal.view()[-1]
+        assert recorded is parent.journal.view()[-1]
+        assert entry == recorded
         assert 2 == parent.journal.size()
         assert not child.journal.has_uncommitted()
 
@@ -788,3 +791,32 @@ class TestFreezeCostsTheSameAtEveryLength:
         assert eager.digest() == snap.digest()
         assert isinstance(snap.messages, tuple)
         assert snap.messages is snap.messages
+class TestDeepAndCyclicNotes:
+    def test_cyclic_note(self):
+        """
+        A note that contains itself: fork copies it (cycles and all), while
+        freeze() and digest() refuse it with PayloadError naming the note.
+        """
+        loop: dict[str, object] = {}
+        loop["me"] = loop
+        ctx = WorkingContext().note("loop", loop)
+        child = ctx.fork()
+        assert child.get("loop")["me"] is child.get("loop")
+        assert child.get("loop") is not loop
+        with pytest.raises(PayloadError, match=r"note 'loop'\['me'\] is note 'loop' again"):
+            ctx.freeze()
+        with pytest.raises(PayloadError, match="cycle"):
+            ctx.digest()
+
+    def test_deep_note(self):
+        """
+        A note nested 10,000 levels deep: fork, freeze and digest raise
+        PayloadError naming the note, never RecursionError.
+        """
+        deep: object = 1
+        for _ in range(10_000):
+            deep = [deep]
+        ctx = WorkingContext().note("deep", deep)
+        for operation in (ctx.fork, ctx.freeze, ctx.digest):
+            with pytest.raises(PayloadError, match=r"note 'deep'.*deep"):
+                operation()

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import json_values, nested_payloads
-from workingctx import FrozenDict, FrozenList, FrozenPayloadError, deep_freeze, thaw
-from workingctx.frozen import FROZEN_PAYLOAD_MESSAGE
+from workingctx import FrozenDict, FrozenList, FrozenPayloadError, PayloadError, deep_freeze, thaw
+from workingctx.frozen import FROZEN_PAYLOAD_MESSAGE, MAX_DEPTH
 
 PREFIX = "this payload belongs to a frozen value and cannot be mutated in place."
 
@@ -221,3 +221,51 @@ def _shape(value: object) -> object:
     if isinstance(value, frozenset):
         return (type(value) is frozenset or "set", len(value))
     return type(value).__name__
+
+
+class TestDepthAndCycles:
+    @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 10_000])
+    def test_deep_values_refused_clearly(self, levels):
+        """
+        deep_freeze and the frozen constructors refuse data nested deeper than
+        MAX_DEPTH levels with PayloadError naming the path, never RecursionError.
+        """
+        deep: object = 1
+        for _ in range(levels):
+            deep = [deep]
+        with pytest.raises(PayloadError, match=r"the payload\[0\]\[0\].*nested more than 100 levels"):
+            deep_freeze(deep)
+        with pytest.raises(PayloadError, match="nested more than 100 levels"):
+            FrozenDict({"k": deep})
+        with pytest.raises(PayloadError, match="nested more than 100 levels"):
+            FrozenList([deep])
+
+    def test_cycles_refused_clearly(self):
+        """
+        Data that contains itself is refused with PayloadError saying where the
+        cycle closes.
+        """
+        cyclic: dict[str, object] = {}
+        cyclic["items"] = [1, {"back": cyclic}]
+        with pytest.raises(PayloadError, match=r"the payload\['items'\]\[1\]\['back'\] is the payload again"):
+            deep_freeze(cyclic)
+
+    def test_frozen_parts_nested_by_hand_are_bounded(self):
+        """
+        Frozen values wrapped in one another, each within the limit, are refused
+        once together they are too deep; at the limit everything works.
+        """
+        inner = deep_freeze(_nested(MAX_DEPTH - 1))
+        limit = deep_freeze([inner])
+        assert limit == thaw(limit) == pickle.loads(pickle.dumps(limit)) == copy.deepcopy(limit)
+        with pytest.raises(PayloadError):
+            deep_freeze({"k": [inner]})
+        with pytest.raises(PayloadError):
+            FrozenList([[inner]])
+
+
+def _nested(levels: int) -> object:
+    value: object = 1
+    for _ in range(levels):
+        value = [value]
+    return value

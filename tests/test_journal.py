@@ -4,10 +4,13 @@ Tests for workingctx.journal.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workingctx import MutationJournal, WorkingContext
+from tests.strategies import assert_identical, json_values
+from workingctx import FrozenDict, FrozenPayloadError, MutationJournal, PayloadError, PayloadTypeError, WorkingContext
+from workingctx.frozen import deep_freeze
 
 
 class TestReferenceExample:
@@ -94,3 +97,55 @@ class TestDigest:
         journal.apply(second)
         assert MutationJournal(first + second).digest() == journal.digest()
         assert (before == journal.digest()) == (not second)
+
+
+class TestFrozenEntries:
+    @given(json_values())
+    def test_recorded_entries_are_frozen_json(self, entry):
+        """
+        An entry is frozen when recorded: equal to what was recorded, with the
+        same types, and a later change to the caller's object never reaches it.
+        """
+        journal: MutationJournal[object] = MutationJournal()
+        journal.record(entry)
+        assert_identical(deep_freeze(entry), journal.view()[0])
+        if isinstance(entry, list):
+            entry.append("later")
+            assert "later" not in journal.view()[0]
+
+    def test_entries_cannot_change_in_place(self):
+        """
+        A recorded entry refuses in-place changes, so every snapshot and
+        checkpoint holding it keeps what was recorded; seeds and applied
+        entries are frozen too.
+        """
+        entry = {"kind": "step", "tags": ["a"]}
+        journal: MutationJournal[dict[str, object]] = MutationJournal([{"seed": [1]}])
+        journal.record(entry)
+        journal.apply([{"applied": {"x": 1}}])
+        entry["tags"].append("b")  # type: ignore[attr-defined]
+        assert {"kind": "step", "tags": ["a"]} == journal.view()[1]
+        for recorded in journal.view():
+            assert isinstance(recorded, FrozenDict)
+            with pytest.raises(FrozenPayloadError):
+                recorded["new"] = 1
+
+    def test_non_json_entries_refused(self):
+        """
+        An entry that is not JSON data is refused with its position and path;
+        nothing is recorded.
+        """
+        journal: MutationJournal[object] = MutationJournal()
+        journal.record("first")
+        with pytest.raises(PayloadTypeError, match=r"journal entry 1\['ids'\] is \{1\}"):
+            journal.record({"ids": {1}})
+        with pytest.raises(PayloadError, match=r"journal entry 1\['x'\] is nan"):
+            journal.record({"x": float("nan")})
+        deep: object = 1
+        for _ in range(10_000):
+            deep = [deep]
+        with pytest.raises(PayloadError, match="nested more than 100 levels"):
+            journal.record(deep)
+        with pytest.raises(PayloadTypeError):
+            journal.apply(["fine", object()])
+        assert ("first",) == journal.view()

@@ -13,19 +13,23 @@ import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 
-from tests.strategies import json_objects, working_contexts
+from tests.strategies import assert_identical, json_objects, working_contexts
 from workingctx import (
     Checkpoint,
     CheckpointError,
     CheckpointInfo,
     CheckpointStore,
     FrozenDict,
+    FrozenPayloadError,
     InMemoryStore,
     Message,
+    PayloadTypeError,
     PrefixContext,
     SQLiteStore,
     ToolCall,
@@ -55,6 +59,44 @@ def run_context(turns: int, *, journal: bool = True) -> WorkingContext:
         if journal:
             ctx.journal.record({"kind": "turn", "n": turn})
     return ctx
+
+
+def _twin(value: Any) -> Any:
+    """
+    *value* with each scalar swapped for a Python-equal one of another type
+    where there is one (True <-> 1, False <-> 0, integral floats -> int, small ints -> float).
+    """
+    if isinstance(value, dict):
+        return {key: _twin(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_twin(item) for item in value]
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, int) and abs(value) < 2**53:
+        return float(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def _twin_context(ctx: WorkingContext) -> WorkingContext:
+    """
+    A context equal (==) to *ctx* whose payloads hold twins of its scalars.
+    """
+    messages = [
+        attrs.evolve(
+            message,
+            metadata=_twin(message.metadata),
+            tool_calls=[attrs.evolve(call, arguments=_twin(call.arguments)) for call in message.tool_calls],
+        )
+        for message in ctx.messages
+    ]
+    twin = WorkingContext(prefix=ctx.prefix, messages=messages, scratchpad=_twin(dict(ctx.scratchpad)))
+    for entry in ctx.journal.view():
+        twin.journal.record(_twin(entry))
+    return twin
 
 
 _paths = itertools.count()
@@ -194,7 +236,7 @@ class TestRehydrate:
     def test_prefix_tail_and_journal_restored(self):
         """
         The prefix, tail and journal come back; the journal starts committed
-        and its entries are writable copies.
+        and its entries stay frozen, so the checkpoint cannot be reached through them.
         """
         ctx = run_context(3)
         checkpoint = Checkpoint.capture(ctx)
@@ -203,7 +245,8 @@ class TestRehydrate:
         assert live.messages == checkpoint.snapshot.messages
         assert live.journal.view() == checkpoint.snapshot.journal
         assert not live.journal.has_uncommitted()
-        live.journal.view()[0]["n"] = 100
+        with pytest.raises(FrozenPayloadError):
+            live.journal.view()[0]["n"] = 100
         assert checkpoint.snapshot.journal[0]["n"] == 0
         live.append(Message("user", "more"))
         assert len(checkpoint.snapshot.messages) == 12
@@ -253,11 +296,58 @@ class TestStoreProtocol:
             store = SQLiteStore(store.path)  # a fresh process's view: nothing cached
         loaded = store.load(checkpoint.id)
         assert checkpoint == loaded
+        assert_identical(checkpoint, loaded)
         for message in loaded.snapshot.messages:  # a digest kept from the store is the real one
             assert message_digest(message) == message.digest()
         again = rehydrate(loaded).freeze()
         assert snapshot == again
         assert snapshot.digest() == again.digest()
+
+    @given(ctx=working_contexts(), metadata=json_objects)
+    def test_python_equal_twins_load_as_themselves(self, make_store, ctx, metadata):
+        """
+        A context and its twin whose payloads hold Python-equal values of other
+        types (True for 1, 1 for 1.0, 0 for False) are saved to one store; a
+        new store object loads each back with its own types.
+        """
+        store = make_store()
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        saved = [
+            Checkpoint.capture(ctx, metadata=metadata, created_at=at),
+            Checkpoint.capture(_twin_context(ctx), metadata=_twin(metadata), created_at=at + timedelta(seconds=1)),
+        ]
+        for checkpoint in saved:
+            store.save(checkpoint)
+        if isinstance(store, SQLiteStore):
+            store.close()
+            store = SQLiteStore(store.path)
+        for checkpoint in saved:
+            assert_identical(checkpoint, store.load(checkpoint.id))
+
+    def test_checkpoint_is_a_value(self, make_store):
+        """
+        A journal entry cannot be changed in place after it is recorded, so a
+        checkpoint cannot change after capture: load(cp) == cp in the same
+        store object, and an in-memory checkpoint keeps its content.
+        """
+        store = make_store()
+        ctx = WorkingContext()
+        entry = {"kind": "step", "tags": ["a"]}
+        ctx.journal.record(entry)
+        first = Checkpoint.capture(ctx)
+        text = to_json(first)
+        store.save(first)
+        entry["tags"].append("b")  # the caller's own dict: never the recorded entry
+        with pytest.raises(FrozenPayloadError):
+            ctx.journal.view()[0]["tags"].append("b")
+        with pytest.raises(FrozenPayloadError):
+            first.snapshot.journal[0]["kind"] = "changed"
+        ctx.journal.record({"kind": "step", "tags": ["c"]})
+        second = Checkpoint.capture(ctx, parent=first)
+        store.save(second)
+        assert text == to_json(store.load(first.id)) == to_json(first)
+        assert first == store.load(first.id)
+        assert second == store.load(second.id)
 
     def test_empty_store(self, make_store):
         """
@@ -454,9 +544,9 @@ class TestSQLiteStorage:
         assert info.value.path == "$.snapshot.scratchpad['seen']"
         assert table_counts(store) == before
         entry = run_context(1)
-        entry.journal.record({"when": datetime.now(UTC)})
-        with pytest.raises(CheckpointError, match=r"\$\.snapshot\.journal\[1\]\['when'\]"):
-            store.save(Checkpoint.capture(entry))
+        with pytest.raises(PayloadTypeError, match=r"journal entry 1\['when'\] is datetime"):
+            entry.journal.record({"when": datetime.now(UTC)})
+        assert 1 == entry.journal.size()  # nothing was recorded
         assert table_counts(store) == before
         assert store.list() == [CheckpointInfo.of(good)]
 

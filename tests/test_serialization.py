@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import (
     annotation_refs,
+    assert_identical,
     blocks,
     json_objects,
     json_values,
@@ -32,6 +33,8 @@ from workingctx import (
     AnnotationRef,
     MediaRef,
     Message,
+    PayloadError,
+    PayloadTypeError,
     PrefixContext,
     SerializationError,
     TextBlock,
@@ -40,7 +43,7 @@ from workingctx import (
     Usage,
 )
 from workingctx.context import WorkingContext
-from workingctx.frozen import FrozenDict, FrozenList
+from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList
 from workingctx.messages import BLOCK_TYPES, ContentBlock
 from workingctx.serialization import converter, from_json, structure, to_json, unstructure
 from workingctx.snapshot import ContextDiff, FrozenContext
@@ -215,27 +218,80 @@ class TestPayloads:
 
     def test_non_json_payload_refused_with_path(self):
         """
-        A set, a non-string key or an object of your own in a payload is refused
-        on the way out with SerializationError naming where it is.
+        A set, a non-string key or an object of your own in a message payload is
+        refused when the value is built, naming where it is; in a payload
+        written as Any (a note), to_json refuses it with SerializationError.
         """
-        message = Message("user", "x", metadata={"a": [1, {"s": {1, 2}}]})
-        with pytest.raises(SerializationError, match="not JSON data") as info:
-            unstructure(message)
-        assert info.value.path == "$.metadata['a'][1]['s']"
-        with pytest.raises(SerializationError, match="not a string") as info:
-            to_json(ToolCall("c1", "f", {"k": {1: "one"}}))
-        assert info.value.path == "$.arguments['k'][1]"
-        with pytest.raises(SerializationError) as info:
-            to_json(ToolResultBlock("c1", object()))
-        assert info.value.path == "$.output"
+        with pytest.raises(PayloadTypeError) as info:
+            Message("user", "x", metadata={"a": [1, {"s": {1, 2}}]})
+        assert info.value.path == "metadata['a'][1]['s']"
+        with pytest.raises(PayloadTypeError, match="key 1"):
+            ToolCall("c1", "f", {"k": {1: "one"}})
+        with pytest.raises(PayloadTypeError, match="output is <object"):
+            ToolResultBlock("c1", object())
+        with pytest.raises(SerializationError, match="not JSON data") as serialization:
+            to_json({"a": [1, {"s": {1, 2}}]}, Any)
+        assert serialization.value.path == "$['a'][1]['s']"
 
     def test_nan_refused_by_to_json(self):
         """
-        JSON has no NaN: to_json refuses it and says where it is.
+        JSON has no NaN: a message refuses it when built, and to_json refuses
+        one in a note and says where it is.
         """
+        with pytest.raises(PayloadError, match=r"metadata\['score'\] is nan"):
+            Message("user", "x", metadata={"score": float("nan")})
+        snapshot = WorkingContext().note("score", float("nan")).freeze()
         with pytest.raises(SerializationError, match="not a finite number") as info:
-            to_json(Message("user", "x", metadata={"score": float("nan")}))
-        assert info.value.path == "$.metadata['score']"
+            to_json(snapshot)
+        assert info.value.path == "$.scratchpad[0][1]"
+
+    @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+    @pytest.mark.parametrize(
+        ("template", "kind", "path"),
+        [
+            ('{{"role": "user", "metadata": {{"a": [1, {}]}}}}', Message, "$.metadata['a'][1]"),
+            (
+                '{{"role": "user", "content": [{{"type": "image", "media": {{"url": "u"}}, "bbox": [{}]}}]}}',
+                Message,
+                "$.content[0].bbox[0]",
+            ),
+            ('{{"scratchpad": [["k", {{"x": {}}}]]}}', FrozenContext, "$.scratchpad[0][1]['x']"),
+            ('{{"journal": [{}]}}', FrozenContext, "$.journal[0]"),
+        ],
+    )
+    def test_from_json_refuses_nan_and_infinity(self, constant, template, kind, path):
+        """
+        Python's json reads NaN and Infinity; from_json refuses them with
+        SerializationError and the path, as every constructor does.
+        """
+        with pytest.raises(SerializationError, match=r"finite|JSON cannot hold") as info:
+            from_json(template.format(constant), kind)
+        assert path == info.value.path
+
+    @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 2_000, 100_000])
+    def test_from_json_of_deep_text(self, levels):
+        """
+        Text nested deeper than a payload may be (up to far beyond Python's
+        recursion limit) raises SerializationError, never RecursionError.
+        """
+        text = '{"role": "user", "metadata": {"k": ' + "[" * levels + "]" * levels + "}}"
+        with pytest.raises(SerializationError, match="deep"):
+            from_json(text, Message)
+        with pytest.raises(SerializationError):
+            from_json("[" * levels + "]" * levels, tuple[Message, ...])
+
+    @given(values_with_types)
+    def test_round_trip_keeps_types(self, pair):
+        """
+        construct -> to_json -> from_json gives the same value with the same
+        types at every depth (True stays True, 1 stays 1, 1.0 stays 1.0),
+        edge values included, and the same digest where the value has one.
+        """
+        value, kind = pair
+        back = from_json(to_json(value), kind)
+        assert_identical(value, back)
+        if hasattr(value, "digest"):
+            assert value.digest() == back.digest()
 
 
 class TestCompactOutput:

@@ -19,6 +19,7 @@ from tests.strategies import json_values, messages, prefixes, scratchpads, short
 from workingctx import (
     ContextDiff,
     FrozenContext,
+    FrozenDict,
     FrozenPayloadError,
     Message,
     PrefixContext,
@@ -173,14 +174,17 @@ class TestFreezeLaws:
         snap = WorkingContext().append(Message("assistant", "", tool_calls=(call,))).freeze()
         assert isinstance(hash(snap), int)
 
-    def test_journal_entries_are_kept_as_they_are(self):
+    def test_journal_entries_are_shared_frozen(self):
         """
-        Journal entries are not copied or frozen (identity is kept).
+        A snapshot shares the journal's entries, which were frozen when recorded
+        (a snapshot copies references, never entries).
         """
         entry = {"kind": "x"}
         ctx = WorkingContext()
         ctx.journal.record(entry)
-        assert ctx.freeze().journal[0] is entry
+        assert ctx.freeze().journal[0] is ctx.journal.view()[0]
+        assert entry == ctx.freeze().journal[0]
+        assert isinstance(ctx.freeze().journal[0], FrozenDict)
 
     def test_constructor_normalizes_and_validates(self):
         """
@@ -279,8 +283,8 @@ class TestCommonPrefix:
     @given(transcripts(max_turns=4), st.data())
     def test_matches_a_linear_scan(self, transcript, data):
         """
-        common_prefix_length equals the length of the equal leading run of
-        the two assembled requests.
+        common_prefix_length equals the length of the leading run of the two
+        assembled requests with equal digests (what a provider is sent).
         """
         prefix = data.draw(prefixes)
         cut = data.draw(st.integers(0, len(transcript)))
@@ -289,7 +293,7 @@ class TestCommonPrefix:
         b = WorkingContext(prefix=data.draw(st.just(prefix) | prefixes), messages=transcript[:cut] + extra).freeze()
         left, right = a.assembled(), b.assembled()
         expected = 0
-        while expected < min(len(left), len(right)) and left[expected] == right[expected]:
+        while expected < min(len(left), len(right)) and left[expected].digest() == right[expected].digest():
             expected += 1
         assert expected == common_prefix_length(a, b)
         assert expected == common_prefix_length(b, a)
@@ -306,16 +310,17 @@ class TestCommonPrefix:
 
 class TestEqualValuesEncodeEqually:
     @pytest.mark.parametrize("same", [1.0, True], ids=["float", "bool"])
-    def test_python_equal_payloads_hash_and_digest_equal(self, same):
+    def test_python_equal_payloads_hash_equal_digest_apart(self, same):
         """
         Arguments that Python counts as equal (1, 1.0, True) give equal
-        snapshots with equal hashes and digests, so a snapshot works as a dict key.
+        snapshots with equal hashes, so a snapshot works as a dict key; their
+        digests differ, since a digest identifies the exact value a store keeps.
         """
         one = WorkingContext().append(Message("assistant", tool_calls=(ToolCall("c1", "f", {"n": 1}),))).freeze()
         two = WorkingContext().append(Message("assistant", tool_calls=(ToolCall("c1", "f", {"n": same}),))).freeze()
         assert one == two
         assert hash(one) == hash(two)
-        assert one.digest() == two.digest()
+        assert one.digest() != two.digest()
         assert {one: "cached"}[two] == "cached"
 
     def test_different_containers_digest_differently(self):

@@ -715,3 +715,40 @@ class TestReadOnlyStorage:
         assert lines[0].endswith("hello")
         assert 2 == sum("refused: the checkpoint store" in line and "is read-only" in line for line in lines)
         assert before == file_state(path)
+DEEP_TEXT = '{"k": ' + "[" * 10_000 + "]" * 10_000 + "}"
+
+
+class TestCraftedRows:
+    @pytest.mark.parametrize(
+        ("columns", "match"),
+        [
+            ({"metadata": DEEP_TEXT}, "deep"),
+            ({"metadata": '{"score": NaN}'}, "JSON cannot hold"),
+            ({"metadata": '{"n": Infinity}'}, "JSON cannot hold"),
+            ({"metadata": "[1, 2]"}, "JSON object"),
+            ({"created_at": "yesterday"}, "ISO 8601"),
+            ({"message_count": "many"}, "not a count"),
+            ({"metadata": '{"a": 1e999}'}, "JSON cannot hold"),
+        ],
+        ids=["deep", "nan", "infinity", "array", "time", "count", "overflow"],
+    )
+    def test_list_and_lineage_raise_checkpoint_error(self, scratch_dir, columns, match):
+        """
+        list() and lineage() on a row whose seal holds but whose content is
+        damaged (nested 10,000 levels deep, NaN, wrong types) raise
+        CheckpointError naming the checkpoint, never RecursionError, and change nothing.
+        """
+        path = fresh_path(scratch_dir)
+        first, second = saved_pair(path, WorkingContext().append(Message("user", "hi")))
+        reseal(path, first.id, **columns)
+        before = dump(path)
+        with SQLiteStore(path) as store:
+            with pytest.raises(CheckpointError, match=match) as listed:
+                store.list()
+            assert first.id in str(listed.value)
+            with pytest.raises(CheckpointError, match=match):
+                store.lineage(second.id)
+            with pytest.raises(CheckpointError):
+                store.load(first.id)
+            assert second == store.load(second.id)
+        assert before == dump(path)

@@ -255,16 +255,6 @@ def test_tool_calls_count_in_wire_form(calls):
     assert chars // 4 + 4 + 4 * len(calls) == estimate_message_tokens([Message("assistant", tool_calls=calls)])
 
 
-def test_arguments_json_cannot_write_still_count():
-    """
-    Arguments holding sets or tuple keys are counted from a text form instead of raising.
-    """
-    odd = Message("assistant", tool_calls=(ToolCall("c1", "f", {"s": {1, 2}, "t": {(1, 2): 3}}),))
-
-    assert estimate_message_tokens([odd]) > 8
-    assert TiktokenCounter().count_message(odd) > 8
-
-
 @given(messages())
 def test_approx_counter_agrees_with_estimate(message):
     """

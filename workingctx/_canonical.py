@@ -2,98 +2,293 @@
 Canonical encoding and stable digests.
 
 A digest is the hex sha256 of compact JSON with sorted keys, built only from a
-value's fields (never from ``hash()``), so it is the same in every process, on
-every machine and under every ``PYTHONHASHSEED``.
+value's fields (never from ``hash()`` or ``repr()``), so it is the same in every
+process, on every machine and under every ``PYTHONHASHSEED``.
+
+The encoding identifies a value exactly: two values with one encoding are the
+same value, with the same types (``1``, ``1.0`` and ``True`` encode three ways).
+Digest equality is therefore stricter than Python equality, which counts
+``1 == 1.0 == True``.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import datetime as dt
+import decimal
+import enum
 import hashlib
 import json
+import math
+import uuid
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from workingctx.exceptions import PayloadTypeError
+from workingctx.frozen import MAX_DEPTH, MAX_INT_DIGITS, FrozenDict, FrozenList, _Refused, _too_deep
 
+if TYPE_CHECKING:
     from workingctx.messages import Message
     from workingctx.prefix import PrefixContext
 
 __all__ = [
     "EMPTY_CHAIN",
     "EMPTY_ENTRIES",
+    "MARKERS",
     "canonical",
     "canonical_json",
     "chain_step",
     "entries_digest",
     "message_digest",
+    "notes_json",
     "prefix_digest",
 ]
 
 EMPTY_CHAIN = hashlib.sha256(b"workingctx/chain/v1").hexdigest()
 """The chain digest of an empty transcript."""
 
+MARKERS: frozenset[str] = frozenset(
+    {
+        "__attrs__",
+        "__bytes__",
+        "__dataclass__",
+        "__date__",
+        "__datetime__",
+        "__decimal__",
+        "__enum__",
+        "__float__",
+        "__int__",
+        "__mapping__",
+        "__model__",
+        "__set__",
+        "__time__",
+        "__timedelta__",
+        "__uuid__",
+    }
+)
+"""The keys of the canonical encoding's tagged forms; a dict of yours using one is escaped."""
 
-def canonical(value: Any) -> Any:
-    """
-    Turn *value* into plain JSON data in which values Python counts as equal
-    encode the same, and values it counts as different do not.
+_INT_BOUND = 10**MAX_INT_DIGITS
 
-    * ``True``/``False`` and integral floats become ints (``1 == 1.0 == True``);
-    * lists and tuples become arrays (payloads hold no tuples: they freeze to lists);
-    * sets become ``{"__set__": [...]}``, sorted;
-    * a mapping with a key that is not a str becomes ``{"__mapping__": [[key, value], ...]}``, sorted;
-    * attrs values become objects of their public fields, plus ``type`` for content blocks;
-    * anything else (your own objects) becomes ``{"__repr__": repr(value)}``.
+
+def canonical(value: Any, where: str = "the value") -> Any:
     """
+    Turn *value* into plain JSON data that identifies it exactly.
+
+    Different values encode differently, even where Python counts them equal:
+
+    * JSON data stays as it is: ``1``, ``1.0`` and ``True`` are three encodings;
+      lists and tuples are arrays (payloads hold no tuples: they freeze to lists);
+    * a dict with str keys is an object, unless a key is one of :data:`MARKERS`:
+      such a dict, and any dict with a key that is not a str, becomes
+      ``{"__mapping__": [[key, value], ...]}``, sorted;
+    * sets and frozensets become ``{"__set__": [...]}``, sorted;
+    * a float that is not finite and an int too long for ``str()`` are tagged
+      (``__float__``, ``__int__``);
+    * enums, datetimes, dates, times, timedeltas, UUIDs, Decimals and bytes are
+      tagged with their exact text; attrs classes, dataclasses and objects
+      with ``model_dump()`` are tagged with their class's import path and
+      their fields (or the dump).
+
+    Nothing depends on the process: no ``repr()``, no ``hash()``, no ids.
+
+    Raises:
+        PayloadTypeError: Something in *value* has none of these forms (an
+            object of your own); the message names its path from *where* and
+            how to make it encodable.
+        PayloadError: *value* nests deeper than :data:`~workingctx.frozen.MAX_DEPTH`
+            levels, or contains itself.
+    """
+    try:
+        return _canon(value, MAX_DEPTH)
+    except _Refused as exc:
+        raise exc.error(where) from None
+
+
+def _class_path(cls: type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _canon(value: Any, room: int) -> Any:
     kind = type(value)
-    if kind is str or kind is int or value is None:
+    if kind is str or value is None or kind is bool:
         return value
-    if kind is bool:
-        return int(value)
+    if kind is int:
+        return value if -_INT_BOUND < value < _INT_BOUND else {"__int__": hex(value)}
     if kind is float:
-        return int(value) if value.is_integer() else value
-    if isinstance(value, dict):
-        if all(type(key) is str for key in value):
-            return {key: canonical(item) for key, item in value.items()}
-        pairs = [[canonical(key), canonical(item)] for key, item in value.items()]
-        return {"__mapping__": sorted(pairs, key=_sort_key)}
+        return value if math.isfinite(value) else {"__float__": repr(value)}
+    if kind is dict or kind is FrozenDict:
+        return _canon_mapping(value, room)
+    if kind is list or kind is FrozenList or kind is tuple:
+        return _canon_items(value, room)
+    if isinstance(value, Mapping):
+        return _canon_mapping(value, room)
     if isinstance(value, list | tuple):
-        return [canonical(item) for item in value]
+        return _canon_items(value, room)
     if isinstance(value, set | frozenset):
-        return {"__set__": sorted((canonical(item) for item in value), key=_sort_key)}
-    if isinstance(value, str):  # subclasses of the scalars, such as enums
+        if room < 1:
+            raise _too_deep(value)
+        members = []
+        for item in value:
+            try:
+                members.append(_canon(item, room - 1))
+            except _Refused as exc:
+                raise exc.step(value, f"{{{item!r}}}") from None
+        return {"__set__": sorted(members, key=_sort_key)}
+    return _canon_object(value, room)
+
+
+_SIMPLE: frozenset[type[Any]] = frozenset({str, bool, type(None)})
+"""Leaves that are their own canonical form, taken without a call."""
+
+
+def _canon_mapping(value: Mapping[Any, Any], room: int) -> Any:
+    if room < 1:
+        raise _too_deep(value)
+    inner = room - 1
+    simple = _SIMPLE
+    bound = _INT_BOUND
+    if MARKERS.isdisjoint(value):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                break  # written as pairs, below
+            kind = type(item)
+            if kind in simple or (kind is int and -bound < item < bound):
+                out[key] = item
+                continue
+            try:
+                out[key] = _canon(item, inner)
+            except _Refused as exc:
+                raise exc.step(value, f"[{key!r}]") from None
+        else:
+            return out
+    pairs = []
+    for key, item in value.items():
+        try:
+            pairs.append([_canon(key, inner), _canon(item, inner)])
+        except _Refused as exc:
+            raise exc.step(value, f"[{key!r}]") from None
+    return {"__mapping__": sorted(pairs, key=_sort_key)}
+
+
+def _canon_items(value: Sequence[Any], room: int) -> list[Any]:
+    if room < 1:
+        raise _too_deep(value)
+    inner = room - 1
+    simple = _SIMPLE
+    bound = _INT_BOUND
+    items: list[Any] = []
+    append = items.append
+    for item in value:
+        kind = type(item)
+        if kind in simple or (kind is int and -bound < item < bound):
+            append(item)
+            continue
+        try:
+            append(_canon(item, inner))
+        except _Refused as exc:
+            raise exc.step(value, f"[{len(items)}]") from None
+    return items
+
+
+def _canon_object(value: Any, room: int) -> Any:
+    kind = type(value)
+    if isinstance(value, enum.Enum):
+        return {"__enum__": [_class_path(kind), value.name]}
+    if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int):
-        return int(value)
+        return _canon(int(value), room)
     if isinstance(value, float):
-        return canonical(float(value))
+        return _canon(float(value), room)
+    if isinstance(value, dt.datetime):
+        return {"__datetime__": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"__date__": value.isoformat()}
+    if isinstance(value, dt.time):
+        return {"__time__": value.isoformat()}
+    if isinstance(value, dt.timedelta):
+        return {"__timedelta__": [value.days, value.seconds, value.microseconds]}
+    if isinstance(value, uuid.UUID):
+        return {"__uuid__": str(value)}
+    if isinstance(value, decimal.Decimal):
+        return {"__decimal__": str(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"__bytes__": base64.b64encode(value).decode("ascii")}
+    if room < 1:
+        raise _too_deep(value)
     if attrs.has(kind):
-        out = {
-            field.name: canonical(getattr(value, field.name))
-            for field in attrs.fields(kind)
-            if not field.name.startswith("_")
-        }
-        tag = getattr(kind, "type", None)
-        if isinstance(tag, str):
-            out["type"] = tag
-        return out
-    return {"__repr__": repr(value)}
+        names = [field.name for field in attrs.fields(kind) if not field.name.startswith("_")]
+        return {"__attrs__": [_class_path(kind), _canon_fields(value, names, room)]}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [field.name for field in dataclasses.fields(value)]
+        return {"__dataclass__": [_class_path(kind), _canon_fields(value, names, room)]}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return {"__model__": [_class_path(kind), _canon(dump(), room - 1)]}
+        except _Refused as exc:
+            raise exc.step(value, ".model_dump()") from None
+    msg = (
+        f"is {_show(value)}, which has no canonical form, so nothing process-independent identifies it; "
+        "make it an attrs class, a dataclass or an enum, give it a model_dump() method, "
+        "or store a plain-data projection of it (a dict of its fields)"
+    )
+    raise _Refused(msg, kind=PayloadTypeError)
+
+
+def _canon_fields(value: Any, names: list[str], room: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names:
+        try:
+            out[name] = _canon(getattr(value, name), room - 1)
+        except _Refused as exc:
+            raise exc.step(value, f".{name}") from None
+    return out
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} of type {type(value).__name__}"
 
 
 def _sort_key(item: Any) -> str:
-    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-_encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_encode = json.JSONEncoder(
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False
+).encode
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: Any, where: str = "the value") -> str:
     """
     Compact, key-sorted JSON text of ``canonical(value)``.
     """
-    return _encode(canonical(value))
+    return _encode(canonical(value, where))
+
+
+def notes_json(notes: Mapping[str, Any]) -> str:
+    """
+    The canonical JSON of a scratchpad: an object of each note's canonical form.
+
+    Raises:
+        PayloadTypeError: A note has no canonical form; the message names its key.
+    """
+    out: dict[str, Any] = {}
+    for key, value in notes.items():
+        try:
+            out[key] = _canon(value, MAX_DEPTH)
+        except _Refused as exc:
+            where = f"note {key!r}"
+            raise exc.error(where) from None
+    return _encode(out)
 
 
 def _sha256(text: str) -> str:
@@ -101,16 +296,56 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = tuple(field.name for field in attrs.fields(cls) if not field.name.startswith("_"))
+        _FIELD_NAMES[cls] = names
+    return names
+
+
+def _record(value: Any) -> dict[str, Any]:
+    """
+    A value inside a message (a block, a media or annotation reference, usage)
+    as an object of its public fields, plus ``type`` for a tagged block.
+    Payload fields are JSON data already (checked when the value was built).
+    """
+    cls = type(value)
+    out = {name: _field(getattr(value, name)) for name in _field_names(cls)}
+    tag = getattr(cls, "type", None)
+    if type(tag) is str:
+        out["type"] = tag
+    return out
+
+
+def _field(value: Any) -> Any:
+    if type(value) is tuple:
+        return [_field(item) for item in value]
+    if attrs.has(type(value)):
+        return _record(value)
+    return value
+
+
+_MESSAGE_FIELDS = frozenset(
+    {"role", "content", "name", "tool_call_id", "tool_calls", "id", "metadata", "usage", "delta"}
+)
+
+
 def message_digest(message: Message) -> str:
     """
     The stable digest of one message, over every field it is compared by.
 
-    Payloads (tool arguments, metadata) are dicts and lists already, so the
-    message is encoded in one ``json`` call; defaults are left out.
+    Every field of a message is checked when it is built (payloads are JSON
+    data, floats finite, nesting bounded), so the message is encoded in one
+    ``json`` call, in which ``1``, ``1.0`` and ``True`` differ; defaults are
+    left out.
     """
     data: dict[str, Any] = {"role": message.role}
     content = message.content
-    data["content"] = content if isinstance(content, str) else [canonical(block) for block in content]
+    data["content"] = content if isinstance(content, str) else [_record(block) for block in content]
     if message.name is not None:
         data["name"] = message.name
     if message.tool_call_id is not None:
@@ -120,30 +355,46 @@ def message_digest(message: Message) -> str:
     if message.id is not None:
         data["id"] = message.id  # an id is a str or an int, never a bool or a float
     if message.metadata:
-        data["metadata"] = canonical(message.metadata)
+        data["metadata"] = message.metadata
     if message.usage is not None:
-        data["usage"] = canonical(message.usage)
+        data["usage"] = _record(message.usage)
     if message.delta:
         data["delta"] = True
-    if message.provider_data:
-        data["provider_data"] = canonical(message.provider_data)
-    return _sha256("message:" + _encode(data))
+    names = _field_names(type(message))
+    if len(names) != len(_MESSAGE_FIELDS):
+        for name in names:  # fields added later: each by its own form
+            if name not in _MESSAGE_FIELDS:
+                data[name] = _field(getattr(message, name))
+    try:
+        return _sha256("message:" + _encode(data))
+    except (TypeError, ValueError):
+        # A field holds something beyond JSON data (a value built around the checks):
+        # its canonical form, under another tag so that the two encodings never meet.
+        return _sha256("message/canonical:" + canonical_json({name: getattr(message, name) for name in data}))
 
 
 def _call_data(call: Any) -> dict[str, Any]:
-    data = {"id": call.id, "name": call.name, "arguments": canonical(call.arguments)}
+    # arguments and provider data are JSON data, checked when the call was built
+    data = {"id": call.id, "name": call.name, "arguments": call.arguments}
     if call.arguments_json is not None:
         data["arguments_json"] = call.arguments_json
     if call.provider_data:
-        data["provider_data"] = canonical(call.provider_data)
+        data["provider_data"] = call.provider_data
     return data
 
 
 def prefix_digest(prefix: PrefixContext) -> str:
     """
-    The stable digest of a prefix.
+    The stable digest of a prefix: its fields, grounding messages by their digests.
     """
-    return _sha256("prefix:" + canonical_json(prefix))
+    data: dict[str, Any] = {}
+    for name in _field_names(type(prefix)):
+        value = getattr(prefix, name)
+        if name == "grounding":
+            data[name] = [message.digest() for message in value]
+        else:
+            data[name] = canonical(value, name)
+    return _sha256("prefix/v2:" + _encode(data))
 
 
 EMPTY_ENTRIES = hashlib.sha256(b"workingctx/journal/v1").hexdigest()
@@ -160,7 +411,7 @@ def entries_digest(entries: Sequence[Any], known: list[str] | None = None) -> st
     chain = [] if known is None else known
     previous = chain[-1] if chain else EMPTY_ENTRIES
     for entry in entries[len(chain) :]:
-        previous = _sha256(f"{previous}:{canonical_json(entry)}")
+        previous = _sha256(f"{previous}:{canonical_json(entry, f'journal entry {len(chain)}')}")
         chain.append(previous)
     return chain[len(entries) - 1] if entries else EMPTY_ENTRIES
 

@@ -33,8 +33,8 @@ import attrs
 from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._tail import Mark, Tail, TailView
-from workingctx.exceptions import HistoryError, MergeError, PricingError
-from workingctx.frozen import FrozenDict, FrozenList, thaw
+from workingctx.exceptions import HistoryError, MergeError, PayloadError, PricingError
+from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, Usage
 from workingctx.prefix import PrefixContext
@@ -95,18 +95,24 @@ _LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
 _CONTAINERS: frozenset[type] = frozenset({dict, list, tuple, set, frozenset, FrozenDict, FrozenList})
 
 
-def _is_plain(value: Any) -> bool:
+def _is_plain(value: Any, room: int = MAX_DEPTH) -> bool:
     """
     Whether *value* is plain data all the way down (no object of your own,
-    which might define how it is copied).
+    which might define how it is copied), within :data:`MAX_DEPTH` levels
+    (deeper or cyclic data is left to ``copy.deepcopy``, which handles cycles).
     """
     kind = type(value)
     if kind in _LEAVES:
         return True
+    if room < 1:
+        return False
+    leaves = _LEAVES
     if kind is dict or kind is FrozenDict:
-        return all(type(key) in _LEAVES and _is_plain(item) for key, item in value.items())
+        return all(
+            type(key) in leaves and (type(item) in leaves or _is_plain(item, room - 1)) for key, item in value.items()
+        )
     if kind in _CONTAINERS or isinstance(value, frozenset):  # frozen sets of a payload included
-        return all(_is_plain(item) for item in value)
+        return all(type(item) in leaves or _is_plain(item, room - 1) for item in value)
     return False
 
 
@@ -119,10 +125,22 @@ def _copy_notes(notes: Mapping[str, Any], copies: int = 1) -> list[dict[str, Any
     through ``copy.deepcopy``, so their ``__deepcopy__`` is honoured.
     """
     plain = dict(notes)
-    if all(_is_plain(value) for value in plain.values()):
-        data = pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
-        return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
-    return [copy.deepcopy(plain) for _ in range(copies)]
+    try:
+        if all(_is_plain(value) for value in plain.values()):
+            data = pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+            return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
+        return [copy.deepcopy(plain) for _ in range(copies)]
+    except RecursionError:
+        for key, value in plain.items():
+            try:
+                copy.deepcopy(value)
+            except RecursionError:
+                msg = (
+                    f"note {key!r} is nested too deep to copy; keep notes within {MAX_DEPTH} levels "
+                    "of dicts and lists, or store the deep part as a JSON string"
+                )
+                raise PayloadError(msg, path=f"note {key!r}") from None
+        raise
 
 
 class WorkingContext:

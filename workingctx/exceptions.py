@@ -26,6 +26,8 @@ __all__ = [
     "InvalidMessageError",
     "MediaError",
     "MergeError",
+    "PayloadError",
+    "PayloadTypeError",
     "PendingCallsError",
     "PositionalScopeError",
     "PricingError",
@@ -57,6 +59,33 @@ class InvalidMessageError(WorkingCtxError, ValueError):
     Wrong *types* raise :class:`TypeError` directly; this error covers values
     of the right type that make no sense (an unknown role, a tool call id on a
     user message, ...).
+    """
+
+
+class PayloadError(WorkingCtxError, ValueError):
+    """
+    A payload (tool arguments, a tool's output, metadata, a journal entry, a
+    note) cannot be kept as a value: nested too deep, cyclic, a float that is
+    not finite, or an int too long to write.
+
+    Attributes:
+        path: Where in the payload the problem is, such as ``"metadata['a'][2]"``.
+        problem: What is wrong there, without the path.
+    """
+
+    def __init__(self, message: str, *, path: str = "", problem: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem or message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_payload_error, (type(self), str(self), self.path, self.problem))
+
+
+class PayloadTypeError(PayloadError, TypeError):
+    """
+    A payload holds something that is not JSON data (a set, an object of your
+    own, a key that is not a str) where only JSON data can be kept.
     """
 
 
@@ -287,3 +316,5 @@ def _rebuild_provider_error(
 
 def _rebuild_merge_error(cls: type[MergeError], message: str, ids: tuple[str, ...]) -> MergeError:
     return cls(message, ids=ids)
+def _rebuild_payload_error(cls: type[PayloadError], message: str, path: str, problem: str) -> PayloadError:
+    return cls(message, path=path, problem=problem)

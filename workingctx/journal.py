@@ -19,7 +19,9 @@ False
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
+
+from workingctx.frozen import freeze_json
 
 __all__ = ["MutationJournal"]
 
@@ -30,23 +32,47 @@ class MutationJournal(Generic[EntryT]):
     """
     An append-only log of entries of type ``EntryT`` with a commit watermark.
 
+    Entries are JSON data (str, int, float, bool, None, lists and dicts with
+    str keys), frozen when they are recorded: a dict becomes a read-only
+    :class:`~workingctx.FrozenDict`, so an entry cannot change after the fact,
+    and every snapshot and checkpoint holding it stays what it was.
+
     Args:
         entries: Seed entries, for a journal rebuilt from a snapshot or seeded
             by a fork. They start committed: a parent has already seen them.
+
+    Raises:
+        PayloadTypeError: An entry is not JSON data (nothing is recorded).
+        PayloadError: An entry is nested too deep, contains itself, or holds
+            a NaN, an infinity or an int too long to write.
     """
 
     __slots__ = ("_committed", "_digests", "_entries")
 
     def __init__(self, entries: Iterable[EntryT] = ()) -> None:
-        self._entries: list[EntryT] = list(entries)
+        self._entries: list[EntryT] = []
+        self._add(entries)
         self._committed = len(self._entries)
         self._digests: list[str] = []
 
+    def _add(self, entries: Iterable[EntryT]) -> None:
+        start = len(self._entries)
+        frozen = [
+            cast("EntryT", freeze_json(entry, f"journal entry {start + offset}"))
+            for offset, entry in enumerate(entries)
+        ]
+        self._entries.extend(frozen)
+
     def record(self, entry: EntryT) -> None:
         """
-        Append one entry (uncommitted until :meth:`mark_committed`).
+        Append one entry (uncommitted until :meth:`mark_committed`), frozen.
+
+        Raises:
+            PayloadTypeError: *entry* is not JSON data; nothing is recorded.
+            PayloadError: *entry* is nested too deep, contains itself, or
+                holds a number JSON cannot write.
         """
-        self._entries.append(entry)
+        self._entries.append(cast("EntryT", freeze_json(entry, f"journal entry {len(self._entries)}")))
 
     def apply(self, entries: Iterable[EntryT]) -> None:
         """
@@ -55,8 +81,11 @@ class MutationJournal(Generic[EntryT]):
         The journal has no idempotency of its own: applying the same diff twice
         records it twice. :meth:`WorkingContext.merge` acknowledges what it
         applied on the other side, so merging twice does not.
+
+        Raises:
+            PayloadTypeError: An entry is not JSON data; nothing is applied.
         """
-        self._entries.extend(entries)
+        self._add(entries)
 
     def size(self) -> int:
         """

@@ -18,17 +18,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import mimetypes
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
 from workingctx.exceptions import InvalidMessageError
-from workingctx.frozen import FrozenDict, deep_freeze
+from workingctx.frozen import EMPTY_JSON_OBJECT, MAX_INT_DIGITS, FrozenDict, freeze_json
 
 if TYPE_CHECKING:
     from workingctx.media import MediaStore
@@ -77,10 +78,65 @@ def _opt_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> No
         _str(inst, attribute, value)
 
 
-def _opt_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        msg = f"{attribute.name} must be an int or None, got {value!r} of type {type(value).__name__}"
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+def _check_int(value: object, what: str) -> None:
+    """
+    Refuse anything but an int (a bool is not one) that ``str()`` can write.
+    """
+    if type(value) is not int and (not isinstance(value, int) or isinstance(value, bool)):
+        msg = f"{what} must be an int, got {value!r} of type {type(value).__name__}"
         raise TypeError(msg)
+    if not -_INT_BOUND < value < _INT_BOUND:
+        msg = f"{what} is an int longer than {MAX_INT_DIGITS} decimal digits, which cannot be written; use a str"
+        raise InvalidMessageError(msg)
+
+
+def _check_number(value: object, what: str) -> None:
+    """
+    Refuse anything but a finite float or an int that ``str()`` can write.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            msg = f"{what} must be a finite number, got {value!r}; JSON has no NaN or infinity"
+            raise InvalidMessageError(msg)
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = f"{what} must be a number, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    _check_int(value, what)
+
+
+def _opt_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _check_int(value, attribute.name)
+
+
+def _bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not bool:
+        msg = f"{attribute.name} must be True or False, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _one_of(*choices: str | None) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """
+    A validator for a ``Literal`` field: exactly one of *choices* (a str, not a subclass).
+    """
+    allowed = frozenset(choices)
+    shown = ", ".join(repr(choice) for choice in choices)
+
+    def one_of(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None and None in allowed:
+            return
+        if type(value) is not str:
+            msg = f"{attribute.name} must be one of {shown}, got {value!r} of type {type(value).__name__}"
+            raise TypeError(msg)
+        if value not in allowed:
+            msg = f"{attribute.name} must be one of {shown}, got {value!r}"
+            raise InvalidMessageError(msg)
+
+    return one_of
 
 
 def _nonempty_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -90,18 +146,40 @@ def _nonempty_str(inst: object, attribute: attrs.Attribute[Any], value: object) 
         raise InvalidMessageError(msg)
 
 
-def _freeze_mapping(value: object) -> FrozenDict:
+def _json_object(value: object, where: str) -> FrozenDict:
+    """
+    A payload field holding a JSON object, checked and deep-frozen (a frozen
+    object already checked is kept as it is).
+    """
+    if type(value) is FrozenDict and value._json:
+        return value
     if not isinstance(value, Mapping):
         msg = (
             f"expected a mapping (such as a dict), got {value!r} of type {type(value).__name__}; "
-            "tool arguments are a JSON object: pass a dict, or json.loads() a JSON string first"
+            f"{where} is a JSON object: pass a dict, or json.loads() a JSON string first"
         )
         raise TypeError(msg)
-    return value if isinstance(value, FrozenDict) else FrozenDict(value)
+    return cast("FrozenDict", freeze_json(value, where))
 
 
-def _freeze_opt_mapping(value: object) -> FrozenDict | None:
-    return None if value is None else _freeze_mapping(value)
+def _arguments(value: object) -> FrozenDict:
+    return _json_object(value, "arguments")
+
+
+def _args(value: object) -> FrozenDict:
+    return _json_object(value, "args")
+
+
+def _metadata(value: object) -> FrozenDict:
+    return _json_object(value, "metadata")
+
+
+def _error_data(value: object) -> FrozenDict | None:
+    return None if value is None else _json_object(value, "data")
+
+
+def _json_output(value: object) -> Any:
+    return freeze_json(value, "output")
 
 
 def _provider_data(value: object) -> FrozenDict:
@@ -111,12 +189,15 @@ def _provider_data(value: object) -> FrozenDict:
             "key it by provider, such as {'anthropic': {'citations': [...]}}"
         )
         raise TypeError(msg)
-    frozen = value if isinstance(value, FrozenDict) else FrozenDict(value)
-    for key in frozen:
+    for key in value:
         if not isinstance(key, str):
             msg = f"provider_data keys must be provider names (str), got {key!r} of type {type(key).__name__}"
             raise TypeError(msg)
-    return frozen
+    return _json_object(value, "provider_data")
+
+
+def _provider_block_data(value: object) -> FrozenDict:
+    return _json_object(value, "data")
 
 
 def _as_tuple(value: object, kind: type[Any] | tuple[type[Any], ...], what: str) -> tuple[Any, ...]:
@@ -173,7 +254,9 @@ class MediaRef:
     'url'
     """
 
-    kind: Literal["url", "file_id", "data", "store"] = "url"
+    kind: Literal["url", "file_id", "data", "store"] = attrs.field(
+        default="url", validator=_one_of("url", "file_id", "data", "store")
+    )
     url: str | None = attrs.field(default=None, validator=_opt_str)
     file_id: str | None = attrs.field(default=None, validator=_opt_str)
     data_base64: str | None = attrs.field(default=None, validator=_opt_str)
@@ -248,11 +331,21 @@ def _to_refs(value: object) -> tuple[AnnotationRef, ...]:
 
 
 def _to_bbox(value: object) -> tuple[float, ...] | None:
-    return None if value is None else _as_tuple(value, (int, float), "bbox")
+    if value is None:
+        return None
+    numbers = _as_tuple(value, (int, float), "bbox")
+    for position, number in enumerate(numbers):
+        _check_number(number, f"bbox[{position}]")
+    return numbers
 
 
 def _to_pages(value: object) -> tuple[int, ...] | None:
-    return None if value is None else _as_tuple(value, int, "pages")
+    if value is None:
+        return None
+    pages = _as_tuple(value, int, "pages")
+    for position, page in enumerate(pages):
+        _check_int(page, f"pages[{position}]")
+    return pages
 
 
 def _to_details(value: object) -> tuple[str, ...] | None:
@@ -264,9 +357,11 @@ def _to_spans(value: object) -> tuple[tuple[int, int], ...] | None:
         return None
     spans = _as_tuple(value, (tuple, list), "spans")
     for position, span in enumerate(spans):
-        if len(span) != 2 or not all(isinstance(n, int) for n in span):
+        if len(span) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) for n in span):
             msg = f"spans[{position}] must be a (start, end) pair of ints, got {span!r}"
             raise TypeError(msg)
+        _check_int(span[0], f"spans[{position}][0]")
+        _check_int(span[1], f"spans[{position}][1]")
     return tuple((span[0], span[1]) for span in spans)
 
 
@@ -325,7 +420,7 @@ class TextBlock:
     text: str = attrs.field(validator=_str)
     annotations: tuple[AnnotationRef, ...] = attrs.field(default=(), converter=_to_annotations)
     cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True, repr=False)
@@ -343,7 +438,7 @@ class ImageBlock:
     bbox: tuple[float, ...] | None = attrs.field(default=None, converter=_to_bbox)
     detail: Literal["auto", "low", "high"] | None = attrs.field(default=None, validator=_detail)
     cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -384,7 +479,7 @@ class DocumentBlock:
     pages: tuple[int, ...] | None = attrs.field(default=None, converter=_to_pages)
     excerpt: str | None = attrs.field(default=None, validator=_opt_str)
     cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -410,10 +505,10 @@ class ToolCallBlock:
     type: ClassVar[Literal["tool_call"]] = "tool_call"
     id: str = attrs.field(validator=_nonempty_str)
     name: str = attrs.field(validator=_nonempty_str)
-    args: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    args: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, converter=_args)
     tool_type: str | None = attrs.field(default=None, validator=_opt_str)
     cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -425,7 +520,7 @@ class RemoteToolCallBlock:
     type: ClassVar[Literal["remote_tool_call"]] = "remote_tool_call"
     id: str = attrs.field(validator=_nonempty_str)
     name: str = attrs.field(validator=_nonempty_str)
-    args: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    args: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, converter=_args)
     tool_type: str = attrs.field(default="remote", validator=_str)
 
 
@@ -441,12 +536,14 @@ class ToolResultBlock:
 
     type: ClassVar[Literal["tool_result"]] = "tool_result"
     call_id: str = attrs.field(validator=_nonempty_str)
-    output: Any = attrs.field(default="", converter=deep_freeze)
-    is_error: bool = False
-    status: Literal["completed", "failed"] | None = None
+    output: Any = attrs.field(default="", converter=_json_output)
+    is_error: bool = attrs.field(default=False, validator=_bool)
+    status: Literal["completed", "failed"] | None = attrs.field(
+        default=None, validator=_one_of("completed", "failed", None)
+    )
     content: tuple[ContentBlock, ...] = attrs.field(default=(), kw_only=True, converter=_to_result_content)
     cache: CacheBreakpoint | None = attrs.field(default=None, kw_only=True, validator=_OPT_CACHE)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
     def output_text(self) -> str:
         """
@@ -481,7 +578,7 @@ class ReasoningBlock:
     encrypted: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
     redacted: bool = attrs.field(default=False, kw_only=True, validator=attrs.validators.instance_of(bool))
     provider: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -491,7 +588,7 @@ class AnnotationBlock:
     """
 
     type: ClassVar[Literal["annotation"]] = "annotation"
-    kind: Literal["citation", "note"] = "citation"
+    kind: Literal["citation", "note"] = attrs.field(default="citation", validator=_one_of("citation", "note"))
     refs: tuple[AnnotationRef, ...] = attrs.field(default=(), converter=_to_refs)
     spans: tuple[tuple[int, int], ...] | None = attrs.field(default=None, converter=_to_spans)
 
@@ -505,7 +602,7 @@ class ErrorBlock:
     type: ClassVar[Literal["error"]] = "error"
     message: str = attrs.field(validator=_str)
     code: str | None = attrs.field(default=None, validator=_opt_str)
-    data: FrozenDict | None = attrs.field(default=None, converter=_freeze_opt_mapping)
+    data: FrozenDict | None = attrs.field(default=None, converter=_error_data)
 
 
 @attrs.frozen(cache_hash=True)
@@ -524,7 +621,7 @@ class ProviderBlock:
 
     type: ClassVar[Literal["provider"]] = "provider"
     provider: str = attrs.field(validator=_nonempty_str)
-    data: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, converter=_provider_block_data)
 
 
 ContentBlock: TypeAlias = (
@@ -579,9 +676,9 @@ class ToolCall:
 
     id: str = attrs.field(validator=_nonempty_str)
     name: str = attrs.field(validator=_nonempty_str)
-    arguments: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_mapping)
+    arguments: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, converter=_arguments)
     arguments_json: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
     def __attrs_post_init__(self) -> None:
         raw = self.arguments_json
@@ -589,7 +686,7 @@ class ToolCall:
             return
         try:
             decoded = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             decoded = None
         if not isinstance(decoded, dict):
             msg = (
@@ -598,7 +695,7 @@ class ToolCall:
             )
             raise InvalidMessageError(msg)
         if not self.arguments:
-            object.__setattr__(self, "arguments", FrozenDict(decoded))
+            object.__setattr__(self, "arguments", _json_object(decoded, "arguments_json"))
         elif decoded != self.arguments:
             msg = (
                 f"arguments_json {raw[:60]!r} does not decode to arguments {dict(self.arguments)!r}; "
@@ -648,6 +745,7 @@ def _nonneg_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         msg = f"{attribute.name} must be a non-negative int, got {value!r}"
         raise ValueError(msg)
+    _check_int(value, attribute.name)
 
 
 @attrs.frozen(cache_hash=True)
@@ -877,7 +975,7 @@ def _content(value: object) -> str | tuple[ContentBlock, ...]:
 
 
 def _role(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value not in ROLES:
+    if type(value) is not str or value not in ROLES:
         msg = (
             f"unknown role {value!r}; a message's role is one of "
             "'system', 'user', 'assistant' or 'tool' (exact, lower case)"
@@ -889,6 +987,8 @@ def _opt_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> No
     if value is not None and (not isinstance(value, str | int) or isinstance(value, bool)):
         msg = f"{attribute.name} must be a str, an int or None, got {value!r} of type {type(value).__name__}"
         raise TypeError(msg)
+    if isinstance(value, int):
+        _check_int(value, attribute.name)
 
 
 MAX_INLINE_FILE_BYTES = 32 * 1024 * 1024
@@ -969,15 +1069,15 @@ class Message:
     tool_call_id: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), kw_only=True, converter=_to_tool_calls)
     id: str | int | None = attrs.field(default=None, kw_only=True, validator=_opt_id)
-    metadata: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_freeze_mapping, hash=False)
+    metadata: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_metadata, hash=False)
     usage: Usage | None = attrs.field(
         default=None,
         kw_only=True,
         hash=False,
         validator=attrs.validators.optional(attrs.validators.instance_of(Usage)),
     )
-    delta: bool = attrs.field(default=False, kw_only=True)
-    provider_data: FrozenDict = attrs.field(factory=FrozenDict, kw_only=True, converter=_provider_data)
+    delta: bool = attrs.field(default=False, kw_only=True, validator=_bool)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
     # Per-message caches, filled on first use: never compared, hashed or serialized.
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
     _token_counts: dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)

@@ -51,8 +51,8 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from workingctx.exceptions import SerializationError, WorkingCtxError
-from workingctx.frozen import FrozenDict, FrozenList
+from workingctx.exceptions import PayloadError, SerializationError, WorkingCtxError
+from workingctx.frozen import MAX_INT_DIGITS, FrozenDict, FrozenList, freeze_json
 from workingctx.messages import BLOCK_TYPES, ContentBlock, Message
 
 __all__ = ["converter", "from_json", "parse_json", "structure", "to_json", "unstructure"]
@@ -60,6 +60,7 @@ __all__ = ["converter", "from_json", "parse_json", "structure", "to_json", "unst
 T = TypeVar("T")
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
+_INT_BOUND = 10**MAX_INT_DIGITS
 _MAX_SHOWN = 60
 
 
@@ -131,33 +132,17 @@ def _not_json_reason(value: Any) -> str | None:
 
 def _frozen_json(value: Any) -> Any:
     """
-    Structure a payload: check it is JSON data and return it deep-frozen.
+    Structure a payload: check it is JSON data and return it deep-frozen,
+    with the same checks a value's constructor makes (:func:`~workingctx.frozen.freeze_json`).
 
     Raises:
         _Problem: with the path inside the payload of the first bad item.
     """
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if isinstance(value, Mapping):
-        items: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                msg = f"key {_show(key)} is not a string; JSON object keys are strings"
-                raise _Problem(msg, f"[{key!r}]")
-            try:
-                items[key] = _frozen_json(item)
-            except _Problem as exc:
-                raise _Problem(exc.description, f"[{key!r}]{exc.suffix}") from None
-        return FrozenDict(items)
-    if isinstance(value, list | tuple):
-        out: list[Any] = []
-        for index, item in enumerate(value):
-            try:
-                out.append(_frozen_json(item))
-            except _Problem as exc:
-                raise _Problem(exc.description, f"[{index}]{exc.suffix}") from None
-        return FrozenList(out)
-    raise _Problem(_not_json_reason(value) or f"{_show(value)} is not JSON data")
+    try:
+        return freeze_json(value, "")
+    except PayloadError as exc:
+        msg = f"the value {exc.problem}"
+        raise _Problem(msg, exc.path) from None
 
 
 def _structure_object(value: Any, _: Any) -> FrozenDict:
@@ -192,6 +177,9 @@ def _structure_int(value: Any, _: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         msg = f"expected an integer, got {_show(value)}"
         raise _Problem(msg)
+    if not -_INT_BOUND < value < _INT_BOUND:
+        msg = f"expected an integer of at most {MAX_INT_DIGITS} digits, got one of {value.bit_length()} bits"
+        raise _Problem(msg)
     return value
 
 
@@ -199,6 +187,11 @@ def _structure_float(value: Any, _: Any) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool):
         msg = f"expected a number, got {_show(value)}"
         raise _Problem(msg)
+    if isinstance(value, float) and not math.isfinite(value):
+        msg = f"expected a finite number, got {value!r}; JSON has no NaN or infinity"
+        raise _Problem(msg)
+    if isinstance(value, int):
+        return _structure_int(value, int)
     return value
 
 
@@ -595,7 +588,10 @@ def _leaf_path(value: Any, path: str, payload: bool, *, finite: bool = False) ->
     elif attrs.has(type(value)):
         for field in attrs.fields(type(value)):
             if field.init:
-                found = _leaf_path(getattr(value, field.name), f"{path}.{field.name}", payload=True, finite=finite)
+                item = getattr(value, field.name)
+                # a value or a tuple of them is structure; anything else in a field is a payload
+                payload_field = not (attrs.has(type(item)) or type(item) is tuple)
+                found = _leaf_path(item, f"{path}.{field.name}", payload=payload_field, finite=finite)
                 if found is not None:
                     return found
     elif value is None or isinstance(value, str | bool | int | float):
@@ -717,7 +713,9 @@ def from_json(text: str | bytes, cls: type[T]) -> T:
 
     Raises:
         SerializationError: The text is not JSON (``path`` is ``"$"`` and the
-            message gives the line and column), or not a valid *cls*.
+            message gives the line and column), nests too deep to parse, or
+            is not a valid *cls* (a ``NaN`` or ``Infinity`` included: JSON
+            has none, and no value holds one).
 
     >>> from workingctx import Message
     >>> from_json('{"role":"user","content":"hi"}', Message)

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from workingctx._canonical import EMPTY_CHAIN, canonical_json, chain_step
-from workingctx.frozen import FrozenDict, deep_freeze
+from workingctx._canonical import EMPTY_CHAIN, chain_step, notes_json
+from workingctx.frozen import FrozenDict, freeze_json, freeze_named
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
 
@@ -53,10 +53,12 @@ class Chain:
     first. Clearing the tail starts a new chain; entries are never changed.
     """
 
-    __slots__ = ("_lock", "digests")
+    __slots__ = ("_lock", "digests", "hashes")
 
-    def __init__(self, digests: Iterable[str] = ()) -> None:
+    def __init__(self, digests: Iterable[str] = (), hashes: Iterable[int] = ()) -> None:
         self.digests: list[str] = list(digests)
+        # hashes[i]: hash() of the first i + 1 messages, consistent with == (digests are stricter)
+        self.hashes: list[int] = list(hashes)
         # Snapshots on several threads may extend one shared chain at once.
         self._lock = threading.Lock()
 
@@ -77,11 +79,29 @@ class Chain:
                     digests.append(previous)
         return digests[n - 1] if n else EMPTY_CHAIN
 
+    def hash_upto(self, messages: Sequence[Message], n: int) -> int:
+        """
+        A ``hash()`` of ``messages[:n]`` that equal transcripts share, extending the cache as needed.
+
+        Digests tell apart messages Python counts as equal (a ``1`` and a
+        ``True`` in metadata), so ``__hash__`` chains the messages' own hashes.
+        """
+        hashes = self.hashes
+        if len(hashes) < n:
+            with self._lock:
+                previous = hashes[-1] if hashes else 0
+                for position in range(len(hashes), n):
+                    previous = hash((previous, messages[position]))
+                    hashes.append(previous)
+        return hashes[n - 1] if n else 0
+
     def copy(self, n: int | None = None) -> Chain:
         """
         An independent chain holding the first *n* digests (all by default).
         """
-        return Chain(self.digests if n is None else self.digests[:n])
+        if n is None:
+            return Chain(self.digests, self.hashes)
+        return Chain(self.digests[:n], self.hashes[:n])
 
 
 def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
@@ -101,13 +121,13 @@ def _scratchpad(value: object) -> tuple[tuple[str, Any], ...]:
         if not isinstance(key, str):
             msg = f"scratchpad keys must be str, got {key!r} of type {type(key).__name__}"
             raise TypeError(msg)
-        out.append((key, deep_freeze(item)))
+        out.append((key, freeze_named(item, f"note {key!r}")))
     out.sort(key=lambda kv: kv[0])
     return tuple(out)
 
 
 def _journal(value: Iterable[Any]) -> tuple[Any, ...]:
-    return tuple(value)
+    return tuple(freeze_json(entry, f"journal entry {position}") for position, entry in enumerate(value))
 
 
 def _prefix(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -126,13 +146,17 @@ class FrozenContext:
         messages: The tail, as a tuple.
         scratchpad: The notes as ``(key, value)`` pairs sorted by key, values
             deep-frozen (a mapping is accepted and converted).
-        journal: The journal's entries, as they are: entries are never
-            rewritten, and freezing each one would make snapshots quadratic in
-            the length of a run.
+        journal: The journal's entries, JSON data frozen as a journal records
+            them (a live journal's entries are frozen already, so a snapshot
+            costs no more than copying their references).
 
     Equality compares every field. The hash covers the prefix, the messages and
     the scratchpad *keys* (not values, not the journal), so a snapshot whose
     notes hold dicts still hashes; equal snapshots hash equal.
+
+    The :meth:`digest` is stricter than ``==``: it tells ``1``, ``1.0`` and
+    ``True`` apart (Python counts them equal), so equal digests mean equal
+    snapshots, while equal snapshots may have different digests.
     """
 
     prefix: PrefixContext = attrs.field(factory=PrefixContext, validator=_prefix)
@@ -180,7 +204,8 @@ class FrozenContext:
     def __hash__(self) -> int:
         if self._hash is None:
             keys = tuple(key for key, _ in self.scratchpad)
-            object.__setattr__(self, "_hash", hash((self.prefix, self.chain_digest(), keys)))
+            chained = self._chain_for().hash_upto(self.messages, len(self.messages))
+            object.__setattr__(self, "_hash", hash((self.prefix, chained, keys)))
         return self._hash  # type: ignore[return-value]  # set just above
 
     def __getstate__(self) -> tuple[Any, ...]:
@@ -234,9 +259,15 @@ class FrozenContext:
         (keys and values), never the journal.
 
         The same in every process, on every machine and under every
-        ``PYTHONHASHSEED``; equal snapshots have equal digests. Built on the
-        chain of per-message digests, so re-freezing after an append hashes
-        only the new message.
+        ``PYTHONHASHSEED``. Equal digests mean the same snapshot, down to the
+        types of its payloads (``1``, ``1.0`` and ``True`` differ here, unlike
+        under ``==``). Built on the chain of per-message digests, so
+        re-freezing after an append hashes only the new message.
+
+        Raises:
+            PayloadTypeError: A note holds an object with no canonical form
+                (see :func:`workingctx.snapshot.snapshot_digest`); the message
+                names the note's key.
         """
         if self._digest is None:
             object.__setattr__(
@@ -317,13 +348,22 @@ class _Lazy:
 def snapshot_digest(prefix: PrefixContext, chain: str, scratchpad: Mapping[str, Any]) -> str:
     """
     The digest of a state given its prefix, the chain digest of its tail and its notes.
+
+    Notes are JSON data, or hold values with a built-in canonical form: attrs
+    classes, dataclasses, enums, datetimes, UUIDs, Decimals, bytes, sets and
+    objects with a ``model_dump()`` method. Anything else has nothing that
+    identifies it the same way in every process.
+
+    Raises:
+        PayloadTypeError: A note holds an object with no canonical form; the
+            message names the note's key and how to make it encodable.
     """
     body = "|".join(
         (
-            "snapshot/v1",
+            "snapshot/v2",
             prefix.digest(),
             chain,
-            hashlib.sha256(canonical_json(scratchpad).encode("utf-8", "surrogatepass")).hexdigest(),
+            hashlib.sha256(notes_json(scratchpad).encode("utf-8", "surrogatepass")).hexdigest(),
         )
     )
     return hashlib.sha256(body.encode("ascii")).hexdigest()
@@ -333,7 +373,7 @@ def freeze_scratchpad(notes: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """
     Notes as sorted ``(key, frozen value)`` pairs, as a snapshot holds them.
     """
-    return tuple(sorted(((key, deep_freeze(value)) for key, value in notes.items()), key=_first))
+    return tuple(sorted(((key, freeze_named(value, f"note {key!r}")) for key, value in notes.items()), key=_first))
 
 
 def _first(pair: tuple[str, Any]) -> str:
@@ -345,7 +385,9 @@ def common_prefix_length(a: FrozenContext, b: FrozenContext) -> int:
     How many leading messages two requests share: the part of the next request
     a provider's prompt cache can reuse.
 
-    Counts over the assembled requests (prefix messages, then the tail). When
+    Counts over the assembled requests (prefix messages, then the tail), by
+    message digest: messages Python counts as equal but written differently
+    (a ``1`` and a ``True`` in tool arguments) end the shared part. When
     the prefixes render the same messages, the tails are compared by binary
     search over their chain digests, so the cost grows with the log of the
     shared part; otherwise the two requests are walked until they part.
@@ -358,11 +400,11 @@ def common_prefix_length(a: FrozenContext, b: FrozenContext) -> int:
     2
     """
     head_a, head_b = a.prefix.as_messages(), b.prefix.as_messages()
-    if head_a != head_b:
+    if a.prefix is not b.prefix and [m.digest() for m in head_a] != [m.digest() for m in head_b]:
         # Different heads: walk both requests until they part.
         shared = 0
         for left, right in zip(chain(head_a, a.messages), chain(head_b, b.messages), strict=False):
-            if left != right:
+            if left.digest() != right.digest():
                 break
             shared += 1
         return shared

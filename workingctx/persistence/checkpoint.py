@@ -13,8 +13,7 @@ import attrs
 
 from workingctx._canonical import canonical_json, entries_digest
 from workingctx.exceptions import SerializationError
-from workingctx.frozen import FrozenDict, thaw
-from workingctx.journal import MutationJournal
+from workingctx.frozen import FrozenDict
 from workingctx.snapshot import FrozenContext
 
 if TYPE_CHECKING:
@@ -196,9 +195,9 @@ def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:
     A live, writable :class:`~workingctx.WorkingContext` from a checkpoint.
 
     The prefix, the tail and the journal are the checkpoint's; the scratchpad
-    and the journal's entries are thawed at every depth, so a nested write
-    works, and nothing written to the context reaches the checkpoint. The
-    journal's entries start committed. Freezing the context straight away
+    is thawed at every depth, so a nested write works, and nothing written to
+    the context reaches the checkpoint. The journal's entries start committed
+    and stay frozen (a journal never rewrites an entry). Freezing the context straight away
     gives a snapshot equal to the checkpoint's, with the same digest.
 
     Args:
@@ -226,6 +225,4 @@ def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:
     else:
         msg = f"rehydrate takes a Checkpoint or a FrozenContext, got {checkpoint!r} of type {type(checkpoint).__name__}"
         raise TypeError(msg)
-    ctx = WorkingContext.from_snapshot(snapshot)
-    ctx.journal = MutationJournal(thaw(entry) for entry in snapshot.journal)
-    return ctx
+    return WorkingContext.from_snapshot(snapshot)
