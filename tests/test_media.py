@@ -710,8 +710,7 @@ def refs_in(messages: list[Message]) -> list[MediaRef]:
             pair = (getattr(block, "media", None), getattr(block, "thumbnail", None))
             found.extend(value for value in pair if isinstance(value, MediaRef))
             if isinstance(block, ToolResultBlock):
-                found.extend(item.media for item in block.output if isinstance(item, ImageBlock))
-                found.extend(item for item in block.output if isinstance(item, MediaRef))
+                found.extend(item.media for item in block.content if isinstance(item, ImageBlock | DocumentBlock))
     return found
 
 
@@ -729,7 +728,11 @@ class TestResolveMedia:
             Message("user", [TextBlock("see"), ImageBlock(self.image, detail="high"), DocumentBlock(self.pdf)]),
             Message("user", [VideoBlock(MediaRef(url="https://example.com/v.mp4"), thumbnail=self.thumb)]),
             Message("user", [DataBlock("application/pdf", media=self.pdf), ImageBlock(self.image)]),
-            Message("tool", [ToolResultBlock("c1", output=(ImageBlock(self.image), self.pdf))], tool_call_id="c1"),
+            Message(
+                "tool",
+                [ToolResultBlock("c1", content=(ImageBlock(self.image), DocumentBlock(self.pdf)))],
+                tool_call_id="c1",
+            ),
         ]
 
     def test_inline_by_default(self) -> None:
@@ -819,9 +822,10 @@ class TestResolveMedia:
 
     def test_metadata_is_not_resolved(self) -> None:
         """
-        A reference kept in a message's own metadata (never sent) stays a reference.
+        A reference kept in a message's own metadata (never sent; JSON data,
+        such as the reference's url) stays as it is.
         """
-        message = Message("user", "hi", metadata={"ref": self.image})
+        message = Message("user", "hi", metadata={"ref": {"kind": "store", "url": self.image.url}})
         assert message is resolve_media([message], self.store)[0]
 
     def test_not_a_message(self) -> None:
