@@ -791,6 +791,8 @@ class TestFreezeCostsTheSameAtEveryLength:
         assert eager.digest() == snap.digest()
         assert isinstance(snap.messages, tuple)
         assert snap.messages is snap.messages
+
+
 class TestDeepAndCyclicNotes:
     def test_cyclic_note(self):
         """

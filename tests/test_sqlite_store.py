@@ -715,6 +715,8 @@ class TestReadOnlyStorage:
         assert lines[0].endswith("hello")
         assert 2 == sum("refused: the checkpoint store" in line and "is read-only" in line for line in lines)
         assert before == file_state(path)
+
+
 DEEP_TEXT = '{"k": ' + "[" * 10_000 + "]" * 10_000 + "}"
 
 

@@ -316,5 +316,7 @@ def _rebuild_provider_error(
 
 def _rebuild_merge_error(cls: type[MergeError], message: str, ids: tuple[str, ...]) -> MergeError:
     return cls(message, ids=ids)
+
+
 def _rebuild_payload_error(cls: type[PayloadError], message: str, path: str, problem: str) -> PayloadError:
     return cls(message, path=path, problem=problem)
