@@ -278,6 +278,7 @@ class Point:
 @dataclasses.dataclass
 class Box:
     label: str
+    tags: set[str]
 
 ctx = WorkingContext(prefix=PrefixContext(system_prompt="s", cache_hint=True))
 ctx.append(Message.assistant(tool_calls=[ToolCall("c", "f", {"b": [1, 1.0, True], "a": {"x": None}})]))
@@ -287,7 +288,7 @@ ctx.note("objects", {
     "keys": {1: "one", "two": 2, (3, 4): "tuple"},
     "enum": Colour.RED,
     "point": Point(1, 2),
-    "box": Box("b"),
+    "box": Box("b", {"x", "y", "z", "w", "v"}),
     "when": dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
     "id": uuid.UUID(int=7),
     "price": decimal.Decimal("1.10"),
@@ -301,7 +302,7 @@ class TestProcessIndependence:
     def test_same_digests_under_every_hash_seed(self):
         """
         A snapshot whose notes hold sets (iteration order varies with the
-        seed), non-str keys, enums, attrs classes, dataclasses, datetimes, UUIDs
+        seed, also inside a dataclass), non-str keys, enums, attrs classes, dataclasses, datetimes, UUIDs
         and Decimals has the same digests in interpreters with different
         PYTHONHASHSEED values.
         """
