@@ -204,7 +204,8 @@ class FrozenContext:
     def __hash__(self) -> int:
         if self._hash is None:
             keys = tuple(key for key, _ in self.scratchpad)
-            chained = self._chain_for().hash_upto(self.messages, len(self.messages))
+            messages, n = self._tail()  # a lazy snapshot's list: no tuple built
+            chained = self._chain_for().hash_upto(messages, n)
             object.__setattr__(self, "_hash", hash((self.prefix, chained, keys)))
         return self._hash  # type: ignore[return-value]  # set just above
 
