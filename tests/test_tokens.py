@@ -642,3 +642,14 @@ class TestImageRules:
         message = Message("user", (ImageBlock(url_media(width=200, height=200)),))
         assert ("approx+anthropic-images", 54 + 4) == (counter.name, counter.count_message(message))
         assert 2 * (54 + 4) == counter.count([message, message])
+
+
+def test_image_of_any_size_is_counted():
+    """
+    Images with edges far beyond what a float holds are counted like the
+    largest edge every rule scales down from, never an OverflowError.
+    """
+    huge = 10**400
+    assert image_tokens(1, 2**53, rule="anthropic") == image_tokens(1, huge, rule="anthropic")
+    assert image_tokens(huge, huge) == image_tokens(2**53, 2**53)
+    assert image_tokens(huge, 1, detail="high") >= 85

@@ -209,7 +209,9 @@ def image_tokens(
     _check_rule(rule)
     if not width or not height or width <= 0 or height <= 0:
         width = height = IMAGE_UNKNOWN_SIZE
-    w, h = float(width), float(height)
+    # Any edge past 2**53 pixels scales to the same request as 2**53 (every rule
+    # scales the long edge down first), and floats cannot hold much larger ints.
+    w, h = float(min(width, _EDGE_CAP)), float(min(height, _EDGE_CAP))
     if rule == "anthropic":
         scale = min(
             1.0,
@@ -229,6 +231,9 @@ def image_tokens(
         w, h = w * scale, h * scale
     tiles = math.ceil(w / 512) * math.ceil(h / 512)
     return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
+
+
+_EDGE_CAP = 2**53
 
 
 def _check_rule(rule: object) -> ImageRule:
