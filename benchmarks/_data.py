@@ -102,13 +102,13 @@ def _call(rng: random.Random, call_id: str) -> tuple[ToolCall, str]:
     return ToolCall(call_id, "get_weather", args), f"Forecast for {city}: {days}. Source: national weather service."
 
 
-def _turn(rng: random.Random, turn: int) -> list[Message]:
+def _turn(rng: random.Random, turn: int, prefix: str = "call_") -> list[Message]:
     """
     One user turn: a question, one or two tool exchanges, a final answer.
     """
     out = [Message("user", _sentence(rng, rng.randint(6, 18)).rstrip(".") + "?")]
     for step in range(rng.randint(1, 2)):
-        pairs = [_call(rng, f"call_{turn}_{step}_{k}") for k in range(rng.randint(1, 3))]
+        pairs = [_call(rng, f"{prefix}{turn}_{step}_{k}") for k in range(rng.randint(1, 3))]
         thought = _sentence(rng, rng.randint(3, 10)) if rng.random() < 0.4 else ""
         out.append(Message("assistant", thought, tool_calls=tuple(call for call, _ in pairs)))
         out.extend(Message("tool", result, tool_call_id=call.id, name=call.name) for call, result in pairs)
@@ -122,6 +122,7 @@ def tool_heavy(n: int, seed: int = 0) -> list[Message]:
 
     Whole turns are kept; when the next turn would not fit, the rest is filled
     with plain user/assistant exchanges, so no tool call is left without its result.
+    Call ids are unique per seed (transcripts of two seeds can be merged).
     """
     if n <= 0:
         return []
@@ -129,7 +130,7 @@ def tool_heavy(n: int, seed: int = 0) -> list[Message]:
     out = [Message("system", _SYSTEM)]
     turn = 0
     while True:
-        nxt = _turn(rng, turn)
+        nxt = _turn(rng, turn, f"call_s{seed}_" if seed else "call_")
         if len(out) + len(nxt) > n:
             break
         out.extend(nxt)
