@@ -7,6 +7,7 @@ and bad usage reported in one line with the right exit status.
 from __future__ import annotations
 
 import importlib
+import io
 import itertools
 import json
 import shutil
@@ -21,6 +22,7 @@ import pytest
 
 from workingctx import Message, WorkingContext
 from workingctx._files import FORMATS, detect, read_file
+from workingctx._output import Table, emit, progress
 from workingctx.cli import describe, main
 
 SAMPLES = resources.files("workingctx").joinpath("data/samples")
@@ -417,3 +419,49 @@ def test_message_summaries_are_one_line():
     line = describe(ctx.messages[0], 40)
     assert "\n" not in line
     assert len(line) <= 40
+
+
+class _Terminal(io.StringIO):
+    """
+    A text stream that says it is a terminal, as a user's console does.
+    """
+
+    def isatty(self) -> bool:
+        return True
+
+
+class TestTerminalOutput:
+    def test_tables_are_drawn_with_rich_on_a_terminal(self):
+        """
+        On a terminal a table is drawn by rich (box lines, every cell shown);
+        piped, the same table is plain aligned text with no box characters.
+        """
+        table = Table("tokens", ("#", "role", "tokens"), ((0, "user", 24), (1, "assistant", 52)))
+        drawn = _Terminal()
+        emit([table, "total 76"], drawn)
+        plain = io.StringIO()
+        emit([table, "total 76"], plain)
+        assert "━" in drawn.getvalue() or "─" in drawn.getvalue()
+        assert all(cell in drawn.getvalue() for cell in ("assistant", "52", "total 76"))
+        assert "─" not in plain.getvalue()
+        assert ["0", "user", "24"] == plain.getvalue().splitlines()[3].split()
+
+    def test_progress_bar_only_on_a_terminal_for_long_work(self, monkeypatch):
+        """
+        The progress bar is drawn on a terminal's standard error for long work,
+        and is a no-op when piped or for short work; the work is done either way.
+        """
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        done = 0
+        with progress("counting", 5_000) as advance:
+            for _ in range(5_000):
+                advance()
+                done += 1
+        assert 5_000 == done
+        assert "counting" in terminal.getvalue()
+        quiet = _Terminal()
+        monkeypatch.setattr(sys, "stderr", quiet)
+        with progress("counting", 10) as advance:
+            advance()
+        assert "" == quiet.getvalue()
