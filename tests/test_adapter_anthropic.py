@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 from tests.wire_strategies import anthropic_bodies, chat_messages
 from workingctx import Message, ReasoningBlock, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, openai_chat
+from workingctx.messages import TextBlock, ToolResultBlock
 
 MESSAGES = TypeAdapter(list[MessageParam])
 SYSTEM = TypeAdapter(str | list[TextBlockParam])
@@ -176,3 +177,25 @@ def test_read_response_with_thinking_and_cache_split():
         message.usage.cache_write_5m_tokens,
     ) == (300, 200, 100)
     assert message.metadata["model"] == "claude-sonnet-4-6"
+
+
+def test_tool_message_with_result_blocks_keeps_their_output():
+    """
+    A tool message whose content is result blocks sends each result's output
+    (it was written as an empty result); other blocks join the message's own result.
+    """
+    call = Message("assistant", "", tool_calls=(ToolCall("c1", "f", {}), ToolCall("c2", "g", {})))
+    ctx = WorkingContext(
+        messages=[
+            Message("user", "q"),
+            call,
+            Message("tool", (ToolResultBlock("c1", "the output"), TextBlock("and a note")), tool_call_id="c1"),
+            Message("tool", (ToolResultBlock("c2", "second"),), tool_call_id="c2"),
+        ]
+    )
+    results = anthropic.write(ctx)["messages"][2]["content"]
+    first = [{"type": "text", "text": "the output"}, {"type": "text", "text": "and a note"}]
+    assert [
+        {"type": "tool_result", "tool_use_id": "c1", "content": first},
+        {"type": "tool_result", "tool_use_id": "c2", "content": "second"},
+    ] == results

@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
@@ -312,7 +314,9 @@ def _write_result(block: ToolResultBlock) -> dict[str, Any]:
     if form == "absent":
         pass
     elif block.content or form == "list":
-        out["content"] = [b for b in map(_write_block, block.content) if b is not None]
+        # A result with both an output and blocks sends the output first, as text.
+        head = [{"type": "text", "text": block.output}] if block.output else []
+        out["content"] = head + [b for b in map(_write_block, block.content) if b is not None]
     else:
         out["content"] = block.output_text()
     if block.is_error:
@@ -337,14 +341,18 @@ def _turn(message: Message) -> tuple[str, Any, bool]:
     if message.role == "tool":
         if message.tool_call_id is None:
             return "user", _blocks(message.content), False
-        result = _result_block(
-            message.tool_call_id,
-            message.content if isinstance(message.content, str) else "",
-            content=()
-            if isinstance(message.content, str)
-            else tuple(b for b in message.content if not isinstance(b, ToolResultBlock)),
-        )
-        return "user", [_write_result(result)], False
+        if isinstance(message.content, str):
+            return "user", [_write_result(_result_block(message.tool_call_id, message.content))], False
+        # A tool message may carry its results as blocks: each is written as it is
+        # (its output included); other blocks join the result for the message's call.
+        results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+        rest = tuple(b for b in message.content if not isinstance(b, ToolResultBlock))
+        own = next((i for i, b in enumerate(results) if b.call_id == message.tool_call_id), None)
+        if own is None:
+            results.insert(0, _result_block(message.tool_call_id, "", content=rest))
+        elif rest:
+            results[own] = attrs.evolve(results[own], content=results[own].content + rest)
+        return "user", [_write_result(b) for b in results], False
     if message.role == "system":
         text = message.text()
         return "user", [{"type": "text", "text": f"<system>{text}</system>"}], False
