@@ -113,7 +113,7 @@ def test_write_lists_every_problem():
     ]
     with pytest.raises(ProviderError) as info:
         anthropic.write(messages)
-    assert {p.rule for p in info.value.problems} == {"dangling_call", "orphan_result"}
+    assert {p.rule for p in info.value.problems} == {"dangling-call", "orphan-result"}
     body = valid(anthropic.write(messages, repair=True))
     assert body["messages"][2]["content"][0]["tool_use_id"] == "a"
 

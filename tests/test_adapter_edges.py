@@ -140,7 +140,7 @@ def test_shared_rules_and_repair():
         Message.assistant(tool_calls=[ToolCall("a", "f")]),
         Message.tool("3", call_id="a"),
     ]
-    assert {p.rule for p in check_messages(twice)} == {"duplicate_result", "duplicate_call_id"}
+    assert {p.rule for p in check_messages(twice)} == {"duplicate-result", "duplicate-call-id"}
     stray = [
         Message.user("q"),
         Message("user", [ToolResultBlock("nowhere", "x"), TextBlock("hi")]),
@@ -257,14 +257,14 @@ def test_anthropic_keeps_odd_shapes_whole():
     assert [type(b).__name__ for b in anthropic.read(messages).messages[0].content] == ["ProviderBlock"] * 3
     ctx = anthropic.read(messages)
     assert ctx.messages[1].call_ids == ("wcx_!!",)
-    assert anthropic.check(messages)[0].rule == "id_format"
+    assert anthropic.check(messages)[0].rule == "id-format"
     wrong_order = [
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
         {"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "tool_result", "tool_use_id": "t1"}]},
         {"role": "assistant", "content": ""},
         {"role": "user", "content": "end"},
     ]
-    assert {p.rule for p in anthropic.check(wrong_order)} == {"result_not_first", "empty_content"}
+    assert {p.rule for p in anthropic.check(wrong_order)} == {"result-not-first", "empty-content"}
 
 
 def test_anthropic_cache_plan_errors():
@@ -425,8 +425,8 @@ def test_store_references_are_resolved_or_refused(module):
     ctx = WorkingContext(messages=[Message("user", [TextBlock("see"), ImageBlock(ref)]), Message.assistant("ok")])
     with pytest.raises(ProviderError) as info:
         module.write(ctx)
-    assert [p.rule for p in info.value.problems] == ["unresolved_media"]
-    assert module.check(ctx)[0].rule == "unresolved_media"
+    assert [p.rule for p in info.value.problems] == ["unresolved-media"]
+    assert module.check(ctx)[0].rule == "unresolved-media"
     sent = str(module.write(ctx, store=store))
     assert "iVBORw0KGgo" in sent
     assert "workingctx://media" not in sent

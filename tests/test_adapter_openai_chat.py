@@ -85,7 +85,7 @@ def test_write_raises_every_problem_and_repair_fixes_them():
     with pytest.raises(ProviderError) as info:
         openai_chat.write(WorkingContext(messages=messages))
     rules = sorted(p.rule for p in info.value.problems)
-    assert rules == ["dangling_call", "orphan_result"]
+    assert rules == ["dangling-call", "orphan-result"]
     assert isinstance(info.value, ValueError)
     assert openai_chat.check(messages) == info.value.problems
     out = valid(openai_chat.write(WorkingContext(messages=messages), repair=True)["messages"])

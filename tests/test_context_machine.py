@@ -14,6 +14,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from tests.strategies import json_values, messages, short_names
 from workingctx import FrozenContext, Message, WorkingContext
+from workingctx.exceptions import MergeError
 
 
 class ContextMachine(RuleBasedStateMachine):
@@ -78,7 +79,13 @@ class ContextMachine(RuleBasedStateMachine):
         i, j = self._pick(data), self._pick(data)
         if i == j:
             return
-        self.contexts[i].merge(self.contexts[j], mode="union")
+        before = self.contexts[i].freeze()
+        try:
+            self.contexts[i].merge(self.contexts[j], mode="union")
+        except MergeError:
+            # A merge that would break the tool rules is refused and changes nothing.
+            assert before == self.contexts[i].freeze()
+            return
         mine, notes = self.models[i]
         theirs, their_notes = self.models[j]
         present = list(mine)

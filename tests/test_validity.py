@@ -277,3 +277,18 @@ class TestProperties:
         head = [p for p in check_messages(msgs[:k]) if p.rule not in ending]
         whole = check_messages(msgs)
         assert all(p in whole for p in head)
+
+
+def test_a_tool_message_and_its_own_result_block_are_one_result():
+    """
+    ``Message.tool_message`` gives a tool message whose ``tool_call_id`` and
+    result block name the same call: one result, not a duplicate.
+    """
+    msgs = [
+        Message("user", "q"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "f", {}),)),
+        Message.tool_message([ToolResultBlock("c1", "out")]),
+    ]
+    assert () == check_messages(msgs)
+    twice = [*msgs, Message("tool", "again", tool_call_id="c1")]
+    assert ["duplicate-result"] == [p.rule for p in check_messages(twice)]

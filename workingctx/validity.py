@@ -92,6 +92,9 @@ Rule: TypeAlias = Literal[
     "first-not-user",
     "no-user-message",
     "empty-content",
+    "id-format",
+    "result-not-first",
+    "unresolved-media",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -110,6 +113,9 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "first-not-user": ("the first message after the system messages is not a user message", _TURNS),
     "no-user-message": ("the conversation holds no user message", _TURNS),
     "empty-content": ("a user or assistant message has no content and asks for no tool", _TURNS),
+    "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
+    "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),
+    "unresolved-media": ("a media-store reference whose bytes were not resolved (adapters)", _ALL),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 
@@ -163,13 +169,14 @@ def _raw_call_ids(message: Message) -> list[str]:
 
 def _raw_result_ids(message: Message) -> list[str]:
     """
-    Every call id *message* answers, repeats included.
+    Every call id *message* answers, repeats included (a tool message's own
+    ``tool_call_id`` and a result block for that same call are one result, as
+    ``Message.tool_message`` builds them).
     """
-    ids = [] if message.tool_call_id is None else [message.tool_call_id]
     content = message.content
-    if content.__class__ is not str:
-        ids.extend(b.call_id for b in content if isinstance(b, ToolResultBlock))
-    return ids
+    blocks = [] if content.__class__ is str else [b.call_id for b in content if isinstance(b, ToolResultBlock)]
+    own = message.tool_call_id
+    return blocks if own is None or own in blocks else [own, *blocks]
 
 
 def _is_empty(message: Message) -> bool:

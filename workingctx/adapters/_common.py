@@ -8,14 +8,16 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
 from workingctx._canonical import canonical_json
-from workingctx.exceptions import WorkingCtxError
+from workingctx.exceptions import ProviderError
 from workingctx.messages import Message, ToolResultBlock
 from workingctx.prefix import PrefixContext
+from workingctx.validity import STRUCTURAL_RULES, Problem, Provider
+from workingctx.validity import check_messages as validity_check
 
 __all__ = [
     "Problem",
@@ -24,106 +26,33 @@ __all__ = [
     "context_from",
     "messages_of",
     "plain",
+    "refuse",
     "repair_messages",
     "request_key_of",
 ]
 
-Provider = Literal["openai", "anthropic", "gemini"]
+
+_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end"})
 
 
-@attrs.frozen
-class Problem:
+def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
     """
-    One reason a provider would refuse a request: where (``index`` of the
-    message, None for the whole request), which ``rule``, what to do
-    (``message``), and the tool-call ``ids`` involved.
+    The error ``write`` raises: every problem, and how ``repair=True`` helps.
     """
-
-    index: int | None
-    rule: str
-    message: str
-    ids: tuple[str, ...] = ()
-
-
-class ProviderError(WorkingCtxError, ValueError):
-    """
-    A request a provider would refuse; ``problems`` lists every reason.
-    """
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(problems)
-        lines = [
-            f"[{p.index}] {p.rule}: {p.message}" if p.index is not None else f"{p.rule}: {p.message}" for p in problems
-        ]
-        super().__init__(
-            f"{len(self.problems)} problem(s) the provider would refuse:\n  "
-            + "\n  ".join(lines)
-            + "\npass repair=True to drop orphan results and close unanswered calls with an error result"
-        )
+    error = ProviderError.from_problems(problems, provider=provider)
+    hint = "pass repair=True to drop orphan results and close unanswered calls with an error result"
+    return ProviderError(f"{error}\n{hint}", problems=error.problems, provider=provider)
 
 
 def check_messages(
     messages: Sequence[Message], *, provider: Provider | None = None, allow_pending: bool = False
 ) -> tuple[Problem, ...]:
     """
-    The tool-call rules every provider enforces: a result answers a call made
-    earlier, every call is answered before the next model turn, ids are unique.
+    The tool-exchange rules of :func:`workingctx.validity.check_messages` (the
+    one rule set), which every wire format enforces whatever its turn rules.
     """
-    del provider  # the rules below hold for every provider
-    problems: list[Problem] = []
-    called: dict[str, int] = {}
-    answered: set[str] = set()
-    open_calls: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if type(message.content) is str:  # the common case: ids straight from the fields
-            results: Sequence[str] = () if message.tool_call_id is None else (message.tool_call_id,)
-            calls: Sequence[str] = [c.id for c in message.tool_calls]
-        else:
-            results, calls = message.result_ids, message.call_ids
-        for call_id in results:
-            if call_id not in called:
-                problems.append(
-                    Problem(
-                        index,
-                        "orphan_result",
-                        f"a result for call {call_id!r}, which no earlier message makes; drop it",
-                        (call_id,),
-                    )
-                )
-            elif call_id in answered:
-                problems.append(
-                    Problem(
-                        index, "duplicate_result", f"call {call_id!r} is answered twice; keep one result", (call_id,)
-                    )
-                )
-            answered.add(call_id)
-            open_calls.pop(call_id, None)
-        if message.role == "assistant" or (message.role == "user" and not results):
-            for call_id, at in list(open_calls.items()):
-                problems.append(
-                    Problem(
-                        at,
-                        "dangling_call",
-                        f"call {call_id!r} has no result before message {index}; add its result",
-                        (call_id,),
-                    )
-                )
-                del open_calls[call_id]
-        for call_id in calls:
-            if call_id in called:
-                problems.append(
-                    Problem(
-                        index, "duplicate_call_id", f"call id {call_id!r} is used twice; ids must be unique", (call_id,)
-                    )
-                )
-            called[call_id] = index
-            open_calls[call_id] = index
-    if not allow_pending:
-        problems.extend(
-            Problem(at, "dangling_call", f"call {call_id!r} has no result; add its result", (call_id,))
-            for call_id, at in open_calls.items()
-        )
-    return tuple(problems)
+    found = validity_check(messages, provider=provider, allow_pending=allow_pending)
+    return tuple(p for p in found if p.rule in _TOOL_RULES)
 
 
 UNANSWERED = "error: this tool call was not answered"
@@ -184,7 +113,7 @@ def media_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
         problems.extend(
             Problem(
                 index,
-                "unresolved_media",
+                "unresolved-media",
                 f"{ref.url} is a reference into a media store; pass store=... (and upload=...) to write, "
                 "or call workingctx.media.resolve_media first, so the bytes are sent",
             )
@@ -220,7 +149,7 @@ def checked(
     messages = prepare(messages, store=store, upload=upload, repair=repair)
     problems = (*check_messages(messages, provider=provider), *media_problems(messages))
     if problems:
-        raise ProviderError(problems)
+        raise refuse(problems, provider)
     return messages
 
 

@@ -39,6 +39,7 @@ from workingctx.adapters._common import (
     messages_of,
     plain,
     prepare,
+    refuse,
     request_key_of,
     split_system,
 )
@@ -493,7 +494,7 @@ def write(
         body["cache_control"] = {"type": "ephemeral"}
     problems = (*problems, *wire_problems(body["messages"]))
     if problems:
-        raise ProviderError(problems)
+        raise refuse(problems, "anthropic")
     return body
 
 
@@ -506,7 +507,7 @@ def wire_problems(messages: Sequence[Mapping[str, Any]]) -> tuple[Problem, ...]:
         content = message.get("content")
         last = index == len(messages) - 1
         if content in ("", []) and not (last and message.get("role") == "assistant"):
-            problems.append(Problem(index, "empty_content", "an Anthropic turn needs content; drop the empty message"))
+            problems.append(Problem(index, "empty-content", "an Anthropic turn needs content; drop the empty message"))
         if not isinstance(content, list):
             continue
         seen_other = False
@@ -516,11 +517,11 @@ def wire_problems(messages: Sequence[Mapping[str, Any]]) -> tuple[Problem, ...]:
                 block.get("id") if kind == "tool_use" else block.get("tool_use_id") if kind == "tool_result" else None
             )
             if isinstance(ident, str) and not ID_PATTERN.fullmatch(ident):
-                problems.append(Problem(index, "id_format", f"id {ident!r} must match ^[a-zA-Z0-9_-]+$", (ident,)))
+                problems.append(Problem(index, "id-format", f"id {ident!r} must match ^[a-zA-Z0-9_-]+$", (ident,)))
             if kind == "tool_result" and seen_other:
                 problems.append(
                     Problem(
-                        index, "result_not_first", "tool_result blocks must come first in the user turn", (str(ident),)
+                        index, "result-not-first", "tool_result blocks must come first in the user turn", (str(ident),)
                     )
                 )
             seen_other = seen_other or kind != "tool_result"
