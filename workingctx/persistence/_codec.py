@@ -25,7 +25,7 @@ import contextlib
 import hashlib
 import hmac
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn, cast
 
@@ -526,3 +526,29 @@ def stored_length(present: Callable[[str], bool], chain_at: Callable[[int], str]
         else:
             high = middle - 1
     return low
+
+
+def check_marker(found: Mapping[Any, Any], where: str, newest: int) -> None:
+    """
+    Refuse a store whose marker (``format`` and ``schema_version``) is not
+    workingctx's, is damaged, or was written by a newer schema than *newest*.
+
+    Raises:
+        CheckpointError: naming *where*, the marker found and the fix; nothing is changed.
+    """
+    if found.get("format") != FORMAT:
+        msg = (
+            f"{where} is not a workingctx checkpoint store: its format is {found.get('format')!r}, "
+            f"expected {FORMAT!r}. Nothing was changed"
+        )
+        raise CheckpointError(msg, path="workingctx_store.format")
+    version = found.get("schema_version")
+    if not isinstance(version, str) or not version.isdigit():
+        msg = f"{where} has a damaged schema version {version!r}; expected {newest}"
+        raise CheckpointError(msg, path="workingctx_store.schema_version")
+    if int(version) > newest:
+        msg = (
+            f"{where} was written by a newer workingctx (schema version {version}; this one reads "
+            f"up to {newest}): upgrade workingctx to read it. Nothing was changed"
+        )
+        raise CheckpointError(msg, path="workingctx_store.schema_version")

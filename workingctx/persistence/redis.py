@@ -210,22 +210,7 @@ class RedisStore:
         if not found:
             msg = f"{self._where} holds no workingctx checkpoint store (its marker key is gone). Nothing was changed"
             raise CheckpointError(msg, path="workingctx_store")
-        if found.get("format") != FORMAT:
-            msg = (
-                f"{self._where} is not a workingctx checkpoint store: its format is {found.get('format')!r}, "
-                f"expected {FORMAT!r}. Nothing was changed"
-            )
-            raise CheckpointError(msg, path="workingctx_store.format")
-        version = found.get("schema_version")
-        if not isinstance(version, str) or not version.isdigit():
-            msg = f"{self._where} has a damaged schema version {version!r}; expected {SCHEMA_VERSION}"
-            raise CheckpointError(msg, path="workingctx_store.schema_version")
-        if int(version) > SCHEMA_VERSION:
-            msg = (
-                f"{self._where} was written by a newer workingctx (schema version {version}; this one reads "
-                f"up to {SCHEMA_VERSION}): upgrade workingctx to read it. Nothing was changed"
-            )
-            raise CheckpointError(msg, path="workingctx_store.schema_version")
+        _codec.check_marker(found, self._where, SCHEMA_VERSION)
 
     # -- saving -------------------------------------------------------------------
 

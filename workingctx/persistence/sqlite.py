@@ -308,22 +308,7 @@ class SQLiteStore:
                 "(no workingctx_store table); open a new file for checkpoints. Nothing was changed"
             )
             raise CheckpointError(msg, path="workingctx_store") from None
-        if found.get("format") != FORMAT:
-            msg = (
-                f"{self.path!r} is not a workingctx checkpoint store: its format is {found.get('format')!r}, "
-                f"expected {FORMAT!r}. Nothing was changed"
-            )
-            raise CheckpointError(msg, path="workingctx_store.format")
-        version = found.get("schema_version")
-        if not isinstance(version, str) or not version.isdigit():
-            msg = f"{self.path!r} has a damaged schema version {version!r}; expected {SCHEMA_VERSION}"
-            raise CheckpointError(msg, path="workingctx_store.schema_version")
-        if int(version) > SCHEMA_VERSION:
-            msg = (
-                f"{self.path!r} was written by a newer workingctx (schema version {version}; this one reads "
-                f"up to {SCHEMA_VERSION}): upgrade workingctx to read it. Nothing was changed"
-            )
-            raise CheckpointError(msg, path="workingctx_store.schema_version")
+        _codec.check_marker(found, repr(self.path), SCHEMA_VERSION)
 
     # -- transactions -------------------------------------------------------------
 
