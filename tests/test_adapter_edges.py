@@ -378,7 +378,7 @@ def test_google_keeps_odd_parts_whole():
     assert google.read(body).prefix.grounding[0].content == "be brief"
 
 
-def test_langchain_edges():
+def test_langchain_keeps_odd_shapes_whole():
     """
     LangChain content shapes: images, unknown blocks and non-dict items; a state dict; calls without ids kept whole.
     """

@@ -324,7 +324,7 @@ class TestPlanErrors:
 
 
 class TestReport:
-    def test_reference_prefix_read_from_cache(self):
+    def test_a_planned_prefix_is_read_at_the_cached_rate(self):
         """
         With a 20,000-token prefix planned, the next request reads it and pays the cached rate.
         """

@@ -26,8 +26,8 @@ from workingctx import (
 )
 
 
-class TestSmallestThing:
-    def test_reference_example(self):
+class TestPrefixTailAndNotes:
+    def test_the_prefix_renders_first_and_the_request_counts_25(self):
         """
         One message in the tail, the prefix rendered first, a note read back,
         and 25 tokens for the whole request.
@@ -154,7 +154,7 @@ class TestBadInput:
 
 
 class TestFork:
-    def test_reference_example(self):
+    def test_the_childs_message_and_note_stay_out_of_the_parent(self):
         """
         The child's message and note do not reach the parent.
         """
@@ -251,7 +251,7 @@ class TestFork:
 
 
 class TestMerge:
-    def test_reference_union_and_concat(self):
+    def test_union_keeps_a_shared_message_once_and_concat_twice(self):
         """
         Two contexts holding the same tool message: union keeps one, concat two.
         """
@@ -466,7 +466,7 @@ class TestSlice:
 
 
 class TestConcurrency:
-    def test_reference_blackboard(self):
+    def test_locked_pairs_from_three_workers_stay_whole_and_in_order(self):
         """
         Three workers each append a pair with an await in between, under the
         lock: the pairs come out whole and in order.
@@ -526,7 +526,7 @@ class TestConcurrency:
         assert 1 == asyncio.run(main())
 
 
-class TestStateMachineLite:
+class TestMessagesView:
     @given(transcripts(), st.data())
     def test_messages_view_is_a_snapshot(self, transcript, data):
         """

@@ -74,11 +74,11 @@ class ContextMachine(RuleBasedStateMachine):
         messages_, notes = self.models[i]
         self.models.append((list(messages_), copy.deepcopy(notes)))
 
+    @precondition(lambda self: len(self.contexts) >= 2)
     @rule(data=st.data())
     def merge_union(self, data: st.DataObject) -> None:
-        i, j = self._pick(data), self._pick(data)
-        if i == j:
-            return
+        i = self._pick(data)
+        j = data.draw(st.sampled_from([k for k in range(len(self.contexts)) if k != i]))
         before = self.contexts[i].freeze()
         try:
             self.contexts[i].merge(self.contexts[j], mode="union")
@@ -103,11 +103,10 @@ class ContextMachine(RuleBasedStateMachine):
         self.taken.append((snap, list(self.models[i][0]), copy.deepcopy(self.models[i][1])))
         return snap
 
+    @precondition(lambda self: len(self.contexts) < 6)
     @rule(snap=snapshots)
     def resume(self, snap: FrozenContext) -> None:
         """A context resumed from a snapshot is live again and freezes back to it."""
-        if len(self.contexts) >= 6:
-            return
         live = snap.to_context()
         assert snap == live.freeze()
         self.contexts.append(live)

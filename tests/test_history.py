@@ -658,7 +658,7 @@ class TestPendingCalls:
 
     def test_finish_works_while_pending(self):
         """
-        finish is allowed with calls pending (the reference's rule).
+        finish is allowed with calls pending.
         """
         ctx = recorded()
         ctx.append(call("c1")).finish()

@@ -13,7 +13,7 @@ from workingctx import FrozenDict, FrozenPayloadError, MutationJournal, PayloadE
 from workingctx.frozen import deep_freeze
 
 
-class TestReferenceExample:
+class TestWatermark:
     def test_watermark_streams_only_new_entries(self):
         """
         Two records are uncommitted; after the parent absorbs them only a new

@@ -162,10 +162,9 @@ class TestBaseContextManager:
 
 
 class TestMessageContextManager:
-    def test_trim_demo(self, capsys):
+    def test_keeps_the_system_prompt_and_the_last_two_user_turns(self, capsys):
         """
-        The reference's trim_demo: the system prompt first, then the last two
-        user turns.
+        The system prompt first, then the last two user turns.
         """
         ctx = WorkingContext(
             messages=[
@@ -762,7 +761,7 @@ class TestDamagedInput:
                 assert [m for m in messages if m.role == "system" and m.name != SUMMARY_NAME] == systems
 
 
-# -- the reference's common errors that apply ------------------------------------------------
+# -- common errors ---------------------------------------------------------------------
 
 
 class TestCommonErrors:
@@ -776,7 +775,7 @@ class TestCommonErrors:
             Message(role, "You are terse.")
 
 
-class TestReviewedEdges:
+class TestSummaryUnderConcurrentWrites:
     def test_messages_appended_while_summarizing_are_kept(self):
         """
         A message another coroutine appends while the summarizer runs stays,
@@ -804,6 +803,8 @@ class TestReviewedEdges:
         assert "late" == texts[-1]
         assert ["You are terse.", "summary"] == texts[:2]
 
+
+class TestBudgetWithAnyCounter:
     def test_a_counter_with_only_count_message(self):
         """
         The budget manager works with any counter that has count_message, as

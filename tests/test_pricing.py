@@ -18,7 +18,7 @@ from workingctx.exceptions import PricingError
 from workingctx.pricing import BUILTIN_PRICES, Price, add_price, cost, find_price, prices, remove_price
 
 
-class TestReference:
+class TestClaudeSonnetCosts:
     def test_prefix_resent_fresh_and_cached(self):
         """
         A 20,000-token prefix on 30 turns costs 1.89 fresh and 0.27 read from cache.

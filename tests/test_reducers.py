@@ -64,7 +64,7 @@ def calling_context(*call_ids: str) -> WorkingContext:
 class TestAddMessages:
     def test_skips_known_ids_and_deltas(self):
         """
-        The reference's two rules: a message whose id is already present is
+        Two rules: a message whose id is already present is
         skipped, and a streaming chunk (delta=True) is never stored.
         """
         left = [Message("user", "hi", id="m1"), Message("assistant", "hello")]
@@ -287,7 +287,7 @@ class TestValueReducers:
 
 
 class TestToolResult:
-    def test_reference_example(self):
+    def test_the_message_goes_to_the_model_and_the_state_to_the_scratchpad(self):
         """
         A tool that updates state: the message goes to the model, the state to
         the scratchpad; other notes stay.

@@ -163,7 +163,7 @@ def assert_whole(messages: list[Message], kept_set: frozenset[int]) -> None:
     assert not (orphans(messages) & kept_set)
 
 
-class TestReferenceExamples:
+class TestBuiltinsOnOneTranscript:
     def test_last_turn(self):
         """
         LastNTurns(1) keeps the system message and the last turn.

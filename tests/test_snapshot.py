@@ -40,7 +40,7 @@ def contexts(draw: st.DrawFn) -> WorkingContext:
     return ctx
 
 
-class TestReferenceExamples:
+class TestFreezeAndResume:
     def test_freeze_hash_pickle_deepcopy(self):
         """
         A snapshot with a nested note hashes, pickles and deep-copies to an

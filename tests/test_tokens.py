@@ -75,7 +75,7 @@ def url_media(**fields: object) -> MediaRef:
     return MediaRef(kind="url", url="https://example.com/file", **fields)  # type: ignore[arg-type]
 
 
-class TestReferenceFigures:
+class TestExactCounts:
     def test_prefix_plus_question_is_25(self):
         """
         A system prompt of "You are a careful research assistant." plus the
