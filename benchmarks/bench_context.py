@@ -7,6 +7,15 @@ Each row is compared with a plain-Python baseline measured in the same run:
 * digest after one append: sha256 over the whole transcript's canonical JSON;
 * fork: ``list(messages)`` + ``copy.deepcopy(scratchpad)``;
 * merge(union): a set of per-message JSON keys of one side, filtering the other.
+
+The notes rows take a 1,000-message context with a 10-key, 5 KB nested
+scratchpad (``notes_5kb()``, the shape of an agent's plan, findings and
+settings). ``hash(freeze())`` and ``digest()`` with notes that did not change
+since the last call are compared with the same call on the context without
+notes (the target is 10 µs: the notes cost nothing when they did not change);
+writing one note and digesting is compared with the same on the context without
+notes; a fork with one append and one note is compared with the same step on
+pyrsistent structures (a ``pvector`` of messages and a ``pmap`` of frozen notes).
 """
 
 from __future__ import annotations
@@ -15,6 +24,9 @@ import copy
 import hashlib
 import json
 from collections import Counter
+from typing import Any
+
+import pyrsistent
 
 from benchmarks._data import tool_heavy
 from benchmarks._harness import Table, measure
@@ -33,6 +45,99 @@ def _scratchpad() -> dict[str, object]:
         f"note_{k}": {"steps": [f"step {i}" for i in range(5)], "meta": {"owner": "agent", "n": k, "tags": ["a", "b"]}}
         for k in range(10)
     }
+
+
+def notes_5kb() -> dict[str, Any]:
+    """
+    A realistic 10-key scratchpad of about 5 KB of nested JSON data.
+    """
+    findings = [
+        {"host": f"api-{i}.example.com", "status": "expired" if i % 3 == 0 else "ok", "checked": f"2026-08-0{i + 1}"}
+        for i in range(16)
+    ]
+    return {
+        "plan": {"goal": "rotate the expired certificates", "steps": [f"step {i}: check host {i}" for i in range(12)]},
+        "findings": findings,
+        "owner": {"team": "sre", "oncall": ["ana", "bo", "chen"], "escalation": {"after_minutes": 30}},
+        "ticket": {"id": "ENG-4412", "labels": ["tls", "incident", "p1"], "links": [f"https://t/{i}" for i in range(5)]},
+        "budget": {"tokens": 120_000, "spent": 48_211, "per_turn": [812, 1204, 930, 1502, 2210, 640]},
+        "tools": {name: {"calls": 3, "errors": 0, "last": "ok"} for name in ("dns", "openssl", "sql", "http", "ssh")},
+        "history": [
+            {"turn": t, "summary": f"turn {t}: looked at host {t}, read its certificate chain and found nothing new"}
+            for t in range(20)
+        ],
+        "settings": {"model": "claude-sonnet-4-6", "temperature": 0.2, "max_tokens": 4096, "stream": True},
+        "scratch": {"draft": "The certificates of three hosts expired; " * 12, "todo": ["notify", "rotate", "verify"]},
+        "stage": "act",
+    }
+
+
+def _notes_rows(table: Table, n: int) -> None:
+    messages = tool_heavy(n)
+    notes = notes_5kb()
+    size = len(json.dumps(notes))
+    ctx = WorkingContext(messages=messages, scratchpad=notes)
+    bare = WorkingContext(messages=messages)
+    label = f"{n} msgs + {size:,} B notes"
+    for each in (ctx, bare):
+        hash(each.freeze())
+        each.digest()
+    number = 200
+
+    table.add(
+        GROUP,
+        "hash(freeze()), notes unchanged",
+        label,
+        measure(lambda: hash(ctx.freeze()), repeat=9, number=number),
+        baseline="the same without notes",
+        baseline_seconds=measure(lambda: hash(bare.freeze()), repeat=9, number=number),
+        note="target <= 10 µs",
+    )
+    table.add(
+        GROUP,
+        "digest(), notes unchanged",
+        label,
+        measure(ctx.digest, repeat=9, number=number),
+        baseline="the same without notes",
+        baseline_seconds=measure(bare.digest, repeat=9, number=number),
+        note="target <= 10 µs",
+    )
+    steps = iter(range(10**9))
+
+    def note_digest(target: WorkingContext) -> str:
+        return target.note("stage", f"act {next(steps)}").digest()
+
+    table.add(
+        GROUP,
+        "note(1 key) + digest()",
+        label,
+        measure(lambda: note_digest(ctx), repeat=9, number=number),
+        baseline="the same without other notes",
+        baseline_seconds=measure(lambda: note_digest(bare), repeat=9, number=number),
+        note="a changed note costs that note",
+    )
+
+    extra = Message("user", "and one more?")
+
+    def fork_step() -> WorkingContext:
+        return ctx.fork().append(extra).note("stage", "verify")
+
+    state = pyrsistent.pmap({"messages": pyrsistent.pvector(messages), "notes": pyrsistent.freeze(notes)})
+
+    def peer_step(state: Any = state) -> Any:
+        return state.set("messages", state["messages"].append(extra)).set(
+            "notes", state["notes"].set("stage", "verify")
+        )
+
+    table.add(
+        GROUP,
+        "fork() + append(1) + note(1 key)",
+        label,
+        measure(fork_step, repeat=9, number=number),
+        baseline="pyrsistent pvector.append + pmap.set",
+        baseline_seconds=measure(peer_step, repeat=9, number=number),
+        note="target: ratio >= 1",
+    )
 
 
 def _freeze_hash(table: Table, sizes: list[int]) -> None:
@@ -179,3 +284,4 @@ def run(table: Table, quick: bool) -> None:
     _digest_after_append(table, 1_000 if quick else 10_000)
     _fork(table, 1_000 if quick else 10_000)
     _merge_union(table, 500 if quick else 5_000)
+    _notes_rows(table, 1_000)
