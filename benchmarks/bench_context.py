@@ -59,7 +59,11 @@ def notes_5kb() -> dict[str, Any]:
         "plan": {"goal": "rotate the expired certificates", "steps": [f"step {i}: check host {i}" for i in range(12)]},
         "findings": findings,
         "owner": {"team": "sre", "oncall": ["ana", "bo", "chen"], "escalation": {"after_minutes": 30}},
-        "ticket": {"id": "ENG-4412", "labels": ["tls", "incident", "p1"], "links": [f"https://t/{i}" for i in range(5)]},
+        "ticket": {
+            "id": "ENG-4412",
+            "labels": ["tls", "incident", "p1"],
+            "links": [f"https://tracker.example.com/{i}" for i in range(5)],
+        },
         "budget": {"tokens": 120_000, "spent": 48_211, "per_turn": [812, 1204, 930, 1502, 2210, 640]},
         "tools": {name: {"calls": 3, "errors": 0, "last": "ok"} for name in ("dns", "openssl", "sql", "http", "ssh")},
         "history": [

@@ -180,7 +180,7 @@ class TestFork:
         assert child.prefix is parent.prefix
         assert (child.counter, child.limit, child.shared) == (parent.counter, parent.limit, parent.shared)
         assert child.lock is not parent.lock
-        assert ("e1",) == child.journal.view()
+        assert ("e1",) == tuple(child.journal)
         assert not child.journal.has_uncommitted()
 
     @given(
@@ -212,8 +212,8 @@ class TestFork:
         assert list(before_child.messages) + child_later == list(child.messages)
         assert [1] == parent.scratchpad["nested"]["list"]
         assert key + "_child" not in parent.scratchpad or key + "_child" in notes
-        assert "child" not in parent.journal.view()
-        assert "parent" not in child.journal.view()
+        assert "child" not in tuple(parent.journal)
+        assert "parent" not in tuple(child.journal)
 
     def test_fork_copies_notes_pickle_cannot_handle(self):
         """
@@ -369,11 +369,11 @@ class TestMerge:
         child = parent.fork()
         entry = {"kind": "row_written", "agent_id": "enricher-a"}
         child.journal.record(entry)
-        recorded = child.journal.view()[-1]
+        recorded = tuple(child.journal)[-1]
         parent.merge(child, mode="delta")
-        assert recorded is parent.journal.view()[-1]
+        assert recorded is tuple(parent.journal)[-1]
         assert entry == recorded
-        assert 2 == parent.journal.size()
+        assert 2 == len(parent.journal)
         assert not child.journal.has_uncommitted()
 
     def test_merge_copies_notes(self):
@@ -546,7 +546,7 @@ def test_journal_argument_forms():
     journal: MutationJournal[str] = MutationJournal()
     assert WorkingContext(journal=journal).journal is journal
     seeded = WorkingContext(journal=["a", "b"]).journal
-    assert ("a", "b") == seeded.view()
+    assert ("a", "b") == tuple(seeded)
     assert not seeded.has_uncommitted()
 
 
@@ -769,7 +769,7 @@ class TestFreezeCostsTheSameAtEveryLength:
         ctx = WorkingContext(messages=[Message("user", "q0"), Message("assistant", "a0")])
         ctx.journal.record({"n": 0})
         snap = ctx.freeze()
-        eager = FrozenContext(prefix=ctx.prefix, messages=ctx.messages, journal=ctx.journal.view())
+        eager = FrozenContext(prefix=ctx.prefix, messages=ctx.messages, journal=tuple(ctx.journal))
         ctx.append(Message("user", "q1"))
         ctx.journal.record({"n": 1})
         ctx.replace_tail([*ctx.messages, Message("assistant", "a1")])

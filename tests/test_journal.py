@@ -23,7 +23,7 @@ class TestWatermark:
         ctx.journal.record({"kind": "row_written", "id": 1, "agent_id": "enricher-a"})
         ctx.journal.record({"kind": "row_written", "id": 2, "agent_id": "enricher-a"})
 
-        assert (True, 2) == (ctx.journal.has_uncommitted(), ctx.journal.size())
+        assert (True, 2) == (ctx.journal.has_uncommitted(), len(ctx.journal))
         assert 2 == len(ctx.journal.diff())
 
         ctx.journal.mark_committed()
@@ -31,7 +31,7 @@ class TestWatermark:
 
         ctx.journal.record({"kind": "row_written", "id": 3, "agent_id": "enricher-a"})
         assert 1 == len(ctx.journal.diff())
-        assert 3 == len(ctx.journal.view())
+        assert 3 == len(tuple(ctx.journal))
 
     def test_seed_entries_start_committed(self):
         """
@@ -40,7 +40,7 @@ class TestWatermark:
         seeded: MutationJournal[dict[str, str]] = MutationJournal([{"kind": "restored"}])
         assert seeded.has_uncommitted() is False
         assert () == seeded.diff()
-        assert 1 == seeded.size()
+        assert 1 == len(seeded)
 
 
 entries = st.lists(st.integers(), max_size=20)
@@ -60,7 +60,7 @@ class TestLaws:
         journal.apply(after)
 
         assert tuple(after) == journal.diff()
-        assert tuple(seed + before + after) == journal.view()
+        assert tuple(seed + before + after) == tuple(journal)
         assert bool(after) == journal.has_uncommitted()
         assert len(seed) + len(before) == journal.committed
 
@@ -71,7 +71,7 @@ class TestLaws:
         """
         journal: MutationJournal[int] = MutationJournal(first)
         journal.apply(second)
-        assert tuple(first + second) == journal.view()
+        assert tuple(first + second) == tuple(journal)
 
     def test_view_is_a_copy(self):
         """
@@ -79,7 +79,7 @@ class TestLaws:
         """
         journal: MutationJournal[str] = MutationJournal()
         journal.record("a")
-        view = journal.view()
+        view = tuple(journal)
         journal.record("b")
         assert ("a",) == view
         assert ["a", "b"] == list(journal)
@@ -108,10 +108,10 @@ class TestFrozenEntries:
         """
         journal: MutationJournal[object] = MutationJournal()
         journal.record(entry)
-        assert_identical(deep_freeze(entry), journal.view()[0])
+        assert_identical(deep_freeze(entry), next(iter(journal)))
         if isinstance(entry, list):
             entry.append("later")
-            assert "later" not in journal.view()[0]
+            assert "later" not in next(iter(journal))
 
     def test_entries_cannot_change_in_place(self):
         """
@@ -124,8 +124,8 @@ class TestFrozenEntries:
         journal.record(entry)
         journal.apply([{"applied": {"x": 1}}])
         entry["tags"].append("b")  # type: ignore[attr-defined]
-        assert {"kind": "step", "tags": ["a"]} == journal.view()[1]
-        for recorded in journal.view():
+        assert {"kind": "step", "tags": ["a"]} == tuple(journal)[1]
+        for recorded in tuple(journal):
             assert isinstance(recorded, FrozenDict)
             with pytest.raises(FrozenPayloadError):
                 recorded["new"] = 1
@@ -148,4 +148,27 @@ class TestFrozenEntries:
             journal.record(deep)
         with pytest.raises(PayloadTypeError):
             journal.apply(["fine", object()])
-        assert ("first",) == journal.view()
+        assert ("first",) == tuple(journal)
+
+
+class TestDeprecatedSpellings:
+    def test_size_warns_and_counts_like_len(self):
+        """
+        size() is len(journal), with a DeprecationWarning naming len().
+        """
+        journal: MutationJournal[str] = MutationJournal(["a"])
+        journal.record("b")
+        with pytest.warns(DeprecationWarning, match=r"size\(\) is deprecated: use len\(journal\)"):
+            assert len(journal) == journal.size() == 2
+
+    def test_view_warns_and_copies_like_tuple(self):
+        """
+        view() is tuple(journal), a copy later records do not reach, with a
+        DeprecationWarning naming tuple(journal).
+        """
+        journal: MutationJournal[str] = MutationJournal(["a"])
+        with pytest.warns(DeprecationWarning, match=r"view\(\) is deprecated: use tuple\(journal\)"):
+            view = journal.view()
+        journal.record("b")
+        assert ("a",) == view
+        assert ("a", "b") == tuple(journal)

@@ -168,12 +168,12 @@ class TestMessageContextManager:
         """
         ctx = WorkingContext(
             messages=[
-                Message.text_message("You are terse.", role="system"),
-                Message.text_message("First question", role="user"),
-                Message.text_message("First answer", role="assistant"),
-                Message.text_message("Second question", role="user"),
-                Message.text_message("Second answer", role="assistant"),
-                Message.text_message("Third question", role="user"),
+                Message("system", "You are terse."),
+                Message("user", "First question"),
+                Message("assistant", "First answer"),
+                Message("user", "Second question"),
+                Message("assistant", "Second answer"),
+                Message("user", "Third question"),
             ]
         )
         manager = MessageContextManager(max_messages=2)

@@ -384,9 +384,21 @@ class TestConstructors:
         assert Message("user", "u") == Message.user("u")
         assert Message("assistant", "", tool_calls=(call,)) == Message.assistant(tool_calls=[call])
         assert Message("tool", "r", tool_call_id="c1", name="f") == Message.tool("r", call_id="c1", name="f")
-        assert Message("user", "hi", id="m1") == Message.text_message("hi", id="m1")
-        assert Message("assistant", "hi") == Message.text_message("hi", role="assistant")
         assert Message("user", "[notice] tests ran") == Message.notice("tests ran")
+
+    def test_flipped_constructors_are_deprecated(self):
+        """
+        text_message and multimodal_message (content first, then role) still
+        build the same values as Message(role, content), with a DeprecationWarning
+        that names the spelling to use.
+        """
+        with pytest.warns(DeprecationWarning, match=r"use Message\('user', text\)"):
+            assert Message("user", "hi", id="m1") == Message.text_message("hi", id="m1")
+        with pytest.warns(DeprecationWarning, match=r"use Message\('assistant', text\)"):
+            assert Message("assistant", "hi") == Message.text_message("hi", role="assistant")
+        blocks = (TextBlock("a"),)
+        with pytest.warns(DeprecationWarning, match=r"use Message\('system', blocks\)"):
+            assert Message("system", blocks) == Message.multimodal_message(blocks, role="system")
 
     def test_tool_message_takes_its_call_id_from_the_block(self):
         """
@@ -458,13 +470,13 @@ class TestConstructors:
         text() joins text blocks and tool outputs (JSON for data); call ids come
         from tool_calls and tool-call blocks.
         """
-        message = Message.multimodal_message(
-            [
+        message = Message(
+            "assistant",
+            (
                 TextBlock("Checking the weather. "),
                 ToolCallBlock(id="call_1", name="get_weather", args={"location": "London"}),
                 ToolResultBlock(call_id="call_0", output={"temp": 22}),
-            ],
-            role="assistant",
+            ),
         )
         assert 'Checking the weather. {"temp": 22}' == message.text()
         assert ("call_1",) == message.call_ids

@@ -94,7 +94,7 @@ def _twin_context(ctx: WorkingContext) -> WorkingContext:
         for message in ctx.messages
     ]
     twin = WorkingContext(prefix=ctx.prefix, messages=messages, scratchpad=_twin(dict(ctx.scratchpad)))
-    for entry in ctx.journal.view():
+    for entry in tuple(ctx.journal):
         twin.journal.record(_twin(entry))
     return twin
 
@@ -243,10 +243,10 @@ class TestRehydrate:
         live = rehydrate(checkpoint)
         assert live.prefix is checkpoint.snapshot.prefix
         assert live.messages == checkpoint.snapshot.messages
-        assert live.journal.view() == checkpoint.snapshot.journal
+        assert tuple(live.journal) == checkpoint.snapshot.journal
         assert not live.journal.has_uncommitted()
         with pytest.raises(FrozenPayloadError):
-            live.journal.view()[0]["n"] = 100
+            next(iter(live.journal))["n"] = 100
         assert checkpoint.snapshot.journal[0]["n"] == 0
         live.append(Message("user", "more"))
         assert len(checkpoint.snapshot.messages) == 12
@@ -339,7 +339,7 @@ class TestStoreProtocol:
         store.save(first)
         entry["tags"].append("b")  # the caller's own dict: never the recorded entry
         with pytest.raises(FrozenPayloadError):
-            ctx.journal.view()[0]["tags"].append("b")
+            next(iter(ctx.journal))["tags"].append("b")
         with pytest.raises(FrozenPayloadError):
             first.snapshot.journal[0]["kind"] = "changed"
         ctx.journal.record({"kind": "step", "tags": ["c"]})
@@ -546,7 +546,7 @@ class TestSQLiteStorage:
         entry = run_context(1)
         with pytest.raises(PayloadTypeError, match=r"journal entry 1\['when'\] is datetime"):
             entry.journal.record({"when": datetime.now(UTC)})
-        assert 1 == entry.journal.size()  # nothing was recorded
+        assert 1 == len(entry.journal)  # nothing was recorded
         assert table_counts(store) == before
         assert store.list() == [CheckpointInfo.of(good)]
 

@@ -5,11 +5,14 @@ Tests for workingctx.snapshot: freeze, hash, digest, diff and the common prefix.
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import pickle
 import subprocess
 import sys
+import types
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -24,8 +27,10 @@ from workingctx import (
     Message,
     PrefixContext,
     ToolCall,
+    Checkpoint,
     WorkingContext,
     common_prefix_length,
+    rehydrate,
 )
 
 
@@ -100,6 +105,62 @@ class TestFreezeAndResume:
         live.note("other", 1)
         assert ["a", "b"] == live.get("plan")["steps"]
         assert {"plan": {"steps": ["a"]}} == dict(snap.scratchpad)
+
+
+_SHARED_VALUES = (Message, PrefixContext, type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+"""What a snapshot and a context may share by design: frozen values (their
+private caches included) and code; the walk below does not enter them."""
+
+
+def _mutable_parts(root: object) -> dict[int, object]:
+    """
+    Every plain list, dict, set and bytearray reachable from *root*, by id.
+    """
+    found: dict[int, object] = {}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen or isinstance(item, _SHARED_VALUES):
+            continue
+        seen.add(id(item))
+        if type(item) in (list, dict, set, bytearray):
+            found[id(item)] = item
+        stack.extend(gc.get_referents(item))
+    return found
+
+
+_TO_CONTEXT: dict[str, Callable[[FrozenContext], WorkingContext]] = {
+    "FrozenContext.to_context": FrozenContext.to_context,
+    "WorkingContext.from_snapshot": WorkingContext.from_snapshot,
+    "rehydrate(snapshot)": rehydrate,
+    "rehydrate(checkpoint)": lambda snap: rehydrate(Checkpoint.capture(snap)),
+}
+
+
+class TestSnapshotToContext:
+    @pytest.mark.parametrize("path", sorted(_TO_CONTEXT))
+    @given(ctx=contexts())
+    def test_shares_no_mutable_state_with_the_snapshot(self, path, ctx):
+        """
+        Every way from a snapshot to a live context gives one that reaches no
+        list, dict or set the snapshot reaches (frozen values aside), equals
+        the snapshot when frozen again, and whose writes never reach it.
+        """
+        ctx.note("nested", {"plan": {"steps": ["a"]}, "seen": [1, 2]})
+        snap = ctx.freeze()
+        digest, copied = snap.digest(), copy.deepcopy(snap)
+        live = _TO_CONTEXT[path](snap)
+        snap.chain_digest()
+        hash(snap)
+        assert not _mutable_parts(live).keys() & _mutable_parts(snap).keys()
+        assert snap == live.freeze()
+        live.scratchpad["nested"]["plan"]["steps"].append("b")
+        live.get("nested")["seen"].clear()
+        live.append(Message("user", "later")).note("more", [1]).journal.record({"kind": "later"})
+        live.digest()
+        assert copied == snap
+        assert digest == snap.digest() == copied.digest()
 
 
 class TestFreezeLaws:
@@ -182,7 +243,7 @@ class TestFreezeLaws:
         entry = {"kind": "x"}
         ctx = WorkingContext()
         ctx.journal.record(entry)
-        assert ctx.freeze().journal[0] is ctx.journal.view()[0]
+        assert ctx.freeze().journal[0] is next(iter(ctx.journal))
         assert entry == ctx.freeze().journal[0]
         assert isinstance(ctx.freeze().journal[0], FrozenDict)
 

@@ -275,6 +275,19 @@ class Tail:
                 self._id_index = {m.id for m in self._messages if m.id is not None}
             return message_id in self._id_index
 
+    def kept(self, messages: Sequence[Message]) -> int:
+        """
+        How many leading messages of *messages* are the tail's own, in place
+        (the same objects): what a :meth:`replace` by *messages* keeps.
+        """
+        with self.lock:
+            old = self._messages
+            kept = 0
+            limit = min(len(old), len(messages))
+            while kept < limit and messages[kept] is old[kept]:
+                kept += 1
+            return kept
+
     def call_state(self, call_id: str) -> tuple[int, int]:
         """
         How many assistant messages ask for tool call *call_id*, and how many
@@ -357,12 +370,8 @@ class Tail:
         list starts, keeping the digests of the messages that stayed.
         """
         with self.lock:
-            old = self._messages
-            kept = 0
-            limit = min(len(old), len(messages))
-            while kept < limit and messages[kept] is old[kept]:
-                kept += 1
-            if kept == len(old):
+            kept = self.kept(messages)
+            if kept == len(self._messages):
                 self.extend(messages[kept:], logged=logged)
                 return kept
             chain = self._chain

@@ -277,6 +277,11 @@ class WorkingContext:
         """
         A live, writable context from a snapshot: the scratchpad is thawed at
         every depth and the journal's entries start committed.
+
+        The one way from a snapshot to a context: :meth:`FrozenContext.to_context`
+        and :func:`~workingctx.rehydrate` call it. The context shares frozen
+        values with the snapshot (messages, prefix, journal entries) and no
+        list, dict or set, so no write to either reaches the other.
         """
         if not isinstance(snapshot, FrozenContext):
             msg = f"from_snapshot takes a FrozenContext, got {snapshot!r} of type {type(snapshot).__name__}"
@@ -289,7 +294,7 @@ class WorkingContext:
 
     def _spawn(self, tail: Tail, scratchpad: dict[str, Any]) -> WorkingContext:
         child = WorkingContext.__new__(WorkingContext)
-        child._init(self._prefix, tail, scratchpad, MutationJournal(self.journal.view()))
+        child._init(self._prefix, tail, scratchpad, MutationJournal(tuple(self.journal)))
         child.limit = self.limit
         child.shared = self.shared
         return child
@@ -755,19 +760,22 @@ class WorkingContext:
             own = other._tail.appended_since(since) if since is not None and mode in ("delta", "result") else []
             position = other._tail.appended
         with self._tail.lock:
-            incoming, base = self._incoming_messages(other, theirs, since, mode, own, result)
-            self._refuse_breaks(incoming)
+            incoming, whole, base = self._incoming_messages(other, theirs, since, mode, own, result)
+            if whole and self._tail.kept(incoming) == len(self._tail):
+                # a reducer that kept the tail as it was appends the rest
+                incoming, whole = incoming[len(self._tail) :], False
+            self._refuse_breaks(incoming, whole=whole)
             notes = self._incoming_notes(other, mode, scratchpad)
 
             # Everything is checked: apply.
             if self._history is not None:
-                appended, replacement = (incoming, None) if isinstance(incoming, list) else (None, incoming.replace)
+                appended, replacement = (None, incoming) if whole else (incoming, None)
                 self._history.merge(self, other, mode, appended, replacement, notes)
-            elif isinstance(incoming, list):
-                self._tail.extend(incoming)
-                self._scratchpad.update(notes)
             else:
-                self._replace(incoming.replace)
+                if whole:
+                    self._tail.replace(incoming)
+                else:
+                    self._tail.extend(incoming)
                 self._scratchpad.update(notes)
             self.journal.apply(other.journal.diff())
         other.journal.mark_committed()
@@ -778,19 +786,20 @@ class WorkingContext:
                 other._scratch_base[self._token] = _copy_notes(other._scratchpad)[0]
         return self
 
-    def _refuse_breaks(self, incoming: list[Message] | _Replace) -> None:
+    def _refuse_breaks(self, incoming: list[Message], *, whole: bool) -> None:
         """
-        Refuse a merge that would break a tool rule the tail does not break already.
+        Refuse a merge that would break a tool rule the tail does not break
+        already: *incoming* is appended, or becomes the *whole* tail.
         """
         view = self._tail.view()
-        if isinstance(incoming, list):
+        if not whole:
             if not incoming:
                 return
             new = [p for p in _rules(view).probe(incoming).problems if p.rule in _MERGE_BREAKS]
         else:
             before = _broken(view)
             after = RuleState()
-            for message in incoming.replace:
+            for message in incoming:
                 after.feed(message)
             new = [p for p in after.problems if p.rule in _MERGE_BREAKS and not before.pop((p.rule, p.ids), 0)]
         if new:
@@ -810,9 +819,13 @@ class WorkingContext:
         mode: MergeMode,
         own: list[Message],
         given: str | Message | None,
-    ) -> tuple[list[Message] | _Replace, int | None]:
+    ) -> tuple[list[Message], bool, int | None]:
+        """
+        The messages a merge brings, whether they are the whole new tail (a
+        reducer's result) rather than an append, and the delta watermark.
+        """
         if mode == "concat":
-            return list(theirs), None
+            return list(theirs), False, None
         if mode == "union":
             present = Counter(self._tail.messages())
             added: list[Message] = []
@@ -821,7 +834,7 @@ class WorkingContext:
                     present[message] -= 1
                 else:
                     added.append(message)
-            return added, None
+            return added, False, None
         if mode == "delta":
             if since is None:
                 msg = (
@@ -829,17 +842,13 @@ class WorkingContext:
                     f"{other!r} was not forked from {self!r}; use mode='union' to merge an unrelated context"
                 )
                 raise MergeError(msg)
-            return own, since
+            return own, False, since
         if mode == "result":
-            return [self._result_message(other, own, given)], since
+            return [self._result_message(other, own, given)], False, since
         if callable(mode):
-            mine = self._tail.messages()
-            result = list(mode(mine, theirs))
+            result = list(mode(self._tail.messages(), theirs))
             _check_messages(result, f"merge reducer {mode!r} returned")
-            n = len(mine)
-            if len(result) >= n and all(a is b for a, b in zip(result, mine, strict=False)):
-                return result[n:], None
-            return _Replace(result), None
+            return result, True, None
         msg = (
             f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta', 'result' "
             "or a reducer (left, right) -> messages"
@@ -914,11 +923,8 @@ class WorkingContext:
             elif isinstance(policy, Mapping):
                 reducer = policy.get(key)
                 notes[key] = new if reducer is None else reducer(old, new)
-            elif callable(policy):
-                notes[key] = policy(old, new)
             else:
-                msg = f"unknown scratchpad policy {policy!r}; use 'last_write_wins', 'raise', a reducer or a mapping"
-                raise MergeError(msg)
+                notes[key] = policy(old, new)  # a reducer: checked on entry
         return notes
 
     # -- history -------------------------------------------------------------------
@@ -1204,7 +1210,7 @@ class WorkingContext:
         keys = sorted(self._scratchpad)
         return (
             f"<WorkingContext messages={len(self._tail)} scratchpad={keys!r} "
-            f"journal={self.journal.size()} prefix_messages={len(self._prefix.as_messages())}>"
+            f"journal={len(self.journal)} prefix_messages={len(self._prefix.as_messages())}>"
         )
 
 
@@ -1244,14 +1250,3 @@ def _calls_of(message: Message, ids: Sequence[str]) -> tuple[ToolCall, ...]:
             if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
                 calls[block.id] = ToolCall(block.id, block.name, block.args)
     return tuple(calls[i] for i in ids if i in calls)
-
-
-class _Replace:
-    """
-    A reducer's result that does not keep the tail as it was: replace it whole.
-    """
-
-    __slots__ = ("replace",)
-
-    def __init__(self, messages: list[Message]) -> None:
-        self.replace = messages

@@ -9,7 +9,7 @@ their attribution intact through any chain of merges.
 >>> from workingctx import MutationJournal
 >>> journal: MutationJournal[dict[str, object]] = MutationJournal()
 >>> journal.record({"kind": "row_written", "id": 1, "agent_id": "enricher-a"})
->>> journal.has_uncommitted(), journal.size()
+>>> journal.has_uncommitted(), len(journal)
 (True, 1)
 >>> journal.mark_committed()
 >>> journal.has_uncommitted()
@@ -18,6 +18,7 @@ False
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar, cast
 
@@ -89,14 +90,26 @@ class MutationJournal(Generic[EntryT]):
 
     def size(self) -> int:
         """
-        The number of entries, committed or not.
+        The number of entries: ``len(journal)``.
+
+        .. deprecated:: Unreleased
+            Use ``len(journal)``; ``size()`` goes in the next release.
         """
+        warnings.warn("MutationJournal.size() is deprecated: use len(journal)", DeprecationWarning, stacklevel=2)
         return len(self._entries)
 
     def view(self) -> tuple[EntryT, ...]:
         """
-        Every entry, oldest first, as a tuple (a copy: later records do not show).
+        Every entry, oldest first, as a tuple: ``tuple(journal)``.
+
+        .. deprecated:: Unreleased
+            Use ``tuple(journal)`` (or iterate the journal); ``view()`` goes in the next release.
         """
+        warnings.warn(
+            "MutationJournal.view() is deprecated: use tuple(journal), or iterate the journal",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return tuple(self._entries)
 
     def diff(self) -> tuple[EntryT, ...]:
@@ -152,9 +165,15 @@ class MutationJournal(Generic[EntryT]):
         return self._committed
 
     def __len__(self) -> int:
+        """
+        The number of entries, committed or not.
+        """
         return len(self._entries)
 
     def __iter__(self) -> Iterator[EntryT]:
+        """
+        Every entry, oldest first, as they were when iteration began (later records do not show).
+        """
         return iter(tuple(self._entries))
 
     def __repr__(self) -> str:

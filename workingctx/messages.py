@@ -22,6 +22,7 @@ import math
 import mimetypes
 import os
 import stat
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
@@ -1218,8 +1219,17 @@ class Message:
     @classmethod
     def text_message(cls, text: str, role: Role = "user", *, id: str | int | None = None) -> Message:  # noqa: A002
         """
-        A text message of any role (the same value as ``Message(role, text)``).
+        A text message of any role: ``Message(role, text)``.
+
+        .. deprecated:: Unreleased
+            Use ``Message(role, text)`` (or ``Message.user``, ``Message.system``,
+            ``Message.assistant``); ``text_message`` goes in the next release.
         """
+        warnings.warn(
+            f"Message.text_message(text, role) is deprecated: use Message({role!r}, text)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return cls(role, text, id=id)
 
     @classmethod
@@ -1248,8 +1258,16 @@ class Message:
         id: str | int | None = None,  # noqa: A002
     ) -> Message:
         """
-        A message from blocks of your own.
+        A message from blocks of your own: ``Message(role, blocks)``.
+
+        .. deprecated:: Unreleased
+            Use ``Message(role, blocks)``; ``multimodal_message`` goes in the next release.
         """
+        warnings.warn(
+            f"Message.multimodal_message(blocks, role) is deprecated: use Message({role!r}, blocks)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return cls(role, tuple(content_blocks), id=id)
 
     @classmethod

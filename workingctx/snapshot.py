@@ -328,6 +328,10 @@ class FrozenContext:
         A live, writable :class:`WorkingContext` with this snapshot's prefix,
         messages, scratchpad (thawed at every depth) and journal (its entries
         committed). Freezing it again gives an equal snapshot.
+
+        The same as :meth:`WorkingContext.from_snapshot` and
+        :func:`~workingctx.rehydrate`, which share one implementation: the
+        context reaches no list, dict or set of the snapshot.
         """
         from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
 
