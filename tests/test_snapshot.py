@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import json_values, messages, prefixes, scratchpads, short_names, transcripts
 from workingctx import (
+    Checkpoint,
     ContextDiff,
     FrozenContext,
     FrozenDict,
@@ -27,7 +28,6 @@ from workingctx import (
     Message,
     PrefixContext,
     ToolCall,
-    Checkpoint,
     WorkingContext,
     common_prefix_length,
     rehydrate,
