@@ -38,17 +38,11 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import (
-    ApproxTokenCounter,
-    Message,
-    TokenBudget,
-    ToolCall,
-    WorkingContext,
-    common_prefix_length,
-    surviving_indices,
-)
+from workingctx import ApproxTokenCounter, Message, TokenBudget, ToolCall, WorkingContext
 from workingctx.managers import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from workingctx.reducers import add_messages, add_messages_to
+from workingctx.scopes import surviving_indices
+from workingctx.snapshot import common_prefix_length
 
 GROUP = "managers"
 BUDGET = 4_000

@@ -27,17 +27,9 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import (
-    ApproxTokenCounter,
-    LastNTurns,
-    Message,
-    RoleFilter,
-    Tagged,
-    TokenBudget,
-    WholeExchanges,
-    surviving_indices,
-)
+from workingctx import ApproxTokenCounter, LastNTurns, Message, RoleFilter, TokenBudget, WholeExchanges
 from workingctx.context import WorkingContext
+from workingctx.scopes import Tagged, surviving_indices
 
 GROUP = "scopes"
 PEER = "langchain trim_messages(last, human, system)"

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 
 from benchmarks._data import tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import Message, ToolCall, ToolResult, WorkingContext
+from workingctx import Message, ToolCall, WorkingContext
+from workingctx.reducers import ToolResult
 
 GROUP = "steps"
 

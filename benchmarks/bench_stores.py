@@ -49,8 +49,9 @@ from typing import Any
 from benchmarks._data import to_langchain
 from benchmarks._harness import Table
 from benchmarks.bench_persistence import _NaiveSize, _turns
-from workingctx import Checkpoint, Message, PostgresStore, PrefixContext, RedisStore
+from workingctx import Checkpoint, Message, PrefixContext
 from workingctx.context import WorkingContext
+from workingctx.persistence import PostgresStore, RedisStore
 from workingctx.serialization import to_json
 
 GROUP = "stores"

@@ -25,7 +25,8 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import Message, RunningCount, TiktokenCounter, estimate_message_tokens
+from workingctx import Message, TiktokenCounter
+from workingctx.tokens import RunningCount, estimate_message_tokens
 
 GROUP = "tokens"
 PEER = "langchain count_tokens_approximately"

@@ -24,12 +24,12 @@ from workingctx import (
     MessageContextManager,
     PrefixContext,
     SummaryContextManager,
-    Tagged,
     TokenBudgetContextManager,
     ToolCall,
     WorkingContext,
 )
 from workingctx.exceptions import MergeError
+from workingctx.scopes import Tagged
 from workingctx.validity import PROVIDERS, STRUCTURAL_RULES, check_messages
 
 SYSTEM_PROMPT = "You are an agent that delegates to sub-agents."

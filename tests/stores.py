@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from workingctx import InMemoryStore, PostgresStore, RedisStore, SQLiteStore
+from workingctx import InMemoryStore, SQLiteStore
+from workingctx.persistence import PostgresStore, RedisStore
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("memory", "sqlite", "postgres", "redis")

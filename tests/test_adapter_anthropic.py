@@ -16,9 +16,9 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages
-from workingctx import Message, ReasoningBlock, ToolCall, WorkingContext
+from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, openai_chat
-from workingctx.messages import TextBlock, ToolResultBlock
+from workingctx.messages import ReasoningBlock, TextBlock, ToolResultBlock
 
 MESSAGES = TypeAdapter(list[MessageParam])
 SYSTEM = TypeAdapter(str | list[TextBlockParam])

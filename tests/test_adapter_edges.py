@@ -14,21 +14,19 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
-from workingctx import (
+from workingctx import Message, ToolCall, WorkingContext
+from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.adapters._common import check_messages, expect_list, expect_mapping, messages_of, repair_messages
+from workingctx.messages import (
     AudioBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
-    Message,
     ProviderBlock,
     ReasoningBlock,
     TextBlock,
-    ToolCall,
     ToolResultBlock,
-    WorkingContext,
 )
-from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.adapters._common import check_messages, expect_list, expect_mapping, messages_of, repair_messages
 
 CHAT = TypeAdapter(list[ChatCompletionMessageParam])
 ANTHROPIC = TypeAdapter(list[MessageParam])

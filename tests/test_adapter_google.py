@@ -11,8 +11,9 @@ from hypothesis import given
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
-from workingctx import Message, ReasoningBlock
+from workingctx import Message
 from workingctx.adapters import anthropic, google, openai_chat, openai_responses
+from workingctx.messages import ReasoningBlock
 
 CONTENTS = TypeAdapter(list[gtypes.Content])
 

@@ -11,8 +11,9 @@ from openai.types.responses import Response, ResponseInputParam
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, responses_bodies
-from workingctx import Message, ReasoningBlock
+from workingctx import Message
 from workingctx.adapters import anthropic, openai_chat, openai_responses
+from workingctx.messages import ReasoningBlock
 
 INPUT = TypeAdapter(ResponseInputParam)
 

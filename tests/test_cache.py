@@ -12,19 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import messages
-from workingctx import (
-    CacheBreakpoint,
-    ImageBlock,
-    MediaRef,
-    Message,
-    PrefixContext,
-    ReasoningBlock,
-    TextBlock,
-    ToolCall,
-    ToolCallBlock,
-    Usage,
-    WorkingContext,
-)
+from workingctx import Message, PrefixContext, ToolCall, Usage, WorkingContext
 from workingctx.cache import (
     RULES,
     Breakpoint,
@@ -38,6 +26,7 @@ from workingctx.cache import (
 )
 from workingctx.exceptions import CacheRuleError, PricingError
 from workingctx.managers import TokenBudgetContextManager
+from workingctx.messages import CacheBreakpoint, ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock
 from workingctx.pricing import cost
 
 ANTHROPIC_MODELS = [*RULES["anthropic"].minimum_tokens, "claude-unknown-9"]

@@ -30,16 +30,9 @@ from tests.strategies import (
     messages,
     texts,
 )
-from workingctx import (
-    Checkpoint,
-    Message,
-    PayloadError,
-    PayloadTypeError,
-    SQLiteStore,
-    ToolCall,
-    WorkingContext,
-)
+from workingctx import Checkpoint, Message, SQLiteStore, ToolCall, WorkingContext
 from workingctx._canonical import MARKERS, canonical, canonical_json
+from workingctx.exceptions import PayloadError, PayloadTypeError
 from workingctx.frozen import deep_freeze, freeze_json, thaw
 from workingctx.serialization import from_json, to_json
 

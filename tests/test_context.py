@@ -14,16 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import json_values, messages, scratchpads, short_names, simple_messages, transcripts
-from workingctx import (
-    FrozenContext,
-    MergeError,
-    Message,
-    MutationJournal,
-    PayloadError,
-    PrefixContext,
-    ToolCall,
-    WorkingContext,
-)
+from workingctx import FrozenContext, Message, MutationJournal, PrefixContext, ToolCall, WorkingContext
+from workingctx.exceptions import MergeError, PayloadError
 
 
 class TestPrefixTailAndNotes:

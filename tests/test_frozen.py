@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import json_values, nested_payloads
-from workingctx import FrozenDict, FrozenList, FrozenPayloadError, PayloadError, deep_freeze, thaw
-from workingctx.frozen import FROZEN_PAYLOAD_MESSAGE, MAX_DEPTH
+from workingctx import thaw
+from workingctx.exceptions import FrozenPayloadError, PayloadError
+from workingctx.frozen import FROZEN_PAYLOAD_MESSAGE, MAX_DEPTH, FrozenDict, FrozenList, deep_freeze
 
 PREFIX = "this payload belongs to a frozen value and cannot be mutated in place."
 

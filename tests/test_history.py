@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from tests.strategies import json_values
 from workingctx import (
     Checkpoint,
-    FrozenPayloadError,
     LastNTurns,
     Message,
     PrefixContext,
@@ -30,7 +29,14 @@ from workingctx import (
     Usage,
     WorkingContext,
 )
-from workingctx.exceptions import FinishedError, HistoryError, MergeError, PendingCallsError, WorkingCtxError
+from workingctx.exceptions import (
+    FinishedError,
+    FrozenPayloadError,
+    HistoryError,
+    MergeError,
+    PendingCallsError,
+    WorkingCtxError,
+)
 from workingctx.history import (
     ENTRY_KINDS,
     ContextChange,
@@ -156,7 +162,7 @@ class TestEntries:
         """
         A result defaults to done, a failed result block to error; close_pending closes every pending call.
         """
-        from workingctx import ToolResultBlock  # noqa: PLC0415
+        from workingctx.messages import ToolResultBlock  # noqa: PLC0415
 
         ctx = recorded()
         ctx.append(Message.assistant(tool_calls=[ToolCall("a", "x"), ToolCall("b", "y"), ToolCall("c", "z")]))

@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import assert_identical, json_values
-from workingctx import FrozenDict, FrozenPayloadError, MutationJournal, PayloadError, PayloadTypeError, WorkingContext
-from workingctx.frozen import deep_freeze
+from workingctx import MutationJournal, WorkingContext
+from workingctx.exceptions import FrozenPayloadError, PayloadError, PayloadTypeError
+from workingctx.frozen import FrozenDict, deep_freeze
 
 
 class TestWatermark:

@@ -13,17 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import block_transcripts, transcripts
-from workingctx import (
-    ApproxTokenCounter,
-    InvalidMessageError,
-    LastNTurns,
-    Message,
-    PrefixContext,
-    ScopeError,
-    ToolCall,
-    WorkingContext,
-    common_prefix_length,
-)
+from workingctx import ApproxTokenCounter, LastNTurns, Message, PrefixContext, ToolCall, WorkingContext
+from workingctx.exceptions import InvalidMessageError, ScopeError
 from workingctx.managers import (
     SUMMARY_NAME,
     BaseContextManager,
@@ -31,6 +22,7 @@ from workingctx.managers import (
     SummaryContextManager,
     TokenBudgetContextManager,
 )
+from workingctx.snapshot import common_prefix_length
 
 # -- helpers -------------------------------------------------------------------------
 

@@ -24,20 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from workingctx import (
-    AudioBlock,
-    Checkpoint,
-    DataBlock,
-    DocumentBlock,
-    ImageBlock,
-    MediaRef,
-    Message,
-    SQLiteStore,
-    TextBlock,
-    ToolResultBlock,
-    VideoBlock,
-    WorkingContext,
-)
+from workingctx import Checkpoint, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import InvalidMessageError, MediaError, WorkingCtxError
 from workingctx.media import (
     STORE_URL_PREFIX,
@@ -48,6 +35,16 @@ from workingctx.media import (
     image_size,
     resolve_media,
     store_ref,
+)
+from workingctx.messages import (
+    AudioBlock,
+    DataBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    TextBlock,
+    ToolResultBlock,
+    VideoBlock,
 )
 from workingctx.serialization import from_json, to_json
 

@@ -15,31 +15,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import assert_identical, blocks, messages, prefixes, tool_calls, usages
-from workingctx import (
+from workingctx import Message, PrefixContext, ToolCall, Usage, thaw
+from workingctx.exceptions import (
+    FrozenPayloadError,
+    InvalidMessageError,
+    PayloadError,
+    PayloadTypeError,
+    SerializationError,
+)
+from workingctx.frozen import MAX_DEPTH, deep_freeze
+from workingctx.messages import (
+    BLOCK_TYPES,
     AnnotationBlock,
     AnnotationRef,
     AudioBlock,
     DocumentBlock,
     ErrorBlock,
-    FrozenPayloadError,
     ImageBlock,
-    InvalidMessageError,
     MediaRef,
-    Message,
-    PayloadError,
-    PayloadTypeError,
-    PrefixContext,
-    SerializationError,
     TextBlock,
-    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
-    Usage,
-    deep_freeze,
-    thaw,
 )
-from workingctx.frozen import MAX_DEPTH
-from workingctx.messages import BLOCK_TYPES
 from workingctx.serialization import structure, unstructure
 
 _MEDIA = MediaRef(url="https://example.com/a.png")

@@ -20,24 +20,12 @@ import pytest
 from hypothesis import given
 
 from tests.strategies import assert_identical, json_objects, working_contexts
-from workingctx import (
-    Checkpoint,
-    CheckpointError,
-    CheckpointInfo,
-    CheckpointStore,
-    FrozenDict,
-    FrozenPayloadError,
-    InMemoryStore,
-    Message,
-    PayloadTypeError,
-    PrefixContext,
-    SQLiteStore,
-    ToolCall,
-    rehydrate,
-)
+from workingctx import Checkpoint, InMemoryStore, Message, PrefixContext, SQLiteStore, ToolCall
 from workingctx._canonical import message_digest
 from workingctx.context import WorkingContext
-from workingctx.persistence import checkpoint_id
+from workingctx.exceptions import CheckpointError, FrozenPayloadError, PayloadTypeError
+from workingctx.frozen import FrozenDict
+from workingctx.persistence import CheckpointInfo, CheckpointStore, checkpoint_id, rehydrate
 from workingctx.serialization import from_json, to_json
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

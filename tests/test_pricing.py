@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import usages
-from workingctx import Message, Usage, WorkingContext, WorkingCtxError
-from workingctx.exceptions import PricingError
+from workingctx import Message, Usage, WorkingContext
+from workingctx.exceptions import PricingError, WorkingCtxError
 from workingctx.pricing import BUILTIN_PRICES, Price, add_price, cost, find_price, prices, remove_price
 
 

@@ -12,18 +12,16 @@ import pytest
 from hypothesis import given
 
 from tests.strategies import blocks, messages
-from workingctx import (
+from workingctx import Message, ToolCall
+from workingctx.exceptions import InvalidMessageError, WorkingCtxError
+from workingctx.messages import (
     CacheBreakpoint,
     ImageBlock,
-    InvalidMessageError,
     MediaRef,
-    Message,
     ProviderBlock,
     ReasoningBlock,
     TextBlock,
-    ToolCall,
     ToolResultBlock,
-    WorkingCtxError,
 )
 from workingctx.serialization import structure, unstructure
 from workingctx.tokens import estimate_message_tokens

@@ -11,14 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import json_values, short_names, texts, transcripts
-from workingctx import (
-    FrozenPayloadError,
-    InvalidMessageError,
-    Message,
-    ToolCall,
-    ToolResultBlock,
-    WorkingContext,
-)
+from workingctx import Message, ToolCall, WorkingContext
+from workingctx.exceptions import FrozenPayloadError, InvalidMessageError
+from workingctx.messages import ToolResultBlock
 from workingctx.reducers import (
     ToolResult,
     add_messages,

@@ -23,31 +23,31 @@ from tests.strategies import (
     transcripts,
 )
 from workingctx import (
-    AllOf,
-    AnyOf,
     ApproxTokenCounter,
-    CompletedToolSequences,
-    ContextScope,
     LastNTurns,
     Message,
-    Not,
-    PositionalScope,
-    PositionalScopeError,
     PrefixContext,
-    ReasoningBlock,
     RoleFilter,
-    ScopeError,
-    ScopeReport,
     Since,
-    Tagged,
     TokenBudget,
     ToolCall,
-    ToolResultBlock,
     WholeExchanges,
     explain,
-    surviving_indices,
 )
 from workingctx.context import WorkingContext
+from workingctx.exceptions import PositionalScopeError, ScopeError
+from workingctx.messages import ReasoningBlock, ToolResultBlock
+from workingctx.scopes import (
+    AllOf,
+    AnyOf,
+    CompletedToolSequences,
+    ContextScope,
+    Not,
+    PositionalScope,
+    ScopeReport,
+    Tagged,
+    surviving_indices,
+)
 from workingctx.scopes._exchanges import _merged_units, exchange_units, is_reasoning_only, starts_turn
 
 

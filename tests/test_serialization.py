@@ -29,22 +29,11 @@ from tests.strategies import (
     transcripts,
     usages,
 )
-from workingctx import (
-    AnnotationRef,
-    MediaRef,
-    Message,
-    PayloadError,
-    PayloadTypeError,
-    PrefixContext,
-    SerializationError,
-    TextBlock,
-    ToolCall,
-    ToolResultBlock,
-    Usage,
-)
+from workingctx import Message, PrefixContext, ToolCall, Usage
 from workingctx.context import WorkingContext
+from workingctx.exceptions import PayloadError, PayloadTypeError, SerializationError
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList
-from workingctx.messages import BLOCK_TYPES, ContentBlock
+from workingctx.messages import BLOCK_TYPES, AnnotationRef, ContentBlock, MediaRef, TextBlock, ToolResultBlock
 from workingctx.serialization import converter, from_json, structure, to_json, unstructure
 from workingctx.snapshot import ContextDiff, FrozenContext
 

@@ -19,19 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import json_values, messages, prefixes, scratchpads, short_names, transcripts
-from workingctx import (
-    Checkpoint,
-    ContextDiff,
-    FrozenContext,
-    FrozenDict,
-    FrozenPayloadError,
-    Message,
-    PrefixContext,
-    ToolCall,
-    WorkingContext,
-    common_prefix_length,
-    rehydrate,
-)
+from workingctx import Checkpoint, FrozenContext, Message, PrefixContext, ToolCall, WorkingContext
+from workingctx.exceptions import FrozenPayloadError
+from workingctx.frozen import FrozenDict
+from workingctx.persistence import rehydrate
+from workingctx.snapshot import ContextDiff, common_prefix_length
 
 
 @st.composite

@@ -27,8 +27,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import working_contexts
-from workingctx import Checkpoint, CheckpointError, Message, SQLiteStore
+from workingctx import Checkpoint, Message, SQLiteStore
 from workingctx.context import WorkingContext
+from workingctx.exceptions import CheckpointError
 from workingctx.persistence.sqlite import _checksum
 
 _names = itertools.count()
@@ -643,7 +644,8 @@ class TestKeyedSeal:
 
 READ_ONLY_SCRIPT = """
 import sys
-from workingctx import Checkpoint, CheckpointError, SQLiteStore, WorkingContext
+from workingctx import Checkpoint, SQLiteStore, WorkingContext
+from workingctx.exceptions import CheckpointError
 store = SQLiteStore(sys.argv[1])
 print(store.read_only, [info.id for info in store.list()], store.load(sys.argv[2]).snapshot.messages[0].content)
 for attempt in (lambda: store.save(Checkpoint.capture(WorkingContext())), lambda: store.delete(sys.argv[2])):

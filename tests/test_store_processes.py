@@ -41,10 +41,9 @@ def scratch_dir() -> Iterator[Path]:
 # installed, never the checkout) and executed here for in-process writers.
 WRITER_LIB = textwrap.dedent(
     """
-    from workingctx import (
-        Checkpoint, HeadConflictError, Message, PostgresStore, PrefixContext, RedisStore, SQLiteStore,
-        WorkingContext, rehydrate,
-    )
+    from workingctx import Checkpoint, Message, PrefixContext, SQLiteStore, WorkingContext
+    from workingctx.exceptions import HeadConflictError
+    from workingctx.persistence import PostgresStore, RedisStore, rehydrate
 
 
     def open_spec(kind, address, name):

@@ -19,15 +19,9 @@ import pytest
 
 from tests.stores import ROOT, SERVERS, kind_params
 from tests.test_store_processes import write
-from workingctx import (
-    Checkpoint,
-    Message,
-    PostgresStore,
-    RedisStore,
-    StoreUnavailableError,
-    WorkingContext,
-    rehydrate,
-)
+from workingctx import Checkpoint, Message, WorkingContext
+from workingctx.exceptions import StoreUnavailableError
+from workingctx.persistence import PostgresStore, RedisStore, rehydrate
 
 BASH = shutil.which("bash") or "/bin/bash"
 

@@ -23,19 +23,9 @@ from hypothesis import strategies as st
 from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params
 from tests.strategies import json_objects, working_contexts
 from tests.test_sqlite_store import mutation
-from workingctx import (
-    Checkpoint,
-    CheckpointError,
-    CheckpointStore,
-    HeadConflictError,
-    Message,
-    PostgresStore,
-    PrefixContext,
-    RedisStore,
-    StoreUnavailableError,
-    ToolCall,
-    WorkingContext,
-)
+from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
+from workingctx.exceptions import CheckpointError, HeadConflictError, StoreUnavailableError
+from workingctx.persistence import CheckpointStore, PostgresStore, RedisStore
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -18,14 +18,13 @@ from workingctx import (
     MessageContextManager,
     PrefixContext,
     SummaryContextManager,
-    Tagged,
     TokenBudget,
     TokenBudgetContextManager,
     ToolCall,
     WorkingContext,
-    surviving_indices,
 )
 from workingctx.exceptions import MergeError
+from workingctx.scopes import Tagged, surviving_indices
 from workingctx.validity import PROVIDERS, check_messages
 
 

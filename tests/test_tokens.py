@@ -21,30 +21,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import messages, tool_calls, transcripts
-from workingctx import (
-    ApproxTokenCounter,
+from workingctx import ApproxTokenCounter, Message, PrefixContext, TiktokenCounter, ToolCall
+from workingctx import tokens as tokens_module
+from workingctx.messages import (
     AudioBlock,
     DataBlock,
     DocumentBlock,
     ErrorBlock,
     ImageBlock,
     MediaRef,
-    Message,
-    PrefixContext,
     ReasoningBlock,
     RemoteToolCallBlock,
-    RunningCount,
     TextBlock,
-    TiktokenCounter,
-    TokenCounter,
-    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
-    estimate_message_tokens,
 )
-from workingctx import tokens as tokens_module
-from workingctx.tokens import image_tokens, media_tokens
+from workingctx.tokens import RunningCount, TokenCounter, estimate_message_tokens, image_tokens, media_tokens
 
 message_lists = st.lists(messages(), max_size=4)
 splits = st.integers(0, 4)
@@ -519,7 +512,7 @@ def test_importing_workingctx_does_not_import_tiktoken(tmp_path):
     """
     tiktoken is imported only when a TiktokenCounter is built.
     """
-    code = "import sys, workingctx; workingctx.estimate_message_tokens([]); print('tiktoken' in sys.modules)"
+    code = "import sys, workingctx; workingctx.tokens.estimate_message_tokens([]); print('tiktoken' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
 
     assert "False" == out.stdout.strip()

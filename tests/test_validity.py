@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import block_transcripts, messages, transcripts
-from workingctx import Message, ToolCall, ToolResultBlock
+from workingctx import Message, ToolCall
 from workingctx.exceptions import ProviderError, WorkingCtxError
+from workingctx.messages import ToolResultBlock
 from workingctx.validity import (
     PROVIDERS,
     RULES,

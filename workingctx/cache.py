@@ -40,6 +40,7 @@ import attrs
 
 from workingctx.context import WorkingContext
 from workingctx.exceptions import CacheRuleError
+from workingctx.frozen import FrozenDict
 from workingctx.messages import (
     CacheBreakpoint,
     ContentBlock,
@@ -91,7 +92,7 @@ def _minimums(value: object) -> Mapping[str, int]:
         if not isinstance(name, str) or not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
             msg = f"minimum_tokens[{name!r}] must map a str to a non-negative int, got {tokens!r}"
             raise CacheRuleError(msg)
-    return MappingProxyType(dict(value))
+    return FrozenDict(value)
 
 
 def _nonneg(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -107,11 +108,11 @@ def _positive(_inst: object, attribute: attrs.Attribute[Any], value: object) -> 
 
 
 def _no_write_charge() -> Mapping[str, Decimal]:
-    return MappingProxyType({"5m": Decimal(1)})
+    return FrozenDict({"5m": Decimal(1)})
 
 
 def _read_only(value: Mapping[str, Decimal]) -> Mapping[str, Decimal]:
-    return MappingProxyType(dict(value))
+    return FrozenDict(value)
 
 
 @attrs.frozen
@@ -268,7 +269,7 @@ def can_carry_breakpoint(block: str | ContentBlock | ToolCall) -> bool:
     field); never empty text, thinking, a citation, audio, video, raw data or
     a provider's own block.
 
-    >>> from workingctx import ReasoningBlock, TextBlock
+    >>> from workingctx.messages import ReasoningBlock, TextBlock
     >>> can_carry_breakpoint(TextBlock("Runbook")), can_carry_breakpoint(ReasoningBlock("hmm"))
     (True, False)
     """
@@ -511,10 +512,10 @@ class CachePlan:
         The request's messages with the plan's breakpoints set on their blocks
         (``cache=CacheBreakpoint(ttl)``), ready for an adapter to write.
 
-        Text content becomes a :class:`~workingctx.TextBlock` (inside the
+        Text content becomes a :class:`~workingctx.messages.TextBlock` (inside the
         result, on a tool result); when a tool call
         carries a breakpoint, the message's tool calls become
-        :class:`~workingctx.ToolCallBlock` content in the same order. Other
+        :class:`~workingctx.messages.ToolCallBlock` content in the same order. Other
         messages are returned as they are. The automatic breakpoint and
         OpenAI's ``cache_key`` are request options: :attr:`automatic`,
         :attr:`cache_key`.

@@ -6,7 +6,8 @@ Deep freezing: read-only payloads that still look and compare like plain data.
 exact inverse. Any other leaf, including your own objects, passes through by
 identity: it is never copied or reconstructed.
 
->>> from workingctx import deep_freeze, thaw
+>>> from workingctx import thaw
+>>> from workingctx.frozen import deep_freeze
 >>> plan = deep_freeze({"steps": ["a", "b"]})
 >>> plan
 {'steps': ['a', 'b']}

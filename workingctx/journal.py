@@ -35,7 +35,7 @@ class MutationJournal(Generic[EntryT]):
 
     Entries are JSON data (str, int, float, bool, None, lists and dicts with
     str keys), frozen when they are recorded: a dict becomes a read-only
-    :class:`~workingctx.FrozenDict`, so an entry cannot change after the fact,
+    :class:`~workingctx.frozen.FrozenDict`, so an entry cannot change after the fact,
     and every snapshot and checkpoint holding it stays what it was.
 
     Args:

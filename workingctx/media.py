@@ -2,7 +2,7 @@
 Media stores: image, audio and document bytes kept out of the transcript.
 
 A media store keeps bytes by their content (their sha256) and hands back a
-:class:`~workingctx.MediaRef` of kind ``"store"``: a URL
+:class:`~workingctx.messages.MediaRef` of kind ``"store"``: a URL
 ``workingctx://media/<sha256>``, the sha256, the size, the MIME type and, for
 PNG, JPEG, GIF and WebP images, the width and height. Messages, snapshots,
 digests and checkpoints carry only that reference; :func:`resolve_media` puts
@@ -141,7 +141,7 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
 
 def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
     """
-    The :class:`~workingctx.MediaRef` of kind ``"store"`` that names *data*:
+    The :class:`~workingctx.messages.MediaRef` of kind ``"store"`` that names *data*:
     what every store's ``put`` returns, for stores of your own to return too.
 
     Args:
@@ -304,7 +304,7 @@ class InMemoryMediaStore:
         The bytes *ref* names.
 
         Raises:
-            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
             MediaError: They are not here, or *ref* is not of kind ``"store"``.
         """
         key = _key(ref, self)
@@ -379,7 +379,7 @@ class FileMediaStore:
         The file the bytes of *ref* are (or would be) kept in.
 
         Raises:
-            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
             MediaError: *ref* is not of kind ``"store"``.
         """
         sha = _key(ref, self)
@@ -428,7 +428,7 @@ class FileMediaStore:
         The bytes *ref* names, checked against its sha256 and size.
 
         Raises:
-            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
             MediaError: The file is missing or damaged, or *ref* is not of kind ``"store"``.
         """
         target = self.path_of(ref)
@@ -539,7 +539,7 @@ class SQLiteMediaStore:
         The bytes *ref* names, checked against its sha256.
 
         Raises:
-            TypeError: *ref* is not a :class:`~workingctx.MediaRef`.
+            TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
             MediaError: They are missing or damaged, or *ref* is not of kind ``"store"``.
         """
         key = _key(ref, self)
@@ -590,7 +590,7 @@ Uploader = Callable[[MediaRef, bytes], "str | MediaRef"]
 """
 An upload hook for :func:`resolve_media`: given a store reference and its
 bytes, it uploads them to the provider and returns the provider's file id
-(or a whole :class:`~workingctx.MediaRef`, such as one of kind ``"url"``).
+(or a whole :class:`~workingctx.messages.MediaRef`, such as one of kind ``"url"``).
 """
 
 
@@ -619,7 +619,8 @@ def resolve_media(messages: Iterable[Message], store: MediaStore, *, upload: Upl
         MediaError: The bytes of a reference are missing or damaged.
         TypeError: *upload* returned something other than a str or a MediaRef.
 
-    >>> from workingctx import ImageBlock, Message
+    >>> from workingctx import Message
+    >>> from workingctx.messages import ImageBlock
     >>> store = InMemoryMediaStore()
     >>> ref = store.put(b"GIF89a\\x01\\x00\\x01\\x00", "image/gif")
     >>> message = Message("user", [ImageBlock(ref)])

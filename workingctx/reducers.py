@@ -312,7 +312,7 @@ class ToolResult:
         The tool message answering *call_id*.
 
         A text result that is not an error is plain text content; an error, or
-        a result that is not text, is one :class:`~workingctx.ToolResultBlock`
+        a result that is not text, is one :class:`~workingctx.messages.ToolResultBlock`
         carrying ``is_error`` and ``status``.
 
         Raises:

@@ -624,7 +624,8 @@ def unstructure(value: Any, cls: Any = None) -> Any:
         SerializationError: A payload holds something JSON cannot (a set, a
             non-string key, an object of your own); ``path`` says where.
 
-    >>> from workingctx import Message, TextBlock
+    >>> from workingctx import Message
+    >>> from workingctx.messages import TextBlock
     >>> unstructure(Message("user", [TextBlock("hi")]))
     {'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}]}
     """

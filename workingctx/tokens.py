@@ -10,7 +10,8 @@ runs a real tokenizer. Counts are cached on each message, so counting a grown
 transcript again costs only its new messages, and :class:`RunningCount` keeps
 the running total of a growing transcript.
 
->>> from workingctx import Message, ToolCall, estimate_message_tokens
+>>> from workingctx import Message, ToolCall
+>>> from workingctx.tokens import estimate_message_tokens
 >>> transcript = [
 ...     Message("user", "check the cert"),
 ...     Message("assistant", tool_calls=(ToolCall("c1", "openssl", {"host": "example.com", "port": 443}),)),
@@ -287,7 +288,7 @@ def media_tokens(block: object, *, images: ImageRule = "openai") -> int:
     Returns:
         The estimated tokens of the block's media.
 
-    >>> from workingctx import ImageBlock, MediaRef
+    >>> from workingctx.messages import ImageBlock, MediaRef
     >>> media_tokens(ImageBlock(MediaRef(url="https://example.com/a.png", width=1024, height=1024)))
     765
     >>> media_tokens(ImageBlock(MediaRef(url="https://example.com/a.png", width=512, height=512)))

@@ -11,9 +11,7 @@ from typing import Any, assert_type
 
 from workingctx import (
     ApproxTokenCounter,
-    ContextDiff,
     FrozenContext,
-    FrozenDict,
     LastNTurns,
     Message,
     MessageContextManager,
@@ -24,14 +22,14 @@ from workingctx import (
     TokenBudgetContextManager,
     ToolCall,
     WorkingContext,
-    add_messages_to,
-    common_prefix_length,
-    deep_freeze,
-    estimate_message_tokens,
-    surviving_indices,
     thaw,
 )
 from workingctx.context import TailView
+from workingctx.frozen import FrozenDict, deep_freeze
+from workingctx.reducers import add_messages_to
+from workingctx.scopes import surviving_indices
+from workingctx.snapshot import ContextDiff, common_prefix_length
+from workingctx.tokens import estimate_message_tokens
 
 
 async def check_context() -> None:
@@ -76,7 +74,6 @@ def check_values() -> None:
 
 
 async def check_media() -> None:
-    from workingctx import MediaRef  # noqa: PLC0415
     from workingctx.media import (  # noqa: PLC0415
         FileMediaStore,
         InMemoryMediaStore,
@@ -86,6 +83,7 @@ async def check_media() -> None:
         resolve_media,
         store_ref,
     )
+    from workingctx.messages import MediaRef  # noqa: PLC0415
     from workingctx.tokens import image_tokens  # noqa: PLC0415
 
     store: MediaStore = FileMediaStore("media")
@@ -107,16 +105,15 @@ async def check_media() -> None:
 
 
 def check_checkpoint_stores() -> None:
-    from workingctx import (  # noqa: PLC0415  # kept beside the checks that use them
-        Checkpoint,
+    from workingctx import Checkpoint, SQLiteStore  # noqa: PLC0415  # kept beside the checks that use them
+    from workingctx.exceptions import HeadConflictError  # noqa: PLC0415
+    from workingctx.persistence import (  # noqa: PLC0415
         CheckpointInfo,
         CheckpointStore,
-        HeadConflictError,
+        ContextStore,
         PostgresStore,
         RedisStore,
-        SQLiteStore,
     )
-    from workingctx.persistence import ContextStore  # noqa: PLC0415
 
     checkpoint = Checkpoint.capture(WorkingContext())
     stores: list[CheckpointStore] = [
@@ -144,7 +141,9 @@ def check_validity() -> None:
 
 
 def check_subagents() -> None:
-    from workingctx import Tagged, ToolCall, TrimReport  # noqa: PLC0415  # kept beside the checks that use them
+    from workingctx import ToolCall  # noqa: PLC0415  # kept beside the checks that use them
+    from workingctx.managers import TrimReport  # noqa: PLC0415
+    from workingctx.scopes import Tagged  # noqa: PLC0415
 
     ctx = WorkingContext()
     assert_type(ctx.pending_calls, tuple[ToolCall, ...])

@@ -9,7 +9,8 @@ live, writable context. Stores share one small protocol,
 :class:`PostgresStore` and :class:`RedisStore` for checkpoints shared by
 processes on many machines.
 
->>> from workingctx import Checkpoint, InMemoryStore, Message, WorkingContext, rehydrate
+>>> from workingctx import Checkpoint, InMemoryStore, Message, WorkingContext
+>>> from workingctx.persistence import rehydrate
 >>> store = InMemoryStore()
 >>> ctx = WorkingContext().append(Message("user", "hello")).note("plan", {"steps": ["a"]})
 >>> saved = store.save(Checkpoint.capture(ctx))

@@ -209,7 +209,8 @@ def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:
     Raises:
         TypeError: *checkpoint* is neither.
 
-    >>> from workingctx import Checkpoint, WorkingContext, rehydrate
+    >>> from workingctx import Checkpoint, WorkingContext
+    >>> from workingctx.persistence import rehydrate
     >>> saved = Checkpoint.capture(WorkingContext().note("plan", {"steps": ["a"]}))
     >>> ctx = rehydrate(saved)
     >>> ctx.get("plan")["steps"].append("b")

@@ -9,7 +9,8 @@ on the sets of kept indices, so positional scopes keep their meaning at any
 depth. :func:`surviving_indices` answers for either kind, and
 ``WorkingContext.slice(scope)`` builds a context from its answer.
 
->>> from workingctx import LastNTurns, Message, RoleFilter, surviving_indices
+>>> from workingctx import Message
+>>> from workingctx.scopes import LastNTurns, RoleFilter, surviving_indices
 >>> msgs = [Message("system", "House rules.")]
 >>> for i in range(3):
 ...     msgs += [Message("user", f"q{i}"), Message("assistant", f"a{i}")]
@@ -52,3 +53,12 @@ __all__ = [
     "explain",
     "surviving_indices",
 ]
+
+# Every class and function above is defined in a private module: say where users
+# import it from, so reprs, docs and pickles name ``workingctx.scopes`` and a
+# stored scope still loads after the private modules move.
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith(f"{__name__}._"):
+        _value.__module__ = __name__
+del _name, _value

@@ -61,7 +61,7 @@ class PositionalScope(Protocol):
     "The last two turns" or "the newest messages that fit 4,000 tokens" is a
     property of the list, not of one message, so such a scope implements
     ``surviving_indices(messages)`` and returns the indices it keeps. Its
-    ``matches()``, if it has one, raises :class:`~workingctx.PositionalScopeError`.
+    ``matches()``, if it has one, raises :class:`~workingctx.exceptions.PositionalScopeError`.
     The combinators implement this hook too, so they compose positional scopes
     correctly at any depth.
 

@@ -129,7 +129,8 @@ class TokenBudget(_ScopeOps):
             or *include_system* is not a bool.
         ScopeError: *max_tokens* is negative, or *start_on* is unknown.
 
-    >>> from workingctx import Message, ToolCall, surviving_indices
+    >>> from workingctx import Message, ToolCall
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [
     ...     Message("system", "Be brief."),
     ...     Message("user", "What is the weather in Oslo, and should I bring an umbrella today?"),

@@ -56,7 +56,7 @@ class LastNTurns(_ScopeOps):
     >>> msgs = [Message("system", "House rules.")]
     >>> for i in range(3):
     ...     msgs += [Message("user", f"q{i}"), Message("assistant", f"a{i}")]
-    >>> from workingctx import surviving_indices
+    >>> from workingctx.scopes import surviving_indices
     >>> [msgs[i].content for i in sorted(surviving_indices(LastNTurns(1), msgs))]
     ['House rules.', 'q2', 'a2']
     """
@@ -210,7 +210,8 @@ class Since(_ScopeOps):
         TypeError: *index* is not an int.
         ScopeError: *index* is negative.
 
-    >>> from workingctx import Message, surviving_indices
+    >>> from workingctx import Message
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [Message("user", "q0"), Message("assistant", "a0"), Message("user", "q1")]
     >>> sorted(surviving_indices(Since(1), msgs))
     [1, 2]

@@ -33,7 +33,8 @@ class CompletedToolSequences(_ScopeOps):
     answer is not complete. ``~CompletedToolSequences()`` removes the finished
     tool work and keeps everything else, incomplete sequences whole.
 
-    >>> from workingctx import Message, ToolCall, surviving_indices
+    >>> from workingctx import Message, ToolCall
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [
     ...     Message("user", "cert?"),
     ...     Message("assistant", tool_calls=(ToolCall("c1", "openssl"),)),
@@ -117,7 +118,8 @@ class WholeExchanges(_ScopeOps):
         TypeError: *scope* is not a scope.
         ScopeError: *mode* is neither ``"expand"`` nor ``"drop"``.
 
-    >>> from workingctx import Message, Since, ToolCall, surviving_indices
+    >>> from workingctx import Message, Since, ToolCall
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [
     ...     Message("user", "cert?"),
     ...     Message("assistant", tool_calls=(ToolCall("c1", "openssl"), ToolCall("c2", "dig"))),
