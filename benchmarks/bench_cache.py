@@ -14,14 +14,23 @@ behind a 20,000-token frozen prefix, in a 30,000-token window, replayed with
 (c) the same manager with breakpoints from ``workingctx.cache.plan``.
 
 Each row reports the share of input tokens read from the cache, the run's
-total cost (input and output), and how many requests paid again for tokens a
-cache entry held because no breakpoint's lookback reached it. Models:
-claude-sonnet-4-6 and gpt-5, at the built-in prices.
+total cost (input and output), its input cost against (a)'s, the lowest input
+cost any cache plan could reach for the same requests (``best_input_cost``:
+everything an earlier request sent read from the cache, the rest paid as fresh
+input), and how many requests paid again for tokens a cache entry held because
+no breakpoint's lookback reached it. Models: claude-sonnet-4-6 and gpt-5, at
+the built-in prices.
+
+The first rows let no time pass, so nothing expires. The rows marked "paused"
+replay the same run with time: 20 seconds from each request to the next, and a
+10-minute pause every 25 requests (the user is away), so five-minute entries
+expire; they also count the requests that paid again because an entry had expired.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table
@@ -34,6 +43,17 @@ PREFIX_TOKENS = 20_000
 WINDOW = 30_000
 LOW = 25_000
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5"}
+STEP_SECONDS = 20
+PAUSE_SECONDS = 600
+PAUSE_EVERY = 25
+
+
+def paused() -> Iterator[float]:
+    """
+    Seconds between requests: 20, with a 10-minute pause after every 25th request.
+    """
+    for n in itertools.count(1):
+        yield PAUSE_SECONDS if n % PAUSE_EVERY == 0 else STEP_SECONDS
 
 
 def _prefix_text() -> str:
@@ -85,9 +105,12 @@ class _TrimMessages:
         return ctx
 
 
-def run_strategy(strategy: str, provider: str, turns: list[list[Message]]) -> Simulation:
+def run_strategy(
+    strategy: str, provider: str, turns: list[list[Message]], gaps: Iterator[float] | None = None
+) -> Simulation:
     """
-    One of the three strategies, (a), (b) or (c), under *provider*'s rules.
+    One of the three strategies, (a), (b) or (c), under *provider*'s rules, with
+    *gaps* seconds between requests (None: no time passes).
     """
     model = MODELS[provider]
     flat = [m for turn in turns for m in turn]
@@ -100,6 +123,7 @@ def run_strategy(strategy: str, provider: str, turns: list[list[Message]]) -> Si
             manager=_TrimMessages([system, *flat], WINDOW),
             context=WorkingContext(messages=[system]),
             cache="last",
+            gaps=gaps,
         )
     manager = TokenBudgetContextManager(WINDOW, low_watermark=LOW)
     context = WorkingContext(prefix=PrefixContext(system_prompt=_prefix_text()))
@@ -110,6 +134,7 @@ def run_strategy(strategy: str, provider: str, turns: list[list[Message]]) -> Si
         manager=manager,
         context=context,
         cache="auto" if strategy == "b" else "plan",
+        gaps=gaps,
     )
 
 
@@ -120,31 +145,39 @@ LABELS = {
 }
 
 
-def results(count: int) -> dict[tuple[str, str], Simulation]:
+def results(count: int, *, pauses: bool = False) -> dict[tuple[str, str], Simulation]:
     """
-    Every strategy under every provider's rules, over *count* turns.
+    Every strategy under every provider's rules, over *count* turns, with
+    :func:`paused` gaps between requests when *pauses*.
     """
     turns = _turns(count)
-    return {(provider, s): run_strategy(s, provider, turns) for provider in MODELS for s in "abc"}
+    return {
+        (provider, s): run_strategy(s, provider, turns, paused() if pauses else None)
+        for provider in MODELS
+        for s in "abc"
+    }
 
 
 def run(table: Table, quick: bool) -> None:
     count = 60 if quick else 300
-    runs = results(count)
     size = f"{count} turns, {PREFIX_TOKENS:,}-token prefix, {WINDOW:,}-token window"
-    for provider, model in MODELS.items():
-        base = runs[(provider, "a")]
-        for strategy in "abc":
-            sim = runs[(provider, strategy)]
-            table.add(
-                GROUP,
-                f"{provider} {LABELS[strategy]}",
-                size,
-                None,
-                note=(
-                    f"{len(sim.requests)} requests, {sim.cached_share:.1%} of {sim.input_tokens:,} input tokens "
-                    f"read from cache; ${sim.cost:.2f} on {model} (uncached ${sim.uncached_cost:.2f}); "
-                    f"input cost {sim.input_cost / base.input_cost:.0%} of (a)'s; "
-                    f"{sim.lookback_misses} lookback misses"
-                ),
-            )
+    for pauses in (False, True):
+        runs = results(count, pauses=pauses)
+        for provider, model in MODELS.items():
+            base = runs[(provider, "a")]
+            for strategy in "abc":
+                sim = runs[(provider, strategy)]
+                expiry = f"; {sim.expiry_misses} expiry misses" if pauses else ""
+                table.add(
+                    GROUP,
+                    f"{provider} {LABELS[strategy]}{', paused' if pauses else ''}",
+                    size,
+                    None,
+                    note=(
+                        f"{len(sim.requests)} requests, {sim.cached_share:.1%} of {sim.input_tokens:,} input tokens "
+                        f"read from cache; ${sim.cost:.2f} on {model} (uncached ${sim.uncached_cost:.2f}); "
+                        f"input ${sim.input_cost:.2f}, {sim.input_cost / base.input_cost:.1%} of (a)'s "
+                        f"(best any plan: {sim.best_input_cost / base.input_cost:.1%}); "
+                        f"{sim.lookback_misses} lookback misses{expiry}"
+                    ),
+                )

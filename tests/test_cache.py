@@ -4,6 +4,7 @@ Tests for workingctx.cache: rules, plans, reports and simulations.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from decimal import Decimal
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import messages
+from tests.strategies import messages, transcripts
 from workingctx import Message, PrefixContext, ToolCall, Usage, WorkingContext
 from workingctx.cache import (
     RULES,
@@ -30,6 +31,11 @@ from workingctx.messages import CacheBreakpoint, ImageBlock, MediaRef, Reasoning
 from workingctx.pricing import cost
 
 ANTHROPIC_MODELS = [*RULES["anthropic"].minimum_tokens, "claude-unknown-9"]
+# Built-in prices, minimums of 512, 1,024 and 4,096 tokens, and a long-context tier.
+PRICED_MODELS = {
+    "anthropic": ["claude-sonnet-4-6", "claude-opus-5", "claude-haiku-4-5"],
+    "openai": ["gpt-5", "gpt-5.4"],
+}
 
 
 class PerMessage:
@@ -594,3 +600,223 @@ class TestStrategies:
         ctx = _context(10, [Message.user("q")])
         made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", counter=Whole())
         assert 2_000 == made.total_tokens
+
+
+# -- expiry -------------------------------------------------------------------------------
+
+
+def _chat(count: int) -> list[list[Message]]:
+    return [[Message.user(_big(1_500) + f" q{t}"), Message.assistant(_big(200) + f" a{t}")] for t in range(count)]
+
+
+def _timed(gaps: object, *, cache: object = "plan", provider: str = "anthropic", count: int = 2) -> object:
+    model = "claude-sonnet-4-6" if provider == "anthropic" else "gpt-5"
+    return simulate(
+        _chat(count),
+        provider=provider,
+        model=model,
+        context=_context(5_000, []),
+        cache=cache,  # type: ignore[arg-type]
+        gaps=gaps,  # type: ignore[arg-type]
+    )
+
+
+class TestExpiry:
+    def test_five_minute_entries_expire_the_hour_long_prefix_stays(self):
+        """
+        After 301 idle seconds the five-minute entries are gone: the next request reads only
+        the one-hour prefix and writes the rest again; at exactly 300 s it reads everything.
+        """
+        on_time, late = _timed(300), _timed(301)
+        first = on_time.requests[0].usage
+        assert first.cache_write_1h_tokens == 5_004  # the prefix message, for an hour
+        assert on_time.requests[1].usage.cache_read_tokens == sum(
+            (first.cache_read_tokens, first.cache_write_tokens, first.input_tokens)
+        )
+        assert 0 == on_time.expiry_misses
+        second = late.requests[1]
+        assert 5_004 == second.usage.cache_read_tokens
+        assert second.usage.cache_write_tokens > 1_500
+        assert 0 == second.usage.cache_write_1h_tokens
+        assert 1 == late.expiry_misses
+        assert second.expired_tokens == on_time.requests[1].usage.cache_read_tokens - 5_004
+        assert (0.0, 301.0) == (late.requests[0].at, late.requests[1].at)
+        assert late.input_cost > on_time.input_cost
+
+    def test_after_an_hour_nothing_is_read(self):
+        """
+        Past the one-hour lifetime even the prefix is written again, for an hour.
+        """
+        sim = _timed(3_601)
+        assert 0 == sim.requests[1].usage.cache_read_tokens
+        assert 5_004 == sim.requests[1].usage.cache_write_1h_tokens
+
+    def test_reads_renew_entries(self):
+        """
+        Requests 200 s apart keep their entries alive far past five minutes: each read renews them.
+        """
+        sim = _timed(200, count=10)
+        assert 0 == sim.expiry_misses
+        assert sim.requests[-1].at == 1_800
+        assert all(r.usage.cache_read_tokens > 5_004 for r in sim.requests[1:])
+
+    def test_five_minute_prefix_expires_with_the_rest(self):
+        """
+        With only the automatic (five-minute) breakpoint, a pause of six minutes loses the prefix too.
+        """
+        sim = _timed(360, cache="auto")
+        assert 0 == sim.requests[1].usage.cache_read_tokens
+        assert 1 == sim.expiry_misses
+
+    def test_implicit_caches_expire_when_idle(self):
+        """
+        OpenAI's cache is gone after five idle minutes; before that it reads in 128-token steps.
+        """
+        assert _timed(299, provider="openai").requests[1].usage.cache_read_tokens > 5_000
+        late = _timed(301, provider="openai")
+        assert 0 == late.requests[1].usage.cache_read_tokens
+        assert 1 == late.expiry_misses
+
+    def test_gaps_one_per_request(self):
+        """
+        An iterable gives one gap per request after the first; too few is an error naming the fix.
+        """
+        sim = _timed([10, 400, 10], count=4)
+        assert [0, 10, 410, 420] == [r.at for r in sim.requests]
+        assert [0, 0, 1, 0] == [1 if r.expired_tokens else 0 for r in sim.requests]
+        with pytest.raises(CacheRuleError, match="gaps ran out after 2 requests"):
+            _timed([10], count=3)
+
+    def test_report_after_a_pause(self):
+        """
+        report(elapsed=...) says what the next request reads after that many idle seconds.
+        """
+        ctx = _context(5_000, [Message.user(_big(1_500))])
+        before = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        ctx.append(Message.assistant("a1"), Message.user("q2"))
+        now = report(before, ctx, provider="anthropic", model="claude-sonnet-4-6")
+        assert now == report(before, ctx, provider="anthropic", model="claude-sonnet-4-6", elapsed=300)
+        later = report(before, ctx, provider="anthropic", model="claude-sonnet-4-6", elapsed=600)
+        assert 5_004 == later.usage.cache_read_tokens
+        assert later.expired_tokens == now.usage.cache_read_tokens - 5_004
+        assert later.cost > now.cost
+        assert 0 == now.expired_tokens
+
+    @pytest.mark.parametrize(
+        ("gaps", "error", "match"),
+        [
+            (-1, CacheRuleError, "non-negative"),
+            (float("nan"), CacheRuleError, "finite"),
+            (float("inf"), CacheRuleError, "finite"),
+            (Decimal("sNaN"), CacheRuleError, "finite"),
+            (10**400, CacheRuleError, "below 10"),
+            (True, TypeError, "number of seconds"),
+            ("60", TypeError, "gaps must be a number"),
+            ([10, "x"], TypeError, r"gaps\[1\] must be a number"),
+            ([-5], CacheRuleError, r"gaps\[0\] must be a finite, non-negative"),
+        ],
+    )
+    def test_bad_gaps(self, gaps, error, match):
+        """
+        A gap that is not a finite, non-negative number of seconds is refused, naming it.
+        """
+        with pytest.raises(error, match=match):
+            _timed(gaps, count=3)
+
+    def test_bad_elapsed(self):
+        """
+        A negative elapsed time is refused.
+        """
+        ctx = _context(5_000, [Message.user("q")])
+        with pytest.raises(CacheRuleError, match="elapsed must be a finite, non-negative"):
+            report(ctx.freeze(), ctx, provider="anthropic", model="claude-sonnet-4-6", elapsed=-1)
+
+    def test_rules_need_a_lifetime_per_ttl(self):
+        """
+        Rules that offer a TTL without a lifetime, or with a bad one, are refused.
+        """
+        with pytest.raises(CacheRuleError, match=r"no lifetime for \['1h'\]"):
+            CacheRules(
+                "p",
+                explicit=True,
+                max_breakpoints=4,
+                lookback_blocks=20,
+                minimum_tokens={},
+                default_minimum=0,
+                ttls=("1h", "5m"),
+            )
+        with pytest.raises(CacheRuleError, match=r"lifetimes\['2h'\]"):
+            CacheRules(
+                "p", explicit=False, max_breakpoints=0, lookback_blocks=1, minimum_tokens={}, default_minimum=0,
+                lifetimes={"5m": 300, "2h": 7200},
+            )  # fmt: skip
+        with pytest.raises(CacheRuleError, match=r"lifetimes\['5m'\]"):
+            CacheRules(
+                "p", explicit=False, max_breakpoints=0, lookback_blocks=1, minimum_tokens={}, default_minimum=0,
+                lifetimes={"5m": 0},
+            )  # fmt: skip
+        with pytest.raises(TypeError, match="lifetimes must be a mapping"):
+            CacheRules(
+                "p", explicit=False, max_breakpoints=0, lookback_blocks=1, minimum_tokens={}, default_minimum=0,
+                lifetimes=300,  # type: ignore[arg-type]
+            )  # fmt: skip
+        assert {"5m": 300, "1h": 3_600} == dict(RULES["anthropic"].lifetimes)
+
+
+@st.composite
+def timed_runs(draw: st.DrawFn) -> tuple[str, str, object, int, list[Message], list[float], PerMessage, bool]:
+    """
+    A provider and model, a strategy, a prefix size, a transcript, gaps between
+    requests (cycled), a token scale, and whether a watermark manager cuts the run.
+    """
+    provider = draw(st.sampled_from(["anthropic", "openai"]))
+    model = draw(st.sampled_from(PRICED_MODELS[provider]))
+    strategy = draw(st.sampled_from(["plan", "auto", "last"]))
+    prefix_tokens = draw(st.sampled_from([0, 600, 1_500, 5_000]))
+    transcript = draw(transcripts(max_turns=5, allow_pending=False))
+    gaps = draw(st.lists(st.floats(0, 5_000, allow_nan=False), min_size=1, max_size=6))
+    counter = PerMessage(draw(st.sampled_from([60, 400, 2_500])))
+    return provider, model, strategy, prefix_tokens, transcript, gaps, counter, draw(st.booleans())
+
+
+def _run(
+    provider: str, model: str, strategy: object, prefix_tokens: int, transcript: list[Message], counter: PerMessage,
+    cut: bool, gaps: object,
+) -> object:  # fmt: skip
+    context = WorkingContext(prefix=PrefixContext(system_prompt=_big(prefix_tokens)), counter=counter)
+    # Room for the prefix and a few messages, so cuts happen but always fit.
+    window = prefix_tokens + 12 * (counter.each + 200)
+    manager = TokenBudgetContextManager(window, low_watermark=window * 2 // 3) if cut else None
+    return simulate(
+        transcript, provider=provider, model=model, context=context, manager=manager,
+        cache=strategy, gaps=gaps,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+class TestExpiryLaws:
+    @given(timed_runs())
+    def test_expiry_never_makes_a_run_cheaper(self, run):
+        """
+        Over random runs, providers, models, strategies and gaps: with time passing, no
+        request's input costs less than with no time passing, every request costs at least
+        the best any plan could do for it, which is at least every token read from the
+        cache; gaps of zero are no time at all.
+        """
+        provider, model, strategy, prefix_tokens, transcript, gaps, counter, cut = run
+        timeless = _run(provider, model, strategy, prefix_tokens, transcript, counter, cut, None)
+        timed = _run(provider, model, strategy, prefix_tokens, transcript, counter, cut, itertools.cycle(gaps))
+        zero = _run(provider, model, strategy, prefix_tokens, transcript, counter, cut, 0)
+        assert zero == timeless
+        assert len(timed.requests) == len(timeless.requests)
+        for slow, fast in zip(timed.requests, timeless.requests, strict=True):
+            assert slow.input_cost >= fast.input_cost
+            assert slow.best_input_cost == fast.best_input_cost
+            assert slow.uncached_input_cost == fast.uncached_input_cost
+            sent = slow.usage.input_tokens + slow.usage.cache_read_tokens + slow.usage.cache_write_tokens
+            floor = cost(model, Usage(cache_read_tokens=sent))
+            assert slow.input_cost >= slow.best_input_cost >= floor
+            assert fast.input_cost >= fast.best_input_cost
+            assert slow.input_cost <= cost(model, Usage(cache_write_tokens=sent, cache_write_1h_tokens=sent))
+            if slow.usage.cache_read_tokens < fast.usage.cache_read_tokens:
+                assert slow.expired_tokens > 0
+        assert timed.input_cost >= timeless.input_cost >= timeless.best_input_cost

@@ -18,7 +18,8 @@ model, and breaking one costs money silently:
 :data:`RULES` holds these facts (checked on :data:`RULES_AS_OF`); :func:`plan`
 places breakpoints that obey them, :func:`report` says in tokens and dollars
 what the next request will read, write and cost, and :func:`simulate` replays a
-whole run request by request.
+whole run request by request, with time passing if you say so: an entry older
+than its lifetime (:attr:`CacheRules.lifetimes`) is gone and written again.
 
 >>> from workingctx import Message, PrefixContext, WorkingContext
 >>> ctx = WorkingContext(prefix=PrefixContext(system_prompt="Rules. " * 2_000))
@@ -31,7 +32,9 @@ whole run request by request.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import itertools
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
@@ -115,6 +118,21 @@ def _read_only(value: Mapping[str, Decimal]) -> Mapping[str, Decimal]:
     return FrozenDict(value)
 
 
+def _five_minutes() -> Mapping[str, int]:
+    return FrozenDict({"5m": 300})
+
+
+def _lifetimes(value: object) -> Mapping[str, int]:
+    if not isinstance(value, Mapping):
+        msg = f"lifetimes must be a mapping of TTL name to seconds, such as {{'5m': 300}}, got {value!r}"
+        raise TypeError(msg)
+    for name, seconds in value.items():
+        if name not in _TTL_ORDER or not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1:
+            msg = f"lifetimes[{name!r}] must map '5m' or '1h' to a positive int of seconds, got {seconds!r}"
+            raise CacheRuleError(msg)
+    return FrozenDict(value)
+
+
 @attrs.frozen
 class CacheRules:
     """
@@ -135,6 +153,13 @@ class CacheRules:
         read_multiplier: A cache read's price as a multiple of the input price
             (what the built-in prices say; :mod:`workingctx.pricing` bills it).
         write_multipliers: A cache write's price as a multiple of the input price, by lifetime.
+        lifetimes: How many seconds an entry of each TTL lives after it was
+            last written or read (every read renews it); an entry older than
+            that is gone, and the next request writes it again. For implicit
+            caches, the ``"5m"`` lifetime is how long an unused prefix stays.
+
+    Raises:
+        CacheRuleError: a negative limit, or a TTL of *ttls* without a lifetime.
     """
 
     provider: str
@@ -147,6 +172,16 @@ class CacheRules:
     ttls: tuple[TTL, ...] = ("5m",)
     read_multiplier: Decimal = Decimal("0.1")
     write_multipliers: Mapping[str, Decimal] = attrs.field(factory=_no_write_charge, converter=_read_only)
+    lifetimes: Mapping[str, int] = attrs.field(factory=_five_minutes, converter=_lifetimes)
+
+    def __attrs_post_init__(self) -> None:
+        missing = [ttl for ttl in self.ttls if ttl not in self.lifetimes]
+        if missing:
+            msg = (
+                f"{self.provider} caching rules offer the TTLs {list(self.ttls)} but give no lifetime for "
+                f"{missing}; pass lifetimes={{'5m': 300, '1h': 3600}} (seconds)"
+            )
+            raise CacheRuleError(msg)
 
     def minimum_for(self, model: str) -> int:
         """
@@ -194,6 +229,8 @@ RULES: Mapping[str, CacheRules] = MappingProxyType(
             ttls=("1h", "5m"),
             read_multiplier=Decimal("0.1"),
             write_multipliers={"5m": Decimal("1.25"), "1h": Decimal(2)},
+            # Every read renews an entry for its whole lifetime, at no charge.
+            lifetimes={"5m": 300, "1h": 3_600},
         ),
         "openai": CacheRules(
             provider="openai",
@@ -204,6 +241,9 @@ RULES: Mapping[str, CacheRules] = MappingProxyType(
             default_minimum=1024,
             step_tokens=128,
             read_multiplier=Decimal("0.1"),
+            # In-memory retention: cleared after five to ten idle minutes; the
+            # simulation takes the shorter figure.
+            lifetimes={"5m": 300},
         ),
         "gemini": CacheRules(
             provider="gemini",
@@ -220,6 +260,9 @@ RULES: Mapping[str, CacheRules] = MappingProxyType(
             },
             default_minimum=4096,
             read_multiplier=Decimal("0.1"),
+            # Google gives no idle lifetime for implicit caching (entries go
+            # within a day, most much sooner); the simulation takes five minutes.
+            lifetimes={"5m": 300},
         ),
     }
 )
@@ -728,51 +771,126 @@ def prompt_cache_key(source: object, cache: object = True) -> str | None:
 # -- what a request reads and writes ------------------------------------------------
 
 
+_FOREVER = 10**15  # seconds; anything longer is taken for a mistake
+
+
+def _seconds(value: object, what: str) -> float:
+    """
+    *value* as a number of seconds: finite and not negative.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        msg = f"{what} must be a number of seconds, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+    number: int | float | Decimal = value
+    finite = number.is_finite() if isinstance(number, Decimal) else isinstance(number, int) or math.isfinite(number)
+    if not finite or not 0 <= number < _FOREVER:
+        msg = f"{what} must be a finite, non-negative number of seconds (below 10**15), got {value!r}"
+        raise CacheRuleError(msg)
+    return float(number)
+
+
+@attrs.define
+class _Entry:
+    """
+    One cache entry: the tokens it holds, its lifetime, and when it was last written or read.
+    """
+
+    tokens: int
+    ttl: TTL
+    used: float
+
+
+@attrs.frozen
+class _Served:
+    """
+    What one request read and wrote, and what it paid again.
+    """
+
+    read: int
+    written_5m: int
+    written_1h: int
+    missed: int  # tokens a live entry held that no breakpoint's lookback reached
+    expired: int  # tokens an expired entry held beyond what was read
+
+
 @attrs.define
 class _Cache:
     """
-    The provider's cache as a simulation sees it: entries by request identity.
+    The provider's cache as a simulation sees it: entries by request identity,
+    each gone once it is older than its lifetime (a read renews it).
     """
 
     rules: CacheRules
     minimum: int
-    entries: dict[str, int] = attrs.Factory(dict)
+    entries: dict[str, _Entry] = attrs.Factory(dict)
 
-    def send(self, request: CachePlan) -> tuple[int, int, int, int]:
+    def _live(self, key: str, now: float) -> _Entry | None:
+        entry = self.entries.get(key)
+        if entry is None or now - entry.used > self.rules.lifetimes[entry.ttl]:
+            return None
+        return entry
+
+    def _keep(self, position: _Position, ttl: TTL, now: float) -> None:
         """
-        Serve *request*; return (read, written 5m, written 1h, tokens missed by the lookback).
+        Write the entry ending at *position* for *ttl*, or renew the live one
+        there for its own lifetime (renewing is not billed, so it does not
+        lengthen the entry).
+        """
+        entry = self._live(position.key, now)
+        if entry is not None:
+            entry.used = now
+        else:
+            self.entries[position.key] = _Entry(position.tokens, ttl, now)
+
+    def _expired(self, layout: Sequence[_Position], now: float) -> int:
+        return max(
+            (p.tokens for p in layout if p.key in self.entries and self._live(p.key, now) is None),
+            default=0,
+        )
+
+    def send(self, request: CachePlan, now: float = 0.0) -> _Served:
+        """
+        Serve *request* at *now* (seconds since the run began).
         """
         layout = request._layout
         if not layout:
-            return 0, 0, 0, 0
+            return _Served(0, 0, 0, 0, 0)
         if not self.rules.explicit:
-            return self._implicit(layout)
+            return self._implicit(layout, now)
         index = {(p.message, p.block): i for i, p in enumerate(layout)}
         marks = [(index[(p.message, p.block)], ttl) for p, ttl in _marked(request) if p.tokens >= self.minimum]
         read = 0
+        hit: _Position | None = None
         for at, _ttl in marks:
+            # Each breakpoint looks back for the nearest live entry; the longest found is read.
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
-                found = self.entries.get(layout[j].key)
-                if found is not None:
-                    read = max(read, found)
+                if self._live(layout[j].key, now) is not None:
+                    if layout[j].tokens > read:
+                        read, hit = layout[j].tokens, layout[j]
                     break
-        reachable = max((p.tokens for p in layout if p.key in self.entries), default=0)
+        reachable = max((p.tokens for p in layout if self._live(p.key, now) is not None), default=0)
+        expired = self._expired(layout, now)
         end = max((layout[i].tokens for i, _ in marks), default=0)
         end_1h = max((layout[i].tokens for i, ttl in marks if ttl == "1h"), default=0)
         written_1h = max(0, end_1h - read)
         written = max(0, end - read)
-        for i, _ttl in marks:
-            self.entries[layout[i].key] = layout[i].tokens
-        return read, written - written_1h, written_1h, max(0, reachable - read)
+        if hit is not None:
+            self.entries[hit.key].used = now
+        for i, ttl in marks:
+            self._keep(layout[i], ttl, now)
+        return _Served(
+            read, written - written_1h, written_1h, max(0, reachable - read), max(0, expired - max(read, reachable))
+        )
 
-    def _implicit(self, layout: Sequence[_Position]) -> tuple[int, int, int, int]:
-        shared = max((p.tokens for p in layout if p.key in self.entries), default=0)
+    def _implicit(self, layout: Sequence[_Position], now: float) -> _Served:
+        shared = max((p.tokens for p in layout if self._live(p.key, now) is not None), default=0)
+        expired = self._expired(layout, now)
         read = 0
         if shared >= self.minimum:
             read = shared - (shared - self.minimum) % self.rules.step_tokens
         for position in layout:
-            self.entries[position.key] = position.tokens
-        return read, 0, 0, 0
+            self._keep(position, "5m", now)
+        return _Served(read, 0, 0, 0, max(0, expired - max(read, shared)))
 
 
 @attrs.frozen
@@ -789,6 +907,9 @@ class CacheReport:
         uncached_cost: The same input with no cache at all.
         lookback_miss_tokens: Tokens a cache entry held that no breakpoint's
             lookback reached, so they were paid again.
+        expired_tokens: Tokens a cache entry held that had expired (older
+            than its lifetime) before the request, beyond what a live entry
+            held, so they were paid again.
     """
 
     shared_tokens: int
@@ -797,6 +918,7 @@ class CacheReport:
     cost: Decimal
     uncached_cost: Decimal
     lookback_miss_tokens: int = 0
+    expired_tokens: int = 0
 
     @property
     def saved(self) -> Decimal:
@@ -832,45 +954,64 @@ def report(
     provider: str,
     model: str,
     counter: Any = None,
+    elapsed: float = 0,
 ) -> CacheReport:
     """
     What *current* will read from the cache *previous* left, and what it will cost.
 
     Either side is a context, a snapshot, or the :class:`CachePlan` it is sent
     with; a context or snapshot is planned with :func:`plan` (the current one
-    with the previous one's plan).
+    with the previous one's plan). *elapsed* is the seconds from the previous
+    request to the current one: an entry the previous request wrote that is
+    older than its lifetime by then (:attr:`CacheRules.lifetimes`) is written again.
 
     Raises:
-        CacheRuleError: an unknown provider, or a plan made for another model.
+        CacheRuleError: an unknown provider, a plan made for another model, or
+            a negative or non-finite *elapsed*.
         PricingError: *model* has no price.
     """
     rules = _rules(provider, model)
+    wait = _seconds(elapsed, "elapsed")
     before = _as_plan(previous, provider, model, None, counter)
     after = _as_plan(current, provider, model, before, counter)
     cache = _Cache(rules, rules.minimum_for(model))
-    cache.send(before)
-    read, written_5m, written_1h, missed = cache.send(after)
+    cache.send(before, 0.0)
+    served = cache.send(after, wait)
     keys = {p.key for p in before._layout}
     shared = max((p.tokens for p in after._layout if p.key in keys), default=0)
-    return _report(model, after.total_tokens, shared, read, written_5m, written_1h, missed)
+    return _report(model, _total(after), shared, served)
 
 
-def _report(
-    model: str, total: int, shared: int, read: int, written_5m: int, written_1h: int, missed: int
-) -> CacheReport:
-    usage = Usage(
-        input_tokens=max(0, total - read - written_5m - written_1h),
-        cache_read_tokens=read,
-        cache_write_tokens=written_5m + written_1h,
-        cache_write_1h_tokens=written_1h,
+def _total(request: CachePlan) -> int:
+    """
+    The input tokens of *request*: a plan built by hand may leave total_tokens out, its layout knows them.
+    """
+    return request._layout[-1].tokens if request._layout else request.total_tokens
+
+
+def _sent(total: int, served: _Served) -> Usage:
+    """
+    The input usage of a request of *total* tokens the cache served as *served*.
+    """
+    written = served.written_5m + served.written_1h
+    return Usage(
+        input_tokens=max(0, total - served.read - written),
+        cache_read_tokens=served.read,
+        cache_write_tokens=written,
+        cache_write_1h_tokens=served.written_1h,
     )
+
+
+def _report(model: str, total: int, shared: int, served: _Served) -> CacheReport:
+    usage = _sent(total, served)
     return CacheReport(
         shared_tokens=shared,
         input_tokens=total,
         usage=usage,
         cost=_price(model, usage),
         uncached_cost=_price(model, Usage(input_tokens=total)),
-        lookback_miss_tokens=missed,
+        lookback_miss_tokens=served.missed,
+        expired_tokens=served.expired,
     )
 
 
@@ -881,6 +1022,16 @@ def _report(
 class SimulatedRequest:
     """
     One request of a simulated run: its usage (output included) and cost.
+
+    Attributes:
+        at: When it was sent, in seconds since the run's first request.
+        lookback_miss_tokens: Tokens a live cache entry held that no
+            breakpoint's lookback reached, so they were paid again.
+        expired_tokens: Tokens a cache entry held that had expired before
+            the request, beyond what a live entry held, so they were paid again.
+        best_input_cost: The input cost if the request read from the cache
+            everything an earlier request of the run sent, and paid for the
+            rest as fresh input.
     """
 
     usage: Usage
@@ -890,6 +1041,9 @@ class SimulatedRequest:
     uncached_input_cost: Decimal
     breakpoints: int
     lookback_miss_tokens: int
+    at: float = 0.0
+    expired_tokens: int = 0
+    best_input_cost: Decimal = Decimal(0)
 
 
 @attrs.frozen
@@ -962,6 +1116,25 @@ class Simulation:
         """
         return sum(1 for r in self.requests if r.lookback_miss_tokens)
 
+    @property
+    def expiry_misses(self) -> int:
+        """
+        How many requests paid again for tokens a cache entry held, because
+        the entry had expired (it was older than its lifetime) when they were sent.
+        """
+        return sum(1 for r in self.requests if r.expired_tokens)
+
+    @property
+    def best_input_cost(self) -> Decimal:
+        """
+        The lowest input cost any cache plan could reach for these same
+        requests: each reads from the cache everything an earlier request
+        sent, and pays for the rest as fresh input, with no write premium and
+        nothing expired. :attr:`input_cost` is never below it (at prices where
+        a read costs no more than fresh input and a write no less).
+        """
+        return sum((r.best_input_cost for r in self.requests), Decimal(0))
+
 
 Strategy: TypeAlias = Literal["plan", "auto", "last"] | Callable[[WorkingContext, "CachePlan | None"], CachePlan]
 
@@ -1015,6 +1188,40 @@ def _strategy_plan(
     raise CacheRuleError(msg)
 
 
+def _gaps(gaps: object) -> Iterator[float] | None:
+    """
+    The gaps between requests as an iterator of seconds (a number repeats), or None.
+    """
+    if gaps is None:
+        return None
+    if isinstance(gaps, int | float | Decimal) and not isinstance(gaps, bool):
+        return itertools.repeat(_seconds(gaps, "gaps"))
+    if isinstance(gaps, str | bytes) or not isinstance(gaps, Iterable):
+        msg = (
+            "gaps must be a number of seconds, an iterable of them (one per gap between requests) or None, "
+            f"got {gaps!r} of type {type(gaps).__name__}"
+        )
+        raise TypeError(msg)
+    return iter(gaps)
+
+
+def _next_gap(waits: Iterator[float] | None, sent: int) -> float:
+    """
+    The gap before request number *sent* (counting from 0), checked.
+    """
+    if waits is None:
+        return 0.0
+    try:
+        gap = next(waits)
+    except StopIteration:
+        msg = (
+            f"gaps ran out after {sent} requests; give one gap per request after the first "
+            "(an endless iterator will do), or one number for every gap"
+        )
+        raise CacheRuleError(msg) from None
+    return _seconds(gap, f"gaps[{sent - 1}]")
+
+
 def simulate(
     turns: Iterable[Message | Iterable[Message]],
     *,
@@ -1024,6 +1231,7 @@ def simulate(
     context: WorkingContext | None = None,
     cache: Strategy = "plan",
     counter: Any = None,
+    gaps: float | Iterable[float] | None = None,
 ) -> Simulation:
     """
     Replay a run request by request and say what each request cost under *provider*'s cache.
@@ -1036,6 +1244,12 @@ def simulate(
     message is its output (its ``usage.output_tokens`` when set, else its
     counted tokens).
 
+    With *gaps*, time passes between requests: a cache entry older than its
+    lifetime when a request is sent (five minutes or an hour for Anthropic,
+    five idle minutes for OpenAI and Gemini; see :attr:`CacheRules.lifetimes`)
+    is gone, and what it held is written again. A read renews the entry it
+    reads. Without *gaps* no time passes and nothing expires.
+
     Args:
         turns: Messages, or sequences of messages, in order.
         provider: ``"anthropic"``, ``"openai"`` or ``"gemini"``.
@@ -1047,12 +1261,18 @@ def simulate(
             five-minute breakpoint on the last block), or a callable
             ``(ctx, previous_plan) -> CachePlan``.
         counter: The token counter (default: the context's).
+        gaps: Seconds from each request to the next: one number for every
+            gap, or an iterable with one per gap in order (it may be endless;
+            the first request is sent at 0). None: no time passes.
 
     Raises:
-        CacheRuleError: an unknown provider or strategy.
+        CacheRuleError: an unknown provider or strategy, a negative or
+            non-finite gap, or fewer gaps than the run needs.
         PricingError: *model* has no price.
+        TypeError: a gap that is not a number.
     """
     rules = _rules(provider, model)
+    waits = _gaps(gaps)
     ctx = WorkingContext() if context is None else context
     if not isinstance(ctx, WorkingContext):
         msg = f"context must be a WorkingContext or None, got {ctx!r} of type {type(ctx).__name__}"
@@ -1064,29 +1284,34 @@ def simulate(
     served = _Cache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
+    seen: set[str] = set()  # every prefix an earlier request sent, for the best cost
+    now = 0.0
     for message in _flatten(turns):
         if message.role == "assistant":
             if manager is not None:
                 manager.trim_context(ctx)
             made = _strategy_plan(cache, ctx, provider, model, previous, counting)
-            read, written_5m, written_1h, missed = served.send(made)
+            if requests:
+                now += _next_gap(waits, len(requests))
+            result = served.send(made, now)
             output = message.usage.output_tokens if message.usage is not None else _count(counting, message)
-            sent = Usage(
-                input_tokens=max(0, made.total_tokens - read - written_5m - written_1h),
-                cache_read_tokens=read,
-                cache_write_tokens=written_5m + written_1h,
-                cache_write_1h_tokens=written_1h,
-            )
+            total = _total(made)
+            sent = _sent(total, result)
             usage = attrs.evolve(sent, output_tokens=output)
+            known = max((p.tokens for p in made._layout if p.key in seen), default=0)
+            seen.update(p.key for p in made._layout)
             requests.append(
                 SimulatedRequest(
                     usage=usage,
                     cost=_price(model, usage),
                     input_cost=_price(model, sent),
-                    uncached_cost=_price(model, Usage(input_tokens=made.total_tokens, output_tokens=output)),
-                    uncached_input_cost=_price(model, Usage(input_tokens=made.total_tokens)),
+                    uncached_cost=_price(model, Usage(input_tokens=total, output_tokens=output)),
+                    uncached_input_cost=_price(model, Usage(input_tokens=total)),
                     breakpoints=len(made.breakpoints) + (1 if made.automatic and rules.explicit else 0),
-                    lookback_miss_tokens=missed,
+                    lookback_miss_tokens=result.missed,
+                    at=now,
+                    expired_tokens=result.expired,
+                    best_input_cost=_price(model, Usage(input_tokens=total - known, cache_read_tokens=known)),
                 )
             )
             previous = made
