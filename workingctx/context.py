@@ -30,10 +30,18 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import attrs
 
+from workingctx import _checks
 from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._tail import Mark, Tail, TailView
-from workingctx.exceptions import HistoryError, MergeError, PayloadError, PricingError
+from workingctx.exceptions import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    HistoryError,
+    MergeError,
+    PayloadError,
+    PricingError,
+)
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, thaw
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, Usage
@@ -82,13 +90,11 @@ def _check_messages(values: Sequence[object], what: str) -> None:
                 else "; build one with Message(role, text), e.g. Message('user', 'hi')"
             )
             msg = f"{what}: item {position} is {value!r} of type {type(value).__name__}, not a Message{hint}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg, argument=f"{what}[{position}]", value=value, expected="a Message")
 
 
 def _check_key(key: object) -> None:
-    if not isinstance(key, str):
-        msg = f"scratchpad keys must be str, got {key!r} of type {type(key).__name__}; use str(key) or a name"
-        raise TypeError(msg)
+    _checks.check_instance(key, "key", str, "str", label="scratchpad keys", fix="use str(key) or a name")
 
 
 _LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
@@ -202,19 +208,16 @@ class WorkingContext:
     ) -> None:
         if prefix is None:
             prefix = PrefixContext()
-        if not isinstance(prefix, PrefixContext):
-            msg = f"prefix must be a PrefixContext, got {prefix!r} of type {type(prefix).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(prefix, "prefix", PrefixContext, "a PrefixContext")
         if isinstance(messages, str | Message):
-            msg = f"messages must be an iterable of Message values, got {messages!r}; wrap one message in a list"
-            raise TypeError(msg)
+            raise _checks.wrong_type(
+                messages, "messages", "an iterable of Message values", fix="wrap one message in a list"
+            )
         tail = list(messages)
         _check_messages(tail, "messages")
         notes: dict[str, Any] = {}
         if scratchpad is not None:
-            if not isinstance(scratchpad, Mapping):
-                msg = f"scratchpad must be a mapping, got {scratchpad!r} of type {type(scratchpad).__name__}"
-                raise TypeError(msg)
+            _checks.check_instance(scratchpad, "scratchpad", Mapping, "a mapping")
             for key in scratchpad:
                 _check_key(key)
             notes = thaw(dict(scratchpad))
@@ -227,20 +230,16 @@ class WorkingContext:
             and not isinstance(counter, TokenCounter)
             and not callable(getattr(counter, "estimate", None))
         ):
-            msg = f"counter must be a token counter with estimate(messages), got {counter!r}"
-            raise TypeError(msg)
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
-            msg = f"limit must be a non-negative int or None, got {limit!r}"
-            raise ValueError(msg)
-        if not isinstance(shared, bool):
-            msg = f"shared must be a bool, got {shared!r}"
-            raise TypeError(msg)
-        if not isinstance(record, bool):
-            msg = f"record must be a bool, got {record!r} of type {type(record).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(
+                counter, "counter", "a token counter with estimate(messages)", fix="use ApproxTokenCounter()"
+            )
+        if limit is not None:
+            _checks.check_count(limit, "limit", fix="pass a token count, or None for no limit")
+        _checks.check_flag(shared, "shared")
+        _checks.check_flag(record, "record")
         if id is not None and not record:
             msg = f"id={id!r} names a recorded context: pass record=True too"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="id", value=id)
 
         if counter is None:
             counter = ApproxTokenCounter()
@@ -283,9 +282,7 @@ class WorkingContext:
         values with the snapshot (messages, prefix, journal entries) and no
         list, dict or set, so no write to either reaches the other.
         """
-        if not isinstance(snapshot, FrozenContext):
-            msg = f"from_snapshot takes a FrozenContext, got {snapshot!r} of type {type(snapshot).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(snapshot, "snapshot", FrozenContext, "a FrozenContext", owner="from_snapshot")
         ctx = cls(prefix=snapshot.prefix, scratchpad=dict(snapshot.scratchpad), journal=snapshot.journal)
         ctx._tail = Tail.from_snapshot(
             snapshot.messages, snapshot._chain, ctx._tail.counter, incremental=ctx._tail.incremental
@@ -402,8 +399,9 @@ class WorkingContext:
             TypeError: an item is not a :class:`Message` (nothing is appended).
         """
         if isinstance(messages, Message | str):
-            msg = f"extend() takes an iterable of messages, got {messages!r}; use append() for one message"
-            raise TypeError(msg)
+            raise _checks.wrong_type(
+                messages, "messages", "an iterable of messages", owner="extend()", fix="use append() for one message"
+            )
         items = list(messages)
         _check_messages(items, "extend()")
         if self._history is not None:
@@ -436,8 +434,7 @@ class WorkingContext:
             TypeError: an item is not a :class:`Message` (nothing changes).
         """
         if isinstance(messages, Message | str):
-            msg = f"replace_tail() takes an iterable of messages, got {messages!r}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(messages, "messages", "an iterable of messages", owner="replace_tail()")
         items = list(messages)
         _check_messages(items, "replace_tail()")
         if self._history is not None:
@@ -487,9 +484,7 @@ class WorkingContext:
         Raises:
             TypeError: *notes* is not a mapping, or a key is not a str (nothing is set).
         """
-        if not isinstance(notes, Mapping):
-            msg = f"update_scratchpad() takes a mapping, got {notes!r} of type {type(notes).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(notes, "notes", Mapping, "a mapping", owner="update_scratchpad()")
         for key in notes:
             _check_key(key)
         if self._history is not None:
@@ -504,9 +499,7 @@ class WorkingContext:
         A fork of this context with another prefix: the one deliberate way to
         change what every request starts with (and lose the provider's cache).
         """
-        if not isinstance(prefix, PrefixContext):
-            msg = f"prefix must be a PrefixContext, got {prefix!r} of type {type(prefix).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(prefix, "prefix", PrefixContext, "a PrefixContext")
         child = self.fork()
         child._set_prefix(prefix)
         if child._history is not None:
@@ -578,9 +571,8 @@ class WorkingContext:
         >>> [m.role for m in ctx.merge(child, mode="result").messages], ctx.messages[-1].text()
         (['user', 'assistant', 'tool'], 'It expires on 1 August.')
         """
-        if for_call is not None and not isinstance(for_call, str):
-            msg = f"for_call must be a tool call id (a str), got {for_call!r} of type {type(for_call).__name__}"
-            raise TypeError(msg)
+        if for_call is not None:
+            _checks.check_instance(for_call, "for_call", str, "a tool call id (a str)")
         with self._tail.lock:
             notes, base = _copy_notes(self._scratchpad, 2)
             if for_call is None:
@@ -746,9 +738,7 @@ class WorkingContext:
                 unknown mode, or a conflicting note under ``scratchpad="raise"``.
                 Nothing changes.
         """
-        if not isinstance(other, WorkingContext):
-            msg = f"merge() takes a WorkingContext, got {other!r} of type {type(other).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(other, "other", WorkingContext, "a WorkingContext", owner="merge()")
         # Their messages and watermark are read together, then released, so two
         # contexts merging into each other on two threads cannot deadlock.
         if result is not None and mode != "result":
@@ -888,8 +878,7 @@ class WorkingContext:
         if isinstance(result, str):
             return Message("tool", result, tool_call_id=call_id, name=name)
         if not isinstance(result, Message):
-            msg = f"merge(result=...) takes a str or a tool Message, got {result!r} of type {type(result).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(result, "result", "a str or a tool Message", label="merge(result=...)")
         if result.role != "tool" or (result.tool_call_id or call_id) != call_id:
             msg = (
                 f"merge(result=...) must be a tool message answering {call_id!r}, got a {result.role!r} message "
@@ -1160,8 +1149,7 @@ class WorkingContext:
         elif isinstance(other, FrozenContext):
             old_prefix, old_messages, old_notes = other.prefix, other.messages, dict(other.scratchpad)
         else:
-            msg = f"diff() takes a WorkingContext or a FrozenContext, got {other!r} of type {type(other).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(other, "other", "a WorkingContext or a FrozenContext", owner="diff()")
         return diff_states(self._prefix, self.messages, self._scratchpad, old_prefix, old_messages, old_notes)
 
     # -- concurrency ---------------------------------------------------------------

@@ -5,6 +5,11 @@ Every error derives from :class:`WorkingCtxError` and also from the built-in
 exception a generic caller would expect (``TypeError`` for a value of the wrong
 kind, ``ValueError`` for a value of the right kind but wrong content), so
 ``except ValueError`` keeps working around workingctx calls.
+
+An error about one argument (a constructor's parameter, a field, a function's
+argument) keeps the evidence as attributes, so callers need not parse the text:
+``argument`` is the parameter's name and ``value`` the refused value (see
+``docs/values.md``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ if TYPE_CHECKING:
     from workingctx.validity import Problem
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "CacheRuleError",
     "CheckpointError",
     "FinishedError",
@@ -42,6 +49,50 @@ __all__ = [
 class WorkingCtxError(Exception):
     """
     The common base of every error workingctx raises on purpose.
+
+    Attributes:
+        argument: The name of the argument (parameter or field) whose value was
+            refused, such as ``"max_messages"``; ``None`` when the error is not
+            about one argument.
+        value: The refused value (``None`` when *argument* is ``None``).
+    """
+
+    argument: str | None = None
+    value: object = None
+
+    def __init__(self, *args: object, argument: str | None = None, value: object = None) -> None:
+        super().__init__(*args)
+        if argument is not None:
+            self.argument = argument
+            self.value = value
+
+
+class ArgumentTypeError(WorkingCtxError, TypeError):
+    """
+    An argument is of the wrong type (a str where a count goes, ``True`` where
+    an int goes, a dict where a message goes).
+
+    Attributes:
+        argument: The argument's name.
+        value: The refused value.
+        expected: What the argument takes, in words (``"an int"``).
+    """
+
+    expected: str = ""
+
+    def __init__(self, *args: object, argument: str | None = None, value: object = None, expected: str = "") -> None:
+        super().__init__(*args, argument=argument, value=value)
+        self.expected = expected
+
+
+class ArgumentValueError(WorkingCtxError, ValueError):
+    """
+    An argument has the right type and a value that makes no sense (a negative
+    count, an empty id, a float that is not finite).
+
+    Domain errors that are also about one argument (:class:`ScopeError`,
+    :class:`InvalidMessageError`, :class:`PricingError`, ...) carry the same
+    ``argument`` and ``value`` attributes.
     """
 
 

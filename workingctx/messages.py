@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import math
 import mimetypes
 import os
 import stat
@@ -29,8 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
-from workingctx.exceptions import InvalidMessageError
-from workingctx.frozen import EMPTY_JSON_OBJECT, MAX_INT_DIGITS, FrozenDict, freeze_json
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
+from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json
 
 if TYPE_CHECKING:
     from workingctx.media import MediaStore
@@ -68,83 +68,34 @@ ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 # -- validators and converters ------------------------------------------------
 
 
-def _str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str):
-        msg = f"{attribute.name} must be a str, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _opt_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _str(inst, attribute, value)
-
-
-_INT_BOUND = 10**MAX_INT_DIGITS
-
-
-def _check_int(value: object, what: str) -> None:
-    """
-    Refuse anything but an int (a bool is not one) that ``str()`` can write.
-    """
-    if type(value) is not int and (not isinstance(value, int) or isinstance(value, bool)):
-        msg = f"{what} must be an int, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-    if not -_INT_BOUND < value < _INT_BOUND:
-        msg = f"{what} is an int longer than {MAX_INT_DIGITS} decimal digits, which cannot be written; use a str"
-        raise InvalidMessageError(msg)
-
-
-def _check_number(value: object, what: str) -> None:
-    """
-    Refuse anything but a finite float or an int that ``str()`` can write.
-    """
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            msg = f"{what} must be a finite number, got {value!r}; JSON has no NaN or infinity"
-            raise InvalidMessageError(msg)
-        return
-    if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"{what} must be a number, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-    _check_int(value, what)
-
-
-def _opt_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _check_int(value, attribute.name)
-
-
-def _bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not bool:
-        msg = f"{attribute.name} must be True or False, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+_str = _checks.text()
+_opt_str = _checks.text(optional=True)
+_opt_int = _checks.integer(optional=True, error=InvalidMessageError)
+_bool = _checks.flag()
+_nonempty_str = _checks.text(nonempty=True, fix="pass the id or name the provider gave", error=InvalidMessageError)
 
 
 def _one_of(*choices: str | None) -> Callable[[object, attrs.Attribute[Any], object], None]:
     """
     A validator for a ``Literal`` field: exactly one of *choices* (a str, not a subclass).
     """
-    allowed = frozenset(choices)
-    shown = ", ".join(repr(choice) for choice in choices)
-
-    def one_of(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value is None and None in allowed:
-            return
-        if type(value) is not str:
-            msg = f"{attribute.name} must be one of {shown}, got {value!r} of type {type(value).__name__}"
-            raise TypeError(msg)
-        if value not in allowed:
-            msg = f"{attribute.name} must be one of {shown}, got {value!r}"
-            raise InvalidMessageError(msg)
-
-    return one_of
+    return _checks.one_of(*choices, error=InvalidMessageError)
 
 
-def _nonempty_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    _str(inst, attribute, value)
-    if not value:
-        msg = f"{attribute.name} must not be empty; pass the id or name the provider gave"
-        raise InvalidMessageError(msg)
+def _check_int(value: object, what: str) -> None:
+    """
+    Refuse anything but an int (a bool is not one) that ``str()`` can write.
+    """
+    _checks.check_int(value, what, error=InvalidMessageError)
+
+
+def _check_number(value: object, what: str) -> None:
+    """
+    Refuse anything but a finite float or an int that ``str()`` can write.
+    """
+    _checks.check_number(value, what, fix="JSON has no NaN or infinity", error=InvalidMessageError)
+    if isinstance(value, int):
+        _check_int(value, what)
 
 
 def _json_object(value: object, where: str) -> FrozenDict:
@@ -155,11 +106,12 @@ def _json_object(value: object, where: str) -> FrozenDict:
     if type(value) is FrozenDict and value._json:
         return value
     if not isinstance(value, Mapping):
-        msg = (
-            f"expected a mapping (such as a dict), got {value!r} of type {type(value).__name__}; "
-            f"{where} is a JSON object: pass a dict, or json.loads() a JSON string first"
+        raise _checks.wrong_type(
+            value,
+            where,
+            "a mapping (such as a dict)",
+            fix=f"{where} is a JSON object: pass a dict, or json.loads() a JSON string first",
         )
-        raise TypeError(msg)
     return cast("FrozenDict", freeze_json(value, where))
 
 
@@ -185,15 +137,15 @@ def _json_output(value: object) -> Any:
 
 def _provider_data(value: object) -> FrozenDict:
     if not isinstance(value, Mapping):
-        msg = (
-            f"provider_data must be a mapping, got {value!r} of type {type(value).__name__}; "
-            "key it by provider, such as {'anthropic': {'citations': [...]}}"
+        raise _checks.wrong_type(
+            value,
+            "provider_data",
+            "a mapping",
+            fix="key it by provider, such as {'anthropic': {'citations': [...]}}",
         )
-        raise TypeError(msg)
     for key in value:
         if not isinstance(key, str):
-            msg = f"provider_data keys must be provider names (str), got {key!r} of type {type(key).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(key, "provider_data", "provider names (str)", label="provider_data keys")
     return _json_object(value, "provider_data")
 
 
@@ -203,14 +155,8 @@ def _provider_block_data(value: object) -> FrozenDict:
 
 def _as_tuple(value: object, kind: type[Any] | tuple[type[Any], ...], what: str) -> tuple[Any, ...]:
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        msg = f"{what} must be a sequence, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-    items = tuple(value)
-    for position, item in enumerate(items):
-        if not isinstance(item, kind):
-            msg = f"{what}[{position}] must be a {_kind_name(kind)}, got {item!r} of type {type(item).__name__}"
-            raise TypeError(msg)
-    return items
+        raise _checks.wrong_type(value, what, "a sequence")
+    return _checks.check_items(value, what, kind, f"a {_kind_name(kind)}")
 
 
 def _kind_name(kind: type[Any] | tuple[type[Any], ...]) -> str:
@@ -359,17 +305,13 @@ def _to_spans(value: object) -> tuple[tuple[int, int], ...] | None:
     spans = _as_tuple(value, (tuple, list), "spans")
     for position, span in enumerate(spans):
         if len(span) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) for n in span):
-            msg = f"spans[{position}] must be a (start, end) pair of ints, got {span!r}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(span, f"spans[{position}]", "a (start, end) pair of ints")
         _check_int(span[0], f"spans[{position}][0]")
         _check_int(span[1], f"spans[{position}][1]")
     return tuple((span[0], span[1]) for span in spans)
 
 
-def _detail(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and value not in {"auto", "low", "high"}:
-        msg = f"{attribute.name} must be 'auto', 'low', 'high' or None, got {value!r}"
-        raise InvalidMessageError(msg)
+_detail = _one_of("auto", "low", "high", None)
 
 
 @attrs.frozen(cache_hash=True)
@@ -385,15 +327,12 @@ class CacheBreakpoint:
     '1h'
     """
 
-    ttl: Literal["5m", "1h"] | None = attrs.field(default=None)
-
-    def __attrs_post_init__(self) -> None:
-        if self.ttl not in {None, "5m", "1h"}:
-            msg = f"CacheBreakpoint ttl must be '5m', '1h' or None, got {self.ttl!r}"
-            raise InvalidMessageError(msg)
+    ttl: Literal["5m", "1h"] | None = attrs.field(default=None, validator=_one_of("5m", "1h", None))
 
 
-_OPT_CACHE = attrs.validators.optional(attrs.validators.instance_of(CacheBreakpoint))
+_MEDIA = _checks.instance_of(MediaRef, "a MediaRef")
+_OPT_MEDIA = _checks.instance_of(MediaRef, "a MediaRef", optional=True)
+_OPT_CACHE = _checks.instance_of(CacheBreakpoint, "a CacheBreakpoint", optional=True)
 
 
 # -- content blocks -----------------------------------------------------------
@@ -434,7 +373,7 @@ class ImageBlock:
     """
 
     type: ClassVar[Literal["image"]] = "image"
-    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    media: MediaRef = attrs.field(validator=_MEDIA)
     alt_text: str | None = attrs.field(default=None, validator=_opt_str)
     bbox: tuple[float, ...] | None = attrs.field(default=None, converter=_to_bbox)
     detail: Literal["auto", "low", "high"] | None = attrs.field(default=None, validator=_detail)
@@ -449,7 +388,7 @@ class AudioBlock:
     """
 
     type: ClassVar[Literal["audio"]] = "audio"
-    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    media: MediaRef = attrs.field(validator=_MEDIA)
     transcript: str | None = attrs.field(default=None, validator=_opt_str)
     sample_rate: int | None = attrs.field(default=None, validator=_opt_int)
     channels: int | None = attrs.field(default=None, validator=_opt_int)
@@ -462,10 +401,8 @@ class VideoBlock:
     """
 
     type: ClassVar[Literal["video"]] = "video"
-    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
-    thumbnail: MediaRef | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(MediaRef))
-    )
+    media: MediaRef = attrs.field(validator=_MEDIA)
+    thumbnail: MediaRef | None = attrs.field(default=None, validator=_OPT_MEDIA)
 
 
 @attrs.frozen(cache_hash=True, repr=False)
@@ -475,7 +412,7 @@ class DocumentBlock:
     """
 
     type: ClassVar[Literal["document"]] = "document"
-    media: MediaRef = attrs.field(validator=attrs.validators.instance_of(MediaRef))
+    media: MediaRef = attrs.field(validator=_MEDIA)
     text: str | None = attrs.field(default=None, validator=_opt_str)
     pages: tuple[int, ...] | None = attrs.field(default=None, converter=_to_pages)
     excerpt: str | None = attrs.field(default=None, validator=_opt_str)
@@ -492,9 +429,7 @@ class DataBlock:
     type: ClassVar[Literal["data"]] = "data"
     mime_type: str = attrs.field(validator=_str)
     data_base64: str | None = attrs.field(default=None, validator=_opt_str)
-    media: MediaRef | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(MediaRef))
-    )
+    media: MediaRef | None = attrs.field(default=None, validator=_OPT_MEDIA)
 
 
 @attrs.frozen(cache_hash=True, repr=False)
@@ -577,7 +512,7 @@ class ReasoningBlock:
     details: tuple[str, ...] | None = attrs.field(default=None, converter=_to_details)
     signature: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
     encrypted: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
-    redacted: bool = attrs.field(default=False, kw_only=True, validator=attrs.validators.instance_of(bool))
+    redacted: bool = attrs.field(default=False, kw_only=True, validator=_bool)
     provider: str | None = attrs.field(default=None, kw_only=True, validator=_opt_str)
     provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
@@ -713,11 +648,13 @@ def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str
     dump = getattr(usage, "model_dump", None)
     data = dump() if callable(dump) else usage
     if not isinstance(data, Mapping):
-        msg = (
-            f"a {provider} usage must be a mapping or an SDK usage object, got {usage!r} of type "
-            f"{type(usage).__name__}; pass the response's usage field"
+        raise _checks.wrong_type(
+            usage,
+            "usage",
+            "a mapping or an SDK usage object",
+            label=f"a {provider} usage",
+            fix="pass the response's usage field",
         )
-        raise TypeError(msg)
     if keys and not any(key in data for key in keys):
         msg = (
             f"{data!r} is not a {provider} usage: it has none of {', '.join(keys)}; "
@@ -731,10 +668,7 @@ def _count(data: Mapping[str, Any], *keys: str) -> int:
     for key in keys:
         value = data.get(key)
         if value is not None:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                msg = f"usage field {key} must be a non-negative int, got {value!r}"
-                raise ValueError(msg)
-            return value
+            return _checks.check_count(value, key, label=f"usage field {key} (a non-negative int)")
     return 0
 
 
@@ -742,11 +676,7 @@ def _to_tool_calls(value: object) -> tuple[ToolCall, ...]:
     return _as_tuple(value, ToolCall, "tool_calls")
 
 
-def _nonneg_int(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        msg = f"{attribute.name} must be a non-negative int, got {value!r}"
-        raise ValueError(msg)
-    _check_int(value, attribute.name)
+_nonneg_int = _checks.count(error=InvalidMessageError)
 
 
 @attrs.frozen(cache_hash=True)
@@ -773,7 +703,8 @@ class Usage:
     Raises:
         InvalidMessageError: ``cache_write_1h_tokens`` exceeds ``cache_write_tokens``
             (the one-hour writes are a part of the total).
-        ValueError: a count is negative or not an int.
+        ArgumentTypeError: a count is not an int (a bool is not one).
+        InvalidMessageError: a count is negative.
     """
 
     input_tokens: int = attrs.field(default=0, validator=_nonneg_int)
@@ -822,9 +753,7 @@ class Usage:
             ("cache_write_5m_tokens", cache_write_5m_tokens),
             ("cache_write_1h_tokens", cache_write_1h_tokens),
         ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                msg = f"{name} must be a non-negative int, got {value!r}"
-                raise ValueError(msg)
+            _checks.check_count(value, name, owner="Usage.from_cache_writes", error=InvalidMessageError)
         return cls(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
@@ -967,11 +896,12 @@ def _content(value: object) -> str | tuple[ContentBlock, ...]:
     if isinstance(value, str):
         return value
     if isinstance(value, ToolCall | Message) or not isinstance(value, Iterable) or isinstance(value, bytes | Mapping):
-        msg = (
-            f"content must be a str or a sequence of content blocks, got {value!r} of type {type(value).__name__}; "
-            "pass text as a str, or wrap blocks in a list such as [TextBlock(text=...)]"
+        raise _checks.wrong_type(
+            value,
+            "content",
+            "a str or a sequence of content blocks",
+            fix="pass text as a str, or wrap blocks in a list such as [TextBlock(text=...)]",
         )
-        raise TypeError(msg)
     return _as_tuple(value, BLOCK_TYPES, "content")
 
 
@@ -981,13 +911,14 @@ def _role(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> Non
             f"unknown role {value!r}; a message's role is one of "
             "'system', 'user', 'assistant' or 'tool' (exact, lower case)"
         )
-        raise InvalidMessageError(msg)
+        if not isinstance(value, str):
+            raise ArgumentTypeError(msg, argument="role", value=value, expected="a str")
+        raise InvalidMessageError(msg, argument="role", value=value)
 
 
 def _opt_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (not isinstance(value, str | int) or isinstance(value, bool)):
-        msg = f"{attribute.name} must be a str, an int or None, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, attribute.name, "a str, an int or None")
     if isinstance(value, int):
         _check_int(value, attribute.name)
 
@@ -1001,12 +932,7 @@ def _read_regular_file(path: Path, max_bytes: int) -> bytes:
     The bytes of a regular file of at most *max_bytes*, checked on the open
     file itself (a path swapped for a FIFO after a check cannot block the read).
     """
-    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
-        msg = f"max_bytes must be an int, got {max_bytes!r} of type {type(max_bytes).__name__}"
-        raise TypeError(msg)
-    if max_bytes < 0:
-        msg = f"max_bytes must be 0 or more, got {max_bytes!r}"
-        raise InvalidMessageError(msg)
+    _checks.check_count(max_bytes, "max_bytes", error=InvalidMessageError)
     # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     info = os.fstat(fd)
@@ -1075,7 +1001,7 @@ class Message:
         default=None,
         kw_only=True,
         hash=False,
-        validator=attrs.validators.optional(attrs.validators.instance_of(Usage)),
+        validator=_checks.instance_of(Usage, "a Usage", optional=True),
     )
     delta: bool = attrs.field(default=False, kw_only=True, validator=_bool)
     provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
@@ -1211,9 +1137,7 @@ class Message:
         """
         A note from your code to the model: a user message that reads ``[notice] text``.
         """
-        if not isinstance(text, str):
-            msg = f"Message.notice needs text as a str, got {text!r} of type {type(text).__name__}"
-            raise TypeError(msg)
+        _checks.check_str(text, "text", owner="Message.notice")
         return cls("user", f"[notice] {text}", id=id)
 
     @classmethod
@@ -1380,9 +1304,14 @@ class Message:
         >>> ref.kind, ref.url == "workingctx://media/" + ref.sha256, (ref.width, ref.height)
         ('store', True, (640, 480))
         """
-        if not isinstance(data, bytes | bytearray | memoryview):
-            msg = f"with_image needs the image as bytes, got {data!r:.80} of type {type(data).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(
+            data,
+            "data",
+            (bytes, bytearray, memoryview),
+            "bytes",
+            owner="Message.with_image",
+            fix="with_image needs the image as bytes: decode base64 text with base64.b64decode() first",
+        )
         if not isinstance(mime_type, str) or not mime_type.startswith("image/"):
             msg = (
                 f"with_image needs an image MIME type such as 'image/png', got {mime_type!r}; "
