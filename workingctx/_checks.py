@@ -52,6 +52,7 @@ __all__ = [
     "integer",
     "number",
     "one_of",
+    "shown",
     "text",
     "wrong_type",
     "wrong_value",
@@ -63,14 +64,24 @@ _REPR_LIMIT = 200
 _INT_BOUND = 10**MAX_INT_DIGITS
 
 
+def shown(value: object) -> str:
+    """
+    ``repr(value)``, cut short when long (an int too long to write is shown by its length).
+    """
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        return f"<an int of more than {MAX_INT_DIGITS} digits>"
+    if len(text) > _REPR_LIMIT:
+        text = text[: _REPR_LIMIT - 3] + "..."
+    return text
+
+
 def described(value: object) -> str:
     """
     ``value!r of type name``: how every message shows an offending value (a long repr is cut).
     """
-    shown = repr(value)
-    if len(shown) > _REPR_LIMIT:
-        shown = shown[: _REPR_LIMIT - 3] + "..."
-    return f"{shown} of type {type(value).__name__}"
+    return f"{shown(value)} of type {type(value).__name__}"
 
 
 def _either(choices: tuple[object, ...]) -> str:
@@ -125,7 +136,7 @@ def wrong_value(
     """
     The error for *argument* given *value* of the right type, with *problem* (``"must be 0 or more"``).
     """
-    msg = f"{_where(owner, argument, label)} {problem}, got {value!r}{_tail(fix)}"
+    msg = f"{_where(owner, argument, label)} {problem}, got {shown(value)}{_tail(fix)}"
     return error(msg, argument=argument, value=value)
 
 

@@ -1,0 +1,256 @@
+"""
+Every public constructor refuses bad arguments by one rule: a wrong type raises an
+error that is both a ``TypeError`` and a ``WorkingCtxError``, a wrong value one that
+is both a ``ValueError`` and a ``WorkingCtxError``; the error keeps the argument's
+name and the refused value, and nothing is created or changed.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workingctx import Message, ToolCall, Usage, WorkingContext
+from workingctx._checks import check_count, check_items, check_number, check_one_of, check_str, count, flag
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
+from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+TYPE = "type"
+VALUE = "value"
+
+# (what is built, the argument, a refused value, "type" or "value")
+CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
+    ("WorkingContext(limit=)", lambda v: WorkingContext(limit=v), "limit", "3", TYPE),
+    ("WorkingContext(limit=)", lambda v: WorkingContext(limit=v), "limit", True, TYPE),
+    ("WorkingContext(limit=)", lambda v: WorkingContext(limit=v), "limit", 2.5, TYPE),
+    ("WorkingContext(limit=)", lambda v: WorkingContext(limit=v), "limit", -1, VALUE),
+    ("WorkingContext(shared=)", lambda v: WorkingContext(shared=v), "shared", 1, TYPE),
+    ("WorkingContext(record=)", lambda v: WorkingContext(record=v), "record", "yes", TYPE),
+    ("WorkingContext(prefix=)", lambda v: WorkingContext(prefix=v), "prefix", "You are terse.", TYPE),
+    ("WorkingContext(scratchpad=)", lambda v: WorkingContext(scratchpad=v), "scratchpad", [("a", 1)], TYPE),
+    ("WorkingContext(messages=)", lambda v: WorkingContext(messages=v), "messages", Message("user", "x"), TYPE),
+    ("WorkingContext(messages=)", lambda v: WorkingContext(messages=[v]), "messages[0]", "hi", TYPE),
+    ("WorkingContext(id=)", lambda v: WorkingContext(id=v), "id", "run-1", VALUE),
+    ("Usage(input_tokens=)", lambda v: Usage(input_tokens=v), "input_tokens", -1, VALUE),
+    ("Usage(input_tokens=)", lambda v: Usage(input_tokens=v), "input_tokens", True, TYPE),
+    ("Usage(output_tokens=)", lambda v: Usage(output_tokens=v), "output_tokens", "8", TYPE),
+    ("Usage(reasoning_tokens=)", lambda v: Usage(reasoning_tokens=v), "reasoning_tokens", 10**5000, VALUE),
+    (
+        "Usage.from_cache_writes()",
+        lambda v: Usage.from_cache_writes(cache_write_5m_tokens=v),
+        "cache_write_5m_tokens",
+        -2,
+        VALUE,
+    ),
+    ("Message(role)", lambda v: Message(v, "x"), "role", "System", VALUE),
+    ("Message(role)", lambda v: Message(v, "x"), "role", 3, TYPE),
+    ("Message(content)", lambda v: Message("user", v), "content", 42, TYPE),
+    ("Message(name=)", lambda v: Message("user", "x", name=v), "name", 7, TYPE),
+    ("Message(delta=)", lambda v: Message("user", "x", delta=v), "delta", 1, TYPE),
+    ("Message(id=)", lambda v: Message("user", "x", id=v), "id", True, TYPE),
+    ("ToolCall(id)", lambda v: ToolCall(v, "f", {}), "id", "", VALUE),
+    ("ToolCall(name)", lambda v: ToolCall("c1", v, {}), "name", None, TYPE),
+    ("ToolCall(arguments)", lambda v: ToolCall("c1", "f", v), "arguments", '{"q": 1}', TYPE),
+    ("CacheBreakpoint(ttl)", CacheBreakpoint, "ttl", "2h", VALUE),
+    ("CacheBreakpoint(ttl)", CacheBreakpoint, "ttl", 5, TYPE),
+    ("MediaRef(kind=)", lambda v: MediaRef(kind=v, url="x"), "kind", "ftp", VALUE),
+    ("MediaRef(width=)", lambda v: MediaRef(url="x", width=v), "width", 1.5, TYPE),
+    ("TextBlock(text)", TextBlock, "text", b"hi", TYPE),
+    ("TextBlock(cache=)", lambda v: TextBlock("hi", cache=v), "cache", "5m", TYPE),
+]
+
+IDS = [f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)]
+
+
+def _assert_refused(error: BaseException, argument: str, value: object, kind: str) -> None:
+    assert isinstance(error, WorkingCtxError)
+    if kind == TYPE:
+        assert isinstance(error, TypeError)
+        assert not isinstance(error, ValueError)
+    else:
+        assert isinstance(error, ValueError)
+        assert not isinstance(error, TypeError)
+    assert argument == error.argument
+    assert value is error.value
+    if not (isinstance(value, int) and abs(value) > 10**100):
+        assert repr(value)[:40] in str(error)
+
+
+class TestEveryConstructor:
+    @pytest.mark.parametrize(("build", "argument", "value", "kind"), [c[1:] for c in CASES], ids=IDS)
+    def test_refused_by_the_rule(self, build: Callable[[Any], object], argument: str, value: object, kind: str) -> None:
+        """
+        A wrong type is a TypeError, a wrong value a ValueError, both WorkingCtxErrors
+        that keep the argument and the value, and the message shows the value.
+        """
+        with pytest.raises(WorkingCtxError) as caught:
+            build(value)
+        _assert_refused(caught.value, argument, value, kind)
+
+    @pytest.mark.parametrize(("build", "argument", "value", "kind"), [c[1:] for c in CASES], ids=IDS)
+    def test_error_pickles_with_its_evidence(
+        self, build: Callable[[Any], object], argument: str, value: object, kind: str
+    ) -> None:
+        """
+        The error survives a pickle round trip with its argument and value.
+        """
+        with pytest.raises(WorkingCtxError) as caught:
+            build(value)
+        if kind == VALUE and isinstance(value, int) and abs(value) > 10**100:
+            return  # an int too long to write cannot be pickled by the error's text either way
+        copy = pickle.loads(pickle.dumps(caught.value))  # our own bytes
+        assert type(caught.value) is type(copy)
+        assert str(caught.value) == str(copy)
+        assert argument == copy.argument
+        assert value == copy.value
+
+
+class TestCountsRefuseBool:
+    @given(st.booleans())
+    def test_context_limit(self, value: bool) -> None:  # the refused value
+        """
+        True and False are not counts: a limit refuses them as a type.
+        """
+        with pytest.raises(ArgumentTypeError, match="a bool is not a count"):
+            WorkingContext(limit=value)
+
+    @given(st.booleans())
+    def test_usage_counts(self, value: bool) -> None:  # the refused value
+        """
+        Every Usage count refuses a bool as a type.
+        """
+        for field in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            with pytest.raises(ArgumentTypeError) as caught:
+                Usage(**{field: value})
+            assert field == caught.value.argument
+
+
+class TestCheckCount:
+    @given(st.integers(min_value=0))
+    def test_accepts_counts(self, value: int) -> None:
+        """
+        Any int of 0 or more is a count, returned as it is.
+        """
+        assert value == check_count(value, "n")
+
+    @given(st.integers(max_value=-1))
+    def test_negative_is_a_value_error(self, value: int) -> None:
+        """
+        A negative int is a wrong value, named with the fix.
+        """
+        with pytest.raises(ArgumentValueError, match=r"n must be 0 or more, got -\d+; count up") as caught:
+            check_count(value, "n", fix="count up")
+        assert value == caught.value.value
+
+    @given(st.one_of(st.booleans(), st.floats(), st.text(), st.none(), st.lists(st.integers())))
+    def test_non_int_is_a_type_error(self, value: object) -> None:
+        """
+        Anything but an int (a bool included) is a wrong type.
+        """
+        with pytest.raises(ArgumentTypeError) as caught:
+            check_count(value, "n", owner="Thing")
+        assert "n" == caught.value.argument
+        assert caught.value.value is value
+        assert str(caught.value).startswith("Thing: n must be an int, got ")
+
+    def test_domain_error_class(self) -> None:
+        """
+        A module's own value error can carry the evidence instead.
+        """
+        from workingctx.exceptions import ScopeError  # noqa: PLC0415  # only here
+
+        with pytest.raises(ScopeError) as caught:
+            check_count(-1, "n", error=ScopeError)
+        assert ("n", -1) == (caught.value.argument, caught.value.value)
+
+
+class TestOtherChecks:
+    @given(st.sampled_from([math.nan, math.inf, -math.inf]))
+    def test_number_must_be_finite(self, value: float) -> None:
+        """
+        NaN and the infinities are wrong values.
+        """
+        with pytest.raises(ArgumentValueError, match="finite"):
+            check_number(value, "x")
+
+    def test_number_refuses_bool(self) -> None:
+        """
+        A bool is not a number.
+        """
+        with pytest.raises(ArgumentTypeError):
+            check_number(True, "x")  # noqa: FBT003  # the refused value
+
+    def test_str_nonempty(self) -> None:
+        """
+        An empty str is a wrong value when a non-empty one is needed; a non-str a wrong type.
+        """
+        assert "a" == check_str("a", "id", nonempty=True)
+        with pytest.raises(ArgumentValueError, match="id must not be empty"):
+            check_str("", "id", nonempty=True)
+        with pytest.raises(ArgumentTypeError, match="id must be a non-empty str, got 3 of type int"):
+            check_str(3, "id", nonempty=True)
+
+    def test_one_of(self) -> None:
+        """
+        A choice is exactly one of the listed strs.
+        """
+        assert check_one_of(None, "ttl", ("5m", "1h", None)) is None
+        with pytest.raises(ArgumentValueError, match="ttl must be one of '5m', '1h' or None, got '2h'"):
+            check_one_of("2h", "ttl", ("5m", "1h", None))
+
+    def test_items_name_the_position(self) -> None:
+        """
+        A wrong item is named by its position.
+        """
+        with pytest.raises(ArgumentTypeError) as caught:
+            check_items([1, "x"], "values", int, "an int")
+        assert ("values[1]", "x") == (caught.value.argument, caught.value.value)
+
+    def test_long_repr_is_cut(self) -> None:
+        """
+        A huge value is shown cut short, not whole.
+        """
+        with pytest.raises(ArgumentTypeError) as caught:
+            check_count("x" * 10_000, "n")
+        assert len(str(caught.value)) < 400
+
+    def test_validators_name_the_class(self) -> None:
+        """
+        The attrs validators name the class being built.
+        """
+        import attrs  # noqa: PLC0415  # only here
+
+        @attrs.frozen
+        class Box:
+            size: int = attrs.field(validator=count())
+            open: bool = attrs.field(default=False, validator=flag())
+
+        with pytest.raises(ArgumentValueError, match="Box: size must be 0 or more, got -1"):
+            Box(-1)
+        with pytest.raises(ArgumentTypeError, match="Box: open must be True or False, got 1 of type int"):
+            Box(1, 1)  # type: ignore[arg-type]
+
+
+class TestNothingChanges:
+    def test_refused_mutators_leave_the_context(self) -> None:
+        """
+        A refused extend, update_scratchpad or merge changes nothing.
+        """
+        ctx = WorkingContext(messages=[Message("user", "hi")], scratchpad={"a": 1})
+        before = ctx.freeze()
+        with pytest.raises(ArgumentTypeError) as caught:
+            ctx.extend([Message("user", "x"), "oops"])  # type: ignore[list-item]
+        assert "oops" == caught.value.value
+        with pytest.raises(ArgumentTypeError):
+            ctx.update_scratchpad({"b": 2, 3: 4})  # type: ignore[dict-item]
+        with pytest.raises(ArgumentTypeError):
+            ctx.merge("other")  # type: ignore[arg-type]
+        assert before == ctx.freeze()
