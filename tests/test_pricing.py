@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import usages
 from workingctx import Message, Usage, WorkingContext
+from workingctx.cache import RULES
 from workingctx.exceptions import PricingError, WorkingCtxError
 from workingctx.pricing import BUILTIN_PRICES, Price, add_price, cost, find_price, prices, remove_price
 
@@ -240,3 +241,23 @@ class TestContextCost:
         ctx = WorkingContext().append(Message.user("q"), Message.assistant("a", usage=Usage(input_tokens=1)))
         with pytest.raises(PricingError, match=r"message 1 .*cost\(model="):
             ctx.cost()
+
+
+class TestRulesAgreeWithPrices:
+    @pytest.mark.parametrize("model", sorted(BUILTIN_PRICES))
+    def test_multipliers_match_the_table(self, model):
+        """
+        Each built-in price bills cache reads and writes at the multiples of the input
+        price its provider's caching rules state (long-context rates included), so the
+        two tables cannot drift apart unnoticed.
+        """
+        provider = "anthropic" if model.startswith("claude") else "openai" if model.startswith("gpt") else "gemini"
+        rules = RULES[provider]
+        price = BUILTIN_PRICES[model]
+        for rates in (price, price.long_context):
+            if rates is None:
+                continue
+            assert rates.cache_read == rates.input * rules.read_multiplier
+            assert rates.cache_write_5m == rates.input * rules.write_multipliers["5m"]
+            one_hour = rules.write_multipliers.get("1h", rules.write_multipliers["5m"])
+            assert rates.cache_write_1h == rates.input * one_hour
