@@ -25,14 +25,21 @@ The first rows let no time pass, so nothing expires. The rows marked "paused"
 replay the same run with time: 20 seconds from each request to the next, and a
 10-minute pause every 25 requests (the user is away), so five-minute entries
 expire; they also count the requests that paid again because an entry had expired.
+
+The turns of the transcript ask for one to three tool calls at a time, so no
+request adds more blocks than Anthropic's lookback reaches. The rows marked
+"12 parallel calls" replay a run whose every turn asks for twelve calls at
+once (25 new blocks before the answer), under Anthropic's rules, where the
+lookback decides what is read.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+import random
+from collections.abc import Callable, Iterator, Sequence
 
-from benchmarks._data import to_langchain, tool_heavy
+from benchmarks._data import _call, _sentence, to_langchain, tool_heavy
 from benchmarks._harness import Table
 from workingctx import Message, PrefixContext, WorkingContext
 from workingctx.cache import Simulation, simulate
@@ -75,6 +82,25 @@ def _turns(count: int) -> list[list[Message]]:
             turns.append([])
         if turns:
             turns[-1].append(message)
+    return turns
+
+
+def _wide_turns(count: int, fan_out: int = 12) -> list[list[Message]]:
+    """
+    *count* turns that each ask for *fan_out* tool calls at once, then answer.
+    """
+    rng = random.Random(14)
+    turns: list[list[Message]] = []
+    for t in range(count):
+        pairs = [_call(rng, f"wide_{t}_{k}") for k in range(fan_out)]
+        turns.append(
+            [
+                Message("user", _sentence(rng, rng.randint(6, 18)).rstrip(".") + "?"),
+                Message("assistant", tool_calls=tuple(call for call, _ in pairs)),
+                *(Message("tool", result, tool_call_id=call.id, name=call.name) for call, result in pairs),
+                Message("assistant", " ".join(_sentence(rng, rng.randint(8, 20)) for _ in range(3))),
+            ]
+        )
     return turns
 
 
@@ -145,32 +171,44 @@ LABELS = {
 }
 
 
-def results(count: int, *, pauses: bool = False) -> dict[tuple[str, str], Simulation]:
+def results(
+    count: int, *, pauses: bool = False, wide: bool = False, providers: Sequence[str] = tuple(MODELS)
+) -> dict[tuple[str, str], Simulation]:
     """
-    Every strategy under every provider's rules, over *count* turns, with
-    :func:`paused` gaps between requests when *pauses*.
+    Every strategy under each of *providers*' rules, over *count* turns (of
+    twelve parallel calls each when *wide*), with :func:`paused` gaps between
+    requests when *pauses*.
     """
-    turns = _turns(count)
+    turns = _wide_turns(count) if wide else _turns(count)
     return {
         (provider, s): run_strategy(s, provider, turns, paused() if pauses else None)
-        for provider in MODELS
+        for provider in providers
         for s in "abc"
     }
+
+
+SCENARIOS: tuple[tuple[str, Callable[[int], dict[tuple[str, str], Simulation]]], ...] = (
+    ("", results),
+    (", paused", lambda count: results(count, pauses=True)),
+    (", 12 parallel calls", lambda count: results(count, wide=True, providers=("anthropic",))),
+)
 
 
 def run(table: Table, quick: bool) -> None:
     count = 60 if quick else 300
     size = f"{count} turns, {PREFIX_TOKENS:,}-token prefix, {WINDOW:,}-token window"
-    for pauses in (False, True):
-        runs = results(count, pauses=pauses)
+    for suffix, scenario in SCENARIOS:
+        runs = scenario(count)
         for provider, model in MODELS.items():
+            if (provider, "a") not in runs:
+                continue
             base = runs[(provider, "a")]
             for strategy in "abc":
                 sim = runs[(provider, strategy)]
-                expiry = f"; {sim.expiry_misses} expiry misses" if pauses else ""
+                expiry = f"; {sim.expiry_misses} expiry misses" if "paused" in suffix else ""
                 table.add(
                     GROUP,
-                    f"{provider} {LABELS[strategy]}{', paused' if pauses else ''}",
+                    f"{provider} {LABELS[strategy]}{suffix}",
                     size,
                     None,
                     note=(
