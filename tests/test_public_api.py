@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import workingctx
 from tests.strategies import blocks, messages, prefixes, scope_trees, usages
 from workingctx import (
+    _MOVED,  # the table of names moved from the top level
     ApproxTokenCounter,
     Checkpoint,
     LastNTurns,
@@ -139,7 +140,7 @@ class TestFrontDoor:
         """
         Each name the top level no longer exports is exported by the module the warning names.
         """
-        for name, module in workingctx._MOVED.items():
+        for name, module in _MOVED.items():
             assert name not in workingctx.__all__
             assert name in importlib.import_module(f"workingctx.{module}").__all__, (name, module)
 
@@ -148,13 +149,13 @@ class TestFrontDoor:
 
 
 class TestOldImportPaths:
-    @pytest.mark.parametrize("name", sorted(workingctx._MOVED))
+    @pytest.mark.parametrize("name", sorted(_MOVED))
     def test_a_moved_name_still_imports_and_says_where_it_went(self, name):
         """
         ``workingctx.<moved name>`` is the same object as in its public module, with a
         DeprecationWarning naming the import to use.
         """
-        module = workingctx._MOVED[name]
+        module = _MOVED[name]
         with pytest.warns(DeprecationWarning, match=rf"use `from workingctx\.{module} import {name}`"):
             value = getattr(workingctx, name)
         assert value is getattr(importlib.import_module(f"workingctx.{module}"), name)

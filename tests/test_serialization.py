@@ -29,7 +29,7 @@ from tests.strategies import (
     transcripts,
     usages,
 )
-from workingctx import Message, PrefixContext, ToolCall, Usage
+from workingctx import ApproxTokenCounter, Message, PrefixContext, ToolCall, Usage
 from workingctx.context import WorkingContext
 from workingctx.exceptions import PayloadError, PayloadTypeError, SerializationError
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList
@@ -303,7 +303,7 @@ class TestCompactOutput:
         """
         message = Message("user", "hi")
         message.digest()
-        object.__setattr__(message, "_token_counts", {"approx": 3})
+        ApproxTokenCounter().count_message(message)
         prefix = PrefixContext("sys")
         prefix.digest()
         text = to_json(message) + to_json(prefix)

@@ -37,7 +37,16 @@ from workingctx.messages import (
     ToolResultBlock,
     VideoBlock,
 )
-from workingctx.tokens import RunningCount, TokenCounter, estimate_message_tokens, image_tokens, media_tokens
+from workingctx.tokens import (
+    MessageCounter,
+    RunningCount,
+    TokenCounter,
+    _count_cache,
+    counting,
+    estimate_message_tokens,
+    image_tokens,
+    media_tokens,
+)
 
 message_lists = st.lists(messages(), max_size=4)
 splits = st.integers(0, 4)
@@ -60,8 +69,19 @@ def fresh(message: Message) -> Message:
     An equal message with no cached counts.
     """
     copy = attrs.evolve(message)
-    assert copy._token_counts is None
+    assert cached(copy, "approx") is None
     return copy
+
+
+def _never(message: Message) -> int:
+    raise AssertionError(message)
+
+
+def cached(message: Message, name: str) -> int | None:
+    """
+    The count cached on *message* under the counter name *name*, or None.
+    """
+    return _count_cache(name, _never).peek(message)
 
 
 def url_media(**fields: object) -> MediaRef:
@@ -302,7 +322,7 @@ class TestCounterLaws:
         first = counter.count_message(message)
 
         assert first == counter.count_message(message)
-        assert first == message._token_counts[counter.name]
+        assert first == cached(message, counter.name)
         assert first == counter.count_message(fresh(message))
 
     @given(calls=st.lists(tool_calls, min_size=1, max_size=3))
@@ -341,6 +361,91 @@ class TestCounterLaws:
         assert (0, 0) == (running.total, len(running))
 
 
+class Vowels:
+    """
+    A message counter of one's own: a name and count_message, nothing else.
+    """
+
+    name = "vowels"
+
+    def __init__(self) -> None:
+        self.counted: list[Message] = []
+
+    def count_message(self, message: Message) -> int:
+        self.counted.append(message)
+        return sum(message.text().count(v) for v in "aeiou") + 1
+
+
+class TestMessageCounter:
+    def test_built_ins_are_message_counters(self):
+        """
+        Both counters are message counters and full token counters; a name and count_message are enough for the first.
+        """
+        for counter in (ApproxTokenCounter(), TiktokenCounter(), Vowels()):
+            assert isinstance(counter, MessageCounter)
+        assert isinstance(ApproxTokenCounter(), TokenCounter)
+        assert not isinstance(Vowels(), TokenCounter)
+        assert not isinstance(len, MessageCounter)
+
+    def test_own_counter_is_cached_under_its_name(self):
+        """
+        A counter of one's own is asked once per message; the count is cached under its name beside the others.
+        """
+        from workingctx import LastNTurns, TokenBudget, TokenBudgetContextManager, WorkingContext, explain  # noqa: PLC0415
+
+        vowels = Vowels()
+        messages = [Message("user", f"question {i} about an outage") for i in range(30)]
+        estimate_message_tokens(messages)
+        total = sum(map(counting(vowels), messages))
+        assert 30 == len(vowels.counted)
+
+        assert total == RunningCount(vowels).extend(messages)
+        kept = TokenBudget(total // 3, counter=vowels).surviving_indices(messages)
+        assert 0 < len(kept) < 30
+        assert total == explain(LastNTurns(100), messages, counter=vowels).kept_tokens
+        ctx = WorkingContext(messages=messages)
+        TokenBudgetContextManager(total // 2, counter=vowels).trim_context(ctx)
+        assert ctx.size() < 30
+        assert 30 == len(vowels.counted)  # every later count came from the cache
+        assert (total // 30, 10) == (cached(messages[0], "vowels"), cached(messages[0], "approx"))
+
+    def test_subclass_of_a_built_in_counts_its_own_way(self):
+        """
+        A subclass of a built-in counter with its own name and count_message is not mistaken for the built-in.
+        """
+
+        class Doubled(ApproxTokenCounter):
+            @property
+            def name(self) -> str:
+                return "doubled"
+
+            def count_message(self, message: Message) -> int:
+                return 2 * super().count_message(message)
+
+        message = Message("user", "check the cert")
+        assert 2 * estimate_message_tokens([message]) == counting(Doubled())(message)
+        assert 14 == cached(message, "doubled")
+
+    def test_not_a_counter_is_refused(self):
+        """
+        counting() names what it got when it is not a message counter.
+        """
+        with pytest.raises(TypeError, match=r"needs a name \(str\) and a count_message.*of type int"):
+            counting(3)  # type: ignore[arg-type]
+
+    def test_cache_keeps_every_counter(self):
+        """
+        Counts under several names live side by side on one message; each is read back, none overwritten.
+        """
+        message = Message("user", "abc")
+        caches = [_count_cache(f"k{i}", lambda _m, i=i: i) for i in range(5)]
+        assert [0, 1, 2, 3, 4] == [cache.count(message) for cache in caches]
+        assert [0, 1, 2, 3, 4] == [cache.peek(message) for cache in caches]
+        assert None is _count_cache("k5", _never).peek(message)
+        with pytest.raises(TypeError, match="of type str at position 0"):
+            caches[0].peek("abc")  # type: ignore[arg-type]
+
+
 class TestTiktokenCounter:
     def test_real_cl100k_offline(self):
         """
@@ -376,7 +481,7 @@ class TestTiktokenCounter:
         TiktokenCounter().count_message(message)
         estimate_message_tokens([message])
 
-        assert {"tiktoken:cl100k_base": 38, "approx": 29} == message._token_counts
+        assert (38, 29) == (cached(message, "tiktoken:cl100k_base"), cached(message, "approx"))
 
     def test_offline_copy_is_tried_before_a_download(self, monkeypatch):
         """

@@ -55,7 +55,7 @@ from workingctx.messages import (
 )
 from workingctx.pricing import cost as _price
 from workingctx.snapshot import FrozenContext
-from workingctx.tokens import ApproxTokenCounter
+from workingctx.tokens import ApproxTokenCounter, MessageCounter, counting
 
 __all__ = [
     "RULES",
@@ -345,14 +345,13 @@ class _Position:
     preset: TTL | None = None  # a breakpoint the block already carries
 
 
-def _count(counter: Any, message: Message) -> int:
-    counting = getattr(counter, "count_message", None)
-    if callable(counting):
-        return int(counting(message))
-    return int(counter.count([message]))
+def _count(counter: MessageCounter, message: Message) -> int:
+    if isinstance(counter, MessageCounter):
+        return counting(counter)(message)
+    return int(counter.count([message]))  # an older counter with only count(messages)
 
 
-def _layout(messages: Sequence[Message], counter: Any) -> tuple[_Position, ...]:
+def _layout(messages: Sequence[Message], counter: MessageCounter) -> tuple[_Position, ...]:
     positions: list[_Position] = []
     running = hashlib.sha256()
     before = 0
@@ -619,7 +618,7 @@ def plan(
     previous: CachePlan | None = None,
     automatic: bool = False,
     prefix_ttl: TTL = "1h",
-    counter: Any = None,
+    counter: MessageCounter | None = None,
 ) -> CachePlan:
     """
     Place cache breakpoints for the request *ctx* makes, obeying *provider*'s rules.
@@ -935,7 +934,9 @@ class CacheReport:
         return self.usage.cache_read_tokens / self.input_tokens if self.input_tokens else 0.0
 
 
-def _as_plan(source: object, provider: str, model: str, previous: CachePlan | None, counter: Any) -> CachePlan:
+def _as_plan(
+    source: object, provider: str, model: str, previous: CachePlan | None, counter: MessageCounter | None
+) -> CachePlan:
     if isinstance(source, CachePlan):
         if (source.provider, source.model) != (provider, model):
             msg = (
@@ -953,7 +954,7 @@ def report(
     *,
     provider: str,
     model: str,
-    counter: Any = None,
+    counter: MessageCounter | None = None,
     elapsed: float = 0,
 ) -> CacheReport:
     """
@@ -1155,7 +1156,12 @@ def _flatten(turns: Iterable[Message | Iterable[Message]]) -> Iterable[Message]:
 
 
 def _strategy_plan(
-    strategy: Strategy, ctx: WorkingContext, provider: str, model: str, previous: CachePlan | None, counter: Any
+    strategy: Strategy,
+    ctx: WorkingContext,
+    provider: str,
+    model: str,
+    previous: CachePlan | None,
+    counter: MessageCounter | None,
 ) -> CachePlan:
     if strategy == "plan":
         return plan(ctx, provider=provider, model=model, previous=previous, counter=counter)
@@ -1230,7 +1236,7 @@ def simulate(
     manager: Any = None,
     context: WorkingContext | None = None,
     cache: Strategy = "plan",
-    counter: Any = None,
+    counter: MessageCounter | None = None,
     gaps: float | Iterable[float] | None = None,
 ) -> Simulation:
     """
@@ -1280,7 +1286,7 @@ def simulate(
     if manager is not None and not callable(getattr(manager, "trim_context", None)):
         msg = f"manager must have trim_context(ctx), got {manager!r} of type {type(manager).__name__}"
         raise TypeError(msg)
-    counting = counter or ctx.counter
+    counter = counter or ctx.counter
     served = _Cache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
@@ -1290,11 +1296,11 @@ def simulate(
         if message.role == "assistant":
             if manager is not None:
                 manager.trim_context(ctx)
-            made = _strategy_plan(cache, ctx, provider, model, previous, counting)
+            made = _strategy_plan(cache, ctx, provider, model, previous, counter)
             if requests:
                 now += _next_gap(waits, len(requests))
             result = served.send(made, now)
-            output = message.usage.output_tokens if message.usage is not None else _count(counting, message)
+            output = message.usage.output_tokens if message.usage is not None else _count(counter, message)
             total = _total(made)
             sent = _sent(total, result)
             usage = attrs.evolve(sent, output_tokens=output)

@@ -28,7 +28,7 @@ import inspect
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
 
 import attrs
 
@@ -45,9 +45,9 @@ from workingctx.scopes import (
     WholeExchanges,
     surviving_indices,
 )
-from workingctx.scopes._algebra import _is_scope, _not_a_scope
-from workingctx.scopes._budget import count_function
+from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope
 from workingctx.scopes._exchanges import exchange_units, is_reasoning_only, starts_turn
+from workingctx.tokens import MessageCounter, counting
 from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def _check_flag(owner: str, name: str, value: object) -> None:
         raise TypeError(msg)
 
 
-def _kept(scope: object, messages: Sequence[Message]) -> list[Message]:
+def _kept(scope: Scope, messages: Sequence[Message]) -> list[Message]:
     """
     The messages *scope* keeps, in order.
     """
@@ -188,13 +188,11 @@ def _systems_first(messages: Sequence[Message]) -> list[Message]:
     return [m for m in messages if m.role == "system"] + [m for m in messages if m.role != "system"]
 
 
-def _count(counter: Any, messages: Sequence[Message]) -> int:
+def _count(counter: MessageCounter, messages: Sequence[Message]) -> int:
     """
-    Tokens of *messages* with any counter that has ``count_message`` (the one
-    method a budget's counter needs).
+    Tokens of *messages* with any message counter (all a budget's counter needs).
     """
-    count_message = counter.count_message
-    return sum(int(count_message(message)) for message in messages)
+    return sum(map(counting(counter), messages))
 
 
 def _replace_tail(ctx: WorkingContext, messages: Sequence[Message]) -> None:
@@ -241,7 +239,8 @@ def _pinned(pin: object, messages: Sequence[Message]) -> set[int]:
     """
     if pin is None:
         return set()
-    return set(surviving_indices(WholeExchanges(pin, mode="expand"), messages))
+    scope = cast("Scope", pin)  # checked by _check_pin when the manager was built
+    return set(surviving_indices(WholeExchanges(scope, mode="expand"), messages))
 
 
 def _user_first(ctx: WorkingContext) -> bool:
@@ -578,7 +577,12 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     __slots__ = ("counter", "last_trim", "low_watermark", "max_tokens", "pin")
 
     def __init__(
-        self, max_tokens: int, *, low_watermark: int | None = None, counter: Any = None, pin: object = None
+        self,
+        max_tokens: int,
+        *,
+        low_watermark: int | None = None,
+        counter: MessageCounter | None = None,
+        pin: object = None,
     ) -> None:
         owner = "TokenBudgetContextManager"
         _check_pin(owner, pin)
@@ -591,9 +595,9 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
                 "a cut trims down to the low watermark, so it must be at most max_tokens"
             )
             raise ScopeError(msg)
-        if counter is not None and not callable(getattr(counter, "count_message", None)):
+        if counter is not None and not isinstance(counter, MessageCounter):
             msg = (
-                f"{owner}(counter=...) needs a token counter with count_message(message), "
+                f"{owner}(counter=...) needs a token counter with count_message(message) and a name, "
                 f"got {counter!r} of type {type(counter).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
             )
             raise TypeError(msg)
@@ -603,7 +607,7 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
         self.pin = pin
         self.last_trim: TrimReport | None = None
 
-    def _counter(self, ctx: WorkingContext) -> Any:
+    def _counter(self, ctx: WorkingContext) -> MessageCounter:
         return ctx.counter if self.counter is None else self.counter
 
     def _tokens(self, ctx: WorkingContext) -> int:
@@ -665,7 +669,7 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
         """
         size = len(view)
         counter = self._counter(ctx)
-        count = count_function(counter)
+        count = counting(counter)
         counts = [count(message) for message in view]
         unit, _ = exchange_units(view)
         others = [i for i in range(size) if view[i].role != "system"]

@@ -30,7 +30,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
-from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json
+from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json, is_json_payload
 
 if TYPE_CHECKING:
     from workingctx.media import MediaStore
@@ -103,7 +103,7 @@ def _json_object(value: object, where: str) -> FrozenDict:
     A payload field holding a JSON object, checked and deep-frozen (a frozen
     object already checked is kept as it is).
     """
-    if type(value) is FrozenDict and value._json:
+    if type(value) is FrozenDict and is_json_payload(value):
         return value
     if not isinstance(value, Mapping):
         raise _checks.wrong_type(
@@ -1007,7 +1007,8 @@ class Message:
     provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
     # Per-message caches, filled on first use: never compared, hashed or serialized.
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    _token_counts: dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    # owned by workingctx.tokens (_count_cache): (counter name, count, name, count, ...)
+    _token_counts: tuple[Any, ...] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.tool_call_id is not None and self.role != "tool":

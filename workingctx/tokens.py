@@ -31,8 +31,9 @@ import math
 import os
 import threading
 from array import array
+from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -53,7 +54,7 @@ from workingctx.messages import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     import tiktoken
 
@@ -64,9 +65,11 @@ __all__ = [
     "TOOL_CALL_OVERHEAD",
     "ApproxTokenCounter",
     "ImageRule",
+    "MessageCounter",
     "RunningCount",
     "TiktokenCounter",
     "TokenCounter",
+    "counting",
     "estimate_message_tokens",
     "image_tokens",
     "media_tokens",
@@ -404,26 +407,95 @@ def _not_a_message(value: object, position: int) -> TypeError:
     return TypeError(msg)
 
 
-def _cache_of(message: Message) -> dict[str, int]:
-    cache = message._token_counts
-    if cache is None:
-        cache = {}
-        object.__setattr__(message, "_token_counts", cache)
-    return cache
+class _CountCache(NamedTuple):
+    """
+    The per-message count cache under one key: see :func:`_count_cache`.
+    """
+
+    count: Callable[[Message], int]
+    """The count of a message: the cached one, else computed and cached."""
+    peek: Callable[[Message], int | None]
+    """The cached count of a message, or None."""
+    store: Callable[[Message, int], None]
+    """Cache a count computed elsewhere (by a batch)."""
 
 
-def _approx_cached(message: Message, images: ImageRule = "openai", name: str = _APPROX) -> int:
-    cache = message._token_counts
-    if cache is not None:
-        cached = cache.get(name)
-        if cached is not None:
-            return cached
-    else:
-        cache = {}
-        object.__setattr__(message, "_token_counts", cache)
-    count = _approx_count(message, images)
-    cache[name] = count
-    return count
+def _count_cache(key: str, compute: Callable[[Message], int]) -> _CountCache:
+    """
+    The one reader and writer of the token counts cached on messages.
+
+    Each message carries its counts in one private slot, as a flat tuple
+    ``(key, count, key, count, ...)``: a transcript counted by one counter pays
+    one small tuple per message. *key* is the counter's name (two counters with
+    the same name give the same counts); *compute* counts a message the cache
+    does not know. The functions returned raise a :class:`TypeError` naming
+    any value that is not a :class:`~workingctx.Message`.
+    """
+
+    def peek(message: Message) -> int | None:
+        try:
+            found = message._token_counts  # noqa: SLF001  # the cache this module owns, see above
+        except AttributeError:
+            raise _not_a_message(message, 0) from None
+        if found is not None:
+            if found[0] == key:
+                return found[1]  # type: ignore[no-any-return]  # the slot is (str, int, ...)
+            for at in range(2, len(found), 2):
+                if found[at] == key:
+                    return found[at + 1]  # type: ignore[no-any-return]
+        elif not isinstance(message, Message):
+            raise _not_a_message(message, 0)
+        return None
+
+    def store(message: Message, count: int) -> None:
+        found = message._token_counts  # noqa: SLF001  # the cache this module owns, see above
+        # a new tuple each time: a reader on another thread sees the old counts or the new ones
+        object.__setattr__(message, "_token_counts", (key, count) if found is None else (*found, key, count))
+
+    def count(message: Message) -> int:
+        # peek() and store() inlined: this is the cost of every count, warm or cold
+        try:
+            found = message._token_counts  # noqa: SLF001  # the cache this module owns, see above
+        except AttributeError:
+            raise _not_a_message(message, 0) from None
+        if found is not None:
+            if found[0] == key:
+                return found[1]  # type: ignore[no-any-return]  # the slot is (str, int, ...)
+            for at in range(2, len(found), 2):
+                if found[at] == key:
+                    return found[at + 1]  # type: ignore[no-any-return]
+        elif not isinstance(message, Message):
+            raise _not_a_message(message, 0)
+        tokens = compute(message)
+        object.__setattr__(message, "_token_counts", (key, tokens) if found is None else (*found, key, tokens))
+        return tokens
+
+    return _CountCache(count, peek, store)
+
+
+def _sequence(messages: Iterable[Message]) -> Sequence[Message]:
+    return messages if isinstance(messages, list | tuple) else list(messages)
+
+
+def _relocate(messages: Sequence[Message]) -> None:
+    """
+    After a count failed with a TypeError: raise one that names the first non-message and its position.
+    """
+    for position, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise _not_a_message(message, position) from None
+
+
+def _total(count: Callable[[Message], int], messages: Iterable[Message]) -> int:
+    """
+    The sum of *count* over *messages*, naming the position of a non-message.
+    """
+    sequence = _sequence(messages)
+    try:
+        return sum(map(count, sequence))
+    except TypeError:
+        _relocate(sequence)
+        raise
 
 
 def _approx_name(images: ImageRule) -> str:
@@ -461,31 +533,25 @@ def estimate_message_tokens(messages: Iterable[Message]) -> int:
     >>> estimate_message_tokens([*prefix.as_messages(), Message("user", "What changed in the pricing table?")])
     25
     """
-    total = 0
-    for position, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise _not_a_message(message, position)
-        cache = message._token_counts
-        if cache is not None:  # inlined cache hit: this loop is what a warm re-count costs
-            count = cache.get(_APPROX)
-            if count is not None:
-                total += count
-                continue
-        total += _approx_cached(message)
-    return total
+    return _total(_APPROX_CACHE.count, messages)
 
 
 # -- counters ------------------------------------------------------------------------
 
 
 @runtime_checkable
-class TokenCounter(Protocol):
+class MessageCounter(Protocol):
     """
-    What a token counter provides.
+    What anything that counts tokens one message at a time provides.
 
-    ``name`` is the key its counts are cached under on each message: two
-    counters with the same name must give the same counts. ``exact`` says
-    whether the counts come from a real tokenizer.
+    This is all a budget needs (:class:`~workingctx.TokenBudget`, the context
+    managers, cache plans, :func:`~workingctx.explain`): ``name``, the key the
+    counts are cached under on each message (two counters with the same name
+    must give the same counts), and ``count_message``. Both built-in counters
+    are message counters; so is any object of yours with these two members.
+
+    >>> isinstance(ApproxTokenCounter(), MessageCounter)
+    True
     """
 
     @property
@@ -495,16 +561,26 @@ class TokenCounter(Protocol):
         """
         ...
 
+    def count_message(self, message: Message) -> int:
+        """
+        The tokens of one message.
+        """
+        ...
+
+
+@runtime_checkable
+class TokenCounter(MessageCounter, Protocol):
+    """
+    What a full token counter provides: a :class:`MessageCounter` that also
+    counts lists, says whether it is exact, and answers async callers.
+
+    ``exact`` says whether the counts come from a real tokenizer.
+    """
+
     @property
     def exact(self) -> bool:
         """
         True when the counts come from a real tokenizer.
-        """
-        ...
-
-    def count_message(self, message: Message) -> int:
-        """
-        The tokens of one message, cached on the message.
         """
         ...
 
@@ -519,6 +595,34 @@ class TokenCounter(Protocol):
         The tokens of *messages*, for async callers.
         """
         ...
+
+
+def counting(counter: MessageCounter | None = None) -> Callable[[Message], int]:
+    """
+    The per-message count of *counter* (the approximation for None), read from
+    the counts cached on each message first and cached there after.
+
+    Raises:
+        TypeError: *counter* is not a :class:`MessageCounter`.
+
+    >>> from workingctx import Message
+    >>> count = counting()
+    >>> count(Message("user", "What changed in the pricing table?"))
+    12
+    """
+    if counter is None:
+        return _APPROX_CACHE.count
+    if type(counter) is ApproxTokenCounter or type(counter) is TiktokenCounter:  # not a subclass: its own cache
+        return counter._count_cache.count  # noqa: SLF001  # the built-in counters' cache, owned by this module
+    name = getattr(counter, "name", None)
+    count_message = getattr(counter, "count_message", None)
+    if not isinstance(name, str) or not callable(count_message):
+        msg = (
+            f"a token counter needs a name (str) and a count_message(message) method, got {counter!r} "
+            f"of type {type(counter).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
+        )
+        raise TypeError(msg)
+    return _count_cache(name, count_message).count
 
 
 @attrs.frozen
@@ -571,30 +675,28 @@ class ApproxTokenCounter:
         Raises:
             TypeError: *message* is not a :class:`~workingctx.Message`.
         """
-        if not isinstance(message, Message):
-            raise _not_a_message(message, 0)
-        return _approx_cached(message, self.images, _approx_name(self.images))
+        return self._count_cache.count(message)
 
     def count(self, messages: Iterable[Message]) -> int:
         """
         The tokens of *messages* (the same as :func:`estimate_message_tokens`
         when images are counted by OpenAI's rule).
         """
-        if self.images == "openai":
-            return estimate_message_tokens(messages)
-        images, name = self.images, _approx_name(self.images)
-        total = 0
-        for position, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise _not_a_message(message, position)
-            total += _approx_cached(message, images, name)
-        return total
+        return _total(self._count_cache.count, messages)
+
+    @property
+    def _count_cache(self) -> _CountCache:
+        return _APPROX_CACHE if self.images == "openai" else _APPROX_ANTHROPIC_CACHE
 
     async def estimate(self, messages: Iterable[Message]) -> int:
         """
         The tokens of *messages*, for async callers.
         """
         return self.count(messages)
+
+
+_APPROX_CACHE = _count_cache(_APPROX, _approx_count)
+_APPROX_ANTHROPIC_CACHE = _count_cache(_approx_name("anthropic"), lambda message: _approx_count(message, "anthropic"))
 
 
 # -- tiktoken ----------------------------------------------------------------------
@@ -749,7 +851,7 @@ class TiktokenCounter:
     6
     """
 
-    __slots__ = ("_encoding", "_exact", "_fallback_reason", "_images", "_label", "_name")
+    __slots__ = ("_count_cache", "_encoding", "_exact", "_fallback_reason", "_images", "_label", "_name")
 
     def __init__(
         self,
@@ -795,6 +897,7 @@ class TiktokenCounter:
         self._name = "tiktoken:" + str(self._encoding.name).removesuffix(_OFFLINE_SUFFIX)
         if images != "openai":
             self._name += f"+{images}-images"
+        self._count_cache = _count_cache(self._name, self._compute)
 
     def _fall_back(self, reason: str) -> None:
         _log.warning("TiktokenCounter falls back to the approximation: %s", reason)
@@ -802,6 +905,7 @@ class TiktokenCounter:
         self._exact = False
         self._name = _approx_name(self._images)
         self._fallback_reason = reason
+        self._count_cache = _APPROX_CACHE if self._images == "openai" else _APPROX_ANTHROPIC_CACHE
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self._label!r}, name={self._name!r}, exact={self._exact!r})"
@@ -862,16 +966,7 @@ class TiktokenCounter:
         Raises:
             TypeError: *message* is not a :class:`~workingctx.Message`.
         """
-        if not isinstance(message, Message):
-            raise _not_a_message(message, 0)
-        if self._encoding is None:
-            return _approx_cached(message, self._images, self._name)
-        cache = _cache_of(message)
-        count = cache.get(self._name)
-        if count is None:
-            count = self._compute(message)
-            cache[self._name] = count
-        return count
+        return self._count_cache.count(message)
 
     def count(self, messages: Iterable[Message]) -> int:
         """
@@ -880,21 +975,7 @@ class TiktokenCounter:
         Raises:
             TypeError: An item is not a :class:`~workingctx.Message`.
         """
-        if self._encoding is None:
-            return ApproxTokenCounter(images=self._images).count(messages)
-        name = self._name
-        total = 0
-        for position, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise _not_a_message(message, position)
-            cache = message._token_counts
-            if cache is not None:
-                count = cache.get(name)
-                if count is not None:
-                    total += count
-                    continue
-            total += self.count_message(message)
-        return total
+        return _total(self._count_cache.count, messages)
 
     async def estimate(self, messages: Iterable[Message]) -> int:
         """
@@ -906,7 +987,7 @@ class TiktokenCounter:
 # -- running totals ------------------------------------------------------------------
 
 
-def _default_counter() -> TokenCounter:
+def _default_counter() -> MessageCounter:
     return ApproxTokenCounter()
 
 
@@ -933,7 +1014,7 @@ class RunningCount:
     (17, 2, 7)
     """
 
-    counter: TokenCounter = attrs.field(factory=_default_counter)
+    counter: MessageCounter = attrs.field(factory=_default_counter)
     # prefix sums in one machine-integer buffer: compact, and freed in one step
     _sums: array[int] = attrs.field(init=False, factory=lambda: array("q", [0]), repr=False)
 
@@ -954,17 +1035,17 @@ class RunningCount:
         Raises:
             TypeError: An item is not a :class:`~workingctx.Message`; nothing is added.
         """
-        count = self.counter.count_message
+        sequence = _sequence(messages)
+        try:
+            counts = list(map(counting(self.counter), sequence))
+        except TypeError:
+            _relocate(sequence)
+            raise
         sums = self._sums
-        added: list[int] = []
-        running = sums[-1]
-        for position, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise _not_a_message(message, position)
-            running += count(message)
-            added.append(running)
-        sums.extend(added)
-        return running
+        totals = accumulate(counts, initial=sums[-1])
+        next(totals)  # the initial total, already the last sum
+        sums.extend(totals)
+        return sums[-1]
 
     def upto(self, n: int) -> int:
         """

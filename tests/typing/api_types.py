@@ -153,3 +153,28 @@ def check_subagents() -> None:
     assert_type(ctx.fit(1000, pin=Tagged("task")), WorkingContext)
     manager = TokenBudgetContextManager(1000, pin=Tagged("task"))
     assert_type(manager.last_trim, TrimReport | None)
+
+
+def check_seams() -> None:
+    """
+    A scope and a counter are typed: anything else is a type error (each line
+    below must be rejected; ``warn_unused_ignores`` fails the run if it is not).
+    """
+    from workingctx.scopes import Scope, WholeExchanges, explain  # noqa: PLC0415  # beside the checks
+    from workingctx.tokens import MessageCounter, RunningCount, TiktokenCounter, counting  # noqa: PLC0415
+
+    msgs = [Message("user", "hi")]
+    scope: Scope = LastNTurns(1) & ~RoleFilter({"system"})
+    assert_type(surviving_indices(scope, msgs), frozenset[int])
+    surviving_indices(42, msgs)  # type: ignore[arg-type]
+    surviving_indices("LastNTurns(1)", msgs)  # type: ignore[arg-type]
+    WholeExchanges(42)  # type: ignore[arg-type]
+    explain(None, msgs)  # type: ignore[arg-type]
+
+    counters: list[MessageCounter] = [ApproxTokenCounter(), TiktokenCounter()]
+    assert_type(counting(counters[0])(msgs[0]), int)
+    assert_type(RunningCount(counters[1]).extend(msgs), int)
+    TokenBudget(100, counter=counters[0])
+    TokenBudget(100, counter=len)  # type: ignore[arg-type]
+    TokenBudgetContextManager(1000, counter="approx")  # type: ignore[arg-type]
+    explain(scope, msgs, counter=object())  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from workingctx.scopes._algebra import (
     ContextScope,
     Not,
     PositionalScope,
+    Scope,
     surviving_indices,
 )
 from workingctx.scopes._budget import TokenBudget
@@ -45,6 +46,7 @@ __all__ = [
     "Not",
     "PositionalScope",
     "RoleFilter",
+    "Scope",
     "ScopeReport",
     "Since",
     "Tagged",

@@ -9,7 +9,7 @@ positional scope therefore keeps its meaning at any nesting depth.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 import attrs
 
@@ -25,6 +25,7 @@ __all__ = [
     "ContextScope",
     "Not",
     "PositionalScope",
+    "Scope",
     "is_positional",
     "surviving_indices",
 ]
@@ -79,6 +80,13 @@ class PositionalScope(Protocol):
         ...
 
 
+Scope: TypeAlias = ContextScope | PositionalScope
+"""
+Any scope: a :class:`ContextScope` (a predicate) or a :class:`PositionalScope`.
+Every function and combinator that takes a scope is annotated with it.
+"""
+
+
 def _describe(value: object) -> str:
     return f"{value!r} of type {type(value).__name__}"
 
@@ -92,11 +100,11 @@ def _not_a_scope(value: object, where: str) -> TypeError:
     return TypeError(msg)
 
 
-def _is_scope(value: object) -> bool:
+def _is_scope(value: object) -> TypeGuard[Scope]:
     return isinstance(value, _ScopeOps | PositionalScope | ContextScope)
 
 
-def is_positional(scope: object) -> bool:
+def is_positional(scope: Scope) -> bool:
     """
     Whether *scope* needs the whole list to decide (so its ``matches()`` cannot answer).
 
@@ -108,7 +116,7 @@ def is_positional(scope: object) -> bool:
     return isinstance(scope, PositionalScope)
 
 
-def surviving_indices(scope: object, messages: Sequence[Message]) -> frozenset[int]:
+def surviving_indices(scope: Scope, messages: Sequence[Message]) -> frozenset[int]:
     """
     The indices of *messages* that *scope* keeps, whatever kind of scope it is.
 
@@ -137,7 +145,7 @@ def surviving_indices(scope: object, messages: Sequence[Message]) -> frozenset[i
     [3, 4]
     """
     if isinstance(scope, _ScopeOps):
-        return scope._index_set(messages)
+        return scope._index_set(messages)  # noqa: SLF001  # the built-in scopes' own hook, shared by their base
     hook = getattr(scope, "surviving_indices", None)
     if callable(hook):
         return _checked(scope, hook(messages), len(messages))
@@ -206,8 +214,17 @@ class _ScopeOps:
         """
         The kept indices; predicate built-ins filter by ``matches``.
         """
-        matches = self.matches  # type: ignore[attr-defined]  # predicate subclasses define it
+        matches = self.matches
         return frozenset(i for i, message in enumerate(messages) if matches(message, i))
+
+    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
+        """
+        Whether the message at *index* is kept; predicate built-ins answer, positional ones raise.
+
+        Raises:
+            PositionalScopeError: The scope is positional; use ``surviving_indices(scope, messages)``.
+        """
+        raise self._refuse_matches()
 
     def _refuse_matches(self) -> PositionalScopeError:
         msg = (
@@ -241,13 +258,13 @@ class _ScopeOps:
         return Not(self)
 
 
-def _flat(scope: object, kind: type[AllOf | AnyOf]) -> tuple[object, ...]:
+def _flat(scope: Scope, kind: type[AllOf | AnyOf]) -> tuple[Scope, ...]:
     if isinstance(scope, kind) and type(scope) is kind:
         return scope.scopes
     return (scope,)
 
 
-def _scope_tuple(value: object) -> tuple[object, ...]:
+def _scope_tuple(value: Iterable[Scope]) -> tuple[Scope, ...]:
     if _is_scope(value) or isinstance(value, str | bytes) or not isinstance(value, Iterable):
         msg = (
             f"expected a sequence of scopes, got {_describe(value)}; "
@@ -304,7 +321,7 @@ class _Combination(_ScopeOps):
     """
 
     __slots__ = ()
-    scopes: tuple[object, ...]
+    scopes: tuple[Scope, ...]
 
     @property
     def positional(self) -> bool:  # type: ignore[override]  # computed from the inner scopes
@@ -338,7 +355,7 @@ class AllOf(_Combination):
     True
     """
 
-    scopes: tuple[object, ...] = attrs.field(converter=_scope_tuple)
+    scopes: tuple[Scope, ...] = attrs.field(converter=_scope_tuple)
     _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -353,7 +370,7 @@ class AllOf(_Combination):
         """
         if self.positional:
             raise self._refuse_matches()
-        return all(scope.matches(message, index) for scope in self.scopes)  # type: ignore[attr-defined]
+        return all(scope.matches(message, index) for scope in self.scopes)  # type: ignore[union-attr]  # only when none is positional
 
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
@@ -397,7 +414,7 @@ class AnyOf(_Combination):
     [0, 2]
     """
 
-    scopes: tuple[object, ...] = attrs.field(converter=_scope_tuple)
+    scopes: tuple[Scope, ...] = attrs.field(converter=_scope_tuple)
     _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -412,7 +429,7 @@ class AnyOf(_Combination):
         """
         if self.positional:
             raise self._refuse_matches()
-        return any(scope.matches(message, index) for scope in self.scopes)  # type: ignore[attr-defined]
+        return any(scope.matches(message, index) for scope in self.scopes)  # type: ignore[union-attr]  # only when none is positional
 
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
@@ -456,7 +473,7 @@ class Not(_ScopeOps):
     '~LastNTurns(1)'
     """
 
-    scope: object = attrs.field(validator=_one_scope)
+    scope: Scope = attrs.field(validator=_one_scope)
     _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -478,7 +495,7 @@ class Not(_ScopeOps):
         """
         if self.positional:
             raise self._refuse_matches()
-        return not self.scope.matches(message, index)  # type: ignore[attr-defined]
+        return not self.scope.matches(message, index)  # type: ignore[union-attr]  # only a predicate inner scope
 
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """

@@ -12,53 +12,17 @@ import attrs
 from workingctx.exceptions import ScopeError
 from workingctx.scopes._algebra import _ScopeOps
 from workingctx.scopes._exchanges import call_ids, is_reasoning_only, result_ids, starts_turn
+from workingctx.tokens import ApproxTokenCounter, MessageCounter, counting
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from workingctx.messages import Message
 
-__all__ = ["TokenBudget", "count_function"]
+__all__ = ["TokenBudget"]
 
 _START_ON = ("exchange", "user", "user_only")
-
-_default_counter: Any = None
-
-
-def _resolve(counter: object) -> Any:
-    global _default_counter  # noqa: PLW0603  # one shared default, built on first use
-    if counter is not None:
-        return counter
-    if _default_counter is None:
-        from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415  # tokens imports nothing of ours
-
-        _default_counter = ApproxTokenCounter()
-    return _default_counter
-
-
-def count_function(counter: object = None) -> Callable[[Message], int]:
-    """
-    A per-message counter that reads the counts cached on each message first.
-
-    Args:
-        counter: A token counter (``count_message(message) -> int``); ``None``
-            for the approximate counter.
-    """
-    resolved = _resolve(counter)
-    count_message: Callable[[Message], int] = resolved.count_message
-    key = getattr(resolved, "name", None)
-    if not isinstance(key, str):
-        return count_message
-
-    def count(message: Message) -> int:
-        cache = message._token_counts
-        if cache is not None:
-            cached = cache.get(key)
-            if cached is not None:
-                return cached
-        return count_message(message)
-
-    return count
+_DEFAULT = ApproxTokenCounter()
 
 
 def _budget(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -71,9 +35,9 @@ def _budget(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> N
 
 
 def _counter(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not callable(getattr(value, "count_message", None)):
+    if value is not None and not isinstance(value, MessageCounter):
         msg = (
-            f"TokenBudget(counter=...) needs a token counter with a count_message(message) method, "
+            f"TokenBudget(counter=...) needs a token counter with a count_message(message) method and a name, "
             f"got {value!r} of type {type(value).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
         )
         raise TypeError(msg)
@@ -118,9 +82,10 @@ class TokenBudget(_ScopeOps):
 
     Args:
         max_tokens: The budget, 0 or more.
-        counter: A token counter (``ApproxTokenCounter()``, ``TiktokenCounter()``,
-            or any object with ``count_message(message) -> int``); ``None`` for
-            the approximate counter.
+        counter: A :class:`~workingctx.tokens.MessageCounter`
+            (``ApproxTokenCounter()``, ``TiktokenCounter()``, or any object with
+            a ``name`` and ``count_message(message) -> int``); ``None`` for the
+            approximate counter.
         start_on: ``"exchange"``, ``"user"`` or ``"user_only"``.
         include_system: Keep and count every system message first.
 
@@ -151,7 +116,7 @@ class TokenBudget(_ScopeOps):
     positional: ClassVar[bool] = True
 
     max_tokens: int = attrs.field(validator=_budget)
-    counter: object = attrs.field(default=None, validator=_counter)
+    counter: MessageCounter | None = attrs.field(default=None, validator=_counter)
     start_on: Literal["exchange", "user", "user_only"] = attrs.field(
         default="exchange", kw_only=True, validator=_start_on
     )
@@ -170,11 +135,10 @@ class TokenBudget(_ScopeOps):
         """
         The indices of every system message and of the newest whole exchanges that fit.
         """
-        counter = _resolve(self.counter)
-        fast = self._from_index(messages, counter)
+        fast = self._from_index(messages, self.counter)
         if fast is not None:
             return fast
-        count = count_function(counter)
+        count = counting(self.counter)
         size = len(messages)
         system: list[int] = []
         budget = self.max_tokens
@@ -186,10 +150,10 @@ class TokenBudget(_ScopeOps):
             budget -= sum(count(messages[i]) for i in system)
         cut = size
         if budget >= 0:
-            any_cut, user_cut, blocked = self._scan(messages, budget, counter, frozenset())
+            any_cut, user_cut, blocked = self._scan(messages, budget, count, frozenset())
             if blocked:
                 orphans = _orphan_results(messages)
-                any_cut, user_cut, _ = self._scan(messages, budget, counter, orphans)
+                any_cut, user_cut, _ = self._scan(messages, budget, count, orphans)
             if self.start_on == "exchange":
                 cut = any_cut
             elif self.start_on == "user_only" or user_cut < size:
@@ -204,7 +168,7 @@ class TokenBudget(_ScopeOps):
 
     _index_set = surviving_indices
 
-    def _from_index(self, messages: Sequence[Message], counter: Any) -> frozenset[int] | None:
+    def _from_index(self, messages: Sequence[Message], counter: MessageCounter | None) -> frozenset[int] | None:
         """
         The same answer from a context's tail view, in time that grows with the
         log of the transcript (plus the few messages between the fitting point
@@ -217,7 +181,7 @@ class TokenBudget(_ScopeOps):
         running = getattr(messages, "running", None)
         if index is None or running is None or not self.include_system:
             return None
-        if running.counter is not counter and getattr(running.counter, "name", None) != getattr(counter, "name", 1):
+        if running.counter is not counter and running.counter.name != (counter or _DEFAULT).name:
             return None
         size = len(messages)
         upto = running.upto
@@ -254,11 +218,11 @@ class TokenBudget(_ScopeOps):
         kept.extend(range(cut, size))
         return frozenset(kept)
 
-    def _scan(  # noqa: PLR0915  # one hot loop, inlined on purpose
+    def _scan(
         self,
         messages: Sequence[Message],
         budget: int,
-        counter: Any,
+        count: Callable[[Message], int],
         orphans: frozenset[tuple[int, str]],
     ) -> tuple[int, int, bool]:
         """
@@ -267,10 +231,8 @@ class TokenBudget(_ScopeOps):
         result blocked every cut before it (an orphan, found by walking on).
 
         This loop is the whole cost of the scope, so the common case (text
-        content, counts already cached) is written out inline.
+        content) is written out inline.
         """
-        key = getattr(counter, "name", None)
-        count_message = counter.count_message
         skip_system = self.include_system
         pending: set[str] = set()
         add, discard = pending.add, pending.discard
@@ -283,10 +245,7 @@ class TokenBudget(_ScopeOps):
             i -= 1
             role = message.role
             if not skip_system or role != "system":
-                try:
-                    total += message._token_counts[key]  # type: ignore[index]  # None and a missing key are caught
-                except (TypeError, KeyError):
-                    total += count_message(message)
+                total += count(message)
                 if total > budget:
                     break
             if message.content.__class__ is str:

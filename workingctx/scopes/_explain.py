@@ -11,8 +11,8 @@ import attrs
 
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
-from workingctx.scopes._algebra import surviving_indices
-from workingctx.scopes._budget import count_function
+from workingctx.scopes._algebra import Scope, surviving_indices
+from workingctx.tokens import MessageCounter, counting
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -94,7 +94,7 @@ class ScopeReport:
         return "\n".join(lines)
 
 
-def explain(scope: object, messages: object, counter: object = None) -> ScopeReport:
+def explain(scope: Scope, messages: object, counter: MessageCounter | None = None) -> ScopeReport:
     """
     A dry run: what *scope* would keep and drop on *messages*, and what that saves.
 
@@ -125,7 +125,7 @@ def explain(scope: object, messages: object, counter: object = None) -> ScopeRep
     """
     items = _messages_of(messages)
     kept_set = surviving_indices(scope, items)
-    count = count_function(counter)
+    count = counting(counter)
     counts = [count(message) for message in items]
     kept = tuple(sorted(kept_set))
     dropped = tuple(i for i in range(len(items)) if i not in kept_set)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import attrs
 
 from workingctx.exceptions import ScopeError
-from workingctx.scopes._algebra import _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
+from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
 from workingctx.scopes._exchanges import completed_tool_sequences, exchange_units
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class WholeExchanges(_ScopeOps):
 
     positional: ClassVar[bool] = True
 
-    scope: object = attrs.field(validator=_inner)
+    scope: Scope = attrs.field(validator=_inner)
     mode: Literal["expand", "drop"] = attrs.field(default="expand", kw_only=True, validator=_mode)
     _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
 
