@@ -352,6 +352,7 @@ NOT_VALUES = {
     "workingctx.persistence.sqlite.SQLiteStore": "a store: holds a connection",
     "workingctx.scopes.ContextScope": "a protocol",
     "workingctx.scopes.PositionalScope": "a protocol",
+    "workingctx.tokens.MessageCounter": "a protocol",
     "workingctx.tokens.TokenCounter": "a protocol",
     "workingctx.tokens.TiktokenCounter": "holds a tokenizer; rebuilt from its encoding name",
 }
