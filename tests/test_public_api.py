@@ -17,18 +17,30 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import workingctx
-from tests.strategies import blocks, messages, prefixes, scope_trees, usages
+from tests.strategies import (
+    annotation_refs,
+    blocks,
+    media_refs,
+    messages,
+    prefixes,
+    scope_trees,
+    tool_calls,
+    usages,
+    working_contexts,
+)
 from workingctx import (
     _MOVED,  # the table of names moved from the top level
     ApproxTokenCounter,
     Checkpoint,
     LastNTurns,
     Message,
+    MutationJournal,
     PrefixContext,
     RoleFilter,
     Since,
@@ -247,8 +259,12 @@ def _history_pieces() -> list[Any]:
     return entries + [entry.content for entry in entries]
 
 
-async def _summarize(messages: Any) -> str:
-    return f"{len(messages)} messages"
+@attrs.frozen
+class Summarize:
+    """A summarizer that is a value, so the manager holding it has a repr to paste back."""
+
+    async def __call__(self, messages: Any) -> str:
+        return f"{len(messages)} messages"
 
 
 def _examples() -> list[Any]:
@@ -312,7 +328,7 @@ def _examples() -> list[Any]:
         managers.TrimReport(kept=3, dropped=1, repaired=("orphan",)),
         managers.MessageContextManager(10, pin=Tagged("keep")),
         managers.TokenBudgetContextManager(1000, low_watermark=800),
-        managers.SummaryContextManager(_summarize, max_messages=20, keep_recent=4),
+        managers.SummaryContextManager(Summarize(), max_messages=20, keep_recent=4),
         pricing.Price(Decimal(3), Decimal(15)),
         validity.Problem(1, "orphan_result", "a result without a call", ("c9",)),
         plan,
@@ -467,3 +483,104 @@ def test_stored_checkpoints_name_no_module():
     """
     text = to_json(Checkpoint.capture(_context(), metadata={"scope": repr(LastNTurns(2))}))
     assert "workingctx" not in text
+
+
+# -- reprs ----------------------------------------------------------------------------------
+
+
+def _names() -> dict[str, Any]:
+    """Every public name, as a user who imported them all would paste a repr back."""
+    names: dict[str, Any] = {
+        "Decimal": Decimal,
+        "datetime": importlib.import_module("datetime"),
+        "Summarize": Summarize,
+    }
+    for module in PUBLIC_MODULES:
+        imported = importlib.import_module(module)
+        names.update((name, getattr(imported, name)) for name in imported.__all__)
+    return names
+
+
+def _evaluated(text: str) -> Any:
+    return eval(text, _names())  # noqa: S307  # a repr that looks like a call must be one
+
+
+def _live_objects(tmp_path: Any) -> list[Any]:
+    from workingctx.media import FileMediaStore, InMemoryMediaStore, SQLiteMediaStore  # noqa: PLC0415
+    from workingctx.persistence import InMemoryStore, SQLiteStore  # noqa: PLC0415
+
+    ctx = _context()
+    recorded = WorkingContext(record=True).append(Message.user("hi"))
+    return [
+        ctx,
+        ctx.journal,
+        ctx.tail_view(),
+        ctx.lock,
+        MutationJournal(),
+        recorded._history,  # noqa: SLF001  # a recorder is reached only through its context
+        InMemoryStore(),
+        SQLiteStore(":memory:"),
+        SQLiteStore(tmp_path / "keyed.db", key=b"k" * 32),
+        InMemoryMediaStore(),
+        FileMediaStore(tmp_path / "media"),
+        SQLiteMediaStore(tmp_path / "media.db"),
+    ]
+
+
+class TestReprs:
+    def test_a_value_repr_that_looks_like_a_call_is_one(self):
+        """
+        Every public value's repr is a constructor call that builds an equal value
+        from the public names (or, for a mapping or list, its literal).
+        """
+        for value in _examples():
+            text = repr(value)
+            assert not text.startswith("<"), text
+            assert _same(value, _evaluated(text)), text
+
+    def test_live_objects_say_what_they_are_between_angle_brackets(self, tmp_path):
+        """
+        Contexts, journals, views, locks, recorders and stores are not values: their
+        repr is ``<Type field=value ...>``, never something that looks like a call.
+        """
+        for thing in _live_objects(tmp_path):
+            text = repr(thing)
+            assert re.fullmatch(rf"<{type(thing).__name__}( \w+=[^<>]*)*>", text, re.DOTALL), text
+
+    def test_the_journal_repr(self):
+        """
+        The journal's repr gives its size and how much of it is committed.
+        """
+        journal = MutationJournal(["a"])
+        journal.record("b")
+        assert "<MutationJournal size=2 committed=1>" == repr(journal)
+
+    def test_a_keyed_store_repr_hides_the_key(self, tmp_path):
+        """
+        A keyed SQLite store says it is keyed, and never shows the key.
+        """
+        from workingctx.persistence import SQLiteStore  # noqa: PLC0415
+
+        with SQLiteStore(tmp_path / "k.db", key=b"s3cret-key-of-32-bytes-at-least!") as store:
+            assert "keyed=True" in repr(store)
+            assert "s3cret" not in repr(store)
+
+    @given(
+        st.one_of(
+            blocks,
+            messages(),
+            usages,
+            prefixes,
+            tool_calls,
+            media_refs,
+            annotation_refs,
+            scope_trees(),
+            working_contexts().map(lambda ctx: ctx.freeze()),
+        )
+    )
+    def test_generated_values_eval_back_from_their_repr(self, value):
+        """
+        eval(repr(x)) == x for any generated block, message, usage, prefix, call,
+        reference, scope tree and snapshot.
+        """
+        assert value == _evaluated(repr(value))

@@ -638,7 +638,7 @@ class TestKeyedSeal:
         The repr says a key is set, not what it is.
         """
         with SQLiteStore(fresh_path(scratch_dir), key=self.KEY) as store:
-            assert "key=<hidden>" in repr(store)
+            assert "keyed=True" in repr(store)
             assert self.KEY.decode() not in repr(store)
 
 

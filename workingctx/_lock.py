@@ -128,5 +128,4 @@ class ContextLock:
         self.release()
 
     def __repr__(self) -> str:
-        state = "locked" if self._locked else "unlocked"
-        return f"<ContextLock {state} waiters={len(self._waiters)}>"
+        return f"<ContextLock locked={self._locked} waiters={len(self._waiters)}>"

@@ -90,7 +90,7 @@ class TailView(Sequence[Message]):
         return (items[i] for i in range(self._size - 1, -1, -1))
 
     def __repr__(self) -> str:
-        return f"<TailView of {self._size} messages>"
+        return f"<TailView size={self._size}>"
 
 
 class Tail:

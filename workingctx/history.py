@@ -685,6 +685,9 @@ class Recorder:
         self._chain: list[str] = []
         self._chain_lock = threading.Lock()
 
+    def __repr__(self) -> str:
+        return f"<Recorder id={self.id!r} entries={len(self.entries)} turn={self.turn} finished={self.finished}>"
+
     # -- reading ---------------------------------------------------------------------------
 
     @property

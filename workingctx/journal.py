@@ -177,4 +177,4 @@ class MutationJournal(Generic[EntryT]):
         return iter(tuple(self._entries))
 
     def __repr__(self) -> str:
-        return f"MutationJournal(size={len(self._entries)}, committed={self._committed})"
+        return f"<MutationJournal size={len(self._entries)} committed={self._committed}>"

@@ -334,7 +334,7 @@ class InMemoryMediaStore:
         return len(self._blobs)
 
     def __repr__(self) -> str:
-        return f"InMemoryMediaStore({len(self._blobs)} items)"
+        return f"<InMemoryMediaStore items={len(self._blobs)}>"
 
 
 # -- a directory --------------------------------------------------------------------
@@ -457,7 +457,7 @@ class FileMediaStore:
             self.path_of(ref).unlink()
 
     def __repr__(self) -> str:
-        return f"FileMediaStore({str(self.directory)!r})"
+        return f"<FileMediaStore directory={str(self.directory)!r}>"
 
 
 def _sync_directory(directory: Path) -> None:
@@ -581,7 +581,7 @@ class SQLiteMediaStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"SQLiteMediaStore({self.path!r})"
+        return f"<SQLiteMediaStore path={self.path!r}>"
 
 
 # -- writing requests ---------------------------------------------------------------

@@ -833,7 +833,7 @@ class PostgresStore:
         return result
 
     def __repr__(self) -> str:
-        return f"PostgresStore({self._where})"
+        return f"<PostgresStore {self._where}>"
 
 
 def _describe(dsn: str, schema: str) -> str:

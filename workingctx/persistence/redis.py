@@ -819,7 +819,7 @@ class RedisStore:
         return result
 
     def __repr__(self) -> str:
-        return f"RedisStore({self._where})"
+        return f"<RedisStore {self._where}>"
 
 
 def _text(value: object) -> str | None:

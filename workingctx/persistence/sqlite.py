@@ -727,5 +727,5 @@ class SQLiteStore:
             return db.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone() is not None
 
     def __repr__(self) -> str:
-        extras = (", read_only=True" if self.read_only else "") + (", key=<hidden>" if self._key is not None else "")
-        return f"SQLiteStore({self.path!r}{extras})"
+        extras = (" read_only=True" if self.read_only else "") + (" keyed=True" if self._key is not None else "")
+        return f"<SQLiteStore path={self.path!r}{extras}>"

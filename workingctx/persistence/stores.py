@@ -344,4 +344,4 @@ class InMemoryStore:
         return checkpoint_id in self._checkpoints
 
     def __repr__(self) -> str:
-        return f"InMemoryStore({len(self._checkpoints)} checkpoints)"
+        return f"<InMemoryStore checkpoints={len(self._checkpoints)} contexts={len(self._contexts)}>"
