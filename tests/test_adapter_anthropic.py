@@ -42,7 +42,7 @@ def test_round_trip_is_exact(body):
     assert anthropic.write(anthropic.read(valid(body))) == body
 
 
-@given(chat_messages())
+@given(chat_messages(portable=True))
 def test_openai_transcripts_write_valid_anthropic(messages):
     """
     Any Chat Completions transcript, read and written for Anthropic, passes the checks and the SDK types.

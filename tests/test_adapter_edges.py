@@ -229,10 +229,19 @@ def test_openai_chat_keeps_odd_shapes_whole():
         },
         {"role": "tool", "tool_call_id": "a", "content": "1"},
         {"role": "tool", "tool_call_id": "b", "content": "2"},
-        {"role": "assistant", "content": None},
-        {"role": "assistant"},
+        {"role": "assistant", "content": ""},
     ]
     assert openai_chat.write(openai_chat.read(messages)) == {"messages": messages}
+    # OpenAI refuses an assistant message with neither content nor calls: read, named, never written
+    silent = [*messages, {"role": "assistant", "content": None}, {"role": "assistant"}]
+    ctx = openai_chat.read(silent)
+    with pytest.raises(ProviderError) as info:
+        openai_chat.write(ctx)
+    assert [(p.index, p.rule) for p in info.value.problems] == [(6, "empty-content"), (7, "empty-content")]
+    assert "neither content nor tool_calls" in str(info.value)
+    assert "repair=True" not in str(info.value)
+    assert [(p.index, p.rule) for p in openai_chat.check(silent)] == [(6, "empty-content"), (7, "empty-content")]
+    assert openai_chat.check(ctx) == info.value.problems
 
 
 def test_anthropic_keeps_odd_shapes_whole():
@@ -262,7 +271,7 @@ def test_anthropic_keeps_odd_shapes_whole():
         {"role": "assistant", "content": ""},
         {"role": "user", "content": "end"},
     ]
-    assert {p.rule for p in anthropic.check(wrong_order)} == {"result-not-first", "empty-content"}
+    assert {p.rule for p in anthropic.check(wrong_order)} == {"result-not-first", "empty-content", "first-not-user"}
 
 
 def test_anthropic_cache_plan_errors():

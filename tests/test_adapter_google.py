@@ -55,7 +55,7 @@ def test_camel_case_reads_the_same(body):
     assert google.write(google.read(camel)) == body
 
 
-@given(chat_messages())
+@given(chat_messages(portable=True))
 def test_chat_transcripts_write_valid_gemini(messages):
     """
     A Chat Completions transcript written for Gemini validates and passes the checks.
@@ -73,7 +73,7 @@ def test_anthropic_transcripts_write_valid_gemini(body):
     assert not any(p.get("thought") for c in out["contents"] for p in c["parts"])
 
 
-@given(responses_bodies())
+@given(responses_bodies(portable=True))
 def test_responses_transcripts_write_valid_gemini(body):
     """
     A Responses transcript written for Gemini validates.
@@ -81,7 +81,7 @@ def test_responses_transcripts_write_valid_gemini(body):
     valid(google.write(openai_responses.read(body)))
 
 
-@given(google_bodies())
+@given(google_bodies(portable=True))
 def test_gemini_transcripts_write_valid_elsewhere(body):
     """
     A Gemini transcript written for Anthropic and Chat validates, signatures left out.

@@ -53,7 +53,7 @@ def test_anthropic_transcripts_write_valid_responses_without_thinking(body):
     assert all(item.get("type") != "reasoning" for item in out["input"] if isinstance(item, dict))
 
 
-@given(responses_bodies())
+@given(responses_bodies(portable=True))
 def test_responses_transcripts_write_valid_anthropic(body):
     """
     A Responses transcript written for Anthropic validates (encrypted reasoning dropped).

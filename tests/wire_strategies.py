@@ -1,7 +1,13 @@
 """
 Hypothesis strategies for provider wire payloads: valid transcripts in each
-format's supported subset (every call answered, ids unique), for the adapters'
-round-trip and cross-format properties.
+format's supported subset (every call answered, ids unique, a user turn first),
+for the adapters' round-trip and cross-format properties.
+
+Each payload is one its own provider accepts. With ``portable=True`` the
+OpenAI strategies also keep to what every provider accepts (no empty or
+blank text where Anthropic and Gemini want text, no trailing whitespace in a
+final assistant message, no audio), so their transcripts write for every
+format; :data:`blanks` gives the texts some providers refuse.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 texts = st.text(max_size=20)
+# text every provider accepts as content: not empty, no whitespace at either end
+solid = st.text(min_size=1, max_size=20).map(str.strip).filter(bool)
+blanks = st.sampled_from(["", " ", "\n", "\t ", "  \n"])
 names = st.from_regex(r"[a-zA-Z][a-zA-Z0-9_]{0,10}", fullmatch=True)
 b64 = st.binary(min_size=1, max_size=24).map(lambda b: base64.b64encode(b).decode("ascii"))
 json_args = st.dictionaries(
@@ -63,26 +72,35 @@ chat_user_content = texts | st.lists(
     min_size=1,
     max_size=3,
 )
+chat_solid_parts = st.lists(st.builds(lambda t: {"type": "text", "text": t}, solid), min_size=1, max_size=2)
+chat_portable_content = solid | st.lists(
+    st.builds(lambda t: {"type": "text", "text": t}, solid) | chat_image | chat_file,
+    min_size=1,
+    max_size=3,
+).filter(lambda parts: any(p["type"] == "text" for p in parts))
 
 
 @st.composite
-def chat_messages(draw: st.DrawFn) -> list[dict[str, Any]]:
+def chat_messages(draw: st.DrawFn, *, portable: bool = False) -> list[dict[str, Any]]:
     """
     A Chat Completions transcript: system or developer messages, then turns
     with parallel tool calls, each answered.
     """
+    text = solid if portable else texts
+    parts = chat_solid_parts if portable else chat_text_parts
     out: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(0, 2))):
         message: dict[str, Any] = {
             "role": draw(st.sampled_from(["system", "developer"])),
-            "content": draw(texts | chat_text_parts),
+            "content": draw(text | parts),
         }
         if draw(st.booleans()):
             message["name"] = draw(names)
         out.append(message)
     counter = 0
     for _ in range(draw(st.integers(1, 3))):
-        user: dict[str, Any] = {"role": "user", "content": draw(chat_user_content)}
+        content = chat_portable_content if portable else chat_user_content
+        user: dict[str, Any] = {"role": "user", "content": draw(content)}
         if draw(st.booleans()):
             user["name"] = draw(names)
         out.append(user)
@@ -100,16 +118,16 @@ def chat_messages(draw: st.DrawFn) -> list[dict[str, Any]]:
             elif form == "empty":
                 assistant["content"] = ""
             elif form == "text":
-                assistant["content"] = draw(texts)
+                assistant["content"] = draw(text)
             elif form == "parts":
-                assistant["content"] = draw(chat_text_parts)
+                assistant["content"] = draw(parts)
             assistant["tool_calls"] = [
                 {"id": i, "type": "function", "function": {"name": draw(names), "arguments": draw(arg_texts)}}
                 for i in ids
             ]
             out.append(assistant)
             out.extend({"role": "tool", "tool_call_id": i, "content": draw(texts | chat_text_parts)} for i in ids)
-        final: dict[str, Any] = {"role": "assistant", "content": draw(texts | chat_text_parts)}
+        final: dict[str, Any] = {"role": "assistant", "content": draw(text | parts)}
         if draw(st.booleans()):
             final["refusal"] = draw(texts)
         out.append(final)
@@ -126,7 +144,7 @@ cache_controls = st.sampled_from(
         {"cache_control": {"type": "ephemeral", "ttl": "5m"}},
     ]
 )
-a_text = st.builds(lambda t, c: {"type": "text", "text": t, **c}, st.text(min_size=1, max_size=20), cache_controls)
+a_text = st.builds(lambda t, c: {"type": "text", "text": t, **c}, solid, cache_controls)
 a_image = st.builds(
     lambda source, c: {"type": "image", "source": source, **c},
     st.builds(
@@ -144,7 +162,7 @@ a_document = st.builds(
 )
 a_thinking = st.builds(lambda t, s: {"type": "thinking", "thinking": t, "signature": s}, texts, b64)
 a_redacted = st.builds(lambda d: {"type": "redacted_thinking", "data": d}, b64)
-a_system = st.none() | st.text(min_size=1, max_size=20) | st.lists(a_text, min_size=1, max_size=2)
+a_system = st.none() | solid | st.lists(a_text, min_size=1, max_size=2)
 
 
 @st.composite
@@ -152,7 +170,8 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
     """
     An Anthropic request body: optional system, turns with interleaved
     thinking and parallel tool use, results (text, images, errors) first in
-    the next user turn.
+    the next user turn; text never blank, the final assistant turn without
+    trailing whitespace.
     """
     body: dict[str, Any] = {}
     system = draw(a_system)
@@ -164,9 +183,7 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
         messages.append(
             {
                 "role": "user",
-                "content": draw(
-                    st.text(min_size=1, max_size=20) | st.lists(a_text | a_image | a_document, min_size=1, max_size=3)
-                ),
+                "content": draw(solid | st.lists(a_text | a_image | a_document, min_size=1, max_size=3)),
             }
         )
         for _ in range(draw(st.integers(0, 2))):
@@ -187,7 +204,7 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
                 result: dict[str, Any] = {"type": "tool_result", "tool_use_id": i}
                 shape = draw(st.sampled_from(["text", "blocks", "absent"]))
                 if shape == "text":
-                    result["content"] = draw(texts)
+                    result["content"] = draw(solid | st.just(""))
                 elif shape == "blocks":
                     result["content"] = draw(st.lists(a_text | a_image, min_size=1, max_size=2))
                 error = draw(st.sampled_from([None, True, False]))
@@ -200,8 +217,7 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
             {
                 "role": "assistant",
                 "content": draw(
-                    st.text(min_size=1, max_size=20)
-                    | st.lists(a_thinking, max_size=1).map(lambda t: [*t, {"type": "text", "text": "done"}])
+                    solid | st.lists(a_thinking, max_size=1).map(lambda t: [*t, {"type": "text", "text": "done"}])
                 ),
             }
         )
@@ -228,18 +244,25 @@ r_file = st.sampled_from(
 r_output_text = st.builds(lambda t: {"type": "output_text", "text": t, "annotations": []}, texts)
 
 
+r_solid_text = st.builds(lambda t: {"type": "input_text", "text": t}, solid)
+r_solid_output = st.builds(lambda t: {"type": "output_text", "text": t, "annotations": []}, solid)
+
+
 @st.composite
-def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
+def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, Any]:
     """
     A Responses body: instructions, developer items, user parts, reasoning
     items with encrypted content, output messages, parallel function calls and
     their outputs.
     """
+    text = solid if portable else texts
+    input_text = r_solid_text if portable else r_input_text
+    output_text = r_solid_output if portable else r_output_text
     body: dict[str, Any] = {}
     if draw(st.booleans()):
         body["instructions"] = draw(texts)
     if draw(st.integers(0, 9)) == 0:
-        body["input"] = draw(texts)
+        body["input"] = draw(text)
         return body
     developer = st.sampled_from(
         [
@@ -250,9 +273,10 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
     items: list[dict[str, Any]] = draw(st.lists(developer, max_size=1))
     counter = 0
     for _ in range(draw(st.integers(1, 3))):
-        items.append(
-            {"role": "user", "content": draw(texts | st.lists(r_input_text | r_image | r_file, min_size=1, max_size=3))}
-        )
+        user = st.lists(input_text | r_image | r_file, min_size=1, max_size=3)
+        if portable:
+            user = user.filter(lambda parts: any(p["type"] == "input_text" for p in parts))
+        items.append({"role": "user", "content": draw(text | user)})
         for _ in range(draw(st.integers(0, 2))):
             counter += 1
             if draw(st.booleans()):
@@ -273,7 +297,7 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
                         "id": f"msg_{counter}",
                         "role": "assistant",
                         "status": "completed",
-                        "content": draw(st.lists(r_output_text, min_size=1, max_size=2)),
+                        "content": draw(st.lists(output_text, min_size=1, max_size=2)),
                     }
                 )
             ids = [f"call_{counter}_{i}" for i in range(draw(st.integers(1, 3)))]
@@ -292,7 +316,7 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
             )
         items.append(
             draw(
-                st.builds(lambda t: {"role": "assistant", "content": t}, texts)
+                st.builds(lambda t: {"role": "assistant", "content": t}, text)
                 | st.builds(
                     lambda c: {
                         "type": "message",
@@ -301,7 +325,7 @@ def responses_bodies(draw: st.DrawFn) -> dict[str, Any]:
                         "status": "completed",
                         "content": c,
                     },
-                    st.lists(r_output_text, min_size=1, max_size=2),
+                    st.lists(output_text, min_size=1, max_size=2),
                 )
             )
         )
@@ -333,13 +357,22 @@ g_media = st.one_of(
 )
 
 
+g_solid = st.builds(lambda t, s: {"text": t, **s}, solid, st.just({}) | g_b64.map(lambda s: {"thought_signature": s}))
+g_portable_media = st.one_of(
+    st.builds(lambda d: {"inline_data": {"data": d, "mime_type": "image/png"}}, g_b64),
+    st.just({"file_data": {"file_uri": "https://example.com/a.pdf", "mime_type": "application/pdf"}}),
+)
+
+
 @st.composite
-def google_bodies(draw: st.DrawFn) -> dict[str, Any]:
+def google_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, Any]:
     """
     A Gemini body in the SDK's dump form: system instruction, user parts with
     media, thoughts with signatures, parallel calls (with or without ids) and
-    their responses in one user turn.
+    their responses in one user turn. Portable bodies keep to images and
+    documents and to text that is not blank.
     """
+    text, media = (g_solid, g_portable_media) if portable else (g_text, g_media)
     body: dict[str, Any] = {}
     if draw(st.booleans()):
         body["system_instruction"] = {
@@ -350,7 +383,10 @@ def google_bodies(draw: st.DrawFn) -> dict[str, Any]:
     contents: list[dict[str, Any]] = []
     counter = 0
     for _ in range(draw(st.integers(1, 3))):
-        contents.append({"role": "user", "parts": draw(st.lists(g_text | g_media, min_size=1, max_size=3))})
+        user = st.lists(text | media, min_size=1, max_size=3)
+        if portable:
+            user = user.filter(lambda parts: any("text" in p for p in parts))
+        contents.append({"role": "user", "parts": draw(user)})
         for _ in range(draw(st.integers(0, 2))):
             with_ids = draw(st.booleans())
             n = draw(st.integers(1, 3))
@@ -376,7 +412,7 @@ def google_bodies(draw: st.DrawFn) -> dict[str, Any]:
         contents.append(
             {
                 "role": "model",
-                "parts": [*draw(st.lists(g_thought, max_size=1)), {"text": draw(st.text(min_size=1, max_size=9))}],
+                "parts": [*draw(st.lists(g_thought, max_size=1)), {"text": draw(solid)}],
             }
         )
     body["contents"] = contents

@@ -45,6 +45,11 @@ rule                  what is wrong                                             
 ``empty-content``     a user or assistant message with no content and no calls  anthropic, gemini
 ===================== ========================================================= ==================
 
+The adapters check what they write with more rules of the wire formats
+themselves: ``id-format``, ``result-not-first``, ``blank-text``,
+``trailing-whitespace`` (Anthropic), ``unresolved-media`` and ``unsendable``
+(every format); :data:`RULES` describes each.
+
 ``provider=None`` applies every rule. A dropped system message is not in the
 list: it is a property of a transformation (what went in, what came out), not
 of one sequence; every manager keeps every system message by construction.
@@ -95,6 +100,9 @@ Rule: TypeAlias = Literal[
     "id-format",
     "result-not-first",
     "unresolved-media",
+    "blank-text",
+    "trailing-whitespace",
+    "unsendable",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -116,6 +124,12 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
     "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),
     "unresolved-media": ("a media-store reference whose bytes were not resolved (adapters)", _ALL),
+    "blank-text": ("a text block is empty or only whitespace (wire format)", frozenset({"anthropic"})),
+    "trailing-whitespace": (
+        "the final assistant message (a prefill) ends with whitespace (wire format)",
+        frozenset({"anthropic"}),
+    ),
+    "unsendable": ("a block the wire format has no place for, which writing would lose (adapters)", _ALL),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

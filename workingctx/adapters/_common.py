@@ -35,11 +35,21 @@ __all__ = [
 _TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end"})
 
 
+def ordered(problems: Iterable[Problem]) -> tuple[Problem, ...]:
+    """
+    *problems* by position, those about the whole conversation last (a stable sort).
+    """
+    return tuple(sorted(problems, key=lambda p: (p.index is None, p.index or 0)))
+
+
 def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
     """
-    The error ``write`` raises: every problem, and how ``repair=True`` helps.
+    The error ``write`` raises: every problem by position, and how ``repair=True``
+    helps when it does (it fixes tool exchanges, not turns or blocks).
     """
-    error = ProviderError.from_problems(problems, provider=provider)
+    error = ProviderError.from_problems(ordered(problems), provider=provider)
+    if not any(p.rule in _TOOL_RULES for p in problems):
+        return error
     hint = "pass repair=True to drop orphan results and close unanswered calls with an error result"
     return ProviderError(f"{error}\n{hint}", problems=error.problems, provider=provider)
 

@@ -37,6 +37,7 @@ from workingctx.adapters._common import (
     is_workingctx,
     media_problems,
     messages_of,
+    ordered,
     plain,
     prepare,
     refuse,
@@ -381,7 +382,16 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     Anthropic messages for workingctx messages (no system), without checks:
     results first in the user turn after the calls, non-native neighbours merged.
     """
+    return _write_turns(messages)[0]
+
+
+def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """
+    The Anthropic messages, and for each the positions (in *messages*) of the
+    messages written into it.
+    """
     out: list[dict[str, Any]] = []
+    origins: list[list[int]] = []
     merge_next = False
     for position, message in enumerate(messages):
         role, content, native = _turn(message)
@@ -397,10 +407,12 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             blocks = [*_as_blocks(out[-1]["content"]), *_as_blocks(content)]
             results = [b for b in blocks if b.get("type") == "tool_result"]
             out[-1]["content"] = results + [b for b in blocks if b.get("type") != "tool_result"]
+            origins[-1].append(position)
         else:
             out.append({"role": role, "content": content, **extra})
+            origins.append([position])
         merge_next = not native
-    return out
+    return out, origins
 
 
 def write_system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | None:
@@ -483,31 +495,124 @@ def write(
         ProviderError: the request would be refused; it lists every problem.
     """
     messages = prepare(_apply_cache(messages_of(source), cache), store=store, upload=upload, repair=repair)
-    problems = (*check_messages(messages, provider="anthropic"), *media_problems(messages))
-    system, tail = split_system(messages)
-    body: dict[str, Any] = {}
-    written = write_system(system)
-    if written is not None:
-        body["system"] = written
-    body["messages"] = write_messages(tail)
+    body, problems = _build(messages)
     if cache == "auto" or getattr(cache, "automatic", False) is True:
         body["cache_control"] = {"type": "ephemeral"}
-    problems = (*problems, *wire_problems(body["messages"]))
     if problems:
         raise refuse(problems, "anthropic")
     return body
 
 
-def wire_problems(messages: Sequence[Mapping[str, Any]]) -> tuple[Problem, ...]:
+def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """
-    Rules of the Anthropic wire format itself: ids, empty turns, results first.
+    The body for *messages*, and every problem Anthropic would reject in it
+    (positions are those of *messages*).
+    """
+    system, tail = split_system(messages)
+    body: dict[str, Any] = {}
+    written = write_system(system)
+    if written is not None:
+        body["system"] = written
+    body["messages"], origins = _write_turns(tail)
+    problems = (
+        *check_messages(messages, provider="anthropic"),
+        *media_problems(messages),
+        *wire_problems(body["messages"], origins=[[len(system) + i for i in turn] for turn in origins]),
+    )
+    return body, problems
+
+
+def _where(index: int, origins: Sequence[Sequence[int]] | None) -> tuple[int, str]:
+    """
+    (problem index, "where" text) for the wire message at *index*: with
+    *origins*, the first context message written into it.
+    """
+    if origins is None:
+        return index, f"messages[{index}]"
+    sources = origins[index]
+    named = ", ".join(map(str, sources))
+    return sources[0], f"the Anthropic turn messages[{index}] (written from message(s) {named})"
+
+
+def _text_problems(message: Mapping[str, Any], index: int, where: str, last: bool) -> list[Problem]:
+    """
+    Blank text and, in a final assistant turn (a prefill), trailing whitespace.
+    """
+    content = message.get("content")
+    texts = (
+        [content]
+        if isinstance(content, str)
+        else [b.get("text") for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
+        if isinstance(content, list)
+        else []
+    )
+    texts = [t for t in texts if isinstance(t, str)]
+    problems: list[Problem] = []
+    if any(t == "" for t in texts) and not isinstance(content, str):
+        problems.append(
+            Problem(
+                index,
+                "blank-text",
+                f"{where} holds an empty text block, which Anthropic refuses; give it text or leave it out "
+                "(move its cache breakpoint to a block with content)",
+            )
+        )
+    elif texts and not any(t.strip() for t in texts) and any(texts):
+        problems.append(
+            Problem(
+                index,
+                "blank-text",
+                f"{where} has only whitespace as text, which Anthropic refuses; give it text or leave the text out",
+            )
+        )
+    elif last and message.get("role") == "assistant":
+        tail_text = content if isinstance(content, str) else None
+        if isinstance(content, list) and content and isinstance(content[-1], Mapping):
+            tail_text = content[-1].get("text") if content[-1].get("type") == "text" else None
+        if isinstance(tail_text, str) and tail_text and tail_text != tail_text.rstrip():
+            problems.append(
+                Problem(
+                    index,
+                    "trailing-whitespace",
+                    f"{where} is the final assistant turn (a prefill) and ends with whitespace, which Anthropic "
+                    "refuses; strip the trailing whitespace or append the next user message",
+                )
+            )
+    return problems
+
+
+def wire_problems(
+    messages: Sequence[Mapping[str, Any]], *, origins: Sequence[Sequence[int]] | None = None
+) -> tuple[Problem, ...]:
+    """
+    Rules of the Anthropic wire format itself: a user turn first, no empty
+    turn or blank text, no trailing whitespace in a prefill, ids, results first.
+
+    Problem indexes are positions in *messages*, or with *origins* (for each
+    wire message, the positions of the messages written into it) the first of those.
     """
     problems: list[Problem] = []
-    for index, message in enumerate(messages):
+    if not messages:
+        problems.append(
+            Problem(None, "empty", "there is no Anthropic turn to send (no message with content); add a user message")
+        )
+    elif messages[0].get("role") != "user":
+        index, where = _where(0, origins)
+        problems.append(
+            Problem(
+                index,
+                "first-not-user",
+                f"{where} is an {messages[0].get('role')!r} turn, and Anthropic wants a user turn first: "
+                "keep the user message that comes before it, or start the conversation with one",
+            )
+        )
+    for position, message in enumerate(messages):
+        index, where = _where(position, origins)
         content = message.get("content")
-        last = index == len(messages) - 1
+        last = position == len(messages) - 1
         if content in ("", []) and not (last and message.get("role") == "assistant"):
-            problems.append(Problem(index, "empty-content", "an Anthropic turn needs content; drop the empty message"))
+            problems.append(Problem(index, "empty-content", f"{where} has no content; Anthropic refuses empty turns"))
+        problems.extend(_text_problems(message, index, where, last))
         if not isinstance(content, list):
             continue
         seen_other = False
@@ -517,11 +622,16 @@ def wire_problems(messages: Sequence[Mapping[str, Any]]) -> tuple[Problem, ...]:
                 block.get("id") if kind == "tool_use" else block.get("tool_use_id") if kind == "tool_result" else None
             )
             if isinstance(ident, str) and not ID_PATTERN.fullmatch(ident):
-                problems.append(Problem(index, "id-format", f"id {ident!r} must match ^[a-zA-Z0-9_-]+$", (ident,)))
+                problems.append(
+                    Problem(index, "id-format", f"{where}: id {ident!r} must match ^[a-zA-Z0-9_-]+$", (ident,))
+                )
             if kind == "tool_result" and seen_other:
                 problems.append(
                     Problem(
-                        index, "result-not-first", "tool_result blocks must come first in the user turn", (str(ident),)
+                        index,
+                        "result-not-first",
+                        f"{where}: tool_result blocks must come first in the user turn",
+                        (str(ident),),
                     )
                 )
             seen_other = seen_other or kind != "tool_result"
@@ -530,20 +640,15 @@ def wire_problems(messages: Sequence[Mapping[str, Any]]) -> tuple[Problem, ...]:
 
 def check(source: Any) -> tuple[Problem, ...]:
     """
-    The problems ``write`` would raise for a context, or for a wire payload.
+    The problems ``write`` would raise for a context, or for a wire payload
+    (its own turns checked as they are, and what reading it gives).
     """
     if is_workingctx(source):
-        messages = messages_of(source)
-        _system_part, tail = split_system(messages)
-        return (
-            *check_messages(messages, provider="anthropic"),
-            *media_problems(messages),
-            *wire_problems(write_messages(tail)),
-        )
+        return ordered(_build(messages_of(source))[1])
     ctx = read(source)
     data = plain(source)
     raw = data["messages"] if isinstance(data, Mapping) else data
-    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw))
+    return ordered((*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw)))
 
 
 def request_key(source: Any, **fields: Any) -> str:

@@ -26,15 +26,17 @@ from workingctx.adapters._common import (
     Problem,
     ProviderError,
     check_messages,
-    checked,
     context_from,
     expect_list,
     expect_mapping,
     is_workingctx,
     media_problems,
     messages_of,
+    ordered,
     parse_data_url,
     plain,
+    prepare,
+    refuse,
     request_key_of,
     split_system,
 )
@@ -339,10 +341,18 @@ def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """
     Gemini contents for workingctx messages (no system), without checks.
     """
+    return _write_turns(messages)[0]
+
+
+def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """
+    The Gemini contents, and for each the positions (in *messages*) of the messages written into it.
+    """
     writer = _Writer()
     out: list[dict[str, Any]] = []
+    origins: list[list[int]] = []
     merge_next = False
-    for message in messages:
+    for position, message in enumerate(messages):
         native = message.role in {"user", "assistant"} and not message.tool_calls
         parts = [{"text": f"<system>{message.text()}</system>"}] if message.role == "system" else writer.parts(message)
         role = "model" if message.role == "assistant" else "user"
@@ -352,10 +362,71 @@ def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
             continue
         if out and out[-1].get("role") == role and (not native or merge_next):
             out[-1]["parts"].extend(parts)
+            origins[-1].append(position)
         else:
             out.append({"parts": parts, **({} if no_role else {"role": role}), **extra})
+            origins.append([position])
         merge_next = not native
-    return out
+    return out, origins
+
+
+def wire_problems(
+    contents: Sequence[Mapping[str, Any]], *, origins: Sequence[Sequence[int]] | None = None
+) -> tuple[Problem, ...]:
+    """
+    Rules of the Gemini wire format itself: at least one content, a user turn
+    first, no content without parts.
+
+    Problem indexes are positions in *contents*, or with *origins* (for each
+    content, the positions of the messages written into it) the first of those.
+    """
+
+    def where(position: int) -> tuple[int, str]:
+        if origins is None:
+            return position, f"contents[{position}]"
+        named = ", ".join(map(str, origins[position]))
+        return origins[position][0], f"the Gemini content contents[{position}] (written from message(s) {named})"
+
+    problems: list[Problem] = []
+    if not contents:
+        problems.append(Problem(None, "empty", "there is no Gemini content to send; add a user message"))
+    elif contents[0].get("role", "user") != "user":
+        index, at = where(0)
+        problems.append(
+            Problem(
+                index,
+                "first-not-user",
+                f"{at} is a {contents[0].get('role')!r} turn, and Gemini wants a user turn first (a call turn "
+                "must follow a user turn): keep the user message that comes before it, or start with one",
+            )
+        )
+    for position, content in enumerate(contents):
+        if not content.get("parts"):
+            index, at = where(position)
+            problems.append(
+                Problem(
+                    index, "empty-content", f"{at} has no parts, which Gemini refuses; give it text or leave it out"
+                )
+            )
+    return tuple(problems)
+
+
+def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    """
+    The body for *messages*, and every problem Gemini would reject in it
+    (positions are those of *messages*).
+    """
+    system, tail = split_system(messages)
+    body: dict[str, Any] = {}
+    if system:
+        body["system_instruction"] = _write_system(system)
+    body["contents"], origins = _write_turns(tail)
+    problems = (
+        *check_messages(messages, provider="gemini"),
+        *media_problems(messages),
+        *wire_problems(body["contents"], origins=[[len(system) + i for i in turn] for turn in origins]),
+    )
+    return body, problems
 
 
 def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
@@ -367,14 +438,12 @@ def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any =
     ``{"result": ...}``; other providers' reasoning is left out.
 
     Raises:
-        ProviderError: the request would be refused; it lists every problem.
+        ProviderError: the request would be refused (an unanswered call, a
+            model turn first, a content without parts, ...); it lists every problem.
     """
-    messages = checked(messages_of(source), provider="gemini", repair=repair, store=store, upload=upload)
-    system, tail = split_system(messages)
-    body: dict[str, Any] = {}
-    if system:
-        body["system_instruction"] = _write_system(system)
-    body["contents"] = write_contents(tail)
+    body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
+    if problems:
+        raise refuse(problems, "gemini")
     return body
 
 
@@ -393,10 +462,15 @@ def _write_system(system: Sequence[Message]) -> Any:
 
 def check(source: Any) -> tuple[Problem, ...]:
     """
-    The problems ``write`` would raise for a context, or for a wire payload.
+    The problems ``write`` would raise for a context, or for a wire payload
+    (its own contents checked as they are, and what reading it gives).
     """
-    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return (*check_messages(messages, provider="gemini"), *media_problems(messages))
+    if is_workingctx(source):
+        return ordered(_build(messages_of(source))[1])
+    messages = read_messages(source)
+    data = snake_case(plain(source))
+    raw = data["contents"] if isinstance(data, Mapping) else data
+    return ordered((*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw)))
 
 
 def request_key(source: Any, **fields: Any) -> str:

@@ -29,12 +29,15 @@ from workingctx.adapters._common import (
     is_workingctx,
     media_problems,
     messages_of,
+    parse_data_url,
     request_key_of,
     split_system,
 )
 from workingctx.frozen import thaw
 from workingctx.messages import (
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     MediaRef,
     Message,
@@ -46,6 +49,7 @@ from workingctx.messages import (
     ToolCallBlock,
     ToolResultBlock,
     Usage,
+    VideoBlock,
 )
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
@@ -81,6 +85,10 @@ def _block(item: Any) -> ContentBlock:
                 detail = image.get("detail")
                 if detail in {None, "auto", "low", "high"}:
                     return ImageBlock(MediaRef(kind="url", url=image["url"]), detail=detail)
+        if kind in _STANDARD and set(item) <= _STANDARD_KEYS:
+            block = _standard(kind, item)
+            if block is not None:
+                return block
         if kind == "thinking" and set(item) == {"type", "thinking", "signature"}:
             return ReasoningBlock(item["thinking"], signature=item["signature"], provider="anthropic")
         if kind == "redacted_thinking" and set(item) == {"type", "data"}:
@@ -88,6 +96,66 @@ def _block(item: Any) -> ContentBlock:
         return ProviderBlock(PROVIDER, item)
     msg = f"a LangChain content item must be a str or a dict, got {item!r} of type {type(item).__name__}"
     raise TypeError(msg)
+
+
+_STANDARD: dict[str, type[ImageBlock | AudioBlock | VideoBlock | DocumentBlock]] = {
+    "image": ImageBlock,
+    "audio": AudioBlock,
+    "video": VideoBlock,
+    "file": DocumentBlock,
+}
+_STANDARD_KEYS = frozenset({"type", "url", "base64", "file_id", "mime_type", "filename"})
+
+
+def _standard(kind: str, item: Mapping[str, Any]) -> ContentBlock | None:
+    """
+    A LangChain standard media block (one source: url, base64 or file_id) as a workingctx block.
+    """
+    sources = [key for key in ("url", "base64", "file_id") if key in item]
+    if len(sources) != 1 or not all(
+        isinstance(item.get(k), str) for k in (*sources, "mime_type", "filename") if k in item
+    ):
+        return None
+    mime, filename = item.get("mime_type"), item.get("filename")
+    (source,) = sources
+    if source == "url":
+        media = MediaRef(kind="url", url=item["url"], mime_type=mime, filename=filename)
+    elif source == "base64":
+        media = MediaRef(kind="data", data_base64=item["base64"], mime_type=mime, filename=filename)
+    else:
+        media = MediaRef(kind="file_id", file_id=item["file_id"], mime_type=mime, filename=filename)
+    if kind == "image":  # marked, so that it is written back in this form, not as image_url
+        return ImageBlock(media, provider_data={PROVIDER: {"_standard": True}})
+    return _STANDARD[kind](media)
+
+
+def _write_standard(block: ImageBlock | AudioBlock | VideoBlock | DocumentBlock) -> dict[str, Any] | None:
+    """
+    A LangChain standard media block (``{"type": "audio", "base64": ..., "mime_type": ...}``), or
+    None for a media-store reference.
+    """
+    media = block.media
+    kind = {"image": "image", "audio": "audio", "video": "video", "document": "file"}[block.type]
+    out: dict[str, Any] = {"type": kind}
+    if media.kind == "url":
+        out["url"] = media.url
+    elif media.kind == "file_id":
+        out["file_id"] = media.file_id
+    elif media.kind == "data":
+        data, mime = media.data_base64 or "", media.mime_type
+        inline = parse_data_url(data)
+        if inline is not None:
+            mime, data = inline
+        out["base64"] = data
+        if mime:
+            out["mime_type"] = mime
+    else:
+        return None
+    if media.mime_type is not None and "mime_type" not in out:
+        out["mime_type"] = media.mime_type
+    if media.filename is not None:
+        out["filename"] = media.filename
+    return out
 
 
 def _default(key: str, value: Any) -> bool:
@@ -171,18 +239,20 @@ def _write_block(block: ContentBlock) -> Any:
         if block.provider_data.get(PROVIDER, {}).get("_str"):
             return block.text
         return {"type": "text", "text": block.text}
-    if isinstance(block, ImageBlock):
+    if (
+        isinstance(block, ImageBlock)
+        and block.media.kind in {"url", "data"}
+        and block.media.filename is None
+        and not block.provider_data.get(PROVIDER, {}).get("_standard")
+    ):
         media = block.media
-        if media.kind == "url":
-            url = media.url
-        elif media.kind == "data":
-            url = f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
-        else:
-            return None
+        url = media.url if media.kind == "url" else f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
         image: dict[str, Any] = {"url": url}
         if block.detail is not None:
             image["detail"] = block.detail
         return {"type": "image_url", "image_url": image}
+    if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
+        return _write_standard(block)
     if isinstance(block, ReasoningBlock):
         if block.provider != "anthropic":
             return None  # Anthropic's thinking rides in LangChain content (ChatAnthropic sends it back); no other

@@ -24,15 +24,17 @@ from workingctx.adapters._common import (
     Problem,
     ProviderError,
     check_messages,
-    checked,
     context_from,
     expect_list,
     expect_mapping,
     is_workingctx,
     media_problems,
     messages_of,
+    ordered,
     parse_data_url,
     plain,
+    prepare,
+    refuse,
     request_key_of,
     split_system,
 )
@@ -312,10 +314,80 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """
     Chat Completions messages for workingctx messages, without checks.
     """
+    return _write_all(messages)[0]
+
+
+def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[int]]:
+    """
+    The Chat Completions messages, and for each the position of the message it was written from.
+    """
     out: list[dict[str, Any]] = []
-    for message in messages:
-        out.extend(_write_message(message))
-    return out
+    origins: list[int] = []
+    for position, message in enumerate(messages):
+        written = _write_message(message)
+        out.extend(written)
+        origins.extend([position] * len(written))
+    return out, origins
+
+
+def wire_problems(
+    messages: Sequence[Mapping[str, Any]], *, origins: Sequence[int] | None = None
+) -> tuple[Problem, ...]:
+    """
+    Rules of the Chat Completions wire format itself: at least one message,
+    content on every message (an assistant may have tool calls instead), no
+    empty content list.
+
+    Problem indexes are positions in *messages*, or with *origins* (for each
+    wire message, the position of the message it was written from) those.
+    """
+    problems: list[Problem] = []
+    if not messages:
+        problems.append(Problem(None, "empty", "there is no message to send; add a user message"))
+    for position, message in enumerate(messages):
+        index = position if origins is None else origins[position]
+        where = f"messages[{position}]" if origins is None else f"messages[{position}] (from message {index})"
+        role = message.get("role")
+        content = message.get("content")
+        if content is None and role == "assistant" and not message.get("tool_calls"):
+            problems.append(
+                Problem(
+                    index,
+                    "empty-content",
+                    f"{where} is an assistant message with neither content nor tool_calls, which OpenAI refuses; "
+                    'give it content ("" is accepted) or leave it out',
+                )
+            )
+        elif content is None and role != "assistant":
+            problems.append(
+                Problem(
+                    index,
+                    "empty-content",
+                    f"{where} is a {role!r} message without content, which OpenAI refuses; give it content",
+                )
+            )
+        elif isinstance(content, list) and not content:
+            problems.append(
+                Problem(
+                    index,
+                    "empty-content",
+                    f"{where} has an empty content list, which OpenAI refuses; send a string or at least one part",
+                )
+            )
+    return tuple(problems)
+
+
+def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    """
+    The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
+    """
+    written, origins = _write_all(messages)
+    problems = (
+        *check_messages(messages, provider="openai"),
+        *media_problems(messages),
+        *wire_problems(written, origins=origins),
+    )
+    return {"messages": written}, problems
 
 
 def write(
@@ -334,15 +406,17 @@ def write(
     messages, images in them a following user message.
 
     Raises:
-        ProviderError: the request would be refused; it lists every problem.
-            ``repair=True`` drops orphan results and closes unanswered calls
-            with an error result instead.
+        ProviderError: the request would be refused (an unanswered call, an
+            assistant message with neither content nor calls, an empty content
+            list, ...); it lists every problem. ``repair=True`` drops orphan
+            results and closes unanswered calls with an error result instead.
     """
     from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
 
     key = prompt_cache_key(source, cache)
-    messages = checked(messages_of(source), provider="openai", repair=repair, store=store, upload=upload)
-    body: dict[str, Any] = {"messages": write_messages(messages)}
+    body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
+    if problems:
+        raise refuse(problems, "openai")
     if key is not None:
         body["prompt_cache_key"] = key
     return body
@@ -350,10 +424,15 @@ def write(
 
 def check(source: Any) -> tuple[Problem, ...]:
     """
-    The problems ``write`` would raise for a context, or for a wire payload.
+    The problems ``write`` would raise for a context, or for a wire payload
+    (its own messages checked as they are, and what reading it gives).
     """
-    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return (*check_messages(messages, provider="openai"), *media_problems(messages))
+    if is_workingctx(source):
+        return ordered(_build(messages_of(source))[1])
+    messages = read_messages(source)
+    data = plain(source)
+    raw = expect_list(data["messages"] if isinstance(data, Mapping) else data, "messages")
+    return ordered((*check_messages(messages, provider="openai"), *media_problems(messages), *wire_problems(raw)))
 
 
 def request_key(source: Any, **fields: Any) -> str:

@@ -28,15 +28,17 @@ from workingctx.adapters._common import (
     Problem,
     ProviderError,
     check_messages,
-    checked,
     context_from,
     expect_list,
     expect_mapping,
     is_workingctx,
     media_problems,
     messages_of,
+    ordered,
     parse_data_url,
     plain,
+    prepare,
+    refuse,
     request_key_of,
     split_system,
 )
@@ -401,8 +403,18 @@ def write(
     from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
 
     key = prompt_cache_key(source, cache)
-    messages = checked(messages_of(source), provider="openai", repair=repair, store=store, upload=upload)
-    body: dict[str, Any] = {} if key is None else {"prompt_cache_key": key}
+    body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
+    if problems:
+        raise refuse(problems, "openai")
+    return body if key is None else {"prompt_cache_key": key, **body}
+
+
+def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    """
+    The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
+    """
+    problems: list[Problem] = [*check_messages(messages, provider="openai"), *media_problems(messages)]
+    body: dict[str, Any] = {}
     rest = messages
     if messages and messages[0].role == "system" and isinstance(messages[0].content, str):
         data = messages[0].provider_data.get(PROVIDER, {})
@@ -411,12 +423,16 @@ def write(
             rest = messages[1:]
     if len(rest) == 1 and rest[0].provider_data.get(PROVIDER, {}).get("_input_text"):
         body["input"] = rest[0].content
-        return body
+        return body, tuple(problems)
     items: list[dict[str, Any]] = []
     for message in rest:
         items.extend(_items(message))
     body["input"] = items
-    return body
+    if not items and "instructions" not in body:
+        problems.append(
+            Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message")
+        )
+    return body, tuple(problems)
 
 
 def check(source: Any) -> tuple[Problem, ...]:
@@ -424,7 +440,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return (*check_messages(messages, provider="openai"), *media_problems(messages))
+    return ordered(_build(messages)[1])
 
 
 def request_key(source: Any, **fields: Any) -> str:
