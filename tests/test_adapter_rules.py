@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.wire_strategies import anthropic_bodies, blanks, chat_messages, google_bodies, responses_bodies, solid
-from workingctx import Message, TextBlock, ToolCall, WorkingContext
+from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.messages import TextBlock
 
 WRITERS = (openai_chat, openai_responses, anthropic, google, langchain)
 # the rules a transcript valid for OpenAI can still break for Anthropic or Gemini
