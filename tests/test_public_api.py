@@ -12,6 +12,7 @@ import pickle
 import pickletools
 import pkgutil
 import re
+import threading
 import warnings
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -584,3 +585,83 @@ class TestReprs:
         reference, scope tree and snapshot.
         """
         assert value == _evaluated(repr(value))
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def _error_examples() -> list[BaseException]:
+    from workingctx import exceptions as e  # noqa: PLC0415
+
+    problem = validity.Problem(1, "orphan_result", "a result without a call", ("c9",))
+    return [
+        e.WorkingCtxError("refused"),
+        e.ArgumentTypeError("limit must be an int", argument="limit", value="3", expected="int"),
+        e.ArgumentValueError("limit must be >= 0", argument="limit", value=-1),
+        e.CacheRuleError("unknown provider", argument="provider", value="acme"),
+        e.FrozenPayloadError("frozen"),
+        e.InvalidMessageError("unknown role", argument="role", value="System"),
+        e.PayloadError("too deep", path="['a']"),
+        e.PayloadTypeError("not JSON", path="['b']", problem="a set"),
+        e.ScopeError("n must be >= 0", argument="n", value=-2),
+        e.PositionalScopeError("positional"),
+        e.MergeError("refused", ids=["c1"]),
+        e.ProviderError("broken", problems=[problem], provider="anthropic"),
+        e.HistoryError("not recorded"),
+        e.FinishedError("finished"),
+        e.PendingCallsError("pending", calls=("c1",)),
+        e.SerializationError("bad", path="$.role"),
+        e.PricingError("no price", argument="model", value="gpt-9"),
+        e.CheckpointError("damaged", path="$.messages[0]"),
+        e.MediaError("missing", ref=MediaRef(kind="file_id", file_id="f1"), reason="gone"),
+        e.HeadConflictError("lost", thread="t", expected=None, actual="a"),
+        e.StoreUnavailableError("down"),
+    ]
+
+
+def _error_state(error: BaseException) -> tuple[Any, ...]:
+    attributes = {name: getattr(error, name) for name in dir(error) if not name.startswith("_")}
+    attributes.pop("with_traceback", None)
+    attributes.pop("add_note", None)
+    return (type(error), error.args, str(error), attributes)
+
+
+class TestErrors:
+    def test_every_public_error_has_an_example(self):
+        """
+        Every error class of the public API is checked below.
+        """
+        errors = {cls for cls in PUBLIC_CLASSES if issubclass(cls, BaseException)}
+        assert errors == {type(error) for error in _error_examples()}
+
+    def test_an_error_repr_is_the_call_that_builds_it(self):
+        """
+        An error's repr names its message and the attributes it keeps (the refused
+        argument and value, paths, ids, problems), as the call that builds the same error.
+        """
+        for error in _error_examples():
+            assert _error_state(error) == _error_state(_evaluated(repr(error))), repr(error)
+        assert "ArgumentTypeError('limit must be an int', argument='limit', value='3', expected='int')" == repr(
+            _error_examples()[1]
+        )
+
+    def test_an_error_pickles_with_the_attributes_it_keeps(self):
+        """
+        An error crosses a process boundary under ``workingctx.exceptions`` with its
+        message and every attribute, the refused argument and value included.
+        """
+        for error in _error_examples():
+            data = pickle.dumps(error)
+            assert {"workingctx.exceptions"} <= _recorded_modules(data)
+            assert _error_state(error) == _error_state(pickle.loads(data)), repr(error)
+
+    def test_an_unpicklable_refused_value_does_not_stop_the_error(self):
+        """
+        A refused value that cannot be pickled (a lock) is left behind; the error,
+        its message and the argument's name still cross.
+        """
+        from workingctx.exceptions import ArgumentTypeError  # noqa: PLC0415
+
+        error = ArgumentTypeError("lock is not a str", argument="name", value=threading.Lock(), expected="str")
+        copied = pickle.loads(pickle.dumps(error))
+        assert (str(error), "name", None, "str") == (str(copied), copied.argument, copied.value, copied.expected)

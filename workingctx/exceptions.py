@@ -14,6 +14,8 @@ argument) keeps the evidence as attributes, so callers need not parse the text:
 
 from __future__ import annotations
 
+import inspect
+import pickle
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -65,6 +67,32 @@ class WorkingCtxError(Exception):
         if argument is not None:
             self.argument = argument
             self.value = value
+
+    def _keywords(self) -> dict[str, object]:
+        """
+        The keyword arguments that rebuild this error: its constructor's
+        keyword-only parameters, read back from the attributes of the same name.
+        """
+        keywords = {}
+        for parameter in inspect.signature(type(self).__init__).parameters.values():
+            if parameter.kind is parameter.KEYWORD_ONLY:
+                value = getattr(self, parameter.name, parameter.default)
+                if parameter.default is parameter.empty or value is not parameter.default:
+                    keywords[parameter.name] = value
+        return keywords
+
+    def __repr__(self) -> str:
+        parts = [*map(repr, self.args), *(f"{name}={value!r}" for name, value in self._keywords().items())]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        keywords = self._keywords()
+        for name, value in list(keywords.items()):
+            try:
+                pickle.dumps(value)
+            except Exception:  # noqa: BLE001  # a refused value that cannot cross: the error crosses without it
+                del keywords[name]
+        return (_rebuild_error, (type(self), self.args, keywords))
 
 
 class ArgumentTypeError(WorkingCtxError, TypeError):
@@ -228,6 +256,10 @@ class PendingCallsError(HistoryError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_pending, (str(self), self.calls))
+
+
+def _rebuild_error(cls: type[WorkingCtxError], args: tuple[object, ...], keywords: dict[str, Any]) -> WorkingCtxError:
+    return cls(*args, **keywords)
 
 
 def _rebuild_pending(message: str, calls: tuple[str, ...]) -> PendingCallsError:
