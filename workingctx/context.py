@@ -278,7 +278,7 @@ class WorkingContext:
         every depth and the journal's entries start committed.
 
         The one way from a snapshot to a context: :meth:`FrozenContext.to_context`
-        and :func:`~workingctx.rehydrate` call it. The context shares frozen
+        and :func:`~workingctx.persistence.rehydrate` call it. The context shares frozen
         values with the snapshot (messages, prefix, journal entries) and no
         list, dict or set, so no write to either reaches the other.
         """

@@ -126,8 +126,8 @@ class ArgumentValueError(WorkingCtxError, ValueError):
 
 class FrozenPayloadError(WorkingCtxError, TypeError):
     """
-    A frozen payload (a :class:`~workingctx.FrozenDict` or
-    :class:`~workingctx.FrozenList`) was asked to change in place.
+    A frozen payload (a :class:`~workingctx.frozen.FrozenDict` or
+    :class:`~workingctx.frozen.FrozenList`) was asked to change in place.
     """
 
 
@@ -180,7 +180,7 @@ class PositionalScopeError(ScopeError, TypeError):
 
     A positional scope (such as :class:`~workingctx.LastNTurns`) decides over the
     whole message list, so a single message cannot be judged alone. Use
-    :func:`~workingctx.surviving_indices` instead.
+    :func:`~workingctx.scopes.surviving_indices` instead.
     """
 
 
@@ -310,7 +310,7 @@ class CheckpointError(SerializationError):
 
 class MediaError(WorkingCtxError, ValueError):
     """
-    A media store cannot give the bytes a :class:`~workingctx.MediaRef` names:
+    A media store cannot give the bytes a :class:`~workingctx.messages.MediaRef` names:
     they are missing, or what is stored no longer matches the ref's sha256.
 
     Attributes:

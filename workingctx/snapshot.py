@@ -330,7 +330,7 @@ class FrozenContext:
         committed). Freezing it again gives an equal snapshot.
 
         The same as :meth:`WorkingContext.from_snapshot` and
-        :func:`~workingctx.rehydrate`, which share one implementation: the
+        :func:`~workingctx.persistence.rehydrate`, which share one implementation: the
         context reaches no list, dict or set of the snapshot.
         """
         from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
