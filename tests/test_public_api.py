@@ -45,6 +45,7 @@ from workingctx import (
     PrefixContext,
     RoleFilter,
     Since,
+    TiktokenCounter,
     TokenBudget,
     ToolCall,
     Usage,
@@ -525,6 +526,7 @@ def _live_objects(tmp_path: Any) -> list[Any]:
         InMemoryMediaStore(),
         FileMediaStore(tmp_path / "media"),
         SQLiteMediaStore(tmp_path / "media.db"),
+        TiktokenCounter(),
     ]
 
 

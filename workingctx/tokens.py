@@ -908,7 +908,7 @@ class TiktokenCounter:
         self._count_cache = _APPROX_CACHE if self._images == "openai" else _APPROX_ANTHROPIC_CACHE
 
     def __repr__(self) -> str:
-        return f"<TiktokenCounter {self._label!r} name={self._name!r} exact={self._exact!r}>"
+        return f"<TiktokenCounter encoding={self._label!r} name={self._name!r} exact={self._exact!r}>"
 
     @property
     def name(self) -> str:
