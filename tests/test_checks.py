@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,10 +20,16 @@ from workingctx import Message, ToolCall, Usage, WorkingContext
 from workingctx._checks import check_count, check_items, check_number, check_one_of, check_str, count, flag
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
+from workingctx.persistence import Checkpoint, rehydrate
+from workingctx.prefix import PrefixContext
+from workingctx.snapshot import FrozenContext
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+SNAP = WorkingContext(messages=[Message("user", "hi")]).freeze()
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+NAIVE = datetime(2026, 1, 1)  # noqa: DTZ001  # the naive time refused
 TYPE = "type"
 VALUE = "value"
 
@@ -65,6 +72,31 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("MediaRef(width=)", lambda v: MediaRef(url="x", width=v), "width", 1.5, TYPE),
     ("TextBlock(text)", TextBlock, "text", b"hi", TYPE),
     ("TextBlock(cache=)", lambda v: TextBlock("hi", cache=v), "cache", "5m", TYPE),
+    ("Checkpoint(id=)", lambda v: Checkpoint(id=v, snapshot=SNAP, created_at=NOW), "id", "", VALUE),
+    ("Checkpoint(id=)", lambda v: Checkpoint(id=v, snapshot=SNAP, created_at=NOW), "id", 7, TYPE),
+    ("Checkpoint(snapshot=)", lambda v: Checkpoint(id="c", snapshot=v, created_at=NOW), "snapshot", {}, TYPE),
+    ("Checkpoint(created_at=)", lambda v: Checkpoint(id="c", snapshot=SNAP, created_at=v), "created_at", NAIVE, VALUE),
+    ("Checkpoint(created_at=)", lambda v: Checkpoint(id="c", snapshot=SNAP, created_at=v), "created_at", 0.0, TYPE),
+    ("Checkpoint(parent=)", lambda v: Checkpoint(id="c", snapshot=SNAP, created_at=NOW, parent=v), "parent", "", VALUE),
+    ("Checkpoint.capture(parent=)", lambda v: Checkpoint.capture(WorkingContext(), parent=v), "parent", "", VALUE),
+    ("Checkpoint.capture(parent=)", lambda v: Checkpoint.capture(WorkingContext(), parent=v), "parent", 3, TYPE),
+    (
+        "Checkpoint.capture(metadata=)",
+        lambda v: Checkpoint.capture(WorkingContext(), metadata=v),
+        "metadata",
+        [1],
+        TYPE,
+    ),
+    ("Checkpoint.capture(source)", Checkpoint.capture, "source", "ctx", TYPE),
+    ("rehydrate(checkpoint)", rehydrate, "checkpoint", None, TYPE),
+    ("PrefixContext(system_prompt=)", lambda v: PrefixContext(system_prompt=v), "system_prompt", 1, TYPE),
+    ("PrefixContext(cache_hint=)", lambda v: PrefixContext(cache_hint=v), "cache_hint", "yes", TYPE),
+    ("PrefixContext(grounding=)", lambda v: PrefixContext(grounding=v), "grounding", "text", TYPE),
+    ("PrefixContext(grounding=)", lambda v: PrefixContext(grounding=[v]), "grounding[0]", "text", TYPE),
+    ("FrozenContext(prefix=)", lambda v: FrozenContext(prefix=v), "prefix", None, TYPE),
+    ("FrozenContext(messages=)", lambda v: FrozenContext(messages=[v]), "messages[0]", 1, TYPE),
+    ("FrozenContext.chain_digest(n)", SNAP.chain_digest, "n", -1, VALUE),
+    ("FrozenContext.chain_digest(n)", SNAP.chain_digest, "n", "1", TYPE),
 ]
 
 IDS = [f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)]

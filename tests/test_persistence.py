@@ -162,20 +162,22 @@ class TestCapture:
         assert Checkpoint.capture(run_context(2), parent=first.id).parent == first.id
 
     @pytest.mark.parametrize(
-        ("kwargs", "match"),
+        ("kwargs", "error", "match"),
         [
-            ({"parent": 5}, "parent must be a Checkpoint"),
-            ({"parent": ""}, "parent must be a Checkpoint"),
-            ({"created_at": datetime(2026, 1, 1)}, "timezone-aware"),  # noqa: DTZ001  # the naive time under test
-            ({"metadata": {"seen": {1, 2}}}, r"metadata must be JSON data: .* at metadata\['seen'\]"),
-            ({"metadata": ["not", "a", "mapping"]}, "metadata must be a mapping"),
+            ({"parent": 5}, TypeError, "parent must be a Checkpoint"),
+            ({"parent": ""}, ValueError, "parent must be a Checkpoint"),
+            ({"created_at": datetime(2026, 1, 1)}, ValueError, "timezone-aware"),  # noqa: DTZ001  # the naive time under test
+            ({"created_at": "2026-01-01"}, TypeError, "timezone-aware"),
+            ({"metadata": {"seen": {1, 2}}}, TypeError, r"metadata must be JSON data: .* at metadata\['seen'\]"),
+            ({"metadata": ["not", "a", "mapping"]}, TypeError, "metadata must be a mapping"),
         ],
     )
-    def test_bad_arguments(self, kwargs, match):
+    def test_bad_arguments(self, kwargs, error, match):
         """
-        Bad arguments raise TypeError naming the value.
+        Bad arguments raise an error naming the value: a TypeError for a wrong
+        type, a ValueError for a wrong value (an empty id, a naive time).
         """
-        with pytest.raises(TypeError, match=match):
+        with pytest.raises(error, match=match):
             Checkpoint.capture(run_context(1), **kwargs)
 
     def test_capture_refuses_other_things(self):

@@ -24,6 +24,7 @@ checks; their owner is the class being built.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 __all__ = [
+    "aware_datetime",
     "check_count",
     "check_flag",
     "check_instance",
@@ -113,13 +115,18 @@ def wrong_type(
     owner: str | None = None,
     label: str | None = None,
     fix: str | None = None,
+    verb: str = "must be",
 ) -> ArgumentTypeError:
     """
     The error for *argument* given *value* where *expected* (``"an int"``) goes.
+
+    The message reads ``owner: argument must be expected, got value of type T; fix``;
+    *label* replaces ``owner: argument`` and *verb* ``must be`` (``label="merge()",
+    verb="takes"``).
     """
     if fix is None and isinstance(value, bool) and "int" in expected:
         fix = "a bool is not a count: pass an int"
-    msg = f"{_where(owner, argument, label)} must be {expected}, got {described(value)}{_tail(fix)}"
+    msg = f"{_where(owner, argument, label)} {verb} {expected}, got {described(value)}{_tail(fix)}"
     return ArgumentTypeError(msg, argument=argument, value=value, expected=expected)
 
 
@@ -302,8 +309,10 @@ def check_items(
 # -- attrs validators ----------------------------------------------------------------
 
 
-def _owner(inst: object, owner: str | None) -> str:
-    return owner if owner is not None else type(inst).__name__
+def _owner(inst: object, owner: str | None) -> str | None:
+    if owner is not None or inst is None:
+        return owner
+    return type(inst).__name__
 
 
 def integer(
@@ -416,6 +425,21 @@ def one_of(
 
     def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         check_one_of(value, attribute.name, choices, owner=_owner(inst, owner), label=label, error=error)
+
+    return validate
+
+
+def aware_datetime(*, owner: str | None = None, fix: str | None = None) -> Validator:
+    """
+    An attrs validator: a timezone-aware ``datetime`` (a naive one is a wrong value).
+    """
+
+    def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        where = _owner(inst, owner)
+        if not isinstance(value, datetime):
+            raise wrong_type(value, attribute.name, "a timezone-aware datetime", owner=where, fix=fix)
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise wrong_value(value, attribute.name, "must be a timezone-aware datetime", owner=where, fix=fix)
 
     return validate
 

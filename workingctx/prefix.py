@@ -13,10 +13,10 @@ The prefix: the frozen, cache-stable head of every request.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import attrs
 
+from workingctx import _checks
 from workingctx.messages import Message
 
 __all__ = ["PrefixContext"]
@@ -24,23 +24,13 @@ __all__ = ["PrefixContext"]
 
 def _grounding(value: object) -> tuple[Message, ...]:
     if isinstance(value, Message | str | bytes) or not isinstance(value, Iterable):
-        msg = f"grounding must be a sequence of Message values, got {value!r}; wrap a single message in a tuple"
-        raise TypeError(msg)
-    items = tuple(value)
-    for position, item in enumerate(items):
-        if not isinstance(item, Message):
-            msg = (
-                f"grounding[{position}] must be a Message, got {item!r} of type {type(item).__name__}; "
-                "wrap text as Message('system', text)"
-            )
-            raise TypeError(msg)
-    return items
+        raise _checks.wrong_type(
+            value, "grounding", "a sequence of Message values", fix="wrap a single message in a tuple"
+        )
+    return _checks.check_items(value, "grounding", Message, "a Message", fix="wrap text as Message('system', text)")
 
 
-def _opt_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        msg = f"{attribute.name} must be a str or None, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+_opt_str = _checks.text(optional=True)
 
 
 @attrs.frozen(cache_hash=True)
@@ -63,7 +53,7 @@ class PrefixContext:
     system_prompt: str | None = attrs.field(default=None, validator=_opt_str)
     grounding: tuple[Message, ...] = attrs.field(default=(), converter=_grounding)
     schema_block: str | None = attrs.field(default=None, validator=_opt_str)
-    cache_hint: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    cache_hint: bool = attrs.field(default=False, validator=_checks.flag())
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def as_messages(self) -> list[Message]:

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from workingctx import _checks
 from workingctx._canonical import EMPTY_CHAIN, chain_step, notes_json
+from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import FrozenDict, freeze_json, freeze_named
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
@@ -105,12 +107,7 @@ class Chain:
 
 
 def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    items = tuple(value)
-    for position, item in enumerate(items):
-        if not isinstance(item, Message):
-            msg = f"messages[{position}] must be a Message, got {item!r} of type {type(item).__name__}"
-            raise TypeError(msg)
-    return items
+    return _checks.check_items(value, "messages", Message, "a Message")
 
 
 def _scratchpad(value: object) -> tuple[tuple[str, Any], ...]:
@@ -118,9 +115,7 @@ def _scratchpad(value: object) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     for pair in pairs:  # type: ignore[attr-defined]
         key, item = pair
-        if not isinstance(key, str):
-            msg = f"scratchpad keys must be str, got {key!r} of type {type(key).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(key, "scratchpad", str, "str", label="scratchpad keys")
         out.append((key, freeze_named(item, f"note {key!r}")))
     out.sort(key=lambda kv: kv[0])
     return tuple(out)
@@ -130,10 +125,7 @@ def _journal(value: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(freeze_json(entry, f"journal entry {position}") for position, entry in enumerate(value))
 
 
-def _prefix(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, PrefixContext):
-        msg = f"prefix must be a PrefixContext, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+_prefix = _checks.instance_of(PrefixContext, "a PrefixContext")
 
 
 @attrs.frozen(eq=False, getstate_setstate=False)
@@ -248,10 +240,10 @@ class FrozenContext:
         The stable digest of the first *n* messages (all by default), in order.
         """
         messages, size = self._tail()
-        count = size if n is None else n
-        if not 0 <= count <= size:
+        count = size if n is None else _checks.check_count(n, "n")
+        if count > size:
             msg = f"n must be between 0 and {size}, got {n!r}"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="n", value=n)
         return self._chain_for().upto(messages, count)
 
     def digest(self) -> str:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from workingctx import _checks
 from workingctx._canonical import canonical_json, entries_digest
-from workingctx.exceptions import SerializationError
+from workingctx.exceptions import ArgumentTypeError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.snapshot import FrozenContext
 
@@ -22,33 +23,12 @@ if TYPE_CHECKING:
 __all__ = ["Checkpoint", "checkpoint_id", "rehydrate"]
 
 
-def _id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        msg = f"{attribute.name} must be a non-empty str, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-
-
-def _opt_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _id(inst, attribute, value)
-
-
-def _aware(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        msg = (
-            f"{attribute.name} must be a timezone-aware datetime, got {value!r}; "
-            "use datetime.now(UTC) or attach a tzinfo"
-        )
-        raise TypeError(msg)
-
-
-def _snapshot(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, FrozenContext):
-        msg = (
-            f"{attribute.name} must be a FrozenContext, got {value!r} of type {type(value).__name__}; "
-            "use Checkpoint.capture(ctx) to take one from a live context"
-        )
-        raise TypeError(msg)
+_id = _checks.text(nonempty=True, fix="pass a name of your own, or use Checkpoint.capture(ctx)")
+_opt_id = _checks.text(nonempty=True, optional=True, fix="pass None for a checkpoint without a parent")
+_aware = _checks.aware_datetime(fix="use datetime.now(UTC) or attach a tzinfo")
+_snapshot = _checks.instance_of(
+    FrozenContext, "a FrozenContext", fix="use Checkpoint.capture(ctx) to take one from a live context"
+)
 
 
 def _metadata(value: object) -> FrozenDict:
@@ -60,15 +40,14 @@ def _metadata(value: object) -> FrozenDict:
     elif isinstance(value, Mapping):
         items = dict(value)
     else:
-        msg = f"metadata must be a mapping (a JSON object), got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, "metadata", "a mapping (a JSON object)")
     from workingctx.serialization import structure  # noqa: PLC0415  # serialization imports the values
 
     try:
         return structure(items, FrozenDict)
     except SerializationError as exc:
         msg = f"metadata must be JSON data: {exc.problems[0][1]} at {exc.path.replace('$', 'metadata', 1)}"
-        raise TypeError(msg) from None
+        raise ArgumentTypeError(msg, argument="metadata", value=value, expected="JSON data") from None
 
 
 def checkpoint_id(
@@ -167,13 +146,16 @@ class Checkpoint:
         elif isinstance(source, FrozenContext):
             snapshot = source
         else:
-            msg = f"capture takes a WorkingContext or a FrozenContext, got {source!r} of type {type(source).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(
+                source, "source", "a WorkingContext or a FrozenContext", label="capture", verb="takes"
+            )
         if isinstance(parent, Checkpoint):
             parent = parent.id
-        elif parent is not None and (not isinstance(parent, str) or not parent):
-            msg = f"parent must be a Checkpoint, its id (a non-empty str) or None, got {parent!r}"
-            raise TypeError(msg)
+        elif parent is not None:
+            expected = "a Checkpoint, its id (a non-empty str) or None"
+            if not isinstance(parent, str):
+                raise _checks.wrong_type(parent, "parent", expected)
+            _checks.check_str(parent, "parent", nonempty=True, fix=f"parent must be {expected}")
         frozen_metadata = _metadata({} if metadata is None else metadata)
         when = datetime.now(UTC) if created_at is None else created_at
         _aware(None, attrs.fields(Checkpoint).created_at, when)
@@ -224,6 +206,7 @@ def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:
     elif isinstance(checkpoint, FrozenContext):
         snapshot = checkpoint
     else:
-        msg = f"rehydrate takes a Checkpoint or a FrozenContext, got {checkpoint!r} of type {type(checkpoint).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(
+            checkpoint, "checkpoint", "a Checkpoint or a FrozenContext", label="rehydrate", verb="takes"
+        )
     return WorkingContext.from_snapshot(snapshot)
