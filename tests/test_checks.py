@@ -22,6 +22,7 @@ from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, Working
 from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
 from workingctx.persistence import Checkpoint, rehydrate
 from workingctx.prefix import PrefixContext
+from workingctx.scopes import AllOf, LastNTurns, Not, RoleFilter, Since, Tagged, TokenBudget, WholeExchanges, explain
 from workingctx.snapshot import FrozenContext
 
 if TYPE_CHECKING:
@@ -97,6 +98,28 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("FrozenContext(messages=)", lambda v: FrozenContext(messages=[v]), "messages[0]", 1, TYPE),
     ("FrozenContext.chain_digest(n)", SNAP.chain_digest, "n", -1, VALUE),
     ("FrozenContext.chain_digest(n)", SNAP.chain_digest, "n", "1", TYPE),
+    ("LastNTurns(n)", LastNTurns, "n", -1, VALUE),
+    ("LastNTurns(n)", LastNTurns, "n", True, TYPE),
+    ("LastNTurns(n)", LastNTurns, "n", "2", TYPE),
+    ("Since(index)", Since, "index", -3, VALUE),
+    ("Since(index)", Since, "index", 1.0, TYPE),
+    ("RoleFilter(roles)", RoleFilter, "roles", 3, TYPE),
+    ("RoleFilter(roles)", RoleFilter, "roles", "bot", VALUE),
+    ("Tagged(tag)", Tagged, "tag", None, TYPE),
+    ("TokenBudget(max_tokens)", TokenBudget, "max_tokens", -1, VALUE),
+    ("TokenBudget(max_tokens)", TokenBudget, "max_tokens", False, TYPE),
+    ("TokenBudget(counter=)", lambda v: TokenBudget(9, counter=v), "counter", "approx", TYPE),
+    ("TokenBudget(start_on=)", lambda v: TokenBudget(9, start_on=v), "start_on", "human", VALUE),
+    ("TokenBudget(start_on=)", lambda v: TokenBudget(9, start_on=v), "start_on", 1, TYPE),
+    ("TokenBudget(include_system=)", lambda v: TokenBudget(9, include_system=v), "include_system", "no", TYPE),
+    ("WholeExchanges(scope)", WholeExchanges, "scope", 3, TYPE),
+    ("WholeExchanges(mode=)", lambda v: WholeExchanges(LastNTurns(1), mode=v), "mode", "keep", VALUE),
+    ("WholeExchanges(mode=)", lambda v: WholeExchanges(LastNTurns(1), mode=v), "mode", None, TYPE),
+    ("Not(scope)", Not, "scope", "x", TYPE),
+    ("AllOf(scopes)", AllOf, "scopes", LastNTurns(1), TYPE),
+    ("AllOf(scopes)", lambda v: AllOf((LastNTurns(1), v)), "scopes[1]", 3, TYPE),
+    ("explain(messages)", lambda v: explain(LastNTurns(1), v), "messages", 3, TYPE),
+    ("explain(messages)", lambda v: explain(LastNTurns(1), [v]), "messages[0]", "hi", TYPE),
 ]
 
 IDS = [f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)]

@@ -126,7 +126,8 @@ def wrong_type(
     """
     if fix is None and isinstance(value, bool) and "int" in expected:
         fix = "a bool is not a count: pass an int"
-    msg = f"{_where(owner, argument, label)} {verb} {expected}, got {described(value)}{_tail(fix)}"
+    head = " ".join(part for part in (_where(owner, argument, label), verb, expected) if part)
+    msg = f"{head}, got {described(value)}{_tail(fix)}"
     return ArgumentTypeError(msg, argument=argument, value=value, expected=expected)
 
 

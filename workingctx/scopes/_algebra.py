@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypeGuard,
 
 import attrs
 
+from workingctx import _checks
 from workingctx.exceptions import PositionalScopeError, ScopeError
 
 if TYPE_CHECKING:
@@ -87,17 +88,15 @@ Every function and combinator that takes a scope is annotated with it.
 """
 
 
-def _describe(value: object) -> str:
-    return f"{value!r} of type {type(value).__name__}"
+_describe = _checks.described
 
 
-def _not_a_scope(value: object, where: str) -> TypeError:
-    msg = (
-        f"{where} needs a scope, got {_describe(value)}; a scope has a matches(message, index) method "
-        "(a predicate) or a surviving_indices(messages) method (positional), "
-        "such as LastNTurns(2) or RoleFilter({'user'})"
+def _not_a_scope(value: object, where: str, argument: str = "scope") -> TypeError:
+    fix = (
+        "a scope has a matches(message, index) method (a predicate) or a surviving_indices(messages) "
+        "method (positional), such as LastNTurns(2) or RoleFilter({'user'})"
     )
-    return TypeError(msg)
+    return _checks.wrong_type(value, argument, "a scope", label=where, verb="needs", fix=fix)
 
 
 def _is_scope(value: object) -> TypeGuard[Scope]:
@@ -266,15 +265,18 @@ def _flat(scope: Scope, kind: type[AllOf | AnyOf]) -> tuple[Scope, ...]:
 
 def _scope_tuple(value: Iterable[Scope]) -> tuple[Scope, ...]:
     if _is_scope(value) or isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        msg = (
-            f"expected a sequence of scopes, got {_describe(value)}; "
-            "pass a tuple such as AllOf((LastNTurns(2), RoleFilter({'user'}))), or write a & b"
+        raise _checks.wrong_type(
+            value,
+            "scopes",
+            "a sequence of scopes",
+            label="",
+            verb="expected",
+            fix="pass a tuple such as AllOf((LastNTurns(2), RoleFilter({'user'}))), or write a & b",
         )
-        raise TypeError(msg)
     items = tuple(value)
     for position, item in enumerate(items):
         if not _is_scope(item):
-            raise _not_a_scope(item, f"scopes[{position}]")
+            raise _not_a_scope(item, f"scopes[{position}]", f"scopes[{position}]")
     return items
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
+from workingctx import _checks
 from workingctx.exceptions import ScopeError
 from workingctx.scopes._algebra import _ScopeOps
 from workingctx.scopes._exchanges import call_ids, is_reasoning_only, result_ids, starts_turn
@@ -25,34 +26,23 @@ _START_ON = ("exchange", "user", "user_only")
 _DEFAULT = ApproxTokenCounter()
 
 
-def _budget(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"TokenBudget(max_tokens) must be an int, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-    if value < 0:
-        msg = f"TokenBudget(max_tokens) must be 0 or more, got {value!r}"
-        raise ScopeError(msg)
+_budget = _checks.count(label="TokenBudget(max_tokens)", error=ScopeError)
 
 
 def _counter(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, MessageCounter):
-        msg = (
-            f"TokenBudget(counter=...) needs a token counter with a count_message(message) method and a name, "
-            f"got {value!r} of type {type(value).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
+        raise _checks.wrong_type(
+            value,
+            "counter",
+            "a token counter with a count_message(message) method and a name",
+            label="TokenBudget(counter=...)",
+            verb="needs",
+            fix="use ApproxTokenCounter() or TiktokenCounter()",
         )
-        raise TypeError(msg)
 
 
-def _start_on(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value not in _START_ON:
-        msg = f"TokenBudget start_on must be one of {', '.join(map(repr, _START_ON))}, got {value!r}"
-        raise ScopeError(msg)
-
-
-def _flag(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        msg = f"TokenBudget({attribute.name}=...) must be True or False, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+_start_on = _checks.one_of(*_START_ON, label="TokenBudget start_on", error=ScopeError)
+_flag = _checks.flag(label="TokenBudget(include_system=...)")
 
 
 @attrs.frozen(cache_hash=True, repr=False)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from workingctx import _checks
 from workingctx.exceptions import ScopeError
 from workingctx.messages import ROLES
 from workingctx.scopes._algebra import _ScopeOps
@@ -23,15 +24,7 @@ __all__ = ["LastNTurns", "RoleFilter", "Since", "Tagged"]
 
 
 def _count(what: str, fix: str) -> Any:
-    def check(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if not isinstance(value, int) or isinstance(value, bool):
-            msg = f"{what}: {attribute.name} must be an int, got {value!r} of type {type(value).__name__}"
-            raise TypeError(msg)
-        if value < 0:
-            msg = f"{what}: {attribute.name} must be 0 or more, got {value!r}; {fix}"
-            raise ScopeError(msg)
-
-    return check
+    return _checks.count(owner=what, fix=fix, error=ScopeError)
 
 
 @attrs.frozen(cache_hash=True, repr=False)
@@ -103,15 +96,17 @@ class LastNTurns(_ScopeOps):
         return f"LastNTurns({self.n!r})"
 
 
-def _roles(value: object) -> frozenset[str]:
-    if isinstance(value, str):
-        value = (value,)
+def _roles(given: object) -> frozenset[str]:
+    value = (given,) if isinstance(given, str) else given
     if not isinstance(value, Iterable):
-        msg = (
-            f"RoleFilter needs roles, got {value!r} of type {type(value).__name__}; "
-            "pass a set such as RoleFilter({'user', 'assistant'})"
+        raise _checks.wrong_type(
+            value,
+            "roles",
+            "roles",
+            label="RoleFilter",
+            verb="needs",
+            fix="pass a set such as RoleFilter({'user', 'assistant'})",
         )
-        raise TypeError(msg)
     roles = frozenset(value)
     unknown = sorted(repr(role) for role in roles if role not in ROLES)
     if unknown:
@@ -119,7 +114,7 @@ def _roles(value: object) -> frozenset[str]:
             f"RoleFilter got unknown role(s) {', '.join(unknown)}; a role is one of "
             "'system', 'user', 'assistant' or 'tool' (exact, lower case)"
         )
-        raise ScopeError(msg)
+        raise ScopeError(msg, argument="roles", value=given)
     return roles
 
 
@@ -162,8 +157,7 @@ class RoleFilter(_ScopeOps):
 
 def _tag(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str):
-        msg = f"Tagged(tag) needs the name to match as a str, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, "tag", "the name to match as a str", label="Tagged(tag)", verb="needs")
 
 
 @attrs.frozen(cache_hash=True, repr=False)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
 from workingctx.scopes._algebra import Scope, surviving_indices
@@ -152,13 +154,16 @@ def _messages_of(value: object) -> Sequence[Message]:
         inner = getattr(value, "messages", None)
         items = inner if isinstance(inner, Sequence) and not isinstance(inner, str | bytes) else None
     if items is None:
-        msg = (
-            f"explain() needs a sequence of messages or a context, got {value!r} of type {type(value).__name__}; "
-            "pass ctx or ctx.messages"
+        raise _checks.wrong_type(
+            value,
+            "messages",
+            "a sequence of messages or a context",
+            label="explain()",
+            verb="needs",
+            fix="pass ctx or ctx.messages",
         )
-        raise TypeError(msg)
     for position, item in enumerate(items):
         if not isinstance(item, Message):
-            msg = f"explain() needs Message values, got {item!r} of type {type(item).__name__} at position {position}"
-            raise TypeError(msg)
+            msg = f"explain() needs Message values, got {_checks.described(item)} at position {position}"
+            raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=item, expected="a Message")
     return items

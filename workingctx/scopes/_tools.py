@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
-from workingctx.exceptions import ScopeError
+from workingctx.exceptions import ArgumentTypeError, ScopeError
 from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
 from workingctx.scopes._exchanges import completed_tool_sequences, exchange_units
 
@@ -86,7 +86,9 @@ def _mode(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> Non
             f"WholeExchanges mode must be 'expand' (add the missing partners) or "
             f"'drop' (drop what lost a partner), got {value!r}"
         )
-        raise ScopeError(msg)
+        if not isinstance(value, str):
+            raise ArgumentTypeError(msg, argument="mode", value=value, expected="'expand' or 'drop'")
+        raise ScopeError(msg, argument="mode", value=value)
 
 
 @attrs.frozen(cache_hash=True, repr=False)
