@@ -11,7 +11,9 @@ behind a 20,000-token frozen prefix, in a 30,000-token window, replayed with
     caching middleware does);
 (b) ``TokenBudgetContextManager`` (cuts only past the window, down to 25,000
     tokens) with the provider's automatic caching alone;
-(c) the same manager with breakpoints from ``workingctx.cache.plan``.
+(c) the same manager with breakpoints from ``workingctx.cache.plan``;
+(d) the same with ``plan(..., tail_ttl="1h")``: every breakpoint written for an
+    hour, dearer to write, but it outlives a pause.
 
 Each row reports the share of input tokens read from the cache, the run's
 total cost (input and output), its input cost against (a)'s, the lowest input
@@ -42,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from benchmarks._data import _call, _sentence, to_langchain, tool_heavy
 from benchmarks._harness import Table
 from workingctx import Message, PrefixContext, WorkingContext
-from workingctx.cache import Simulation, simulate
+from workingctx.cache import CachePlan, Simulation, Strategy, plan, simulate
 from workingctx.managers import TokenBudgetContextManager
 
 GROUP = "cache"
@@ -135,7 +137,7 @@ def run_strategy(
     strategy: str, provider: str, turns: list[list[Message]], gaps: Iterator[float] | None = None
 ) -> Simulation:
     """
-    One of the three strategies, (a), (b) or (c), under *provider*'s rules, with
+    One of the strategies, (a) to (d), under *provider*'s rules, with
     *gaps* seconds between requests (None: no time passes).
     """
     model = MODELS[provider]
@@ -153,13 +155,18 @@ def run_strategy(
         )
     manager = TokenBudgetContextManager(WINDOW, low_watermark=LOW)
     context = WorkingContext(prefix=PrefixContext(system_prompt=_prefix_text()))
+
+    def long_tail(ctx: WorkingContext, previous: CachePlan | None) -> CachePlan:
+        return plan(ctx, provider=provider, model=model, previous=previous, tail_ttl="1h")
+
+    strategies: dict[str, Strategy] = {"b": "auto", "c": "plan", "d": long_tail}
     return simulate(
         flat,
         provider=provider,
         model=model,
         manager=manager,
         context=context,
-        cache="auto" if strategy == "b" else "plan",
+        cache=strategies[strategy],
         gaps=gaps,
     )
 
@@ -168,7 +175,9 @@ LABELS = {
     "a": "(a) trim_messages every turn, breakpoint on last message",
     "b": "(b) watermark manager, automatic caching",
     "c": "(c) watermark manager, plan()",
+    "d": "(d) watermark manager, plan(tail_ttl='1h')",
 }
+STRATEGIES = "abcd"
 
 
 def results(
@@ -183,7 +192,7 @@ def results(
     return {
         (provider, s): run_strategy(s, provider, turns, paused() if pauses else None)
         for provider in providers
-        for s in "abc"
+        for s in STRATEGIES
     }
 
 
@@ -203,7 +212,7 @@ def run(table: Table, quick: bool) -> None:
             if (provider, "a") not in runs:
                 continue
             base = runs[(provider, "a")]
-            for strategy in "abc":
+            for strategy in STRATEGIES:
                 sim = runs[(provider, strategy)]
                 expiry = f"; {sim.expiry_misses} expiry misses" if "paused" in suffix else ""
                 table.add(

@@ -131,14 +131,19 @@ def runs(draw: st.DrawFn) -> tuple[str, int, list[list[Message]], PerMessage]:
 
 
 class TestPlanRules:
-    @given(runs(), st.booleans(), st.sampled_from(["5m", "1h"]))
-    def test_plans_respect_every_rule(self, run, automatic, prefix_ttl):
+    @given(runs(), st.booleans(), st.sampled_from(["5m", "1h"]), st.sampled_from(["5m", "1h"]))
+    def test_plans_respect_every_rule(self, run, automatic, prefix_ttl, tail_ttl):
         """
-        Over random transcripts and models, every plan of a run obeys Anthropic's rules,
-        and each plan keeps a breakpoint on the furthest breakpoint of the plan before
+        Over random transcripts, models and lifetimes, every plan of a run obeys Anthropic's
+        rules, and each plan keeps a breakpoint on the furthest breakpoint of the plan before
         that is still part of the request (so the lookback never loses it).
         """
         model, prefix_tokens, requests, counter = run
+        if (prefix_ttl, tail_ttl) == ("5m", "1h"):
+            with pytest.raises(CacheRuleError, match="use prefix_ttl='1h' too"):
+                plan(_context(prefix_tokens, requests[0]), provider="anthropic", model=model, tail_ttl=tail_ttl,
+                     prefix_ttl=prefix_ttl)  # fmt: skip
+            return
         previous = None
         previous_request: list[Message] = []
         for tail in requests:
@@ -152,6 +157,7 @@ class TestPlanRules:
                     automatic=automatic,
                     prefix_ttl=prefix_ttl,
                     counter=counter,
+                    tail_ttl=tail_ttl,
                 )
             except CacheRuleError:
                 # Only when the breakpoints already on the request's blocks break a rule.
@@ -722,6 +728,36 @@ class TestExpiry:
         """
         with pytest.raises(error, match=match):
             _timed(gaps, count=3)
+
+    def test_an_hour_long_tail_outlives_a_pause(self):
+        """
+        With tail_ttl="1h" every breakpoint lasts an hour: a ten-minute pause loses
+        nothing, at the price of writing for an hour.
+        """
+
+        def long_tail(ctx: WorkingContext, previous: CachePlan | None) -> CachePlan:
+            return plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous, tail_ttl="1h")
+
+        held, lost = _timed(600, cache=long_tail, count=4), _timed(600, count=4)
+        assert {b.ttl for b in plan(_context(5_000, [Message.user(_big(1_500))]), provider="anthropic",
+                                    model="claude-sonnet-4-6", tail_ttl="1h").breakpoints} == {"1h"}  # fmt: skip
+        first = held.requests[0].usage
+        assert first.cache_write_1h_tokens == first.cache_write_tokens
+        assert 0 == held.expiry_misses
+        assert held.requests[1].usage.cache_read_tokens > lost.requests[1].usage.cache_read_tokens
+        assert held.input_cost < lost.input_cost
+        assert _timed(0, cache=long_tail).input_cost > _timed(0).input_cost  # no pause: the hour costs more
+
+    def test_bad_tail_ttl(self):
+        """
+        A tail lifetime the provider does not offer, or longer than the prefix's, is refused.
+        """
+        ctx = _context(5_000, [Message.user("q")])
+        with pytest.raises(CacheRuleError, match="tail_ttl must be one of"):
+            plan(ctx, provider="anthropic", model="claude-sonnet-4-6", tail_ttl="2h")  # type: ignore[arg-type]
+        with pytest.raises(CacheRuleError, match="longer-lived breakpoint after a shorter one"):
+            plan(ctx, provider="anthropic", model="claude-sonnet-4-6", prefix_ttl="5m", tail_ttl="1h")
+        assert () == plan(ctx, provider="openai", model="gpt-5", tail_ttl="1h").breakpoints
 
     def test_bad_elapsed(self):
         """
