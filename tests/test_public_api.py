@@ -527,6 +527,7 @@ def _live_objects(tmp_path: Any) -> list[Any]:
         FileMediaStore(tmp_path / "media"),
         SQLiteMediaStore(tmp_path / "media.db"),
         TiktokenCounter(),
+        ctx.edit_notes(),
     ]
 
 
@@ -543,8 +544,9 @@ class TestReprs:
 
     def test_live_objects_say_what_they_are_between_angle_brackets(self, tmp_path):
         """
-        Contexts, journals, views, locks, recorders and stores are not values: their
-        repr is ``<Type field=value ...>``, never something that looks like a call.
+        Contexts, journals, views, locks, recorders, note edits, counters holding a
+        tokenizer and stores are not values: their repr is ``<Type field=value ...>``,
+        never something that looks like a call.
         """
         for thing in _live_objects(tmp_path):
             text = repr(thing)

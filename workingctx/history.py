@@ -1194,6 +1194,9 @@ class NotesEdit:
         self._before: dict[str, Any] = {}
         self.notes: dict[str, Any] = {}
 
+    def __repr__(self) -> str:
+        return f"<NotesEdit open={self._held} notes={sorted(self.notes)!r}>"
+
     def _begin(self) -> dict[str, Any]:
         self._held = True
         self._before = dict(self._ctx._scratchpad)
