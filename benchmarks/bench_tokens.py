@@ -9,6 +9,8 @@ Rows, each against a peer measured in the same run:
   (it keeps no cache, so its cold and warm times are the same measurement);
 * ``TiktokenCounter.count``, cold and warm, against a hand-written loop that
   encodes every message's text and tool calls with the same encoding, uncached;
+* bytes per message of a 100,000-message context once counted, beside the
+  bytes of the messages themselves;
 * the total after one append at the largest size: a ``RunningCount`` counts the
   new message and adds it to its prefix sums; compared with a cold count of the
   whole transcript (the target is at least 100x), with a re-sum of the cached
@@ -17,7 +19,10 @@ Rows, each against a peer measured in the same run:
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +30,8 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import Message, TiktokenCounter
-from workingctx.tokens import RunningCount, estimate_message_tokens
+from workingctx import Message, TiktokenCounter, WorkingContext
+from workingctx.tokens import RunningCount, _cores, estimate_message_tokens
 
 GROUP = "tokens"
 PEER = "langchain count_tokens_approximately"
@@ -96,7 +101,11 @@ def run(table: Table, quick: bool) -> None:
             tik_cold = measure(cold_tiktoken, repeat=_rounds(n), setup=rebuild)
             tiktoken_counter.count(warm_messages)
             tik_warm = measure(lambda ms=warm_messages: tiktoken_counter.count(ms), repeat=7, number=number * 10)
-            for label, seconds in (("cold", tik_cold), ("warm (cached)", tik_warm)):
+            load = os.getloadavg()[0]
+            for label, seconds, note in (
+                ("cold", tik_cold, f"exact cl100k, batched on {_cores()} cores (load {load:.1f}); target >= 1.5x"),
+                ("warm (cached)", tik_warm, "exact cl100k"),
+            ):
                 table.add(
                     GROUP,
                     f"TiktokenCounter.count, {label}",
@@ -104,10 +113,45 @@ def run(table: Table, quick: bool) -> None:
                     seconds,
                     baseline=HAND,
                     baseline_seconds=hand,
-                    note="exact cl100k",
+                    note=note,
                 )
 
     _after_one_append(table, max(sizes), cold_by_size[max(sizes)], count_tokens_approximately)
+    _memory(table, 10_000 if quick else 100_000)
+
+
+BYTES_BEFORE = 200
+"""Bytes per message a counted context kept beside its messages before counts became one flat tuple per message."""
+
+
+def _memory(table: Table, n: int) -> None:
+    """
+    Bytes per message of an n-message context: its own structures once counted
+    (the running sums and the count cached on each message), and the messages.
+    """
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        messages = tool_heavy(n)
+        built = tracemalloc.get_traced_memory()[0]
+        ctx = WorkingContext(messages=messages)
+        ctx.count_tokens()
+        gc.collect()
+        counted = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    own = (counted - built) / n
+    table.add(
+        GROUP,
+        "bytes per message: a counted context beside its messages",
+        n,
+        None,
+        note=(
+            f"{own:.0f} B per message (running sums and cached counts; {BYTES_BEFORE} B before); "
+            f"the messages themselves {(built - start) / n:.0f} B each"
+        ),
+    )
 
 
 def _after_one_append(table: Table, n: int, cold_s: float, peer_count: Callable[[Any], int]) -> None:

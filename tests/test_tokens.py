@@ -473,6 +473,52 @@ class TestTiktokenCounter:
         assert [7, 24, 16] == [counter.count_message(m) for m in openssl_transcript()]
         assert 47 == counter.count(openssl_transcript())
 
+    @pytest.mark.parametrize("chunk", [1, 10**9])
+    def test_batch_counts_as_one_by_one(self, monkeypatch, chunk):
+        """
+        A list counted in one batch (on several threads, or on one) gives each
+        message the count it gets alone, once per message even when it repeats,
+        and leaves the counts already cached as they were.
+        """
+        monkeypatch.setattr(tokens_module, "_CHUNK_MIN", chunk)
+        monkeypatch.setattr(tokens_module, "_cores", lambda: 3)
+        counter = TiktokenCounter()
+        transcript = [
+            *[Message("user", f"question {i}: is {i * 7919} prime?") for i in range(150)],
+            *openssl_transcript(),
+            Message("user", (TextBlock("see"), ImageBlock(MediaRef(url="https://example.com/a.png")))),
+        ]
+        already = transcript[3]
+        counter.count_message(already)
+        batch = [*transcript, transcript[0], transcript[-1]]
+
+        total = counter.count(batch)
+
+        alone = [TiktokenCounter().count_message(fresh(m)) for m in batch]
+        assert sum(alone) == total
+        assert alone == [cached(m, counter.name) for m in batch]
+        assert total == counter.count(batch)
+
+    def test_batch_names_a_non_message(self):
+        """
+        A non-message in a batch is named with its position, and nothing of the batch is counted.
+        """
+        counter = TiktokenCounter()
+        batch = [Message("user", f"q{i}") for i in range(100)]
+        with pytest.raises(TypeError, match="got None of type NoneType at position 70"):
+            counter.count([*batch[:70], None, *batch[70:]])  # type: ignore[list-item]
+        assert all(cached(m, counter.name) is None for m in batch)
+
+    def test_running_count_batches(self, monkeypatch):
+        """
+        A running count under the exact counter counts a long list in one batch, the same as one by one.
+        """
+        monkeypatch.setattr(tokens_module, "_CHUNK_MIN", 8)
+        batch = [Message("user", f"line {i} of the incident log") for i in range(100)]
+        running = RunningCount(TiktokenCounter())
+        assert sum(TiktokenCounter().count_message(fresh(m)) for m in batch) == running.extend(batch)
+        assert running.upto(50) == TiktokenCounter().count(batch[:50])
+
     def test_both_caches_live_side_by_side(self):
         """
         Counting one message with both counters keeps both counts, under their names.

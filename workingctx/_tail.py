@@ -39,30 +39,53 @@ class TailView(Sequence[Message]):
 
     Made in O(1): a context's tail only grows in place (clearing or replacing
     it starts a new list), so the viewed messages never change under the view.
+    The cut index and the running sums are brought up to date when first
+    asked for, so a scope that needs neither (a cold :class:`~workingctx.TokenBudget`
+    counts only the suffix it keeps) never pays for them.
 
     Attributes:
         system_positions: The indices of the system messages, ascending.
-        tail_index: Where the tail may be cut without splitting an exchange.
-        running: The running token sums under the context's counter (counted
-            at least as far as the view reaches), or None for an async-only counter.
     """
 
-    __slots__ = ("_items", "_size", "running", "system_positions", "tail_index")
+    __slots__ = ("_index", "_items", "_running", "_size", "_tail", "system_positions")
     __module__ = "workingctx.context"  # where users import it from
 
-    def __init__(
-        self,
-        items: list[Message],
-        size: int,
-        system_positions: tuple[int, ...],
-        tail_index: TailIndex | None = None,
-        running: RunningCount | None = None,
-    ) -> None:
+    def __init__(self, items: list[Message], size: int, system_positions: tuple[int, ...], tail: Tail) -> None:
         self._items = items
         self._size = size
         self.system_positions = system_positions
-        self.tail_index = tail_index
-        self.running = running
+        self._tail = tail
+        self._index: TailIndex | None = None
+        self._running: RunningCount | None = None
+
+    @property
+    def tail_index(self) -> TailIndex:
+        """
+        Where the tail may be cut without splitting an exchange (indexed on first use).
+        """
+        index = self._index
+        if index is None:
+            index = self._index = self._tail.index_for(self._items, self._size)
+        return index
+
+    @property
+    def running(self) -> RunningCount | None:
+        """
+        The running token sums under the context's counter, counted at least as
+        far as the view reaches (on first use), or None for an async-only counter.
+        """
+        running = self._running
+        if running is None:
+            running = self._running = self._tail.running_for(self._items, self._size)
+        return running
+
+    @property
+    def counted(self) -> bool:
+        """
+        Whether the running sums already reach the end of the view (asking for
+        them costs nothing more).
+        """
+        return self._running is not None or self._tail.counted(self._items, self._size)
 
     def __len__(self) -> int:
         return self._size
@@ -246,11 +269,44 @@ class Tail:
             if scanned < len(messages):
                 positions.extend(i for i in range(scanned, len(messages)) if messages[i].role == "system")
                 self._system = (len(messages), positions)
+            return TailView(messages, len(messages), tuple(positions), self)
+
+    def index_for(self, items: list[Message], size: int) -> TailIndex:
+        """
+        The cut index of the first *size* messages of *items*: the tail's own,
+        brought up to date, while *items* is still its list; else a new one.
+        """
+        with self.lock:
+            if items is not self._messages:
+                fresh = TailIndex()
+                fresh.update(items[:size])
+                return fresh
             index = self._tail_index
             if index is None:
                 index = self._tail_index = TailIndex()
-            index.update(messages)
-            return TailView(messages, len(messages), tuple(positions), index, self.running())
+            index.update(items)
+            return index
+
+    def running_for(self, items: list[Message], size: int) -> RunningCount | None:
+        """
+        Running sums reaching the first *size* messages of *items*: the tail's
+        own while *items* is still its list; else new ones.
+        """
+        if not self._incremental:
+            return None
+        with self.lock:
+            if items is self._messages:
+                return self.running()
+        running = RunningCount(self._counter)
+        running.extend(items[:size])
+        return running
+
+    def counted(self, items: list[Message], size: int) -> bool:
+        """
+        Whether the tail's running sums already reach the first *size* messages of *items*.
+        """
+        with self.lock:
+            return items is self._messages and self._running is not None and len(self._running) >= size
 
     def running(self) -> RunningCount | None:
         """

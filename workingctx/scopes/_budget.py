@@ -167,9 +167,13 @@ class TokenBudget(_ScopeOps):
         The view carries running token sums under the context's counter, the
         system messages' positions and a :class:`TailIndex` of clean cuts.
         """
-        index = getattr(messages, "tail_index", None)
-        running = getattr(messages, "running", None)
-        if index is None or running is None or not self.include_system:
+        # Only when the view's running sums are counted already: a cold context
+        # is scanned from its end instead, counting only the suffix it keeps.
+        if getattr(messages, "counted", False) is not True or not self.include_system:
+            return None
+        index = messages.tail_index  # type: ignore[attr-defined]  # a TailView
+        running = messages.running  # type: ignore[attr-defined]
+        if running is None:
             return None
         if running.counter is not counter and running.counter.name != (counter or _DEFAULT).name:
             return None
