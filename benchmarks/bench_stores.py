@@ -14,7 +14,10 @@ PostgreSQL (one server, each store in a schema of its own):
   messages as LangChain messages in its ``messages`` channel, a new channel
   version each turn;
 * bytes: ``pg_total_relation_size`` of every table of the schema (heap, TOAST,
-  indexes) after the run; save: the median over every turn, and over the last 20.
+  indexes) after the run; save: the median over every turn, and over the last 20;
+* load: the last checkpoint from a freshly opened ``PostgresStore`` (nothing
+  cached, every item checked), against the naive read of the same data: one
+  row holding the checkpoint's whole JSON, ``SELECT`` + ``from_json``.
 
 Redis (one server, each in a key prefix of its own):
 
@@ -24,7 +27,9 @@ Redis (one server, each in a key prefix of its own):
   conversation only, no checkpoint per turn); bytes: ``MEMORY USAGE``;
 * a plain whole copy: ``SET`` of the checkpoint's whole JSON every turn; its
   bytes are the payloads' sum (without Redis's per-key overhead, so in its
-  favour), its save time the median of the last 20 turns, written for real.
+  favour), its save time the median of the last 20 turns, written for real;
+* load: the last checkpoint from a freshly opened ``RedisStore``, against the
+  naive read of the same data: ``GET`` of its whole JSON + ``from_json``.
 
 Servers: ``WORKINGCTX_POSTGRES_DSN`` and ``WORKINGCTX_REDIS_URL``, or, when
 unset, throwaway ones from ``scripts/servers`` (stopped afterwards).
@@ -47,12 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._data import to_langchain
-from benchmarks._harness import Table
+from benchmarks._harness import Table, measure
 from benchmarks.bench_persistence import _NaiveSize, _turns
 from workingctx import Checkpoint, Message, PrefixContext
 from workingctx.context import WorkingContext
 from workingctx.persistence import PostgresStore, RedisStore
-from workingctx.serialization import to_json
+from workingctx.serialization import from_json, to_json
 
 GROUP = "stores"
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,6 +244,63 @@ def _whole_copy(url: str, prefix: str, system: str, turns: list[list[Message]]) 
     return statistics.median(times), total
 
 
+def _cold_load(opener: Any, last: Checkpoint) -> float:
+    """
+    Median time to load *last* from a store opened afresh before each round (nothing cached).
+    """
+    opened: list[Any] = []
+
+    def reopen() -> None:
+        for old in opened:
+            old.close()
+        opened[:] = [opener()]
+
+    try:
+        return measure(lambda: opened[0].load(last.id), repeat=5, setup=reopen)
+    finally:
+        for old in opened:
+            old.close()
+
+
+def _postgres_naive_load(dsn: str, schema: str, last: Checkpoint) -> float:
+    """
+    Median time to read *last* back from one row holding its whole JSON (in *schema*).
+    """
+    import psycopg  # noqa: PLC0415
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE TABLE "{schema}".naive (id text PRIMARY KEY, data text NOT NULL)')
+        conn.execute(f'INSERT INTO "{schema}".naive VALUES (%s, %s)', (last.id, to_json(last)))  # noqa: S608  # our schema
+
+        def naive() -> Checkpoint:
+            row = conn.execute(f'SELECT data FROM "{schema}".naive WHERE id = %s', (last.id,)).fetchone()  # noqa: S608
+            assert row is not None
+            return from_json(row[0], Checkpoint)
+
+        assert naive() == last
+        seconds = measure(naive, repeat=5)
+        conn.execute(f'DROP TABLE "{schema}".naive')
+    return seconds
+
+
+def _redis_naive_load(url: str, key: str, last: Checkpoint) -> float:
+    """
+    Median time to read *last* back from one key holding its whole JSON (removed afterwards).
+    """
+    import redis  # noqa: PLC0415
+
+    with redis.Redis.from_url(url) as client:
+        client.set(key, to_json(last))
+
+        def naive() -> Checkpoint:
+            return from_json(client.get(key), Checkpoint)  # type: ignore[arg-type]  # bytes: from_json reads them
+
+        assert naive() == last
+        seconds = measure(naive, repeat=5)
+        client.delete(key)
+    return seconds
+
+
 def _ms(times: list[float]) -> str:
     return f"median {statistics.median(times) * 1e3:.2f} ms, last 20 {statistics.median(times[-20:]) * 1e3:.2f} ms"
 
@@ -258,6 +320,8 @@ def run(table: Table, quick: bool) -> None:
                 times, last = _workingctx_run(store, system, turns)
                 assert store.load(last.id) == last
                 ours = _schema_bytes(dsn, store.schema)
+                cold = _cold_load(lambda: PostgresStore(dsn, schema=store.schema), last)
+                naive = _postgres_naive_load(dsn, store.schema, last)
             finally:
                 store.drop()
                 store.close()
@@ -291,6 +355,15 @@ def run(table: Table, quick: bool) -> None:
                 baseline_seconds=None if peer is None else statistics.median(peer[0]),
                 note=f"PostgresStore {_ms(times)}" + ("" if peer is None else f"; LangGraph {_ms(peer[0])}"),
             )
+            table.add(
+                GROUP,
+                "PostgreSQL load() last checkpoint, fresh store",
+                size,
+                cold,
+                baseline="naive: SELECT whole JSON + from_json",
+                baseline_seconds=naive,
+                note="every message and entry checked by its digest; the same server",
+            )
         url = servers.get("redis")
         if url is None:
             print("stores: no Redis server (set WORKINGCTX_REDIS_URL or install redis-server); rows left out")
@@ -300,6 +373,8 @@ def run(table: Table, quick: bool) -> None:
             times, last = _workingctx_run(store, system, turns)
             assert store.load(last.id) == last
             ours = _redis_bytes(url, f"bench-wctx-{tag}:*")
+            cold = _cold_load(lambda: RedisStore(url, namespace=store.namespace), last)
+            naive = _redis_naive_load(url, f"bench-naive-{tag}", last)
         finally:
             store.drop()
             store.close()
@@ -329,6 +404,15 @@ def run(table: Table, quick: bool) -> None:
             baseline="whole copy: SET its JSON",
             baseline_seconds=copy_seconds,
             note=f"RedisStore {_ms(times)}",
+        )
+        table.add(
+            GROUP,
+            "Redis load() last checkpoint, fresh store",
+            size,
+            cold,
+            baseline="naive: GET whole JSON + from_json",
+            baseline_seconds=naive,
+            note="every message and entry checked by its digest; the same server",
         )
         if session is not None:
             table.add(

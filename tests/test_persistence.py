@@ -26,7 +26,9 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError, FrozenPayloadError, PayloadTypeError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence import CheckpointInfo, CheckpointStore, checkpoint_id, rehydrate
+from workingctx.persistence.checkpoint import journal_chain
 from workingctx.serialization import from_json, to_json
+from workingctx.snapshot import FrozenContext
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -152,6 +154,25 @@ class TestCapture:
         }
         assert first.id not in others
         assert len(others) == 4
+
+    @given(ctx=working_contexts(max_turns=3))
+    def test_the_journal_chain_is_the_journals_own_digest(self, ctx):
+        """
+        The chain a store links a checkpoint's journal entries by ends in the
+        journal's own digest, and is the same whether the checkpoint was
+        captured from the live context (its journal keeps the chain) or built
+        around a bare snapshot (computed from the entries); evolving the
+        checkpoint computes it again for the new snapshot.
+        """
+        ctx.journal.record({"kind": "step", "n": 1})
+        captured = Checkpoint.capture(ctx, created_at=T0)
+        built = Checkpoint(id="built", snapshot=ctx.freeze(), created_at=T0)
+        chain = journal_chain(captured)
+        assert len(ctx.journal) == len(chain)
+        assert ctx.journal.digest() == chain[-1]
+        assert list(chain) == list(journal_chain(built))
+        shorter = attrs.evolve(built, snapshot=FrozenContext(journal=ctx.freeze().journal[:-1]))
+        assert list(chain[:-1]) == list(journal_chain(shorter))
 
     def test_parent_as_checkpoint_or_id(self):
         """

@@ -756,3 +756,133 @@ class TestCraftedRows:
                 store.load(first.id)
             assert second == store.load(second.id)
         assert before == dump(path)
+
+
+EARLIER = Path(__file__).parent / "data" / "sqlite-store-v1.sql"
+"""A store written by workingctx before the journal had one digest (schema version 1), as SQL."""
+
+
+def earlier_store(path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(EARLIER.read_text(encoding="utf-8"))
+
+
+def earlier_run() -> tuple[WorkingContext, Checkpoint, Checkpoint]:
+    """
+    The run that wrote the earlier store, again: its context after the second
+    checkpoint, and both checkpoints (their ids as they are in the file).
+    """
+    from datetime import UTC, datetime  # noqa: PLC0415  # only these tests need times
+
+    from workingctx import PrefixContext, ToolCall  # noqa: PLC0415
+
+    ctx = WorkingContext(prefix=PrefixContext(system_prompt="You answer with tools."))
+    ctx.append(Message("user", "What is the weather in Oslo?"))
+    ctx.append(Message.assistant(tool_calls=[ToolCall("call_1", "weather", {"city": "Oslo", "days": [1, 2.5, True]})]))
+    ctx.append(Message.tool("rain, 4 °C", call_id="call_1", name="weather"))
+    ctx.note("plan", {"steps": ["look up", "answer"], "done": False})
+    ctx.journal.record({"kind": "tool_called", "name": "weather", "n": 1})
+    ctx.journal.record({"kind": "noted", "key": "plan"})
+    first = Checkpoint(
+        id="5bcc2ca7a71e90116da30bdcd3c77b31",
+        snapshot=ctx.freeze(),
+        created_at=datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
+        metadata={"turn": 1},
+    )
+    ctx.append(Message("assistant", "Rain in Oslo, 4 °C."))
+    ctx.journal.record({"kind": "answered", "ok": True, "score": 0.5})
+    second = Checkpoint(
+        id="d9e9ee1419f9359408686fc96f2e7dc0",
+        snapshot=ctx.freeze(),
+        created_at=datetime(2026, 12, 1, 12, 5, tzinfo=UTC),
+        parent=first.id,
+        metadata={"turn": 2},
+    )
+    return ctx, first, second
+
+
+def journal_rows(path: Path) -> tuple[int, int]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        links = db.execute("SELECT count(*) FROM journal_links").fetchone()[0]
+        entries = db.execute("SELECT count(*) FROM journal_entries").fetchone()[0]
+    return int(links), int(entries)
+
+
+class TestEarlierStores:
+    def test_a_store_written_before_loads_as_it_was_saved(self, scratch_dir):
+        """
+        A store written before the journal's digest became the one the stores
+        link entries by loads every checkpoint equal to the run that wrote it,
+        with its thread's head and lineage.
+        """
+        path = fresh_path(scratch_dir)
+        earlier_store(path)
+        _, first, second = earlier_run()
+        with SQLiteStore(path) as store:
+            assert first == store.load(first.id)
+            assert second == store.load(second.id)
+            assert [first.id, second.id] == [info.id for info in store.lineage(second.id)]
+            assert second.id == store.head("main")
+
+    def test_continuing_an_earlier_store_shares_its_journal(self, scratch_dir):
+        """
+        A run resumed from an earlier store and saved there again adds only
+        its new journal entry and link: the journal's own digest is the chain
+        the file links entries by, and the new row's journal head is it.
+        """
+        path = fresh_path(scratch_dir)
+        earlier_store(path)
+        before = journal_rows(path)
+        with SQLiteStore(path) as store:
+            ctx = WorkingContext.from_snapshot(store.load("d9e9ee1419f9359408686fc96f2e7dc0").snapshot)
+            ctx.journal.record({"kind": "resumed"})
+            third = Checkpoint.capture(ctx, parent="d9e9ee1419f9359408686fc96f2e7dc0")
+            store.save(third, thread="main")
+            assert third == store.load(third.id)
+        assert (before[0] + 1, before[1] + 1) == journal_rows(path)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            head = db.execute("SELECT journal_head FROM checkpoints WHERE id = ?", (third.id,)).fetchone()[0]
+        assert ctx.journal.digest() == head
+
+
+class TestChainsReadEitherWay:
+    def test_a_short_chain_in_a_large_file_is_walked_link_by_link(self, scratch_dir):
+        """
+        A checkpoint whose chain is a small part of the file (another long run
+        beside it) loads equal to the one saved, from a fresh store and from
+        one that loaded it before; a damaged link of it is reported the same way.
+        """
+        path = fresh_path(scratch_dir)
+        long = WorkingContext()
+        for turn in range(40):
+            long.append(Message("user", f"question {turn}"), Message("assistant", f"answer {turn}"))
+            long.journal.record({"turn": turn})
+        short = WorkingContext().append(Message("user", "hello"), Message("assistant", "hi"))
+        short.journal.record({"kind": "greeted"})
+        saved = Checkpoint.capture(short)
+        with SQLiteStore(path) as store:
+            store.save(Checkpoint.capture(long))
+            store.save(saved)
+        for _ in range(2):
+            with SQLiteStore(path) as store:
+                assert saved == store.load(saved.id)
+                assert saved == store.load(saved.id)
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("UPDATE message_links SET position = 7 WHERE chain = ?", (saved.snapshot.chain_digest(1),))
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="expected 2 links, found 1") as info:
+            store.load(saved.id)
+        assert "$.snapshot.messages" == info.value.path
+
+    def test_a_damaged_checksum_over_an_intact_text_still_loads(self, scratch_dir):
+        """
+        Items are checked by their own digests, recomputed on load; a checksum
+        is read only to say why an item failed, so one damaged over an intact
+        text does not stop the checkpoint loading, equal to the one saved.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        digest = second.snapshot.messages[0].digest()
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("UPDATE messages SET checksum = ? WHERE digest = ?", ("0" * 64, digest))
+        with SQLiteStore(path) as store:
+            assert second == store.load(second.id)

@@ -42,6 +42,7 @@ __all__ = [
     "canonical_json",
     "chain_step",
     "entries_digest",
+    "entry_digest",
     "message_digest",
     "notes_json",
     "prefix_digest",
@@ -397,13 +398,22 @@ def prefix_digest(prefix: PrefixContext) -> str:
     return _sha256("prefix/v2:" + _encode(data))
 
 
-EMPTY_ENTRIES = hashlib.sha256(b"workingctx/journal/v1").hexdigest()
-"""The digest of an empty journal."""
+EMPTY_ENTRIES = hashlib.sha256(b"workingctx/journal-chain/v1").hexdigest()
+"""The digest of an empty journal (the root of every journal's chain)."""
+
+
+def entry_digest(entry: Any, where: str = "journal entry") -> str:
+    """
+    The stable digest of one journal entry: stores keep each entry under it.
+    """
+    return _sha256("journal-entry:" + canonical_json(entry, where))
 
 
 def entries_digest(entries: Sequence[Any], known: list[str] | None = None) -> str:
     """
-    The stable digest of journal entries, a chain over each entry's canonical JSON.
+    The stable digest of journal entries: a chain over each entry's digest
+    (after n entries, the sha256 of the chain after n - 1, a colon and the
+    entry's :func:`entry_digest`), the same chain stores link entries by.
 
     *known* holds the chain digests already computed for the first entries
     (entries are never rewritten); it is extended in place.
@@ -411,7 +421,7 @@ def entries_digest(entries: Sequence[Any], known: list[str] | None = None) -> st
     chain = [] if known is None else known
     previous = chain[-1] if chain else EMPTY_ENTRIES
     for entry in entries[len(chain) :]:
-        previous = _sha256(f"{previous}:{canonical_json(entry, f'journal entry {len(chain)}')}")
+        previous = _sha256(f"{previous}:{entry_digest(entry, f'journal entry {len(chain)}')}")
         chain.append(previous)
     return chain[len(entries) - 1] if entries else EMPTY_ENTRIES
 

@@ -140,6 +140,14 @@ class MutationJournal(Generic[EntryT]):
 
         return entries_digest(self._entries, self._digests)
 
+    def _chain(self) -> tuple[str, ...]:
+        """
+        The chain digest after each entry, oldest first (the last is
+        :meth:`digest`): what a checkpoint store links the entries by.
+        """
+        self.digest()
+        return tuple(self._digests)
+
     def _truncate(self, size: int, committed: int) -> None:
         """
         Forget the entries past *size* and move the watermark back to at most

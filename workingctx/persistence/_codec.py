@@ -31,11 +31,11 @@ from typing import Any, NoReturn, cast
 
 import attrs
 
-from workingctx._canonical import EMPTY_CHAIN, canonical_json, chain_step
+from workingctx._canonical import EMPTY_CHAIN, EMPTY_ENTRIES, canonical_json, entry_digest
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import Message
-from workingctx.persistence.checkpoint import Checkpoint
+from workingctx.persistence.checkpoint import Checkpoint, journal_chain
 from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
 from workingctx.serialization import converter, from_json, to_json
@@ -44,8 +44,8 @@ from workingctx.snapshot import Chain, FrozenContext
 FORMAT = "workingctx.checkpoints"
 """The format name a workingctx store carries in its marker."""
 
-JOURNAL_ROOT = hashlib.sha256(b"workingctx/journal-chain/v1").hexdigest()
-"""The chain digest of an empty journal."""
+JOURNAL_ROOT = EMPTY_ENTRIES
+"""The chain digest of an empty journal (``MutationJournal().digest()``)."""
 
 CACHE_LIMIT = 200_000
 """How many verified items a store keeps in memory, by digest, before it starts again."""
@@ -85,10 +85,6 @@ def storable(text: str) -> str:
     return text
 
 
-def entry_digest(entry: Any) -> str:
-    return sha256("journal-entry:" + canonical_json(entry))
-
-
 def checksum(key: str, data: str) -> str:
     """
     Binds a stored item's text to its key: any change to either shows on load,
@@ -97,7 +93,12 @@ def checksum(key: str, data: str) -> str:
     return sha256(f"{key}\n{data}")
 
 
-def journal_step(previous: str, digest: str) -> str:
+def step(previous: str, digest: str) -> str:
+    """
+    A chain's digest one item on: the sha256 of the previous chain digest, a
+    colon and the item's digest. Transcripts (``FrozenContext.chain_digest``)
+    and journals (``MutationJournal.digest``) are both chained this way.
+    """
     return hashlib.sha256(f"{previous}:{digest}".encode("ascii")).hexdigest()
 
 
@@ -135,15 +136,16 @@ def check_seal(row: Sequence[Any], key: bytes | None, table: str) -> None:
         damage(f"the checkpoint row does not match its seal ({table}, damaged or forged)", "$")
 
 
-def parse_all(texts: dict[str, str | None]) -> dict[str, Any]:
+def parse_all(texts: Mapping[str, object]) -> dict[str, Any]:
     """
-    Parse many JSON texts in one call; a text that does not parse is left out
-    (its reader reports it, with a path).
+    Parse many JSON texts in one call; a text that does not parse (or is not
+    text) is left out, for its reader to report with a path.
 
-    Only texts that passed their checksum come here: each was written by
-    ``to_json`` as one JSON value, so joining them cannot shift values between keys.
+    Joining them cannot shift values between keys when each is one JSON
+    value; a text that is not (damage) makes the join fail or come out at
+    another length, and the texts are then parsed one by one.
     """
-    keys = [key for key, text in texts.items() if text is not None]
+    keys = [key for key, text in texts.items() if isinstance(text, str)]
     try:
         values = json.loads("[" + ",".join(cast("str", texts[key]) for key in keys) + "]")
     except ValueError:
@@ -157,16 +159,23 @@ def parse_all(texts: dict[str, str | None]) -> dict[str, Any]:
     return parsed
 
 
-def intact(found: Iterable[Sequence[Any]]) -> dict[str, str | None]:
+Stored = tuple[object, object]
+"""An item as a store holds it: its JSON text and its checksum, not checked yet."""
+
+
+def stored(found: Iterable[Sequence[Any]]) -> dict[str, Stored]:
     """
-    Stored items as ``(key, data, checksum)``: each key's text, or None for a
-    text that fails its checksum.
+    Stored items read as ``(key, data, checksum)`` rows, by key.
     """
-    texts: dict[str, str | None] = {}
-    for key, data, check in found:
-        ok = isinstance(key, str) and isinstance(data, str) and isinstance(check, str) and checksum(key, data) == check
-        texts[str(key)] = data if ok else None
-    return texts
+    return {str(key): (data, check) for key, data, check in found}
+
+
+def intact(key: str, item: Stored) -> bool:
+    """
+    Whether a stored item's text still matches its checksum.
+    """
+    data, check = item
+    return isinstance(data, str) and isinstance(check, str) and hmac.compare_digest(checksum(key, data), check)
 
 
 class Damage(Exception):  # noqa: N818  # internal: always turned into CheckpointError
@@ -205,39 +214,72 @@ def payload(value: Any, path: str, checkpoint: Checkpoint, *, typed: bool = Fals
         raise CheckpointError(msg, path=where) from None
 
 
-class JournalDigests:
+@attrs.frozen
+class Kind:
     """
-    Each journal entry's digest and the journal's chain digests, reusing those
-    of the entries the last journal shared (a journal never rewrites one).
+    One of the two chains a checkpoint's snapshot is stored as: its messages
+    (:data:`MESSAGES`) or its journal entries (:data:`JOURNAL`). Both are
+    written, linked, read and checked by the same code; only this differs.
+
+    Attributes:
+        noun: What an item is called in errors.
+        root: The chain digest of no items.
+        path: Where the items are in a checkpoint, for errors.
+        cls: The type items are read as.
+        items: The items of a snapshot.
+        chain: ``chain(checkpoint)(n)``: the chain digest after the first *n* items.
+        digest: An item's digest, the key it is stored under.
     """
 
-    def __init__(self) -> None:
-        self._seen: tuple[list[Any], list[str]] = ([], [])
+    noun: str
+    root: str
+    path: str
+    cls: Any
+    items: Callable[[FrozenContext], Sequence[Any]]
+    chain: Callable[[Checkpoint], Callable[[int], str]]
+    digest: Callable[[Any], str]
 
-    def __call__(self, journal: tuple[Any, ...]) -> tuple[list[str], list[str]]:
+    def structure(self) -> Callable[[Any], Any]:
         """
-        ``(digests, chain)``; a digest is ``""`` for an entry the last journal
-        shared (it is stored already, and never written again).
+        A function building an item from its parsed JSON, with the checks its type's constructor makes.
         """
-        seen_entries, seen_chain = self._seen
-        reuse = 0
-        for mine, theirs in zip(journal, seen_entries, strict=False):
-            if mine is not theirs:
-                break
-            reuse += 1
-        chain = seen_chain[:reuse]
-        digests: list[str] = []
-        previous = chain[-1] if chain else JOURNAL_ROOT
-        for position, entry in enumerate(journal):
-            if position < reuse:
-                digests.append("")
-                continue
-            digest = entry_digest(entry)
-            digests.append(digest)
-            previous = journal_step(previous, digest)
-            chain.append(previous)
-        self._seen = (list(journal), chain)
-        return digests, chain
+        hook = converter.get_structure_hook(self.cls)
+        cls = self.cls
+        return lambda data: hook(data, cls)
+
+    def text(self, item: Any, position: int, checkpoint: Checkpoint) -> str:
+        """
+        The JSON text stored for the item at *position*, or CheckpointError naming where it is.
+        """
+        return payload(item, f"{self.path}[{position}]", checkpoint, typed=self.cls is not Any)
+
+
+def _journal_chain_at(checkpoint: Checkpoint) -> Callable[[int], str]:
+    chain = journal_chain(checkpoint)
+    return lambda n: chain[n - 1] if n else JOURNAL_ROOT
+
+
+MESSAGES = Kind(
+    noun="message",
+    root=EMPTY_CHAIN,
+    path="$.snapshot.messages",
+    cls=Message,
+    items=lambda snapshot: snapshot.messages,
+    chain=lambda checkpoint: checkpoint.snapshot.chain_digest,
+    digest=Message.digest,
+)
+"""A snapshot's transcript: messages keyed by :meth:`Message.digest`, chained as ``FrozenContext.chain_digest``."""
+
+JOURNAL = Kind(
+    noun="journal entry",
+    root=JOURNAL_ROOT,
+    path="$.snapshot.journal",
+    cls=Any,
+    items=lambda snapshot: snapshot.journal,
+    chain=_journal_chain_at,
+    digest=entry_digest,
+)
+"""A snapshot's journal: entries keyed by their digest, chained as ``MutationJournal.digest``."""
 
 
 @attrs.frozen
@@ -249,15 +291,11 @@ class Encoded:
         row: The checkpoint row without its seal (the first eleven fields of :data:`ROW_FIELDS`).
         seal: The row's seal.
         notes_text: The scratchpad's JSON, stored under ``row[6]``.
-        entry_digests: Each journal entry's digest (``""`` where stored already).
-        journal_chain: The journal's chain digests, one per entry.
     """
 
     row: tuple[Any, ...]
     seal: str
     notes_text: str
-    entry_digests: list[str]
-    journal_chain: list[str]
 
     @property
     def prefix_key(self) -> str:
@@ -268,7 +306,7 @@ class Encoded:
         return cast("str", self.row[6])
 
 
-def encode(checkpoint: Checkpoint, journal_digests: JournalDigests, key: bytes | None = None) -> Encoded:
+def encode(checkpoint: Checkpoint, key: bytes | None = None) -> Encoded:
     """
     The row and the blobs of *checkpoint*, the row sealed with *key* when given.
 
@@ -279,7 +317,7 @@ def encode(checkpoint: Checkpoint, journal_digests: JournalDigests, key: bytes |
     notes = dict(snapshot.scratchpad)
     notes_text = payload(notes, "$.snapshot.scratchpad", checkpoint)
     metadata_text = payload(checkpoint.metadata, "$.metadata", checkpoint)
-    digests, chain = journal_digests(snapshot.journal)
+    entries = journal_chain(checkpoint)
     row = (
         checkpoint.id,
         checkpoint.parent,
@@ -290,35 +328,25 @@ def encode(checkpoint: Checkpoint, journal_digests: JournalDigests, key: bytes |
         scratchpad_digest(notes),
         snapshot.chain_digest(),
         len(snapshot.messages),
-        chain[-1] if chain else JOURNAL_ROOT,
-        len(snapshot.journal),
+        entries[-1] if entries else JOURNAL_ROOT,
+        len(entries),
     )
-    return Encoded(row=row, seal=seal(row, key), notes_text=notes_text, entry_digests=digests, journal_chain=chain)
+    return Encoded(row=row, seal=seal(row, key), notes_text=notes_text)
 
 
-def new_messages(snapshot: FrozenContext, start: int) -> Iterable[tuple[int, str, str, Message]]:
+def new_links(kind: Kind, checkpoint: Checkpoint, start: int) -> Iterable[tuple[int, str, str, str, Any]]:
     """
-    ``(position, chain digest, previous chain digest, message)`` for every
-    message from *start* on: the links a store adds when it holds the first *start*.
+    ``(position, chain digest, previous chain digest, item digest, item)`` for
+    every item of *kind* from *start* on: the links a store adds when it holds the first *start*.
     """
-    previous = snapshot.chain_digest(start)
-    for position in range(start, len(snapshot.messages)):
-        chain = snapshot.chain_digest(position + 1)
-        yield position, chain, previous, snapshot.messages[position]
-        previous = chain
-
-
-def new_entries(encoded: Encoded, journal: tuple[Any, ...], start: int) -> Iterable[tuple[int, str, str, str, Any]]:
-    """
-    ``(position, chain digest, previous chain digest, entry digest, entry)`` for
-    every journal entry from *start* on.
-    """
-    chain = encoded.journal_chain
-    previous = chain[start - 1] if start else JOURNAL_ROOT
-    for position in range(start, len(journal)):
-        digest = encoded.entry_digests[position] or entry_digest(journal[position])
-        yield position, chain[position], previous, digest, journal[position]
-        previous = chain[position]
+    items = kind.items(checkpoint.snapshot)
+    chain_at = kind.chain(checkpoint)
+    previous = chain_at(start)
+    for position in range(start, len(items)):
+        link = chain_at(position + 1)
+        item = items[position]
+        yield position, link, previous, kind.digest(item), item
+        previous = link
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -377,100 +405,115 @@ def check_count(count: object, head: object, root: str, path: str, table: str) -
 
 def check_links(rows: Sequence[Sequence[Any]], count: int, root: str, path: str, table: str) -> list[tuple[str, str]]:
     """
-    The links of a chain read from its root to its head, as ``(chain, prev,
-    item, position)``, checked for order and length: ``(chain digest, item digest)`` pairs.
+    The links of a chain read from its root to its head, as rows starting
+    ``(chain, prev, item, position)``, checked for order and length:
+    ``(chain digest, item digest)`` pairs.
     """
     if len(rows) != count:
         damage(f"expected {count} links, found {len(rows)} ({table}, truncated or damaged)", path)
     previous = root
-    for position, (link, prev, digest, stored_position) in enumerate(rows):
+    for position, row in enumerate(rows):
+        link, prev, digest, stored_position = row[0], row[1], row[2], row[3]
         if prev != previous or stored_position != position or not isinstance(link, str):
             damage(f"link {link!r} is out of place ({table}, damaged)", f"{path}[{position}]")
         if not isinstance(digest, str):
             damage(f"link {link!r} names no item ({table}, damaged)", f"{path}[{position}]")
         previous = link
-    return [(link, digest) for link, _, digest, _ in rows]
+    return [(row[0], row[2]) for row in rows]
 
 
-def decode_messages(
-    links: Sequence[tuple[str, str]],
-    texts: dict[str, str | None],
-    cache: dict[str, Message],
-    *,
-    items: str = "table messages",
-    link_table: str = "table message_links",
-) -> tuple[list[Message], list[str]]:
+def walk(links: Mapping[object, Sequence[Any]], head: object, count: int) -> list[Sequence[Any]]:
     """
-    The messages of a checked chain, and its chain digests.
-
-    *texts* holds the stored text of every message not in *cache* (None where
-    its checksum failed); each message read is checked against its link and
-    remembered in *cache*.
+    The link rows ``(chain, prev, item, position)`` of the chain ending at
+    *head*, root first, from *links* (every row of a table, by chain digest):
+    each step must go one position down, and at most *count* steps are taken,
+    as the stores' recursive queries walk. :func:`check_links` checks the result.
     """
-    parsed = parse_all(texts)
-    hook = converter.get_structure_hook(Message)
-    messages: list[Message] = []
-    chain: list[str] = []
-    previous = EMPTY_CHAIN
-    for position, (link, digest) in enumerate(links):
-        message = cache.get(digest)
-        if message is None:
-            path = f"$.snapshot.messages[{position}]"
-            text = texts.get(digest)
-            if text is None:
-                what = "does not match its checksum" if digest in texts else "is missing"
-                damage(f"message {digest!r} {what} ({items})", path)
-            try:
-                message = hook(parsed[digest], Message)
-            except Exception:  # noqa: BLE001  # read it again the slow way, for an error with a path
-                message = decode_json(text, Message, path, items, digest)
-            # The checksum only shows accidents: whoever can write the file can
-            # write a matching one. The message's own digest is what it is.
-            if message.digest() != digest:
-                damage(f"message {digest!r} does not match its digest ({items}, forged or damaged)", path)
-            remember(cache, digest, message)
-        if chain_step(previous, message) != link:
-            damage(
-                f"the link does not match its message ({link_table}, key {link!r})",
-                f"$.snapshot.messages[{position}]",
-            )
-        messages.append(message)
-        chain.append(link)
-        previous = link
-    return messages, chain
+    rows: list[Sequence[Any]] = []
+    row = links.get(head)
+    while row is not None and len(rows) < count:
+        rows.append(row)
+        position = row[3]
+        if not isinstance(position, int) or position <= 0:
+            break
+        row = links.get(row[1])
+        if row is not None and row[3] != position - 1:
+            break
+    rows.reverse()
+    return rows
 
 
-def decode_journal(
+def by_position(row: Sequence[Any]) -> int:
+    """
+    A sort key for link rows ``(chain, prev, item, position, ...)``; a damaged position sorts first.
+    """
+    position = row[3]
+    return position if isinstance(position, int) and not isinstance(position, bool) else -1
+
+
+_UNREAD = object()
+
+
+def decode_chain(
+    kind: Kind,
     links: Sequence[tuple[str, str]],
-    texts: dict[str, str | None],
+    found: Mapping[str, Stored],
     cache: dict[str, Any],
     *,
-    items: str = "table journal_entries",
-    link_table: str = "table journal_links",
-) -> list[Any]:
+    items: str,
+    link_table: str,
+) -> tuple[list[Any], list[str]]:
     """
-    The entries of a checked journal chain (*texts* as for :func:`decode_messages`).
+    The items of a checked chain of *kind*, and its chain digests.
+
+    *found* holds the stored items not in *cache*, by digest. Every item read
+    is checked in one pass: its text parsed with the others in one call, the
+    item built (with its constructor's checks), its digest recomputed from
+    what was built and compared with the key it is stored under, and the link
+    recomputed from that digest. Checksums are read only when an item fails,
+    to say whether it was damaged (its checksum no longer matches) or
+    rewritten whole. A verified item is remembered in *cache*.
     """
-    entries: list[Any] = []
-    previous = JOURNAL_ROOT
+    parsed = parse_all({key: data for key, (data, _) in found.items()})
+    structure = kind.structure()
+    item_digest = kind.digest
+    values: list[Any] = []
+    chain: list[str] = []
+    previous = kind.root
     for position, (link, digest) in enumerate(links):
-        path = f"$.snapshot.journal[{position}]"
-        if digest in cache:
-            entry = cache[digest]
-        else:
-            text = texts.get(digest)
-            if text is None:
-                what = "does not match its checksum" if digest in texts else "is missing"
-                damage(f"journal entry {digest!r} {what} ({items})", path)
-            entry = decode_json(text, Any, path, items, digest)
-            if entry_digest(entry) != digest:
-                damage(f"journal entry {digest!r} does not match its digest ({items}, forged or damaged)", path)
-            remember(cache, digest, entry)
-        if journal_step(previous, digest) != link:
-            damage(f"the link does not match its entry ({link_table}, key {link!r})", path)
-        entries.append(entry)
+        value = cache.get(digest, _UNREAD)
+        if value is _UNREAD:
+            value = _UNREAD
+            if digest in parsed:
+                with contextlib.suppress(Exception):  # read again below, for an error with a path
+                    value = structure(parsed[digest])
+            if value is _UNREAD or item_digest(value) != digest:
+                value = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
+            remember(cache, digest, value)
+        if step(previous, digest) != link:
+            damage(f"the link does not match its {kind.noun} ({link_table}, key {link!r})", f"{kind.path}[{position}]")
+        values.append(value)
+        chain.append(link)
         previous = link
-    return entries
+    return values, chain
+
+
+def _diagnose(kind: Kind, digest: str, found: Mapping[str, Stored], path: str, items: str) -> Any:
+    """
+    An item that did not read, or read as another item than its key says:
+    what is wrong with it (missing, damaged, not an item, rewritten), and where.
+    """
+    item = found.get(digest)
+    if item is None:
+        damage(f"{kind.noun} {digest!r} is missing ({items})", path)
+    if not intact(digest, item):
+        damage(f"{kind.noun} {digest!r} does not match its checksum ({items})", path)
+    value = decode_json(item[0], kind.cls, path, items, digest)
+    if kind.digest(value) != digest:
+        # The checksum only shows accidents: whoever can write the file can
+        # write a matching one. The item's own digest is what it is.
+        damage(f"{kind.noun} {digest!r} does not match its digest ({items}, forged or damaged)", path)
+    return value
 
 
 def decode_prefix(
@@ -496,7 +539,7 @@ def assemble(
     prefix: PrefixContext,
     notes: FrozenDict,
     messages: tuple[list[Message], list[str]],
-    journal: list[Any],
+    journal: Sequence[Any],
     table: str = "table checkpoints",
 ) -> Checkpoint:
     """

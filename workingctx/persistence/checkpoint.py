@@ -5,14 +5,14 @@ Checkpoints: a snapshot made durable, and the way back to a live context.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from workingctx import _checks
-from workingctx._canonical import canonical_json, entries_digest
+from workingctx._canonical import EMPTY_ENTRIES, canonical_json, entries_digest
 from workingctx.exceptions import ArgumentTypeError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.snapshot import FrozenContext
@@ -110,6 +110,9 @@ class Checkpoint:
     created_at: datetime = attrs.field(validator=_aware)
     parent: str | None = attrs.field(default=None, validator=_opt_id)
     metadata: FrozenDict = attrs.field(factory=FrozenDict, converter=_metadata)
+    # The journal's chain digests (see journal_chain), kept from the live journal
+    # by capture() or computed once on first use: a value's own cache, never written or compared.
+    _journal_chain: tuple[str, ...] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     @classmethod
     def capture(
@@ -139,10 +142,10 @@ class Checkpoint:
         """
         from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports snapshot
 
-        journal_digest = None
+        journal_chain: tuple[str, ...] | None = None
         if isinstance(source, WorkingContext):
             snapshot = source.freeze()
-            journal_digest = source.journal.digest()
+            journal_chain = source.journal._chain()[: len(snapshot.journal)]
         elif isinstance(source, FrozenContext):
             snapshot = source
         else:
@@ -160,16 +163,42 @@ class Checkpoint:
         when = datetime.now(UTC) if created_at is None else created_at
         _aware(None, attrs.fields(Checkpoint).created_at, when)
         checkpoint = cls(
-            id=checkpoint_id(snapshot, when, parent, frozen_metadata, journal_digest=journal_digest),
+            id=checkpoint_id(
+                snapshot,
+                when,
+                parent,
+                frozen_metadata,
+                journal_digest=None
+                if journal_chain is None
+                else (journal_chain[-1] if journal_chain else EMPTY_ENTRIES),
+            ),
             snapshot=snapshot,
             created_at=when,
             parent=parent,
             metadata=frozen_metadata,
         )
+        if journal_chain is not None:
+            object.__setattr__(checkpoint, "_journal_chain", journal_chain)
         if isinstance(source, WorkingContext) and source._history is not None:
             # a recorded context can restore(to=checkpoint.id) later
             source._history.captured[checkpoint.id] = len(source._history.entries)
         return checkpoint
+
+
+def journal_chain(checkpoint: Checkpoint) -> Sequence[str]:
+    """
+    The chain digest after each of the checkpoint's journal entries, oldest
+    first (the last is ``MutationJournal.digest()`` of its journal): stores
+    link the entries by it. Computed once per checkpoint, and not at all for
+    one captured from a live context (its journal keeps them).
+    """
+    chain = checkpoint._journal_chain
+    if chain is None:
+        known: list[str] = []
+        entries_digest(checkpoint.snapshot.journal, known)
+        chain = tuple(known)
+        object.__setattr__(checkpoint, "_journal_chain", chain)
+    return chain
 
 
 def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:

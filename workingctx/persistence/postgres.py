@@ -25,11 +25,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from workingctx._canonical import EMPTY_CHAIN
 from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
-from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
+from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import _COLUMNS as _CONTEXT_COLUMNS
 from workingctx.persistence.histories import ContextInfo
@@ -98,6 +97,12 @@ _HISTORY_TABLES = (
 
 _ROW = ", ".join(_codec.ROW_FIELDS)
 
+_CHAINS = {
+    MESSAGES.noun: ("messages", "message_links", "message"),
+    JOURNAL.noun: ("journal_entries", "journal_links", "entry"),
+}
+"""Each chain's tables: its items, its links, and the links' column naming the item."""
+
 
 class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
     """
@@ -163,7 +168,6 @@ class PostgresStore:
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
-        self._journal_digests = _codec.JournalDigests()
         self._local = threading.Lock()
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
@@ -307,8 +311,7 @@ class PostgresStore:
         """
         _check_checkpoint(checkpoint)
         _check_thread(thread)
-        with self._local:
-            encoded = _codec.encode(checkpoint, self._journal_digests)
+        encoded = _codec.encode(checkpoint)
 
         def body(cur: psycopg.Cursor[Any], exclusive: bool) -> None:
             self._enter(cur, exclusive=exclusive)
@@ -321,8 +324,8 @@ class PostgresStore:
             if existing is not None and not exclusive:
                 raise _Retry(exclusive=True)  # replacing collects garbage: take the lock alone
             self._save_blobs(cur, checkpoint, encoded)
-            self._save_messages(cur, checkpoint)
-            self._save_journal(cur, checkpoint, encoded)
+            self._save_chain(cur, MESSAGES, checkpoint)
+            self._save_chain(cur, JOURNAL, checkpoint)
             if existing is not None:
                 cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
             cur.execute(
@@ -415,37 +418,24 @@ class PostgresStore:
         cur.execute(self._q(f"SELECT digest FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
         return keys - {row[0] for row in cur.fetchall()}
 
-    def _save_messages(self, cur: psycopg.Cursor[Any], checkpoint: Checkpoint) -> None:
-        snapshot = checkpoint.snapshot
-        start = self._stored_length(cur, "message_links", snapshot.chain_digest, len(snapshot.messages))
-        new = list(_codec.new_messages(snapshot, start))
-        missing = self._missing_items(cur, "messages", {message.digest() for _, _, _, message in new})
+    def _save_chain(self, cur: psycopg.Cursor[Any], kind: Kind, checkpoint: Checkpoint) -> None:
+        """
+        Store the items and links of *kind* the store does not hold yet.
+        """
+        items_table, links_table, column = _CHAINS[kind.noun]
+        count = len(kind.items(checkpoint.snapshot))
+        start = self._stored_length(cur, links_table, kind.chain(checkpoint), count)
+        new = list(_codec.new_links(kind, checkpoint, start))
+        missing = self._missing_items(cur, items_table, {digest for _, _, _, digest, _ in new})
         items: dict[str, tuple[str, str, str]] = {}
         links = []
-        for position, chain, previous, message in new:
-            digest = message.digest()
+        for position, link, previous, digest, item in new:
             if digest in missing and digest not in items:
-                text = _codec.payload(message, f"$.snapshot.messages[{position}]", checkpoint, typed=True)
-                items[digest] = (digest, text, checksum(digest, text))
-            links.append((chain, previous, digest, position))
-        self._insert(cur, "messages", "digest, data, checksum", list(items.values()))
-        self._insert(cur, "message_links", "chain, prev, message, position", links)
-
-    def _save_journal(self, cur: psycopg.Cursor[Any], checkpoint: Checkpoint, encoded: _codec.Encoded) -> None:
-        journal = checkpoint.snapshot.journal
-        chain = encoded.journal_chain
-        start = self._stored_length(cur, "journal_links", lambda n: chain[n - 1] if n else JOURNAL_ROOT, len(journal))
-        new = list(_codec.new_entries(encoded, journal, start))
-        missing = self._missing_items(cur, "journal_entries", {digest for _, _, _, digest, _ in new})
-        items: dict[str, tuple[str, str, str]] = {}
-        links = []
-        for position, link, previous, digest, entry in new:
-            if digest in missing and digest not in items:
-                text = _codec.payload(entry, f"$.snapshot.journal[{position}]", checkpoint)
+                text = kind.text(item, position, checkpoint)
                 items[digest] = (digest, text, checksum(digest, text))
             links.append((link, previous, digest, position))
-        self._insert(cur, "journal_entries", "digest, data, checksum", list(items.values()))
-        self._insert(cur, "journal_links", "chain, prev, entry, position", links)
+        self._insert(cur, items_table, "digest, data, checksum", list(items.values()))
+        self._insert(cur, links_table, f"chain, prev, {column}, position", links)
 
     # -- loading ------------------------------------------------------------------
 
@@ -495,17 +485,26 @@ class PostgresStore:
             with self._local:
                 prefix = _codec.decode_prefix(text, prefix_key, self._prefixes)
         notes = _codec.decode_notes(self._blob(cur, notes_key, "$.snapshot.scratchpad"), notes_key)
-        links = self._walk(cur, "message_links", "message", messages_head, info.message_count, "$.snapshot.messages")
+        links = self._walk(cur, MESSAGES, messages_head, info.message_count)
         with self._local:
             wanted = {d for _, d in links if d not in self._messages}
         texts = self._items(cur, "messages", wanted)
-        journal_links = self._walk(cur, "journal_links", "entry", journal_head, journal_count, "$.snapshot.journal")
+        journal_links = self._walk(cur, JOURNAL, journal_head, journal_count)
         with self._local:
             wanted_entries = {d for _, d in journal_links if d not in self._entries}
         entry_texts = self._items(cur, "journal_entries", wanted_entries)
         with self._local:
-            messages = _codec.decode_messages(links, texts, self._messages)
-            journal = _codec.decode_journal(journal_links, entry_texts, self._entries)
+            messages = _codec.decode_chain(
+                MESSAGES, links, texts, self._messages, items="table messages", link_table="table message_links"
+            )
+            journal, _ = _codec.decode_chain(
+                JOURNAL,
+                journal_links,
+                entry_texts,
+                self._entries,
+                items="table journal_entries",
+                link_table="table journal_links",
+            )
         return _codec.assemble(info, digest, prefix, notes, messages, journal)
 
     def _blob(self, cur: psycopg.Cursor[Any], key: object, path: str) -> object:
@@ -515,10 +514,9 @@ class PostgresStore:
             damage(f"blob {key!r} is missing from table blobs", path)
         return found[0]
 
-    def _walk(
-        self, cur: psycopg.Cursor[Any], links: str, item: str, head: object, count: object, path: str
-    ) -> list[tuple[str, str]]:
-        root = EMPTY_CHAIN if links == "message_links" else JOURNAL_ROOT
+    def _walk(self, cur: psycopg.Cursor[Any], kind: Kind, head: object, count: object) -> list[tuple[str, str]]:
+        _, links, item = _CHAINS[kind.noun]
+        root, path = kind.root, kind.path
         length = _codec.check_count(count, head, root, path, "table checkpoints")
         if length == 0:
             return []
@@ -534,11 +532,11 @@ class PostgresStore:
         cur.execute(query, (head, length))
         return _codec.check_links(cur.fetchall(), length, root, path, f"table {links}")
 
-    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str]) -> dict[str, str | None]:
+    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str]) -> dict[str, _codec.Stored]:
         if not keys:
             return {}
         cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
-        return _codec.intact(cur.fetchall())
+        return _codec.stored(cur.fetchall())
 
     # -- listing, threads and deleting --------------------------------------------
 

@@ -36,11 +36,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from workingctx._canonical import EMPTY_CHAIN
 from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
-from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
+from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.stores import (
@@ -158,7 +157,6 @@ class RedisStore:
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
-        self._journal_digests = _codec.JournalDigests()
         self._local = threading.Lock()
         self._call(self._prepare)
 
@@ -232,8 +230,7 @@ class RedisStore:
         """
         _check_checkpoint(checkpoint)
         _check_thread(thread)
-        with self._local:
-            encoded = _codec.encode(checkpoint, self._journal_digests)
+        encoded = _codec.encode(checkpoint)
         replaced: bool = self._call(lambda: self._save_once(checkpoint, encoded, thread))
         if replaced:
             self._tidy()
@@ -277,27 +274,17 @@ class RedisStore:
         p = self._p
         snapshot = checkpoint.snapshot
         writes: list[Callable[[Any], Any]] = []
-        start = self._stored_length("ml:", snapshot.chain_digest, len(snapshot.messages))
-        new = list(_codec.new_messages(snapshot, start))
-        missing = self._missing("m:", {message.digest() for _, _, _, message in new})
-        for position, chain, previous, message in new:
-            digest = message.digest()
-            if digest in missing:
-                missing.discard(digest)
-                text = _codec.payload(message, f"$.snapshot.messages[{position}]", checkpoint, typed=True)
-                writes.append(_setter(p + "m:" + digest, checksum(digest, text) + text))
-            writes.append(_setter(p + "ml:" + chain, f"{previous} {digest} {position}"))
-        journal = snapshot.journal
-        chain_digests = encoded.journal_chain
-        start = self._stored_length("el:", lambda n: chain_digests[n - 1] if n else JOURNAL_ROOT, len(journal))
-        entries = list(_codec.new_entries(encoded, journal, start))
-        missing = self._missing("e:", {digest for _, _, _, digest, _ in entries})
-        for position, link, previous, digest, entry in entries:
-            if digest in missing:
-                missing.discard(digest)
-                text = _codec.payload(entry, f"$.snapshot.journal[{position}]", checkpoint)
-                writes.append(_setter(p + "e:" + digest, checksum(digest, text) + text))
-            writes.append(_setter(p + "el:" + link, f"{previous} {digest} {position}"))
+        for kind, items, links in ((MESSAGES, "m:", "ml:"), (JOURNAL, "e:", "el:")):
+            count = len(kind.items(snapshot))
+            start = self._stored_length(links, kind.chain(checkpoint), count)
+            new = list(_codec.new_links(kind, checkpoint, start))
+            missing = self._missing(items, {digest for _, _, _, digest, _ in new})
+            for position, link, previous, digest, item in new:
+                if digest in missing:
+                    missing.discard(digest)
+                    text = kind.text(item, position, checkpoint)
+                    writes.append(_setter(p + items + digest, checksum(digest, text) + text))
+                writes.append(_setter(p + links + link, f"{previous} {digest} {position}"))
         if not self._client.exists(p + "b:" + encoded.prefix_key):
             prefix_text = _codec.payload(snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
             writes.append(_setter(p + "b:" + encoded.prefix_key, prefix_text))
@@ -407,8 +394,8 @@ class RedisStore:
         p = self._p
         with self._local:
             prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
-        links = self._walk("ml:", messages_head, info.message_count, "$.snapshot.messages")
-        journal_links = self._walk("el:", journal_head, journal_count, "$.snapshot.journal")
+        links = self._walk("ml:", MESSAGES.root, messages_head, info.message_count, MESSAGES.path)
+        journal_links = self._walk("el:", JOURNAL.root, journal_head, journal_count, JOURNAL.path)
         with self._local:
             wanted = sorted({d for _, d in links if d not in self._messages})
             wanted_entries = sorted({d for _, d in journal_links if d not in self._entries})
@@ -432,14 +419,13 @@ class RedisStore:
             damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
         notes = _codec.decode_notes(notes_text, notes_key, "key b:")
         with self._local:
-            messages = _codec.decode_messages(links, texts, self._messages, items="key m:", link_table="key ml:")
-            journal = _codec.decode_journal(
-                journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
+            messages = _codec.decode_chain(MESSAGES, links, texts, self._messages, items="key m:", link_table="key ml:")
+            journal, _ = _codec.decode_chain(
+                JOURNAL, journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
             )
         return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
 
-    def _walk(self, kind: str, head: object, count: object, path: str) -> list[tuple[str, str]]:
-        root = EMPTY_CHAIN if kind == "ml:" else JOURNAL_ROOT
+    def _walk(self, kind: str, root: str, head: object, count: object, path: str) -> list[tuple[str, str]]:
         length = _codec.check_count(count, head, root, path, "key cp:")
         if length == 0:
             return []
@@ -860,14 +846,14 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _split(keys: Sequence[str], values: Sequence[Any]) -> dict[str, str | None]:
+def _split(keys: Sequence[str], values: Sequence[Any]) -> dict[str, _codec.Stored]:
     """
-    Stored items (a checksum, then the text) by key; None for one that fails its checksum.
+    Stored items (a checksum, then the text) by key, unchecked; a missing one left out.
     """
-    found = []
+    found: dict[str, _codec.Stored] = {}
     for key, value in zip(keys, values, strict=True):
         if isinstance(value, str) and len(value) >= 64:
-            found.append((key, value[64:], value[:64]))
+            found[key] = (value[64:], value[:64])
         elif value is not None:
-            found.append((key, value, ""))
-    return _codec.intact(found)
+            found[key] = (value, "")
+    return found

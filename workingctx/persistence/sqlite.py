@@ -34,11 +34,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from workingctx._canonical import EMPTY_CHAIN
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
-from workingctx.persistence._codec import FORMAT, JOURNAL_ROOT, Damage, checksum, damage
+from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.stores import (
@@ -95,6 +94,12 @@ _ROW = (
     "id, parent, created_at, metadata, digest, prefix, scratchpad, "
     "messages_head, message_count, journal_head, journal_count, seal"
 )
+
+_CHAINS = {
+    MESSAGES.noun: ("messages", "message_links", "message"),
+    JOURNAL.noun: ("journal_entries", "journal_links", "entry"),
+}
+"""Each chain's tables: its items, its links, and the links' column naming the item."""
 
 _SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
@@ -195,8 +200,6 @@ class SQLiteStore:
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
-        # The journal last saved, to reuse the digests of entries a journal never rewrites.
-        self._journal_digests = _codec.JournalDigests()
         self.read_only: bool = False
         """Whether the store was opened read-only (``save()`` and ``delete()`` then raise)."""
         self._why_read_only = "it was opened with read_only=True"
@@ -375,7 +378,7 @@ class SQLiteStore:
         _check_checkpoint(checkpoint)
         _check_thread(thread)
         snapshot = checkpoint.snapshot
-        encoded = _codec.encode(checkpoint, self._journal_digests, self._key)
+        encoded = _codec.encode(checkpoint, self._key)
         prefix = snapshot.prefix
         with self._transaction(write=True) as db:
             if thread is not None:
@@ -397,8 +400,8 @@ class SQLiteStore:
             db.execute(
                 "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)", (encoded.notes_key, encoded.notes_text)
             )
-            self._save_messages(db, checkpoint)
-            self._save_journal(db, checkpoint, encoded)
+            self._save_chain(db, MESSAGES, checkpoint)
+            self._save_chain(db, JOURNAL, checkpoint)
             db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint.id,))
             db.execute(
                 f"INSERT INTO checkpoints ({_ROW}, created_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608  # column names are constants
@@ -418,35 +421,22 @@ class SQLiteStore:
         query = f"SELECT 1 FROM {table} WHERE chain = ?"  # noqa: S608  # table is a constant of this module
         return _codec.stored_length(lambda chain: db.execute(query, (chain,)).fetchone() is not None, chain_at, count)
 
-    def _save_messages(self, db: sqlite3.Connection, checkpoint: Checkpoint) -> None:
-        snapshot = checkpoint.snapshot
-        start = self._stored_length(db, "message_links", snapshot.chain_digest, len(snapshot.messages))
-        for position, chain, previous, message in _codec.new_messages(snapshot, start):
-            digest = message.digest()
-            if db.execute("SELECT 1 FROM messages WHERE digest = ?", (digest,)).fetchone() is None:
-                text = _codec.payload(message, f"$.snapshot.messages[{position}]", checkpoint, typed=True)
+    def _save_chain(self, db: sqlite3.Connection, kind: Kind, checkpoint: Checkpoint) -> None:
+        """
+        Store the items and links of *kind* the store does not hold yet.
+        """
+        items, links, column = _CHAINS[kind.noun]
+        count = len(kind.items(checkpoint.snapshot))
+        start = self._stored_length(db, links, kind.chain(checkpoint), count)
+        for position, link, previous, digest, item in _codec.new_links(kind, checkpoint, start):
+            if db.execute(f"SELECT 1 FROM {items} WHERE digest = ?", (digest,)).fetchone() is None:  # noqa: S608  # constant names
+                text = kind.text(item, position, checkpoint)
                 db.execute(
-                    "INSERT INTO messages (digest, data, checksum) VALUES (?, ?, ?)",
+                    f"INSERT INTO {items} (digest, data, checksum) VALUES (?, ?, ?)",  # noqa: S608  # constant names
                     (digest, text, checksum(digest, text)),
                 )
             db.execute(
-                "INSERT OR IGNORE INTO message_links (chain, prev, message, position) VALUES (?, ?, ?, ?)",
-                (chain, previous, digest, position),
-            )
-
-    def _save_journal(self, db: sqlite3.Connection, checkpoint: Checkpoint, encoded: _codec.Encoded) -> None:
-        journal = checkpoint.snapshot.journal
-        chain = encoded.journal_chain
-        start = self._stored_length(db, "journal_links", lambda n: chain[n - 1] if n else JOURNAL_ROOT, len(journal))
-        for position, link, previous, digest, entry in _codec.new_entries(encoded, journal, start):
-            if db.execute("SELECT 1 FROM journal_entries WHERE digest = ?", (digest,)).fetchone() is None:
-                text = _codec.payload(entry, f"$.snapshot.journal[{position}]", checkpoint)
-                db.execute(
-                    "INSERT INTO journal_entries (digest, data, checksum) VALUES (?, ?, ?)",
-                    (digest, text, checksum(digest, text)),
-                )
-            db.execute(
-                "INSERT OR IGNORE INTO journal_links (chain, prev, entry, position) VALUES (?, ?, ?, ?)",
+                f"INSERT OR IGNORE INTO {links} (chain, prev, {column}, position) VALUES (?, ?, ?, ?)",  # noqa: S608  # constant names
                 (link, previous, digest, position),
             )
 
@@ -488,13 +478,9 @@ class SQLiteStore:
         if prefix is None:
             prefix = _codec.decode_prefix(self._blob(db, prefix_key, "$.snapshot.prefix"), prefix_key, self._prefixes)
         notes = _codec.decode_notes(self._blob(db, notes_key, "$.snapshot.scratchpad"), notes_key)
-        links = self._walk(db, "message_links", "message", messages_head, info.message_count, "$.snapshot.messages")
-        texts = self._items(db, "messages", {digest for _, digest in links if digest not in self._messages})
-        messages = _codec.decode_messages(links, texts, self._messages)
-        journal_links = self._walk(db, "journal_links", "entry", journal_head, journal_count, "$.snapshot.journal")
-        entry_texts = self._items(db, "journal_entries", {d for _, d in journal_links if d not in self._entries})
-        journal = _codec.decode_journal(journal_links, entry_texts, self._entries)
-        return _codec.assemble(info, digest, prefix, notes, messages, journal)
+        messages = self._chain(db, MESSAGES, messages_head, info.message_count, self._messages)
+        journal = self._chain(db, JOURNAL, journal_head, journal_count, self._entries)
+        return _codec.assemble(info, digest, prefix, notes, messages, journal[0])
 
     @staticmethod
     def _blob(db: sqlite3.Connection, key: object, path: str) -> object:
@@ -504,53 +490,79 @@ class SQLiteStore:
         return found[0]
 
     @staticmethod
-    def _walk(db: sqlite3.Connection, links: str, item: str, head: object, count: object, path: str) -> list[Any]:
+    def _chain(
+        db: sqlite3.Connection, kind: Kind, head: object, count: object, cache: dict[str, Any]
+    ) -> tuple[list[Any], list[str]]:
         """
-        The links of a chain from its root to *head*, checked for order and
-        length: ``(chain digest, item digest)`` pairs.
+        The items of the chain of *kind* ending at *head*, and its chain digests, all checked.
 
-        The row's count is checked against the head link's position first,
-        and each step of the walk must go one position down, so a damaged or
-        crafted row (a huge count, a link naming itself) costs only the links
-        the file holds.
+        The links are walked from *head* down, and the items the cache
+        lacks are read: each table in one pass when the chain is most of it,
+        or else link by link and item by item. The row's count is checked
+        against the head link's position first, and each step of the walk
+        must go one position down, so a damaged or crafted row (a huge count,
+        a link naming itself) costs only the links the file holds.
         """
-        root = EMPTY_CHAIN if links == "message_links" else JOURNAL_ROOT
-        length = _codec.check_count(count, head, root, path, "table checkpoints")
+        items, links, column = _CHAINS[kind.noun]
+        length = _codec.check_count(count, head, kind.root, kind.path, "table checkpoints")
         if length == 0:
-            return []
+            return [], []
         found = db.execute(f"SELECT position FROM {links} WHERE chain = ?", (head,)).fetchone()  # noqa: S608  # constant names
         if found is None:
-            damage(f"the head link {head!r} is missing (table {links}, truncated or damaged)", path)
+            damage(f"the head link {head!r} is missing (table {links}, truncated or damaged)", kind.path)
         if found[0] != length - 1:
             damage(
                 f"the checkpoint counts {length} items but its head link {head!r} is at position {found[0]!r} "
                 f"(table {links}, damaged)",
-                path,
+                kind.path,
             )
-        query = (
-            f"WITH RECURSIVE walk (chain, prev, item, position) AS ("  # noqa: S608  # constant names only
-            f" SELECT chain, prev, {item}, position FROM {links} WHERE chain = ?"
-            f" UNION ALL"
-            f" SELECT l.chain, l.prev, l.{item}, l.position"
-            f" FROM {links} AS l JOIN walk AS w ON l.chain = w.prev AND l.position = w.position - 1"
-            f" WHERE w.position > 0"
-            f") SELECT chain, prev, item, position FROM walk ORDER BY position"
-        )
-        rows = db.execute(query, (head,)).fetchall()
-        return _codec.check_links(rows, length, root, path, f"table {links}")
+        if SQLiteStore._most_of(db, links, length):
+            # The chain is most of the table (one run's checkpoints): read the
+            # table in one pass and walk it here, rather than look up each link.
+            table = {row[0]: row for row in db.execute(f"SELECT chain, prev, {column}, position FROM {links}")}  # noqa: S608  # constant names
+            rows = _codec.walk(table, head, length)
+        else:
+            query = (
+                f"WITH RECURSIVE walk (chain, prev, item, position) AS ("  # noqa: S608  # constant names only
+                f" SELECT chain, prev, {column}, position FROM {links} WHERE chain = ?"
+                f" UNION ALL"
+                f" SELECT l.chain, l.prev, l.{column}, l.position"
+                f" FROM {links} AS l JOIN walk AS w ON l.chain = w.prev AND l.position = w.position - 1"
+                f" WHERE w.position > 0"
+                f") SELECT chain, prev, item, position FROM walk"
+            )
+            rows = db.execute(query, (head,)).fetchall()
+            rows.sort(key=_codec.by_position)
+        checked = _codec.check_links(rows, length, kind.root, kind.path, f"table {links}")
+        wanted = {digest for _, digest in checked if digest not in cache}
+        stored: dict[str, _codec.Stored] = {}
+        if wanted and SQLiteStore._most_of(db, items, len(wanted)):
+            query = f"SELECT digest, data, checksum FROM {items}"  # noqa: S608  # constant names
+            stored = {key: (data, check) for key, data, check in db.execute(query) if key in wanted}
+        elif wanted:
+            stored = SQLiteStore._items(db, items, wanted)
+        return _codec.decode_chain(kind, checked, stored, cache, items=f"table {items}", link_table=f"table {links}")
 
     @staticmethod
-    def _items(db: sqlite3.Connection, table: str, keys: set[str]) -> dict[str, str | None]:
+    def _most_of(db: sqlite3.Connection, table: str, wanted: int) -> bool:
         """
-        The stored texts of *keys*; None for a text that fails its checksum.
+        Whether *wanted* rows are at least half of *table* (counting at most twice *wanted*).
         """
-        found: dict[str, str | None] = {}
+        query = f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT ?)"  # noqa: S608  # constant names
+        return int(db.execute(query, (2 * wanted + 1,)).fetchone()[0]) <= 2 * wanted
+
+    @staticmethod
+    def _items(db: sqlite3.Connection, table: str, keys: set[str]) -> dict[str, _codec.Stored]:
+        """
+        The stored items of *keys* that are there, unchecked.
+        """
+        found: dict[str, _codec.Stored] = {}
         ordered = sorted(keys)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             query = f"SELECT digest, data, checksum FROM {table} WHERE digest IN ({marks})"  # noqa: S608  # constants
-            found.update(_codec.intact(db.execute(query, chunk)))
+            found.update(_codec.stored(db.execute(query, chunk)))
         return found
 
     # -- listing and deleting -----------------------------------------------------------
