@@ -331,7 +331,7 @@ def positional_scopes() -> st.SearchStrategy[Any]:
     """
     Built-in positional leaf scopes: windows, budgets and completed tool sequences.
     """
-    from workingctx.scopes import CompletedToolSequences, LastNTurns, TokenBudget  # noqa: PLC0415  # see above
+    from workingctx.scopes import CompletedToolSequences, LastNTurns, PendingCalls, TokenBudget  # noqa: PLC0415  # see above
 
     return st.one_of(
         st.builds(LastNTurns, st.integers(0, 4)),
@@ -342,6 +342,7 @@ def positional_scopes() -> st.SearchStrategy[Any]:
             include_system=st.booleans(),
         ),
         st.just(CompletedToolSequences()),
+        st.just(PendingCalls()),
     )
 
 
@@ -351,7 +352,7 @@ def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStr
     *positional*) ``WholeExchanges``, over predicate leaves and, when
     *positional*, positional ones too.
     """
-    from workingctx.scopes import AllOf, AnyOf, Not, WholeExchanges  # noqa: PLC0415  # see above
+    from workingctx.scopes import AllOf, AnyOf, Newest, Not, ValidRequest, WholeExchanges  # noqa: PLC0415  # see above
 
     leaves = predicate_scopes() | positional_scopes() if positional else predicate_scopes()
 
@@ -363,6 +364,8 @@ def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStr
         )
         if positional:
             combined |= st.builds(WholeExchanges, children, mode=st.sampled_from(["expand", "drop"]))
+            combined |= st.builds(Newest, st.integers(0, 5), children)
+            combined |= st.builds(ValidRequest, children, user_first=st.booleans())
         return combined
 
     return st.recursive(leaves, extend, max_leaves=max_leaves)

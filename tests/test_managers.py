@@ -5,15 +5,18 @@ Tests for workingctx.managers: the context managers as scope compositions.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
+import pickle
 from collections.abc import Sequence
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import block_transcripts, transcripts
-from workingctx import ApproxTokenCounter, LastNTurns, Message, PrefixContext, ToolCall, WorkingContext
+from tests.strategies import block_transcripts, positional_scopes, predicate_scopes, scope_transcripts, transcripts
+from workingctx import ApproxTokenCounter, LastNTurns, Message, PrefixContext, ToolCall, WorkingContext, explain
 from workingctx.exceptions import InvalidMessageError, ScopeError
 from workingctx.managers import (
     SUMMARY_NAME,
@@ -21,7 +24,9 @@ from workingctx.managers import (
     MessageContextManager,
     SummaryContextManager,
     TokenBudgetContextManager,
+    _systems_first,
 )
+from workingctx.scopes import surviving_indices
 from workingctx.snapshot import common_prefix_length
 
 # -- helpers -------------------------------------------------------------------------
@@ -263,7 +268,7 @@ class TestMessageContextManager:
         """
         The manager is a composition of scopes, printable.
         """
-        assert "WholeExchanges(LastNTurns(3) & ~CompletedToolSequences(), mode='drop')" == str(
+        assert "ValidRequest(WholeExchanges(LastNTurns(3) & ~CompletedToolSequences(), mode='drop'))" == str(
             MessageContextManager(3, remove_tool_msgs=True).scope_for(WorkingContext())
         )
 
@@ -812,3 +817,189 @@ class TestBudgetWithAnyCounter:
         ctx = WorkingContext(messages=conversation(*(f"word {i} more words" for i in range(20))))
         TokenBudgetContextManager(30, counter=Words()).trim_context(ctx)
         assert sum(Words().count_message(m) for m in ctx.messages) <= 30
+
+
+# -- managers are values, and scope_for is what they apply ------------------------------------
+
+pins = st.none() | predicate_scopes() | positional_scopes()
+"""What a manager may pin: nothing, or any built-in leaf scope."""
+
+
+def _budget_managers(high: int) -> st.SearchStrategy[TokenBudgetContextManager]:
+    return st.builds(
+        TokenBudgetContextManager,
+        st.just(high),
+        low_watermark=st.none() | st.integers(0, high),
+        counter=st.none() | st.just(ApproxTokenCounter()),
+        pin=pins,
+    )
+
+
+context_managers = st.one_of(
+    st.builds(MessageContextManager, st.integers(0, 4), st.booleans(), pin=pins),
+    st.integers(0, 400).flatmap(_budget_managers),
+    st.builds(
+        SummaryContextManager,
+        st.just(_fixed),
+        max_messages=st.integers(0, 12),
+        token_budget=st.none() | st.integers(0, 300),
+        keep_recent=st.integers(0, 6),
+        remove_tool_msgs=st.booleans(),
+        pin=pins,
+    ),
+    st.builds(
+        SummaryContextManager,
+        st.just(_fixed),
+        max_messages=st.none(),
+        token_budget=st.integers(0, 300),
+        keep_recent=st.integers(0, 6),
+        summary_prompt=st.none() | st.just("Summarize."),
+    ),
+)
+"""Every built-in manager, with any setting and any pin."""
+
+contexts_to_trim = st.builds(
+    WorkingContext,
+    prefix=st.sampled_from(
+        [PrefixContext(), PrefixContext("Be brief."), PrefixContext(grounding=[Message("user", "doc")])]
+    ),
+    messages=st.one_of(tool_heavy_transcripts, scope_transcripts(broken=True), block_transcripts(broken=True)),
+)
+"""Contexts with valid and damaged tails, under prefixes with and without a user message."""
+
+
+def applied(manager: object, ctx: WorkingContext) -> list[Message]:
+    """
+    The tail *manager* leaves, as its scope says: the kept messages in order.
+    """
+    messages = ctx.messages
+    return [messages[i] for i in sorted(surviving_indices(manager.scope_for(ctx), messages))]  # type: ignore[attr-defined]
+
+
+def same(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    """
+    Whether *a* and *b* hold the very same message objects, in the same order.
+    """
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+class TestScopeForIsWhatATrimKeeps:
+    @given(context_managers, contexts_to_trim)
+    def test_a_trim_keeps_exactly_the_scope(self, manager, ctx):
+        """
+        Property: for every manager and context, the trimmed tail is the
+        messages manager.scope_for(ctx) keeps, in order (a message manager
+        that cut turns moves the system messages first; a summary manager
+        adds its summary after the system messages), and explain() of that
+        scope counts exactly what the trim kept and dropped.
+        """
+        expected = applied(manager, ctx)
+        report = explain(manager.scope_for(ctx), ctx)
+        before = ctx.messages
+        out = manager.trim_context(ctx).messages
+        if isinstance(manager, SummaryContextManager) and any(m.name == SUMMARY_NAME and m not in before for m in out):
+            summary = next(i for i, m in enumerate(out) if m.name == SUMMARY_NAME and not any(m is b for b in before))
+            systems = [m for m in expected if m.role == "system"]
+            assert same(systems + [out[summary]] + [m for m in expected if m.role != "system"], out)
+            assert len(report.kept) == len(out) - 1
+        elif isinstance(manager, MessageContextManager):
+            assert same(expected, out) or same(_systems_first(expected), out)
+            assert len(report.kept) == len(out)
+        else:
+            assert same(expected, out)
+            assert len(report.kept) == len(out)
+        assert len(report.kept) + len(report.dropped) == len(before)
+
+    def test_the_budget_manager_reads_as_its_cut(self):
+        """
+        Over its budget, the token manager's scope is its cut made a valid
+        request; explain() says what the trim does.
+        """
+        ctx = WorkingContext(messages=conversation("q1 " * 20, "a1 " * 20, "q2 " * 20, "a2 " * 20, "q3"))
+        manager = TokenBudgetContextManager(60, low_watermark=40)
+        assert "ValidRequest(BudgetCut(40, counter=ApproxTokenCounter(images='openai')))" == str(manager.scope_for(ctx))
+        report = explain(manager.scope_for(ctx), ctx)
+        manager.trim_context(ctx)
+        assert (0, 5) == report.kept
+        assert ["You are terse.", "q3"] == [m.text() for m in ctx.messages]
+        assert "ValidRequest(Since(0))" == str(manager.scope_for(ctx))
+
+    def test_the_summary_manager_reads_as_its_window(self):
+        """
+        Over its threshold, the summary manager's scope is the newest
+        keep_recent non-system messages in whole exchanges, the waiting calls
+        and the pinned exchanges, made a valid request, less an earlier summary.
+        """
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2", "q3"))
+        manager = SummaryContextManager(_fixed, max_messages=4, keep_recent=2, pin=LastNTurns(0))
+        assert (
+            "ValidRequest(WholeExchanges(Newest(2, ~RoleFilter({'system'})), mode='expand') | PendingCalls() "
+            "| WholeExchanges(LastNTurns(0), mode='expand')) & ~(RoleFilter({'system'}) & Tagged('context_summary'))"
+        ) == str(manager.scope_for(ctx))
+        assert "ValidRequest(Since(0))" == str(SummaryContextManager(_fixed, max_messages=40).scope_for(ctx))
+
+
+def _names() -> dict[str, object]:
+    """
+    The names a manager's repr uses.
+    """
+    from workingctx import scopes  # noqa: PLC0415  # the names eval() needs
+
+    names: dict[str, object] = {name: getattr(scopes, name) for name in scopes.__all__}
+    return names | {
+        "MessageContextManager": MessageContextManager,
+        "TokenBudgetContextManager": TokenBudgetContextManager,
+        "ApproxTokenCounter": ApproxTokenCounter,
+    }
+
+
+class TestManagersAreValues:
+    def test_equal_settings_are_equal_managers(self):
+        """
+        Managers built with equal settings are equal and hash alike; a default
+        spelled out is the default.
+        """
+        assert MessageContextManager(10) == MessageContextManager(10)
+        assert hash(MessageContextManager(10)) == hash(MessageContextManager(max_messages=10, remove_tool_msgs=False))
+        assert MessageContextManager(10) != MessageContextManager(11)
+        assert TokenBudgetContextManager(100) == TokenBudgetContextManager(100, low_watermark=50)
+        assert SummaryContextManager(_fixed) == SummaryContextManager(_fixed, summary_prompt=None)
+        assert SummaryContextManager(_fixed) != SummaryContextManager(echo_summarizer)
+        assert {MessageContextManager(2), MessageContextManager(2)} == {MessageContextManager(2)}
+
+    def test_frozen_and_last_trim_is_not_part_of_the_value(self):
+        """
+        A manager's settings cannot change; its last_trim records the last
+        call and does not change what it equals.
+        """
+        manager = MessageContextManager(1)
+        with pytest.raises(AttributeError):
+            manager.max_messages = 3  # type: ignore[misc]
+        manager.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2")))
+        assert manager.last_trim is not None
+        assert manager == MessageContextManager(1)
+        assert hash(manager) == hash(MessageContextManager(1))
+
+    @given(context_managers)
+    def test_round_trips(self, manager):
+        """
+        Property: a manager pickles and deep-copies to an equal manager with an
+        equal hash; the message and token managers' repr evaluates to an equal one.
+        """
+        copies = [pickle.loads(pickle.dumps(manager)), copy.deepcopy(manager)]
+        if not isinstance(manager, SummaryContextManager):
+            copies.append(eval(repr(manager), _names()))  # noqa: S307  # repr is constructor syntax
+        else:
+            assert repr(manager).startswith(f"SummaryContextManager({_fixed!r}, max_messages=")
+        for copied in copies:
+            assert manager == copied
+            assert hash(manager) == hash(copied)
+
+    @given(context_managers, context_managers)
+    def test_equality_and_hash_agree(self, a, b):
+        """
+        Property: equal managers hash alike, and a manager equals a copy of its settings.
+        """
+        if a == b:
+            assert hash(a) == hash(b)
+        assert a == attrs.evolve(a)

@@ -254,15 +254,35 @@ class TestValueReducers:
 
         assert ["from parent", "from first", "from second"] == ctx.get("findings")
 
-    def test_replace_value(self):
+    def test_replace_value_is_a_deprecated_spelling_of_the_last_write(self):
         """
-        The last write wins, as a function and as a policy.
+        replace_value still returns the new value, as a function and as a
+        policy, and warns that merge's default says the same.
         """
-        assert "final" == replace_value("draft", "final")
+        with pytest.warns(DeprecationWarning, match=r"replace_value is deprecated.*scratchpad='last_write_wins'"):
+            assert "final" == replace_value("draft", "final")
         ctx = WorkingContext().note("status", "draft")
         other = WorkingContext().note("status", "final")
-        ctx.merge(other, scratchpad=replace_value)
+        with pytest.warns(DeprecationWarning, match="replace_value is deprecated"):
+            ctx.merge(other, scratchpad=replace_value)
         assert "final" == ctx.get("status")
+        plain = WorkingContext().note("status", "draft")
+        plain.merge(other)
+        assert ctx.get("status") == plain.get("status")
+
+    def test_remove_tool_messages_drops_a_call_whose_results_never_came(self):
+        """
+        A call left without its result in the middle of a transcript is
+        removed with the completed sequences; one still waiting at the end stays.
+        """
+        history = [
+            Message("user", "q1"),
+            Message("assistant", tool_calls=[ToolCall("c1", "lookup")]),
+            Message("user", "q2"),
+            Message("assistant", tool_calls=[ToolCall("c2", "lookup")]),
+        ]
+        assert ["q1", "q2", ""] == [m.text() for m in remove_tool_messages(history)]
+        assert ("c2",) == remove_tool_messages(history)[-1].call_ids
 
     @given(st.lists(st.integers(), max_size=6), st.lists(st.integers(), max_size=6))
     def test_append_items_keeps_everything_new(self, old, new):

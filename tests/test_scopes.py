@@ -42,13 +42,17 @@ from workingctx.scopes import (
     AnyOf,
     CompletedToolSequences,
     ContextScope,
+    Newest,
     Not,
+    PendingCalls,
     PositionalScope,
     ScopeReport,
     Tagged,
+    ValidRequest,
     surviving_indices,
 )
 from workingctx.scopes._exchanges import _merged_units, exchange_units, is_reasoning_only, starts_turn
+from workingctx.validity import STRUCTURAL_RULES, check_messages
 
 
 def house() -> list[Message]:
@@ -456,7 +460,20 @@ class TestValues:
         names: dict[str, Any] = {"WholeExchanges": WholeExchanges}
         names |= {
             cls.__name__: cls
-            for cls in (AllOf, AnyOf, Not, LastNTurns, RoleFilter, Tagged, Since, TokenBudget, CompletedToolSequences)
+            for cls in (
+                AllOf,
+                AnyOf,
+                Not,
+                LastNTurns,
+                RoleFilter,
+                Tagged,
+                Since,
+                TokenBudget,
+                CompletedToolSequences,
+                Newest,
+                PendingCalls,
+                ValidRequest,
+            )
         }
         for copied in (pickle.loads(pickle.dumps(scope)), copy.deepcopy(scope), eval(repr(scope), names)):  # noqa: S307  # repr is constructor syntax
             assert scope == copied
@@ -675,6 +692,161 @@ class TestWholeExchanges:
         answered_in_slice = [a for m in sliced for a in m.result_ids]
         for a in asked:
             assert (a in answered_in_input) == (a in answered_in_slice)
+
+
+class TestWholeExchangesDropsBrokenExchanges:
+    def test_a_call_whose_results_never_come_is_dropped_mid_transcript(self):
+        """
+        mode="drop" drops a call whose results do not follow it before other
+        messages; mode="expand" keeps it, as the inner scope chose it.
+        """
+        messages = [
+            Message("user", "q0"),
+            Message("assistant", tool_calls=(call("c1"),)),
+            Message("user", "q1"),
+            Message("assistant", "a1"),
+        ]
+        assert [0, 2, 3] == sorted(surviving_indices(WholeExchanges(Since(0), mode="drop"), messages))
+        assert [0, 1, 2, 3] == sorted(surviving_indices(WholeExchanges(Since(0)), messages))
+
+    def test_a_call_missing_one_of_its_results_goes_with_the_results_it_has(self):
+        """
+        An exchange with one result of two dropped whole in drop mode; the same
+        exchange pending at the end is kept.
+        """
+        exchange = [
+            Message("assistant", tool_calls=(call("c1"), call("c2"))),
+            Message("tool", "r1", tool_call_id="c1"),
+        ]
+        mid = [Message("user", "q0"), *exchange, Message("user", "q1")]
+        assert [0, 3] == sorted(surviving_indices(WholeExchanges(Since(0), mode="drop"), mid))
+        end = [Message("user", "q0"), *exchange]
+        assert [0, 1, 2] == sorted(surviving_indices(WholeExchanges(Since(0), mode="drop"), end))
+
+    @given(scope_trees(), st.one_of(scope_transcripts(broken=True), block_transcripts(broken=True)))
+    def test_drop_keeps_no_dangling_call(self, inner, messages):
+        """
+        Property: what mode="drop" keeps has no call left without its results
+        before other kept messages (the rules' dangling-call), and is whole.
+        """
+        kept = sorted(surviving_indices(WholeExchanges(inner, mode="drop"), messages))
+        sub = [messages[i] for i in kept]
+        assert "dangling-call" not in [p.rule for p in check_messages(sub, provider=None)]
+        assert_whole(messages, frozenset(kept))
+
+
+class TestNewest:
+    def test_the_newest_of_another_scope(self):
+        """
+        Newest(n, scope) keeps the n highest indices the scope keeps; Newest(n) the last n messages.
+        """
+        messages = house()
+        assert [5, 6] == sorted(surviving_indices(Newest(2), messages))
+        assert [4, 6] == sorted(surviving_indices(Newest(2, ~RoleFilter({"system", "user"}) | Since(6)), messages))
+        assert [0, 1, 2, 3, 4, 5, 6] == sorted(surviving_indices(Newest(50), messages))
+        assert [] == sorted(surviving_indices(Newest(0, RoleFilter({"user"})), messages))
+        assert [3, 5] == sorted(surviving_indices(Newest(2, RoleFilter({"user"})), messages))
+
+    def test_prints_and_composes(self):
+        """
+        Newest prints as a constructor call and in operator form, and composes with &, | and ~.
+        """
+        scope = Newest(3, ~RoleFilter({"system"}))
+        assert "Newest(3, Not(RoleFilter({'system'})))" == repr(scope)
+        assert "Newest(3)" == repr(Newest(3))
+        assert "~Newest(3, ~RoleFilter({'system'})) | Since(2)" == str(~scope | Since(2))
+        assert [0] == sorted(surviving_indices(~Newest(6), house()))
+        assert Newest(3) == Newest(3, AllOf(()))
+        with pytest.raises(PositionalScopeError, match="positional"):
+            Newest(1).matches(Message("user", "q"), 0)
+
+    @pytest.mark.parametrize(
+        ("make", "error", "match"),
+        [
+            (lambda: Newest(-1), ScopeError, r"Newest\(n\): n must be 0 or more, got -1"),
+            (lambda: Newest("2"), TypeError, r"n must be an int, got '2'"),
+            (lambda: Newest(True), TypeError, r"n must be an int, got True"),  # noqa: FBT003  # a bool on purpose
+            (lambda: Newest(2, 3), TypeError, r"Newest\(n, scope\) needs a scope, got 3"),
+        ],
+    )
+    def test_bad_input(self, make, error, match):
+        """
+        A bad count or a non-scope is refused, naming the value.
+        """
+        with pytest.raises(error, match=match):
+            make()
+
+    @given(st.integers(0, 8), scope_trees(), scope_transcripts(broken=True))
+    def test_is_the_tail_of_the_inner_answer(self, n, inner, messages):
+        """
+        Property: Newest(n, s) is the n largest indices of s, a subset of s, of
+        size min(n, |s|).
+        """
+        inner_set = surviving_indices(inner, messages)
+        kept = surviving_indices(Newest(n, inner), messages)
+        assert kept <= inner_set
+        assert len(kept) == min(n, len(inner_set))
+        assert all(i < j for i in inner_set - kept for j in kept)
+
+
+class TestPendingCalls:
+    @given(transcripts())
+    def test_the_waiting_exchange_at_the_end(self, messages):
+        """
+        Property: on a valid transcript, PendingCalls keeps a suffix that the
+        rules call pending at the end, and nothing when nothing waits.
+        """
+        kept = sorted(surviving_indices(PendingCalls(), messages))
+        rules = [p.rule for p in check_messages(messages, provider=None)]
+        if "pending-at-end" in rules:
+            assert kept
+            assert kept == list(range(kept[0], len(messages)))
+            assert messages[kept[0]].call_ids or is_reasoning_only(messages[kept[0]])
+        else:
+            assert [] == kept
+
+
+class TestValidRequest:
+    @given(scope_trees(), st.booleans(), st.one_of(scope_transcripts(broken=True), block_transcripts(broken=True)))
+    def test_what_it_keeps_is_a_valid_request(self, inner, user_first, messages):
+        """
+        Property: ValidRequest keeps every system message, and what it keeps
+        breaks no tool rule; with user_first, its first non-system message is
+        a user turn whenever one is kept or comes before it.
+        """
+        scope = ValidRequest(inner, user_first=user_first)
+        kept = sorted(surviving_indices(scope, messages))
+        sub = [messages[i] for i in kept]
+        assert {i for i, m in enumerate(messages) if m.role == "system"} <= set(kept)
+        rules = {p.rule for p in check_messages(sub, provider=None)}
+        assert not rules & set(STRUCTURAL_RULES)
+        assert (kept, scope.repair(messages)[1]) == scope.repair(messages)
+        others = [i for i in kept if messages[i].role != "system"]
+        if user_first and others:
+            reachable = [i for i in range(len(messages)) if starts_turn(messages[i]) and (i < others[0] or i in kept)]
+            assert not reachable or starts_turn(messages[others[0]])
+
+    def test_reports_what_it_repaired(self):
+        """
+        repair() names the rules it enforced; an already valid request needs none.
+        """
+        messages = [
+            Message("user", "q"),
+            Message("tool", "lost", tool_call_id="gone"),
+            Message("assistant", "a"),
+        ]
+        assert ([0, 2], ["orphan-result"]) == ValidRequest(Since(0)).repair(messages)
+        assert ([0, 2], []) == ValidRequest(Since(0)).repair(messages, [0, 2])
+        assert "ValidRequest(Since(0), user_first=False)" == repr(ValidRequest(Since(0), user_first=False))
+
+    def test_bad_input(self):
+        """
+        A non-scope or a non-bool flag is refused.
+        """
+        with pytest.raises(TypeError, match=r"ValidRequest\(\) needs a scope, got 3"):
+            ValidRequest(3)
+        with pytest.raises(TypeError, match=r"user_first=...\) must be True or False, got 1"):
+            ValidRequest(Since(0), user_first=1)
 
 
 class TestTokenBudget:

@@ -28,7 +28,7 @@ import inspect
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
@@ -36,28 +36,31 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import ScopeError
 from workingctx.messages import Message
 from workingctx.scopes import (
-    AllOf,
     CompletedToolSequences,
     LastNTurns,
+    Newest,
+    PendingCalls,
     RoleFilter,
     Since,
-    TokenBudget,
+    Tagged,
+    ValidRequest,
     WholeExchanges,
     surviving_indices,
 )
-from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope
-from workingctx.scopes._exchanges import exchange_units, is_reasoning_only, starts_turn
+from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps
+from workingctx.scopes._exchanges import exchange_units, starts_turn
+from workingctx.scopes._index import TailIndex
+from workingctx.scopes._tools import WITHOUT_COMPLETED_TOOL_SEQUENCES, _newest_turn_before
 from workingctx.tokens import MessageCounter, counting
-from workingctx.validity import STRUCTURAL_RULES, RuleState
+from workingctx.validity import STRUCTURAL_RULES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from workingctx.context import TailView
 
 __all__ = [
     "SUMMARY_NAME",
     "BaseContextManager",
+    "BudgetCut",
     "MessageContextManager",
     "Summarizer",
     "SummaryContextManager",
@@ -79,6 +82,9 @@ DEFAULT_SUMMARY_PROMPT = (
 )
 
 _SYSTEM = RoleFilter({"system"})
+_NOT_SYSTEM = ~_SYSTEM
+_NO_EARLIER_SUMMARY = ~(_SYSTEM & Tagged(SUMMARY_NAME))
+"""Every message but an earlier summary: a new summary opens with its text."""
 
 
 class Summarizer(Protocol):
@@ -156,29 +162,45 @@ def _check_context(ctx: object, where: str) -> WorkingContext:
     return ctx
 
 
-def _check_count(owner: str, name: str, value: object, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, int) or isinstance(value, bool):
-        kind = "an int or None" if optional else "an int"
-        msg = f"{owner}: {name} must be {kind}, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
-    if value < 0:
-        msg = f"{owner}: {name} must be 0 or more, got {value!r}"
-        raise ScopeError(msg)
+def _count_check(*, optional: bool = False) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """
+    An attrs validator: an int (or None when *optional*), 0 or more.
+    """
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        owner = type(inst).__name__
+        if value is None and optional:
+            return
+        if not isinstance(value, int) or isinstance(value, bool):
+            kind = "an int or None" if optional else "an int"
+            msg = f"{owner}: {attribute.name} must be {kind}, got {value!r} of type {type(value).__name__}"
+            raise TypeError(msg)
+        if value < 0:
+            msg = f"{owner}: {attribute.name} must be 0 or more, got {value!r}"
+            raise ScopeError(msg)
+
+    return check
 
 
-def _check_flag(owner: str, name: str, value: object) -> None:
+def _flag_check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, bool):
-        msg = f"{owner}: {name} must be True or False, got {value!r} of type {type(value).__name__}"
+        owner = type(inst).__name__
+        msg = f"{owner}: {attribute.name} must be True or False, got {value!r} of type {type(value).__name__}"
         raise TypeError(msg)
 
 
-def _kept(scope: Scope, messages: Sequence[Message]) -> list[Message]:
-    """
-    The messages *scope* keeps, in order.
-    """
-    return [messages[i] for i in sorted(surviving_indices(scope, messages))]
+def _pin_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not _is_scope(value):
+        raise _not_a_scope(value, f"{type(inst).__name__}(pin=...)")
+
+
+def _counter_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, MessageCounter):
+        msg = (
+            f"{type(inst).__name__}(counter=...) needs a token counter with count_message(message) and a name, "
+            f"got {value!r} of type {type(value).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
+        )
+        raise TypeError(msg)
 
 
 def _systems_first(messages: Sequence[Message]) -> list[Message]:
@@ -197,6 +219,13 @@ def _count(counter: MessageCounter, messages: Sequence[Message]) -> int:
 
 def _replace_tail(ctx: WorkingContext, messages: Sequence[Message]) -> None:
     ctx.replace_tail(messages)
+
+
+def _set_last_trim(manager: object, report: TrimReport) -> None:
+    """
+    Record *report* as the manager's ``last_trim`` (a record of its last call, not part of its value).
+    """
+    object.__setattr__(manager, "last_trim", report)
 
 
 # -- validity at every exit ----------------------------------------------------------
@@ -228,19 +257,16 @@ class TrimReport:
     over_budget: bool = False
 
 
-def _check_pin(owner: str, pin: object) -> None:
-    if pin is not None and not _is_scope(pin):
-        raise _not_a_scope(pin, f"{owner}(pin=...)")
+def _pinned(pin: Scope | None) -> WholeExchanges | None:
+    """
+    The pinned messages with their whole exchanges, as a scope.
+    """
+    return None if pin is None else WholeExchanges(pin, mode="expand")
 
 
-def _pinned(pin: object, messages: Sequence[Message]) -> set[int]:
-    """
-    The indices of the pinned messages, with their whole exchanges.
-    """
-    if pin is None:
-        return set()
-    scope = cast("Scope", pin)  # checked by _check_pin when the manager was built
-    return set(surviving_indices(WholeExchanges(scope, mode="expand"), messages))
+def _with_pin(scope: Scope, pin: Scope | None) -> Scope:
+    pinned = _pinned(pin)
+    return scope if pinned is None else scope | pinned
 
 
 def _user_first(ctx: WorkingContext) -> bool:
@@ -275,112 +301,23 @@ def _broken_rules(view: TailView) -> list[str]:
     return [p.rule for p in index.walk.problems if p.rule in STRUCTURAL_RULES]
 
 
-def _newest_turn_before(messages: Sequence[Message], position: int) -> int | None:
-    for i in range(position - 1, -1, -1):
-        if starts_turn(messages[i]):
-            return i
-    return None
-
-
-def _valid(messages: Sequence[Message], kept: Iterable[int], *, user_first: bool) -> tuple[list[int], list[str]]:
-    """
-    *kept*, made a valid request: every system message, broken exchanges dropped
-    whole, and (with *user_first*) a user message first.
-
-    Returns:
-        The indices to keep, ascending, and the rule ids of what was repaired.
-    """
-    system = {i for i, m in enumerate(messages) if m.role == "system"}
-    keep = sorted(set(kept) | system)
-    repaired: list[str] = []
-    for _ in range(4):  # dropping whole exchanges cannot break another one: one round is the rule
-        sub = [messages[i] for i in keep]
-        state = RuleState()
-        for message in sub:
-            state.feed(message)
-        bad = [p for p in state.problems if p.rule in STRUCTURAL_RULES and p.index is not None]
-        if not bad:
-            break
-        repaired.extend(p.rule for p in bad)
-        unit, _ = exchange_units(sub)
-        units: set[int] = set()
-        alone: set[int] = set()
-        for problem in bad:
-            at = problem.index
-            assert at is not None  # noqa: S101  # filtered above
-            if problem.rule == "duplicate-result" and sub[at].role == "tool":
-                alone.add(at)  # the second answer goes; the exchange stays
-            else:
-                units.add(unit[at])
-        keep = [
-            keep[j] for j in range(len(sub)) if sub[j].role == "system" or (j not in alone and unit[j] not in units)
-        ]
-    if user_first:
-        keep, fixed = _open_with_user(messages, keep)
-        if fixed:
-            repaired.append(fixed)
-    return keep, list(dict.fromkeys(repaired))
-
-
-def _open_with_user(messages: Sequence[Message], keep: list[int]) -> tuple[list[int], str | None]:
-    """
-    *keep* with a user message first: the newest user turn before the window
-    is kept in front of it; without one, what comes before the first kept user
-    turn goes; a window with nothing but system messages gets the newest user turn.
-    """
-    first = next((j for j, i in enumerate(keep) if messages[i].role != "system"), None)
-    if first is None:
-        newest = _newest_turn_before(messages, len(messages))
-        if newest is None:
-            return keep, None
-        return sorted([*keep, newest]), "no-user-message"
-    at = keep[first]
-    if starts_turn(messages[at]):
-        return keep, None
-    before = _newest_turn_before(messages, at)
-    if before is not None:
-        return sorted([*keep, before]), "first-not-user"
-    later = next((j for j in range(first, len(keep)) if starts_turn(messages[keep[j]])), None)
-    if later is None:
-        return keep, None
-    return [i for j, i in enumerate(keep) if j >= later or messages[i].role == "system"], "first-not-user"
-
-
 def _report(before: int, after: int, repaired: Sequence[str], tokens: int | None = None) -> TrimReport:
     return TrimReport(after, max(before - after, 0), tuple(repaired), tokens)
-
-
-def _waiting(messages: Sequence[Message]) -> set[int]:
-    """
-    The exchange whose calls still wait for their results at the end (its reasoning included).
-    """
-    state = RuleState()
-    for message in messages:
-        state.feed(message)
-    at, ids = state.pending()
-    if not ids:
-        return set()
-    start = at - 1 if at > 0 and is_reasoning_only(messages[at - 1]) else at
-    return set(range(start, len(messages)))
-
-
-def _without_completed_tool_sequences() -> WholeExchanges:
-    """
-    Every message outside a completed tool sequence; incomplete sequences stay whole.
-    """
-    return WholeExchanges(~CompletedToolSequences(), mode="drop")
 
 
 # -- MessageContextManager -----------------------------------------------------------
 
 
+@attrs.frozen(repr=False)
 class MessageContextManager(BaseContextManager[WorkingContext]):
     """
     Keeps every system message and the last *max_messages* user turns.
 
     The scope is ``LastNTurns(max_messages)``, intersected with
     ``~CompletedToolSequences()`` when *remove_tool_msgs* is set, inside
-    ``WholeExchanges(..., mode="drop")`` so that no exchange is ever split.
+    ``WholeExchanges(..., mode="drop")`` so that no exchange is ever split,
+    with the *pin* scope's whole exchanges added, inside ``ValidRequest``:
+    :meth:`scope_for` returns that whole composition.
     A turn starts at a user message, so the window holds the last
     *max_messages* user messages and everything after the oldest of them (a
     user message that only carries tool results answers a call and does not
@@ -410,7 +347,9 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
             kept (the task message, say: ``pin=Tagged("task")``).
 
     Attributes:
-        last_trim: A :class:`TrimReport` of the last trim (None before the first).
+        last_trim: A :class:`TrimReport` of the last trim (None before the first):
+            a record of the last call, not part of the manager's value (equal
+            managers may hold different ones).
 
     Raises:
         TypeError: *max_messages* is not an int, *remove_tool_msgs* not a
@@ -428,7 +367,7 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
     ... ])
     >>> manager = MessageContextManager(max_messages=2)
     >>> print(manager.scope_for(ctx))
-    WholeExchanges(LastNTurns(2), mode='drop')
+    ValidRequest(WholeExchanges(LastNTurns(2), mode='drop'))
     >>> for message in manager.trim_context(ctx).messages:
     ...     print(message.role, "|", message.text())
     system | You are terse.
@@ -437,25 +376,28 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
     user | Third question
     """
 
-    __slots__ = ("_scope", "_window", "last_trim", "max_messages", "pin", "remove_tool_msgs")
+    max_messages: int = attrs.field(default=10, validator=_count_check())
+    remove_tool_msgs: bool = attrs.field(default=False, validator=_flag_check)
+    pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
+    last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
-    def __init__(self, max_messages: int = 10, remove_tool_msgs: bool = False, *, pin: object = None) -> None:
-        _check_count("MessageContextManager", "max_messages", max_messages)
-        _check_flag("MessageContextManager", "remove_tool_msgs", remove_tool_msgs)
-        _check_pin("MessageContextManager", pin)
-        self.max_messages = max_messages
-        self.remove_tool_msgs = remove_tool_msgs
-        self.pin = pin
-        self.last_trim: TrimReport | None = None
-        self._window = LastNTurns(max_messages)
-        inner = self._window & ~CompletedToolSequences() if remove_tool_msgs else self._window
-        self._scope = WholeExchanges(inner, mode="drop")
+    def scope_for(self, ctx: WorkingContext) -> ValidRequest:
+        """
+        The whole scope a trim of *ctx* applies: ``trim_context`` keeps exactly its messages.
 
-    def scope_for(self, ctx: WorkingContext) -> WholeExchanges:  # noqa: ARG002  # one signature for every manager
+        When the trim cuts turns, it also moves the system messages first.
+
+        Raises:
+            TypeError: *ctx* is not a :class:`~workingctx.WorkingContext`.
         """
-        The scope of the messages this manager keeps (the same for every context).
-        """
-        return self._scope
+        _check_context(ctx, "MessageContextManager.scope_for()")
+        return self._scope(_user_first(ctx))
+
+    def _scope(self, user_first: bool) -> ValidRequest:
+        window: Scope = LastNTurns(self.max_messages)
+        if self.remove_tool_msgs:
+            window = window & ~CompletedToolSequences()
+        return ValidRequest(_with_pin(WholeExchanges(window, mode="drop"), self.pin), user_first=user_first)
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
@@ -469,13 +411,12 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
         user_first = _user_first(ctx)
         over = self._over(view)
         if not over and not self.remove_tool_msgs and not _needs_repair(view, user_first):
-            self.last_trim = TrimReport(size, 0)
+            _set_last_trim(self, TrimReport(size, 0))
             return ctx
-        kept = set(surviving_indices(self._scope, view)) | _pinned(self.pin, view)
-        keep, repaired = _valid(view, kept, user_first=user_first)
+        keep, repaired = self._scope(user_first).repair(view)
         # the scope drops broken exchanges itself: report them from the context's index
         repaired = list(dict.fromkeys([*_broken_rules(view), *repaired]))
-        self.last_trim = _report(size, len(keep), repaired)
+        _set_last_trim(self, _report(size, len(keep), repaired))
         if len(keep) == size:
             return ctx
         messages = [view[i] for i in keep]
@@ -490,7 +431,7 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
             return len(view) > len(view.system_positions)
         index = view.tail_index
         if index is None:  # pragma: no cover  # a context's view always has one
-            return len(surviving_indices(self._window, view)) < len(view)
+            return len(surviving_indices(LastNTurns(self.max_messages), view)) < len(view)
         return len(index.turns) > self.max_messages
 
     async def atrim_context(self, ctx: WorkingContext) -> WorkingContext:
@@ -507,9 +448,143 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
         )
 
 
+# -- BudgetCut --------------------------------------------------------------------
+
+
+@attrs.frozen(cache_hash=True, repr=False)
+class BudgetCut(_ScopeOps):
+    """
+    The cut of a :class:`TokenBudgetContextManager`: what it keeps when it cuts. Positional.
+
+    First the messages always kept, counted first: every system message, the
+    *pin* scope's messages with their whole exchanges, and the newest
+    exchange (the newest question, or the newest call with its results).
+    Then, in what is left of *max_tokens*, the newest messages from a cut
+    that splits no exchange, on a user turn when one fits; with *user_first*,
+    the cut moves on until the newest user message before the window fits in
+    front of it as well. When the messages always kept exceed *max_tokens*,
+    only they are kept. The manager applies it inside
+    :class:`~workingctx.scopes.ValidRequest`; its :meth:`~TokenBudgetContextManager.scope_for`
+    returns both, with *max_tokens* the low watermark less the prefix's tokens.
+
+    Args:
+        max_tokens: The tokens the kept messages may hold, 0 or more.
+        counter: The token counter; ``None`` for the approximate counter.
+        pin: A scope whose messages are always kept, with their exchanges.
+        user_first: Leave room for a user message in front of the window.
+
+    Raises:
+        TypeError: A setting has the wrong type, or *pin* is not a scope.
+        ScopeError: *max_tokens* is negative.
+
+    >>> from workingctx import Message, surviving_indices
+    >>> msgs = [Message("system", "Be brief.")]
+    >>> for i in range(3):
+    ...     msgs += [Message("user", f"question {i} " * 5), Message("assistant", f"answer {i} " * 5)]
+    >>> sorted(surviving_indices(BudgetCut(80), msgs))
+    [0, 3, 4, 5, 6]
+    """
+
+    positional: ClassVar[bool] = True
+
+    max_tokens: int = attrs.field(validator=_count_check())
+    counter: MessageCounter | None = attrs.field(default=None, validator=_counter_check)
+    pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
+    user_first: bool = attrs.field(default=True, kw_only=True, validator=_flag_check)
+
+    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
+        """
+        Always raises: what fits depends on the whole list.
+
+        Raises:
+            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
+        """
+        raise self._refuse_matches()
+
+    def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
+        """
+        The messages always kept, and the newest whole exchanges that fit what is left.
+        """
+        size = len(messages)
+        count = counting(self.counter)
+        counts = [count(message) for message in messages]
+        unit, _ = exchange_units(messages)
+        others = [i for i in range(size) if messages[i].role != "system"]
+        known = getattr(messages, "system_positions", None)
+        system = known if known is not None else [i for i in range(size) if messages[i].role == "system"]
+        always = set(system)
+        pinned = _pinned(self.pin)
+        if pinned is not None:
+            always |= surviving_indices(pinned, messages)
+        if others:
+            newest = unit[others[-1]]
+            always.update(i for i in range(others[0], size) if unit[i] == newest)
+        budget = self.max_tokens - sum(counts[i] for i in always)
+        if budget < 0:
+            return frozenset(always)
+        # rest[c]: the tokens of the messages from c on that are not always kept
+        rest = [0] * (size + 1)
+        for i in range(size - 1, -1, -1):
+            rest[i] = rest[i + 1] + (0 if i in always else counts[i])
+        index = getattr(messages, "tail_index", None)
+        if index is None:
+            index = TailIndex()
+            index.update(messages)
+        fits = next(c for c in range(size + 1) if rest[c] <= budget)
+        cut = index.first_cut(fits, size, user_turn=False)
+        user_cut = index.first_cut(cut, size, user_turn=True)
+        if user_cut < size:
+            cut = user_cut
+        if self.user_first:
+            cut = _room_for_a_user(messages, index, always, counts, rest, budget, cut)
+        return frozenset(always | set(range(cut, size)))
+
+    _index_set = surviving_indices
+
+    def __repr__(self) -> str:
+        parts = [repr(self.max_tokens)]
+        if self.counter is not None:
+            parts.append(f"counter={self.counter!r}")
+        if self.pin is not None:
+            parts.append(f"pin={self.pin!r}")
+        if not self.user_first:
+            parts.append("user_first=False")
+        return f"BudgetCut({', '.join(parts)})"
+
+
+def _room_for_a_user(
+    messages: Sequence[Message],
+    index: TailIndex,
+    always: set[int],
+    counts: list[int],
+    rest: list[int],
+    budget: int,
+    cut: int,
+) -> int:
+    """
+    The first clean cut from *cut* on that leaves room for the newest user
+    message before the window, when the window does not open with one.
+    """
+    size = len(messages)
+    pinned = sorted(i for i in always if messages[i].role != "system")
+    while cut < size:
+        first = next((i for i in range(cut, size) if messages[i].role != "system"), size)
+        if pinned:
+            first = min(first, pinned[0])
+        if first >= size or starts_turn(messages[first]):
+            return cut
+        user = _newest_turn_before(messages, first)
+        extra = 0 if user is None or user in always else counts[user]
+        if rest[cut] + extra <= budget:
+            return cut
+        cut = index.first_cut(cut + 1, size, user_turn=False)
+    return cut
+
+
 # -- TokenBudgetContextManager -------------------------------------------------------
 
 
+@attrs.frozen(repr=False, init=False)
 class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     """
     Keeps the system messages and the newest whole exchanges that fit a token budget, cache-stably.
@@ -518,12 +593,12 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     holds *max_tokens* or fewer, nothing changes, so between cuts the
     transcript only grows at its end and every request shares its whole prefix
     with the one before: the provider's prompt cache keeps hitting. When the
-    context passes *max_tokens*, the tail is cut down to *low_watermark*, as
-    ``TokenBudget(low_watermark - prefix tokens, start_on="user")`` would
-    (:meth:`scope_for`) with the messages always kept (below) counted first:
+    context passes *max_tokens*, the tail is cut down to *low_watermark*
+    (:class:`BudgetCut`), with the messages always kept (below) counted first:
     every system message and the newest whole exchanges that fit, starting on
     a user turn (or, when not even the newest turn fits, on the newest
-    exchange boundary that does). An exchange (a call, its results and its
+    exchange boundary that does). :meth:`scope_for` returns the whole scope a
+    trim applies. An exchange (a call, its results and its
     reasoning) is never split, and the kept messages keep their order; a
     kept tool result whose call is nowhere in the context is dropped.
 
@@ -554,7 +629,8 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
             kept and counted first.
 
     Attributes:
-        last_trim: A :class:`TrimReport` of the last trim (None before the first).
+        last_trim: A :class:`TrimReport` of the last trim (None before the first):
+            a record of the last call, not part of the manager's value.
 
     Raises:
         TypeError: A watermark is not an int, *counter* cannot count messages,
@@ -574,7 +650,11 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     38
     """
 
-    __slots__ = ("counter", "last_trim", "low_watermark", "max_tokens", "pin")
+    max_tokens: int = attrs.field(validator=_count_check())
+    low_watermark: int = attrs.field(validator=_count_check())
+    counter: MessageCounter | None = attrs.field(validator=_counter_check)
+    pin: Scope | None = attrs.field(validator=_pin_check)
+    last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def __init__(
         self,
@@ -582,30 +662,20 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
         *,
         low_watermark: int | None = None,
         counter: MessageCounter | None = None,
-        pin: object = None,
+        pin: Scope | None = None,
     ) -> None:
-        owner = "TokenBudgetContextManager"
-        _check_pin(owner, pin)
-        _check_count(owner, "max_tokens", max_tokens)
-        _check_count(owner, "low_watermark", low_watermark, optional=True)
-        low = max_tokens // 2 if low_watermark is None else low_watermark
-        if low > max_tokens:
+        if low_watermark is None and isinstance(max_tokens, int):
+            low_watermark = max_tokens // 2
+        self.__attrs_init__(max_tokens, low_watermark, counter, pin)
+
+    def __attrs_post_init__(self) -> None:
+        if self.low_watermark > self.max_tokens:
             msg = (
-                f"{owner}: low_watermark={low!r} is above max_tokens={max_tokens!r}; "
-                "a cut trims down to the low watermark, so it must be at most max_tokens"
+                f"TokenBudgetContextManager: low_watermark={self.low_watermark!r} is above "
+                f"max_tokens={self.max_tokens!r}; a cut trims down to the low watermark, "
+                "so it must be at most max_tokens"
             )
             raise ScopeError(msg)
-        if counter is not None and not isinstance(counter, MessageCounter):
-            msg = (
-                f"{owner}(counter=...) needs a token counter with count_message(message) and a name, "
-                f"got {counter!r} of type {type(counter).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
-            )
-            raise TypeError(msg)
-        self.max_tokens = max_tokens
-        self.low_watermark = low
-        self.counter = counter
-        self.pin = pin
-        self.last_trim: TrimReport | None = None
 
     def _counter(self, ctx: WorkingContext) -> MessageCounter:
         return ctx.counter if self.counter is None else self.counter
@@ -615,13 +685,27 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
             return ctx.count_tokens()
         return _count(self.counter, ctx.assembled())
 
-    def scope_for(self, ctx: WorkingContext) -> TokenBudget:
+    def scope_for(self, ctx: WorkingContext) -> ValidRequest:
         """
-        The scope a cut applies to *ctx*: the low watermark, less the prefix's tokens.
+        The whole scope a trim of *ctx* applies: ``trim_context`` keeps exactly its messages.
+
+        Over *max_tokens*, the cut down to the low watermark less the prefix's
+        tokens (:class:`BudgetCut`), made a valid request; at or under it,
+        every message, made a valid request.
+
+        Raises:
+            TypeError: *ctx* is not a :class:`~workingctx.WorkingContext`.
         """
+        _check_context(ctx, "TokenBudgetContextManager.scope_for()")
+        return self._scope(ctx, cutting=self._tokens(ctx) > self.max_tokens, user_first=_user_first(ctx))
+
+    def _scope(self, ctx: WorkingContext, *, cutting: bool, user_first: bool) -> ValidRequest:
+        if not cutting:
+            return ValidRequest(Since(0), user_first=user_first)
         counter = self._counter(ctx)
-        prefix_tokens = _count(counter, ctx.prefix.as_messages())
-        return TokenBudget(max(0, self.low_watermark - prefix_tokens), counter, start_on="user")
+        budget = max(0, self.low_watermark - _count(counter, ctx.prefix.as_messages()))
+        cut = BudgetCut(budget, counter, pin=self.pin, user_first=user_first)
+        return ValidRequest(cut, user_first=user_first)
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
@@ -639,18 +723,15 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
         user_first = _user_first(ctx)
         tokens = self._tokens(ctx)
         cutting = tokens > self.max_tokens
-        if not cutting:
-            if not _needs_repair(view, user_first):
-                self.last_trim = TrimReport(size, 0, tokens=tokens)
-                return ctx
-            keep, repaired = _valid(view, range(size), user_first=user_first)
-        else:
-            keep, repaired = _valid(view, self._cut(ctx, view, user_first), user_first=user_first)
+        if not cutting and not _needs_repair(view, user_first):
+            _set_last_trim(self, TrimReport(size, 0, tokens=tokens))
+            return ctx
+        keep, repaired = self._scope(ctx, cutting=cutting, user_first=user_first).repair(view)
         if len(keep) < size:
             _replace_tail(ctx, [view[i] for i in keep])
         tokens = self._tokens(ctx)
         over = cutting and tokens > self.low_watermark
-        self.last_trim = TrimReport(len(keep), size - len(keep), tuple(repaired), tokens, over)
+        _set_last_trim(self, TrimReport(len(keep), size - len(keep), tuple(repaired), tokens, over))
         if over:
             logger.warning(
                 "TokenBudgetContextManager: the context holds %d tokens after the cut, over the low watermark of "
@@ -660,65 +741,6 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
                 self.low_watermark,
             )
         return ctx
-
-    def _cut(self, ctx: WorkingContext, view: TailView, user_first: bool) -> set[int]:
-        """
-        The indices a cut keeps before the request is made valid: the messages
-        always kept, and the newest whole exchanges that fit what is left of
-        the low watermark, from a user turn when one fits.
-        """
-        size = len(view)
-        counter = self._counter(ctx)
-        count = counting(counter)
-        counts = [count(message) for message in view]
-        unit, _ = exchange_units(view)
-        others = [i for i in range(size) if view[i].role != "system"]
-        always = set(view.system_positions) | _pinned(self.pin, view)
-        if others:
-            newest = unit[others[-1]]
-            always.update(i for i in range(others[0], size) if unit[i] == newest)
-        budget = self.low_watermark - _count(counter, ctx.prefix.as_messages()) - sum(counts[i] for i in always)
-        if budget < 0:
-            return always
-        # rest[c]: the tokens of the messages from c on that are not always kept
-        rest = [0] * (size + 1)
-        for i in range(size - 1, -1, -1):
-            rest[i] = rest[i + 1] + (0 if i in always else counts[i])
-        index = view.tail_index
-        assert index is not None  # noqa: S101  # a context's view always has one
-        fits = next(c for c in range(size + 1) if rest[c] <= budget)
-        cut = index.first_cut(fits, size, user_turn=False)
-        user_cut = index.first_cut(cut, size, user_turn=True)
-        if user_cut < size:
-            cut = user_cut
-        if user_first:
-            cut = self._room_for_a_user(view, always, counts, rest, budget, cut)
-        return always | set(range(cut, size))
-
-    @staticmethod
-    def _room_for_a_user(
-        view: TailView, always: set[int], counts: list[int], rest: list[int], budget: int, cut: int
-    ) -> int:
-        """
-        The first clean cut from *cut* on that leaves room for the newest user
-        message before the window, when the window does not open with one.
-        """
-        size = len(view)
-        index = view.tail_index
-        assert index is not None  # noqa: S101  # a context's view always has one
-        pinned = sorted(i for i in always if view[i].role != "system")
-        while cut < size:
-            first = next((i for i in range(cut, size) if view[i].role != "system"), size)
-            if pinned:
-                first = min(first, pinned[0])
-            if first >= size or starts_turn(view[first]):
-                return cut
-            user = _newest_turn_before(view, first)
-            extra = 0 if user is None or user in always else counts[user]
-            if rest[cut] + extra <= budget:
-                return cut
-            cut = index.first_cut(cut + 1, size, user_turn=False)
-        return cut
 
     async def atrim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
@@ -732,9 +754,44 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
         return f"TokenBudgetContextManager({self.max_tokens!r}, low_watermark={self.low_watermark!r}{counter}{pin})"
 
 
+@attrs.frozen
+class _SummaryPlan:
+    """
+    What a summary manager's call does: the scope it keeps (less an earlier summary when it
+    summarizes), whether it summarizes, and what the scope's valid request keeps and repairs.
+    """
+
+    scope: Scope
+    keep: list[int]
+    repaired: list[str]
+    summarizing: bool = attrs.field(default=False, kw_only=True)
+
+
+def _summarizer_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not callable(value):
+        msg = (
+            f"{type(inst).__name__} needs a summarizer: an async callable (messages, *, prompt, max_tokens) -> str, "
+            f"got {value!r} of type {type(value).__name__}"
+        )
+        raise TypeError(msg)
+
+
+def _prompt(value: str | None) -> str:
+    """
+    The summary prompt: the default for None.
+    """
+    if value is None:
+        return DEFAULT_SUMMARY_PROMPT
+    if not isinstance(value, str):
+        msg = f"SummaryContextManager: summary_prompt must be a str or None, got {value!r}"
+        raise TypeError(msg)
+    return value
+
+
 # -- SummaryContextManager ----------------------------------------------------------
 
 
+@attrs.frozen(repr=False)
 class SummaryContextManager(BaseContextManager[WorkingContext]):
     """
     Replaces older messages with a summary written by an injected summarizer.
@@ -746,7 +803,7 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
     1. the non-system messages older than the *keep_recent* newest ones go to
        ``await summarizer(messages, prompt=..., max_tokens=max_summary_tokens)``;
        the boundary moves back when it would separate a tool result from its
-       call (the scope is ``WholeExchanges(Since(...) & ~RoleFilter({'system'}))``),
+       call (the window is ``WholeExchanges(Newest(keep_recent, ~RoleFilter({'system'})))``),
        so the kept window never starts with an orphaned result;
     2. the summary becomes the system message named ``context_summary``: after
        the other system messages and before every other message (never in
@@ -778,8 +835,12 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         max_summary_tokens: The upper bound passed to the summarizer.
         pin: A scope whose messages, with their whole exchanges, are never summarized.
 
+    :meth:`scope_for` returns the whole scope of the messages a call keeps
+    verbatim (assuming the summarizer returns a summary).
+
     Attributes:
-        last_trim: A :class:`TrimReport` of the last call (None before the first).
+        last_trim: A :class:`TrimReport` of the last call (None before the first):
+            a record of the last call, not part of the manager's value.
 
     Raises:
         TypeError: *summarizer* is not callable, a setting has the wrong type,
@@ -806,85 +867,80 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
     assistant None | a2 ...
     """
 
-    __slots__ = (
-        "keep_recent",
-        "last_trim",
-        "max_messages",
-        "max_summary_tokens",
-        "pin",
-        "remove_tool_msgs",
-        "summarizer",
-        "summary_prompt",
-        "token_budget",
-    )
+    summarizer: Summarizer | Callable[..., Awaitable[str]] = attrs.field(validator=_summarizer_check)
+    max_messages: int | None = attrs.field(default=30, kw_only=True, validator=_count_check(optional=True))
+    token_budget: int | None = attrs.field(default=None, kw_only=True, validator=_count_check(optional=True))
+    keep_recent: int = attrs.field(default=8, kw_only=True, validator=_count_check())
+    remove_tool_msgs: bool = attrs.field(default=False, kw_only=True, validator=_flag_check)
+    summary_prompt: str = attrs.field(default=None, kw_only=True, converter=_prompt)
+    max_summary_tokens: int = attrs.field(default=600, kw_only=True, validator=_count_check())
+    pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
+    last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
-    def __init__(
-        self,
-        summarizer: Summarizer | Callable[..., Awaitable[str]],
-        *,
-        max_messages: int | None = 30,
-        token_budget: int | None = None,
-        keep_recent: int = 8,
-        remove_tool_msgs: bool = False,
-        summary_prompt: str | None = None,
-        max_summary_tokens: int = 600,
-        pin: object = None,
-    ) -> None:
-        owner = "SummaryContextManager"
-        _check_pin(owner, pin)
-        if not callable(summarizer):
-            msg = (
-                f"{owner} needs a summarizer: an async callable (messages, *, prompt, max_tokens) -> str, "
-                f"got {summarizer!r} of type {type(summarizer).__name__}"
-            )
-            raise TypeError(msg)
-        _check_count(owner, "max_messages", max_messages, optional=True)
-        _check_count(owner, "token_budget", token_budget, optional=True)
-        _check_count(owner, "keep_recent", keep_recent)
-        _check_count(owner, "max_summary_tokens", max_summary_tokens)
-        _check_flag(owner, "remove_tool_msgs", remove_tool_msgs)
-        if summary_prompt is not None and not isinstance(summary_prompt, str):
-            msg = f"{owner}: summary_prompt must be a str or None, got {summary_prompt!r}"
-            raise TypeError(msg)
-        if max_messages is None and token_budget is None:
+    def __attrs_post_init__(self) -> None:
+        if self.max_messages is None and self.token_budget is None:
             warnings.warn(
-                f"{owner}(max_messages=None, token_budget=None) will never summarize: "
+                "SummaryContextManager(max_messages=None, token_budget=None) will never summarize: "
                 "set max_messages or token_budget (or both) to say when to summarize",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        self.summarizer = summarizer
-        self.max_messages = max_messages
-        self.token_budget = token_budget
-        self.keep_recent = keep_recent
-        self.remove_tool_msgs = remove_tool_msgs
-        self.summary_prompt = DEFAULT_SUMMARY_PROMPT if summary_prompt is None else summary_prompt
-        self.max_summary_tokens = max_summary_tokens
-        self.pin = pin
-        self.last_trim: TrimReport | None = None
 
-    def scope_for(self, ctx: WorkingContext | Sequence[Message]) -> WholeExchanges:
+    def scope_for(self, ctx: WorkingContext) -> Scope:
         """
-        The scope of the non-system messages a summary keeps verbatim in *ctx*.
+        The whole scope of the messages a call on *ctx* keeps verbatim.
 
-        The newest *keep_recent* non-system messages, widened to whole exchanges.
+        Under the thresholds: every message (less the completed tool
+        sequences, with *remove_tool_msgs*), made a valid request. Over them:
+        the newest *keep_recent* non-system messages in whole exchanges, the
+        calls still waiting at the end and the pinned exchanges, made a valid
+        request, less the earlier summary (it opens the new one). The
+        non-system messages it drops are the ones summarized (or removed as
+        completed tool sequences); the summary goes after the system messages
+        it keeps.
+
+        Raises:
+            TypeError: *ctx* is not a :class:`~workingctx.WorkingContext`.
         """
-        messages = ctx.messages if isinstance(ctx, WorkingContext) else ctx
-        others = sorted(surviving_indices(~_SYSTEM, messages))
-        keep = self.keep_recent
-        start = len(messages) if keep == 0 else others[-keep] if keep <= len(others) else 0
-        return WholeExchanges(AllOf((Since(start), ~_SYSTEM)), mode="expand")
+        _check_context(ctx, "SummaryContextManager.scope_for()")
+        return self._plan(ctx).scope
 
-    async def _over(self, ctx: WorkingContext, messages: Sequence[Message], *, stripped: bool) -> bool:
+    def _stripped(self) -> WholeExchanges | None:
+        return WITHOUT_COMPLETED_TOOL_SEQUENCES if self.remove_tool_msgs else None
+
+    def _over(self, ctx: WorkingContext, messages: Sequence[Message], *, stripped: bool) -> bool:
         if self.max_messages is not None and len(messages) > self.max_messages:
             return True
         if self.token_budget is None:
             return False
         if not stripped:
-            tokens = await ctx.tokens()
-        else:
-            tokens = int(await ctx.counter.estimate([*ctx.prefix.as_messages(), *messages]))
-        return tokens > self.token_budget
+            return ctx.count_tokens() > self.token_budget
+        return int(ctx.counter.count([*ctx.prefix.as_messages(), *messages])) > self.token_budget
+
+    def _plan(self, ctx: WorkingContext) -> _SummaryPlan:
+        """
+        What a call on *ctx* does: the scope it keeps verbatim and whether it summarizes.
+        """
+        given = ctx.messages
+        user_first = _user_first(ctx)
+        strip = self._stripped()
+        kept_by_strip = range(len(given)) if strip is None else surviving_indices(strip, given)
+        stripped = len(kept_by_strip) < len(given)
+        messages = given if not stripped else [given[i] for i in sorted(kept_by_strip)]
+        leave = ValidRequest(Since(0) if strip is None else strip, user_first=user_first)
+        if not self._over(ctx, messages, stripped=stripped):
+            return _SummaryPlan(leave, *leave.repair(given, kept_by_strip))
+        others: Scope = _NOT_SYSTEM if strip is None else _NOT_SYSTEM & strip
+        window: Scope = WholeExchanges(Newest(self.keep_recent, others)) | PendingCalls()
+        window = _with_pin(window, self.pin)
+        if strip is not None:
+            window = strip & window
+        keep = ValidRequest(window, user_first=user_first)
+        indices, repaired = keep.repair(given)
+        kept = set(indices)
+        if all(i in kept or given[i].role == "system" for i in kept_by_strip):
+            return _SummaryPlan(leave, *leave.repair(given, kept_by_strip))
+        return _SummaryPlan(keep & _NO_EARLIER_SUMMARY, indices, repaired, summarizing=True)
 
     async def _summarize(self, old: Sequence[Message]) -> str | None:
         try:
@@ -919,29 +975,27 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         user_first = _user_first(ctx)
         if (
             not self.remove_tool_msgs
-            and not await self._over(ctx, view, stripped=False)
+            and not self._over(ctx, view, stripped=False)
             and not _needs_repair(view, user_first)
         ):
             # the common case, checked without walking the transcript
-            self.last_trim = TrimReport(len(view), 0)
+            _set_last_trim(self, TrimReport(len(view), 0))
             return ctx
         given = ctx.messages
-        messages: Sequence[Message] = given
-        if self.remove_tool_msgs:
-            messages = _kept(_without_completed_tool_sequences(), given)
-        stripped = len(messages) < len(given)
-        if not await self._over(ctx, messages, stripped=stripped):
-            return self._leave(ctx, given, messages, stripped, user_first)
-        window = set(surviving_indices(self.scope_for(messages), messages))
-        window |= _waiting(messages) | _pinned(self.pin, messages)
-        keep, repaired = _valid(messages, window, user_first=user_first)
+        plan = self._plan(ctx)
+        keep, repaired = plan.keep, plan.repaired
+        if not plan.summarizing:
+            if len(keep) < len(given):
+                _replace_tail(ctx, [given[i] for i in keep])
+            _set_last_trim(self, TrimReport(len(keep), len(given) - len(keep), tuple(repaired)))
+            return ctx
         kept = set(keep)
-        old = [m for i, m in enumerate(messages) if i not in kept and m.role != "system"]
-        if not old:
-            return self._leave(ctx, given, messages, stripped, user_first)
+        strip = self._stripped()
+        removed = frozenset() if strip is None else frozenset(range(len(given))) - surviving_indices(strip, given)
+        old = [m for i, m in enumerate(given) if i not in kept and i not in removed and m.role != "system"]
         summary = await self._summarize(old)
         if summary is None:
-            self.last_trim = TrimReport(len(given), 0)
+            _set_last_trim(self, TrimReport(len(given), 0))
             return ctx
         # Other coroutines may have written while the summarizer ran: messages
         # appended meanwhile are kept after the window; any other change wins
@@ -951,31 +1005,13 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
             logger.warning("the context changed while the summarizer ran; the summary is dropped, nothing else")
             return ctx
         late = list(now[len(given) :])
-        systems = [m for m in messages if m.role == "system"]
+        systems = [given[i] for i in keep if given[i].role == "system"]
         earlier = [m.text() for m in systems if m.name == SUMMARY_NAME]
         text = "\n\n".join([*earlier, summary])
         head = [m for m in systems if m.name != SUMMARY_NAME]
         head.append(Message("system", text, name=SUMMARY_NAME))
-        _replace_tail(ctx, head + [messages[i] for i in keep if messages[i].role != "system"] + late)
-        self.last_trim = TrimReport(ctx.size(), len(given) - ctx.size() + 1, tuple(repaired))
-        return ctx
-
-    def _leave(
-        self,
-        ctx: WorkingContext,
-        given: Sequence[Message],
-        messages: Sequence[Message],
-        stripped: bool,
-        user_first: bool,
-    ) -> WorkingContext:
-        """
-        No summary: the tail as it is (less the completed tool sequences, when
-        they are removed), made a valid request.
-        """
-        keep, repaired = _valid(messages, range(len(messages)), user_first=user_first)
-        if stripped or len(keep) < len(messages):
-            _replace_tail(ctx, [messages[i] for i in keep])
-        self.last_trim = TrimReport(len(keep), len(given) - len(keep), tuple(repaired))
+        _replace_tail(ctx, head + [given[i] for i in keep if given[i].role != "system"] + late)
+        _set_last_trim(self, TrimReport(ctx.size(), len(given) - ctx.size() + 1, tuple(repaired)))
         return ctx
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
@@ -999,8 +1035,16 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         raise RuntimeError(msg)
 
     def __repr__(self) -> str:
-        return (
-            f"SummaryContextManager({self.summarizer!r}, max_messages={self.max_messages!r}, "
-            f"token_budget={self.token_budget!r}, keep_recent={self.keep_recent!r}, "
-            f"remove_tool_msgs={self.remove_tool_msgs!r}, max_summary_tokens={self.max_summary_tokens!r})"
-        )
+        parts = [
+            repr(self.summarizer),
+            f"max_messages={self.max_messages!r}",
+            f"token_budget={self.token_budget!r}",
+            f"keep_recent={self.keep_recent!r}",
+            f"remove_tool_msgs={self.remove_tool_msgs!r}",
+        ]
+        if self.summary_prompt != DEFAULT_SUMMARY_PROMPT:
+            parts.append(f"summary_prompt={self.summary_prompt!r}")
+        parts.append(f"max_summary_tokens={self.max_summary_tokens!r}")
+        if self.pin is not None:
+            parts.append(f"pin={self.pin!r}")
+        return f"SummaryContextManager({', '.join(parts)})"

@@ -17,6 +17,7 @@ plain function.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -26,7 +27,8 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import InvalidMessageError
 from workingctx.frozen import FrozenDict, deep_freeze, thaw
 from workingctx.messages import Message, ToolResultBlock, _as_tuple
-from workingctx.scopes import CompletedToolSequences, WholeExchanges, surviving_indices
+from workingctx.scopes import surviving_indices
+from workingctx.scopes._tools import WITHOUT_COMPLETED_TOOL_SEQUENCES
 
 __all__ = [
     "ToolResult",
@@ -151,8 +153,9 @@ def remove_tool_messages(left: Sequence[Message], right: Sequence[Message] = ())
     A completed sequence is an assistant message asking for tool calls, every
     result of those calls and the final answer that used them. A sequence
     still waiting for a result or for its answer is kept whole, and no tool
-    result is ever left without its call. Called with one list, it cleans that
-    list.
+    result is ever left without its call, nor a call without its results (a
+    call whose results never came, with messages after it, goes). Called with
+    one list, it cleans that list.
 
     >>> from workingctx import Message, ToolCall
     >>> history = [
@@ -165,7 +168,7 @@ def remove_tool_messages(left: Sequence[Message], right: Sequence[Message] = ())
     ['cert?']
     """
     messages = _message_list(left, "remove_tool_messages(left)") + _message_list(right, "remove_tool_messages(right)")
-    kept = surviving_indices(WholeExchanges(~CompletedToolSequences(), mode="drop"), messages)
+    kept = surviving_indices(WITHOUT_COMPLETED_TOOL_SEQUENCES, messages)
     return [messages[i] for i in sorted(kept)]
 
 
@@ -216,11 +219,21 @@ def append_items(old: Iterable[Any] | None, new: Iterable[Any] | None) -> list[A
 
 def replace_value(old: Any, new: Any) -> Any:  # noqa: ARG001  # reducer signature
     """
-    *new*: the last write wins.
+    *new*: the last write wins. Deprecated: the last write is what ``merge`` does already.
 
-    >>> replace_value("draft", "final")
-    'final'
+    ``merge(other, scratchpad="last_write_wins")`` (the default) is the one
+    spelling of this policy, and a key left out of a mapping of reducers takes
+    the last write too. Kept for one release.
+
+    Warns:
+        DeprecationWarning: On every call, naming the replacement.
     """
+    warnings.warn(
+        "replace_value is deprecated and will be removed in the next release: the last write is what merge does "
+        "already; pass scratchpad='last_write_wins' (the default), or leave the key out of the reducer mapping",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return new
 
 

@@ -32,9 +32,9 @@ from workingctx.scopes._algebra import (
     surviving_indices,
 )
 from workingctx.scopes._budget import TokenBudget
-from workingctx.scopes._builtin import LastNTurns, RoleFilter, Since, Tagged
+from workingctx.scopes._builtin import LastNTurns, Newest, RoleFilter, Since, Tagged
 from workingctx.scopes._explain import ScopeReport, explain
-from workingctx.scopes._tools import CompletedToolSequences, WholeExchanges
+from workingctx.scopes._tools import CompletedToolSequences, PendingCalls, ValidRequest, WholeExchanges
 
 __all__ = [
     "MAX_SCOPE_DEPTH",
@@ -43,7 +43,9 @@ __all__ = [
     "CompletedToolSequences",
     "ContextScope",
     "LastNTurns",
+    "Newest",
     "Not",
+    "PendingCalls",
     "PositionalScope",
     "RoleFilter",
     "Scope",
@@ -51,6 +53,7 @@ __all__ = [
     "Since",
     "Tagged",
     "TokenBudget",
+    "ValidRequest",
     "WholeExchanges",
     "explain",
     "surviving_indices",

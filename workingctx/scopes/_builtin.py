@@ -1,5 +1,6 @@
 """
-The built-in leaf scopes: ``LastNTurns``, ``RoleFilter``, ``Tagged`` and ``Since``.
+The built-in scopes: the leaves ``LastNTurns``, ``RoleFilter``, ``Tagged`` and
+``Since``, and ``Newest``, the newest messages another scope keeps.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ import attrs
 from workingctx import _checks
 from workingctx.exceptions import ScopeError
 from workingctx.messages import ROLES
-from workingctx.scopes._algebra import _ScopeOps
+from workingctx.scopes._algebra import (
+    AllOf,
+    Scope,
+    _is_scope,
+    _not_a_scope,
+    _ScopeOps,
+    check_nesting,
+    surviving_indices,
+)
 from workingctx.scopes._exchanges import starts_turn
 
 if TYPE_CHECKING:
@@ -20,7 +29,7 @@ if TYPE_CHECKING:
 
     from workingctx.messages import Message
 
-__all__ = ["LastNTurns", "RoleFilter", "Since", "Tagged"]
+__all__ = ["LastNTurns", "Newest", "RoleFilter", "Since", "Tagged"]
 
 
 def _count(what: str, fix: str) -> Any:
@@ -226,3 +235,85 @@ class Since(_ScopeOps):
 
     def __repr__(self) -> str:
         return f"Since({self.index!r})"
+
+
+_EVERY = AllOf(())
+
+
+def _newest_scope(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not _is_scope(value):
+        raise _not_a_scope(value, "Newest(n, scope)")
+
+
+@attrs.frozen(cache_hash=True, repr=False)
+class Newest(_ScopeOps):
+    """
+    Keeps the newest *n* of the messages *scope* keeps. Positional.
+
+    ``Newest(3)`` keeps the last three messages; ``Newest(8, ~RoleFilter({"system"}))``
+    keeps the eight newest messages that are not system messages (the window a
+    :class:`~workingctx.managers.SummaryContextManager` keeps verbatim). When
+    *scope* keeps *n* messages or fewer, all of them are kept; ``Newest(0, ...)``
+    keeps nothing. Unlike :class:`LastNTurns`, it counts messages and keeps no
+    system message of its own accord; wrap it in :class:`WholeExchanges` to keep
+    tool calls with their results.
+
+    Args:
+        n: How many messages to keep, 0 or more.
+        scope: The scope to take them from; every message by default.
+
+    Raises:
+        TypeError: *n* is not an int, or *scope* is not a scope.
+        ScopeError: *n* is negative, or the scopes would nest more than
+            :data:`~workingctx.scopes.MAX_SCOPE_DEPTH` levels.
+
+    >>> from workingctx import Message, RoleFilter, surviving_indices
+    >>> msgs = [Message("system", "rules"), Message("user", "q0"), Message("assistant", "a0"),
+    ...         Message("system", "note"), Message("user", "q1")]
+    >>> sorted(surviving_indices(Newest(2), msgs))
+    [3, 4]
+    >>> sorted(surviving_indices(Newest(2, ~RoleFilter({"system"})), msgs))
+    [2, 4]
+    >>> print(Newest(2, ~RoleFilter({"system"})) | RoleFilter({"system"}))
+    Newest(2, ~RoleFilter({'system'})) | RoleFilter({'system'})
+    """
+
+    positional: ClassVar[bool] = True
+
+    n: int = attrs.field(validator=_count("Newest(n)", "use Newest(0, scope) to keep none of them"))
+    scope: Scope = attrs.field(default=_EVERY, validator=_newest_scope)
+    _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_depth", check_nesting(self, (self.scope,)))
+
+    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
+        """
+        Always raises: which messages are the newest depends on the whole list.
+
+        Raises:
+            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
+        """
+        raise self._refuse_matches()
+
+    def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
+        """
+        The *n* highest indices the inner scope keeps.
+        """
+        if self.n == 0:
+            return frozenset()
+        if self.scope == _EVERY:
+            return frozenset(range(max(len(messages) - self.n, 0), len(messages)))
+        return frozenset(sorted(surviving_indices(self.scope, messages))[-self.n :])
+
+    _index_set = surviving_indices
+
+    def __repr__(self) -> str:
+        if self.scope == _EVERY:
+            return f"Newest({self.n!r})"
+        return f"Newest({self.n!r}, {self.scope!r})"
+
+    def __str__(self) -> str:
+        if self.scope == _EVERY:
+            return f"Newest({self.n!r})"
+        return f"Newest({self.n!r}, {self.scope})"

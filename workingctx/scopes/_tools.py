@@ -1,5 +1,6 @@
 """
-Scopes about tool calls: ``CompletedToolSequences`` and ``WholeExchanges``.
+Scopes about tool calls and valid requests: ``CompletedToolSequences``,
+``WholeExchanges``, ``PendingCalls`` and ``ValidRequest``.
 """
 
 from __future__ import annotations
@@ -10,14 +11,21 @@ import attrs
 
 from workingctx.exceptions import ArgumentTypeError, ScopeError
 from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
-from workingctx.scopes._exchanges import completed_tool_sequences, exchange_units
+from workingctx.scopes._exchanges import completed_tool_sequences, exchange_units, is_reasoning_only, starts_turn
+from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from workingctx.messages import Message
 
-__all__ = ["CompletedToolSequences", "WholeExchanges"]
+__all__ = [
+    "WITHOUT_COMPLETED_TOOL_SEQUENCES",
+    "CompletedToolSequences",
+    "PendingCalls",
+    "ValidRequest",
+    "WholeExchanges",
+]
 
 
 @attrs.frozen(cache_hash=True, repr=False)
@@ -75,6 +83,17 @@ class CompletedToolSequences(_ScopeOps):
 _MODES = ("expand", "drop")
 
 
+def _dangling_calls(messages: Sequence[Message]) -> list[int]:
+    """
+    The indices of the calls whose results do not follow them before other
+    messages do (the pending calls at the end are not dangling).
+    """
+    state = RuleState()
+    for message in messages:
+        state.feed(message)
+    return [p.index for p in state.problems if p.rule == "dangling-call" and p.index is not None]
+
+
 def _inner(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if not _is_scope(value):
         raise _not_a_scope(value, "WholeExchanges()")
@@ -103,7 +122,10 @@ class WholeExchanges(_ScopeOps):
 
     - ``mode="expand"`` (the default) adds the missing partners, so nothing the
       inner scope chose is lost;
-    - ``mode="drop"`` drops the partial exchange, so nothing it left out comes back.
+    - ``mode="drop"`` drops the partial exchange, so nothing it left out comes
+      back, and every exchange the list itself breaks: one with a call whose
+      results do not follow it before other messages do (a call whose results
+      never came, mid-transcript). What it keeps is whole and valid.
 
     Either way the result holds no tool result without its call and no call
     without those of its results the list holds. A call still waiting for its
@@ -168,6 +190,7 @@ class WholeExchanges(_ScopeOps):
             return frozenset(i for i, u in enumerate(unit) if u in touched)
         broken = {unit[i] for i in range(len(messages)) if i not in inner}
         broken |= poisoned
+        broken |= {unit[at] for at in _dangling_calls(messages)}
         return frozenset(i for i in inner if unit[i] not in broken)
 
     _index_set = surviving_indices
@@ -177,3 +200,235 @@ class WholeExchanges(_ScopeOps):
 
     def __str__(self) -> str:
         return f"WholeExchanges({self.scope}, mode={self.mode!r})"
+
+
+WITHOUT_COMPLETED_TOOL_SEQUENCES = WholeExchanges(~CompletedToolSequences(), mode="drop")
+"""Every message outside a completed tool sequence, in whole exchanges: what
+``remove_tool_msgs=True`` and :func:`~workingctx.reducers.remove_tool_messages` keep."""
+
+
+@attrs.frozen(cache_hash=True, repr=False)
+class PendingCalls(_ScopeOps):
+    """
+    Keeps the calls still waiting for their results at the end of the list. Positional.
+
+    That is the assistant message whose calls are not all answered yet, when
+    nothing but their results follows it, with those results and the
+    reasoning-only assistant message just before it. The results that come
+    next need that call, so a trim that drops it would orphan them; keep it
+    with ``scope | PendingCalls()``. A list that does not end waiting for
+    results gives nothing.
+
+    >>> from workingctx import Message, ToolCall, surviving_indices
+    >>> msgs = [
+    ...     Message("user", "cert and dns?"),
+    ...     Message("assistant", tool_calls=(ToolCall("c1", "openssl"), ToolCall("c2", "dig"))),
+    ...     Message("tool", "notAfter=2026-08-01", tool_call_id="c1"),
+    ... ]
+    >>> sorted(surviving_indices(PendingCalls(), msgs))
+    [1, 2]
+    >>> sorted(surviving_indices(PendingCalls(), msgs[:1]))
+    []
+    """
+
+    positional: ClassVar[bool] = True
+
+    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
+        """
+        Always raises: whether a call still waits depends on what follows it.
+
+        Raises:
+            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
+        """
+        raise self._refuse_matches()
+
+    def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
+        """
+        The indices of the waiting call, its results so far and its reasoning.
+        """
+        state = RuleState()
+        for message in messages:
+            state.feed(message)
+        at, ids = state.pending()
+        if not ids:
+            return frozenset()
+        start = at - 1 if at > 0 and is_reasoning_only(messages[at - 1]) else at
+        return frozenset(range(start, len(messages)))
+
+    _index_set = surviving_indices
+
+    def __repr__(self) -> str:
+        return "PendingCalls()"
+
+
+def _flag(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        msg = f"ValidRequest({attribute.name}=...) must be True or False, got {value!r} of type {type(value).__name__}"
+        raise TypeError(msg)
+
+
+def _inner_of_valid(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not _is_scope(value):
+        raise _not_a_scope(value, "ValidRequest()")
+
+
+@attrs.frozen(cache_hash=True, repr=False)
+class ValidRequest(_ScopeOps):
+    """
+    Makes what any scope keeps a valid request (see :mod:`workingctx.validity`). Positional.
+
+    It keeps what *scope* keeps and every system message, then checks the
+    kept messages as the request a provider would get, and repairs it:
+
+    - an exchange the kept messages break (a result whose call is not kept,
+      a call whose results do not follow it, two calls with one id) is
+      dropped whole; a second result for one call is dropped alone;
+    - with *user_first*, the first message after the system messages is a
+      user message (Anthropic and Gemini refuse anything else): the newest
+      user message before the kept ones is kept in front of them; without
+      one, what comes before the first kept user message is dropped.
+
+    Every context manager's :meth:`scope_for` ends in this scope:
+    :meth:`repair` says which rules it had to enforce.
+
+    Args:
+        scope: Any scope.
+        user_first: Make a user message the first non-system message. A
+            manager sets it when the context's prefix holds no user message.
+
+    Raises:
+        TypeError: *scope* is not a scope, or *user_first* is not a bool.
+        ScopeError: The scopes would nest more than
+            :data:`~workingctx.scopes.MAX_SCOPE_DEPTH` levels.
+
+    >>> from workingctx import Message, Since, ToolCall, surviving_indices
+    >>> msgs = [
+    ...     Message("system", "Be brief."),
+    ...     Message("user", "cert?"),
+    ...     Message("assistant", tool_calls=(ToolCall("c1", "openssl"),)),
+    ...     Message("tool", "notAfter=2026-08-01", tool_call_id="c1"),
+    ...     Message("assistant", "It expires on 1 August."),
+    ... ]
+    >>> sorted(surviving_indices(Since(3), msgs))
+    [3, 4]
+    >>> sorted(surviving_indices(ValidRequest(Since(3)), msgs))
+    [0, 1, 4]
+    >>> ValidRequest(Since(3)).repair(msgs)
+    ([0, 1, 4], ['orphan-result', 'first-not-user'])
+    """
+
+    positional: ClassVar[bool] = True
+
+    scope: Scope = attrs.field(validator=_inner_of_valid)
+    user_first: bool = attrs.field(default=True, kw_only=True, validator=_flag)
+    _depth: int = attrs.field(init=False, default=1, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_depth", check_nesting(self, (self.scope,)))
+
+    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
+        """
+        Always raises: validity is a property of the whole request.
+
+        Raises:
+            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
+        """
+        raise self._refuse_matches()
+
+    def repair(self, messages: Sequence[Message], kept: Iterable[int] | None = None) -> tuple[list[int], list[str]]:
+        """
+        The indices kept, ascending, and the rule ids of what was repaired.
+
+        Args:
+            messages: The messages to decide over.
+            kept: The inner scope's answer, when the caller has it already.
+        """
+        inner = surviving_indices(self.scope, messages) if kept is None else kept
+        return _valid(messages, inner, user_first=self.user_first)
+
+    def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
+        """
+        The inner scope's indices and the system messages, made a valid request.
+        """
+        return frozenset(self.repair(messages)[0])
+
+    _index_set = surviving_indices
+
+    def __repr__(self) -> str:
+        flag = "" if self.user_first else ", user_first=False"
+        return f"ValidRequest({self.scope!r}{flag})"
+
+    def __str__(self) -> str:
+        flag = "" if self.user_first else ", user_first=False"
+        return f"ValidRequest({self.scope}{flag})"
+
+
+def _newest_turn_before(messages: Sequence[Message], position: int) -> int | None:
+    for i in range(position - 1, -1, -1):
+        if starts_turn(messages[i]):
+            return i
+    return None
+
+
+def _valid(messages: Sequence[Message], kept: Iterable[int], *, user_first: bool) -> tuple[list[int], list[str]]:
+    """
+    *kept*, made a valid request: every system message, broken exchanges dropped
+    whole, and (with *user_first*) a user message first.
+
+    Returns:
+        The indices to keep, ascending, and the rule ids of what was repaired.
+    """
+    system = {i for i, m in enumerate(messages) if m.role == "system"}
+    keep = sorted(set(kept) | system)
+    repaired: list[str] = []
+    for _ in range(4):  # dropping whole exchanges cannot break another one: one round is the rule
+        sub = [messages[i] for i in keep]
+        state = RuleState()
+        for message in sub:
+            state.feed(message)
+        bad = [p for p in state.problems if p.rule in STRUCTURAL_RULES and p.index is not None]
+        if not bad:
+            break
+        repaired.extend(p.rule for p in bad)
+        unit, _ = exchange_units(sub)
+        units: set[int] = set()
+        alone: set[int] = set()
+        for problem in bad:
+            at = problem.index
+            assert at is not None  # noqa: S101  # filtered above
+            if problem.rule == "duplicate-result" and sub[at].role == "tool":
+                alone.add(at)  # the second answer goes; the exchange stays
+            else:
+                units.add(unit[at])
+        keep = [
+            keep[j] for j in range(len(sub)) if sub[j].role == "system" or (j not in alone and unit[j] not in units)
+        ]
+    if user_first:
+        keep, fixed = _open_with_user(messages, keep)
+        if fixed:
+            repaired.append(fixed)
+    return keep, list(dict.fromkeys(repaired))
+
+
+def _open_with_user(messages: Sequence[Message], keep: list[int]) -> tuple[list[int], str | None]:
+    """
+    *keep* with a user message first: the newest user turn before the window
+    is kept in front of it; without one, what comes before the first kept user
+    turn goes; a window with nothing but system messages gets the newest user turn.
+    """
+    first = next((j for j, i in enumerate(keep) if messages[i].role != "system"), None)
+    if first is None:
+        newest = _newest_turn_before(messages, len(messages))
+        if newest is None:
+            return keep, None
+        return sorted([*keep, newest]), "no-user-message"
+    at = keep[first]
+    if starts_turn(messages[at]):
+        return keep, None
+    before = _newest_turn_before(messages, at)
+    if before is not None:
+        return sorted([*keep, before]), "first-not-user"
+    later = next((j for j in range(first, len(keep)) if starts_turn(messages[keep[j]])), None)
+    if later is None:
+        return keep, None
+    return [i for j, i in enumerate(keep) if j >= later or messages[i].role == "system"], "first-not-user"
