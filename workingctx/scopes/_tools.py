@@ -11,7 +11,14 @@ import attrs
 
 from workingctx.exceptions import ArgumentTypeError, ScopeError
 from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
-from workingctx.scopes._exchanges import completed_tool_sequences, exchange_units, is_reasoning_only, starts_turn
+from workingctx.scopes._exchanges import (
+    call_ids,
+    completed_tool_sequences,
+    exchange_units,
+    is_reasoning_only,
+    result_ids,
+    starts_turn,
+)
 from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
@@ -86,12 +93,31 @@ _MODES = ("expand", "drop")
 def _dangling_calls(messages: Sequence[Message]) -> list[int]:
     """
     The indices of the calls whose results do not follow them before other
-    messages do (the pending calls at the end are not dangling).
+    messages do (the rules' ``dangling-call``; the calls pending at the end
+    are not dangling).
     """
-    state = RuleState()
-    for message in messages:
-        state.feed(message)
-    return [p.index for p in state.problems if p.rule == "dangling-call" and p.index is not None]
+    index = getattr(messages, "tail_index", None)
+    if index is not None and index.size == len(messages):
+        # a context's tail view: the rules' state is kept up to date, one message at a time
+        if not index.walk.broken:
+            return []
+        return [p.index for p in index.walk.problems if p.rule == "dangling-call" and p.index is not None]
+    dangling: list[int] = []
+    waiting: set[str] = set()
+    at = -1
+    for i, message in enumerate(messages):
+        answered = result_ids(message)
+        if answered or message.role == "tool":
+            waiting.difference_update(answered)
+        elif waiting:
+            dangling.append(at)
+            waiting = set()
+        asked = call_ids(message)
+        if asked:
+            if waiting:
+                dangling.append(at)
+            waiting, at = set(asked), i
+    return dangling
 
 
 def _inner(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
