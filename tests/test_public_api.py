@@ -79,7 +79,7 @@ from workingctx.messages import (
 )
 from workingctx.persistence import CheckpointInfo, ContextInfo
 from workingctx.reducers import ToolResult
-from workingctx.scopes import AllOf, AnyOf, CompletedToolSequences, Not, Tagged
+from workingctx.scopes import AllOf, AnyOf, CompletedToolSequences, Newest, Not, PendingCalls, Tagged, ValidRequest
 from workingctx.serialization import to_json
 from workingctx.tokens import RunningCount
 
@@ -326,10 +326,14 @@ def _examples() -> list[Any]:
         AllOf((LastNTurns(1), Since(0))),
         AnyOf((Tagged("a"), Tagged("b"))),
         Not(RoleFilter({"tool"})),
+        Newest(2, Tagged("keep")),
+        PendingCalls(),
+        ValidRequest(LastNTurns(1), user_first=False),
         explain(LastNTurns(1), ctx),
         managers.TrimReport(kept=3, dropped=1, repaired=("orphan",)),
         managers.MessageContextManager(10, pin=Tagged("keep")),
         managers.TokenBudgetContextManager(1000, low_watermark=800),
+        managers.BudgetCut(100, pin=Tagged("keep")),
         managers.SummaryContextManager(Summarize(), max_messages=20, keep_recent=4),
         pricing.Price(Decimal(3), Decimal(15)),
         validity.Problem(1, "orphan_result", "a result without a call", ("c9",)),

@@ -477,7 +477,8 @@ class BudgetCut(_ScopeOps):
         TypeError: A setting has the wrong type, or *pin* is not a scope.
         ScopeError: *max_tokens* is negative.
 
-    >>> from workingctx import Message, surviving_indices
+    >>> from workingctx import Message
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [Message("system", "Be brief.")]
     >>> for i in range(3):
     ...     msgs += [Message("user", f"question {i} " * 5), Message("assistant", f"answer {i} " * 5)]

@@ -267,7 +267,8 @@ class Newest(_ScopeOps):
         ScopeError: *n* is negative, or the scopes would nest more than
             :data:`~workingctx.scopes.MAX_SCOPE_DEPTH` levels.
 
-    >>> from workingctx import Message, RoleFilter, surviving_indices
+    >>> from workingctx import Message, RoleFilter
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [Message("system", "rules"), Message("user", "q0"), Message("assistant", "a0"),
     ...         Message("system", "note"), Message("user", "q1")]
     >>> sorted(surviving_indices(Newest(2), msgs))

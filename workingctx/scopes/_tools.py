@@ -245,7 +245,8 @@ class PendingCalls(_ScopeOps):
     with ``scope | PendingCalls()``. A list that does not end waiting for
     results gives nothing.
 
-    >>> from workingctx import Message, ToolCall, surviving_indices
+    >>> from workingctx import Message, ToolCall
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [
     ...     Message("user", "cert and dns?"),
     ...     Message("assistant", tool_calls=(ToolCall("c1", "openssl"), ToolCall("c2", "dig"))),
@@ -327,7 +328,8 @@ class ValidRequest(_ScopeOps):
         ScopeError: The scopes would nest more than
             :data:`~workingctx.scopes.MAX_SCOPE_DEPTH` levels.
 
-    >>> from workingctx import Message, Since, ToolCall, surviving_indices
+    >>> from workingctx import Message, Since, ToolCall
+    >>> from workingctx.scopes import surviving_indices
     >>> msgs = [
     ...     Message("system", "Be brief."),
     ...     Message("user", "cert?"),
