@@ -239,14 +239,6 @@ class Kind:
     chain: Callable[[Checkpoint], Callable[[int], str]]
     digest: Callable[[Any], str]
 
-    def structure(self) -> Callable[[Any], Any]:
-        """
-        A function building an item from its parsed JSON, with the checks its type's constructor makes.
-        """
-        hook = converter.get_structure_hook(self.cls)
-        cls = self.cls
-        return lambda data: hook(data, cls)
-
     def text(self, item: Any, position: int, checkpoint: Checkpoint) -> str:
         """
         The JSON text stored for the item at *position*, or CheckpointError naming where it is.
@@ -475,22 +467,29 @@ def decode_chain(
     rewritten whole. A verified item is remembered in *cache*.
     """
     parsed = parse_all({key: data for key, (data, _) in found.items()})
-    structure = kind.structure()
+    hook = converter.get_structure_hook(kind.cls)
+    cls = kind.cls
     item_digest = kind.digest
+    built: dict[str, Any] = {}
+    for digest, data in parsed.items():
+        try:
+            value = hook(data, cls)
+        except Exception:  # noqa: BLE001, S112  # read again in order below, for an error with a path
+            continue
+        if item_digest(value) == digest:
+            built[digest] = value
     values: list[Any] = []
     chain: list[str] = []
     previous = kind.root
+    sha = hashlib.sha256
     for position, (link, digest) in enumerate(links):
         value = cache.get(digest, _UNREAD)
         if value is _UNREAD:
-            value = _UNREAD
-            if digest in parsed:
-                with contextlib.suppress(Exception):  # read again below, for an error with a path
-                    value = structure(parsed[digest])
-            if value is _UNREAD or item_digest(value) != digest:
+            value = built.get(digest, _UNREAD)
+            if value is _UNREAD:
                 value = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
             remember(cache, digest, value)
-        if step(previous, digest) != link:
+        if sha(f"{previous}:{digest}".encode("ascii")).hexdigest() != link:
             damage(f"the link does not match its {kind.noun} ({link_table}, key {link!r})", f"{kind.path}[{position}]")
         values.append(value)
         chain.append(link)
