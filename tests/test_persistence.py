@@ -25,7 +25,7 @@ from workingctx._canonical import message_digest
 from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError, FrozenPayloadError, PayloadTypeError
 from workingctx.frozen import FrozenDict
-from workingctx.persistence import CheckpointInfo, CheckpointStore, checkpoint_id, rehydrate
+from workingctx.persistence import CheckpointInfo, CheckpointStore, _codec, checkpoint_id, rehydrate
 from workingctx.persistence.checkpoint import journal_chain
 from workingctx.serialization import from_json, to_json
 from workingctx.snapshot import FrozenContext
@@ -173,6 +173,16 @@ class TestCapture:
         assert list(chain) == list(journal_chain(built))
         shorter = attrs.evolve(built, snapshot=FrozenContext(journal=ctx.freeze().journal[:-1]))
         assert list(chain[:-1]) == list(journal_chain(shorter))
+
+    @given(ctx=working_contexts(max_turns=3))
+    def test_every_store_row_names_the_journals_digest(self, ctx):
+        """
+        The row every store writes for a checkpoint names the head of its
+        journal chain: the journal's own digest, and its length.
+        """
+        ctx.journal.record({"kind": "step", "n": 2})
+        row = _codec.encode(Checkpoint.capture(ctx, created_at=T0)).row
+        assert (ctx.journal.digest(), len(ctx.journal)) == (row[9], row[10])
 
     def test_parent_as_checkpoint_or_id(self):
         """
