@@ -195,7 +195,8 @@ def _pin_check(inst: object, _attribute: attrs.Attribute[Any], value: object) ->
 
 
 def _counter_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, MessageCounter):
+    # what isinstance(value, MessageCounter) asks, without the protocol check's cost on every cut
+    if value is not None and not (hasattr(value, "name") and callable(getattr(value, "count_message", None))):
         msg = (
             f"{type(inst).__name__}(counter=...) needs a token counter with count_message(message) and a name, "
             f"got {value!r} of type {type(value).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
@@ -380,6 +381,15 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
     remove_tool_msgs: bool = attrs.field(default=False, validator=_flag_check)
     pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
     last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _scopes: tuple[ValidRequest, ValidRequest] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        window: Scope = LastNTurns(self.max_messages)
+        if self.remove_tool_msgs:
+            window = window & ~CompletedToolSequences()
+        kept = _with_pin(WholeExchanges(window, mode="drop"), self.pin)
+        scopes = (ValidRequest(kept, user_first=False), ValidRequest(kept, user_first=True))
+        object.__setattr__(self, "_scopes", scopes)
 
     def scope_for(self, ctx: WorkingContext) -> ValidRequest:
         """
@@ -394,10 +404,7 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
         return self._scope(_user_first(ctx))
 
     def _scope(self, user_first: bool) -> ValidRequest:
-        window: Scope = LastNTurns(self.max_messages)
-        if self.remove_tool_msgs:
-            window = window & ~CompletedToolSequences()
-        return ValidRequest(_with_pin(WholeExchanges(window, mode="drop"), self.pin), user_first=user_first)
+        return self._scopes[user_first]
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
@@ -877,8 +884,20 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
     max_summary_tokens: int = attrs.field(default=600, kw_only=True, validator=_count_check())
     pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
     last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    _scopes: tuple[tuple[ValidRequest, ValidRequest], tuple[ValidRequest, ValidRequest]] = attrs.field(
+        init=False, eq=False, repr=False
+    )
 
     def __attrs_post_init__(self) -> None:
+        strip = self._stripped()
+        base: Scope = Since(0) if strip is None else strip
+        others: Scope = _NOT_SYSTEM if strip is None else _NOT_SYSTEM & strip
+        window: Scope = _with_pin(WholeExchanges(Newest(self.keep_recent, others)) | PendingCalls(), self.pin)
+        if strip is not None:
+            window = strip & window
+        leave = (ValidRequest(base, user_first=False), ValidRequest(base, user_first=True))
+        keep = (ValidRequest(window, user_first=False), ValidRequest(window, user_first=True))
+        object.__setattr__(self, "_scopes", (leave, keep))
         if self.max_messages is None and self.token_budget is None:
             warnings.warn(
                 "SummaryContextManager(max_messages=None, token_budget=None) will never summarize: "
@@ -928,15 +947,11 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         kept_by_strip = range(len(given)) if strip is None else surviving_indices(strip, given)
         stripped = len(kept_by_strip) < len(given)
         messages = given if not stripped else [given[i] for i in sorted(kept_by_strip)]
-        leave = ValidRequest(Since(0) if strip is None else strip, user_first=user_first)
+        leaves, keeps = self._scopes
+        leave = leaves[user_first]
         if not self._over(ctx, messages, stripped=stripped):
             return _SummaryPlan(leave, *leave.repair(given, kept_by_strip))
-        others: Scope = _NOT_SYSTEM if strip is None else _NOT_SYSTEM & strip
-        window: Scope = WholeExchanges(Newest(self.keep_recent, others)) | PendingCalls()
-        window = _with_pin(window, self.pin)
-        if strip is not None:
-            window = strip & window
-        keep = ValidRequest(window, user_first=user_first)
+        keep = keeps[user_first]
         indices, repaired = keep.repair(given)
         kept = set(indices)
         if all(i in kept or given[i].role == "system" for i in kept_by_strip):
