@@ -708,9 +708,9 @@ class TestChecks:
         Bad counts, ids, runs, tails and times are refused with the value named.
         """
         at = recorded().history[0].at
-        with pytest.raises(TypeError, match="turn must be a non-negative int, got -1"):
+        with pytest.raises(ValueError, match="turn must be 0 or more, got -1"):
             Entry("user", Message("user", "x"), -1, at)
-        with pytest.raises(TypeError, match="timezone-aware"):
+        with pytest.raises(ValueError, match="timezone-aware"):
             Entry("user", Message("user", "x"), 0, at.replace(tzinfo=None))
         with pytest.raises(ValueError, match="unknown outcome 'maybe'"):
             Entry("tool_result", Message.tool("x", call_id="c"), 0, at, "maybe")  # type: ignore[arg-type]
@@ -731,7 +731,7 @@ class TestChecks:
         Non-finite floats and non-str keys are refused; attrs instances become dicts.
         """
         ctx = recorded()
-        with pytest.raises(TypeError, match=r"'x'\[0\] is nan"):
+        with pytest.raises(ValueError, match=r"'x'\[0\] is nan"):
             ctx.note("x", [float("nan")])
         with pytest.raises(TypeError, match="has the key 1 of type int"):
             ctx.note("x", {1: "a"})

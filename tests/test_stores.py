@@ -441,7 +441,7 @@ class TestServerStoreSettings:
             (lambda: PostgresStore("postgresql://h/db", timeout=0), ValueError, "timeout must be a positive"),
             (lambda: RedisStore(b"redis://h"), TypeError, "url must be a Redis URL"),
             (lambda: RedisStore("redis://h", namespace="a b"), ValueError, "namespace must be 1 to 100"),
-            (lambda: RedisStore("redis://h", timeout=True), ValueError, "timeout must be a positive"),
+            (lambda: RedisStore("redis://h", timeout=True), TypeError, "timeout must be a number"),
             (lambda: RedisStore("http://h"), ValueError, "url must be a Redis URL such as"),
         ],
     )

@@ -160,12 +160,13 @@ def check_instance(
     owner: str | None = None,
     label: str | None = None,
     fix: str | None = None,
+    verb: str = "must be",
 ) -> T:
     """
     *value* if it is an instance of *types*, else the type error.
     """
     if not isinstance(value, types):
-        raise wrong_type(value, argument, expected, owner=owner, label=label, fix=fix)
+        raise wrong_type(value, argument, expected, owner=owner, label=label, fix=fix, verb=verb)
     return value
 
 

@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 import attrs
 
-from workingctx.exceptions import FinishedError, HistoryError, PendingCallsError
+from workingctx import _checks
+from workingctx.exceptions import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    FinishedError,
+    HistoryError,
+    PendingCallsError,
+)
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.messages import Message, ToolResultBlock, Usage
 from workingctx.prefix import PrefixContext
@@ -108,19 +115,16 @@ _NOTICE = "[notice] "
 # -- entry contents ----------------------------------------------------------------------
 
 
-def _count(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        msg = f"{attribute.name} must be a non-negative int, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+_count = _checks.count()
+_ID_RULE = "1 to 128 letters, digits, '_' or '-'"
 
 
 def _context_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not _ID.fullmatch(value):
-        msg = (
-            f"{attribute.name} must be 1 to 128 letters, digits, '_' or '-', got {value!r}; "
-            "leave it out for a random one"
-        )
-        raise ValueError(msg) if isinstance(value, str) else TypeError(msg)
+    fix = "leave it out for a random one"
+    if not isinstance(value, str):
+        raise _checks.wrong_type(value, attribute.name, f"{_ID_RULE} (a str)", fix=fix)
+    if not _ID.fullmatch(value):
+        raise _checks.wrong_value(value, attribute.name, f"must be {_ID_RULE}", fix=fix)
 
 
 def _opt_context_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -129,12 +133,7 @@ def _opt_context_id(inst: object, attribute: attrs.Attribute[Any], value: object
 
 
 def _messages(value: Iterable[Any]) -> tuple[Message, ...]:
-    items = tuple(value)
-    for position, item in enumerate(items):
-        if not isinstance(item, Message):
-            msg = f"messages[{position}] must be a Message, got {item!r} of type {type(item).__name__}"
-            raise TypeError(msg)
-    return items
+    return _checks.check_items(value, "messages", Message, "a Message")
 
 
 def _json(value: object) -> Any:
@@ -143,8 +142,7 @@ def _json(value: object) -> Any:
 
 def _json_object(value: object) -> FrozenDict:
     if not isinstance(value, Mapping):
-        msg = f"expected a mapping of JSON data, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, "values", "a mapping of JSON data", label="", verb="expected")
     return FrozenDict({key: freeze_json(item, key) for key, item in value.items()})
 
 
@@ -162,7 +160,7 @@ class Kept:
     def __attrs_post_init__(self) -> None:
         if self.stop < self.start:
             msg = f"Kept({self.start}, {self.stop}): stop must not be before start"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="stop", value=self.stop)
 
 
 Piece: TypeAlias = Kept | Message
@@ -170,12 +168,7 @@ Piece: TypeAlias = Kept | Message
 
 
 def _pieces(value: Iterable[Any]) -> tuple[Piece, ...]:
-    items = tuple(value)
-    for position, item in enumerate(items):
-        if not isinstance(item, Kept | Message):
-            msg = f"tail[{position}] must be Kept or a Message, got {item!r} of type {type(item).__name__}"
-            raise TypeError(msg)
-    return items
+    return _checks.check_items(value, "tail", (Kept, Message), "Kept or a Message")
 
 
 @attrs.frozen
@@ -310,10 +303,7 @@ _ROLE: dict[str, str] = {
 }
 
 
-def _aware(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        msg = f"{attribute.name} must be a timezone-aware datetime, got {value!r}; use datetime.now(UTC)"
-        raise TypeError(msg)
+_aware = _checks.aware_datetime(fix="use datetime.now(UTC)")
 
 
 @attrs.frozen
@@ -353,24 +343,24 @@ class Entry:
     def __attrs_post_init__(self) -> None:
         if self.kind not in _CONTENT:
             msg = f"unknown entry kind {self.kind!r}; the kinds are {', '.join(ENTRY_KINDS)}"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="kind", value=self.kind)
         expected = _CONTENT[self.kind]
         if not isinstance(self.content, expected):
             msg = (
                 f"a {self.kind!r} entry holds a {expected.__name__}, got {self.content!r} "
                 f"of type {type(self.content).__name__}"
             )
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg, argument="content", value=self.content, expected=expected.__name__)
         role = _ROLE.get(self.kind)
         if role is not None and isinstance(self.content, Message) and self.content.role != role:
             msg = f"a {self.kind!r} entry holds a {role!r} message, got a {self.content.role!r} one"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="content", value=self.content)
         if (self.kind == "tool_result") != (self.outcome is not None):
             msg = f"outcome is set on tool_result entries only, got outcome={self.outcome!r} on a {self.kind!r} entry"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="outcome", value=self.outcome)
         if self.outcome is not None and self.outcome not in OUTCOMES:
             msg = f"unknown outcome {self.outcome!r}; use one of {', '.join(OUTCOMES)}"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="outcome", value=self.outcome)
 
     @property
     def is_error(self) -> bool:
@@ -484,8 +474,9 @@ def freeze_json(value: Any, key: str, path: str = "") -> Any:
     a dataclass or attrs instance its fields as a dict).
 
     Raises:
-        TypeError: A part is not JSON data; the message names *key*, where in
+        ArgumentTypeError: A part is not JSON data; the message names *key*, where in
             the value, and the type found.
+        ArgumentValueError: A float is not finite.
     """
     if value is None or isinstance(value, str | bool | int):
         return value
@@ -493,13 +484,13 @@ def freeze_json(value: Any, key: str, path: str = "") -> Any:
         if math.isfinite(value):
             return value
         msg = f"{key!r}{path} is {value!r}, which JSON cannot hold; store None or a string"
-        raise TypeError(msg)
+        raise ArgumentValueError(msg, argument=key, value=value)
     if isinstance(value, Mapping):
         items: dict[str, Any] = {}
         for name, item in value.items():
             if not isinstance(name, str):
                 msg = f"{key!r}{path} has the key {name!r} of type {type(name).__name__}; JSON object keys are str"
-                raise TypeError(msg)
+                raise ArgumentTypeError(msg, argument=key, value=name, expected="a str key")
             items[name] = freeze_json(item, key, f"{path}[{name!r}]")
         return FrozenDict(items)
     if isinstance(value, list | tuple):
@@ -510,14 +501,11 @@ def freeze_json(value: Any, key: str, path: str = "") -> Any:
         return freeze_json({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, key, path)
     hint = "; use a list" if isinstance(value, set | frozenset) else "; store a plain-data projection of it"
     msg = f"{key!r}{path} is {value!r} of type {type(value).__name__}, which is not JSON data{hint}"
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg, argument=key, value=value, expected="JSON data")
 
 
 def _check_note_key(key: object) -> str:
-    if not isinstance(key, str):
-        msg = f"note keys must be str, got {key!r} of type {type(key).__name__}; use str(key) or a name"
-        raise TypeError(msg)
-    return key
+    return _checks.check_instance(key, "key", str, "str", label="note keys", fix="use str(key) or a name")
 
 
 # -- tails -----------------------------------------------------------------------------------
@@ -997,11 +985,9 @@ class Recorder:
         elif isinstance(exc, str):
             info = ErrorInfo("error", exc, during)
         else:
-            msg = f"record_error() takes an exception or a str, got {exc!r} of type {type(exc).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(exc, "exc", "an exception or a str", label="record_error()", verb="takes")
         if during is not None and not isinstance(during, str):
-            msg = f"during must be a str or None, got {during!r} of type {type(during).__name__}"
-            raise TypeError(msg)
+            raise _checks.wrong_type(during, "during", "a str or None")
         with ctx._tail.lock:
             self.commit(ctx, [self._entry("error", info)])
 
@@ -1070,8 +1056,8 @@ class Recorder:
                 msg = f"restore(to=<checkpoint {to.id!r}>): no entry of this history has that checkpoint's state"
                 raise HistoryError(msg)
             return matches[-1]
-        msg = f"restore() takes an entry index, a checkpoint id or a Checkpoint, got {to!r} of type {type(to).__name__}"
-        raise TypeError(msg)
+        expected = "an entry index, a checkpoint id or a Checkpoint"
+        raise _checks.wrong_type(to, "to", expected, label="restore()", verb="takes")
 
 
 def _check_payloads(message: Message) -> None:
@@ -1132,13 +1118,13 @@ def replay(
 
         ctx_type = WorkingContext
     if isinstance(history, Entry | str | bytes | Mapping):
-        msg = f"replay() takes a sequence of entries (ctx.history), got {history!r} of type {type(history).__name__}"
-        raise TypeError(msg)
+        expected = "a sequence of entries (ctx.history)"
+        raise _checks.wrong_type(history, "history", expected, label="replay()", verb="takes")
     entries = list(history)
     for position, entry in enumerate(entries):
         if not isinstance(entry, Entry):
-            msg = f"history[{position}] is {entry!r} of type {type(entry).__name__}, not an Entry"
-            raise TypeError(msg)
+            msg = f"history[{position}] is {_checks.described(entry)}, not an Entry"
+            raise ArgumentTypeError(msg, argument=f"history[{position}]", value=entry, expected="an Entry")
     ctx, recorder = _started(entries, ctx_type, counter, limit)
     for position in range(1, len(entries)):
         entry = entries[position]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 import attrs
 
-from workingctx.exceptions import CheckpointError, SerializationError, WorkingCtxError
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
 from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step, replay
 
 if TYPE_CHECKING:
@@ -120,15 +121,16 @@ def check_recorded(ctx: object) -> tuple[Entry, ...]:
     """
     from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports persistence lazily
 
-    if not isinstance(ctx, WorkingContext):
-        msg = f"save_context() takes a recorded WorkingContext, got {ctx!r} of type {type(ctx).__name__}"
-        raise TypeError(msg)
+    ctx = _checks.check_instance(
+        ctx, "ctx", WorkingContext, "a recorded WorkingContext", label="save_context()", verb="takes"
+    )
     if not ctx.recorded:
         msg = (
             "save_context() saves a recorded context as its history; build it with WorkingContext(record=True), "
             "or save a Checkpoint.capture(ctx) with save()"
         )
-        raise TypeError(msg)
+        # a plain context is the wrong kind of context for a history store: a type error
+        raise ArgumentTypeError(msg, argument="ctx", value=ctx, expected="a recorded WorkingContext")
     return ctx.history
 
 
@@ -136,10 +138,7 @@ def check_context_id(context_id: object) -> str:
     """
     Refuse an id that is not a str.
     """
-    if not isinstance(context_id, str):
-        msg = f"a context id is a str, got {context_id!r} of type {type(context_id).__name__}"
-        raise TypeError(msg)
-    return context_id
+    return _checks.check_instance(context_id, "context_id", str, "a str", label="a context id", verb="is")
 
 
 def missing(context_id: str, where: str) -> CheckpointError:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
+from workingctx import _checks
 from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
@@ -142,18 +143,14 @@ class PostgresStore:
     """
 
     def __init__(self, dsn: str, *, schema: str = "workingctx", pool_size: int = 4, timeout: float = 30.0) -> None:
-        if not isinstance(dsn, str):
-            msg = f"dsn must be a connection string, got {dsn!r} of type {type(dsn).__name__}"
-            raise TypeError(msg)
-        if not isinstance(schema, str) or not _NAME.fullmatch(schema):
-            msg = f"schema must be a lower-case name of letters, digits and _ (at most 63), got {schema!r}"
-            raise ValueError(msg)
-        if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
-            msg = f"pool_size must be a positive int, got {pool_size!r}"
-            raise ValueError(msg)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            msg = f"timeout must be a positive number of seconds, got {timeout!r}"
-            raise ValueError(msg)
+        _checks.check_instance(dsn, "dsn", str, "a connection string")
+        name_rule = "a lower-case name of letters, digits and _ (at most 63)"
+        if not _NAME.fullmatch(_checks.check_instance(schema, "schema", str, name_rule)):
+            raise _checks.wrong_value(schema, "schema", f"must be {name_rule}")
+        if _checks.check_int(pool_size, "pool_size") < 1:
+            raise _checks.wrong_value(pool_size, "pool_size", "must be a positive int")
+        if _checks.check_number(timeout, "timeout") <= 0:
+            raise _checks.wrong_value(timeout, "timeout", "must be a positive number of seconds")
         try:
             import psycopg  # noqa: PLC0415  # the postgres extra is optional
             import psycopg_pool  # noqa: PLC0415

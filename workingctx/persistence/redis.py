@@ -36,7 +36,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
+from workingctx import _checks
+from workingctx.exceptions import ArgumentValueError, CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
@@ -125,15 +126,12 @@ class RedisStore:
     """
 
     def __init__(self, url: str, *, namespace: str = "workingctx", timeout: float = 30.0) -> None:
-        if not isinstance(url, str):
-            msg = f"url must be a Redis URL, got {url!r} of type {type(url).__name__}"
-            raise TypeError(msg)
-        if not isinstance(namespace, str) or not _NAME.fullmatch(namespace):
-            msg = f"namespace must be 1 to 100 letters, digits, '_', '.' or '-', got {namespace!r}"
-            raise ValueError(msg)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            msg = f"timeout must be a positive number of seconds, got {timeout!r}"
-            raise ValueError(msg)
+        _checks.check_instance(url, "url", str, "a Redis URL")
+        name_rule = "1 to 100 letters, digits, '_', '.' or '-'"
+        if not _NAME.fullmatch(_checks.check_instance(namespace, "namespace", str, name_rule)):
+            raise _checks.wrong_value(namespace, "namespace", f"must be {name_rule}")
+        if _checks.check_number(timeout, "timeout") <= 0:
+            raise _checks.wrong_value(timeout, "timeout", "must be a positive number of seconds")
         try:
             import redis  # noqa: PLC0415  # the redis extra is optional
         except ImportError as exc:
@@ -148,7 +146,7 @@ class RedisStore:
             )
         except ValueError as exc:
             msg = f"url must be a Redis URL such as 'redis://127.0.0.1:6379/0', got {url!r} ({exc})"
-            raise ValueError(msg) from None
+            raise ArgumentValueError(msg, argument="url", value=url) from None
         kwargs = self._client.connection_pool.connection_kwargs
         self._where = (
             f"namespace {namespace!r} of Redis db {kwargs.get('db', 0)} on {kwargs.get('host')}:{kwargs.get('port')}"

@@ -34,7 +34,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from workingctx.exceptions import CheckpointError, SerializationError
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CheckpointError, SerializationError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
@@ -127,10 +128,11 @@ def _check_key(key: object) -> bytes | None:
         key = key.encode("utf-8")
     if not isinstance(key, bytes):
         msg = f"key must be bytes or str, got a value of type {type(key).__name__}; pass e.g. os.environ['CKPT_KEY']"
-        raise TypeError(msg)
+        # the key is a secret: named, never kept on the error (its repr reaches logs)
+        raise ArgumentTypeError(msg, argument="key", expected="bytes or str")
     if len(key) < 16:  # the floor below which an HMAC key is guessable
         msg = f"key must be at least 16 bytes, got {len(key)}; use secrets.token_bytes(32) to make one"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="key")
     return key
 
 
@@ -184,15 +186,10 @@ class SQLiteStore:
         key: bytes | str | None = None,
         read_only: bool | None = None,
     ) -> None:
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
-            msg = f"timeout must be a non-negative number of seconds, got {timeout!r}"
-            raise ValueError(msg)
-        if synchronous not in _SYNCHRONOUS:
-            msg = f"synchronous must be one of {sorted(_SYNCHRONOUS)}, got {synchronous!r}"
-            raise ValueError(msg)
-        if read_only is not None and not isinstance(read_only, bool):
-            msg = f"read_only must be None, True or False, got {read_only!r}"
-            raise TypeError(msg)
+        _checks.check_number(timeout, "timeout", minimum=0, fix="pass a number of seconds")
+        _checks.check_one_of(synchronous, "synchronous", sorted(_SYNCHRONOUS))
+        if read_only is not None:
+            _checks.check_flag(read_only, "read_only")
         self._key = _check_key(key)
         self.path = os.fspath(path)
         self._lock = threading.RLock()

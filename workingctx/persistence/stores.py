@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
+from workingctx import _checks
 from workingctx.exceptions import CheckpointError, HeadConflictError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence.checkpoint import Checkpoint
@@ -124,15 +125,17 @@ def _missing(checkpoint_id: object, where: str) -> CheckpointError:
 
 
 def _check_id(checkpoint_id: object) -> None:
-    if not isinstance(checkpoint_id, str):
-        msg = f"a checkpoint id is a str, got {checkpoint_id!r} of type {type(checkpoint_id).__name__}"
-        raise TypeError(msg)
+    _checks.check_instance(checkpoint_id, "checkpoint_id", str, "a str", label="a checkpoint id", verb="is")
 
 
 def _check_thread(thread: object, *, optional: bool = True) -> None:
-    if (thread is not None or not optional) and (not isinstance(thread, str) or not thread):
-        msg = f"a thread is named by a non-empty str, got {thread!r} of type {type(thread).__name__}"
-        raise TypeError(msg)
+    if thread is None and optional:
+        return
+    expected = "a non-empty str"
+    if not isinstance(thread, str):
+        raise _checks.wrong_type(thread, "thread", expected, label="a thread", verb="is named by")
+    if not thread:
+        raise _checks.wrong_value(thread, "thread", f"is named by {expected}", label="a thread")
 
 
 def _head_allows(current: str | None, checkpoint: Checkpoint) -> bool:
@@ -153,12 +156,15 @@ def _head_conflict(thread: str, checkpoint: Checkpoint, actual: str | None) -> H
 
 
 def _check_checkpoint(checkpoint: object) -> None:
-    if not isinstance(checkpoint, Checkpoint):
-        msg = (
-            f"save takes a Checkpoint, got {checkpoint!r} of type {type(checkpoint).__name__}; "
-            "make one with Checkpoint.capture(ctx)"
-        )
-        raise TypeError(msg)
+    _checks.check_instance(
+        checkpoint,
+        "checkpoint",
+        Checkpoint,
+        "a Checkpoint",
+        label="save",
+        verb="takes",
+        fix="make one with Checkpoint.capture(ctx)",
+    )
 
 
 class InMemoryStore:
