@@ -117,9 +117,10 @@ def _no_default(value: object) -> Any:
     raise TypeError(msg)
 
 
-def _make_fast_dumps() -> Callable[[Any], str] | None:
+def _make_encoder() -> Callable[[Any, int], tuple[str, ...]] | None:
     """
-    ``json.dumps`` with default arguments, without building an encoder per call.
+    The C encoder of ``json.dumps`` with default arguments, built once: its
+    output joined is ``json.dumps``'s.
 
     ``json.dumps`` makes a new C encoder on every call, which is most of its
     cost on small tool arguments. This builds the same C encoder once, with
@@ -145,18 +146,15 @@ def _make_fast_dumps() -> Callable[[Any], str] | None:
             allow_nan,
         )
 
-        def dumps(value: Any) -> str:
-            return "".join(encoder(value, 0))
-
         probe = {"host": "example.com", "port": 443, "ratio": 0.1, "tags": ["a", None, True], "é": {"n": -1e300}}
-        if dumps(probe) != json.dumps(probe):
+        if "".join(encoder(probe, 0)) != json.dumps(probe):
             return None
     except Exception:  # noqa: BLE001  # an unexpected accelerator: use json.dumps
         return None
-    return dumps
+    return encoder  # type: ignore[no-any-return]  # the C encoder is untyped
 
 
-_fast_dumps = _make_fast_dumps()
+_ENCODER = _make_encoder()
 
 
 def _json(value: Any) -> str:
@@ -164,7 +162,7 @@ def _json(value: Any) -> str:
     Tool arguments in their wire form: ``json.dumps`` with its default separators.
     """
     try:
-        return _fast_dumps(value) if _fast_dumps is not None else json.dumps(value)
+        return "".join(_ENCODER(value, 0)) if _ENCODER is not None else json.dumps(value)
     except (TypeError, ValueError, RecursionError):
         pass
     try:
@@ -421,7 +419,7 @@ class _CountCache(NamedTuple):
     """Cache a count computed elsewhere (by a batch)."""
 
 
-def _count_cache(key: str, compute: Callable[[Message], int]) -> _CountCache:
+def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = False) -> _CountCache:
     """
     The one reader and writer of the token counts cached on messages.
 
@@ -430,7 +428,9 @@ def _count_cache(key: str, compute: Callable[[Message], int]) -> _CountCache:
     one small tuple per message. *key* is the counter's name (two counters with
     the same name give the same counts); *compute* counts a message the cache
     does not know. The functions returned raise a :class:`TypeError` naming
-    any value that is not a :class:`~workingctx.Message`.
+    any value that is not a :class:`~workingctx.Message`. With *approx*, a
+    message of plain text without tool calls (most of a transcript) is counted
+    by the approximation right here, without calling *compute*.
     """
 
     def peek(message: Message) -> int | None:
@@ -469,7 +469,17 @@ def _count_cache(key: str, compute: Callable[[Message], int]) -> _CountCache:
                     return found[at + 1]  # type: ignore[no-any-return]
         elif not isinstance(message, Message):
             raise _not_a_message(message, 0)
-        tokens = compute(message)
+        content = message.content
+        if approx and content.__class__ is str and not message.tool_calls:  # _approx_count, inlined
+            chars = len(content)
+            name, answered = message.name, message.tool_call_id
+            if name is not None:
+                chars += len(name)
+            if answered is not None:
+                chars += len(answered)
+            tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+        else:
+            tokens = compute(message)
         object.__setattr__(message, "_token_counts", (key, tokens) if found is None else (*found, key, tokens))
         return tokens
 
@@ -698,8 +708,10 @@ class ApproxTokenCounter:
         return self.count(messages)
 
 
-_APPROX_CACHE = _count_cache(_APPROX, _approx_count)
-_APPROX_ANTHROPIC_CACHE = _count_cache(_approx_name("anthropic"), lambda message: _approx_count(message, "anthropic"))
+_APPROX_CACHE = _count_cache(_APPROX, _approx_count, approx=True)
+_APPROX_ANTHROPIC_CACHE = _count_cache(
+    _approx_name("anthropic"), lambda message: _approx_count(message, "anthropic"), approx=True
+)
 
 
 # -- tiktoken ----------------------------------------------------------------------
