@@ -797,3 +797,25 @@ def test_image_of_any_size_is_counted():
     assert image_tokens(1, 2**53, rule="anthropic") == image_tokens(1, huge, rule="anthropic")
     assert image_tokens(huge, huge) == image_tokens(2**53, 2**53)
     assert image_tokens(huge, 1, detail="high") >= 85
+
+
+class TestColdBudget:
+    def test_cold_slice_counts_only_the_kept_suffix(self):
+        """
+        A context built from messages never counted, sliced by a budget, counts
+        only the suffix it walks; once the context is counted, the running sums
+        give the same slice.
+        """
+        from workingctx import TokenBudget, WorkingContext  # noqa: PLC0415
+
+        messages = [Message("system", "rules")] + [Message("user", f"question {i}") for i in range(300)]
+        ctx = WorkingContext(messages=messages)
+
+        cold = ctx.slice(TokenBudget(100))
+
+        assert 1 < cold.size() < 30
+        assert None is cached(messages[150], "approx")
+        assert None is not cached(messages[-1], "approx")
+        assert None is not cached(messages[0], "approx")  # system messages are counted first
+        ctx.count_tokens()
+        assert cold.messages == ctx.slice(TokenBudget(100)).messages

@@ -82,10 +82,11 @@ class TailView(Sequence[Message]):
     @property
     def counted(self) -> bool:
         """
-        Whether the running sums already reach the end of the view (asking for
-        them costs nothing more).
+        Whether the context keeps running sums already: bringing them up to the
+        end of the view costs only the messages appended since they were last
+        counted, not the whole transcript.
         """
-        return self._running is not None or self._tail.counted(self._items, self._size)
+        return self._running is not None or self._tail.counted(self._items)
 
     def __len__(self) -> int:
         return self._size
@@ -301,12 +302,12 @@ class Tail:
         running.extend(items[:size])
         return running
 
-    def counted(self, items: list[Message], size: int) -> bool:
+    def counted(self, items: list[Message]) -> bool:
         """
-        Whether the tail's running sums already reach the first *size* messages of *items*.
+        Whether the tail keeps running sums of *items* (its list) already.
         """
         with self.lock:
-            return items is self._messages and self._running is not None and len(self._running) >= size
+            return items is self._messages and self._running is not None
 
     def running(self) -> RunningCount | None:
         """

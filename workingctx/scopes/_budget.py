@@ -167,8 +167,9 @@ class TokenBudget(_ScopeOps):
         The view carries running token sums under the context's counter, the
         system messages' positions and a :class:`TailIndex` of clean cuts.
         """
-        # Only when the view's running sums are counted already: a cold context
-        # is scanned from its end instead, counting only the suffix it keeps.
+        # Only when the context keeps running sums already (an agent's context,
+        # counted at every step): a context never counted is scanned from its
+        # end instead, counting only the suffix it keeps.
         if getattr(messages, "counted", False) is not True or not self.include_system:
             return None
         index = messages.tail_index  # type: ignore[attr-defined]  # a TailView
