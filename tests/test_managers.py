@@ -26,7 +26,7 @@ from workingctx.managers import (
     TokenBudgetContextManager,
     _systems_first,
 )
-from workingctx.scopes import surviving_indices
+from workingctx.scopes import Tagged, surviving_indices
 from workingctx.snapshot import common_prefix_length
 
 # -- helpers -------------------------------------------------------------------------
@@ -923,6 +923,34 @@ class TestScopeForIsWhatATrimKeeps:
         assert (0, 5) == report.kept
         assert ["You are terse.", "q3"] == [m.text() for m in ctx.messages]
         assert "ValidRequest(Since(0))" == str(manager.scope_for(ctx))
+
+    def test_the_budget_manager_scope_keeps_its_pins(self):
+        """
+        A pinned message the cut keeps is in the scope too (a budget scope
+        alone would leave it out), and explain() counts what the trim keeps.
+        """
+        ctx = WorkingContext(messages=[Message("user", "Migrate the database.", name="task")])
+        for n in range(8):
+            ctx.append(Message("assistant", f"step {n} " * 10), Message("user", f"next {n}"))
+        manager = TokenBudgetContextManager(100, low_watermark=60, pin=Tagged("task"))
+        report = explain(manager.scope_for(ctx), ctx)
+        before = ctx.messages
+        manager.trim_context(ctx)
+        assert 0 in report.kept
+        assert [before[i] for i in report.kept] == list(ctx.messages)
+        assert "Migrate the database." == ctx.messages[0].text()
+
+    def test_scope_for_takes_a_context(self):
+        """
+        scope_for() names what it needs when given something else.
+        """
+        for manager in (
+            MessageContextManager(2),
+            TokenBudgetContextManager(100),
+            SummaryContextManager(_fixed, max_messages=4),
+        ):
+            with pytest.raises(TypeError, match=r"scope_for\(\) takes a WorkingContext, got \[\]"):
+                manager.scope_for([])  # type: ignore[arg-type]
 
     def test_the_summary_manager_reads_as_its_window(self):
         """
