@@ -481,7 +481,6 @@ def decode_chain(
     values: list[Any] = []
     chain: list[str] = []
     previous = kind.root
-    sha = hashlib.sha256
     for position, (link, digest) in enumerate(links):
         value = cache.get(digest, _UNREAD)
         if value is _UNREAD:
@@ -489,7 +488,7 @@ def decode_chain(
             if value is _UNREAD:
                 value = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
             remember(cache, digest, value)
-        if sha(f"{previous}:{digest}".encode("ascii")).hexdigest() != link:
+        if step(previous, digest) != link:
             damage(f"the link does not match its {kind.noun} ({link_table}, key {link!r})", f"{kind.path}[{position}]")
         values.append(value)
         chain.append(link)
