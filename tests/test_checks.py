@@ -20,6 +20,7 @@ from workingctx import Message, ToolCall, Usage, WorkingContext
 from workingctx._checks import check_count, check_items, check_number, check_one_of, check_str, count, flag
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.history import ContextChange, Entry, Forked, Kept, NotesChange, Started
+from workingctx.managers import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
 from workingctx.persistence import Checkpoint, InMemoryStore, SQLiteStore, rehydrate
 from workingctx.prefix import PrefixContext
@@ -28,6 +29,11 @@ from workingctx.snapshot import FrozenContext
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+
+async def _summarize(messages: object, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001  # the protocol's signature
+    return "summary"
+
 
 SNAP = WorkingContext(messages=[Message("user", "hi")]).freeze()
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -145,6 +151,62 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("SQLiteStore(read_only=)", lambda v: SQLiteStore(":memory:", read_only=v), "read_only", 1, TYPE),
     ("SQLiteStore(key=)", lambda v: SQLiteStore(":memory:", key=v), "key", b"short", VALUE),
     ("SQLiteStore(key=)", lambda v: SQLiteStore(":memory:", key=v), "key", 12345, TYPE),
+    ("MessageContextManager(max_messages)", MessageContextManager, "max_messages", -1, VALUE),
+    ("MessageContextManager(max_messages)", MessageContextManager, "max_messages", True, TYPE),
+    ("MessageContextManager(max_messages)", MessageContextManager, "max_messages", "10", TYPE),
+    (
+        "MessageContextManager(remove_tool_msgs=)",
+        lambda v: MessageContextManager(remove_tool_msgs=v),
+        "remove_tool_msgs",
+        1,
+        TYPE,
+    ),
+    ("MessageContextManager(pin=)", lambda v: MessageContextManager(pin=v), "pin", "task", TYPE),
+    ("TokenBudgetContextManager(max_tokens)", TokenBudgetContextManager, "max_tokens", -1, VALUE),
+    ("TokenBudgetContextManager(max_tokens)", TokenBudgetContextManager, "max_tokens", 100.0, TYPE),
+    (
+        "TokenBudgetContextManager(low_watermark=)",
+        lambda v: TokenBudgetContextManager(100, low_watermark=v),
+        "low_watermark",
+        200,
+        VALUE,
+    ),
+    (
+        "TokenBudgetContextManager(counter=)",
+        lambda v: TokenBudgetContextManager(100, counter=v),
+        "counter",
+        "approx",
+        TYPE,
+    ),
+    ("SummaryContextManager(summarizer)", SummaryContextManager, "summarizer", "summarize", TYPE),
+    (
+        "SummaryContextManager(keep_recent=)",
+        lambda v: SummaryContextManager(_summarize, keep_recent=v),
+        "keep_recent",
+        -1,
+        VALUE,
+    ),
+    (
+        "SummaryContextManager(token_budget=)",
+        lambda v: SummaryContextManager(_summarize, token_budget=v),
+        "token_budget",
+        "6000",
+        TYPE,
+    ),
+    (
+        "SummaryContextManager(summary_prompt=)",
+        lambda v: SummaryContextManager(_summarize, summary_prompt=v),
+        "summary_prompt",
+        3,
+        TYPE,
+    ),
+    (
+        "MessageContextManager().trim_context(ctx)",
+        MessageContextManager().trim_context,
+        "ctx",
+        [Message("user", "x")],
+        TYPE,
+    ),
 ]
 
 SECRETS = {"key"}  # arguments whose value is a secret: named by the error, never shown or kept

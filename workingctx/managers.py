@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVa
 
 import attrs
 
+from workingctx import _checks
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ScopeError
 from workingctx.messages import Message
@@ -153,55 +154,43 @@ class BaseContextManager(abc.ABC, Generic[C]):
 
 
 def _check_context(ctx: object, where: str) -> WorkingContext:
-    if not isinstance(ctx, WorkingContext):
-        msg = (
-            f"{where} takes a WorkingContext, got {ctx!r} of type {type(ctx).__name__}; "
-            "wrap a message list with WorkingContext(messages=...)"
-        )
-        raise TypeError(msg)
-    return ctx
+    return _checks.check_instance(
+        ctx,
+        "ctx",
+        WorkingContext,
+        "a WorkingContext",
+        label=where,
+        verb="takes",
+        fix="wrap a message list with WorkingContext(messages=...)",
+    )
 
 
 def _count_check(*, optional: bool = False) -> Callable[[object, attrs.Attribute[Any], object], None]:
     """
-    An attrs validator: an int (or None when *optional*), 0 or more.
+    An attrs validator: an int (or None when *optional*), 0 or more; a negative one is a ScopeError.
     """
-
-    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        owner = type(inst).__name__
-        if value is None and optional:
-            return
-        if not isinstance(value, int) or isinstance(value, bool):
-            kind = "an int or None" if optional else "an int"
-            msg = f"{owner}: {attribute.name} must be {kind}, got {value!r} of type {type(value).__name__}"
-            raise TypeError(msg)
-        if value < 0:
-            msg = f"{owner}: {attribute.name} must be 0 or more, got {value!r}"
-            raise ScopeError(msg)
-
-    return check
+    return _checks.count(optional=optional, error=ScopeError)
 
 
-def _flag_check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        owner = type(inst).__name__
-        msg = f"{owner}: {attribute.name} must be True or False, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+_flag_check = _checks.flag()
 
 
 def _pin_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not _is_scope(value):
-        raise _not_a_scope(value, f"{type(inst).__name__}(pin=...)")
+        raise _not_a_scope(value, f"{type(inst).__name__}(pin=...)", "pin")
 
 
 def _counter_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     # what isinstance(value, MessageCounter) asks, without the protocol check's cost on every cut
     if value is not None and not (hasattr(value, "name") and callable(getattr(value, "count_message", None))):
-        msg = (
-            f"{type(inst).__name__}(counter=...) needs a token counter with count_message(message) and a name, "
-            f"got {value!r} of type {type(value).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
+        raise _checks.wrong_type(
+            value,
+            "counter",
+            "a token counter with count_message(message) and a name",
+            label=f"{type(inst).__name__}(counter=...)",
+            verb="needs",
+            fix="use ApproxTokenCounter() or TiktokenCounter()",
         )
-        raise TypeError(msg)
 
 
 def _systems_first(messages: Sequence[Message]) -> list[Message]:
@@ -683,7 +672,7 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
                 f"max_tokens={self.max_tokens!r}; a cut trims down to the low watermark, "
                 "so it must be at most max_tokens"
             )
-            raise ScopeError(msg)
+            raise ScopeError(msg, argument="low_watermark", value=self.low_watermark)
 
     def _counter(self, ctx: WorkingContext) -> MessageCounter:
         return ctx.counter if self.counter is None else self.counter
@@ -777,11 +766,13 @@ class _SummaryPlan:
 
 def _summarizer_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if not callable(value):
-        msg = (
-            f"{type(inst).__name__} needs a summarizer: an async callable (messages, *, prompt, max_tokens) -> str, "
-            f"got {value!r} of type {type(value).__name__}"
+        raise _checks.wrong_type(
+            value,
+            "summarizer",
+            "a summarizer: an async callable (messages, *, prompt, max_tokens) -> str",
+            label=type(inst).__name__,
+            verb="needs",
         )
-        raise TypeError(msg)
 
 
 def _prompt(value: str | None) -> str:
@@ -790,10 +781,7 @@ def _prompt(value: str | None) -> str:
     """
     if value is None:
         return DEFAULT_SUMMARY_PROMPT
-    if not isinstance(value, str):
-        msg = f"SummaryContextManager: summary_prompt must be a str or None, got {value!r}"
-        raise TypeError(msg)
-    return value
+    return _checks.check_instance(value, "summary_prompt", str, "a str or None", owner="SummaryContextManager")
 
 
 # -- SummaryContextManager ----------------------------------------------------------
