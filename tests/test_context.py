@@ -5,13 +5,18 @@ Tests for workingctx.context: the four axes, fork, merge and concurrency.
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
+import pickle
 import random
 from collections import Counter
+from typing import Any
 
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests.strategies import json_values, messages, scratchpads, short_names, simple_messages, transcripts
 from workingctx import FrozenContext, Message, MutationJournal, PrefixContext, ToolCall, WorkingContext
@@ -814,3 +819,244 @@ class TestDeepAndCyclicNotes:
         for operation in (ctx.fork, ctx.freeze, ctx.digest):
             with pytest.raises(PayloadError, match=r"note 'deep'.*deep"):
                 operation()
+
+
+class TestNotesCostWhatChanged:
+    def test_a_note_read_out_is_the_live_note(self):
+        """
+        A note read through the scratchpad or get() is the note itself: a
+        change in place, made before or after a freeze, is in the next
+        snapshot and digest (the reference's live-dict example).
+        """
+        ctx = WorkingContext().note("plan", {"steps": ["a"]})
+        before = ctx.digest()
+        ctx.scratchpad["plan"]["steps"].append("b")
+        steps = ctx.get("plan")["steps"]
+        assert {"plan": {"steps": ["a", "b"]}} == dict(ctx.freeze().scratchpad)
+        steps.append("c")
+        assert {"plan": {"steps": ["a", "b", "c"]}} == dict(ctx.freeze().scratchpad)
+        assert ctx.get("plan") is ctx.scratchpad["plan"]
+        assert before != ctx.digest() == WorkingContext().note("plan", {"steps": ["a", "b", "c"]}).digest()
+
+    def test_a_value_set_as_a_note_is_copied(self):
+        """
+        Plain data given to note(), update_scratchpad() or scratchpad[key] is
+        copied: changing your own object afterwards does not change the note.
+        """
+        plan, seen, tags = {"steps": ["a"]}, [1], {"t": ["x"]}
+        ctx = WorkingContext().note("plan", plan).update_scratchpad({"seen": seen})
+        ctx.scratchpad["tags"] = tags
+        plan["steps"].append("b")
+        seen.append(2)
+        tags["t"].clear()
+        assert {"plan": {"steps": ["a"]}, "seen": [1], "tags": {"t": ["x"]}} == ctx.scratchpad
+
+    def test_objects_of_your_own_stay_by_reference(self):
+        """
+        A note holding something other than plain data (here a tuple and an
+        object of your own) is kept as it is, and read again at every freeze.
+        """
+
+        @attrs.define
+        class Box:
+            items: list[int]
+
+        box = Box([1])
+        ctx = WorkingContext().note("box", box).note("pair", (1, 2))
+        first = ctx.digest()
+        box.items.append(2)
+        assert ctx.get("box") is box
+        assert (1, 2) == ctx.get("pair")
+        assert first != ctx.digest() == WorkingContext().note("box", Box([1, 2])).note("pair", (1, 2)).digest()
+
+    def test_unchanged_notes_are_shared_not_copied(self):
+        """
+        A note that did not change is the same frozen object in every later
+        snapshot and in a fork's snapshots: freezing and forking copy nothing.
+        """
+        ctx = WorkingContext(scratchpad={"plan": {"steps": ["a"]}, "stage": "act"})
+        first = dict(ctx.freeze().scratchpad)["plan"]
+        child = ctx.fork().note("stage", "verify")
+        assert first is dict(ctx.freeze().scratchpad)["plan"] is dict(child.freeze().scratchpad)["plan"]
+        assert {"plan": {"steps": ["a"]}, "stage": "verify"} == dict(child.freeze().scratchpad)
+        child.get("plan")["steps"].append("b")
+        assert {"steps": ["a"]} == ctx.get("plan")
+        assert {"steps": ["a", "b"]} == child.get("plan")
+
+    def test_the_scratchpad_is_a_dict_to_every_reader(self):
+        """
+        dict(), {**...}, json, pickle, copies and | give plain dicts of the
+        notes; a dict copy shares the live notes, as dict.copy() does.
+        """
+        ctx = WorkingContext(scratchpad={"plan": {"steps": ["a"]}})
+        notes = ctx.scratchpad
+        assert isinstance(notes, dict)
+        assert '{"plan": {"steps": ["a"]}}' == json.dumps(notes)
+        for made in (pickle.loads(pickle.dumps(notes)), copy.deepcopy(notes)):
+            assert type(made) is dict
+            assert {"plan": {"steps": ["a"]}} == made
+        shallow = notes.copy()
+        assert type(shallow) is dict
+        shallow["plan"]["steps"].append("b")
+        assert {"plan": {"steps": ["a", "b"]}, "x": 1} == notes | {"x": 1} == {**notes, "x": 1}
+        notes |= {"y": [2]}
+        assert ["plan", "y"] == sorted(notes)
+        assert ("y", [2]) == notes.popitem()
+        assert {"steps": ["a", "b"]} == notes.pop("plan")
+        assert "missing" == notes.pop("plan", "missing")
+        assert {} == notes == dict(ctx.freeze().scratchpad)
+
+
+def _containers(value: Any) -> list[Any]:
+    """
+    Every dict and list inside *value*, itself included, outermost first.
+    """
+    found: list[Any] = []
+    stack = [value]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, dict):
+            found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found.append(item)
+            stack.extend(item)
+    return found
+
+
+def _poke(container: Any, token: int) -> None:
+    """
+    Change *container* in place, the same way for a note and for its model.
+    """
+    if isinstance(container, dict):
+        container[f"k{token % 3}"] = token
+    elif token % 2 and container:
+        container.pop()
+    else:
+        container.append(token)
+
+
+_KEYS = st.sampled_from(["plan", "seen", "stage", "tools"])
+
+
+class NotesCachingMachine(RuleBasedStateMachine):
+    """
+    A context's notes beside a plain dict model, through note sets, in-place
+    changes (through the scratchpad, get(), values(), a dict copy, and
+    references held across freezes), deletes, forks and rolled-back edits.
+    After every step the digest, the snapshot and its hash are those computed
+    from scratch from the model: the caches are invisible.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ctx = WorkingContext(messages=[Message("user", "hi")], scratchpad={"plan": {"steps": ["a"]}})
+        self.model: dict[str, Any] = {"plan": {"steps": ["a"]}}
+        # (a container read out of the context, its counterpart in the model)
+        self.held: list[tuple[Any, Any]] = []
+
+    def _hold(self, key: str, value: Any, pick: int) -> bool:
+        ours, theirs = _containers(value), _containers(self.model[key])
+        if ours:
+            self.held.append((ours[pick % len(ours)], theirs[pick % len(theirs)]))
+        return bool(ours)
+
+    @rule(key=_KEYS, value=json_values(6), later=st.booleans())
+    def note(self, key: str, value: Any, later: bool) -> None:
+        self.ctx.note(key, value)
+        self.model[key] = copy.deepcopy(value)
+        if later:  # the caller's own object, changed after the note was set: a copy was kept
+            for container in _containers(value):
+                _poke(container, 7)
+
+    @rule(notes=st.dictionaries(_KEYS, json_values(4), max_size=3))
+    def update(self, notes: dict[str, Any]) -> None:
+        self.ctx.update_scratchpad(notes)
+        self.model.update(copy.deepcopy(notes))
+
+    @rule(key=_KEYS, value=json_values(4))
+    def item_write(self, key: str, value: Any) -> None:
+        self.ctx.scratchpad[key] = value
+        self.model[key] = copy.deepcopy(value)
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), pick=st.integers(0, 5), token=st.integers(0, 9), how=st.sampled_from(["[]", "get", "values"]))
+    def change_in_place(self, data: st.DataObject, pick: int, token: int, how: str) -> None:
+        key = data.draw(st.sampled_from(sorted(self.model)))
+        notes = self.ctx.scratchpad
+        if how == "[]":
+            value = notes[key]
+        elif how == "get":
+            value = self.ctx.get(key)
+        else:
+            value = dict(zip(notes.keys(), notes.values(), strict=True))[key]
+        if self._hold(key, value, pick):
+            ours, theirs = self.held[-1]
+            _poke(ours, token)
+            _poke(theirs, token)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data(), token=st.integers(0, 9))
+    def change_held(self, data: st.DataObject, token: int) -> None:
+        """A reference read out earlier, changed after freezes and digests."""
+        ours, theirs = data.draw(st.sampled_from(self.held))
+        _poke(ours, token)
+        _poke(theirs, token)
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), how=st.sampled_from(["del", "pop"]))
+    def remove(self, data: st.DataObject, how: str) -> None:
+        key = data.draw(st.sampled_from(sorted(self.model)))
+        if how == "del":
+            del self.ctx.scratchpad[key]
+        else:
+            assert self.model[key] == self.ctx.scratchpad.pop(key)
+        del self.model[key]
+
+    @rule(key=_KEYS, value=json_values(4))
+    def setdefault(self, key: str, value: Any) -> None:
+        assert self.model.setdefault(key, copy.deepcopy(value)) == self.ctx.scratchpad.setdefault(key, value)
+
+    @rule()
+    def fork(self) -> None:
+        """The child goes on; what was read out of the parent no longer reaches it."""
+        parent, self.ctx = self.ctx, self.ctx.fork()
+        self.model = copy.deepcopy(self.model)
+        self.held = []
+        parent.note("stage", "parent only")
+        for container in _containers(parent.get("plan")):
+            _poke(container, 3)
+
+    @rule(key=_KEYS, token=st.integers(0, 9))
+    def rolled_back(self, key: str, token: int) -> None:
+        """
+        An apply_locked edit that raises changes nothing (notes come back by
+        value: what was read out before no longer reaches the context).
+        """
+
+        def edit(ctx: WorkingContext) -> None:
+            ctx.note("stage", "rolled back")
+            if key in ctx.scratchpad:
+                for container in _containers(ctx.scratchpad[key]):
+                    _poke(container, token)
+            raise RuntimeError
+
+        with pytest.raises(RuntimeError):
+            asyncio.run(self.ctx.apply_locked(edit))
+        self.held = []
+
+    @rule()
+    def message(self) -> None:
+        self.ctx.append(Message("assistant", "ok"))
+
+    @invariant()
+    def caches_are_invisible(self) -> None:
+        snap = self.ctx.freeze()
+        scratch = FrozenContext(prefix=self.ctx.prefix, messages=self.ctx.messages, scratchpad=self.model)
+        assert scratch == snap
+        assert hash(scratch) == hash(snap)
+        assert scratch.digest() == self.ctx.digest() == snap.digest()
+        assert self.model == dict(snap.scratchpad)
+
+
+TestNotesCaching = NotesCachingMachine.TestCase

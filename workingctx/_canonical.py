@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -44,7 +44,8 @@ __all__ = [
     "entries_digest",
     "entry_digest",
     "message_digest",
-    "notes_json",
+    "note_digest",
+    "notes_digest_of",
     "prefix_digest",
 ]
 
@@ -263,6 +264,9 @@ def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+_quote: Callable[[str], str] = json.encoder.encode_basestring  # the C function, as JSONEncoder uses it
+"""A str as JSON, exactly as the encoder below writes it (``ensure_ascii=False``)."""
+
 _encode = json.JSONEncoder(
     sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False
 ).encode
@@ -275,21 +279,38 @@ def canonical_json(value: Any, where: str = "the value") -> str:
     return _encode(canonical(value, where))
 
 
-def notes_json(notes: Mapping[str, Any]) -> str:
+def note_digest(key: str, value: Any) -> str:
     """
-    The canonical JSON of a scratchpad: an object of each note's canonical form.
+    The stable digest of one note's value: the sha256 of its canonical JSON.
 
     Raises:
-        PayloadTypeError: A note has no canonical form; the message names its key.
+        PayloadTypeError: The value has no canonical form; the message names the note's key.
     """
-    out: dict[str, Any] = {}
-    for key, value in notes.items():
-        try:
-            out[key] = _canon(value, MAX_DEPTH)
-        except _Refused as exc:
-            where = f"note {key!r}"
-            raise exc.error(where) from None
-    return _encode(out)
+    try:
+        text = _encode(_canon(value, MAX_DEPTH))
+    except _Refused as exc:
+        where = f"note {key!r}"
+        raise exc.error(where) from None
+    return _sha256(text)
+
+
+def notes_digest_of(parts: Iterable[tuple[str, str]]) -> str:
+    """
+    The stable digest of a scratchpad from ``(key, note_digest(key, value))``
+    pairs: one sha256 over each key (as JSON) and its note's digest, keys sorted.
+
+    Each note is hashed apart, so a caller that keeps each note's digest
+    hashes only the notes that changed.
+    """
+    quote = _quote
+    body = "".join(
+        f"|{quote(key) if type(key) is str else _encode(key)}:{digest}" for key, digest in sorted(parts, key=_key_of)
+    )
+    return _sha256("notes/v1" + body)
+
+
+def _key_of(part: tuple[str, str]) -> str:
+    return part[0]
 
 
 def _sha256(text: str) -> str:

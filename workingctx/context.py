@@ -19,9 +19,7 @@ WorkingContext: what an agent knows right now, on four independent axes.
 
 from __future__ import annotations
 
-import copy
 import inspect
-import pickle
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -33,16 +31,16 @@ import attrs
 from workingctx import _checks
 from workingctx import history as _records
 from workingctx._lock import ContextLock
+from workingctx._notes import Notes, NotesMark, copy_notes
 from workingctx._tail import Mark, Tail, TailView
 from workingctx.exceptions import (
     ArgumentTypeError,
     ArgumentValueError,
     HistoryError,
     MergeError,
-    PayloadError,
     PricingError,
 )
-from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, thaw
+from workingctx.frozen import FrozenDict
 from workingctx.journal import MutationJournal
 from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, Usage
 from workingctx.prefix import PrefixContext
@@ -52,8 +50,7 @@ from workingctx.snapshot import (
     ContextDiff,
     FrozenContext,
     diff_states,
-    freeze_scratchpad,
-    snapshot_digest,
+    digest_of_parts,
 )
 from workingctx.tokens import ApproxTokenCounter, TokenCounter
 from workingctx.validity import STRUCTURAL_RULES, RuleState
@@ -95,58 +92,6 @@ def _check_messages(values: Sequence[object], what: str) -> None:
 
 def _check_key(key: object) -> None:
     _checks.check_instance(key, "key", str, "str", label="scratchpad keys", fix="use str(key) or a name")
-
-
-_LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
-_CONTAINERS: frozenset[type] = frozenset({dict, list, tuple, set, frozenset, FrozenDict, FrozenList})
-
-
-def _is_plain(value: Any, room: int = MAX_DEPTH) -> bool:
-    """
-    Whether *value* is plain data all the way down (no object of your own,
-    which might define how it is copied), within :data:`MAX_DEPTH` levels
-    (deeper or cyclic data is left to ``copy.deepcopy``, which handles cycles).
-    """
-    kind = type(value)
-    if kind in _LEAVES:
-        return True
-    if room < 1:
-        return False
-    leaves = _LEAVES
-    if kind is dict or kind is FrozenDict:
-        return all(
-            type(key) in leaves and (type(item) in leaves or _is_plain(item, room - 1)) for key, item in value.items()
-        )
-    if kind in _CONTAINERS or isinstance(value, frozenset):  # frozen sets of a payload included
-        return all(type(item) in leaves or _is_plain(item, room - 1) for item in value)
-    return False
-
-
-def _copy_notes(notes: Mapping[str, Any], copies: int = 1) -> list[dict[str, Any]]:
-    """
-    Independent deep copies of the notes, with ``copy.deepcopy``'s meaning.
-
-    Plain data is pickled once and unpickled once per copy, several times
-    faster than ``copy.deepcopy``; notes holding objects of your own go
-    through ``copy.deepcopy``, so their ``__deepcopy__`` is honoured.
-    """
-    plain = dict(notes)
-    try:
-        if all(_is_plain(value) for value in plain.values()):
-            data = pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
-            return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
-        return [copy.deepcopy(plain) for _ in range(copies)]
-    except RecursionError:
-        for key, value in plain.items():
-            try:
-                copy.deepcopy(value)
-            except RecursionError:
-                msg = (
-                    f"note {key!r} is nested too deep to copy; keep notes within {MAX_DEPTH} levels "
-                    "of dicts and lists, or store the deep part as a JSON string"
-                )
-                raise PayloadError(msg, path=f"note {key!r}") from None
-        raise
 
 
 class WorkingContext:
@@ -215,12 +160,12 @@ class WorkingContext:
             )
         tail = list(messages)
         _check_messages(tail, "messages")
-        notes: dict[str, Any] = {}
+        notes = Notes()
         if scratchpad is not None:
             _checks.check_instance(scratchpad, "scratchpad", Mapping, "a mapping")
             for key in scratchpad:
                 _check_key(key)
-            notes = thaw(dict(scratchpad))
+            notes = Notes(scratchpad, writable=True)
         if journal is None:
             journal = MutationJournal()
         elif not isinstance(journal, MutationJournal):
@@ -250,10 +195,10 @@ class WorkingContext:
         if record:
             self._history = _records.start(self, id)
 
-    def _init(self, prefix: PrefixContext, tail: Tail, notes: dict[str, Any], journal: MutationJournal[Any]) -> None:
+    def _init(self, prefix: PrefixContext, tail: Tail, notes: Notes, journal: MutationJournal[Any]) -> None:
         self._prefix = prefix
         self._tail = tail
-        self._scratchpad: dict[str, Any] = notes
+        self._scratchpad = notes
         self.journal: MutationJournal[Any] = journal
         self._prefix_tokens: int | None = None
         self._lock = ContextLock()
@@ -263,7 +208,7 @@ class WorkingContext:
         self._marks: dict[object, int] = {}
         # (token of the parent, call id) for a context forked for a pending call
         self._parent_call: tuple[object, str] | None = None
-        # token of the parent -> a copy of the notes when this context forked from it
+        # token of the parent -> the notes (frozen, or copies) when this context forked from it
         self._scratch_base: dict[object, dict[str, Any]] = {}
         self._edit_lock = threading.Lock()
         # the history of a recorded context (None: not recorded)
@@ -289,7 +234,7 @@ class WorkingContext:
         )
         return ctx
 
-    def _spawn(self, tail: Tail, scratchpad: dict[str, Any]) -> WorkingContext:
+    def _spawn(self, tail: Tail, scratchpad: Notes) -> WorkingContext:
         child = WorkingContext.__new__(WorkingContext)
         child._init(self._prefix, tail, scratchpad, MutationJournal(tuple(self.journal)))
         child.limit = self.limit
@@ -319,7 +264,7 @@ class WorkingContext:
         (change notes with :meth:`note` or :meth:`edit_notes`).
         """
         if self._history is not None:
-            return FrozenDict(self._scratchpad)
+            return FrozenDict(self._scratchpad.raw())
         return self._scratchpad
 
     @property
@@ -452,7 +397,7 @@ class WorkingContext:
         """
         with self._tail.lock:
             if replace:
-                self._scratchpad = dict(notes)
+                self._scratchpad.replace_all(notes)
                 return
             for key in removed:
                 self._scratchpad.pop(key, None)
@@ -574,7 +519,7 @@ class WorkingContext:
         if for_call is not None:
             _checks.check_instance(for_call, "for_call", str, "a tool call id (a str)")
         with self._tail.lock:
-            notes, base = _copy_notes(self._scratchpad, 2)
+            notes, base = self._scratchpad.fork()
             if for_call is None:
                 tail = self._tail.copy()
             else:
@@ -647,7 +592,7 @@ class WorkingContext:
         """
         with self._tail.lock:
             view = self._tail.view()
-            notes, base = _copy_notes(self._scratchpad, 2)
+            notes, base = self._scratchpad.fork()
             appended = self._tail.appended
         kept = surviving_indices(scope, view)
         child = self._spawn(self._tail.copy([view[i] for i in sorted(kept)]), notes)
@@ -773,7 +718,7 @@ class WorkingContext:
             with other._tail.lock:
                 other._marks[self._token] = position
                 other._tail.retain(min(other._marks.values()))
-                other._scratch_base[self._token] = _copy_notes(other._scratchpad)[0]
+                other._scratch_base[self._token] = other._scratchpad.fork(child=False)[1]
         return self
 
     def _refuse_breaks(self, incoming: list[Message], *, whole: bool) -> None:
@@ -893,16 +838,18 @@ class WorkingContext:
         if not (policy in ("last_write_wins", "raise") or isinstance(policy, Mapping) or callable(policy)):
             msg = f"unknown scratchpad policy {policy!r}; use 'last_write_wins', 'raise', a reducer or a mapping"
             raise MergeError(msg)
-        theirs = other._scratchpad
+        theirs = other._scratchpad.plain()
         if mode in ("delta", "result"):
             before = other._scratch_base.get(self._token, {})
             theirs = {k: v for k, v in theirs.items() if before.get(k, _MISSING) != v}
+        mine = self._scratchpad
         notes: dict[str, Any] = {}
-        for key, new in _copy_notes(theirs)[0].items():
-            old = self._scratchpad.get(key, _MISSING)
-            if old is _MISSING or policy == "last_write_wins":
+        for key, new in copy_notes(theirs)[0].items():
+            if key not in mine or policy == "last_write_wins":
                 notes[key] = new
-            elif policy == "raise":
+                continue
+            old = mine.get(key)
+            if policy == "raise":
                 if old != new:
                     msg = (
                         f"scratchpad conflict on {key!r}: this context has {old!r}, the merged one {new!r}; "
@@ -1127,9 +1074,10 @@ class WorkingContext:
         """
         with self._tail.lock:
             messages, chain = self._tail.frozen()
-            notes = freeze_scratchpad(self._scratchpad)
+            notes = self._scratchpad.frozen()
+            known = self._scratchpad.known_digest()
             entries = self.journal._source()
-        return FrozenContext._lazily(self._prefix, messages, notes, entries, chain)
+        return FrozenContext._lazily(self._prefix, messages, notes, entries, chain, known)
 
     def digest(self) -> str:
         """
@@ -1138,19 +1086,19 @@ class WorkingContext:
         Only messages appended since the last digest are hashed.
         """
         with self._tail.lock:
-            return snapshot_digest(self._prefix, self._tail.chain_digest(), self._scratchpad)
+            return digest_of_parts(self._prefix, self._tail.chain_digest(), self._scratchpad.digest())
 
     def diff(self, other: WorkingContext | FrozenContext) -> ContextDiff:
         """
         What this context has that *other* has not (``self - other``): a frozen copy.
         """
         if isinstance(other, WorkingContext):
-            old_prefix, old_messages, old_notes = other._prefix, other.messages, other._scratchpad
+            old_prefix, old_messages, old_notes = other._prefix, other.messages, other._scratchpad.raw()
         elif isinstance(other, FrozenContext):
             old_prefix, old_messages, old_notes = other.prefix, other.messages, dict(other.scratchpad)
         else:
             raise _checks.wrong_type(other, "other", "a WorkingContext or a FrozenContext", owner="diff()")
-        return diff_states(self._prefix, self.messages, self._scratchpad, old_prefix, old_messages, old_notes)
+        return diff_states(self._prefix, self.messages, self._scratchpad.raw(), old_prefix, old_messages, old_notes)
 
     # -- concurrency ---------------------------------------------------------------
 
@@ -1178,20 +1126,15 @@ class WorkingContext:
                 raise
             return result
 
-    def _undo_point(self) -> tuple[Mark, dict[str, Any], tuple[int, int]]:
+    def _undo_point(self) -> tuple[Mark, NotesMark, tuple[int, int]]:
         with self._tail.lock:
-            try:
-                notes = _copy_notes(self._scratchpad)[0]
-            except Exception:  # noqa: BLE001  # an uncopyable note: restore the keys only
-                notes = dict(self._scratchpad)
-            return self._tail.mark(), notes, (len(self.journal), self.journal.committed)
+            return self._tail.mark(), self._scratchpad.mark(), (len(self.journal), self.journal.committed)
 
-    def _roll_back(self, undo: tuple[Mark, dict[str, Any], tuple[int, int]]) -> None:
+    def _roll_back(self, undo: tuple[Mark, NotesMark, tuple[int, int]]) -> None:
         mark, notes, (size, committed) = undo
         with self._tail.lock:
             self._tail.restore(mark)
-            self._scratchpad.clear()
-            self._scratchpad.update(notes)
+            self._scratchpad.restore(notes)
             self.journal._truncate(size, committed)
 
     def __repr__(self) -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from workingctx import _checks
-from workingctx._canonical import EMPTY_CHAIN, chain_step, notes_json
+from workingctx._canonical import EMPTY_CHAIN, chain_step, note_digest, notes_digest_of
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import FrozenDict, freeze_json, freeze_named
 from workingctx.messages import Message
@@ -41,6 +41,7 @@ __all__ = [
     "common_prefix_length",
     "diff_states",
     "freeze_scratchpad",
+    "notes_digest",
     "snapshot_digest",
 ]
 
@@ -158,6 +159,8 @@ class FrozenContext:
     _chain: Chain | None = attrs.field(default=None, alias="_chain", kw_only=True, repr=False)
     _hash: int | None = attrs.field(init=False, default=None, repr=False)
     _digest: str | None = attrs.field(init=False, default=None, repr=False)
+    # the digest of the notes, when the live context it was taken from knew it
+    _notes_digest: str | None = attrs.field(init=False, default=None, repr=False)
     # A live context's lists and lengths, until messages or journal are first
     # read: taking a snapshot then costs the same at every length of a run.
     _lazy: _Lazy | None = attrs.field(init=False, default=None, repr=False)
@@ -214,6 +217,7 @@ class FrozenContext:
             ("_chain", None),
             ("_hash", None),
             ("_digest", None),
+            ("_notes_digest", None),
             ("_lazy", None),
         ):
             object.__setattr__(self, name, value)
@@ -263,9 +267,10 @@ class FrozenContext:
                 names the note's key.
         """
         if self._digest is None:
-            object.__setattr__(
-                self, "_digest", snapshot_digest(self.prefix, self.chain_digest(), dict(self.scratchpad))
-            )
+            notes = self._notes_digest
+            if notes is None:
+                notes = notes_digest(dict(self.scratchpad))
+            object.__setattr__(self, "_digest", digest_of_parts(self.prefix, self.chain_digest(), notes))
         return self._digest  # type: ignore[return-value]  # set just above
 
     @classmethod
@@ -294,14 +299,17 @@ class FrozenContext:
         scratchpad: tuple[tuple[str, Any], ...],
         journal: tuple[Sequence[Any], int],
         chain: Chain,
+        notes_digest: str | None = None,
     ) -> FrozenContext:
         """
         Like :meth:`_trusted`, with the messages and the journal entries given
         as ``(list, n)``: the first *n* items of lists that only ever grow in
         place, read into tuples the first time the field is read. Freezing
-        then costs the same at every length of a run.
+        then costs the same at every length of a run. *notes_digest*, when
+        known, is :func:`notes_digest` of the scratchpad.
         """
         snapshot = cls._trusted(prefix, (), scratchpad, (), chain)
+        object.__setattr__(snapshot, "_notes_digest", notes_digest)
         object.__setattr__(snapshot, "_lazy", _Lazy(messages, journal))
         object.__delattr__(snapshot, "messages")
         object.__delattr__(snapshot, "journal")
@@ -355,14 +363,26 @@ def snapshot_digest(prefix: PrefixContext, chain: str, scratchpad: Mapping[str, 
         PayloadTypeError: A note holds an object with no canonical form; the
             message names the note's key and how to make it encodable.
     """
-    body = "|".join(
-        (
-            "snapshot/v2",
-            prefix.digest(),
-            chain,
-            hashlib.sha256(notes_json(scratchpad).encode("utf-8", "surrogatepass")).hexdigest(),
-        )
-    )
+    return digest_of_parts(prefix, chain, notes_digest(scratchpad))
+
+
+def notes_digest(scratchpad: Mapping[str, Any]) -> str:
+    """
+    The stable digest of a scratchpad, the part of a snapshot's digest the
+    notes give: a sha256 over each key and the digest of its note's canonical
+    JSON, so a live context re-hashes only the notes that changed.
+
+    Raises:
+        PayloadTypeError: A note holds an object with no canonical form (the message names its key).
+    """
+    return notes_digest_of((key, note_digest(key, value)) for key, value in scratchpad.items())
+
+
+def digest_of_parts(prefix: PrefixContext, chain: str, notes: str) -> str:
+    """
+    A snapshot's digest from its prefix, the chain digest of its tail and :func:`notes_digest` of its notes.
+    """
+    body = f"snapshot/v3|{prefix.digest()}|{chain}|{notes}"
     return hashlib.sha256(body.encode("ascii")).hexdigest()
 
 

@@ -1,0 +1,514 @@
+"""
+The scratchpad of a live context: a dict that knows which notes may have changed.
+
+Freezing, digesting and forking a context read its notes; this module makes
+them cost what changed since the last call. A note holding plain JSON-like
+data (dicts with str keys, lists, str, int, float, bool, None) is kept
+*sealed*: as its deep-frozen copy, which nothing can change in place, with its
+digest cached. A sealed note costs nothing to freeze (the frozen value is the
+snapshot's), to digest (its digest is reused) or to fork (the child shares the
+frozen value). Setting a note costs that note: the value is copied into its
+frozen form, and hashed at the next digest.
+
+The live-dict semantics stay: reading a sealed note through the dict (``[]``,
+``get``, ``values()``, ``items()``, ``dict(notes)``...) gives a plain writable
+copy in its place, once, and from then on that object *is* the note, so
+``ctx.scratchpad["plan"]["steps"].append("b")`` is seen by the next freeze.
+Such a note is *open*: it may change in place at any time, so every freeze
+and digest reads it again (costing that note) until it is set anew. Notes
+holding anything else (tuples, sets, objects of your own) are open from the
+start and kept by reference, as a plain dict keeps them.
+
+What gives: a plain-data value passed in (``note()``, ``update_scratchpad()``,
+``notes[key] = value``) is copied, so changing the caller's own object
+afterwards does not change the note; change the note through the scratchpad,
+or set it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import pickle
+import threading
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
+from typing import Any, Self, TypeAlias
+
+from workingctx._canonical import note_digest, notes_digest_of
+from workingctx.exceptions import PayloadError
+from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, deep_freeze, freeze_named, is_json_payload, thaw
+
+__all__ = ["Notes", "NotesMark", "copy_notes", "is_plain"]
+
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+_LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
+_CONTAINERS: frozenset[type] = frozenset({dict, list, tuple, set, frozenset, FrozenDict, FrozenList})
+
+
+def is_plain(value: Any, room: int = MAX_DEPTH) -> bool:
+    """
+    Whether *value* is plain data all the way down (no object of your own,
+    which might define how it is copied), within :data:`MAX_DEPTH` levels
+    (deeper or cyclic data is left to ``copy.deepcopy``, which handles cycles).
+    """
+    kind = type(value)
+    if kind in _LEAVES:
+        return True
+    if room < 1:
+        return False
+    leaves = _LEAVES
+    if kind is dict or kind is FrozenDict:
+        return all(
+            type(key) in leaves and (type(item) in leaves or is_plain(item, room - 1)) for key, item in value.items()
+        )
+    if kind in _CONTAINERS or isinstance(value, frozenset):  # frozen sets of a payload included
+        return all(type(item) in leaves or is_plain(item, room - 1) for item in value)
+    return False
+
+
+def copy_notes(notes: Mapping[str, Any], copies: int = 1) -> list[dict[str, Any]]:
+    """
+    Independent deep copies of the notes, with ``copy.deepcopy``'s meaning.
+
+    Plain data is pickled once and unpickled once per copy, several times
+    faster than ``copy.deepcopy``; notes holding objects of your own go
+    through ``copy.deepcopy``, so their ``__deepcopy__`` is honoured.
+
+    Raises:
+        PayloadError: A note is nested too deep to copy (the message names it).
+    """
+    plain = dict(notes)
+    try:
+        if all(is_plain(value) for value in plain.values()):
+            data = pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+            return [pickle.loads(data) for _ in range(copies)]  # noqa: S301  # our own bytes, made just above
+        return [copy.deepcopy(plain) for _ in range(copies)]
+    except RecursionError:
+        for key, value in plain.items():
+            try:
+                copy.deepcopy(value)
+            except RecursionError:
+                msg = (
+                    f"note {key!r} is nested too deep to copy; keep notes within {MAX_DEPTH} levels "
+                    "of dicts and lists, or store the deep part as a JSON string"
+                )
+                raise PayloadError(msg, path=f"note {key!r}") from None
+        raise
+
+
+def _json_tree(value: Any, room: int, seen: set[int]) -> bool:
+    """
+    Whether *value* is a tree of dicts with str keys, lists and JSON scalars
+    (no container twice: a cycle or a shared part is not a tree), within *room* levels.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if (kind is not dict and kind is not list) or room < 1 or id(value) in seen:
+        return False
+    seen.add(id(value))
+    scalars = _SCALARS
+    if kind is dict:
+        return all(
+            type(key) is str and (type(item) in scalars or _json_tree(item, room - 1, seen))
+            for key, item in value.items()
+        )
+    return all(type(item) in scalars or _json_tree(item, room - 1, seen) for item in value)
+
+
+def _frozen_tree(value: Any) -> bool:
+    """
+    Whether *value* is frozen JSON-like data: a frozen dict or list (which
+    deep freezing returns as it is) of JSON scalars and more of the same.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is FrozenDict:
+        return is_json_payload(value) or all(type(key) is str and _frozen_tree(item) for key, item in value.items())
+    if kind is FrozenList:
+        return is_json_payload(value) or all(_frozen_tree(item) for item in value)
+    return False
+
+
+NotesMark: TypeAlias = tuple[dict[Any, Any], set[Any], set[Any], dict[str, str]]
+"""The notes as they were (see :meth:`Notes.mark`): stored values, keys of ours, open keys, digests."""
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
+class Notes(dict[str, Any]):
+    """
+    A live context's scratchpad: a ``dict`` for every reader and writer, whose
+    sealed notes cost nothing to freeze, digest or fork again (see the module).
+
+    Args:
+        notes: The first notes; with *writable*, frozen values among them read
+            back as writable copies (a context rebuilt from a snapshot).
+    """
+
+    __slots__ = ("_digests", "_lock", "_open", "_ours", "_pairs", "_sha")
+
+    def __init__(self, notes: Mapping[str, Any] | None = None, *, writable: bool = False) -> None:
+        super().__init__()
+        self._lock = threading.RLock()
+        # keys whose value may change in place (or is not JSON-like data): read on every freeze
+        self._open: set[str] = set()
+        # keys whose sealed value is a frozen copy of ours: read back as a writable copy
+        self._ours: set[str] = set()
+        # the digest of each sealed note, by key
+        self._digests: dict[str, str] = {}
+        # the sorted (key, frozen value) pairs and the notes' digest, while no note is open
+        self._pairs: tuple[tuple[str, Any], ...] | None = None
+        self._sha: str | None = None
+        if notes:
+            for key, value in notes.items():
+                self._put(key, value, writable=writable)
+
+    # -- the state of one note ---------------------------------------------------------
+
+    def _put(self, key: Any, value: Any, *, writable: bool = False) -> None:
+        """
+        Set a note: sealed when it is JSON-like data (a frozen copy, or the
+        value itself when frozen already), open otherwise (as it is, or a
+        writable copy with *writable*).
+        """
+        ours = open_ = False
+        if type(value) in _SCALARS:
+            pass
+        elif type(key) is str and _frozen_tree(value):
+            ours = writable
+        elif type(key) is str and _json_tree(value, MAX_DEPTH, set()):
+            value, ours = deep_freeze(value), True
+        else:
+            open_ = True
+            if writable:
+                value = thaw(value)
+        with self._lock:
+            dict.__setitem__(self, key, value)
+            self._mark(key, ours=ours, open_=open_)
+
+    def _mark(self, key: Any, *, ours: bool, open_: bool) -> None:
+        if ours:
+            self._ours.add(key)
+        else:
+            self._ours.discard(key)
+        if open_:
+            self._open.add(key)
+        else:
+            self._open.discard(key)
+        self._digests.pop(key, None)
+        self._pairs = self._sha = None
+
+    def _forget(self, key: Any) -> None:
+        self._ours.discard(key)
+        self._open.discard(key)
+        self._digests.pop(key, None)
+        self._pairs = self._sha = None
+
+    def _out(self, key: Any, value: Any) -> Any:
+        """
+        *value*, stored under *key*, as a reader gets it: a sealed copy of ours
+        becomes a writable copy, which from now on is the (open) note.
+        """
+        if key in self._ours:
+            value = thaw(value)
+            dict.__setitem__(self, key, value)
+            self._mark(key, ours=False, open_=True)
+        return value
+
+    # -- dict: reading -------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Any:
+        with self._lock:
+            return self._out(key, dict.__getitem__(self, key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """
+        The note under *key* (writable, and seen by the next freeze), or *default*.
+        """
+        with self._lock:
+            if dict.__contains__(self, key):
+                return self._out(key, dict.__getitem__(self, key))
+            return default
+
+    def __iter__(self) -> Iterator[Any]:
+        # Defined so that dict(notes), {**notes} and f(**notes) read each note through __getitem__.
+        return dict.__iter__(self)
+
+    def values(self) -> ValuesView[Any]:  # type: ignore[override]  # a view that reads each note as [] does
+        """
+        A view of the notes, each read as ``notes[key]`` reads it.
+        """
+        return ValuesView(self)
+
+    def items(self) -> ItemsView[Any, Any]:  # type: ignore[override]  # a view that reads each note as [] does
+        """
+        A view of ``(key, note)`` pairs, each note read as ``notes[key]`` reads it.
+        """
+        return ItemsView(self)
+
+    def copy(self) -> dict[Any, Any]:
+        """
+        A plain dict of the same notes (the same objects, as ``dict.copy`` gives).
+        """
+        return {key: self[key] for key in list(dict.keys(self))}
+
+    __copy__ = copy
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        return copy.deepcopy(self.plain(), memo)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self.plain(),))
+
+    def __or__(self, other: Any) -> Any:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return {**self.copy(), **other}
+
+    def __ror__(self, other: Any) -> Any:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return {**other, **self.copy()}
+
+    # -- dict: writing -------------------------------------------------------------------
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        with self._lock:
+            dict.__delitem__(self, key)
+            self._forget(key)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        """
+        Remove the note under *key* and return it (writable), or *default*.
+        """
+        with self._lock:
+            if not dict.__contains__(self, key):
+                return dict.pop(self, key, *default)
+            value = dict.pop(self, key)
+            if key in self._ours:
+                value = thaw(value)
+            self._forget(key)
+            return value
+
+    def popitem(self) -> tuple[Any, Any]:
+        """
+        Remove the newest note and return ``(key, note)``.
+        """
+        with self._lock:
+            key, value = dict.popitem(self)
+            if key in self._ours:
+                value = thaw(value)
+            self._forget(key)
+            return key, value
+
+    def clear(self) -> None:
+        """
+        Remove every note.
+        """
+        with self._lock:
+            dict.clear(self)
+            self._open.clear()
+            self._ours.clear()
+            self._digests.clear()
+            self._pairs = self._sha = None
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        """
+        The note under *key* (writable), after setting it to *default* when missing.
+        """
+        with self._lock:
+            if not dict.__contains__(self, key):
+                self._put(key, default)
+            return self[key]
+
+    def update(self, *others: Any, **notes: Any) -> None:
+        """
+        Set every note of a mapping, of ``(key, value)`` pairs, or of keywords.
+        """
+        if len(others) > 1:
+            msg = f"update expected at most 1 positional argument, got {len(others)}"
+            raise TypeError(msg)
+        with self._lock:
+            for other in others:
+                pairs: Iterable[tuple[Any, Any]]
+                if isinstance(other, Mapping):
+                    pairs = ((key, other[key]) for key in other)
+                elif hasattr(other, "keys"):
+                    pairs = ((key, other[key]) for key in other.keys())  # noqa: SIM118  # dict.update's protocol
+                else:
+                    pairs = other
+                for key, value in pairs:
+                    self._put(key, value)
+            for key, value in notes.items():
+                self._put(key, value)
+
+    def __ior__(self, other: Any) -> Self:  # type: ignore[override]  # returns this very dict, as dict does
+        self.update(other)
+        return self
+
+    # -- for the context ----------------------------------------------------------------
+
+    def raw(self) -> dict[Any, Any]:
+        """
+        The notes as stored, without reading them out: sealed notes frozen,
+        open ones as they are (for code that only compares or freezes them).
+        """
+        with self._lock:
+            return dict(dict.items(self))
+
+    def plain(self) -> dict[Any, Any]:
+        """
+        The notes as plain data, without reading them out: sealed copies of
+        ours thawed (new objects), every other note as it is.
+        """
+        with self._lock:
+            ours = self._ours
+            return {key: thaw(value) if key in ours else value for key, value in dict.items(self)}
+
+    def frozen(self) -> tuple[tuple[str, Any], ...]:
+        """
+        The notes as a snapshot holds them: ``(key, frozen value)`` pairs sorted
+        by key. Sealed notes are their own frozen values; open ones are frozen now.
+
+        Raises:
+            PayloadError: An open note is nested too deep or contains itself.
+        """
+        with self._lock:
+            pairs = self._pairs
+            if pairs is not None:
+                return pairs
+            opened = self._open
+            items = [
+                (key, freeze_named(value, f"note {key!r}") if key in opened else value)
+                for key, value in dict.items(self)
+            ]
+            items.sort(key=_first)
+            pairs = tuple(items)
+            if not opened:
+                self._pairs = pairs
+            return pairs
+
+    def digest(self) -> str:
+        """
+        The notes' digest (:func:`~workingctx.snapshot.notes_digest`), from each
+        sealed note's cached digest and the open notes read now.
+
+        Raises:
+            PayloadTypeError: A note holds an object with no canonical form; the message names its key.
+        """
+        with self._lock:
+            sha = self._sha
+            if sha is not None:
+                return sha
+            opened = self._open
+            known = self._digests
+            parts: list[tuple[str, str]] = []
+            for key, value in dict.items(self):
+                if key in opened:
+                    parts.append((key, note_digest(key, value)))
+                    continue
+                digest = known.get(key)
+                if digest is None:
+                    digest = known[key] = note_digest(key, value)
+                parts.append((key, digest))
+            sha = notes_digest_of(parts)
+            if not opened:
+                self._sha = sha
+            return sha
+
+    def known_digest(self) -> str | None:
+        """
+        The notes' digest when it is known without reading a note, else None.
+        """
+        return self._sha
+
+    def fork(self, *, child: bool = True) -> tuple[Notes, dict[str, Any]]:
+        """
+        The notes of a fork, and the baseline a delta merge compares them with.
+
+        Sealed notes are shared, frozen (a fork of unchanged notes costs the
+        number of keys, not their size); open notes are copied, frozen when
+        they are JSON-like data. Without *child*, only the baseline is made
+        (an empty :class:`Notes` stands for the child).
+
+        Raises:
+            PayloadError: An open note is nested too deep to copy.
+        """
+        with self._lock:
+            made = Notes()
+            base: dict[str, Any] = dict(dict.items(self))
+            if not self._open:  # every note sealed: share them all, as they are
+                if child:
+                    dict.update(made, base)
+                    made._ours = set(self._ours)
+                    made._digests = dict(self._digests)
+                    made._pairs, made._sha = self._pairs, self._sha
+                return made, base
+            base.clear()
+            others: dict[str, Any] = {}
+            order: list[Any] = []
+            for key, value in dict.items(self):
+                order.append(key)
+                if key not in self._open:
+                    base[key] = value
+                elif type(key) is str and _json_tree(value, MAX_DEPTH, set()):
+                    base[key] = deep_freeze(value)
+                else:
+                    others[key] = value
+            copies = copy_notes(others, 2 if child else 1) if others else [{}, {}]
+            base.update(copies[-1])
+            if not child:
+                return made, {key: base[key] for key in order}
+            theirs = copies[0]
+            for key in order:
+                if key in others:
+                    dict.__setitem__(made, key, theirs[key])
+                    made._open.add(key)
+                else:
+                    dict.__setitem__(made, key, base[key])
+                    if key in self._ours or key in self._open:
+                        made._ours.add(key)
+            made._digests = {key: digest for key, digest in self._digests.items() if key not in made._open}
+            if not made._open:
+                made._pairs, made._sha = self._pairs, self._sha
+            return made, {key: base[key] for key in order}
+
+    def mark(self) -> NotesMark:
+        """
+        A token for :meth:`restore`: the notes as they are now, open notes copied
+        (by value when they can be, otherwise kept as they are).
+        """
+        with self._lock:
+            stored = dict(dict.items(self))
+            opened = {key: stored[key] for key in self._open}
+            if opened:
+                with contextlib.suppress(Exception):  # an uncopyable note: restored by key only
+                    stored.update(copy_notes(opened)[0])
+            return stored, set(self._ours), set(self._open), dict(self._digests)
+
+    def restore(self, mark: NotesMark) -> None:
+        """
+        Put back the notes of a :meth:`mark`.
+        """
+        stored, ours, opened, digests = mark
+        with self._lock:
+            dict.clear(self)
+            dict.update(self, stored)
+            self._ours, self._open, self._digests = set(ours), set(opened), dict(digests)
+            self._pairs = self._sha = None
+
+    def replace_all(self, notes: Mapping[str, Any]) -> None:
+        """
+        Make *notes* (read as stored, not read out) the only notes.
+        """
+        with self._lock:
+            self.clear()
+            for key, value in (notes.raw() if isinstance(notes, Notes) else dict(notes)).items():
+                self._put(key, value)
