@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import json_values
+from tests.strategies import block_transcripts, json_values, messages, transcripts
 from workingctx import (
     Checkpoint,
     LastNTurns,
@@ -78,7 +78,7 @@ def state(ctx: WorkingContext) -> tuple[Any, ...]:
         ctx.turn,
         ctx.id,
         ctx.parent_id,
-        tuple(rec.pending),
+        tuple(call.id for call in ctx.pending_calls),
         tuple(rec.waiting),
     )
 
@@ -171,7 +171,7 @@ class TestEntries:
         ctx.close_pending("cancelled")
         assert ["done", "error", "cancelled"] == [e.outcome for e in ctx.history if e.kind == "tool_result"]
         assert "(cancelled)" == ctx.messages[-1].text()
-        assert () == tuple(ctx._history.pending)
+        assert () == ctx.pending_calls
 
     def test_entries_round_trip_as_json(self):
         """
@@ -291,7 +291,7 @@ class _Program:
     def run(self, step: tuple[Any, ...]) -> None:
         ctx = self.ctx
         op = step[0]
-        pending = list(ctx._history.pending)
+        pending = [call.id for call in ctx.pending_calls]
         if op == "user":
             ctx.append(Message("user", step[1]))
         elif op == "notice":
@@ -373,15 +373,15 @@ class TestReplayProperty:
             with contextlib.suppress(FinishedError, PendingCallsError, HistoryError, MergeError):
                 run.run(step)
         ctx = run.ctx
-        run.run(("close", "interrupted")) if ctx._history.pending and not ctx.finished else None
-        if ctx._history.pending or ctx._history.waiting:
+        run.run(("close", "interrupted")) if ctx.pending_calls and not ctx.finished else None
+        if ctx.pending_calls or ctx._history.waiting:
             with pytest.raises(PendingCallsError):
                 ctx.restore(0)
             return
         index = data.draw(st.integers(0, len(ctx.history) - 1))
         size = len(ctx.history)
         then = WorkingContext.replay(ctx.history[: index + 1])
-        if then._history.pending or then._history.waiting:
+        if then.pending_calls or then._history.waiting:
             with pytest.raises(HistoryError, match="middle of a turn"):
                 ctx.restore(index)
             assert size == len(ctx.history)
@@ -669,6 +669,84 @@ class TestPendingCalls:
         ctx = recorded()
         ctx.append(call("c1")).finish()
         assert ctx.finished
+
+    def test_a_dangling_call_is_not_pending(self):
+        """
+        A call other messages already followed without its result is broken, not
+        pending: as for ``pending_calls``, a user message does not wait for it, a
+        clear is not refused, and close_pending() leaves it alone.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), call("c1"), Message.assistant("moved on"))
+        assert () == ctx.pending_calls
+        ctx.append(Message("user", "next"))
+        assert ["q", "", "moved on", "next"] == [m.text() for m in ctx.messages]
+        ctx.close_pending("cancelled")
+        assert 4 == ctx.size()
+        ctx.clear_messages()
+        assert 0 == ctx.size()
+        assert_replays(ctx)
+
+    def test_a_user_message_carrying_results_answers_the_calls(self):
+        """
+        A user message with tool-result blocks (the Anthropic shape) is a result:
+        it goes in at once, and the user message waiting behind it follows.
+        """
+        from workingctx.messages import ToolResultBlock  # noqa: PLC0415
+
+        ctx = recorded()
+        ctx.append(Message("user", "q"), call("c1"), Message("user", "late"))
+        ctx.append(Message("user", (ToolResultBlock("c1", "found"),)))
+        assert ["user", "assistant", "user", "user"] == [m.role for m in ctx.messages]
+        assert "late" == ctx.messages[-1].text()
+        assert () == ctx.pending_calls
+        assert_replays(ctx)
+
+    @given(
+        st.one_of(transcripts(), block_transcripts(), block_transcripts(broken=True), st.lists(messages(), max_size=8))
+    )
+    def test_the_history_waits_on_the_contexts_pending_calls(self, transcript):
+        """
+        Appended one by one, any transcript (broken ones too): a user message
+        waits only while ``pending_calls`` is not empty, a clear refuses naming
+        exactly those calls, close_pending() answers exactly them, and the
+        history replays to the same context.
+        """
+        ctx = recorded()
+        for message in transcript:
+            ctx.append(message)
+            rec = ctx._history
+            assert rec is not None
+            pending = tuple(call.id for call in ctx.pending_calls)
+            assert not rec.waiting or pending
+            assert pending == tuple(call.id for call in WorkingContext(messages=ctx.messages).pending_calls)
+        assert_replays(ctx)
+        pending = tuple(call.id for call in ctx.pending_calls)
+        if pending:
+            with pytest.raises(PendingCallsError) as refused:
+                ctx.clear_messages()
+            assert pending == refused.value.calls
+        size = ctx.size()
+        ctx.close_pending("cancelled")
+        answered = [m.tool_call_id for m in ctx.messages[size:] if m.role == "tool"]
+        assert list(pending) == answered[: len(pending)]
+        assert_replays(ctx)
+
+    @given(st.one_of(transcripts(), block_transcripts()))
+    def test_on_valid_transcripts_pending_means_unanswered(self, transcript):
+        """
+        On a valid transcript the context's pending calls are exactly the calls no
+        later message answers, and a recorded context takes every message in order.
+        """
+        unanswered: dict[str, None] = {}
+        for message in transcript:
+            unanswered.update(dict.fromkeys(message.call_ids))
+            for result in message.result_ids:
+                unanswered.pop(result, None)
+        ctx = recorded()
+        ctx.extend(transcript)
+        assert tuple(unanswered) == tuple(call.id for call in ctx.pending_calls)
+        assert list(transcript) == list(ctx.messages)
 
 
 class TestUsage:

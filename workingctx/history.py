@@ -74,7 +74,6 @@ __all__ = [
     "entry_to_data",
     "freeze_json",
     "history_step",
-    "pending_call_ids",
     "replay",
     "tail_pieces",
 ]
@@ -561,17 +560,13 @@ def build_tail(old: Sequence[Message], pieces: Iterable[Piece]) -> list[Message]
     return out
 
 
-def pending_call_ids(messages: Iterable[Message]) -> dict[str, None]:
+def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     """
-    The ids of the tool calls in *messages* that no later message answers, in order.
+    The ids of the calls waiting for their result at the end of *ctx*'s tail:
+    :attr:`WorkingContext.pending_calls`, the one notion of a pending call (a
+    call other messages already followed without its result is broken, not pending).
     """
-    pending: dict[str, None] = {}
-    for message in messages:
-        for call in message.call_ids:
-            pending[call] = None
-        for result in message.result_ids:
-            pending.pop(result, None)
-    return pending
+    return tuple(call.id for call in ctx.pending_calls)
 
 
 def _minus(a: Usage, b: Usage) -> Usage:
@@ -646,7 +641,6 @@ class Recorder:
         "id",
         "parent_call_id",
         "parent_id",
-        "pending",
         "reported",
         "turn",
         "waiting",
@@ -661,7 +655,7 @@ class Recorder:
         self.turn = 0
         self.finished = False
         self.final_answer: Any = None
-        self.pending: dict[str, None] = {}
+        # user messages appended while calls were pending, in order
         self.waiting: list[Message] = []
         # usage of every recorded reply (merged ones included) by model name
         self.by_model: dict[str, Usage] = {}
@@ -796,33 +790,30 @@ class Recorder:
 
     def _place(self, ctx: WorkingContext, messages: Sequence[Message]) -> None:
         """
-        Append messages; a user message waits while calls are pending, and goes
-        in right after the last result.
+        Append messages; a user message waits while calls are pending (or
+        other user messages wait), and goes in once no call is pending any more.
+
+        A user message that carries tool results is a result, not a new turn:
+        it goes in at once.
         """
-        placed: list[Message] = []
-        pending = self.pending
         for message in messages:
-            if message.role == "user" and (pending or self.waiting):
+            if message.role == "user" and not message.result_ids and (self.waiting or _pending_ids(ctx)):
                 self.waiting.append(message)
                 continue
-            placed.append(message)
-            for call in message.call_ids:
-                pending[call] = None
-            if message.role == "tool":
-                for result in message.result_ids:
-                    pending.pop(result, None)
-                if not pending and self.waiting:
-                    placed.extend(self.waiting)
-                    self.waiting.clear()
-        if placed:
-            ctx._tail.extend(placed)
+            ctx._tail.extend([message])
+            self._release(ctx)
+
+    def _release(self, ctx: WorkingContext) -> None:
+        """
+        Place the waiting user messages once no call is pending.
+        """
+        if self.waiting and not _pending_ids(ctx):
+            waiting, self.waiting = self.waiting, []
+            self._place(ctx, waiting)
 
     def _retail(self, ctx: WorkingContext, tail: list[Message]) -> None:
         ctx._replace(tail)
-        self.pending = pending_call_ids(tail)
-        if not self.pending and self.waiting:
-            waiting, self.waiting = self.waiting, []
-            self._place(ctx, waiting)
+        self._release(ctx)
 
     # -- mutators (called by WorkingContext) ---------------------------------------------------
 
@@ -855,7 +846,7 @@ class Recorder:
         with ctx._tail.lock:
             self._open("close_pending()")
             words = text if text is not None else f"({outcome})"
-            results = [Message.tool(words, call_id=call) for call in self.pending]
+            results = [Message.tool(words, call_id=call) for call in _pending_ids(ctx)]
             self.commit(ctx, [self._entry("tool_result", m, outcome) for m in results])
 
     def replace(self, ctx: WorkingContext, items: Sequence[Message], change: Change | None = None) -> None:
@@ -876,9 +867,9 @@ class Recorder:
                     change = "summary"
                 else:
                     change = "replace_tail" if added else "trim"
-            if change in ("summary", "clear") and self.pending:
+            if change in ("summary", "clear") and _pending_ids(ctx):
                 what = f"a {change}"
-                raise self._pending_error(what)
+                raise _pending_error(ctx, what)
             for piece in pieces:
                 if isinstance(piece, Message):
                     _check_payloads(piece)
@@ -946,7 +937,6 @@ class Recorder:
             for name in ("parent_id", "parent_call_id", "turn", "finished", "final_answer"):
                 setattr(copy, name, getattr(self, name))
             copy.by_model = dict(self.by_model)
-            copy.pending = dict(self.pending)
             copy.waiting = list(self.waiting)
             copy.captured = dict(self.captured)
             copy._chain = list(self._chain)
@@ -964,10 +954,7 @@ class Recorder:
             entry = self._entry("context_change", ContextChange(change, tail_pieces(before, ctx.messages), prefix))
             self.entries.append(entry)
             # what apply() does after a new tail, so a replay agrees
-            self.pending = pending_call_ids(ctx.messages)
-            if not self.pending and self.waiting:
-                waiting, self.waiting = self.waiting, []
-                self._place(ctx, waiting)
+            self._release(ctx)
 
     def finish(self, ctx: WorkingContext, answer: Any) -> None:
         """
@@ -991,29 +978,22 @@ class Recorder:
         with ctx._tail.lock:
             self.commit(ctx, [self._entry("error", info)])
 
-    def _pending_error(self, what: str) -> PendingCallsError:
-        calls = tuple(self.pending)
-        msg = (
-            f"{what} is refused while tool calls are pending ({', '.join(map(repr, calls))}): "
-            "append their results first, or close them with close_pending()"
-        )
-        return PendingCallsError(msg, calls=calls)
-
     def restore(self, ctx: WorkingContext, to: int | str | Checkpoint) -> None:
         """
         Go back to the state after entry *to* by adding a restore entry.
         """
         with ctx._tail.lock:
-            if self.pending or self.waiting:
+            if self.waiting or _pending_ids(ctx):
                 what = "restore()"
-                raise self._pending_error(what)
+                raise _pending_error(ctx, what)
             index = self._resolve(ctx, to)
             target = replay(self.entries[: index + 1], ctx_type=type(ctx))
             found = target._history
             assert found is not None  # noqa: S101  # replay always records
-            if found.pending or found.waiting:
+            pending = _pending_ids(target)
+            if pending or found.waiting:
                 msg = (
-                    f"entry {index} is in the middle of a turn (calls {', '.join(map(repr, found.pending))} "
+                    f"entry {index} is in the middle of a turn (calls {', '.join(map(repr, pending))} "
                     "were pending there); restore to an entry between turns"
                 )
                 raise HistoryError(msg)
@@ -1060,6 +1040,15 @@ class Recorder:
         raise _checks.wrong_type(to, "to", expected, label="restore()", verb="takes")
 
 
+def _pending_error(ctx: WorkingContext, what: str) -> PendingCallsError:
+    calls = _pending_ids(ctx)
+    msg = (
+        f"{what} is refused while tool calls are pending ({', '.join(map(repr, calls))}): "
+        "append their results first, or close them with close_pending()"
+    )
+    return PendingCallsError(msg, calls=calls)
+
+
 def _check_payloads(message: Message) -> None:
     """
     Refuse a message whose payloads (metadata, tool arguments) are not JSON: a history is JSON.
@@ -1097,7 +1086,6 @@ def _started(
     ctx = ctx_type(prefix=start.prefix, messages=start.messages, counter=counter, limit=limit)
     recorder = Recorder(start.id)
     ctx._set_notes(start.notes, ())
-    recorder.pending = pending_call_ids(start.messages)
     recorder.entries.append(first)
     ctx._history = recorder
     return ctx, recorder
@@ -1148,7 +1136,6 @@ def start(ctx: WorkingContext, context_id: str | None) -> Recorder:
         {_check_note_key(key): freeze_json(value, key) for key, value in ctx._scratchpad.items()},
     )
     recorder = Recorder(started.id)
-    recorder.pending = pending_call_ids(started.messages)
     ctx._set_notes(started.notes, (), replace=True)
     recorder.entries.append(Entry("start", started, 0, _now()))
     return recorder
