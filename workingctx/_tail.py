@@ -79,14 +79,15 @@ class TailView(Sequence[Message]):
             running = self._running = self._tail.running_for(self._items, self._size)
         return running
 
-    @property
-    def counted(self) -> bool:
+    def warm(self) -> bool:
         """
-        Whether the context keeps running sums already: bringing them up to the
-        end of the view costs only the messages appended since they were last
-        counted, not the whole transcript.
+        Whether a budget should read the running sums and the cut index rather
+        than walk the view from its end: when the context keeps running sums
+        already (bringing them up to date costs only the messages appended
+        since), or when it was asked once before (a context sliced again and
+        again pays for them once, then each answer costs the log of its length).
         """
-        return self._running is not None or self._tail.counted(self._items)
+        return self._running is not None or self._tail.warm(self._items)
 
     def __len__(self) -> int:
         return self._size
@@ -141,6 +142,7 @@ class Tail:
         "_incremental",
         "_log",
         "_log_base",
+        "_looked",
         "_messages",
         "_running",
         "_system",
@@ -171,6 +173,7 @@ class Tail:
         # positions of the system messages among the first _system[0] messages
         self._system: tuple[int, list[int]] = (0, [])
         self._tail_index: TailIndex | None = None
+        self._looked = False  # a budget asked once, without running sums (see warm())
         # tool call id -> (times an assistant message asks it, times a message answers it)
         self._calls: dict[str, list[int]] | None = None
 
@@ -302,12 +305,18 @@ class Tail:
         running.extend(items[:size])
         return running
 
-    def counted(self, items: list[Message]) -> bool:
+    def warm(self, items: list[Message]) -> bool:
         """
-        Whether the tail keeps running sums of *items* (its list) already.
+        Whether the tail keeps running sums of *items* (its list) already, or
+        was asked before; the first ask of a tail never counted answers False.
         """
         with self.lock:
-            return items is self._messages and self._running is not None
+            if items is not self._messages:
+                return False
+            if self._running is not None or self._looked:
+                return True
+            self._looked = True
+            return False
 
     def running(self) -> RunningCount | None:
         """

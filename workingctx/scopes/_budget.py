@@ -167,10 +167,11 @@ class TokenBudget(_ScopeOps):
         The view carries running token sums under the context's counter, the
         system messages' positions and a :class:`TailIndex` of clean cuts.
         """
-        # Only when the context keeps running sums already (an agent's context,
-        # counted at every step): a context never counted is scanned from its
-        # end instead, counting only the suffix it keeps.
-        if getattr(messages, "counted", False) is not True or not self.include_system:
+        # A context never counted nor sliced before (one converted from a
+        # transcript) is walked from its end instead, counting only the suffix
+        # it keeps; see TailView.warm.
+        warm = getattr(messages, "warm", None)
+        if warm is None or not self.include_system or not warm():
             return None
         index = messages.tail_index  # type: ignore[attr-defined]  # a TailView
         running = messages.running  # type: ignore[attr-defined]
