@@ -18,7 +18,6 @@ from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import check_messages, expect_list, expect_mapping, messages_of, repair_messages
 from workingctx.messages import (
-    AudioBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -35,10 +34,7 @@ GEMINI = TypeAdapter(list[gtypes.Content])
 
 MEDIA = [
     ImageBlock(MediaRef(kind="url", url="https://example.com/a.png"), "diagram"),
-    ImageBlock(MediaRef(kind="file_id", file_id="file-1")),
     ImageBlock(MediaRef(kind="data", data_base64="iVBORw0KGgo=", mime_type="image/png"), detail="low"),
-    AudioBlock(MediaRef(kind="data", data_base64="UklGRg==", mime_type="audio/wav")),
-    AudioBlock(MediaRef(kind="url", url="https://example.com/a.ogg", mime_type="audio/ogg")),
     DocumentBlock(MediaRef(kind="url", url="https://example.com/a.pdf")),
     DocumentBlock(MediaRef(kind="url", url="https://example.com/b.pdf"), text="the text"),
     DocumentBlock(MediaRef(kind="data", data_base64="data:application/pdf;base64,JVBERi0=", filename="a.pdf")),
@@ -74,7 +70,7 @@ def mixed_context() -> WorkingContext:
                 [
                     ToolResultBlock(
                         "call_2",
-                        content=[TextBlock("shot"), MEDIA[2]],
+                        content=[TextBlock("shot"), MEDIA[1]],
                         is_error=True,
                         provider_data={"google": {"name": "g"}},
                     ),

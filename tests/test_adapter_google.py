@@ -11,7 +11,7 @@ from hypothesis import given
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
-from workingctx import Message
+from workingctx import Message, ToolCall
 from workingctx.adapters import anthropic, google, openai_chat, openai_responses
 from workingctx.messages import ReasoningBlock
 
@@ -127,3 +127,39 @@ def test_read_response_with_thought_signature():
     }
     assert follow["contents"][2]["parts"] == [{"function_response": {"name": "f", "response": {"result": "ok"}}}]
     valid(follow)
+
+
+@given(chat_messages(portable=True))
+def test_calls_from_other_providers_carry_the_bypass_signature(messages):
+    """
+    Every model turn of calls another provider made gets Google's validator
+    bypass on its first call (Gemini 3 refuses unsigned call turns), and only
+    there; signature_bypass=False sends them unsigned.
+    """
+    ctx = openai_chat.read(messages)
+    contents = valid(google.write(ctx))["contents"]
+    for content in contents:
+        calls = [p for p in content["parts"] if "function_call" in p]
+        signed = [p.get("thought_signature") for p in calls]
+        assert signed == ([google.BYPASS_SIGNATURE] + [None] * (len(calls) - 1) if calls else [])
+    plain = google.write(ctx, signature_bypass=False)["contents"]
+    assert not any("thought_signature" in p for c in plain for p in c["parts"])
+
+
+def test_gemini_own_unsigned_calls_stay_unsigned():
+    """
+    A call Gemini made without a signature (Gemini 2.x) goes back without one; a signed one keeps its own.
+    """
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "weather?"}]},
+            {"role": "model", "parts": [{"function_call": {"id": "c1", "name": "w", "args": {}}}]},
+            {"role": "user", "parts": [{"function_response": {"id": "c1", "name": "w", "response": {"t": 1}}}]},
+        ]
+    }
+    assert google.write(google.read(body)) == body
+    mixed = google.read(body).append(
+        Message.assistant(tool_calls=[ToolCall("c2", "w")]), Message.tool('{"t": 2}', call_id="c2")
+    )
+    parts = google.write(mixed)["contents"][3]["parts"]
+    assert parts[0]["thought_signature"] == google.BYPASS_SIGNATURE

@@ -35,7 +35,7 @@ def test_round_trip_is_exact(body):
     assert openai_responses.write(openai_responses.read(valid(body))) == body
 
 
-@given(chat_messages())
+@given(chat_messages(portable=True))
 def test_chat_transcripts_write_valid_responses(messages):
     """
     A Chat Completions transcript written as Responses input validates and passes the checks.

@@ -6,6 +6,9 @@ the same; what every provider accepts is written everywhere.
 
 from __future__ import annotations
 
+import base64
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,11 +16,27 @@ from hypothesis import strategies as st
 from tests.wire_strategies import anthropic_bodies, blanks, chat_messages, google_bodies, responses_bodies, solid
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.messages import TextBlock
+from workingctx.messages import AudioBlock, DocumentBlock, ImageBlock, MediaRef, TextBlock, ToolResultBlock, VideoBlock
+
+
+def b64encode_text(data: bytes) -> str:
+    """
+    Base64 text of *data*.
+    """
+    return base64.b64encode(data).decode("ascii")
+
 
 WRITERS = (openai_chat, openai_responses, anthropic, google, langchain)
 # the rules a transcript valid for OpenAI can still break for Anthropic or Gemini
-TURN_RULES = {"blank-text", "trailing-whitespace", "first-not-user", "no-user-message", "empty", "empty-content"}
+TURN_RULES = {
+    "blank-text",
+    "trailing-whitespace",
+    "first-not-user",
+    "no-user-message",
+    "empty",
+    "empty-content",
+    "unsendable",
+}
 
 
 def refused(module, source, **options):
@@ -164,3 +183,145 @@ def test_errors_name_the_message_and_the_fix():
     assert [p.rule for p in info.value.problems] == ["first-not-user"]
     assert "pass repair=True" not in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+# -- media: carried, or refused by name; store references keyed by their sha256 ---------
+
+_sources = st.one_of(
+    st.builds(lambda d: {"kind": "data", "data_base64": d}, st.binary(min_size=3, max_size=12).map(b64encode_text)),
+    st.just({"kind": "url", "url": "https://example.com/media.bin"}),
+    st.just({"kind": "file_id", "file_id": "file-media42"}),
+)
+_kinds = st.sampled_from(
+    [
+        (ImageBlock, ["image/png", "image/jpeg", None]),
+        (AudioBlock, ["audio/wav", "audio/mpeg", "audio/ogg", None]),
+        (VideoBlock, ["video/mp4", None]),
+        (DocumentBlock, ["application/pdf", None]),
+    ]
+)
+
+
+@st.composite
+def media_blocks(draw: st.DrawFn) -> Any:
+    """
+    An image, audio, video or document block, by URL, file id or inline bytes.
+    """
+    kind, mimes = draw(_kinds)
+    return kind(MediaRef(**draw(_sources), mime_type=draw(st.sampled_from(mimes))))
+
+
+def token(block: Any) -> str:
+    """
+    What of a media block must reach the wire: its URL, file id or bytes.
+    """
+    media = block.media
+    return {"url": media.url, "file_id": media.file_id, "data": media.data_base64}[media.kind]
+
+
+def placed(block: Any, where: str) -> tuple[WorkingContext, int]:
+    """
+    A valid context holding *block* in a system, user, assistant or tool message, or inside a result; and its index.
+    """
+    call = Message.assistant("calling", tool_calls=[ToolCall("c1", "shot")])
+    messages = [
+        Message.system([TextBlock("rules"), block] if where == "system" else "rules"),
+        Message.user([TextBlock("look"), block] if where == "user" else "look"),
+        Message.assistant([TextBlock("seen"), block]) if where == "assistant" else Message.assistant("seen"),
+        Message.user("now call"),
+        call,
+        Message("tool", [TextBlock("done"), block], tool_call_id="c1")
+        if where == "tool"
+        else Message.user([ToolResultBlock("c1", content=[TextBlock("done"), block])])
+        if where == "result"
+        else Message.tool("done", call_id="c1"),
+        Message.user("thanks"),
+    ]
+    index = {"system": 0, "user": 1, "assistant": 2, "tool": 5, "result": 5}[where]
+    return WorkingContext(messages=messages), index
+
+
+@given(media_blocks(), st.sampled_from(["system", "user", "assistant", "tool", "result"]))
+def test_media_is_carried_or_refused_by_name(block, where):
+    """
+    Every format sends a media block's URL, file id or bytes, or refuses the
+    request naming the message that holds it: nothing is dropped in silence.
+    """
+    ctx, index = placed(block, where)
+    wanted = token(block)
+    for module in WRITERS:
+        problems = module.check(ctx)
+        if problems:
+            assert {(p.index, p.rule) for p in problems} == {(index, "unsendable")}, module.__name__
+            assert refused(module, ctx) == problems
+            assert type(block).__name__ in problems[0].message
+        else:
+            sent = str(module.write(ctx))
+            assert wanted in sent or wanted.replace("+", "-").replace("/", "_") in sent, module.__name__
+
+
+def test_what_each_format_refuses():
+    """
+    Image file ids and audio other than wav and mp3 for Chat, audio and video for Anthropic and Responses.
+    """
+    ogg = AudioBlock(MediaRef(kind="data", data_base64="T2dnUw==", mime_type="audio/ogg"))
+    mpeg = AudioBlock(MediaRef(kind="data", data_base64="SUQz", mime_type="audio/mpeg"))
+    by_id = ImageBlock(MediaRef(kind="file_id", file_id="file-9"))
+    video = VideoBlock(MediaRef(kind="url", url="https://example.com/v.mp4", mime_type="video/mp4"))
+    expected = {
+        openai_chat: {ogg, by_id, video},
+        openai_responses: {ogg, mpeg, video},
+        anthropic: {ogg, mpeg, video},
+        google: set(),
+        langchain: set(),
+    }
+    for module, refused_blocks in expected.items():
+        for block in (ogg, mpeg, by_id, video):
+            ctx, _ = placed(block, "user")
+            assert bool(module.check(ctx)) == (block in refused_blocks), (module.__name__, block)
+    sent = openai_chat.write(placed(mpeg, "user")[0])["messages"][1]["content"][1]
+    assert sent == {"type": "input_audio", "input_audio": {"data": "SUQz", "format": "mp3"}}
+
+
+def test_request_key_stands_a_store_reference_by_its_sha256():
+    """
+    request_key works for store references without reading the store: equal
+    for equal bytes (whatever store holds them), different for other bytes.
+    """
+    from workingctx.media import InMemoryMediaStore  # noqa: PLC0415
+
+    one, two = InMemoryMediaStore(), InMemoryMediaStore()
+    png = b"\x89PNG\r\n\x1a\n" + b"a" * 10
+
+    def ctx(ref):
+        """A context showing one stored image."""
+        return WorkingContext(messages=[Message.user([TextBlock("see"), ImageBlock(ref)])])
+
+    same_a, same_b = ctx(one.put(png, "image/png")), ctx(two.put(png, "image/png"))
+    other = ctx(one.put(png + b"b", "image/png"))
+    for module in WRITERS:
+        key = module.request_key(same_a, model="m")
+        assert key == module.request_key(same_b, model="m") == module.request_key(same_a.fork(), model="m")
+        assert key != module.request_key(other, model="m")
+        with pytest.raises(ProviderError, match="unresolved-media"):
+            module.write(same_a)
+    two.delete(same_b.messages[0].content[1].media)
+    assert openai_chat.request_key(same_b) == openai_chat.request_key(same_a)
+
+
+def test_low_level_writers_never_drop_a_store_reference():
+    """
+    The unchecked writers raise on a store reference instead of leaving it out.
+    """
+    from workingctx.media import InMemoryMediaStore  # noqa: PLC0415
+
+    ref = InMemoryMediaStore().put(b"%PDF-1.4", "application/pdf")
+    messages = [Message.user([TextBlock("read"), DocumentBlock(ref)])]
+    for write in (
+        openai_chat.write_messages,
+        anthropic.write_messages,
+        google.write_contents,
+        langchain.write_messages,
+    ):
+        with pytest.raises(ProviderError, match="were not resolved"):
+            write(messages)

@@ -244,6 +244,13 @@ r_file = st.sampled_from(
 r_output_text = st.builds(lambda t: {"type": "output_text", "text": t, "annotations": []}, texts)
 
 
+# images Chat Completions takes too (no file id)
+r_portable_image = st.builds(
+    lambda src, d: {"type": "input_image", **src, **d},
+    st.just({"image_url": "https://example.com/a.png"})
+    | b64.map(lambda d: {"image_url": f"data:image/jpeg;base64,{d}"}),
+    st.sampled_from([{"detail": "auto"}, {"detail": "low"}, {"detail": "high"}]),
+)
 r_solid_text = st.builds(lambda t: {"type": "input_text", "text": t}, solid)
 r_solid_output = st.builds(lambda t: {"type": "output_text", "text": t, "annotations": []}, solid)
 
@@ -258,6 +265,7 @@ def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, An
     text = solid if portable else texts
     input_text = r_solid_text if portable else r_input_text
     output_text = r_solid_output if portable else r_output_text
+    image = r_portable_image if portable else r_image
     body: dict[str, Any] = {}
     if draw(st.booleans()):
         body["instructions"] = draw(texts)
@@ -273,7 +281,7 @@ def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, An
     items: list[dict[str, Any]] = draw(st.lists(developer, max_size=1))
     counter = 0
     for _ in range(draw(st.integers(1, 3))):
-        user = st.lists(input_text | r_image | r_file, min_size=1, max_size=3)
+        user = st.lists(input_text | image | r_file, min_size=1, max_size=3)
         if portable:
             user = user.filter(lambda parts: any(p["type"] == "input_text" for p in parts))
         items.append({"role": "user", "content": draw(text | user)})
@@ -310,7 +318,7 @@ def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, An
                 {
                     "type": "function_call_output",
                     "call_id": i,
-                    "output": draw(texts | st.lists(r_input_text | r_image, min_size=1, max_size=2)),
+                    "output": draw(texts | st.lists(r_input_text | image, min_size=1, max_size=2)),
                 }
                 for i in ids
             )

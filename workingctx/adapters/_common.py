@@ -14,12 +14,13 @@ import attrs
 
 from workingctx._canonical import canonical_json
 from workingctx.exceptions import ProviderError
-from workingctx.messages import Message, ToolResultBlock
+from workingctx.messages import MediaRef, Message, ToolResultBlock
 from workingctx.prefix import PrefixContext
 from workingctx.validity import STRUCTURAL_RULES, Problem, Provider
 from workingctx.validity import check_messages as validity_check
 
 __all__ = [
+    "STAND_IN",
     "Problem",
     "ProviderError",
     "check_messages",
@@ -131,6 +132,93 @@ def media_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
             if ref.kind == "store"
         )
     return tuple(problems)
+
+
+def unsendable(index: int, where: str, what: str, fix: str) -> Problem:
+    """
+    The problem of a block a wire format has no place for: named, never dropped in silence.
+    """
+    return Problem(index, "unsendable", f"{where} holds {what}; {fix}")
+
+
+def describe(block: Any) -> str:
+    """
+    A short name of a block for a problem message: its type and where its bytes are.
+    """
+    media = getattr(block, "media", None)
+    if media is None:
+        return f"a {type(block).__name__}"
+    source = {"url": media.url, "file_id": media.file_id, "data": "inline data", "store": media.url}[media.kind]
+    mime = f" ({media.mime_type})" if media.mime_type else ""
+    return f"a {type(block).__name__}{mime} from {source}"
+
+
+def blocks_of(message: Message) -> Iterable[tuple[Any, bool]]:
+    """
+    Every block of *message*, blocks inside tool results included: (block, inside a result).
+    """
+    if isinstance(message.content, str):
+        return
+    for block in message.content:
+        yield block, False
+        if isinstance(block, ToolResultBlock):
+            for inner in block.content:
+                yield inner, True
+
+
+def store_ref_error(ref: Any) -> ProviderError:
+    """
+    The error a writer raises on a media-store reference that reached it unresolved.
+    """
+    problem = Problem(
+        None,
+        "unresolved-media",
+        f"{ref.url} is a reference into a media store and its bytes were not resolved; pass store=... to write, "
+        "or call workingctx.media.resolve_media first",
+    )
+    return ProviderError.from_problems([problem])
+
+
+STAND_IN = "workingctx-media-sha256:"
+"""What a request key puts in place of a media-store reference's bytes, followed by their sha256."""
+
+
+class _StandIns:
+    """
+    A media store that reads nothing: request keys stand a reference's sha256 in for its bytes.
+    """
+
+    def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> Any:  # noqa: ARG002  # the protocol
+        msg = "request keys never store media"
+        raise TypeError(msg)
+
+    def get(self, ref: Any) -> bytes:  # noqa: ARG002  # the protocol
+        return b""
+
+    def has(self, ref: Any) -> bool:  # noqa: ARG002  # the protocol
+        return True
+
+    def delete(self, ref: Any) -> None:  # noqa: ARG002  # the protocol
+        return None
+
+
+def _stand_in(ref: Any, data: bytes) -> Any:  # noqa: ARG001  # an upload hook's signature
+    digest = ref.sha256 or hashlib.sha256(str(ref.url).encode("utf-8", "surrogatepass")).hexdigest()
+    return MediaRef(kind="data", data_base64=STAND_IN + digest, mime_type=ref.mime_type, filename=ref.filename)
+
+
+def keyed_messages(source: Any) -> list[Message]:
+    """
+    The messages of *source* for a request key: each media-store reference stands
+    as its sha256 (content-addressed, so the key is stable and follows the bytes)
+    without reading the store.
+    """
+    messages = messages_of(source)
+    if not media_problems(messages):
+        return messages
+    from workingctx.media import resolve_media  # noqa: PLC0415  # media imports the whole value layer
+
+    return resolve_media(messages, _StandIns(), upload=_stand_in)
 
 
 def prepare(messages: list[Message], *, store: Any = None, upload: Any = None, repair: bool = False) -> list[Message]:

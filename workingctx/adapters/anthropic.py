@@ -30,11 +30,14 @@ import attrs
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    blocks_of,
     check_messages,
     context_from,
+    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
+    keyed_messages,
     media_problems,
     messages_of,
     ordered,
@@ -43,11 +46,15 @@ from workingctx.adapters._common import (
     refuse,
     request_key_of,
     split_system,
+    store_ref_error,
+    unsendable,
 )
 from workingctx.frozen import thaw
 from workingctx.messages import (
+    AudioBlock,
     CacheBreakpoint,
     ContentBlock,
+    DataBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -59,6 +66,7 @@ from workingctx.messages import (
     ToolCallBlock,
     ToolResultBlock,
     Usage,
+    VideoBlock,
 )
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
@@ -274,6 +282,13 @@ def _source(media: MediaRef, default_mime: str) -> dict[str, Any] | None:
 
 
 def _write_block(block: ContentBlock) -> dict[str, Any] | None:
+    """
+    The content block of a block; None for what this format leaves out by design
+    (other providers' reasoning and blocks). :func:`lost` names the blocks it cannot carry.
+    """
+    ref = getattr(block, "media", None)
+    if ref is not None and ref.kind == "store":
+        raise store_ref_error(ref)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text, **_cache_control(block.cache)}
     if isinstance(block, ImageBlock):
@@ -508,7 +523,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     The body for *messages*, and every problem Anthropic would reject in it
     (positions are those of *messages*).
     """
-    system, tail = split_system(messages)
+    system, tail = split_system(keyed_messages(messages))  # store references stand in, never sent
     body: dict[str, Any] = {}
     written = write_system(system)
     if written is not None:
@@ -517,6 +532,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     problems = (
         *check_messages(messages, provider="anthropic"),
         *media_problems(messages),
+        *lost(messages),
         *wire_problems(body["messages"], origins=[[len(system) + i for i in turn] for turn in origins]),
     )
     return body, problems
@@ -579,6 +595,30 @@ def _text_problems(message: Mapping[str, Any], index: int, where: str, last: boo
                 )
             )
     return problems
+
+
+def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    The blocks of *messages* Anthropic has no place for (audio, video, data;
+    media in a system message, which takes text only), each an ``unsendable``
+    problem: writing never drops them in silence.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for block, _in_result in blocks_of(message):
+            media = getattr(block, "media", None)
+            if media is not None and media.kind == "store":
+                continue  # an unresolved-media problem
+            if isinstance(block, AudioBlock | VideoBlock | DataBlock):
+                why = "Anthropic takes images and documents only"
+                fix = "describe or transcribe it as text, or write this context with google, which takes it"
+            elif message.role == "system" and isinstance(block, ImageBlock | DocumentBlock):
+                why = "a system message, which Anthropic takes as text only"
+                fix = "move it into a user message"
+            else:
+                continue
+            problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
+    return tuple(problems)
 
 
 def wire_problems(
@@ -655,7 +695,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(source), fields)
+    return request_key_of(write(keyed_messages(source)), fields)
 
 
 # -- responses ---------------------------------------------------------------------------

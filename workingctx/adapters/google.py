@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,11 +26,14 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    blocks_of,
     check_messages,
     context_from,
+    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
+    keyed_messages,
     media_problems,
     messages_of,
     ordered,
@@ -39,11 +43,14 @@ from workingctx.adapters._common import (
     refuse,
     request_key_of,
     split_system,
+    store_ref_error,
+    unsendable,
 )
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
     ContentBlock,
+    DataBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -58,7 +65,7 @@ from workingctx.messages import (
     VideoBlock,
 )
 
-__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+__all__ = ["BYPASS_SIGNATURE", "Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
 PROVIDER = "google"
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -161,6 +168,8 @@ class _Reader:
         if not isinstance(args, Mapping):
             return None
         data = dict(extra)
+        if "thought_signature" not in data:
+            data["_unsigned"] = True  # Gemini made it without a signature: it goes back without one
         if "args" not in raw:
             data["_no_args"] = True
         call_id = raw.get("id")
@@ -174,11 +183,21 @@ class _Reader:
     def response(self, raw: Any) -> ContentBlock | None:
         if (
             not isinstance(raw, Mapping)
-            or not set(raw) <= {"id", "name", "response"}
+            or not set(raw) <= {"id", "name", "response", "parts"}
             or not isinstance(raw.get("name"), str)
         ):
             return None
+        blocks: list[ContentBlock] = []
+        for part in raw.get("parts") or ():
+            block = (
+                self.part(part) if isinstance(part, Mapping) and set(part) in ({"inline_data"}, {"file_data"}) else None
+            )
+            if not isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
+                return None
+            blocks.append(block)
         data: dict[str, Any] = {"name": raw["name"]}
+        if raw.get("parts") == []:
+            data["_parts"] = True
         call_id = raw.get("id")
         waiting = self.pending.get(raw["name"], [])
         if call_id:
@@ -191,7 +210,7 @@ class _Reader:
             return None
         if "response" not in raw:
             data["_no_response"] = True
-        return ToolResultBlock(call_id, raw.get("response", {}), provider_data={PROVIDER: data})
+        return ToolResultBlock(call_id, raw.get("response", {}), content=tuple(blocks), provider_data={PROVIDER: data})
 
 
 def _system(raw: Any) -> Message:
@@ -251,6 +270,8 @@ def read(payload: Any) -> Any:
 
 
 def _media(media: MediaRef, extra: Mapping[str, Any]) -> dict[str, Any] | None:
+    if media.kind == "store":
+        raise store_ref_error(media)
     if media.kind == "data":
         data, mime = media.data_base64 or "", media.mime_type
         inline = parse_data_url(data)
@@ -293,13 +314,37 @@ class _Writer:
         out: dict[str, Any] = {"function_call": call}
         if "thought_signature" in data:
             out["thought_signature"] = data["thought_signature"]
+        elif not data.get("_unsigned"):
+            out[_FOREIGN] = True  # made by another provider (or by hand): see _sign
         return out
 
-    def result(self, call_id: str, output: Any, data: Mapping[str, Any]) -> dict[str, Any]:
+    def result(
+        self, call_id: str, output: Any, data: Mapping[str, Any], blocks: Sequence[ContentBlock] = ()
+    ) -> dict[str, Any]:
+        """
+        A ``function_response`` part; media among *blocks* go in its ``parts``
+        (Gemini's multimodal function responses), their text joins the output.
+        """
         response: dict[str, Any] = {} if data.get("_no_id") or call_id in self.without_id else {"id": call_id}
         response["name"] = data.get("name") or self.names.get(call_id, "tool")
+        texts = [b.text for b in blocks if isinstance(b, TextBlock)]
+        if texts:
+            head = output if isinstance(output, str) else "" if output is None else json.dumps(thaw(output))
+            output = head + "".join(texts)
         if not data.get("_no_response"):
             response["response"] = dict(thaw(output)) if isinstance(output, Mapping) else {"result": thaw(output)}
+        media = [
+            _media(b.media, {})
+            for b in blocks
+            if isinstance(b, ImageBlock | AudioBlock | VideoBlock | DocumentBlock) and b.media.kind != "store"
+        ]
+        if media:
+            response["parts"] = media
+        elif "_parts" in data:
+            response["parts"] = []
+        for b in blocks:
+            if isinstance(b, ImageBlock | AudioBlock | VideoBlock | DocumentBlock) and b.media.kind == "store":
+                raise store_ref_error(b.media)
         return {"function_response": response}
 
     def part(self, block: ContentBlock) -> dict[str, Any] | None:
@@ -311,10 +356,7 @@ class _Writer:
         if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
             return self.call(block.id, block.name, block.args, data)
         if isinstance(block, ToolResultBlock):
-            if block.content:
-                text = "".join(b.text for b in block.content if isinstance(b, TextBlock))
-                return self.result(block.call_id, text, data)
-            return self.result(block.call_id, block.output, data)
+            return self.result(block.call_id, block.output, data, block.content)
         if isinstance(block, ReasoningBlock):
             if block.provider != PROVIDER:
                 return None
@@ -332,9 +374,37 @@ class _Writer:
         out = [p for p in map(self.part, blocks) if p is not None]
         out += [self.call(c.id, c.name, c.arguments, c.provider_data.get(PROVIDER, {})) for c in message.tool_calls]
         if message.role == "tool" and message.tool_call_id is not None:
-            output: Any = message.content if isinstance(message.content, str) else message.text()
-            out = [self.result(message.tool_call_id, output, message.provider_data.get(PROVIDER, {}))]
+            data = message.provider_data.get(PROVIDER, {})
+            if isinstance(message.content, str):
+                out = [self.result(message.tool_call_id, message.content, data)]
+            else:  # its result blocks are written as they are; the other blocks are the result of its call
+                results = [b for b in message.content if isinstance(b, ToolResultBlock)]
+                rest = [b for b in message.content if not isinstance(b, ToolResultBlock)]
+                own = [self.part(b) for b in results]
+                if not any(b.call_id == message.tool_call_id for b in results):
+                    own.insert(0, self.result(message.tool_call_id, "", data, rest))
+                out = [p for p in own if p is not None]
         return out
+
+
+BYPASS_SIGNATURE = "skip_thought_signature_validator"
+"""The ``thought_signature`` Google documents for function calls Gemini did not
+make (a transcript from another model, calls written by hand): Gemini 3
+refuses a call turn without a signature, and skips its check for this value."""
+
+_FOREIGN = "_foreign"
+
+
+def _sign(contents: list[dict[str, Any]], *, bypass: bool) -> None:
+    """
+    Give each model turn whose calls were made elsewhere, and carry no
+    signature, :data:`BYPASS_SIGNATURE` on its first call (with *bypass*).
+    """
+    for content in contents:
+        calls = [p for p in content["parts"] if "function_call" in p]
+        foreign = [p.pop(_FOREIGN) for p in calls if _FOREIGN in p]
+        if bypass and foreign and content.get("role") == "model" and not any("thought_signature" in p for p in calls):
+            calls[0]["thought_signature"] = BYPASS_SIGNATURE
 
 
 def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -344,7 +414,7 @@ def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return _write_turns(messages)[0]
 
 
-def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[list[int]]]:
+def _write_turns(messages: Sequence[Message], *, bypass: bool = True) -> tuple[list[dict[str, Any]], list[list[int]]]:
     """
     The Gemini contents, and for each the positions (in *messages*) of the messages written into it.
     """
@@ -367,7 +437,26 @@ def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], lis
             out.append({"parts": parts, **({} if no_role else {"role": role}), **extra})
             origins.append([position])
         merge_next = not native
+    _sign(out, bypass=bypass)
     return out, origins
+
+
+def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    The blocks of *messages* Gemini has no part for (data blocks), each an
+    ``unsendable`` problem: writing never drops them in silence.
+    """
+    return tuple(
+        unsendable(
+            index,
+            f"message {index}",
+            f"{describe(block)}: Gemini has no part for a data block",
+            "send it as an image, audio, video or document block with its MIME type",
+        )
+        for index, message in enumerate(messages)
+        for block, _in_result in blocks_of(message)
+        if isinstance(block, DataBlock)
+    )
 
 
 def wire_problems(
@@ -411,37 +500,53 @@ def wire_problems(
     return tuple(problems)
 
 
-def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+def _build(messages: list[Message], *, bypass: bool = True) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """
     The body for *messages*, and every problem Gemini would reject in it
     (positions are those of *messages*).
     """
-    system, tail = split_system(messages)
+    system, tail = split_system(keyed_messages(messages))  # store references stand in, never sent
     body: dict[str, Any] = {}
     if system:
         body["system_instruction"] = _write_system(system)
-    body["contents"], origins = _write_turns(tail)
+    body["contents"], origins = _write_turns(tail, bypass=bypass)
     problems = (
         *check_messages(messages, provider="gemini"),
         *media_problems(messages),
+        *lost(messages),
         *wire_problems(body["contents"], origins=[[len(system) + i for i in turn] for turn in origins]),
     )
     return body, problems
 
 
-def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> dict[str, Any]:
+def write(
+    source: Any,
+    *,
+    repair: bool = False,
+    store: Any = None,
+    upload: Any = None,
+    signature_bypass: bool = True,
+) -> dict[str, Any]:
     """
     The ``system_instruction`` and ``contents`` fields of a Gemini request.
 
     Tool messages become ``function_response`` parts (named after their call)
     merged into one user turn; results that are not a JSON object are sent as
-    ``{"result": ...}``; other providers' reasoning is left out.
+    ``{"result": ...}``, media in results as the response's ``parts``; other
+    providers' reasoning is left out.
+
+    Calls Gemini made keep their ``thought_signature`` (or its absence). A
+    model turn whose calls were made by another provider gets Google's
+    documented :data:`BYPASS_SIGNATURE` on its first call, which Gemini 3
+    needs to accept it; ``signature_bypass=False`` sends such calls unsigned.
 
     Raises:
         ProviderError: the request would be refused (an unanswered call, a
             model turn first, a content without parts, ...); it lists every problem.
     """
-    body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
+    body, problems = _build(
+        prepare(messages_of(source), store=store, upload=upload, repair=repair), bypass=signature_bypass
+    )
     if problems:
         raise refuse(problems, "gemini")
     return body
@@ -477,7 +582,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(source), fields)
+    return request_key_of(write(keyed_messages(source)), fields)
 
 
 def read_response(response: Any) -> Message:

@@ -23,20 +23,27 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    blocks_of,
     check_messages,
     checked,
     context_from,
+    describe,
     is_workingctx,
+    keyed_messages,
     media_problems,
     messages_of,
     parse_data_url,
+    refuse,
     request_key_of,
     split_system,
+    store_ref_error,
+    unsendable,
 )
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
     ContentBlock,
+    DataBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -135,6 +142,8 @@ def _write_standard(block: ImageBlock | AudioBlock | VideoBlock | DocumentBlock)
     None for a media-store reference.
     """
     media = block.media
+    if media.kind == "store":
+        raise store_ref_error(media)
     kind = {"image": "image", "audio": "audio", "video": "video", "document": "file"}[block.type]
     out: dict[str, Any] = {"type": kind}
     if media.kind == "url":
@@ -284,10 +293,12 @@ def _write(core: Any, message: Message) -> list[Any]:
             if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
                 calls.append({"name": block.name, "args": thaw(block.args), "id": block.id, "type": "tool_call"})
             elif isinstance(block, ToolResultBlock):
-                text = block.output_text()
-                before.append(
-                    core.ToolMessage(text, tool_call_id=block.call_id, status="error" if block.is_error else "success")
-                )
+                result: Any = block.output_text()
+                if any(not isinstance(b, TextBlock) for b in block.content):  # media a tool returned: kept as blocks
+                    written_blocks = [_write_block(b) for b in block.content]
+                    result = [b for b in written_blocks if b is not None]
+                status = "error" if block.is_error else "success"
+                before.append(core.ToolMessage(result, tool_call_id=block.call_id, status=status))
             else:
                 written = _write_block(block)
                 if written is not None:
@@ -333,7 +344,29 @@ def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any =
         ProviderError: an orphan result or an unanswered call; ``repair=True``
             drops and closes them instead.
     """
-    return write_messages(checked(messages_of(source), provider=None, repair=repair, store=store, upload=upload))
+    messages = checked(messages_of(source), provider=None, repair=repair, store=store, upload=upload)
+    problems = lost(messages)
+    if problems:
+        raise refuse(problems, None)
+    return write_messages(messages)
+
+
+def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    The blocks of *messages* LangChain content has no place for (data blocks),
+    each an ``unsendable`` problem: writing never drops them in silence.
+    """
+    return tuple(
+        unsendable(
+            index,
+            f"message {index}",
+            f"{describe(block)}: LangChain content has no block for generic data",
+            "send it as an image, audio, video or document block with its MIME type",
+        )
+        for index, message in enumerate(messages)
+        for block, _in_result in blocks_of(message)
+        if isinstance(block, DataBlock)
+    )
 
 
 def check(source: Any) -> tuple[Problem, ...]:
@@ -341,7 +374,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context or for LangChain messages.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return (*check_messages(messages), *media_problems(messages))
+    return (*check_messages(messages), *media_problems(messages), *lost(messages))
 
 
 def request_key(source: Any, **fields: Any) -> str:
@@ -349,7 +382,7 @@ def request_key(source: Any, **fields: Any) -> str:
     A key for what reaches the model: the messages without their ids and
     LangChain's response and usage metadata, plus *fields*.
     """
-    sent = [{k: v for k, v in m.model_dump().items() if k not in _NOT_SENT} for m in write(source)]
+    sent = [{k: v for k, v in m.model_dump().items() if k not in _NOT_SENT} for m in write(keyed_messages(source))]
     return request_key_of(sent, fields)
 
 

@@ -23,11 +23,14 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    blocks_of,
     check_messages,
     context_from,
+    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
+    keyed_messages,
     media_problems,
     messages_of,
     ordered,
@@ -37,12 +40,15 @@ from workingctx.adapters._common import (
     refuse,
     request_key_of,
     split_system,
+    store_ref_error,
+    unsendable,
 )
 from workingctx.exceptions import InvalidMessageError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
     ContentBlock,
+    DataBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -54,6 +60,7 @@ from workingctx.messages import (
     ToolCallBlock,
     ToolResultBlock,
     Usage,
+    VideoBlock,
 )
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
@@ -207,7 +214,30 @@ def _write_call(call: ToolCall) -> dict[str, Any]:
     return out
 
 
+_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mp3": "mp3",
+    "audio/mpeg": "mp3",
+}
+
+
+def _audio_format(media: MediaRef) -> str | None:
+    """
+    The ``input_audio`` format of inline audio ("wav" or "mp3"), or None when Chat Completions cannot take it.
+    """
+    return _AUDIO_FORMATS.get(media.mime_type or "") if media.kind == "data" else None
+
+
 def _write_part(block: ContentBlock) -> dict[str, Any] | None:
+    """
+    The content part of a block; None for what this format leaves out by design
+    (reasoning, other providers' blocks). :func:`lost` names the blocks it cannot carry.
+    """
+    ref = getattr(block, "media", None)
+    if ref is not None and ref.kind == "store":
+        raise store_ref_error(ref)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageBlock):
@@ -223,11 +253,9 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
             image["detail"] = block.detail
         return {"type": "image_url", "image_url": image}
     if isinstance(block, AudioBlock):
-        media = block.media
-        fmt = (media.mime_type or "").removeprefix("audio/")
-        if media.kind == "data" and fmt in {"wav", "mp3"}:
-            return {"type": "input_audio", "input_audio": {"data": media.data_base64, "format": fmt}}
-        return None
+        fmt = _audio_format(block.media)
+        data = block.media.data_base64
+        return None if fmt is None else {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
     if isinstance(block, DocumentBlock):
         media = block.media
         file: dict[str, Any] = {}
@@ -248,6 +276,48 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
     if isinstance(block, ProviderBlock) and block.provider == PROVIDER:
         return thaw(block.data)
     return None  # reasoning, other providers' blocks: not carried by this format
+
+
+_MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock, DataBlock)
+
+
+def _why_lost(block: ContentBlock, role: str, in_result: bool) -> str | None:
+    """
+    Why Chat Completions cannot carry *block* in a *role* message, or None when it can.
+    """
+    if not isinstance(block, _MEDIA) or block.media is None or block.media.kind == "store":
+        return None  # a store reference is an unresolved-media problem
+    media = block.media
+    if isinstance(block, ImageBlock) and media.kind == "file_id":
+        return "an image by file id, which Chat Completions cannot take (only URLs and inline data)"
+    if isinstance(block, AudioBlock) and _audio_format(media) is None:
+        return "audio that is not inline wav or mp3, the only audio Chat Completions takes"
+    if isinstance(block, VideoBlock | DataBlock):
+        return "a block Chat Completions has no part for"
+    if role in {"system", "assistant"} and not in_result:
+        if isinstance(block, DocumentBlock) and media.kind not in {"file_id", "data"}:
+            return None  # sent as its text, or its URL, as text
+        return f"media in a {role} message, where Chat Completions takes text only"
+    return None
+
+
+def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    The blocks of *messages* Chat Completions has no place for (media where it
+    takes text only, image file ids, audio other than wav and mp3, video, data),
+    each an ``unsendable`` problem: writing never drops them in silence.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for block, in_result in blocks_of(message):
+            why = _why_lost(block, message.role, in_result)
+            if why is not None:
+                fix = (
+                    "give its URL or inline bytes in a user message, convert it to a format Chat Completions "
+                    "takes, or write this context with openai_responses, anthropic or google"
+                )
+                problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
+    return tuple(problems)
 
 
 def _parts(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
@@ -286,6 +356,10 @@ def _write_message(message: Message) -> list[dict[str, Any]]:
             else:
                 kept.append(block)
         value = _parts(kept)
+        if message.role == "tool":  # media a tool returned follow as a user message, as results' do
+            media_parts = [p for p in value if p.get("type") not in {"text", "refusal"}]
+            if media_parts:
+                after.append({"role": "user", "content": media_parts})
         if message.role != "user":
             value = [p for p in value if p.get("type") in {"text", "refusal"}]
         if not value and (kept or before or calls):  # what was there is not carried by this format
@@ -381,10 +455,11 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     """
     The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
     """
-    written, origins = _write_all(messages)
+    written, origins = _write_all(keyed_messages(messages))  # store references stand in, never sent
     problems = (
         *check_messages(messages, provider="openai"),
         *media_problems(messages),
+        *lost(messages),
         *wire_problems(written, origins=origins),
     )
     return {"messages": written}, problems
@@ -432,7 +507,9 @@ def check(source: Any) -> tuple[Problem, ...]:
     messages = read_messages(source)
     data = plain(source)
     raw = expect_list(data["messages"] if isinstance(data, Mapping) else data, "messages")
-    return ordered((*check_messages(messages, provider="openai"), *media_problems(messages), *wire_problems(raw)))
+    return ordered(
+        (*check_messages(messages, provider="openai"), *media_problems(messages), *lost(messages), *wire_problems(raw))
+    )
 
 
 def request_key(source: Any, **fields: Any) -> str:
@@ -441,7 +518,7 @@ def request_key(source: Any, **fields: Any) -> str:
     equal for contexts that send the same bytes, whatever their ids, notes,
     usage or metadata.
     """
-    return request_key_of(write(source), fields)
+    return request_key_of(write(keyed_messages(source)), fields)
 
 
 # -- responses ---------------------------------------------------------------------------

@@ -27,11 +27,14 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    blocks_of,
     check_messages,
     context_from,
+    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
+    keyed_messages,
     media_problems,
     messages_of,
     ordered,
@@ -41,10 +44,14 @@ from workingctx.adapters._common import (
     refuse,
     request_key_of,
     split_system,
+    store_ref_error,
+    unsendable,
 )
 from workingctx.frozen import thaw
 from workingctx.messages import (
+    AudioBlock,
     ContentBlock,
+    DataBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -56,6 +63,7 @@ from workingctx.messages import (
     ToolCallBlock,
     ToolResultBlock,
     Usage,
+    VideoBlock,
 )
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
@@ -236,6 +244,13 @@ def read(payload: Any) -> Any:
 
 
 def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
+    """
+    The content part of a block; None for what this format leaves out by design
+    (other providers' reasoning and blocks). :func:`lost` names the blocks it cannot carry.
+    """
+    ref = getattr(block, "media", None)
+    if ref is not None and ref.kind == "store":
+        raise store_ref_error(ref)
     if isinstance(block, TextBlock):
         extra = {k: thaw(v) for k, v in block.provider_data.get(PROVIDER, {}).items() if k not in {"item", "_text"}}
         kind = extra.pop("_type", "output_text" if assistant else "input_text")
@@ -274,6 +289,30 @@ def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
     if isinstance(block, ProviderBlock) and block.provider == PROVIDER:
         return dict(thaw(block.data))
     return None
+
+
+def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    The blocks of *messages* the Responses input has no place for (audio,
+    video, data; media in an assistant message), each an ``unsendable``
+    problem: writing never drops them in silence.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for block, in_result in blocks_of(message):
+            media = getattr(block, "media", None)
+            if media is not None and media.kind == "store":
+                continue  # an unresolved-media problem
+            if isinstance(block, AudioBlock | VideoBlock | DataBlock):
+                why = "the Responses input takes text, images and files only"
+                fix = "transcribe or describe it as text, or write this context with google, which takes it"
+            elif message.role == "assistant" and not in_result and isinstance(block, ImageBlock | DocumentBlock):
+                why = "an assistant message, which the Responses input takes as text only"
+                fix = "move it into a user message"
+            else:
+                continue
+            problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
+    return tuple(problems)
 
 
 def _parts(blocks: Sequence[ContentBlock], assistant: bool) -> list[dict[str, Any]]:
@@ -413,14 +452,15 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     """
     The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
     """
-    problems: list[Problem] = [*check_messages(messages, provider="openai"), *media_problems(messages)]
+    problems: list[Problem] = [*check_messages(messages, provider="openai"), *media_problems(messages), *lost(messages)]
     body: dict[str, Any] = {}
-    rest = messages
-    if messages and messages[0].role == "system" and isinstance(messages[0].content, str):
-        data = messages[0].provider_data.get(PROVIDER, {})
+    sent = keyed_messages(messages)  # store references stand in, never sent
+    rest = sent
+    if sent and sent[0].role == "system" and isinstance(sent[0].content, str):
+        data = sent[0].provider_data.get(PROVIDER, {})
         if data.get("_instructions") or not data.get("_item"):
-            body["instructions"] = messages[0].content
-            rest = messages[1:]
+            body["instructions"] = sent[0].content
+            rest = sent[1:]
     if len(rest) == 1 and rest[0].provider_data.get(PROVIDER, {}).get("_input_text"):
         body["input"] = rest[0].content
         return body, tuple(problems)
@@ -447,7 +487,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(source), fields)
+    return request_key_of(write(keyed_messages(source)), fields)
 
 
 def read_response(response: Any) -> Message:
