@@ -69,10 +69,10 @@ class TestFiles:
 
     def test_a_missing_file(self, tmp_path, capsys):
         """
-        A missing file exits 1 with the operating system's message.
+        A missing file exits 1 with the same line as every other command.
         """
         assert 1 == main([str(tmp_path / "nope.json")])
-        assert "No such file" in capsys.readouterr().err
+        assert f"error: {tmp_path / 'nope.json'}: no such file\n" == capsys.readouterr().err
 
 
 class TestBadFiles:
@@ -83,7 +83,7 @@ class TestBadFiles:
                 b'{"messages": [], "scratchpad": ["a", "b"]}',
                 "the scratchpad is a JSON object of notes, got list at $.scratchpad",
             ),
-            (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', "not UTF-8 text (byte 46, line 1)"),
+            (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', ":1: not UTF-8 text: byte 0xe9 at offset 46"),
             (b'{"messages": [\n' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested too deeply"),
             (b'{"messages": [], "scratchpad": {"k": 1, "k": 2}}', "repeats the key 'k' at $.scratchpad.k"),
             (
@@ -121,16 +121,34 @@ class TestBadFiles:
         assert 1 == result.returncode, result.stdout
         assert "Traceback" not in result.stderr
         assert 1 == len(result.stderr.splitlines()), result.stderr
-        assert result.stderr.startswith(f"error: {path}: ")
+        assert result.stderr.startswith(f"error: {path}:")
         assert expected in result.stderr
 
     def test_a_directory_is_not_a_transcript(self, tmp_path, capsys):
         """
-        A directory exits 1 with the operating system's reason.
+        A directory exits 1 with the same line as every other command.
         """
         assert 1 == main(["demo", str(tmp_path)])
-        err = capsys.readouterr().err
-        assert err.startswith(f"error: cannot read {tmp_path}: ")
+        assert f"error: {tmp_path}: not a regular file\n" == capsys.readouterr().err
+
+
+class TestOneReader:
+    @pytest.mark.parametrize("content", [None, b"\xff", b'{"messages": []}\n\xfe'])
+    def test_demo_and_inspect_refuse_an_unreadable_file_alike(self, tmp_path, capsys, content):
+        """
+        A missing file and a file that is not UTF-8 give the same error line to
+        ``demo`` and to ``inspect``: one reader reads both commands' files.
+        """
+        path = tmp_path / "t.json"
+        if content is not None:
+            path.write_bytes(content)
+        assert 1 == main(["demo", str(path)])
+        demo_err = capsys.readouterr().err
+        with pytest.raises(SystemExit) as exited:
+            main(["inspect", str(path)])
+        assert 1 == exited.value.code
+        assert demo_err == capsys.readouterr().err
+        assert demo_err.startswith(f"error: {path}")
 
 
 class TestOutputText:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import sys
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from workingctx._files import InputError, read_text
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError
 from workingctx.managers import TokenBudgetContextManager
@@ -136,7 +136,7 @@ def demo(path: str | None = None) -> int:
             data = _read(path)
         ctx = load_context(data)
         text = report(ctx)
-    except _Unreadable as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (SerializationError, ValueError, TypeError) as exc:
@@ -159,36 +159,19 @@ def main(argv: list[str] | None = None) -> int:
     return run(argv)
 
 
-class _Unreadable(Exception):  # noqa: N818  # internal: printed as the error line
-    """
-    A transcript file that cannot be read as JSON text; the message names the file.
-    """
-
-
 def _read(path: str) -> Any:
     """
     The JSON data of a transcript file.
 
     Raises:
-        _Unreadable: The file cannot be read, is not UTF-8 text, or is not
+        InputError: The file cannot be read, is not UTF-8 text, or is not
             JSON (the message names the file, and the line or the JSON path).
     """
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror or exc}"
-        raise _Unreadable(msg) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        msg = f"{path}: not UTF-8 text (byte {exc.start}, line {line}); save the transcript as UTF-8"
-        raise _Unreadable(msg) from None
+    text = read_text(path)
     try:
         return parse_json(text)
     except SerializationError as exc:
-        msg = f"{path}: {exc}"
-        raise _Unreadable(msg) from None
+        raise InputError(path, str(exc)) from None
 
 
 if __name__ == "__main__":

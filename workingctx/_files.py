@@ -19,7 +19,7 @@ import attrs
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
 
-__all__ = ["FORMATS", "PROVIDERS", "Document", "InputError", "detect", "read_file", "to_context"]
+__all__ = ["FORMATS", "PROVIDERS", "Document", "InputError", "detect", "read_file", "read_text", "to_context"]
 
 FORMATS: Final = ("workingctx", "openai_chat", "openai_responses", "anthropic", "google")
 """The file formats the command line reads: workingctx's own JSON and the adapters' request bodies."""
@@ -114,7 +114,15 @@ def _parse(path: str, text: str, first_line: int) -> Any:
         raise InputError(path, str(exc), line=first_line) from None
 
 
-def _read_text(path: str) -> str:
+def read_text(path: str) -> str:
+    """
+    The text of the transcript file at *path*: the one reader of the command line's files.
+
+    Raises:
+        InputError: The file is missing, not a regular file, over
+            :data:`MAX_FILE_BYTES`, unreadable, or not UTF-8 (naming the line
+            and the byte).
+    """
     file = Path(path)
     try:
         if not file.is_file():
@@ -256,7 +264,7 @@ def read_file(path: str, fmt: str | None = None) -> Document:
     if fmt is not None and fmt not in FORMATS:
         msg = f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
         raise InputError(path, msg)
-    text = _read_text(path)
+    text = read_text(path)
     if path.endswith(".jsonl"):
         chunks = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
         if not chunks:
