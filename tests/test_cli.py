@@ -158,6 +158,30 @@ class TestEachFormat:
         assert float(watermarks["cost"]) <= float(every_turn["cost"])
         assert watermarks["cached_share"] > 0.5
 
+    def test_replay_with_a_gap(self, capsys, fmt):
+        """
+        ``replay --gap SECONDS`` sends the requests that far apart: entries
+        older than their lifetime expire and are written again, so no strategy
+        costs less than with no time passing and some request pays for an
+        expired entry; ``--gap 0`` gives the run with no time passing.
+        """
+        provider = "anthropic"
+        argv = ["--provider", provider, "--model", MODELS[provider], "--window", "1700"]
+        still = run_json(capsys, "replay", sample(fmt), *argv)
+        paused = run_json(capsys, "replay", sample(fmt), *argv, "--gap", "400")
+        assert (None, 400) == (still["gap"], paused["gap"])
+        for before, after in zip(still["strategies"], paused["strategies"], strict=True):
+            assert [400 * i for i in range(len(after["requests"]))] == [r["at"] for r in after["requests"]]
+            assert float(before["cost"]) <= float(after["cost"])
+            assert 0 == before["expiry_misses"]
+        assert any(s["expiry_misses"] for s in paused["strategies"])
+        zero = run_json(capsys, "replay", sample(fmt), *argv, "--gap", "0")
+        assert still["strategies"] == zero["strategies"]
+        status, out, _ = run(capsys, "replay", sample(fmt), *argv, "--gap", "400")
+        assert 0 == status
+        assert "400 s between requests" in out
+        assert "expiry misses" in out
+
 
 class TestLogs:
     def test_replay_of_a_request_log_measures_real_reuse(self, capsys):
@@ -173,6 +197,27 @@ class TestLogs:
         assert len(doc.requests) == len(rows)
         assert 0 == rows[0]["cache_read_tokens"]
         assert all(a["input_tokens"] <= b["input_tokens"] for a, b in itertools.pairwise(rows))
+
+    def test_a_gap_longer_than_the_lifetime_empties_a_log_replay(self, capsys):
+        """
+        With ``--gap 600`` OpenAI's entries (five idle minutes) are gone before
+        every request of a log: nothing is read, every request after the first
+        is an expiry miss; a one-minute gap changes nothing but the times.
+        """
+        path = sample("openai_chat", "jsonl")
+        still = run_json(capsys, "replay", path, "--model", MODELS["openai"])
+        assert still["gap"] is None
+        paused = run_json(capsys, "replay", path, "--model", MODELS["openai"], "--gap", "600")
+        assert 600 == paused["gap"]
+        rows = paused["strategies"][0]["requests"]
+        assert [600 * i for i in range(len(rows))] == [r["at"] for r in rows]
+        assert all(0 == r["cache_read_tokens"] for r in rows)
+        assert len(rows) - 1 == paused["strategies"][0]["expiry_misses"]
+        assert all(r["expired_tokens"] > 0 for r in rows[1:])
+        brisk = run_json(capsys, "replay", path, "--model", MODELS["openai"], "--gap", "60")
+        strip = ("at",)
+        same = [{k: v for k, v in r.items() if k not in strip} for r in brisk["strategies"][0]["requests"]]
+        assert [{k: v for k, v in r.items() if k not in strip} for r in still["strategies"][0]["requests"]] == same
 
     def test_check_names_the_line_of_a_bad_request(self, capsys, tmp_path):
         """
@@ -238,6 +283,18 @@ class TestReport:
         assert not [t for t, _ in parser.tags if t in {"script", "link", "img", "iframe"}]
         refs = [v for _, a in parser.tags for k, v in a.items() if k in {"src", "href"}]
         assert [] == refs
+
+    def test_page_with_a_gap_counts_expiry_misses(self, capsys, tmp_path):
+        """
+        ``report --gap`` says how far apart the requests were and how many paid for expired entries.
+        """
+        out = tmp_path / "report.html"
+        argv = ["--model", MODELS["anthropic"], "--window", "1700", "--gap", "400", "-o", str(out)]
+        status, _, err = run(capsys, "report", sample("anthropic"), *argv)
+        assert 0 == status, err
+        text = out.read_text(encoding="utf-8")
+        assert "400 seconds between requests" in text
+        assert "<th>expiry misses</th>" in text
 
     @pytest.mark.skipif(shutil.which("chromium") is None, reason="no headless chromium on this machine")
     def test_page_renders_in_a_headless_browser(self, page):
@@ -336,6 +393,16 @@ class TestBadUsage:
         status, _, err = run(capsys, *argv)
         assert 2 == status
         assert "error:" in err
+
+    @pytest.mark.parametrize(("gap", "expected"), [("-1", "zero or more"), ("nan", "finite"), ("soon", "'soon'")])
+    def test_a_bad_gap(self, capsys, gap, expected):
+        """
+        A negative, non-finite or non-numeric ``--gap`` is a usage error naming the value.
+        """
+        status, _, err = run(capsys, "replay", sample("anthropic"), "--model", MODELS["anthropic"], "--gap", gap)
+        assert 2 == status
+        assert "--gap" in err
+        assert expected in err
 
     def test_unknown_model_and_pin(self, capsys):
         """

@@ -146,21 +146,25 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
         f'<span><i class="swatch" style="background:{_LINES[i % len(_LINES)]}"></i>{escape(s["name"])}</span>'
         for i, s in enumerate(strategies)
     )
+    timed = replayed.get("gap") is not None
+    expiry = ("expiry misses",) if timed else ()
     summary = _table(
-        ("strategy", "requests", "read from cache", "lookback misses", "cost $", "uncached $"),
+        ("strategy", "requests", "read from cache", "lookback misses", *expiry, "cost $", "uncached $"),
         [
             (
                 s["name"],
                 len(s["requests"]),
                 f"{s['cached_share']:.1%}",
                 s["lookback_misses"],
+                *((s["expiry_misses"],) if timed else ()),
                 s["cost"],
                 s["uncached_cost"],
             )
             for s in strategies
         ],
-        (False, True, True, True, True, True),
+        (False, True, True, True, *((True,) if timed else ()), True, True),
     )
+    pause = f"; {replayed['gap']:.15g} seconds between requests" if timed else ""
     problems = inspected["problems"]
     problem_table = (
         _table(
@@ -179,7 +183,7 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
 <h1>{escape(title)}</h1>
 <p>{escape(replayed["format"])} on {escape(replayed["provider"])} {escape(replayed["model"])};
 prefix {totals["prefix_tokens"]:,} tokens, tail {totals["tail_messages"]:,} messages ({totals["tail_tokens"]:,} tokens);
-window {escape(str(replayed["window"] or "none"))}.</p>
+window {escape(str(replayed["window"] or "none"))}{pause}.</p>
 <h2>Tokens per request: {escape(main["name"])}</h2>
 <p class="legend">{legend}<span>- - - the manager cut</span></p>
 {_bars(main)}

@@ -8,7 +8,7 @@ provider's prompt cache.
     workingctx check FILE [--provider P]          the provider's rules; exit status 1 on a problem
     workingctx trim FILE --budget N [--pin role:user] what a token budget keeps and drops
     workingctx diff A B                           what changed from A to B, and the shared prefix
-    workingctx replay FILE --model M --window N   cost and cache reuse request by request
+    workingctx replay FILE --model M --window N [--gap SECONDS] cost and cache reuse request by request
     workingctx report FILE -o report.html         all of it on one self-contained page
 
 FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -418,10 +419,13 @@ def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple
     return out
 
 
-def _request_row(number: int, usage: Any, cost: Decimal, uncached: Decimal) -> dict[str, Any]:
+def _request_row(
+    number: int, usage: Any, cost: Decimal, uncached: Decimal, *, at: float, expired: int
+) -> dict[str, Any]:
     total = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
     return {
         "request": number,
+        "at": at,
         "input_tokens": total,
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
@@ -429,11 +433,19 @@ def _request_row(number: int, usage: Any, cost: Decimal, uncached: Decimal) -> d
         "output_tokens": usage.output_tokens,
         "cost": _money(cost),
         "uncached_cost": _money(uncached),
+        "expired_tokens": expired,
     }
 
 
 def replay_facts(
-    doc: Document, *, provider: str, model: str, window: int | None, low: int | None, exact: bool
+    doc: Document,
+    *,
+    provider: str,
+    model: str,
+    window: int | None,
+    low: int | None,
+    exact: bool,
+    gap: float | None = None,
 ) -> dict[str, Any]:
     """
     The facts ``workingctx replay`` prints.
@@ -442,7 +454,9 @@ def replay_facts(
     the one before it left. A single transcript is replayed as the run that
     built it, one request before each assistant message, under each strategy
     (the whole history; trimming to the window every turn; the watermark
-    manager), with the provider's cache rules.
+    manager), with the provider's cache rules. With *gap*, that many seconds
+    pass between two requests, and cache entries older than their lifetime
+    are written again (``simulate(..., gaps=...)``); without it no time passes.
     """
     from workingctx import cache  # noqa: PLC0415  # loaded only by commands that price
 
@@ -454,12 +468,17 @@ def replay_facts(
         with progress("replaying", len(doc.requests)) as advance:
             previous = None
             for number, ctx in enumerate(doc.requests):
+                wait = gap or 0.0
                 if previous is None:
                     made = cache.report(WorkingContext(), ctx, provider=provider, model=model, counter=counter)
                 else:
-                    made = cache.report(previous, ctx, provider=provider, model=model, counter=counter)
+                    made = cache.report(previous, ctx, provider=provider, model=model, counter=counter, elapsed=wait)
                 reports.append(made)
-                rows.append(_request_row(number, made.usage, made.cost, made.uncached_cost))
+                at = number * wait
+                row = _request_row(
+                    number, made.usage, made.cost, made.uncached_cost, at=at, expired=made.expired_tokens
+                )
+                rows.append(row)
                 previous = ctx
                 advance()
         total = sum((r.cost for r in reports), Decimal(0))
@@ -475,6 +494,7 @@ def replay_facts(
                 "uncached_cost": _money(uncached),
                 "cached_share": round(read / tokens, 4) if tokens else 0.0,
                 "lookback_misses": sum(1 for r in reports if r.lookback_miss_tokens),
+                "expiry_misses": sum(1 for r in reports if r.expired_tokens),
             }
         )
     else:
@@ -489,16 +509,21 @@ def replay_facts(
                 context=WorkingContext(prefix=ctx.prefix, counter=counter),
                 cache=strategy,
                 counter=counter,
+                gaps=gap,
             )
             strategies.append(
                 {
                     "name": name,
-                    "requests": [_request_row(i, r.usage, r.cost, r.uncached_cost) for i, r in enumerate(run.requests)],
+                    "requests": [
+                        _request_row(i, r.usage, r.cost, r.uncached_cost, at=r.at, expired=r.expired_tokens)
+                        for i, r in enumerate(run.requests)
+                    ],
                     "cuts": recorder.cuts if recorder is not None else [],
                     "cost": _money(run.cost),
                     "uncached_cost": _money(run.uncached_cost),
                     "cached_share": round(run.cached_share, 4),
                     "lookback_misses": run.lookback_misses,
+                    "expiry_misses": run.expiry_misses,
                 }
             )
     return {
@@ -508,12 +533,15 @@ def replay_facts(
         "model": model,
         "window": window,
         "low": low,
+        "gap": gap,
         "strategies": strategies,
     }
 
 
 def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
     main_strategy = facts["strategies"][-1]
+    timed = facts["gap"] is not None
+    head: tuple[str, ...] = ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached")
     rows = tuple(
         (
             r["request"],
@@ -524,31 +552,58 @@ def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
             r["output_tokens"],
             r["cost"],
             r["uncached_cost"],
+            *((_seconds(r["at"]), r["expired_tokens"]) if timed else ()),
         )
         for r in main_strategy["requests"]
     )
     title = f"replay of {facts['file']} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
-    out: list[Table | str] = [
-        Table(title, ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached"), rows)
-    ]
+    if timed:
+        title += f", {_seconds(facts['gap'])} s between requests"
+        head += ("at s", "expired")
+    out: list[Table | str] = [Table(title, head, rows)]
     summary = tuple(
-        (s["name"], len(s["requests"]), f"{s['cached_share']:.1%}", s["lookback_misses"], s["cost"], s["uncached_cost"])
+        (
+            s["name"],
+            len(s["requests"]),
+            f"{s['cached_share']:.1%}",
+            s["lookback_misses"],
+            *((s["expiry_misses"],) if timed else ()),
+            s["cost"],
+            s["uncached_cost"],
+        )
         for s in facts["strategies"]
     )
-    out.append(Table("strategies", ("strategy", "requests", "cached", "lookback misses", "$", "$ uncached"), summary))
+    columns = ("strategy", "requests", "cached", "lookback misses", *(("expiry misses",) if timed else ()), "$")
+    out.append(Table("strategies", (*columns, "$ uncached"), summary))
     return out
+
+
+def _seconds(seconds: float) -> int | float:
+    """
+    Seconds without a needless fraction: ``600`` for 600.0, ``2.5`` for 2.5.
+    """
+    return int(seconds) if seconds.is_integer() and abs(seconds) < 1e15 else seconds
 
 
 # -- report ----------------------------------------------------------------------------
 
 
-def report_page(doc: Document, *, provider: str, model: str, window: int | None, low: int | None, exact: bool) -> str:
+def report_page(
+    doc: Document,
+    *,
+    provider: str,
+    model: str,
+    window: int | None,
+    low: int | None,
+    exact: bool,
+    gap: float | None = None,
+) -> str:
     """
     The self-contained HTML page ``workingctx report`` writes.
     """
     from workingctx._report import render  # noqa: PLC0415
 
-    replayed = replay_facts(doc, provider=provider, model=model, window=window, low=low, exact=exact)
+    replayed = replay_facts(doc, provider=provider, model=model, window=window, low=low, exact=exact, gap=gap)
     inspected = inspect_facts(doc, provider=provider, model=model, exact=exact)
     return render(replayed, inspected)
 
@@ -564,6 +619,18 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(msg) from None
     if value <= 0:
         msg = f"{value} tokens: give a positive number"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _gap(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        msg = f"{text!r} is not a number of seconds"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not math.isfinite(value) or value < 0:
+        msg = f"{text} seconds: give a finite number of seconds, zero or more"
         raise argparse.ArgumentTypeError(msg)
     return value
 
@@ -620,6 +687,12 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--model", required=True, help="the model whose prices and cache minimums apply")
         sub.add_argument("--window", type=_positive, help="the context window the managers keep to, in tokens")
         sub.add_argument("--low", type=_positive, help="the low watermark the manager cuts down to")
+        sub.add_argument(
+            "--gap",
+            type=_gap,
+            metavar="SECONDS",
+            help="seconds between two requests: cache entries older than their lifetime expire (default: none pass)",
+        )
         if name == "report":
             sub.add_argument("-o", "--output", required=True, help="the HTML file to write")
     return parser
@@ -673,9 +746,13 @@ def _run(args: argparse.Namespace) -> int:
         msg = f"{args.file} is workingctx JSON: say whose cache to replay with --provider"
         raise UsageError(msg)
     if args.command == "replay":
-        facts = replay_facts(doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact)
+        facts = replay_facts(
+            doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
+        )
         return _finish(args, facts, _show_replay)
-    page = report_page(doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact)
+    page = report_page(
+        doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
+    )
     from pathlib import Path  # noqa: PLC0415
 
     Path(args.output).write_text(page, encoding="utf-8")
