@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from workingctx.frozen import thaw
-from workingctx.messages import Message, ToolCall
+from workingctx.messages import Message, Role, ToolCall
 
 __all__ = ["to_langchain", "tool_heavy"]
 
@@ -136,7 +136,7 @@ def tool_heavy(n: int, seed: int = 0) -> list[Message]:
         out.extend(nxt)
         turn += 1
     while len(out) < n:
-        role = "user" if out[-1].role != "user" else "assistant"
+        role: Role = "user" if out[-1].role != "user" else "assistant"
         out.append(Message(role, _sentence(rng, rng.randint(5, 15))))
     return out
 
