@@ -24,6 +24,7 @@ from workingctx.managers import MessageContextManager, SummaryContextManager, To
 from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
 from workingctx.persistence import Checkpoint, InMemoryStore, SQLiteStore, rehydrate
 from workingctx.prefix import PrefixContext
+from workingctx.pricing import Price, add_price, cost
 from workingctx.scopes import AllOf, LastNTurns, Not, RoleFilter, Since, Tagged, TokenBudget, WholeExchanges, explain
 from workingctx.snapshot import FrozenContext
 
@@ -200,6 +201,21 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
         3,
         TYPE,
     ),
+    ("Price(input)", lambda v: Price(v, 1), "input", -1, VALUE),
+    ("Price(output)", lambda v: Price(1, v), "output", True, TYPE),
+    ("Price(cache_read=)", lambda v: Price(1, 1, cache_read=v), "cache_read", "nan", VALUE),
+    (
+        "Price(long_context_above=)",
+        lambda v: Price(1, 1, long_context_above=v, long_context=Price(2, 2)),
+        "long_context_above",
+        0,
+        VALUE,
+    ),
+    ("Price(long_context=)", lambda v: Price(1, 1, long_context_above=5, long_context=v), "long_context", 3, TYPE),
+    ("cost(model)", lambda v: cost(v, Usage()), "model", None, TYPE),
+    ("cost(model)", lambda v: cost(v, Usage()), "model", " ", VALUE),
+    ("cost(usage)", lambda v: cost("gpt-4o", v), "usage", {"input_tokens": 1}, TYPE),
+    ("add_price(price)", lambda v: add_price("mine", v), "price", 1.0, TYPE),
     (
         "MessageContextManager().trim_context(ctx)",
         MessageContextManager().trim_context,

@@ -190,7 +190,8 @@ def check_int(
         msg = f"{_where(owner, argument, label)} {problem}; use a str"
         raise error(msg, argument=argument, value=value)
     if minimum is not None and value < minimum:
-        raise wrong_value(value, argument, f"must be {minimum} or more", owner=owner, label=label, fix=fix, error=error)
+        problem = "must be a positive int" if minimum == 1 else f"must be {minimum} or more"
+        raise wrong_value(value, argument, problem, owner=owner, label=label, fix=fix, error=error)
     return value
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 
+from workingctx import _checks
 from workingctx.exceptions import PricingError
 from workingctx.messages import Usage
 
@@ -49,29 +50,46 @@ PRICES_AS_OF = "2026-12-01"
 _MTOK = Decimal(1_000_000)
 
 
-def _decimal(value: object) -> Decimal:
+def _decimal(value: object, name: str) -> Decimal:
+    where = f"Price({name}=...)"
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        msg = f"a price must be a number (dollars per million tokens), got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, name, "a number (dollars per million tokens)", label=where)
     try:
         amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     except ArithmeticError:
-        msg = f"a price must be a number (dollars per million tokens), got {value!r}"
-        raise PricingError(msg) from None
+        problem = "must be a number (dollars per million tokens)"
+        raise _checks.wrong_value(value, name, problem, label=where, error=PricingError) from None
     if not amount.is_finite() or amount < 0:
-        msg = f"a price must be a finite, non-negative number of dollars per million tokens, got {value!r}"
-        raise PricingError(msg)
+        problem = "must be a finite, non-negative number of dollars per million tokens"
+        raise _checks.wrong_value(value, name, problem, label=where, error=PricingError)
     return amount
 
 
-def _opt_decimal(value: object) -> Decimal | None:
-    return None if value is None else _decimal(value)
+def _opt_decimal(value: object, name: str) -> Decimal | None:
+    return None if value is None else _decimal(value, name)
 
 
-def _opt_tier_start(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
-        msg = f"{attribute.name} must be a positive int (input tokens) or None, got {value!r}"
-        raise PricingError(msg)
+def _input(value: object) -> Decimal:
+    return _decimal(value, "input")
+
+
+def _output(value: object) -> Decimal:
+    return _decimal(value, "output")
+
+
+def _cache_read(value: object) -> Decimal | None:
+    return _opt_decimal(value, "cache_read")
+
+
+def _cache_write_5m(value: object) -> Decimal | None:
+    return _opt_decimal(value, "cache_write_5m")
+
+
+def _cache_write_1h(value: object) -> Decimal | None:
+    return _opt_decimal(value, "cache_write_1h")
+
+
+_opt_tier_start = _checks.integer(minimum=1, optional=True, fix="a count of input tokens", error=PricingError)
 
 
 @attrs.frozen
@@ -101,11 +119,11 @@ class Price:
     Decimal('6')
     """
 
-    input: Decimal = attrs.field(converter=_decimal)
-    output: Decimal = attrs.field(converter=_decimal)
-    cache_read: Decimal | None = attrs.field(default=None, kw_only=True, converter=_opt_decimal)
-    cache_write_5m: Decimal | None = attrs.field(default=None, kw_only=True, converter=_opt_decimal)
-    cache_write_1h: Decimal | None = attrs.field(default=None, kw_only=True, converter=_opt_decimal)
+    input: Decimal = attrs.field(converter=_input)
+    output: Decimal = attrs.field(converter=_output)
+    cache_read: Decimal | None = attrs.field(default=None, kw_only=True, converter=_cache_read)
+    cache_write_5m: Decimal | None = attrs.field(default=None, kw_only=True, converter=_cache_write_5m)
+    cache_write_1h: Decimal | None = attrs.field(default=None, kw_only=True, converter=_cache_write_1h)
     long_context_above: int | None = attrs.field(default=None, kw_only=True, validator=_opt_tier_start)
     long_context: Price | None = attrs.field(default=None, kw_only=True)
 
@@ -121,10 +139,9 @@ class Price:
                 "Price needs both long_context_above=<input tokens> and long_context=Price(...), or neither; "
                 f"got long_context_above={self.long_context_above!r}, long_context={self.long_context!r}"
             )
-            raise PricingError(msg)
-        if self.long_context is not None and not isinstance(self.long_context, Price):
-            msg = f"long_context must be a Price, got {self.long_context!r} of type {type(self.long_context).__name__}"
-            raise TypeError(msg)
+            raise PricingError(msg, argument="long_context_above", value=self.long_context_above)
+        if self.long_context is not None:
+            _checks.check_instance(self.long_context, "long_context", Price, "a Price")
 
     def cost(self, usage: Usage) -> Decimal:
         """
@@ -133,9 +150,7 @@ class Price:
         ``reasoning_tokens`` are not added again: providers count them inside
         the output tokens.
         """
-        if not isinstance(usage, Usage):
-            msg = f"cost() needs a Usage, got {usage!r} of type {type(usage).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(usage, "usage", Usage, "a Usage", label="cost()", verb="needs")
         rates = self
         total_input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         if (
@@ -211,12 +226,14 @@ _added_lock = threading.Lock()
 
 
 def _check_model(model: object) -> str:
-    if not isinstance(model, str):
-        msg = f"a model name must be a str such as 'claude-sonnet-4-6', got {model!r} of type {type(model).__name__}"
-        raise TypeError(msg)
+    expected = "a str such as 'claude-sonnet-4-6'"
+    model = _checks.check_instance(model, "model", str, expected, label="a model name")
     if not model.strip():
-        msg = "a model name must not be empty; pass the name the provider reports, such as 'claude-sonnet-4-6'"
-        raise PricingError(msg)
+        msg = (
+            f"a model name must not be empty, got {model!r}; "
+            "pass the name the provider reports, such as 'claude-sonnet-4-6'"
+        )
+        raise PricingError(msg, argument="model", value=model)
     return model
 
 
@@ -233,9 +250,7 @@ def add_price(model: str, price: Price) -> None:
         TypeError: *model* is not a str or *price* not a :class:`Price`.
     """
     _check_model(model)
-    if not isinstance(price, Price):
-        msg = f"add_price({model!r}, ...) needs a Price, got {price!r} of type {type(price).__name__}"
-        raise TypeError(msg)
+    _checks.check_instance(price, "price", Price, "a Price", label=f"add_price({model!r}, ...)", verb="needs")
     with _added_lock:
         _added[model] = price
 
@@ -302,9 +317,7 @@ def cost(model: str, usage: Usage) -> Decimal:
         TypeError: *model* is not a str or *usage* not a :class:`~workingctx.Usage`.
     """
     _check_model(model)
-    if not isinstance(usage, Usage):
-        msg = f"cost({model!r}, ...) needs a Usage, got {usage!r} of type {type(usage).__name__}"
-        raise TypeError(msg)
+    _checks.check_instance(usage, "usage", Usage, "a Usage", label=f"cost({model!r}, ...)", verb="needs")
     price = find_price(model)
     if price is not None:
         return price.cost(usage)
