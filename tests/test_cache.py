@@ -531,7 +531,7 @@ class TestRuleValues:
             CacheRules(
                 "p", explicit=True, max_breakpoints=4, lookback_blocks=20, minimum_tokens={"a": -1}, default_minimum=0
             )
-        with pytest.raises(CacheRuleError, match="max_breakpoints must be a non-negative int"):
+        with pytest.raises(CacheRuleError, match="max_breakpoints must be 0 or more"):
             CacheRules("p", explicit=True, max_breakpoints=-1, lookback_blocks=20, minimum_tokens={}, default_minimum=0)
         with pytest.raises(CacheRuleError, match="lookback_blocks must be a positive int"):
             CacheRules("p", explicit=True, max_breakpoints=4, lookback_blocks=0, minimum_tokens={}, default_minimum=0)

@@ -12,12 +12,14 @@ import pickle
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from workingctx import Message, ToolCall, Usage, WorkingContext
 from workingctx._checks import check_count, check_items, check_number, check_one_of, check_str, count, flag
+from workingctx.cache import RULES, Breakpoint, cache_blocks
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.history import ContextChange, Entry, Forked, Kept, NotesChange, Started
 from workingctx.managers import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
 
 async def _summarize(messages: object, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001  # the protocol's signature
     return "summary"
+
+
+def _rules(**changes: Any) -> object:
+    return attrs.evolve(RULES["anthropic"], **changes)
 
 
 SNAP = WorkingContext(messages=[Message("user", "hi")]).freeze()
@@ -216,6 +222,14 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("cost(model)", lambda v: cost(v, Usage()), "model", " ", VALUE),
     ("cost(usage)", lambda v: cost("gpt-4o", v), "usage", {"input_tokens": 1}, TYPE),
     ("add_price(price)", lambda v: add_price("mine", v), "price", 1.0, TYPE),
+    ("CacheRules(max_breakpoints)", lambda v: _rules(max_breakpoints=v), "max_breakpoints", -1, VALUE),
+    ("CacheRules(max_breakpoints)", lambda v: _rules(max_breakpoints=v), "max_breakpoints", True, TYPE),
+    ("CacheRules(lookback_blocks)", lambda v: _rules(lookback_blocks=v), "lookback_blocks", 0, VALUE),
+    ("CacheRules(minimum_tokens)", lambda v: _rules(minimum_tokens=v), "minimum_tokens", [1], TYPE),
+    ("CacheRules(minimum_tokens)", lambda v: _rules(minimum_tokens={"m": v}), "minimum_tokens['m']", -5, VALUE),
+    ("CacheRules(lifetimes=)", lambda v: _rules(lifetimes={"5m": v}), "lifetimes['5m']", 0, VALUE),
+    ("Breakpoint(tokens)", lambda v: Breakpoint(0, 0, "5m", v), "tokens", -1, VALUE),
+    ("cache_blocks(message)", cache_blocks, "message", "hi", TYPE),
     (
         "MessageContextManager().trim_context(ctx)",
         MessageContextManager().trim_context,

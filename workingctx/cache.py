@@ -41,8 +41,9 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from workingctx import _checks
 from workingctx.context import WorkingContext
-from workingctx.exceptions import CacheRuleError
+from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import (
     CacheBreakpoint,
@@ -88,26 +89,15 @@ _TTL_ORDER = {"1h": 0, "5m": 1}
 
 
 def _minimums(value: object) -> Mapping[str, int]:
-    if not isinstance(value, Mapping):
-        msg = f"minimum_tokens must be a mapping of model-name prefix to tokens, got {value!r}"
-        raise TypeError(msg)
+    value = _checks.check_instance(value, "minimum_tokens", Mapping, "a mapping of model-name prefix to tokens")
     for name, tokens in value.items():
-        if not isinstance(name, str) or not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-            msg = f"minimum_tokens[{name!r}] must map a str to a non-negative int, got {tokens!r}"
-            raise CacheRuleError(msg)
+        _checks.check_instance(name, "minimum_tokens", str, "a str", label="minimum_tokens keys")
+        _checks.check_count(tokens, f"minimum_tokens[{name!r}]", error=CacheRuleError)
     return FrozenDict(value)
 
 
-def _nonneg(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        msg = f"{attribute.name} must be a non-negative int, got {value!r}"
-        raise CacheRuleError(msg)
-
-
-def _positive(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        msg = f"{attribute.name} must be a positive int, got {value!r}"
-        raise CacheRuleError(msg)
+_nonneg = _checks.count(error=CacheRuleError)
+_positive = _checks.integer(minimum=1, error=CacheRuleError)
 
 
 def _no_write_charge() -> Mapping[str, Decimal]:
@@ -123,13 +113,12 @@ def _five_minutes() -> Mapping[str, int]:
 
 
 def _lifetimes(value: object) -> Mapping[str, int]:
-    if not isinstance(value, Mapping):
-        msg = f"lifetimes must be a mapping of TTL name to seconds, such as {{'5m': 300}}, got {value!r}"
-        raise TypeError(msg)
+    value = _checks.check_instance(value, "lifetimes", Mapping, "a mapping of TTL name to seconds, such as {'5m': 300}")
     for name, seconds in value.items():
-        if name not in _TTL_ORDER or not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1:
+        if name not in _TTL_ORDER:
             msg = f"lifetimes[{name!r}] must map '5m' or '1h' to a positive int of seconds, got {seconds!r}"
-            raise CacheRuleError(msg)
+            raise CacheRuleError(msg, argument="lifetimes", value=name)
+        _checks.check_int(seconds, f"lifetimes[{name!r}]", minimum=1, fix="a number of seconds", error=CacheRuleError)
     return FrozenDict(value)
 
 
@@ -190,9 +179,7 @@ class CacheRules:
         >>> RULES["anthropic"].minimum_for("claude-opus-4-6-20260101")
         4096
         """
-        if not isinstance(model, str):
-            msg = f"model must be a str, got {model!r} of type {type(model).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(model, "model", str, "a str")
         name = model.rsplit("/", 1)[-1]
         best = ""
         for prefix in self.minimum_tokens:
@@ -270,16 +257,12 @@ RULES: Mapping[str, CacheRules] = MappingProxyType(
 
 
 def _rules(provider: object, model: object) -> CacheRules:
-    if not isinstance(provider, str):
-        msg = f"provider must be a str such as 'anthropic', got {provider!r} of type {type(provider).__name__}"
-        raise TypeError(msg)
-    if not isinstance(model, str):
-        msg = f"model must be a str such as 'claude-sonnet-4-6', got {model!r} of type {type(model).__name__}"
-        raise TypeError(msg)
+    provider = _checks.check_instance(provider, "provider", str, "a str such as 'anthropic'")
+    _checks.check_instance(model, "model", str, "a str such as 'claude-sonnet-4-6'")
     rules = RULES.get(provider)
     if rules is None:
         msg = f"no caching rules for provider {provider!r}; use one of {sorted(RULES)}"
-        raise CacheRuleError(msg)
+        raise CacheRuleError(msg, argument="provider", value=provider)
     return rules
 
 
@@ -297,9 +280,7 @@ def cache_blocks(message: Message) -> tuple[str | ContentBlock | ToolCall, ...]:
     >>> cache_blocks(Message.assistant("Checking.", tool_calls=[ToolCall("c1", "lookup")]))
     ('Checking.', ToolCall(id='c1', name='lookup', arguments={}))
     """
-    if not isinstance(message, Message):
-        msg = f"cache_blocks() needs a Message, got {message!r} of type {type(message).__name__}"
-        raise TypeError(msg)
+    _checks.check_instance(message, "message", Message, "a Message", label="cache_blocks()", verb="needs")
     content = message.content
     head: tuple[str | ContentBlock, ...] = content if not isinstance(content, str) else (content,) if content else ()
     return (*head, *message.tool_calls)
@@ -409,8 +390,8 @@ def _request(source: object) -> tuple[list[Message], int, Any, str]:
     if isinstance(source, FrozenContext):
         prefix = source.prefix
         return source.assembled(), len(prefix.as_messages()), None, prefix.digest()
-    msg = f"expected a WorkingContext or a FrozenContext (ctx.freeze()), got {source!r} of type {type(source).__name__}"
-    raise TypeError(msg)
+    expected = "a WorkingContext or a FrozenContext (ctx.freeze())"
+    raise _checks.wrong_type(source, "ctx", expected, label="", verb="expected")
 
 
 # -- plans ----------------------------------------------------------------------
@@ -456,13 +437,12 @@ def _check_ttl_order(where: str, marks: Sequence[tuple[tuple[int, int], TTL]]) -
 
 def _breakpoints(value: Iterable[Breakpoint]) -> tuple[Breakpoint, ...]:
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        msg = f"breakpoints must be a sequence of Breakpoint values, got {value!r}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, "breakpoints", "a sequence of Breakpoint values")
     points = tuple(value)
-    for point in points:
+    for position, point in enumerate(points):
         if not isinstance(point, Breakpoint):
-            msg = f"breakpoints hold {point!r} of type {type(point).__name__}, not a Breakpoint"
-            raise TypeError(msg)
+            msg = f"breakpoints hold {_checks.described(point)}, not a Breakpoint"
+            raise ArgumentTypeError(msg, argument=f"breakpoints[{position}]", value=point, expected="a Breakpoint")
     return points
 
 
@@ -570,7 +550,7 @@ class CachePlan:
         for position, message in enumerate(checked):
             if not isinstance(message, Message):
                 msg = f"apply() needs the request's messages, got {message!r} at {position}"
-                raise TypeError(msg)
+                raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=message, expected="a Message")
         if self._layout and _layout_key(checked) != self._layout[-1].key.rsplit(":", 1)[0]:
             msg = (
                 "apply(): these messages are not the request the plan was made for; "
@@ -664,15 +644,14 @@ def plan(
     """
     rules = _rules(provider, model)
     messages, prefix_count, own_counter, prefix_digest = _request(ctx)
-    if previous is not None and not isinstance(previous, CachePlan):
-        msg = f"previous must be the CachePlan of the previous request or None, got {previous!r}"
-        raise TypeError(msg)
+    if previous is not None:
+        _checks.check_instance(previous, "previous", CachePlan, "the CachePlan of the previous request or None")
     if prefix_ttl not in rules.ttls and rules.explicit:
         msg = f"prefix_ttl must be one of {list(rules.ttls)} for {provider}, got {prefix_ttl!r}"
-        raise CacheRuleError(msg)
+        raise CacheRuleError(msg, argument="prefix_ttl", value=prefix_ttl)
     if tail_ttl not in rules.ttls and rules.explicit:
         msg = f"tail_ttl must be one of {list(rules.ttls)} for {provider}, got {tail_ttl!r}"
-        raise CacheRuleError(msg)
+        raise CacheRuleError(msg, argument="tail_ttl", value=tail_ttl)
     if rules.explicit and _TTL_ORDER[tail_ttl] < _TTL_ORDER[prefix_ttl]:
         msg = (
             f"tail_ttl={tail_ttl!r} after prefix_ttl={prefix_ttl!r} would put a longer-lived breakpoint after a "
@@ -782,8 +761,7 @@ def prompt_cache_key(source: object, cache: object = True) -> str | None:
             )
             raise TypeError(msg)
         return f"workingctx-{str(digest())[:32]}"
-    msg = f"cache must be True, False, None, a str key or a CachePlan, got {cache!r} of type {type(cache).__name__}"
-    raise TypeError(msg)
+    raise _checks.wrong_type(cache, "cache", "True, False, None, a str key or a CachePlan")
 
 
 # -- what a request reads and writes ------------------------------------------------
