@@ -252,14 +252,24 @@ def check_refusal(exc: CheckpointError, before: list[str], path: Path, notes: li
 
 
 class TestFuzzedPayloads:
+    @pytest.mark.parametrize("beside", [0, 30], ids=["alone", "beside-a-long-run"])
     @given(ctx=working_contexts(max_turns=2), seed=st.integers(0, 2**32 - 1), rounds=st.integers(1, 3))
-    def test_damaged_rows_raise_only_checkpoint_error(self, scratch_dir, ctx, seed, rounds):
+    def test_damaged_rows_raise_only_checkpoint_error(self, scratch_dir, beside, ctx, seed, rounds):
         """
         After random damage to stored rows, loading, listing and lineage either
         give exactly what was saved or raise CheckpointError, and leave the
-        database as it was.
+        database as it was; whether the checkpoints are the whole file (read
+        table by table) or a small part of it (read link by link).
         """
         path = fresh_path(scratch_dir)
+        others: set[str] = set()
+        if beside:
+            long = WorkingContext()
+            for turn in range(beside):
+                long.append(Message("user", f"question {turn}"), Message("assistant", f"answer {turn}"))
+                long.journal.record({"turn": turn})
+            with SQLiteStore(path) as store:
+                others.add(store.save(Checkpoint.capture(long)))
         saved = saved_pair(path, ctx)
         rng = random.Random(seed)
         notes = [damage(path, rng) for _ in range(rounds)]
@@ -282,7 +292,7 @@ class TestFuzzedPayloads:
                     infos = operation()
                 except CheckpointError:
                     continue
-                assert {info.id for info in infos} <= {checkpoint.id for checkpoint in saved}, notes
+                assert {info.id for info in infos} <= {checkpoint.id for checkpoint in saved} | others, notes
         assert before == dump(path), notes
 
     def test_damaged_message_named(self, scratch_dir):
