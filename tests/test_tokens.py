@@ -409,6 +409,30 @@ class TestMessageCounter:
         assert 30 == len(vowels.counted)  # every later count came from the cache
         assert (total // 30, 10) == (cached(messages[0], "vowels"), cached(messages[0], "approx"))
 
+    def test_a_context_takes_a_message_counter(self):
+        """
+        A context counts with a counter that has only a name and count_message:
+        synchronously, asynchronously, and the prefix too.
+        """
+        from workingctx import PrefixContext, WorkingContext  # noqa: PLC0415
+        from workingctx.tokens import whole_counter  # noqa: PLC0415
+
+        vowels = Vowels()
+        ctx = WorkingContext(
+            prefix=PrefixContext(system_prompt="Be brief."),
+            messages=[Message("user", "is the queue backed up?")],
+            counter=vowels,
+        )
+        expected = sum(map(counting(vowels), ctx.assembled()))
+
+        assert expected == ctx.count_tokens()
+        assert expected == asyncio.run(ctx.tokens())
+        assert ("vowels", False) == (ctx.counter.name, ctx.counter.exact)
+        assert expected == asyncio.run(ctx.counter.estimate(ctx.assembled()))
+        assert whole_counter(vowels) == whole_counter(vowels)
+        with pytest.raises(TypeError, match="of type int"):
+            whole_counter(3)  # type: ignore[arg-type]
+
     def test_subclass_of_a_built_in_counts_its_own_way(self):
         """
         A subclass of a built-in counter with its own name and count_message is not mistaken for the built-in.

@@ -52,7 +52,7 @@ from workingctx.snapshot import (
     diff_states,
     digest_of_parts,
 )
-from workingctx.tokens import ApproxTokenCounter, TokenCounter
+from workingctx.tokens import ApproxTokenCounter, MessageCounter, TokenCounter, whole_counter
 from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class WorkingContext:
         messages: Iterable[Message] = (),
         scratchpad: Mapping[str, Any] | None = None,
         journal: MutationJournal[Any] | Iterable[Any] | None = None,
-        counter: TokenCounter | None = None,
+        counter: MessageCounter | None = None,
         limit: int | None = None,
         shared: bool = False,
         record: bool = False,
@@ -170,11 +170,9 @@ class WorkingContext:
             journal = MutationJournal()
         elif not isinstance(journal, MutationJournal):
             journal = MutationJournal(journal)
-        if (
-            counter is not None
-            and not isinstance(counter, TokenCounter)
-            and not callable(getattr(counter, "estimate", None))
-        ):
+        if isinstance(counter, MessageCounter):
+            counter = whole_counter(counter)  # a name and count_message are enough
+        elif counter is not None and not callable(getattr(counter, "estimate", None)):
             raise _checks.wrong_type(
                 counter, "counter", "a token counter with estimate(messages)", fix="use ApproxTokenCounter()"
             )

@@ -74,6 +74,7 @@ __all__ = [
     "estimate_message_tokens",
     "image_tokens",
     "media_tokens",
+    "whole_counter",
 ]
 
 _log = logging.getLogger(__name__)
@@ -706,6 +707,57 @@ class ApproxTokenCounter:
         The tokens of *messages*, for async callers.
         """
         return self.count(messages)
+
+
+@attrs.frozen
+class _WholeCounter:
+    """
+    A full :class:`TokenCounter` made of a :class:`MessageCounter` of one's
+    own: lists are the sum of their messages, async callers get the same count.
+    """
+
+    counter: MessageCounter
+
+    @property
+    def name(self) -> str:
+        return self.counter.name
+
+    @property
+    def exact(self) -> bool:
+        return getattr(self.counter, "exact", False) is True
+
+    def count_message(self, message: Message) -> int:
+        return counting(self.counter)(message)
+
+    def count(self, messages: Iterable[Message]) -> int:
+        return _total(counting(self.counter), messages)
+
+    async def estimate(self, messages: Iterable[Message]) -> int:
+        return self.count(messages)
+
+
+def whole_counter(counter: MessageCounter) -> TokenCounter:
+    """
+    *counter* as a full :class:`TokenCounter`: itself when it is one, else
+    one that counts a list as the sum of its messages and answers async callers
+    with the same count (``exact`` is the counter's own, or False).
+
+    >>> class Words:
+    ...     name = "words"
+    ...     def count_message(self, message):
+    ...         return len(message.text().split())
+    >>> from workingctx import Message
+    >>> whole_counter(Words()).count([Message("user", "check the cert"), Message("user", "now")])
+    4
+    >>> counter = ApproxTokenCounter()
+    >>> whole_counter(counter) is counter
+    True
+    """
+    if isinstance(counter, TokenCounter):
+        return counter
+    if not isinstance(counter, MessageCounter):
+        counting(counter)  # raises the TypeError that names it
+    return _WholeCounter(counter)
 
 
 _APPROX_CACHE = _count_cache(_APPROX, _approx_count, approx=True)

@@ -175,6 +175,7 @@ def check_seams() -> None:
     assert_type(counting(counters[0])(msgs[0]), int)
     assert_type(RunningCount(counters[1]).extend(msgs), int)
     TokenBudget(100, counter=counters[0])
+    assert_type(WorkingContext(counter=counters[0]).count_tokens(), int)
     TokenBudget(100, counter=len)  # type: ignore[arg-type]
     TokenBudgetContextManager(1000, counter="approx")  # type: ignore[arg-type]
     explain(scope, msgs, counter=object())  # type: ignore[arg-type]
