@@ -429,3 +429,41 @@ class TestEqualValuesEncodeEqually:
         added.append(Message("user", "later"))
         assert (Message("user", "q"),) == diff.messages_added
         assert isinstance(hash(diff), int)
+
+
+class TestChainsOfForks:
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from(["fork", "append", "digest", "hash", "freeze"]), st.integers(0, 7)), max_size=30
+        )
+    )
+    def test_every_fork_digests_its_own_transcript(self, steps):
+        """
+        Forks read their parent's chain digests for the messages they share
+        and copy them when they grow: whatever the order of forks, appends,
+        digests, hashes and snapshots in a family of contexts, each digests
+        and hashes as a fresh context with its messages does.
+        """
+        family = [WorkingContext(messages=[Message("user", "q0"), Message("assistant", "a0")])]
+        taken: list[tuple[FrozenContext, tuple[Message, ...]]] = []
+        for n, (step, pick) in enumerate(steps):
+            ctx = family[pick % len(family)]
+            if step == "fork":
+                family.append(ctx.fork())
+            elif step == "append":
+                ctx.append(Message("user", f"m{n}"))
+            elif step == "digest":
+                ctx.digest()
+            elif step == "hash":
+                hash(ctx.freeze())
+            else:
+                taken.append((ctx.freeze(), ctx.messages))
+        for ctx in family:
+            fresh = WorkingContext(messages=ctx.messages)
+            assert fresh.digest() == ctx.digest()
+            assert hash(fresh.freeze()) == hash(ctx.freeze())
+        for snap, messages in taken:
+            fresh_snap = WorkingContext(messages=messages).freeze()
+            assert fresh_snap.digest() == snap.digest()
+            assert hash(fresh_snap) == hash(snap)
+            assert fresh_snap.chain_digest(1) == snap.chain_digest(1)

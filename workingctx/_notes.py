@@ -177,8 +177,14 @@ class Notes(dict[str, Any]):
         """
         ours = open_ = False
         if type(value) in _SCALARS:
-            pass
-        elif type(key) is str and _frozen_tree(value):
+            with self._lock:  # the common case, kept short
+                dict.__setitem__(self, key, value)
+                self._ours.discard(key)
+                self._open.discard(key)
+                self._digests.pop(key, None)
+                self._pairs = self._sha = None
+            return
+        if type(key) is str and _frozen_tree(value):
             ours = writable
         elif type(key) is str and _json_tree(value, MAX_DEPTH, set()):
             value, ours = deep_freeze(value), True
@@ -338,7 +344,9 @@ class Notes(dict[str, Any]):
         with self._lock:
             for other in others:
                 pairs: Iterable[tuple[Any, Any]]
-                if isinstance(other, Mapping):
+                if type(other) is dict:
+                    pairs = other.items()
+                elif isinstance(other, Mapping):
                     pairs = ((key, other[key]) for key in other)
                 elif hasattr(other, "keys"):
                     pairs = ((key, other[key]) for key in other.keys())  # noqa: SIM118  # dict.update's protocol

@@ -151,7 +151,9 @@ class Tail:
         "lock",
     )
 
-    def __init__(self, messages: list[Message], counter: TokenCounter, *, incremental: bool) -> None:
+    def __init__(
+        self, messages: list[Message], counter: TokenCounter, *, incremental: bool, chain: Chain | None = None
+    ) -> None:
         self._messages = messages
         self._counter = counter
         self._incremental = incremental
@@ -163,7 +165,7 @@ class Tail:
         self._appended = 0
         self._log: list[Message] = []
         self._log_base = -1  # -1: nothing is retained
-        self._reset(Chain())
+        self._reset(Chain() if chain is None else chain)
 
     def _reset(self, chain: Chain) -> None:
         self._view: tuple[Message, ...] | None = None
@@ -203,9 +205,10 @@ class Tail:
             if messages is not None:
                 other = Tail(messages, self._counter, incremental=self._incremental)
             else:
-                other = Tail(list(self._messages), self._counter, incremental=self._incremental)
+                messages = list(self._messages)
+                chain = self._chain.share(len(messages))
+                other = Tail(messages, self._counter, incremental=self._incremental, chain=chain)
                 other._view = self._view
-                other._chain = self._chain.copy()
                 other._system = (self._system[0], list(self._system[1]))
             other._appended = self._appended
             other._log = list(self._log)

@@ -234,7 +234,7 @@ class WorkingContext:
 
     def _spawn(self, tail: Tail, scratchpad: Notes) -> WorkingContext:
         child = WorkingContext.__new__(WorkingContext)
-        child._init(self._prefix, tail, scratchpad, MutationJournal(tuple(self.journal)))
+        child._init(self._prefix, tail, scratchpad, self.journal._seed())
         child.limit = self.limit
         child.shared = self.shared
         return child
@@ -260,6 +260,10 @@ class WorkingContext:
         """
         The live scratchpad dict; on a recorded context a read-only copy
         (change notes with :meth:`note` or :meth:`edit_notes`).
+
+        A note read out of it is the note: changing it in place is seen by the
+        next :meth:`freeze` and :meth:`digest`. Plain data written to it is
+        copied (see :meth:`note`).
         """
         if self._history is not None:
             return FrozenDict(self._scratchpad.raw())
@@ -409,6 +413,12 @@ class WorkingContext:
         """
         Set one scratchpad note.
 
+        Plain JSON-like data (dicts, lists, str, numbers, bool, None) is copied,
+        so later changes to your own object do not reach the note; change it
+        through :attr:`scratchpad` or :meth:`get`, or set it again. Anything
+        else is kept as it is. A note costs its size once, when it is set or
+        first read: later freezes, digests and forks reuse it while it is unchanged.
+
         Raises:
             TypeError: *key* is not a str.
         """
@@ -422,7 +432,7 @@ class WorkingContext:
 
     def update_scratchpad(self, notes: Mapping[str, Any]) -> WorkingContext:
         """
-        Set several scratchpad notes at once.
+        Set several scratchpad notes at once (each as :meth:`note` sets it).
 
         Raises:
             TypeError: *notes* is not a mapping, or a key is not a str (nothing is set).

@@ -56,6 +56,17 @@ class MutationJournal(Generic[EntryT]):
         self._committed = len(self._entries)
         self._digests: list[str] = []
 
+    def _seed(self) -> MutationJournal[EntryT]:
+        """
+        A new journal seeded with these entries, all committed: a fork's. The
+        entries are frozen already, so they are shared, with their digests.
+        """
+        seeded: MutationJournal[EntryT] = MutationJournal.__new__(MutationJournal)
+        seeded._entries = list(self._entries)
+        seeded._committed = len(seeded._entries)
+        seeded._digests = self._digests[: len(seeded._entries)]
+        return seeded
+
     def _add(self, entries: Iterable[EntryT]) -> None:
         start = len(self._entries)
         frozen = [

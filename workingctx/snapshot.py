@@ -54,9 +54,12 @@ class Chain:
     context owns one chain while its tail only grows, and hands it to every
     snapshot it takes, so digests are computed once per message, whoever asks
     first. Clearing the tail starts a new chain; entries are never changed.
+
+    A fork's chain (:meth:`share`) reads its parent's lists for the messages
+    they have in common, and copies them only when it grows past them.
     """
 
-    __slots__ = ("_lock", "digests", "hashes")
+    __slots__ = ("_limit", "_lock", "digests", "hashes")
 
     def __init__(self, digests: Iterable[str] = (), hashes: Iterable[int] = ()) -> None:
         self.digests: list[str] = list(digests)
@@ -64,6 +67,32 @@ class Chain:
         self.hashes: list[int] = list(hashes)
         # Snapshots on several threads may extend one shared chain at once.
         self._lock = threading.Lock()
+        # None: the lists are this chain's own; n: they are another chain's,
+        # whose first n entries (the messages both transcripts share) are read here
+        self._limit: int | None = None
+
+    def share(self, n: int) -> Chain:
+        """
+        The chain of a copy of the first *n* messages, in O(1): it reads this
+        chain's digests for them, and copies them the first time it grows past them.
+        """
+        chain: Chain = Chain.__new__(Chain)
+        chain.digests = self.digests
+        chain.hashes = self.hashes
+        chain._lock = threading.Lock()
+        chain._limit = n if self._limit is None else min(n, self._limit)
+        return chain
+
+    def _own(self) -> None:
+        """
+        Make the lists this chain's own (the shared entries copied), before it grows.
+        """
+        with self._lock:
+            limit = self._limit
+            if limit is not None:
+                self.digests = self.digests[:limit]
+                self.hashes = self.hashes[:limit]
+                self._limit = None
 
     def upto(self, messages: Sequence[Message], n: int) -> str:
         """
@@ -72,6 +101,12 @@ class Chain:
         *messages* must agree with every message already chained (the caller's
         transcript is this chain's transcript, possibly longer).
         """
+        limit = self._limit
+        if limit is not None:
+            digests = self.digests
+            if n <= limit and n <= len(digests):
+                return digests[n - 1] if n else EMPTY_CHAIN
+            self._own()
         digests = self.digests
         if len(digests) < n:
             with self._lock:
@@ -89,6 +124,12 @@ class Chain:
         Digests tell apart messages Python counts as equal (a ``1`` and a
         ``True`` in metadata), so ``__hash__`` chains the messages' own hashes.
         """
+        limit = self._limit
+        if limit is not None:
+            hashes = self.hashes
+            if n <= limit and n <= len(hashes):
+                return hashes[n - 1] if n else 0
+            self._own()
         hashes = self.hashes
         if len(hashes) < n:
             with self._lock:
@@ -102,9 +143,9 @@ class Chain:
         """
         An independent chain holding the first *n* digests (all by default).
         """
-        if n is None:
-            return Chain(self.digests, self.hashes)
-        return Chain(self.digests[:n], self.hashes[:n])
+        limit = self._limit
+        end = limit if n is None else n if limit is None else min(n, limit)
+        return Chain(self.digests[:end], self.hashes[:end])
 
 
 def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
