@@ -462,8 +462,8 @@ class TestChainsOfForks:
             fresh = WorkingContext(messages=ctx.messages)
             assert fresh.digest() == ctx.digest()
             assert hash(fresh.freeze()) == hash(ctx.freeze())
-        for snap, messages in taken:
-            fresh_snap = WorkingContext(messages=messages).freeze()
+        for snap, transcript in taken:
+            fresh_snap = WorkingContext(messages=transcript).freeze()
             assert fresh_snap.digest() == snap.digest()
             assert hash(fresh_snap) == hash(snap)
             assert fresh_snap.chain_digest(1) == snap.chain_digest(1)
