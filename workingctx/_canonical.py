@@ -44,8 +44,9 @@ __all__ = [
     "entries_digest",
     "entry_digest",
     "message_digest",
-    "note_digest",
-    "notes_digest_of",
+    "note_json",
+    "notes_json",
+    "notes_text",
     "prefix_digest",
 ]
 
@@ -279,34 +280,45 @@ def canonical_json(value: Any, where: str = "the value") -> str:
     return _encode(canonical(value, where))
 
 
-def note_digest(key: str, value: Any) -> str:
+def note_json(key: str, value: Any) -> str:
     """
-    The stable digest of one note's value: the sha256 of its canonical JSON.
+    The canonical JSON of one note's value, as :func:`notes_json` writes it under *key*.
 
     Raises:
         PayloadTypeError: The value has no canonical form; the message names the note's key.
     """
     try:
-        text = _encode(_canon(value, MAX_DEPTH))
+        return _encode(_canon(value, MAX_DEPTH))
     except _Refused as exc:
         where = f"note {key!r}"
         raise exc.error(where) from None
-    return _sha256(text)
 
 
-def notes_digest_of(parts: Iterable[tuple[str, str]]) -> str:
+def notes_json(notes: Mapping[str, Any]) -> str:
     """
-    The stable digest of a scratchpad from ``(key, note_digest(key, value))``
-    pairs: one sha256 over each key (as JSON) and its note's digest, keys sorted.
+    The canonical JSON of a scratchpad: an object of each note's canonical form.
 
-    Each note is hashed apart, so a caller that keeps each note's digest
-    hashes only the notes that changed.
+    Raises:
+        PayloadTypeError: A note has no canonical form; the message names its key.
+    """
+    out: dict[str, Any] = {}
+    for key, value in notes.items():
+        try:
+            out[key] = _canon(value, MAX_DEPTH)
+        except _Refused as exc:
+            where = f"note {key!r}"
+            raise exc.error(where) from None
+    return _encode(out)
+
+
+def notes_text(parts: Iterable[tuple[str, str]]) -> str:
+    """
+    :func:`notes_json` from ``(key, note_json(key, value))`` pairs with str
+    keys: the same text, so a caller that keeps each note's text encodes only
+    the notes that changed.
     """
     quote = _quote
-    body = "".join(
-        f"|{quote(key) if type(key) is str else _encode(key)}:{digest}" for key, digest in sorted(parts, key=_key_of)
-    )
-    return _sha256("notes/v1" + body)
+    return "{" + ",".join(f"{quote(key)}:{text}" for key, text in sorted(parts, key=_key_of)) + "}"
 
 
 def _key_of(part: tuple[str, str]) -> str:

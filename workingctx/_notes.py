@@ -5,10 +5,11 @@ Freezing, digesting and forking a context read its notes; this module makes
 them cost what changed since the last call. A note holding plain JSON-like
 data (dicts with str keys, lists, str, int, float, bool, None) is kept
 *sealed*: as its deep-frozen copy, which nothing can change in place, with its
-digest cached. A sealed note costs nothing to freeze (the frozen value is the
-snapshot's), to digest (its digest is reused) or to fork (the child shares the
-frozen value). Setting a note costs that note: the value is copied into its
-frozen form, and hashed at the next digest.
+canonical JSON cached. A sealed note costs nothing to freeze (the frozen value
+is the snapshot's) or to fork (the child shares the frozen value); the digest of
+unchanged notes is kept whole. Setting a note costs that note: the value is
+copied into its frozen form, and encoded at the next digest, which then hashes
+the notes' text again (the digest is one sha256 over all of it, as stores keep it).
 
 The live-dict semantics stay: reading a sealed note through the dict (``[]``,
 ``get``, ``values()``, ``items()``, ``dict(notes)``...) gives a plain writable
@@ -29,12 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import pickle
 import threading
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from typing import Any, Self, TypeAlias
 
-from workingctx._canonical import note_digest, notes_digest_of
+from workingctx._canonical import note_json, notes_json, notes_text
 from workingctx.exceptions import PayloadError
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, deep_freeze, freeze_named, is_json_payload, thaw
 
@@ -158,7 +160,7 @@ class Notes(dict[str, Any]):
         self._open: set[str] = set()
         # keys whose sealed value is a frozen copy of ours: read back as a writable copy
         self._ours: set[str] = set()
-        # the digest of each sealed note, by key
+        # the canonical JSON of each sealed note, by key
         self._digests: dict[str, str] = {}
         # the sorted (key, frozen value) pairs and the notes' digest, while no note is open
         self._pairs: tuple[tuple[str, Any], ...] | None = None
@@ -406,7 +408,7 @@ class Notes(dict[str, Any]):
     def digest(self) -> str:
         """
         The notes' digest (:func:`~workingctx.snapshot.notes_digest`), from each
-        sealed note's cached digest and the open notes read now.
+        sealed note's cached canonical JSON and the open notes encoded now.
 
         Raises:
             PayloadTypeError: A note holds an object with no canonical form; the message names its key.
@@ -416,17 +418,19 @@ class Notes(dict[str, Any]):
             if sha is not None:
                 return sha
             opened = self._open
+            if any(type(key) is not str for key in dict.keys(self)):  # written around note(): encoded whole
+                return hashlib.sha256(notes_json(self.raw()).encode("utf-8", "surrogatepass")).hexdigest()
             known = self._digests
             parts: list[tuple[str, str]] = []
             for key, value in dict.items(self):
                 if key in opened:
-                    parts.append((key, note_digest(key, value)))
+                    parts.append((key, note_json(key, value)))
                     continue
-                digest = known.get(key)
-                if digest is None:
-                    digest = known[key] = note_digest(key, value)
-                parts.append((key, digest))
-            sha = notes_digest_of(parts)
+                text = known.get(key)
+                if text is None:
+                    text = known[key] = note_json(key, value)
+                parts.append((key, text))
+            sha = hashlib.sha256(notes_text(parts).encode("utf-8", "surrogatepass")).hexdigest()
             if not opened:
                 self._sha = sha
             return sha

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from workingctx import _checks
-from workingctx._canonical import EMPTY_CHAIN, chain_step, note_digest, notes_digest_of
+from workingctx._canonical import EMPTY_CHAIN, chain_step, notes_json
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import FrozenDict, freeze_json, freeze_named
 from workingctx.messages import Message
@@ -409,21 +409,20 @@ def snapshot_digest(prefix: PrefixContext, chain: str, scratchpad: Mapping[str, 
 
 def notes_digest(scratchpad: Mapping[str, Any]) -> str:
     """
-    The stable digest of a scratchpad, the part of a snapshot's digest the
-    notes give: a sha256 over each key and the digest of its note's canonical
-    JSON, so a live context re-hashes only the notes that changed.
+    The part of a snapshot's digest the notes give: the hex sha256 of the
+    scratchpad's canonical JSON.
 
     Raises:
         PayloadTypeError: A note holds an object with no canonical form (the message names its key).
     """
-    return notes_digest_of((key, note_digest(key, value)) for key, value in scratchpad.items())
+    return hashlib.sha256(notes_json(scratchpad).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def digest_of_parts(prefix: PrefixContext, chain: str, notes: str) -> str:
     """
     A snapshot's digest from its prefix, the chain digest of its tail and :func:`notes_digest` of its notes.
     """
-    body = f"snapshot/v3|{prefix.digest()}|{chain}|{notes}"
+    body = f"snapshot/v2|{prefix.digest()}|{chain}|{notes}"
     return hashlib.sha256(body.encode("ascii")).hexdigest()
 
 
