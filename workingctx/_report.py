@@ -12,6 +12,8 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
+from workingctx.cli import strategy_rows
+
 __all__ = ["render"]
 
 _COLORS = {"read": "#2e7d32", "write": "#f9a825", "fresh": "#c62828"}
@@ -27,6 +29,29 @@ svg text { font: 11px system-ui, sans-serif; fill: #444; }
 """
 
 
+def _chart(
+    chart_id: str, label: str, size: tuple[int, int], left: int, plot_h: float, ticks: Sequence[str]
+) -> list[str]:
+    """
+    The start of a chart of *size* (width, height): its ``<svg>`` element and
+    a grid line for each of *ticks*, labelled with it, evenly from the bottom
+    of the plot (*plot_h* high, 8 below the top) to its top.
+    """
+    width, height = size
+    parts = [
+        (
+            f'<svg id="{chart_id}" role="img" aria-label="{label}" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
+        )
+    ]
+    steps = max(len(ticks) - 1, 1)
+    for tick, text in enumerate(ticks):
+        y = 8 + plot_h - plot_h * tick / steps
+        parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{text}</text>')
+    return parts
+
+
 def _bars(strategy: dict[str, Any], width: int = 920, height: int = 260) -> str:
     rows: Sequence[dict[str, Any]] = strategy["requests"]
     top = max((r["input_tokens"] for r in rows), default=0) or 1
@@ -34,17 +59,8 @@ def _bars(strategy: dict[str, Any], width: int = 920, height: int = 260) -> str:
     plot_w, plot_h = width - left - 8, height - bottom - 8
     step = plot_w / max(len(rows), 1)
     bar = max(step * 0.8, 0.5)
-    parts = [
-        (
-            f'<svg id="tokens-chart" role="img" aria-label="tokens per request" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
-        )
-    ]
-    for tick in range(5):
-        value = top * tick / 4
-        y = 8 + plot_h - plot_h * tick / 4
-        parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:,.0f}</text>')
+    ticks = [f"{top * tick / 4:,.0f}" for tick in range(5)]
+    parts = _chart("tokens-chart", "tokens per request", (width, height), left, plot_h, ticks)
     for i, row in enumerate(rows):
         x = left + i * step
         y = 8 + plot_h
@@ -86,18 +102,9 @@ def _cumulative(strategies: Sequence[dict[str, Any]], width: int = 920, height: 
     longest = max((len(p) for _, p in series), default=1)
     left, bottom = 64, 24
     plot_w, plot_h = width - left - 8, height - bottom - 8
-    parts = [
-        (
-            f'<svg id="cost-chart" role="img" aria-label="cumulative cost per strategy" width="{width}" '
-            f'height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">'
-        )
-    ]
-    for tick in range(5):
-        value = top * tick / 4
-        y = 8 + plot_h - plot_h * tick / 4
-        parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
-        digits = 2 if top >= 10 else 4
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">${value:,.{digits}f}</text>')
+    digits = 2 if top >= 10 else 4
+    ticks = [f"${top * tick / 4:,.{digits}f}" for tick in range(5)]
+    parts = _chart("cost-chart", "cumulative cost per strategy", (width, height), left, plot_h, ticks)
     for number, (name, points) in enumerate(series):
         if not points:
             continue
@@ -146,22 +153,11 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
         f'<span><i class="swatch" style="background:{_LINES[i % len(_LINES)]}"></i>{escape(s["name"])}</span>'
         for i, s in enumerate(strategies)
     )
-    timed = replayed.get("gap") is not None
+    timed = replayed["gap"] is not None
     expiry = ("expiry misses",) if timed else ()
     summary = _table(
         ("strategy", "requests", "read from cache", "lookback misses", *expiry, "cost $", "uncached $"),
-        [
-            (
-                s["name"],
-                len(s["requests"]),
-                f"{s['cached_share']:.1%}",
-                s["lookback_misses"],
-                *((s["expiry_misses"],) if timed else ()),
-                s["cost"],
-                s["uncached_cost"],
-            )
-            for s in strategies
-        ],
+        strategy_rows(replayed),
         (False, True, True, True, *((True,) if timed else ()), True, True),
     )
     pause = f"; {replayed['gap']:.15g} seconds between requests" if timed else ""

@@ -561,7 +561,19 @@ def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
         title += f", {_seconds(facts['gap'])} s between requests"
         head += ("at s", "expired")
     out: list[Table | str] = [Table(title, head, rows)]
-    summary = tuple(
+    columns = ("strategy", "requests", "cached", "lookback misses", *(("expiry misses",) if timed else ()), "$")
+    out.append(Table("strategies", (*columns, "$ uncached"), strategy_rows(facts)))
+    return out
+
+
+def strategy_rows(facts: dict[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """
+    One row per strategy of ``replay`` facts: its name, requests, cached
+    share, lookback misses, expiry misses (when a gap was given), cost and
+    cost without a cache. The command's table and the report page show these.
+    """
+    timed = facts["gap"] is not None
+    return tuple(
         (
             s["name"],
             len(s["requests"]),
@@ -573,9 +585,6 @@ def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
         )
         for s in facts["strategies"]
     )
-    columns = ("strategy", "requests", "cached", "lookback misses", *(("expiry misses",) if timed else ()), "$")
-    out.append(Table("strategies", (*columns, "$ uncached"), summary))
-    return out
 
 
 def _seconds(seconds: float) -> int | float:
@@ -583,29 +592,6 @@ def _seconds(seconds: float) -> int | float:
     Seconds without a needless fraction: ``600`` for 600.0, ``2.5`` for 2.5.
     """
     return int(seconds) if seconds.is_integer() and abs(seconds) < 1e15 else seconds
-
-
-# -- report ----------------------------------------------------------------------------
-
-
-def report_page(
-    doc: Document,
-    *,
-    provider: str,
-    model: str,
-    window: int | None,
-    low: int | None,
-    exact: bool,
-    gap: float | None = None,
-) -> str:
-    """
-    The self-contained HTML page ``workingctx report`` writes.
-    """
-    from workingctx._report import render  # noqa: PLC0415
-
-    replayed = replay_facts(doc, provider=provider, model=model, window=window, low=low, exact=exact, gap=gap)
-    inspected = inspect_facts(doc, provider=provider, model=model, exact=exact)
-    return render(replayed, inspected)
 
 
 # -- the program -----------------------------------------------------------------------
@@ -745,14 +731,14 @@ def _run(args: argparse.Namespace) -> int:
     if provider is None:
         msg = f"{args.file} is workingctx JSON: say whose cache to replay with --provider"
         raise UsageError(msg)
-    if args.command == "replay":
-        facts = replay_facts(
-            doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
-        )
-        return _finish(args, facts, _show_replay)
-    page = report_page(
+    facts = replay_facts(
         doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
     )
+    if args.command == "replay":
+        return _finish(args, facts, _show_replay)
+    from workingctx._report import render  # noqa: PLC0415  # only the report command draws a page
+
+    page = render(facts, inspect_facts(doc, provider=provider, model=args.model, exact=exact))
     from pathlib import Path  # noqa: PLC0415
 
     Path(args.output).write_text(page, encoding="utf-8")
