@@ -1035,25 +1035,27 @@ class TiktokenCounter:
         parts, calls, media = _parts(message, self._images)
         return "".join(parts), MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
 
-    def _prefetch(self, messages: Sequence[Message]) -> None:
+    def _prefetch(self, messages: Sequence[Message]) -> list[int | None]:
         """
-        Count the messages of *messages* not counted yet in one batch, encoded
-        on every core, and cache the counts.
+        The cached count of each of *messages* (None where there is none),
+        after counting the ones not counted yet in one batch when there are
+        enough of them, encoded on every core.
 
         tiktoken encodes without holding the GIL, so threads encoding parts of
         the batch run in parallel; the texts are built, and the counts cached,
-        on the calling thread. A small batch is encoded on the calling thread.
+        on the calling thread.
         """
-        if self._encoding is None or len(messages) < _BATCH_MIN:
-            return
-        peek = self._count_cache.peek
+        cache = self._count_cache
         try:
-            missing = [message for message in messages if peek(message) is None]
+            counts = list(map(cache.peek, messages))
         except TypeError:
             _relocate(messages)
             raise
+        if self._encoding is None or len(messages) < _BATCH_MIN or None not in counts:
+            return counts
+        missing = [message for message, count in zip(messages, counts, strict=True) if count is None]
         if len(missing) < _BATCH_MIN:
-            return
+            return counts
         texts: list[str] = []
         extras: list[int] = []
         text_of = self._text
@@ -1061,9 +1063,10 @@ class TiktokenCounter:
             text, extra = text_of(message)
             texts.append(text)
             extras.append(extra)
-        store = self._count_cache.store
+        store = cache.store
         for message, tokens, extra in zip(missing, _encoded_lengths(self._encoding, texts), extras, strict=True):
             store(message, tokens + extra)
+        return list(map(cache.peek, messages))
 
     def count_message(self, message: Message) -> int:
         """
@@ -1082,8 +1085,10 @@ class TiktokenCounter:
             TypeError: An item is not a :class:`~workingctx.Message`.
         """
         sequence = _sequence(messages)
-        self._prefetch(sequence)
-        return _total(self._count_cache.count, sequence)
+        counts = self._prefetch(sequence)
+        if None in counts:  # a few new messages, or one met twice before it was counted
+            return _total(self._count_cache.count, sequence)
+        return sum(counts)  # type: ignore[arg-type]  # no None left
 
     async def estimate(self, messages: Iterable[Message]) -> int:
         """
@@ -1190,7 +1195,7 @@ class RunningCount:
         """
         sequence = _sequence(messages)
         counter = self.counter
-        if isinstance(counter, TiktokenCounter):
+        if type(counter) is TiktokenCounter:  # not a subclass: it may count its own way
             counter._prefetch(sequence)  # noqa: SLF001  # a batch for the counter of this module
         try:
             counts = list(map(counting(counter), sequence))
