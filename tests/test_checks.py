@@ -23,12 +23,16 @@ from workingctx.cache import RULES, Breakpoint, cache_blocks
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.history import ContextChange, Entry, Forked, Kept, NotesChange, Started
 from workingctx.managers import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
+from workingctx.media import store_ref
 from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
 from workingctx.persistence import Checkpoint, InMemoryStore, SQLiteStore, rehydrate
 from workingctx.prefix import PrefixContext
 from workingctx.pricing import Price, add_price, cost
+from workingctx.reducers import ToolResult, add_messages, append_items
 from workingctx.scopes import AllOf, LastNTurns, Not, RoleFilter, Since, Tagged, TokenBudget, WholeExchanges, explain
 from workingctx.snapshot import FrozenContext
+from workingctx.tokens import TiktokenCounter, image_tokens
+from workingctx.validity import check_messages
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -230,6 +234,18 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("CacheRules(lifetimes=)", lambda v: _rules(lifetimes={"5m": v}), "lifetimes['5m']", 0, VALUE),
     ("Breakpoint(tokens)", lambda v: Breakpoint(0, 0, "5m", v), "tokens", -1, VALUE),
     ("cache_blocks(message)", cache_blocks, "message", "hi", TYPE),
+    ("image_tokens(rule=)", lambda v: image_tokens(10, 10, rule=v), "rule", "bing", VALUE),
+    ("image_tokens(rule=)", lambda v: image_tokens(10, 10, rule=v), "rule", 3, TYPE),
+    ("TiktokenCounter(encoding)", TiktokenCounter, "encoding", 3.5, TYPE),
+    ("ToolResult(is_error=)", lambda v: ToolResult("ok", is_error=v), "is_error", "yes", TYPE),
+    ("ToolResult(state=)", lambda v: ToolResult("ok", state=v), "state", [1], TYPE),
+    ("add_messages(left)", lambda v: add_messages(v, []), "left", Message("user", "x"), TYPE),
+    ("append_items(new)", lambda v: append_items([], v), "new", "abc", TYPE),
+    ("store_ref(data)", lambda v: store_ref(v, "image/png"), "data", "base64", TYPE),
+    ("store_ref(mime_type)", lambda v: store_ref(b"x", v), "mime_type", "png", VALUE),
+    ("store_ref(filename=)", lambda v: store_ref(b"x", "image/png", filename=v), "filename", 3, TYPE),
+    ("check_messages(messages)", check_messages, "messages", "hi", TYPE),
+    ("check_messages(messages)", lambda v: check_messages([v]), "messages[0]", {"role": "user"}, TYPE),
     (
         "MessageContextManager().trim_context(ctx)",
         MessageContextManager().trim_context,

@@ -38,7 +38,8 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import attrs
 
-from workingctx.exceptions import MediaError
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError, MediaError
 from workingctx.frozen import FrozenDict, FrozenList
 from workingctx.messages import STORE_URL_PREFIX, MediaRef, Message
 
@@ -160,19 +161,13 @@ def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> Me
     >>> store_ref(b"hello", "text/plain").sha256[:12]
     '2cf24dba5fb0'
     """
-    if not isinstance(data, bytes | bytearray | memoryview):
-        msg = f"media data must be bytes, got {data!r:.80} of type {type(data).__name__}"
-        raise TypeError(msg)
-    if not isinstance(mime_type, str):
-        msg = f"mime_type must be a str such as 'image/png', got {mime_type!r} of type {type(mime_type).__name__}"
-        raise TypeError(msg)
+    _checks.check_instance(data, "data", (bytes, bytearray, memoryview), "bytes", label="media data")
+    _checks.check_instance(mime_type, "mime_type", str, "a str such as 'image/png'")
     kind, slash, subtype = mime_type.partition("/")
     if not kind or not slash or not subtype or any(c.isspace() for c in mime_type):
-        msg = f"mime_type must look like 'type/subtype' (such as 'image/png'), got {mime_type!r}"
-        raise ValueError(msg)
-    if filename is not None and not isinstance(filename, str):
-        msg = f"filename must be a str or None, got {filename!r} of type {type(filename).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_value(mime_type, "mime_type", "must look like 'type/subtype' (such as 'image/png')")
+    if filename is not None:
+        _checks.check_instance(filename, "filename", str, "a str or None")
     data = bytes(data)
     digest = hashlib.sha256(data).hexdigest()
     size = image_size(data) if kind == "image" else None
@@ -192,9 +187,7 @@ def _key(ref: object, store: object) -> str:
     """
     The sha256 of *ref*, checked to be a reference a store can serve.
     """
-    if not isinstance(ref, MediaRef):
-        msg = f"a media store takes a MediaRef, got {ref!r} of type {type(ref).__name__}"
-        raise TypeError(msg)
+    ref = _checks.check_instance(ref, "ref", MediaRef, "a MediaRef", label="a media store", verb="takes")
     if ref.kind != "store":
         msg = (
             f"{type(store).__name__} holds only references of kind 'store', got kind={ref.kind!r} ({ref!r}); "
@@ -642,8 +635,8 @@ def resolve_media(messages: Iterable[Message], store: MediaStore, *, upload: Upl
     out: list[Message] = []
     for position, message in enumerate(messages):
         if not isinstance(message, Message):
-            msg = f"resolve_media needs Message values, got {message!r} of type {type(message).__name__} at {position}"
-            raise TypeError(msg)
+            msg = f"resolve_media needs Message values, got {_checks.described(message)} at {position}"
+            raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=message, expected="a Message")
         out.append(_walk(message, resolve))
     return out
 

@@ -23,8 +23,9 @@ from typing import Any, cast
 
 import attrs
 
+from workingctx import _checks
 from workingctx.context import WorkingContext
-from workingctx.exceptions import InvalidMessageError
+from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
 from workingctx.frozen import FrozenDict, deep_freeze, thaw
 from workingctx.messages import Message, ToolResultBlock, _as_tuple
 from workingctx.scopes import surviving_indices
@@ -45,8 +46,10 @@ def _message_list(value: object, what: str) -> list[Message]:
     if isinstance(value, WorkingContext):
         return list(value.messages)
     if isinstance(value, Message):
-        msg = f"{what} must be a sequence of messages, got {value!r}; wrap a single message in a list"
-        raise TypeError(msg)
+        argument = what.rpartition("(")[2].rstrip(")")  # "add_messages(left)" names left
+        raise _checks.wrong_type(
+            value, argument, "a sequence of messages", label=what, fix="wrap a single message in a list"
+        )
     return list(_as_tuple(value, Message, what))
 
 
@@ -125,12 +128,15 @@ def add_messages_to(ctx: WorkingContext, *messages: Message) -> WorkingContext:
     >>> add_messages_to(ctx, Message("user", "hi", id="m1"), Message("assistant", "hello", id="m2")).size()
     2
     """
-    if not isinstance(ctx, WorkingContext):
-        msg = (
-            f"add_messages_to() takes a WorkingContext first, got {ctx!r} of type {type(ctx).__name__}; "
-            "for plain lists use add_messages(left, right)"
-        )
-        raise TypeError(msg)
+    _checks.check_instance(
+        ctx,
+        "ctx",
+        WorkingContext,
+        "a WorkingContext first",
+        label="add_messages_to()",
+        verb="takes",
+        fix="for plain lists use add_messages(left, right)",
+    )
     items = _message_list(messages, "add_messages_to(messages)")
     return ctx.extend(_new_messages(items, ctx.has_id))
 
@@ -183,7 +189,7 @@ def _items(value: object, what: str) -> list[Any]:
             f"append_items() needs lists, got {what}={value!r} of type {type(value).__name__}; "
             f"wrap a single item in a list: [{value!r}]"
         )
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument=what, value=value, expected="a list")
     return list(value)
 
 
@@ -245,16 +251,11 @@ _UNSET: Any = object()
 def _state(value: object) -> FrozenDict | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        msg = (
-            f"ToolResult(state=...) must be a mapping of scratchpad keys to values, "
-            f"got {value!r} of type {type(value).__name__}"
-        )
-        raise TypeError(msg)
+    value = _checks.check_instance(
+        value, "state", Mapping, "a mapping of scratchpad keys to values", label="ToolResult(state=...)"
+    )
     for key in value:
-        if not isinstance(key, str):
-            msg = f"ToolResult(state=...) keys must be str, got {key!r} of type {type(key).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(key, "state", str, "str", label="ToolResult(state=...) keys")
     return cast("FrozenDict", deep_freeze(dict(value)))
 
 
@@ -304,13 +305,11 @@ class ToolResult:
                 f"ToolResult got both message={message!r} and content={content!r}; "
                 "content is an alias of message: pass one of them"
             )
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg, argument="content", value=content, expected="no content beside message")
         text = content if message is _UNSET else message
         if text is _UNSET:
             text = None
-        if not isinstance(is_error, bool):
-            msg = f"ToolResult(is_error=...) must be True or False, got {is_error!r} of type {type(is_error).__name__}"
-            raise TypeError(msg)
+        _checks.check_flag(is_error, "is_error", label="ToolResult(is_error=...)")
         self.__attrs_init__(deep_freeze(text), _state(state), is_error)
 
     @property
@@ -374,9 +373,7 @@ class ToolResult:
                 already has its result (a second answer to one call is refused
                 too). Nothing changes.
         """
-        if not isinstance(ctx, WorkingContext):
-            msg = f"apply_to() takes a WorkingContext, got {ctx!r} of type {type(ctx).__name__}"
-            raise TypeError(msg)
+        _checks.check_instance(ctx, "ctx", WorkingContext, "a WorkingContext", label="apply_to()", verb="takes")
         message = self.to_message(call_id, name=name)
         # One lock around the check and the change: two threads answering one
         # call cannot both pass the check. The tail indexes calls and answers,

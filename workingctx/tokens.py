@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias,
 
 import attrs
 
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.messages import (
     AudioBlock,
     DataBlock,
@@ -243,7 +245,9 @@ _EDGE_CAP = 2**53
 def _check_rule(rule: object) -> ImageRule:
     if rule not in IMAGE_RULES:
         msg = f"the image rule must be one of {list(IMAGE_RULES)}, got {rule!r}"
-        raise ValueError(msg)
+        if not isinstance(rule, str):
+            raise ArgumentTypeError(msg, argument="rule", value=rule, expected=f"one of {list(IMAGE_RULES)}")
+        raise ArgumentValueError(msg, argument="rule", value=rule)
     return rule  # type: ignore[return-value]  # checked just above
 
 
@@ -631,11 +635,14 @@ def counting(counter: MessageCounter | None = None) -> Callable[[Message], int]:
     name = getattr(counter, "name", None)
     count_message = getattr(counter, "count_message", None)
     if not isinstance(name, str) or not callable(count_message):
-        msg = (
-            f"a token counter needs a name (str) and a count_message(message) method, got {counter!r} "
-            f"of type {type(counter).__name__}; use ApproxTokenCounter() or TiktokenCounter()"
+        raise _checks.wrong_type(
+            counter,
+            "counter",
+            "a name (str) and a count_message(message) method",
+            label="a token counter",
+            verb="needs",
+            fix="use ApproxTokenCounter() or TiktokenCounter()",
         )
-        raise TypeError(msg)
     return _count_cache(name, count_message).count
 
 
@@ -941,11 +948,8 @@ class TiktokenCounter:
                 msg = f"no tiktoken rank file at {str(path)!r}; pass an existing .tiktoken file or an encoding name"
                 raise FileNotFoundError(msg)
         elif not isinstance(encoding, str) and not (hasattr(encoding, "encode_ordinary") and hasattr(encoding, "name")):
-            msg = (
-                f"encoding must be an encoding name, a tiktoken.Encoding or a path to a .tiktoken file, "
-                f"got {encoding!r} of type {type(encoding).__name__}"
-            )
-            raise TypeError(msg)
+            expected = "an encoding name, a tiktoken.Encoding or a path to a .tiktoken file"
+            raise _checks.wrong_type(encoding, "encoding", expected)
         self._label = label
         try:
             import tiktoken as tiktoken_module  # noqa: PLC0415  # optional: imported only when a counter is built

@@ -63,7 +63,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import attrs
 
-from workingctx.exceptions import ProviderError
+from workingctx import _checks
+from workingctx.exceptions import ArgumentTypeError, ProviderError
 from workingctx.messages import Message, ReasoningBlock, RemoteToolCallBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 if TYPE_CHECKING:
@@ -441,15 +442,18 @@ def _check_provider(provider: object) -> None:
 
 def _check_sequence(messages: object) -> Sequence[Message]:
     if isinstance(messages, Message | str) or not isinstance(messages, Sequence):
-        msg = (
-            f"check_messages() takes a sequence of messages, got {messages!r} of type {type(messages).__name__}; "
-            "pass ctx.assembled() for a context"
+        raise _checks.wrong_type(
+            messages,
+            "messages",
+            "a sequence of messages",
+            label="check_messages()",
+            verb="takes",
+            fix="pass ctx.assembled() for a context",
         )
-        raise TypeError(msg)
     for position, item in enumerate(messages):
         if not isinstance(item, Message):
-            msg = f"check_messages(): item {position} is {item!r} of type {type(item).__name__}, not a Message"
-            raise TypeError(msg)
+            msg = f"check_messages(): item {position} is {_checks.described(item)}, not a Message"
+            raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=item, expected="a Message")
     return messages
 
 
