@@ -434,8 +434,8 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
     the same name give the same counts); *compute* counts a message the cache
     does not know. The functions returned raise a :class:`TypeError` naming
     any value that is not a :class:`~workingctx.Message`. With *approx*, a
-    message of plain text without tool calls (most of a transcript) is counted
-    by the approximation right here, without calling *compute*.
+    message whose content is text (most of a transcript) is counted by the
+    approximation right here, without calling *compute*.
     """
 
     def peek(message: Message) -> int | None:
@@ -475,14 +475,16 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
         elif not isinstance(message, Message):
             raise _not_a_message(message, 0)
         content = message.content
-        if approx and content.__class__ is str and not message.tool_calls:  # _approx_count, inlined
+        if approx and content.__class__ is str:  # _approx_count, inlined for text content
             chars = len(content)
-            name, answered = message.name, message.tool_call_id
+            name, answered, calls = message.name, message.tool_call_id, message.tool_calls
             if name is not None:
                 chars += len(name)
             if answered is not None:
                 chars += len(answered)
-            tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+            for call in calls:
+                chars += len(call.id) + len(call.name) + len(_json(call.arguments))
+            tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls)
         else:
             tokens = compute(message)
         object.__setattr__(message, "_token_counts", (key, tokens) if found is None else (*found, key, tokens))
