@@ -566,6 +566,15 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     :attr:`WorkingContext.pending_calls`, the one notion of a pending call (a
     call other messages already followed without its result is broken, not pending).
     """
+    view = ctx.tail_view()
+    if not view:
+        return ()
+    last = view[-1]
+    if last.role != "tool" and not last.call_ids and not last.result_ids:
+        # A message that neither asks for tools nor answers them closes every
+        # call before it: nothing is pending, and the rules need not catch up
+        # with the tail (the common case: a user message after a reply).
+        return ()
     return tuple(call.id for call in ctx.pending_calls)
 
 
