@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import json
+import mimetypes
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -135,7 +136,8 @@ class _Reader:
             if isinstance(blob, Mapping) and set(blob) <= {"data", "mime_type", "display_name"} and "data" in blob:
                 media = MediaRef(
                     kind="data",
-                    data_base64=blob["data"],
+                    # the SDK writes URL-safe base64; workingctx keeps the standard alphabet other formats send
+                    data_base64=blob["data"].replace("-", "+").replace("_", "/"),
                     mime_type=blob.get("mime_type"),
                     filename=blob.get("display_name"),
                 )
@@ -269,14 +271,34 @@ def read(payload: Any) -> Any:
 # -- writing ---------------------------------------------------------------------------
 
 
-def _media(media: MediaRef, extra: Mapping[str, Any]) -> dict[str, Any] | None:
+def _mime(block: ImageBlock | AudioBlock | VideoBlock | DocumentBlock) -> str | None:
+    """
+    The MIME type Gemini needs for a media block: its own, its ``data:`` URL's,
+    one guessed from its URL or file name, PDF for a document; None when unknown.
+    """
+    media = block.media
+    if media.mime_type:
+        return media.mime_type
+    inline = parse_data_url(media.data_base64 or "") if media.kind == "data" else None
+    if inline is not None and inline[0]:
+        return inline[0]
+    for name in (media.url, media.filename):
+        if name:
+            guessed = mimetypes.guess_type(name.split("?", 1)[0])[0]
+            if guessed is not None and guessed.split("/", 1)[0] in {"image", "audio", "video", "application", "text"}:
+                return guessed
+    return "application/pdf" if isinstance(block, DocumentBlock) else None
+
+
+def _media(media: MediaRef, extra: Mapping[str, Any], mime: str | None = None) -> dict[str, Any] | None:
     if media.kind == "store":
         raise store_ref_error(media)
+    mime = mime or media.mime_type
     if media.kind == "data":
-        data, mime = media.data_base64 or "", media.mime_type
+        data = media.data_base64 or ""
         inline = parse_data_url(data)
         if inline is not None:
-            mime, data = inline
+            mime, data = inline[0] or mime, inline[1]
         # the SDK's JSON form: URL-safe base64 (the same bytes as the standard alphabet)
         blob: dict[str, Any] = {"data": data.replace("+", "-").replace("/", "_")}
         if mime is not None:
@@ -286,8 +308,8 @@ def _media(media: MediaRef, extra: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"inline_data": blob, **extra}
     if media.kind in {"url", "file_id"}:
         file: dict[str, Any] = {"file_uri": media.url if media.kind == "url" else media.file_id}
-        if media.mime_type is not None:
-            file["mime_type"] = media.mime_type
+        if mime is not None:
+            file["mime_type"] = mime
         if media.filename is not None:
             file["display_name"] = media.filename
         return {"file_data": file, **extra}
@@ -334,7 +356,7 @@ class _Writer:
         if not data.get("_no_response"):
             response["response"] = dict(thaw(output)) if isinstance(output, Mapping) else {"result": thaw(output)}
         media = [
-            _media(b.media, {})
+            _media(b.media, {}, _mime(b))
             for b in blocks
             if isinstance(b, ImageBlock | AudioBlock | VideoBlock | DocumentBlock) and b.media.kind != "store"
         ]
@@ -352,7 +374,7 @@ class _Writer:
         if isinstance(block, TextBlock):
             return {"text": block.text, **thaw(data)} if block.text or data else None
         if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
-            return _media(block.media, thaw(data))
+            return _media(block.media, thaw(data), _mime(block))
         if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
             return self.call(block.id, block.name, block.args, data)
         if isinstance(block, ToolResultBlock):
@@ -443,20 +465,25 @@ def _write_turns(messages: Sequence[Message], *, bypass: bool = True) -> tuple[l
 
 def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     """
-    The blocks of *messages* Gemini has no part for (data blocks), each an
-    ``unsendable`` problem: writing never drops them in silence.
+    The blocks of *messages* Gemini cannot take (data blocks; media whose
+    MIME type is unknown, which Gemini requires), each an ``unsendable``
+    problem: writing never drops them in silence.
     """
-    return tuple(
-        unsendable(
-            index,
-            f"message {index}",
-            f"{describe(block)}: Gemini has no part for a data block",
-            "send it as an image, audio, video or document block with its MIME type",
-        )
-        for index, message in enumerate(messages)
-        for block, _in_result in blocks_of(message)
-        if isinstance(block, DataBlock)
-    )
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for block, _in_result in blocks_of(message):
+            if isinstance(block, DataBlock):
+                why, fix = "Gemini has no part for a data block", "send it as a media block with its MIME type"
+            elif (
+                isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock)
+                and block.media.kind != "store"
+                and _mime(block) is None
+            ):
+                why, fix = "Gemini needs the MIME type of every file and inline blob", "set the MediaRef's mime_type"
+            else:
+                continue
+            problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
+    return tuple(problems)
 
 
 def wire_problems(

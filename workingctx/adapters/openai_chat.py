@@ -332,7 +332,11 @@ def _result_text(block: ToolResultBlock) -> str | list[dict[str, Any]]:
     return f"error: {text}" if block.is_error and not text.startswith("error") else text
 
 
-def _write_message(message: Message) -> list[dict[str, Any]]:
+def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """
+    The Chat Completions messages of one message, and the user messages that
+    carry the media of its results (they go after the whole run of tool messages).
+    """
     extra = dict(message.provider_data.get(PROVIDER, {}))
     form = extra.pop(_CONTENT_FORM, None)
     extra_calls = extra.pop("_tool_calls", None)
@@ -364,7 +368,7 @@ def _write_message(message: Message) -> list[dict[str, Any]]:
             value = [p for p in value if p.get("type") in {"text", "refusal"}]
         if not value and (kept or before or calls):  # what was there is not carried by this format
             if before and message.role in {"user", "tool"} and message.tool_call_id is None:
-                return [*before, *after]
+                return before, after
             value = ""
     if form == "absent":
         pass
@@ -381,7 +385,7 @@ def _write_message(message: Message) -> list[dict[str, Any]]:
     if message.tool_call_id is not None:
         body["tool_call_id"] = message.tool_call_id
     body.update({k: thaw(v) for k, v in extra.items()})
-    return [*before, body, *after]
+    return [*before, body], after
 
 
 def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -393,14 +397,31 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[int]]:
     """
-    The Chat Completions messages, and for each the position of the message it was written from.
+    The Chat Completions messages, and for each the position of the message it
+    was written from. Media returned by tools follow the whole run of tool
+    messages, so that every result stays right after its call.
     """
     out: list[dict[str, Any]] = []
     origins: list[int] = []
+    pending: list[dict[str, Any]] = []
+    pending_at: list[int] = []
     for position, message in enumerate(messages):
-        written = _write_message(message)
-        out.extend(written)
-        origins.extend([position] * len(written))
+        main, after = _write_message(message)
+        lead = 0
+        while lead < len(main) and main[lead]["role"] == "tool":
+            lead += 1
+        out.extend(main[:lead])
+        origins.extend([position] * lead)
+        if lead < len(main) and pending:
+            out.extend(pending)
+            origins.extend(pending_at)
+            pending, pending_at = [], []
+        out.extend(main[lead:])
+        origins.extend([position] * (len(main) - lead))
+        pending.extend(after)
+        pending_at.extend([position] * len(after))
+    out.extend(pending)
+    origins.extend(pending_at)
     return out, origins
 
 

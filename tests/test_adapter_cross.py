@@ -1,0 +1,229 @@
+"""
+Cross-format pairs: a transcript read with one adapter and written with
+another keeps what the target can carry. Roles and text, tool calls with
+their arguments, each result paired with its call, and every piece of media
+survive (written, validated by the target SDK's types, and read back).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from anthropic.types import MessageParam
+from google.genai import types as gtypes
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ResponseInputParam
+from pydantic import TypeAdapter
+
+from tests.wire_strategies import (
+    anthropic_bodies,
+    b64,
+    chat_messages,
+    google_bodies,
+    json_args,
+    names,
+    responses_bodies,
+    solid,
+)
+from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.adapters._common import parse_data_url
+from workingctx.frozen import thaw
+from workingctx.messages import (
+    AudioBlock,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+)
+
+VALIDATORS = {
+    openai_chat: lambda body: TypeAdapter(list[ChatCompletionMessageParam]).validate_python(body["messages"]),
+    openai_responses: lambda body: (
+        TypeAdapter(ResponseInputParam).validate_python(body["input"]) if isinstance(body["input"], list) else None
+    ),
+    anthropic: lambda body: TypeAdapter(list[MessageParam]).validate_python(body["messages"]),
+    google: lambda body: TypeAdapter(list[gtypes.Content]).validate_python(body["contents"]),
+}
+_MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock)
+
+
+def _token(media: Any) -> str:
+    """
+    Where a media reference's bytes are: URL, file id, or the base64 itself (standard alphabet).
+    """
+    if media.kind == "url":
+        return media.url
+    if media.kind == "file_id":
+        return media.file_id
+    data = media.data_base64
+    inline = parse_data_url(data)
+    if inline is not None:
+        data = inline[1]
+    return data.replace("-", "+").replace("_", "/")
+
+
+def _result(value: Any) -> Any:
+    """
+    A result's output as plain data: JSON text decoded, Gemini's ``{"result": ...}`` wrapper removed.
+    """
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return _result(decoded) if isinstance(decoded, dict) else value
+    if isinstance(value, dict) and set(value) == {"result"}:
+        return _result(value["result"])
+    return value
+
+
+def essence(ctx: Any) -> dict[str, Any]:
+    """
+    What must survive a trip between formats: the text of each role in order,
+    the calls (id, name, arguments), each call's result, and the media.
+    """
+    texts: list[tuple[str, str]] = []
+    calls: list[tuple[str, str, Any]] = []
+    results: dict[str, Any] = {}
+    media: list[str] = []
+    for message in ctx.assembled():
+        calls.extend((c.id, c.name, thaw(c.arguments)) for c in message.tool_calls)
+        content = message.content
+        if message.role == "tool":
+            text = content if isinstance(content, str) else "".join(b.text for b in content if isinstance(b, TextBlock))
+            results[message.tool_call_id] = _result(text)
+            if not isinstance(content, str):
+                media.extend(_token(b.media) for b in content if isinstance(b, _MEDIA))
+            continue
+        if isinstance(content, str):
+            if content:
+                texts.append((message.role, content))
+            continue
+        for block in content:
+            if isinstance(block, TextBlock) and block.text:
+                texts.append((message.role, block.text))
+            elif isinstance(block, ToolCallBlock):
+                calls.append((block.id, block.name, thaw(block.args)))
+            elif isinstance(block, ToolResultBlock):
+                results[block.call_id] = _result(block.output_text() if block.content else thaw(block.output))
+                media.extend(_token(b.media) for b in block.content if isinstance(b, _MEDIA))
+            elif isinstance(block, _MEDIA):
+                media.append(_token(block.media))
+    return {"texts": texts, "calls": calls, "results": results, "media": sorted(media)}
+
+
+def _same(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """
+    Assert that *after* keeps everything of *before*; a document known only
+    by URL may arrive as a text naming it (Chat Completions has no URL file part).
+    """
+    assert after["calls"] == before["calls"]
+    assert after["results"] == before["results"]
+    assert {c[0] for c in before["calls"]} == set(after["results"])
+    named = [t for _, t in after["texts"] if t.startswith("[document: ")]
+    assert [t for t in after["texts"] if not t[1].startswith("[document: ")] == before["texts"]
+    missing = list(before["media"])
+    for token in after["media"]:
+        missing.remove(token)
+    assert all(any(token in text for text in named) for token in missing)
+
+
+@st.composite
+def langchain_transcripts(draw: st.DrawFn) -> list[Any]:
+    """
+    LangChain messages every provider accepts: solid text, image URLs and
+    standard media blocks, parallel calls, results with text.
+    """
+    out: list[Any] = []
+    if draw(st.booleans()):
+        out.append(SystemMessage(draw(solid)))
+    counter = 0
+    media = st.sampled_from(
+        [
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+            {"type": "file", "url": "https://example.com/a.pdf", "mime_type": "application/pdf"},
+        ]
+    ) | b64.map(lambda d: {"type": "image", "base64": d, "mime_type": "image/png"})
+    for _ in range(draw(st.integers(1, 3))):
+        parts = [{"type": "text", "text": draw(solid)}, *draw(st.lists(media, max_size=2))]
+        out.append(HumanMessage(draw(solid) if draw(st.booleans()) else parts))
+        for _ in range(draw(st.integers(0, 2))):
+            ids = [f"call_{counter + i}" for i in range(draw(st.integers(1, 3)))]
+            counter += len(ids)
+            calls = [{"name": draw(names), "args": draw(json_args), "id": i} for i in ids]
+            out.append(AIMessage(draw(st.just("") | solid), tool_calls=calls))
+            out.extend(ToolMessage(draw(solid), tool_call_id=i) for i in ids)
+        out.append(AIMessage(draw(solid)))
+    return out
+
+
+PAIRS = [
+    ("responses", "chat", responses_bodies(portable=True), openai_responses, openai_chat),
+    ("gemini", "responses", google_bodies(portable=True), google, openai_responses),
+    ("langchain", "anthropic", langchain_transcripts(), langchain, anthropic),
+    ("langchain", "gemini", langchain_transcripts(), langchain, google),
+    ("langchain", "responses", langchain_transcripts(), langchain, openai_responses),
+    ("chat", "gemini", chat_messages(portable=True), openai_chat, google),
+    ("anthropic", "responses", anthropic_bodies(), anthropic, openai_responses),
+    ("gemini", "anthropic", google_bodies(portable=True), google, anthropic),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "reader", "target"),
+    [pytest.param(strategy, reader, target, id=f"{a}-to-{b}") for a, b, strategy, reader, target in PAIRS],
+)
+def test_a_transcript_keeps_its_essence_across_formats(source, reader, target):
+    """
+    X.write(Y.read(p)) validates with X's SDK types, X.check finds nothing, and
+    reading it back keeps roles, text, calls, results paired with their calls, and media.
+    """
+
+    @given(source)
+    def check(payload):
+        """One generated transcript, through the pair."""
+        ctx = reader.read(payload)
+        body = target.write(ctx)
+        VALIDATORS[target](body)
+        assert target.check(body) == ()
+        _same(essence(ctx), essence(target.read(body)))
+
+    check()
+
+
+def test_essence_notices_a_loss():
+    """
+    The comparison fails when a result, a call, a text or an image is lost.
+    """
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "u"}}],
+            },
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+        ]
+    }
+    before = essence(openai_chat.read(body))
+    for change in (
+        lambda b: b["messages"][0]["content"].pop(),
+        lambda b: b["messages"][0]["content"].pop(0),
+        lambda b: b["messages"][2].update(content="other"),
+        lambda b: b["messages"][1]["tool_calls"][0]["function"].update(arguments='{"a": 1}'),
+    ):
+        changed = json.loads(json.dumps(body))
+        change(changed)
+        with pytest.raises(AssertionError):
+            _same(before, essence(openai_chat.read(changed)))
+    _same(before, essence(openai_chat.read(body)))
