@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -43,10 +43,10 @@ __all__ = [
     "chain_step",
     "entries_digest",
     "entry_digest",
+    "json_str",
     "message_digest",
     "note_json",
     "notes_json",
-    "notes_text",
     "prefix_digest",
 ]
 
@@ -265,7 +265,7 @@ def _sort_key(item: Any) -> str:
     return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-_quote: Callable[[str], str] = json.encoder.encode_basestring  # the C function, as JSONEncoder uses it
+json_str: Callable[[str], str] = json.encoder.encode_basestring  # the C function, as JSONEncoder uses it
 """A str as JSON, exactly as the encoder below writes it (``ensure_ascii=False``)."""
 
 _encode = json.JSONEncoder(
@@ -309,20 +309,6 @@ def notes_json(notes: Mapping[str, Any]) -> str:
             where = f"note {key!r}"
             raise exc.error(where) from None
     return _encode(out)
-
-
-def notes_text(parts: Iterable[tuple[str, str]]) -> str:
-    """
-    :func:`notes_json` from ``(key, note_json(key, value))`` pairs with str
-    keys: the same text, so a caller that keeps each note's text encodes only
-    the notes that changed.
-    """
-    quote = _quote
-    return "{" + ",".join(f"{quote(key)}:{text}" for key, text in sorted(parts, key=_key_of)) + "}"
-
-
-def _key_of(part: tuple[str, str]) -> str:
-    return part[0]
 
 
 def _sha256(text: str) -> str:

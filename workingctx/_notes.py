@@ -36,7 +36,7 @@ import threading
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from typing import Any, Self, TypeAlias
 
-from workingctx._canonical import note_json, notes_json, notes_text
+from workingctx._canonical import json_str, note_json, notes_json
 from workingctx.exceptions import PayloadError
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, deep_freeze, freeze_named, is_json_payload, thaw
 
@@ -151,7 +151,7 @@ class Notes(dict[str, Any]):
             back as writable copies (a context rebuilt from a snapshot).
     """
 
-    __slots__ = ("_digests", "_lock", "_open", "_ours", "_pairs", "_sha")
+    __slots__ = ("_digests", "_lock", "_open", "_ours", "_pairs", "_sha", "_states")
 
     def __init__(self, notes: Mapping[str, Any] | None = None, *, writable: bool = False) -> None:
         super().__init__()
@@ -165,6 +165,8 @@ class Notes(dict[str, Any]):
         # the sorted (key, frozen value) pairs and the notes' digest, while no note is open
         self._pairs: tuple[tuple[str, Any], ...] | None = None
         self._sha: str | None = None
+        # (key, its JSON, the hash state after it) for each note in key order, as last digested
+        self._states: list[tuple[str, str, Any]] = []
         if notes:
             for key, value in notes.items():
                 self._put(key, value, writable=writable)
@@ -407,8 +409,12 @@ class Notes(dict[str, Any]):
 
     def digest(self) -> str:
         """
-        The notes' digest (:func:`~workingctx.snapshot.notes_digest`), from each
-        sealed note's cached canonical JSON and the open notes encoded now.
+        The notes' digest (:func:`~workingctx.snapshot.notes_digest`): one
+        sha256 over their canonical JSON, keys sorted.
+
+        Each sealed note's JSON is cached, and so is the hash state after each
+        note in key order: a changed note is encoded again, and only the notes
+        from it on (in key order) are hashed again.
 
         Raises:
             PayloadTypeError: A note holds an object with no canonical form; the message names its key.
@@ -421,16 +427,29 @@ class Notes(dict[str, Any]):
             if any(type(key) is not str for key in dict.keys(self)):  # written around note(): encoded whole
                 return hashlib.sha256(notes_json(self.raw()).encode("utf-8", "surrogatepass")).hexdigest()
             known = self._digests
-            parts: list[tuple[str, str]] = []
-            for key, value in dict.items(self):
-                if key in opened:
-                    parts.append((key, note_json(key, value)))
+            states = self._states
+            kept: list[tuple[str, str, Any]] = []
+            state: Any = None
+            for position, key in enumerate(sorted(dict.keys(self))):
+                value = dict.__getitem__(self, key)
+                cached = None if key in opened else known.get(key)
+                if cached is None:
+                    cached = note_json(key, value)
+                    if key not in opened:
+                        known[key] = cached
+                text = cached
+                if state is None and position < len(states) and states[position][:2] == (key, text):
+                    kept.append(states[position])  # the same notes so far: the same hash state
                     continue
-                text = known.get(key)
-                if text is None:
-                    text = known[key] = note_json(key, value)
-                parts.append((key, text))
-            sha = hashlib.sha256(notes_text(parts).encode("utf-8", "surrogatepass")).hexdigest()
+                if state is None:
+                    state = kept[-1][2].copy() if kept else hashlib.sha256(b"{")
+                piece = f"{json_str(key)}:{text}" if position == 0 else f",{json_str(key)}:{text}"
+                state.update(piece.encode("utf-8", "surrogatepass"))
+                kept.append((key, text, state.copy()))
+            self._states = kept
+            final = kept[-1][2].copy() if kept else hashlib.sha256(b"{")
+            final.update(b"}")
+            sha = final.hexdigest()
             if not opened:
                 self._sha = sha
             return sha
@@ -462,6 +481,7 @@ class Notes(dict[str, Any]):
                     made._ours = set(self._ours)
                     made._digests = dict(self._digests)
                     made._pairs, made._sha = self._pairs, self._sha
+                    made._states = self._states  # never changed, only replaced
                 return made, base
             base.clear()
             others: dict[str, Any] = {}
