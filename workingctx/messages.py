@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 import attrs
 
 from workingctx import _checks
-from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json, is_json_payload
 
 if TYPE_CHECKING:
@@ -660,7 +660,7 @@ def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str
             f"{data!r} is not a {provider} usage: it has none of {', '.join(keys)}; "
             "pass the usage of a response from that provider, or use the matching Usage.from_* reader"
         )
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="usage", value=usage)
     return data
 
 

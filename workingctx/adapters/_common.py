@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from workingctx._canonical import canonical_json
-from workingctx.exceptions import ProviderError
+from workingctx.exceptions import ArgumentTypeError, ProviderError
 from workingctx.messages import MediaRef, Message, ToolResultBlock
 from workingctx.prefix import PrefixContext
 from workingctx.validity import STRUCTURAL_RULES, Problem, Provider
@@ -282,13 +282,13 @@ def messages_of(source: Any) -> list[Message]:
                     f"expected a WorkingContext, a FrozenContext or Message values, got {item!r} of type "
                     f"{type(item).__name__} at position {position}; read a wire payload with read() first"
                 )
-                raise TypeError(msg)
+                raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=item, expected="a Message")
         return items
     msg = (
         f"expected a WorkingContext, a FrozenContext or a list of Message values, got {source!r} of type "
         f"{type(source).__name__}"
     )
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg, argument="source", value=source, expected="a context or a list of messages")
 
 
 def is_workingctx(source: Any) -> bool:
@@ -336,7 +336,7 @@ def expect_list(value: Any, what: str) -> list[Any]:
     value = plain(value)
     if not isinstance(value, list):
         msg = f"{what} must be a list, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument=what, value=value, expected="a list")
     return value
 
 
@@ -349,7 +349,7 @@ def expect_mapping(value: Any, what: str) -> Mapping[str, Any]:
     value = plain(value)
     if not isinstance(value, Mapping):
         msg = f"{what} must be a JSON object, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument=what, value=value, expected="a JSON object")
     return value
 
 

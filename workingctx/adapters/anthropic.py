@@ -49,6 +49,7 @@ from workingctx.adapters._common import (
     store_ref_error,
     unsendable,
 )
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -234,7 +235,7 @@ def read(payload: Any) -> Any:
     if isinstance(data, Mapping):
         if "messages" not in data:
             msg = "an Anthropic body needs a 'messages' list; pass the body or the list itself"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="payload", value=payload)
         system = _system(data.get("system"))
         data = data["messages"]
     messages: list[Message] = []
@@ -246,7 +247,7 @@ def read(payload: Any) -> Any:
                 f"messages[{position}] has role {role!r}; Anthropic messages are 'user' or 'assistant' "
                 "(system goes in 'system')"
             )
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument=f"messages[{position}]", value=raw)
         extra = {k: v for k, v in raw.items() if k not in {"role", "content"}}
         messages.append(
             Message(role, _content(raw.get("content", "")), provider_data={PROVIDER: extra} if extra else {})
@@ -455,12 +456,12 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
     if isinstance(cache, CachePlan):
         if cache.provider != PROVIDER:
             msg = f"the cache plan was made for {cache.provider!r}; plan with provider='anthropic' for this adapter"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="cache", value=cache)
         return cache.apply(messages)
     points = getattr(cache, "breakpoints", None)
     if points is None:
         msg = f"cache must have .breakpoints (items with index and ttl), got {cache!r}"
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument="cache", value=cache, expected="a CachePlan or breakpoints")
     out = list(messages)
     for point in points:
         index, ttl = point.index, getattr(point, "ttl", None)
@@ -469,7 +470,7 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
         last = blocks[-1]
         if not hasattr(last, "cache"):
             msg = f"message {index} ends with a {type(last).__name__}, which cannot hold a cache breakpoint"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="cache", value=cache)
         import attrs  # noqa: PLC0415
 
         blocks = (*blocks[:-1], attrs.evolve(last, cache=CacheBreakpoint(ttl)))
@@ -709,7 +710,7 @@ def read_response(response: Any) -> Message:
     data = expect_mapping(response, "an Anthropic message")
     if data.get("type", "message") != "message" or "content" not in data:
         msg = f"not an Anthropic message response (type {data.get('type')!r}); pass the result of messages.create"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="response", value=response)
     blocks = []
     for raw in expect_list(data["content"], "content"):
         item = dict(expect_mapping(raw, "a content block"))

@@ -47,6 +47,7 @@ from workingctx.adapters._common import (
     store_ref_error,
     unsendable,
 )
+from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -235,7 +236,7 @@ def read_messages(payload: Any) -> list[Message]:
     if isinstance(data, Mapping):
         if "contents" not in data:
             msg = "a Gemini body needs 'contents'; pass the body or the list of contents itself"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="payload", value=payload)
         system = data.get("system_instruction")
         if system is None:
             system = (data.get("config") or {}).get("system_instruction")
@@ -248,7 +249,7 @@ def read_messages(payload: Any) -> list[Message]:
         role = content.get("role")
         if role not in {"user", "model", None}:
             msg = f"contents[{position}] has role {role!r}; Gemini roles are 'user' and 'model'"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument=f"contents[{position}]", value=raw)
         extra = {k: v for k, v in content.items() if k not in {"role", "parts"}}
         if role is None:
             extra["_no_role"] = True
@@ -620,7 +621,7 @@ def read_response(response: Any) -> Message:
     data = snake_case(plain(response))
     if not isinstance(data, Mapping) or not data.get("candidates"):
         msg = "not a Gemini response with candidates; pass the result of models.generate_content"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="response", value=response)
     content = expect_mapping(data["candidates"][0].get("content") or {}, "candidates[0].content")
     reader = _Reader()
     parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))

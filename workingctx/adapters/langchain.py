@@ -39,6 +39,7 @@ from workingctx.adapters._common import (
     store_ref_error,
     unsendable,
 )
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -102,7 +103,7 @@ def _block(item: Any) -> ContentBlock:
             return ReasoningBlock("", encrypted=item["data"], redacted=True, provider="anthropic")
         return ProviderBlock(PROVIDER, item)
     msg = f"a LangChain content item must be a str or a dict, got {item!r} of type {type(item).__name__}"
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg, argument="content", value=item, expected="a str or a dict")
 
 
 _STANDARD: dict[str, type[ImageBlock | AudioBlock | VideoBlock | DocumentBlock]] = {
@@ -182,7 +183,7 @@ def _message(data: Mapping[str, Any], position: int) -> Message:
             f"messages[{position}] is a LangChain {kind!r} message; read takes system, human, ai and tool "
             "messages (convert chat and function messages to these first)"
         )
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument=f"messages[{position}]", value=data)
     raw = data.get("content", "")
     content: str | tuple[ContentBlock, ...] = raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
     rest = {k: v for k, v in data.items() if k not in _MODELLED and not _default(k, v)}
@@ -211,7 +212,7 @@ def _data(item: Any) -> Mapping[str, Any]:
     if callable(dump):
         return dict(dump())
     msg = f"expected a LangChain message, got {item!r} of type {type(item).__name__}"
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg, argument="payload", value=item, expected="a LangChain message")
 
 
 def read_messages(payload: Any) -> list[Message]:
@@ -223,7 +224,7 @@ def read_messages(payload: Any) -> list[Message]:
         payload = payload["messages"]
     if isinstance(payload, str | bytes) or not isinstance(payload, Sequence):
         msg = f"expected a list of LangChain messages, got {payload!r} of type {type(payload).__name__}"
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument="payload", value=payload, expected="a list of LangChain messages")
     items = list(payload)
     if any(not callable(getattr(item, "model_dump", None)) for item in items):
         items = list(_core().convert_to_messages(items))
@@ -395,7 +396,7 @@ def read_response(response: Any) -> Message:
     data = _data(response)
     if data.get("type") != "ai":
         msg = f"read_response takes an AIMessage, got a {data.get('type')!r} message"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="response", value=response)
     message = _message(data, 0)
     meta = data.get("response_metadata") or {}
     model = meta.get("model_name") or meta.get("model")

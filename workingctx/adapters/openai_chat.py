@@ -43,7 +43,7 @@ from workingctx.adapters._common import (
     store_ref_error,
     unsendable,
 )
-from workingctx.exceptions import InvalidMessageError
+from workingctx.exceptions import ArgumentValueError, InvalidMessageError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -144,7 +144,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
             f"messages[{position}] has role {role!r}; Chat Completions roles are developer, system, user, "
             "assistant and tool (the deprecated 'function' role is not read: send it as 'tool')"
         )
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument=f"messages[{position}]", value=raw)
     content: str | tuple[ContentBlock, ...]
     if "content" not in raw:
         content, extra[_CONTENT_FORM] = "", "absent"
@@ -177,7 +177,7 @@ def read_messages(payload: Any) -> list[Message]:
     if isinstance(data, Mapping):
         if "messages" not in data:
             msg = "a Chat Completions body needs a 'messages' list; pass the body or the list itself"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="payload", value=payload)
         data = data["messages"]
     items = expect_list(data, "messages")
     return [_message(expect_mapping(item, f"messages[{i}]"), i) for i, item in enumerate(items)]
@@ -557,7 +557,7 @@ def read_response(response: Any) -> Message:
     choices = data.get("choices") or []
     if not choices:
         msg = "the chat completion has no choices; read_response needs at least one"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="response", value=response)
     raw = dict(expect_mapping(choices[0].get("message"), "choices[0].message"))
     for key in ("annotations", "refusal", "audio", "function_call"):
         if raw.get(key) in (None, []):

@@ -47,6 +47,7 @@ from workingctx.adapters._common import (
     store_ref_error,
     unsendable,
 )
+from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -186,7 +187,7 @@ def read_messages(payload: Any) -> list[Message]:
     if isinstance(data, Mapping):
         if "input" not in data:
             msg = "a Responses body needs 'input'; pass the body or the list of items itself"
-            raise ValueError(msg)
+            raise ArgumentValueError(msg, argument="payload", value=payload)
         if data.get("instructions") is not None:
             messages.append(Message("system", data["instructions"], provider_data={PROVIDER: {"_instructions": True}}))
         items = data["input"]
@@ -226,7 +227,7 @@ def _input_item(item: Mapping[str, Any], position: int) -> Message:
         return Message(role, _content(item.get("content", "")), provider_data={**shared, PROVIDER: extra})
     if kind is None:
         msg = f"input[{position}] is not a Responses item: it has no 'type' and role {item.get('role')!r}"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument=f"input[{position}]", value=item)
     return Message("user", (ProviderBlock(PROVIDER, item),), provider_data={PROVIDER: {"_item": True}})
 
 
@@ -498,7 +499,7 @@ def read_response(response: Any) -> Message:
     data = expect_mapping(response, "a response")
     if "output" not in data:
         msg = "not a Responses response: it has no 'output'; pass the result of responses.create"
-        raise ValueError(msg)
+        raise ArgumentValueError(msg, argument="response", value=response)
     blocks: list[ContentBlock] = []
     for raw in expect_list(data["output"], "output"):
         item = dict(expect_mapping(raw, "an output item"))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
+from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ScopeError
 from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
 from workingctx.scopes._exchanges import (
@@ -289,9 +290,7 @@ class PendingCalls(_ScopeOps):
 
 
 def _flag(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        msg = f"ValidRequest({attribute.name}=...) must be True or False, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+    _checks.check_flag(value, attribute.name, label=f"ValidRequest({attribute.name}=...)")
 
 
 def _inner_of_valid(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
