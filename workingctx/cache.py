@@ -759,7 +759,9 @@ def prompt_cache_key(source: object, cache: object = True) -> str | None:
                 "cache=True derives prompt_cache_key from the prefix: pass a WorkingContext or a FrozenContext, "
                 "or give the key as a str"
             )
-            raise TypeError(msg)
+            raise ArgumentTypeError(
+                msg, argument="source", value=source, expected="a WorkingContext or a FrozenContext"
+            )
         return f"workingctx-{str(digest())[:32]}"
     raise _checks.wrong_type(cache, "cache", "True, False, None, a str key or a CachePlan")
 
@@ -775,13 +777,12 @@ def _seconds(value: object, what: str) -> float:
     *value* as a number of seconds: finite and not negative.
     """
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        msg = f"{what} must be a number of seconds, got {value!r} of type {type(value).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(value, what, "a number of seconds")
     number: int | float | Decimal = value
     finite = number.is_finite() if isinstance(number, Decimal) else isinstance(number, int) or math.isfinite(number)
     if not finite or not 0 <= number < _FOREVER:
         msg = f"{what} must be a finite, non-negative number of seconds (below 10**15), got {value!r}"
-        raise CacheRuleError(msg)
+        raise CacheRuleError(msg, argument=what, value=value)
     return float(number)
 
 
@@ -1142,13 +1143,13 @@ def _flatten(turns: Iterable[Message | Iterable[Message]]) -> Iterable[Message]:
         if isinstance(turn, Message):
             yield turn
         elif isinstance(turn, str | bytes) or not isinstance(turn, Iterable):
-            msg = f"turns must hold messages or sequences of messages, got {turn!r} of type {type(turn).__name__}"
-            raise TypeError(msg)
+            msg = f"turns must hold messages or sequences of messages, got {_checks.described(turn)}"
+            raise ArgumentTypeError(msg, argument="turns", value=turn, expected="messages or sequences of messages")
         else:
             for message in turn:
                 if not isinstance(message, Message):
-                    msg = f"a turn holds {message!r} of type {type(message).__name__}, not a Message"
-                    raise TypeError(msg)
+                    msg = f"a turn holds {_checks.described(message)}, not a Message"
+                    raise ArgumentTypeError(msg, argument="turns", value=message, expected="a Message")
                 yield message
 
 
@@ -1185,7 +1186,7 @@ def _strategy_plan(
         made = strategy(ctx, previous)
         if not isinstance(made, CachePlan):
             msg = f"the cache strategy must return a CachePlan, got {made!r}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg, argument="cache", value=strategy, expected="a strategy returning a CachePlan")
         return made
     msg = f"cache must be 'plan', 'auto', 'last' or a callable (ctx, previous_plan) -> CachePlan, got {strategy!r}"
     raise CacheRuleError(msg)
@@ -1204,7 +1205,7 @@ def _gaps(gaps: object) -> Iterator[float] | None:
             "gaps must be a number of seconds, an iterable of them (one per gap between requests) or None, "
             f"got {gaps!r} of type {type(gaps).__name__}"
         )
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument="gaps", value=gaps, expected="seconds, an iterable of them or None")
     return iter(gaps)
 
 
@@ -1277,12 +1278,9 @@ def simulate(
     rules = _rules(provider, model)
     waits = _gaps(gaps)
     ctx = WorkingContext() if context is None else context
-    if not isinstance(ctx, WorkingContext):
-        msg = f"context must be a WorkingContext or None, got {ctx!r} of type {type(ctx).__name__}"
-        raise TypeError(msg)
+    ctx = _checks.check_instance(ctx, "context", WorkingContext, "a WorkingContext or None")
     if manager is not None and not callable(getattr(manager, "trim_context", None)):
-        msg = f"manager must have trim_context(ctx), got {manager!r} of type {type(manager).__name__}"
-        raise TypeError(msg)
+        raise _checks.wrong_type(manager, "manager", "a manager with trim_context(ctx)")
     counter = counter or ctx.counter
     served = _Cache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
