@@ -449,3 +449,130 @@ class TestNothingChanges:
         with pytest.raises(ArgumentTypeError):
             ctx.merge("other")  # type: ignore[arg-type]
         assert before == ctx.freeze()
+
+
+# Every count a public constructor takes: (what, build). A count is an int (not a
+# bool) of 0 or more; anything else is refused by the one rule.
+COUNTS: list[tuple[str, Callable[[Any], object]]] = [
+    ("WorkingContext(limit=)", lambda v: WorkingContext(limit=v)),
+    ("Usage(input_tokens=)", lambda v: Usage(input_tokens=v)),
+    ("Usage(output_tokens=)", lambda v: Usage(output_tokens=v)),
+    ("Usage(cache_read_tokens=)", lambda v: Usage(cache_read_tokens=v)),
+    ("Usage(cache_write_tokens=)", lambda v: Usage(cache_write_tokens=v)),
+    ("Usage(reasoning_tokens=)", lambda v: Usage(reasoning_tokens=v)),
+    ("LastNTurns(n)", LastNTurns),
+    ("Since(index)", Since),
+    ("TokenBudget(max_tokens)", TokenBudget),
+    ("MessageContextManager(max_messages)", MessageContextManager),
+    ("TokenBudgetContextManager(max_tokens)", TokenBudgetContextManager),
+    ("SummaryContextManager(keep_recent=)", lambda v: SummaryContextManager(_summarize, keep_recent=v)),
+    ("SummaryContextManager(max_summary_tokens=)", lambda v: SummaryContextManager(_summarize, max_summary_tokens=v)),
+    ("Entry(turn)", lambda v: Entry("user", Message("user", "x"), v, NOW)),
+    ("Kept(start)", lambda v: Kept(v, 10**6)),
+    ("CacheRules(max_breakpoints)", lambda v: _rules(max_breakpoints=v)),
+    ("CacheRules(default_minimum)", lambda v: _rules(default_minimum=v)),
+    ("Breakpoint(message)", lambda v: Breakpoint(v, 0, "5m", 0)),
+    ("Breakpoint(tokens)", lambda v: Breakpoint(0, 0, "5m", v)),
+]
+
+# Every flag: True or False, nothing else (not 0 or 1, not "yes").
+FLAGS: list[tuple[str, Callable[[Any], object]]] = [
+    ("WorkingContext(shared=)", lambda v: WorkingContext(shared=v)),
+    ("WorkingContext(record=)", lambda v: WorkingContext(record=v)),
+    ("Message(delta=)", lambda v: Message("user", "x", delta=v)),
+    ("PrefixContext(cache_hint=)", lambda v: PrefixContext(cache_hint=v)),
+    ("TokenBudget(include_system=)", lambda v: TokenBudget(9, include_system=v)),
+    ("MessageContextManager(remove_tool_msgs=)", lambda v: MessageContextManager(remove_tool_msgs=v)),
+    ("ToolResult(is_error=)", lambda v: ToolResult("ok", is_error=v)),
+    ("SQLiteStore(read_only=)", lambda v: SQLiteStore(":memory:", read_only=v)),
+]
+
+NOT_INTS = st.one_of(
+    st.booleans(),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.binary(max_size=5),
+    st.lists(st.integers(), max_size=2),
+    st.decimals(allow_nan=False, allow_infinity=False),
+)
+NOT_FLAGS = st.one_of(
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.lists(st.booleans(), max_size=2),
+)
+
+
+def _refused(build: Callable[[Any], object], value: object, builtin: type[Exception]) -> WorkingCtxError:
+    with pytest.raises(WorkingCtxError) as caught:
+        build(value)
+    error = caught.value
+    assert isinstance(error, builtin)
+    assert not isinstance(error, ValueError if builtin is TypeError else TypeError)
+    assert error.value is value or (value != value and error.value != error.value)  # noqa: PLR0124  # NaN
+    return error
+
+
+class TestSweep:
+    @pytest.mark.parametrize(("what", "build"), COUNTS, ids=[c[0] for c in COUNTS])
+    @given(value=NOT_INTS)
+    def test_a_count_refuses_every_non_int(self, what: str, build: Callable[[Any], object], value: object) -> None:
+        """
+        A count given a bool, a float, a str, bytes, a list or a Decimal raises
+        a TypeError that is a WorkingCtxError, naming the argument and keeping the value.
+        """
+        error = _refused(build, value, TypeError)
+        assert error.argument is not None
+        assert error.argument in what
+
+    @pytest.mark.parametrize(("what", "build"), COUNTS, ids=[c[0] for c in COUNTS])
+    @given(value=st.integers(max_value=-1))
+    def test_a_count_refuses_every_negative_int(self, what: str, build: Callable[[Any], object], value: int) -> None:
+        """
+        A negative count raises a ValueError that is a WorkingCtxError, keeping the value.
+        """
+        error = _refused(build, value, ValueError)
+        assert error.argument is not None
+        assert error.argument in what
+
+    @pytest.mark.parametrize(("what", "build"), FLAGS, ids=[c[0] for c in FLAGS])
+    @given(value=NOT_FLAGS)
+    def test_a_flag_refuses_everything_but_a_bool(
+        self, what: str, build: Callable[[Any], object], value: object
+    ) -> None:
+        """
+        A flag given anything but True or False (0 and 1 included) raises a
+        TypeError that is a WorkingCtxError, naming the argument and keeping the value.
+        """
+        error = _refused(build, value, TypeError)
+        assert error.argument is not None
+        assert error.argument in what
+
+
+class TestNothingIsSaved:
+    def test_refused_saves_leave_the_store(self) -> None:
+        """
+        A save refused for a bad argument writes nothing.
+        """
+        store = InMemoryStore()
+        checkpoint = Checkpoint.capture(WorkingContext(messages=[Message("user", "hi")]))
+        with pytest.raises(ArgumentTypeError):
+            store.save(checkpoint, thread=3)  # type: ignore[arg-type]
+        with pytest.raises(ArgumentValueError):
+            store.save(checkpoint, thread="")
+        with pytest.raises(ArgumentTypeError):
+            store.save("checkpoint")  # type: ignore[arg-type]
+        assert [] == list(store.list())
+
+    def test_refused_notes_leave_a_recorded_context(self) -> None:
+        """
+        A note refused for its value changes neither the notes nor the history.
+        """
+        ctx = WorkingContext(record=True).note("a", 1)
+        notes, history = dict(ctx.scratchpad), len(ctx.history)
+        with pytest.raises(ArgumentTypeError):
+            ctx.note("b", {1, 2})
+        with pytest.raises(ArgumentValueError):
+            ctx.note("b", [math.inf])
+        assert notes == dict(ctx.scratchpad)
+        assert history == len(ctx.history)
