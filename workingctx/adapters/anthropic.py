@@ -524,7 +524,10 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     The body for *messages*, and every problem Anthropic would reject in it
     (positions are those of *messages*).
     """
-    system, tail = split_system(keyed_messages(messages))  # store references stand in, never sent
+    unresolved = media_problems(messages)
+    system, tail = split_system(
+        keyed_messages(messages) if unresolved else messages
+    )  # store references stand in, never sent
     body: dict[str, Any] = {}
     written = write_system(system)
     if written is not None:
@@ -532,7 +535,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     body["messages"], origins = _write_turns(tail)
     problems = (
         *check_messages(messages, provider="anthropic"),
-        *media_problems(messages),
+        *unresolved,
         *lost(messages),
         *wire_problems(body["messages"], origins=[[len(system) + i for i in turn] for turn in origins]),
     )

@@ -533,14 +533,17 @@ def _build(messages: list[Message], *, bypass: bool = True) -> tuple[dict[str, A
     The body for *messages*, and every problem Gemini would reject in it
     (positions are those of *messages*).
     """
-    system, tail = split_system(keyed_messages(messages))  # store references stand in, never sent
+    unresolved = media_problems(messages)
+    system, tail = split_system(
+        keyed_messages(messages) if unresolved else messages
+    )  # store references stand in, never sent
     body: dict[str, Any] = {}
     if system:
         body["system_instruction"] = _write_system(system)
     body["contents"], origins = _write_turns(tail, bypass=bypass)
     problems = (
         *check_messages(messages, provider="gemini"),
-        *media_problems(messages),
+        *unresolved,
         *lost(messages),
         *wire_problems(body["contents"], origins=[[len(system) + i for i in turn] for turn in origins]),
     )

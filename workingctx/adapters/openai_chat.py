@@ -44,7 +44,7 @@ from workingctx.adapters._common import (
     unsendable,
 )
 from workingctx.exceptions import ArgumentValueError, InvalidMessageError
-from workingctx.frozen import thaw
+from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
 from workingctx.messages import (
     AudioBlock,
     ContentBlock,
@@ -112,10 +112,15 @@ def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
     return tuple(_part(expect_mapping(part, "a content part")) for part in expect_list(raw, "content"))
 
 
+_CALL_KEYS = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
 def _call(raw: Mapping[str, Any]) -> ToolCall:
-    extra = {k: v for k, v in raw.items() if k not in {"id", "type", "function"}}
+    keys = raw.keys()
+    extra = {} if keys <= _CALL_KEYS else {k: v for k, v in raw.items() if k not in _CALL_KEYS}
     function = expect_mapping(raw.get("function"), "tool_calls[].function")
-    if raw.get("type", "function") != "function" or set(function) != {"name", "arguments"}:
+    if raw.get("type", "function") != "function" or function.keys() != _FUNCTION_KEYS:
         extra["_call"] = dict(raw)
     arguments = function.get("arguments", "{}")
     try:  # the call decodes its argument text once, and refuses text that is not a JSON object
@@ -134,7 +139,7 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
 
 def _message(raw: Mapping[str, Any], position: int) -> Message:
     role = raw.get("role")
-    extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in _KNOWN}
+    extra: dict[str, Any] = {} if raw.keys() <= _KNOWN else {k: v for k, v in raw.items() if k not in _KNOWN}
     shared = {}
     if role == "developer":
         shared = {OPENAI: {"role": "developer"}}
@@ -156,7 +161,8 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         content = _content(raw["content"])
         if content in ("", ()) and raw.get("tool_calls"):
             extra[_CONTENT_FORM] = "empty" if content == "" else "list"
-    calls = tuple(_call(expect_mapping(c, "a tool call")) for c in raw.get("tool_calls") or ())
+    raw_calls = raw.get("tool_calls")
+    calls = tuple([_call(expect_mapping(c, "a tool call")) for c in raw_calls]) if raw_calls else ()
     if "tool_calls" in raw and not raw["tool_calls"]:
         extra["_tool_calls"] = raw["tool_calls"]
     return Message(
@@ -165,7 +171,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         name=raw.get("name"),
         tool_call_id=raw.get("tool_call_id"),
         tool_calls=calls,
-        provider_data={**shared, PROVIDER: extra} if extra else shared,
+        provider_data={**shared, PROVIDER: extra} if extra else shared or EMPTY_JSON_OBJECT,
     )
 
 
@@ -476,10 +482,13 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     """
     The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
     """
-    written, origins = _write_all(keyed_messages(messages))  # store references stand in, never sent
+    unresolved = media_problems(messages)
+    written, origins = _write_all(
+        keyed_messages(messages) if unresolved else messages
+    )  # store references stand in, never sent
     problems = (
         *check_messages(messages, provider="openai"),
-        *media_problems(messages),
+        *unresolved,
         *lost(messages),
         *wire_problems(written, origins=origins),
     )

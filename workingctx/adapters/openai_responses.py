@@ -453,9 +453,10 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     """
     The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
     """
-    problems: list[Problem] = [*check_messages(messages, provider="openai"), *media_problems(messages), *lost(messages)]
+    unresolved = media_problems(messages)
+    problems: list[Problem] = [*check_messages(messages, provider="openai"), *unresolved, *lost(messages)]
     body: dict[str, Any] = {}
-    sent = keyed_messages(messages)  # store references stand in, never sent
+    sent = keyed_messages(messages) if unresolved else messages  # store references stand in, never sent
     rest = sent
     if sent and sent[0].role == "system" and isinstance(sent[0].content, str):
         data = sent[0].provider_data.get(PROVIDER, {})
