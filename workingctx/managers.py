@@ -48,7 +48,7 @@ from workingctx.scopes import (
     WholeExchanges,
     surviving_indices,
 )
-from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps
+from workingctx.scopes._algebra import Scope, _ScopeOps, scope_field
 from workingctx.scopes._exchanges import exchange_units, starts_turn
 from workingctx.scopes._index import TailIndex
 from workingctx.scopes._tools import WITHOUT_COMPLETED_TOOL_SEQUENCES, _newest_turn_before
@@ -175,9 +175,7 @@ def _count_check(*, optional: bool = False) -> Callable[[object, attrs.Attribute
 _flag_check = _checks.flag()
 
 
-def _pin_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not _is_scope(value):
-        raise _not_a_scope(value, f"{type(inst).__name__}(pin=...)", "pin")
+_pin_check = scope_field(optional=True)
 
 
 def _counter_check(inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:

@@ -8,7 +8,7 @@ positional scope therefore keeps its meaning at any nesting depth.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 import attrs
@@ -312,9 +312,22 @@ def check_nesting(scope: object, inner: Iterable[object]) -> int:
     return depth
 
 
-def _one_scope(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if not _is_scope(value):
-        raise _not_a_scope(value, "Not()")
+def scope_field(where: str | None = None, *, optional: bool = False) -> Callable[[Any, Any, Any], None]:
+    """
+    An attrs validator: a scope (or None when *optional*); the error names
+    *where* (``"Not()"``), or ``Owner(field=...)`` when *where* is None.
+    """
+
+    def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if (value is None and optional) or _is_scope(value):
+            return
+        shown = f"{type(inst).__name__}({attribute.name}=...)" if where is None else where
+        raise _not_a_scope(value, shown, attribute.name)
+
+    return validate
+
+
+_one_scope = scope_field("Not()")
 
 
 class _Combination(_ScopeOps):

@@ -16,10 +16,9 @@ from workingctx.messages import ROLES
 from workingctx.scopes._algebra import (
     AllOf,
     Scope,
-    _is_scope,
-    _not_a_scope,
     _ScopeOps,
     check_nesting,
+    scope_field,
     surviving_indices,
 )
 from workingctx.scopes._exchanges import starts_turn
@@ -240,9 +239,7 @@ class Since(_ScopeOps):
 _EVERY = AllOf(())
 
 
-def _newest_scope(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if not _is_scope(value):
-        raise _not_a_scope(value, "Newest(n, scope)")
+_newest_scope = scope_field("Newest(n, scope)")
 
 
 @attrs.frozen(cache_hash=True, repr=False)

@@ -11,7 +11,13 @@ import attrs
 
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ScopeError
-from workingctx.scopes._algebra import Scope, _is_scope, _not_a_scope, _ScopeOps, check_nesting, surviving_indices
+from workingctx.scopes._algebra import (
+    Scope,
+    _ScopeOps,
+    check_nesting,
+    scope_field,
+    surviving_indices,
+)
 from workingctx.scopes._exchanges import (
     call_ids,
     completed_tool_sequences,
@@ -121,9 +127,7 @@ def _dangling_calls(messages: Sequence[Message]) -> list[int]:
     return dangling
 
 
-def _inner(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if not _is_scope(value):
-        raise _not_a_scope(value, "WholeExchanges()")
+_inner = scope_field("WholeExchanges()")
 
 
 def _mode(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -293,9 +297,7 @@ def _flag(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None
     _checks.check_flag(value, attribute.name, label=f"ValidRequest({attribute.name}=...)")
 
 
-def _inner_of_valid(_inst: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if not _is_scope(value):
-        raise _not_a_scope(value, "ValidRequest()")
+_inner_of_valid = scope_field("ValidRequest()")
 
 
 @attrs.frozen(cache_hash=True, repr=False)
