@@ -546,6 +546,21 @@ class TestNotes:
         assert NotesChange({"found": {"bug": "b.py"}, "a": 10}, ("b",)) == ctx.history[-1].content
         assert 2 == len(ctx.history)
 
+    def test_an_edit_leaves_the_notes_it_did_not_change_sealed(self):
+        """
+        Opening an edit reads the stored notes without reading them out: no note
+        becomes open (re-read at every freeze), and the edits still commit.
+        """
+        ctx = WorkingContext(scratchpad={"plan": {"steps": ["a"]}, "n": 1})
+        before = ctx.digest()
+        with ctx.edit_notes() as notes:
+            assert {"plan": {"steps": ["a"]}, "n": 1} == notes
+            notes["plan"]["steps"].append("b")
+            assert before == ctx.digest()
+        assert set() == ctx._scratchpad._open
+        assert before != ctx.digest()
+        assert {"plan": {"steps": ["a", "b"]}, "n": 1} == ctx.scratchpad
+
     def test_an_exception_commits_nothing(self):
         """
         The block raises: no entry, notes unchanged.

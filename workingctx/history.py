@@ -1181,7 +1181,7 @@ class NotesEdit:
 
     def _begin(self) -> dict[str, Any]:
         self._held = True
-        self._before = dict(self._ctx._scratchpad)
+        self._before = self._ctx._scratchpad.raw()
         self.notes = thaw(self._before)
         return self.notes
 
