@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,14 +19,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workingctx import Message, ToolCall, Usage, WorkingContext
-from workingctx._checks import check_count, check_items, check_number, check_one_of, check_str, count, flag
+from workingctx._checks import check_count, check_items, check_match, check_number, check_one_of, check_str, count, flag
 from workingctx.cache import RULES, Breakpoint, cache_blocks
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.history import ContextChange, Entry, Forked, Kept, NotesChange, Started
 from workingctx.managers import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from workingctx.media import store_ref
 from workingctx.messages import CacheBreakpoint, MediaRef, TextBlock
-from workingctx.persistence import Checkpoint, InMemoryStore, SQLiteStore, rehydrate
+from workingctx.persistence import Checkpoint, InMemoryStore, PostgresStore, RedisStore, SQLiteStore, rehydrate
 from workingctx.prefix import PrefixContext
 from workingctx.pricing import Price, add_price, cost
 from workingctx.reducers import ToolResult, add_messages, append_items
@@ -162,6 +163,12 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("SQLiteStore(read_only=)", lambda v: SQLiteStore(":memory:", read_only=v), "read_only", 1, TYPE),
     ("SQLiteStore(key=)", lambda v: SQLiteStore(":memory:", key=v), "key", b"short", VALUE),
     ("SQLiteStore(key=)", lambda v: SQLiteStore(":memory:", key=v), "key", 12345, TYPE),
+    ("PostgresStore(schema=)", lambda v: PostgresStore("postgresql://h/db", schema=v), "schema", "Bad Name", VALUE),
+    ("PostgresStore(schema=)", lambda v: PostgresStore("postgresql://h/db", schema=v), "schema", 3, TYPE),
+    ("PostgresStore(pool_size=)", lambda v: PostgresStore("postgresql://h/db", pool_size=v), "pool_size", 0, VALUE),
+    ("RedisStore(namespace=)", lambda v: RedisStore("redis://h", namespace=v), "namespace", "a b", VALUE),
+    ("RedisStore(timeout=)", lambda v: RedisStore("redis://h", timeout=v), "timeout", True, TYPE),
+    ("RedisStore(timeout=)", lambda v: RedisStore("redis://h", timeout=v), "timeout", 0, VALUE),
     ("MessageContextManager(max_messages)", MessageContextManager, "max_messages", -1, VALUE),
     ("MessageContextManager(max_messages)", MessageContextManager, "max_messages", True, TYPE),
     ("MessageContextManager(max_messages)", MessageContextManager, "max_messages", "10", TYPE),
@@ -400,6 +407,17 @@ class TestOtherChecks:
         assert check_one_of(None, "ttl", ("5m", "1h", None)) is None
         with pytest.raises(ArgumentValueError, match="ttl must be one of '5m', '1h' or None, got '2h'"):
             check_one_of("2h", "ttl", ("5m", "1h", None))
+
+    def test_match(self) -> None:
+        """
+        A str the pattern matches whole passes; another str is a wrong value, a non-str a wrong type.
+        """
+        pattern = re.compile(r"[a-z]{1,3}")
+        assert "ab" == check_match("ab", "name", pattern, "1 to 3 letters")
+        with pytest.raises(ArgumentValueError, match="name must be 1 to 3 letters, got 'abcd'"):
+            check_match("abcd", "name", pattern, "1 to 3 letters")
+        with pytest.raises(ArgumentTypeError, match=r"name must be 1 to 3 letters \(a str\), got 1 of type int"):
+            check_match(1, "name", pattern, "1 to 3 letters")
 
     def test_items_name_the_position(self) -> None:
         """

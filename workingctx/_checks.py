@@ -24,6 +24,7 @@ checks; their owner is the class being built.
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,6 +45,7 @@ __all__ = [
     "check_instance",
     "check_int",
     "check_items",
+    "check_match",
     "check_number",
     "check_one_of",
     "check_str",
@@ -52,6 +54,7 @@ __all__ = [
     "flag",
     "instance_of",
     "integer",
+    "matches",
     "number",
     "one_of",
     "shown",
@@ -284,6 +287,27 @@ def check_one_of(
     return value
 
 
+def check_match(
+    value: object,
+    argument: str,
+    pattern: re.Pattern[str],
+    rule: str,
+    *,
+    owner: str | None = None,
+    label: str | None = None,
+    fix: str | None = None,
+    error: type[WorkingCtxError] = ArgumentValueError,
+) -> str:
+    """
+    *value* if it is a str that *pattern* matches whole; *rule* says what it matches in words.
+    """
+    if not isinstance(value, str):
+        raise wrong_type(value, argument, f"{rule} (a str)", owner=owner, label=label, fix=fix)
+    if not pattern.fullmatch(value):
+        raise wrong_value(value, argument, f"must be {rule}", owner=owner, label=label, fix=fix, error=error)
+    return value
+
+
 def check_items(
     values: Iterable[object],
     argument: str,
@@ -443,6 +467,27 @@ def aware_datetime(*, owner: str | None = None, fix: str | None = None) -> Valid
             raise wrong_type(value, attribute.name, "a timezone-aware datetime", owner=where, fix=fix)
         if value.tzinfo is None or value.utcoffset() is None:
             raise wrong_value(value, attribute.name, "must be a timezone-aware datetime", owner=where, fix=fix)
+
+    return validate
+
+
+def matches(
+    pattern: re.Pattern[str],
+    rule: str,
+    *,
+    optional: bool = False,
+    owner: str | None = None,
+    fix: str | None = None,
+    error: type[WorkingCtxError] = ArgumentValueError,
+) -> Validator:
+    """
+    An attrs validator: a str *pattern* matches whole (or ``None`` when *optional*), as ``attrs.validators.matches_re``.
+    """
+
+    def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None and optional:
+            return
+        check_match(value, attribute.name, pattern, rule, owner=_owner(inst, owner), fix=fix, error=error)
 
     return validate
 

@@ -118,17 +118,8 @@ _count = _checks.count()
 _ID_RULE = "1 to 128 letters, digits, '_' or '-'"
 
 
-def _context_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    fix = "leave it out for a random one"
-    if not isinstance(value, str):
-        raise _checks.wrong_type(value, attribute.name, f"{_ID_RULE} (a str)", fix=fix)
-    if not _ID.fullmatch(value):
-        raise _checks.wrong_value(value, attribute.name, f"must be {_ID_RULE}", fix=fix)
-
-
-def _opt_context_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        _context_id(inst, attribute, value)
+_context_id = _checks.matches(_ID, _ID_RULE, fix="leave it out for a random one")
+_opt_context_id = _checks.matches(_ID, _ID_RULE, optional=True, fix="leave it out for a random one")
 
 
 def _messages(value: Iterable[Any]) -> tuple[Message, ...]:

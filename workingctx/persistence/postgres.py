@@ -144,9 +144,7 @@ class PostgresStore:
 
     def __init__(self, dsn: str, *, schema: str = "workingctx", pool_size: int = 4, timeout: float = 30.0) -> None:
         _checks.check_instance(dsn, "dsn", str, "a connection string")
-        name_rule = "a lower-case name of letters, digits and _ (at most 63)"
-        if not _NAME.fullmatch(_checks.check_instance(schema, "schema", str, name_rule)):
-            raise _checks.wrong_value(schema, "schema", f"must be {name_rule}")
+        _checks.check_match(schema, "schema", _NAME, "a lower-case name of letters, digits and _ (at most 63)")
         if _checks.check_int(pool_size, "pool_size") < 1:
             raise _checks.wrong_value(pool_size, "pool_size", "must be a positive int")
         if _checks.check_number(timeout, "timeout") <= 0:

@@ -127,9 +127,7 @@ class RedisStore:
 
     def __init__(self, url: str, *, namespace: str = "workingctx", timeout: float = 30.0) -> None:
         _checks.check_instance(url, "url", str, "a Redis URL")
-        name_rule = "1 to 100 letters, digits, '_', '.' or '-'"
-        if not _NAME.fullmatch(_checks.check_instance(namespace, "namespace", str, name_rule)):
-            raise _checks.wrong_value(namespace, "namespace", f"must be {name_rule}")
+        _checks.check_match(namespace, "namespace", _NAME, "1 to 100 letters, digits, '_', '.' or '-'")
         if _checks.check_number(timeout, "timeout") <= 0:
             raise _checks.wrong_value(timeout, "timeout", "must be a positive number of seconds")
         try:
