@@ -667,7 +667,7 @@ def _uploaded(ref: MediaRef, result: object) -> MediaRef:
         f"the upload hook returned {result!r} of type {type(result).__name__} for {ref.url}; "
         "it must return the provider's file id (a non-empty str) or a MediaRef"
     )
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg, argument="upload", value=result, expected="a file id (a non-empty str) or a MediaRef")
 
 
 def _walk(value: Any, resolve: Callable[[MediaRef], MediaRef]) -> Any:

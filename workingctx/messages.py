@@ -1381,11 +1381,13 @@ async def _put(store: MediaStore, data: bytes, mime_type: str, filename: str | N
             f"store must be a media store (with put(data, mime_type, filename=...)), got {store!r} "
             f"of type {type(store).__name__}; use workingctx.media.FileMediaStore or InMemoryMediaStore"
         )
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg, argument="store", value=store, expected="a media store")
     media = await asyncio.to_thread(put, data, mime_type, filename=filename)
     if not isinstance(media, MediaRef):
         msg = f"{type(store).__name__}.put returned {media!r} of type {type(media).__name__}; it must return a MediaRef"
-        raise TypeError(msg)
+        raise ArgumentTypeError(
+            msg, argument="store", value=store, expected="a media store whose put returns a MediaRef"
+        )
     return media
 
 

@@ -876,7 +876,7 @@ def _load_file(tiktoken_module: Any, path: Path, pat_str: str | None) -> Any:
                     ranks[base64.b64decode(token)] = int(rank)
                 except ValueError as exc:
                     msg = f"line {number} of {str(path)!r} is not '<base64 token> <rank>': {line[:80]!r}"
-                    raise ValueError(msg) from exc
+                    raise ArgumentValueError(msg, argument="encoding", value=path) from exc
         stem = path.name.removesuffix(".tiktoken")
         pattern = pat_str or _PATTERNS.get(stem.removesuffix(_OFFLINE_SUFFIX), _CL100K_PATTERN)
         encoding = tiktoken_module.Encoding(stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
