@@ -32,7 +32,7 @@ from workingctx.pricing import Price, add_price, cost
 from workingctx.reducers import ToolResult, add_messages, append_items
 from workingctx.scopes import AllOf, LastNTurns, Not, RoleFilter, Since, Tagged, TokenBudget, WholeExchanges, explain
 from workingctx.snapshot import FrozenContext
-from workingctx.tokens import TiktokenCounter, image_tokens
+from workingctx.tokens import TiktokenCounter, estimate_message_tokens, image_tokens
 from workingctx.validity import check_messages
 
 if TYPE_CHECKING:
@@ -244,6 +244,7 @@ CASES: list[tuple[str, Callable[[Any], object], str, object, str]] = [
     ("image_tokens(rule=)", lambda v: image_tokens(10, 10, rule=v), "rule", "bing", VALUE),
     ("image_tokens(rule=)", lambda v: image_tokens(10, 10, rule=v), "rule", 3, TYPE),
     ("TiktokenCounter(encoding)", TiktokenCounter, "encoding", 3.5, TYPE),
+    ("estimate_message_tokens(messages)", lambda v: estimate_message_tokens([v]), "messages[0]", "hi", TYPE),
     ("ToolResult(is_error=)", lambda v: ToolResult("ok", is_error=v), "is_error", "yes", TYPE),
     ("ToolResult(state=)", lambda v: ToolResult("ok", state=v), "state", [1], TYPE),
     ("add_messages(left)", lambda v: add_messages(v, []), "left", Message("user", "x"), TYPE),

@@ -408,7 +408,7 @@ def _not_a_message(value: object, position: int) -> TypeError:
         f"token counting needs Message values, got {value!r} of type {type(value).__name__} "
         f"at position {position}; wrap text as Message('user', text)"
     )
-    return TypeError(msg)
+    return ArgumentTypeError(msg, argument=f"messages[{position}]", value=value, expected="a Message")
 
 
 class _CountCache(NamedTuple):
