@@ -179,3 +179,18 @@ def check_seams() -> None:
     TokenBudget(100, counter=len)  # type: ignore[arg-type]
     TokenBudgetContextManager(1000, counter="approx")  # type: ignore[arg-type]
     explain(scope, msgs, counter=object())  # type: ignore[arg-type]
+
+
+def check_argument_errors() -> None:
+    """
+    The evidence an argument error keeps is typed on every error.
+    """
+    from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, ScopeError  # noqa: PLC0415
+
+    wrong_type = ArgumentTypeError("limit must be an int", argument="limit", value="3", expected="an int")
+    assert_type(wrong_type.argument, str | None)
+    assert_type(wrong_type.value, object)
+    assert_type(wrong_type.expected, str)
+    assert_type(ArgumentValueError("limit must be 0 or more", argument="limit", value=-1).argument, str | None)
+    assert_type(ScopeError("n must be 0 or more", argument="n", value=-1).value, object)
+    WorkingContext(limit="3")  # type: ignore[arg-type]
