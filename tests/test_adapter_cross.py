@@ -69,6 +69,16 @@ def _token(media: Any) -> str:
     return data.replace("-", "+").replace("_", "/")
 
 
+def _outcome(value: Any, is_error: bool = False) -> tuple[Any, bool]:
+    """
+    A result's output as plain data, and whether it is an error (a flag, or
+    text that says so, as formats without the flag send it).
+    """
+    if isinstance(value, str) and value.startswith("error: "):
+        return _result(value.removeprefix("error: ")), True
+    return _result(value), is_error
+
+
 def _result(value: Any) -> Any:
     """
     A result's output as plain data: JSON text decoded, Gemini's ``{"result": ...}`` wrapper removed.
@@ -98,7 +108,7 @@ def essence(ctx: Any) -> dict[str, Any]:
         content = message.content
         if message.role == "tool":
             text = content if isinstance(content, str) else "".join(b.text for b in content if isinstance(b, TextBlock))
-            results[message.tool_call_id] = _result(text)
+            results[message.tool_call_id] = _outcome(text)
             if not isinstance(content, str):
                 media.extend(_token(b.media) for b in content if isinstance(b, _MEDIA))
             continue
@@ -112,7 +122,8 @@ def essence(ctx: Any) -> dict[str, Any]:
             elif isinstance(block, ToolCallBlock):
                 calls.append((block.id, block.name, thaw(block.args)))
             elif isinstance(block, ToolResultBlock):
-                results[block.call_id] = _result(block.output_text() if block.content else thaw(block.output))
+                output = block.output_text() if block.content else thaw(block.output)
+                results[block.call_id] = _outcome(output, block.is_error)
                 media.extend(_token(b.media) for b in block.content if isinstance(b, _MEDIA))
             elif isinstance(block, _MEDIA):
                 media.append(_token(block.media))

@@ -125,3 +125,32 @@ def test_read_response():
     follow = openai_responses.write([Message.user("q"), message, Message.tool("ok", call_id="call_1")])
     assert follow["input"][1]["encrypted_content"] == "gAAA"
     valid(follow)
+
+
+def test_documents_and_errors_from_anthropic():
+    """
+    A base64 document is sent as the data URL the Responses API takes, an error
+    result says so in its output, and raw file data read from Responses goes back as it came.
+    """
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "read"},
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": True}],
+            },
+        ]
+    }
+    items = openai_responses.write(anthropic.read(body))["input"]
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    assert items[0]["content"][1] == {"type": "input_file", "file_data": "data:application/pdf;base64,JVBE"}
+    assert items[2] == {"type": "function_call_output", "call_id": "t1", "output": "error: boom"}
+    raw = {"input": [{"role": "user", "content": [{"type": "input_file", "file_data": "JVBE", "filename": "a.pdf"}]}]}
+    assert openai_responses.write(openai_responses.read(raw)) == raw

@@ -333,6 +333,8 @@ def _parts(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
 def _result_text(block: ToolResultBlock) -> str | list[dict[str, Any]]:
     if block.content:
         texts = [{"type": "text", "text": b.text} for b in block.content if isinstance(b, TextBlock)]
+        if block.is_error:  # a tool message has no error flag: its text says so
+            texts.insert(0, {"type": "text", "text": "error: "})
         return texts or ""
     text = block.output_text()
     return f"error: {text}" if block.is_error and not text.startswith("error") else text

@@ -111,6 +111,8 @@ def _part(part: Mapping[str, Any]) -> ContentBlock:
                 media = MediaRef(kind="url", url=part["file_url"], filename=filename)
             else:
                 media = MediaRef(kind="data", data_base64=part["file_data"], filename=filename)
+                if not part["file_data"].startswith("data:"):  # sent back as it came, not as a data URL
+                    return DocumentBlock(media, provider_data={PROVIDER: {"_raw": True}})
             return DocumentBlock(media)
     return ProviderBlock(PROVIDER, part)
 
@@ -281,7 +283,9 @@ def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
         elif media.kind == "url":
             part["file_url"] = media.url
         elif media.kind == "data":
-            part["file_data"] = media.data_base64
+            data = media.data_base64 or ""
+            raw = data.startswith("data:") or block.provider_data.get(PROVIDER, {}).get("_raw")
+            part["file_data"] = data if raw else f"data:{media.mime_type or 'application/pdf'};base64,{data}"
         else:
             return None
         if media.filename is not None:
@@ -378,6 +382,19 @@ def _call_item(envelope: dict[str, Any], call_id: str, name: str, arguments: str
     return {**envelope, "call_id": call_id, "name": name, "arguments": arguments}
 
 
+def _block_result(block: ToolResultBlock) -> dict[str, Any]:
+    """
+    The ``function_call_output`` of a result block; an error says so in its text, as Chat's tool messages do.
+    """
+    if block.content:
+        content = (TextBlock("error: "), *block.content) if block.is_error else block.content
+        return _result_item(block.call_id, content, {})
+    text = block.output_text()
+    return _result_item(
+        block.call_id, f"error: {text}" if block.is_error and not text.startswith("error") else text, {}
+    )
+
+
 def _result_item(call_id: str, content: str | tuple[ContentBlock, ...], extra: Mapping[str, Any]) -> dict[str, Any]:
     output: Any = content if isinstance(content, str) else _parts(content, assistant=False)
     return {
@@ -395,7 +412,7 @@ def _items(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         if message.tool_call_id is not None:
             return [_result_item(message.tool_call_id, message.content, extra)]
-        return [_result_item(b.call_id, b.content or b.output_text(), {}) for b in _results(message.content)]
+        return [_block_result(b) for b in _results(message.content)]
     if (
         not isinstance(message.content, str)
         and len(message.content) == 1
@@ -407,7 +424,7 @@ def _items(message: Message) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     content = message.content
     if not isinstance(content, str):
-        items = [_result_item(b.call_id, b.content or b.output_text(), {}) for b in _results(content)]
+        items = [_block_result(b) for b in _results(content)]
         kept = tuple(b for b in content if not isinstance(b, ToolResultBlock))
         if items and not kept:
             return items
