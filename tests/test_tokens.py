@@ -843,3 +843,64 @@ class TestColdBudget:
         assert None is not cached(messages[0], "approx")  # system messages are counted first
         ctx.count_tokens()
         assert cold.messages == ctx.slice(TokenBudget(100)).messages
+
+
+class TestColdPass:
+    """
+    A long list of messages never counted is counted in one pass: the same counts, cached the same way.
+    """
+
+    @given(st.lists(messages(), min_size=1, max_size=6), st.sampled_from(["openai", "anthropic"]), st.data())
+    def test_one_pass_counts_what_one_by_one_counts(self, drawn, images, data):
+        """
+        Each message of a long fresh list (text, blocks, tool calls, the same object twice,
+        some already counted) gets the count it gets alone, cached under the counter's name.
+        """
+        counter = ApproxTokenCounter(images=images)
+        batch = [fresh(drawn[i % len(drawn)]) for i in range(70)]
+        batch.append(batch[3])  # the same message twice
+        for i in data.draw(st.sets(st.integers(0, 69), max_size=5)):
+            counter.count_message(batch[i])  # counted before the list
+        alone = [counter.count_message(fresh(m)) for m in batch]
+
+        assert sum(alone) == counter.count(batch)
+        assert alone == [cached(m, counter.name) for m in batch]
+        running = RunningCount(counter)
+        assert sum(alone) == running.extend([fresh(m) for m in batch])
+        assert running.upto(10) == sum(alone[:10])
+
+    def test_estimate_of_a_fresh_transcript_is_cached(self):
+        """
+        estimate_message_tokens counts a long fresh transcript once: every count is cached on its message.
+        """
+        batch = [m for _ in range(30) for m in openssl_transcript()]
+        total = estimate_message_tokens(batch)
+
+        assert total == 30 * 37
+        assert [cached(m, "approx") for m in batch] == [7, 19, 11] * 30
+
+    def test_keeps_another_counters_count(self):
+        """
+        A message counted by another counter first keeps that count beside the approximation's.
+        """
+        batch = [Message("user", f"line {i} of the incident log") for i in range(100)]
+        exact = TiktokenCounter()
+        first = exact.count_message(batch[5])
+        assert sum(ApproxTokenCounter().count_message(fresh(m)) for m in batch) == estimate_message_tokens(batch)
+        assert (first, 10) == (cached(batch[5], exact.name), cached(batch[5], "approx"))
+
+    @pytest.mark.parametrize("bad", [None, "hello", types.SimpleNamespace(_token_counts=None)])
+    def test_names_a_non_message(self, bad):
+        """
+        A non-message in a long list is named with its position, and a running count stays as it was.
+        """
+        batch: list[object] = [Message("user", f"q{i}") for i in range(100)]
+        batch.insert(70, bad)
+        with pytest.raises(TypeError, match=f"of type {type(bad).__name__} at position 70"):
+            estimate_message_tokens(batch)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="at position 70"):
+            ApproxTokenCounter(images="anthropic").count(batch)  # type: ignore[arg-type]
+        running = RunningCount()
+        with pytest.raises(TypeError, match="at position 70"):
+            running.extend(batch)  # type: ignore[arg-type]
+        assert (0, 0) == (running.total, len(running))

@@ -32,7 +32,8 @@ import os
 import threading
 from array import array
 from concurrent.futures import ThreadPoolExecutor
-from itertools import accumulate
+from itertools import accumulate, compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
@@ -493,6 +494,76 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
     return _CountCache(count, peek, store)
 
 
+_CACHED = attrgetter("_token_counts")
+# the slot's own setter: writes the cache of a frozen message without a name lookup per message
+_SET_CACHED: Callable[[Message, tuple[Any, ...]], None] = Message.__dict__["_token_counts"].__set__
+
+
+def _approx_counts(sequence: Sequence[Message], images: ImageRule = "openai") -> list[int]:
+    """
+    The approximate count of each of *sequence*, each cached on its message.
+
+    The messages no counter has counted yet (all of a fresh transcript) are
+    counted in one pass when there are enough of them: one loop, no call per
+    message, the counts cached in one step. The others, and short lists, go
+    through the per-message cache. The counts are those of :func:`_approx_count`.
+
+    Raises:
+        TypeError: An item is not a :class:`~workingctx.Message`; the message names its position.
+    """
+    cache = _APPROX_CACHE if images == "openai" else _APPROX_ANTHROPIC_CACHE
+    if len(sequence) >= _BATCH_MIN and _ENCODER is not None:
+        try:
+            found = list(map(_CACHED, sequence))
+        except AttributeError:  # not a message: the per-message path below names it
+            found = []
+        fresh = list(compress(sequence, map(is_, found, repeat(None))))
+        if len(fresh) >= _BATCH_MIN and all(map(isinstance, fresh, repeat(Message))):
+            counts = _count_fresh(fresh, images)
+            # a new tuple per message, as the per-message cache writes it (the same message twice: the same count)
+            list(map(_SET_CACHED, fresh, zip(repeat(_approx_name(images)), counts)))
+            if len(fresh) == len(sequence):
+                return counts
+    try:
+        return list(map(cache.count, sequence))
+    except TypeError:
+        _relocate(sequence)
+        raise
+
+
+def _count_fresh(messages: list[Message], images: ImageRule) -> list[int]:
+    """
+    :func:`_approx_count` of each of *messages*, with text content counted inline.
+    """
+    encode: Any = _ENCODER
+    counts: list[int] = []
+    append = counts.append
+    for message in messages:
+        content = message.content
+        if content.__class__ is not str:
+            append(_approx_count(message, images))
+            continue
+        chars = len(content)
+        name = message.name
+        if name is not None:
+            chars += len(name)
+        answered = message.tool_call_id
+        if answered is not None:
+            chars += len(answered)
+        calls = message.tool_calls
+        if calls:
+            for call in calls:
+                try:  # _json(), inlined: the C encoder is all but always enough
+                    chars += len("".join(encode(call.arguments, 0)))
+                except (TypeError, ValueError, RecursionError):
+                    chars += len(_json(call.arguments))
+                chars += len(call.id) + len(call.name)
+            append(chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls))
+        else:
+            append(chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD)
+    return counts
+
+
 def _sequence(messages: Iterable[Message]) -> Sequence[Message]:
     return messages if isinstance(messages, list | tuple) else list(messages)
 
@@ -553,7 +624,7 @@ def estimate_message_tokens(messages: Iterable[Message]) -> int:
     >>> estimate_message_tokens([*prefix.as_messages(), Message("user", "What changed in the pricing table?")])
     25
     """
-    return _total(_APPROX_CACHE.count, messages)
+    return sum(_approx_counts(_sequence(messages)))
 
 
 # -- counters ------------------------------------------------------------------------
@@ -705,7 +776,7 @@ class ApproxTokenCounter:
         The tokens of *messages* (the same as :func:`estimate_message_tokens`
         when images are counted by OpenAI's rule).
         """
-        return _total(self._count_cache.count, messages)
+        return sum(_approx_counts(_sequence(messages), self.images))
 
     @property
     def _count_cache(self) -> _CountCache:
@@ -1201,13 +1272,16 @@ class RunningCount:
         """
         sequence = _sequence(messages)
         counter = self.counter
-        if type(counter) is TiktokenCounter:  # not a subclass: it may count its own way
-            counter._prefetch(sequence)  # noqa: SLF001  # a batch for the counter of this module
-        try:
-            counts = list(map(counting(counter), sequence))
-        except TypeError:
-            _relocate(sequence)
-            raise
+        if type(counter) is ApproxTokenCounter:  # not a subclass: it may count its own way
+            counts = _approx_counts(sequence, counter.images)
+        else:
+            if type(counter) is TiktokenCounter:
+                counter._prefetch(sequence)  # noqa: SLF001  # a batch for the counter of this module
+            try:
+                counts = list(map(counting(counter), sequence))
+            except TypeError:
+                _relocate(sequence)
+                raise
         sums = self._sums
         totals = accumulate(counts, initial=sums[-1])
         next(totals)  # the initial total, already the last sum
