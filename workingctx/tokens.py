@@ -501,34 +501,58 @@ _SET_CACHED: Callable[[Message, tuple[Any, ...]], None] = Message.__dict__["_tok
 
 def _approx_counts(sequence: Sequence[Message], images: ImageRule = "openai") -> list[int]:
     """
-    The approximate count of each of *sequence*, each cached on its message.
-
-    The messages no counter has counted yet (all of a fresh transcript) are
-    counted in one pass when there are enough of them: one loop, no call per
-    message, the counts cached in one step. The others, and short lists, go
-    through the per-message cache. The counts are those of :func:`_approx_count`.
+    The approximate count of each of *sequence*, each cached on its message
+    (a fresh list in one pass, see :func:`_one_pass`).
 
     Raises:
         TypeError: An item is not a :class:`~workingctx.Message`; the message names its position.
     """
+    if len(sequence) >= _BATCH_MIN and getattr(sequence[0], "_token_counts", 0) is None:
+        counts = _one_pass(sequence, images)
+        if counts is not None:
+            return counts
     cache = _APPROX_CACHE if images == "openai" else _APPROX_ANTHROPIC_CACHE
-    if len(sequence) >= _BATCH_MIN and _ENCODER is not None:
-        try:
-            found = list(map(_CACHED, sequence))
-        except AttributeError:  # not a message: the per-message path below names it
-            found = []
-        fresh = list(compress(sequence, map(is_, found, repeat(None))))
-        if len(fresh) >= _BATCH_MIN and all(map(isinstance, fresh, repeat(Message))):
-            counts = _count_fresh(fresh, images)
-            # a new tuple per message, as the per-message cache writes it (the same message twice: the same count)
-            list(map(_SET_CACHED, fresh, zip(repeat(_approx_name(images)), counts)))
-            if len(fresh) == len(sequence):
-                return counts
     try:
         return list(map(cache.count, sequence))
     except TypeError:
         _relocate(sequence)
         raise
+
+
+def _approx_total(sequence: Sequence[Message], images: ImageRule = "openai") -> int:
+    """
+    The approximate count of *sequence*: the sum of :func:`_approx_counts`, without the list when it is cached.
+    """
+    if len(sequence) >= _BATCH_MIN and getattr(sequence[0], "_token_counts", 0) is None:
+        counts = _one_pass(sequence, images)
+        if counts is not None:
+            return sum(counts)
+    return _total(_APPROX_CACHE.count if images == "openai" else _APPROX_ANTHROPIC_CACHE.count, sequence)
+
+
+def _one_pass(sequence: Sequence[Message], images: ImageRule) -> list[int] | None:
+    """
+    For a list that starts with a message never counted (a fresh transcript):
+    the messages no counter has counted yet, counted in one loop without a
+    call per message and their counts cached in one step, when there are
+    enough of them. Returns every count when all were fresh, else None (the
+    others are for the per-message cache). The counts are those of
+    :func:`_approx_count`; a list holding a non-message is left to the
+    per-message path, which names it.
+    """
+    if _ENCODER is None:
+        return None
+    try:
+        found = list(map(_CACHED, sequence))
+    except AttributeError:  # not a message
+        return None
+    fresh = list(compress(sequence, map(is_, found, repeat(None))))
+    if len(fresh) < _BATCH_MIN or not all(map(isinstance, fresh, repeat(Message))):
+        return None
+    counts = _count_fresh(fresh, images)
+    # a new tuple per message, as the per-message cache writes it (the same message twice: the same count)
+    list(map(_SET_CACHED, fresh, zip(repeat(_approx_name(images)), counts)))
+    return counts if len(fresh) == len(sequence) else None
 
 
 def _count_fresh(messages: list[Message], images: ImageRule) -> list[int]:
@@ -624,7 +648,7 @@ def estimate_message_tokens(messages: Iterable[Message]) -> int:
     >>> estimate_message_tokens([*prefix.as_messages(), Message("user", "What changed in the pricing table?")])
     25
     """
-    return sum(_approx_counts(_sequence(messages)))
+    return _approx_total(_sequence(messages))
 
 
 # -- counters ------------------------------------------------------------------------
@@ -776,7 +800,7 @@ class ApproxTokenCounter:
         The tokens of *messages* (the same as :func:`estimate_message_tokens`
         when images are counted by OpenAI's rule).
         """
-        return sum(_approx_counts(_sequence(messages), self.images))
+        return _approx_total(_sequence(messages), self.images)
 
     @property
     def _count_cache(self) -> _CountCache:
