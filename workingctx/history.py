@@ -41,6 +41,7 @@ from workingctx.exceptions import (
     FinishedError,
     HistoryError,
     PendingCallsError,
+    SerializationError,
 )
 from workingctx.frozen import FrozenDict, FrozenList, thaw
 from workingctx.messages import Message, ToolResultBlock, Usage
@@ -407,8 +408,6 @@ def entry_from_data(data: Any) -> Entry:
     Raises:
         SerializationError: *data* is not an entry (its ``path`` says where).
     """
-    from workingctx.exceptions import SerializationError  # noqa: PLC0415  # a rarely used path
-
     if not isinstance(data, Mapping) or data.get("kind") not in _CONTENT:
         kind = data.get("kind") if isinstance(data, Mapping) else None
         msg = f"not a history entry: kind {kind!r} is not one of {', '.join(ENTRY_KINDS)}"

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 import attrs
 
 from workingctx import _checks
+from workingctx._canonical import message_digest
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json, is_json_payload
 
@@ -1077,8 +1078,6 @@ class Message:
         messages have equal digests. Computed once and cached.
         """
         if self._digest is None:
-            from workingctx._canonical import message_digest  # noqa: PLC0415  # breaks an import cycle
-
             object.__setattr__(self, "_digest", message_digest(self))
         return self._digest  # type: ignore[return-value]  # set just above
 
