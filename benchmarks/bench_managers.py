@@ -76,7 +76,7 @@ def _warm_context(messages: list[Message]) -> WorkingContext:
     """
     ctx = WorkingContext(messages=messages)
     ctx.count_tokens()
-    ctx.tail_view()
+    ctx.tail_view().tail_index  # noqa: B018  # the index is built on first use, as a loop's first check does
     return ctx
 
 
