@@ -41,6 +41,7 @@ from workingctx.tokens import (
     MessageCounter,
     RunningCount,
     TokenCounter,
+    _cached_total,
     _count_cache,
     counting,
     estimate_message_tokens,
@@ -468,6 +469,24 @@ class TestMessageCounter:
         assert None is _count_cache("k5", _never).peek(message)
         with pytest.raises(TypeError, match="of type str at position 0"):
             caches[0].peek("abc")  # type: ignore[arg-type]
+
+    def test_warm_totals_read_each_counters_own_counts(self):
+        """
+        A transcript counted by several counters sums each counter's own counts
+        when counted again (the warm path reads the cache, never another counter's).
+        """
+        messages = [Message("user", "x" * (40 * i + 1)) for i in range(80)]
+        one, two = _count_cache("k1", lambda m: len(m.text())), _count_cache("k2", lambda _m: 7)
+        assert sum(len(m.text()) for m in messages) == _cached_total_after(one, messages)
+        assert 7 * len(messages) == _cached_total_after(two, messages)
+        assert sum(len(m.text()) for m in messages) == _cached_total(messages, "k1")
+        assert 7 * len(messages) == _cached_total(messages, "k2")
+        assert None is _cached_total(messages, "k3")
+        assert None is _cached_total([*messages, "not a message"], "k1")  # type: ignore[list-item]
+
+
+def _cached_total_after(cache, messages):
+    return sum(map(cache.count, messages))
 
 
 class TestTiktokenCounter:

@@ -1009,7 +1009,7 @@ class Message:
     # Per-message caches, filled on first use: never compared, hashed or serialized.
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
     # owned by workingctx.tokens (_count_cache): (counter name, count, name, count, ...)
-    _token_counts: tuple[Any, ...] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    _token_counts: tuple[str, int] | dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.tool_call_id is not None and self.role != "tool":

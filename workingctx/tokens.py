@@ -425,13 +425,53 @@ class _CountCache(NamedTuple):
     """Cache a count computed elsewhere (by a batch)."""
 
 
+def _added(found: tuple[str, int] | dict[str, int] | None, key: str, count: int) -> tuple[str, int] | dict[str, int]:
+    """
+    A message's count slot with *key*'s *count* added: ``(key, count)`` for a
+    message one counter counted (most of them), ``{key: count, ...}`` once a
+    second counter counts it. Always a new value, so a reader on another
+    thread sees the old counts or the new ones.
+    """
+    if found is None:
+        return (key, count)
+    if isinstance(found, tuple):
+        return {found[0]: found[1], key: count}
+    return {**found, key: count}
+
+
+def _cached_total(messages: Sequence[Message], key: str) -> int | None:
+    """
+    The sum of the counts cached under *key* on every one of *messages*, or
+    None as soon as one has none (or is not a message): a warm count in one
+    loop, without a call per message.
+    """
+    total = 0
+    try:
+        for message in messages:
+            found = message._token_counts  # noqa: SLF001  # the cache this module owns, see _count_cache
+            if found is None:
+                return None
+            if isinstance(found, tuple):
+                if found[0] != key:
+                    return None
+                total += found[1]
+            else:
+                hit = found.get(key)
+                if hit is None:
+                    return None
+                total += hit
+    except AttributeError:  # not a message: the caller's per-message path names it
+        return None
+    return total
+
+
 def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = False) -> _CountCache:
     """
     The one reader and writer of the token counts cached on messages.
 
-    Each message carries its counts in one private slot, as a flat tuple
-    ``(key, count, key, count, ...)``: a transcript counted by one counter pays
-    one small tuple per message. *key* is the counter's name (two counters with
+    Each message carries its counts in one private slot: a pair ``(key, count)``
+    when one counter counted it (a transcript counted by one counter pays one
+    small tuple per message), a dict ``{key: count}`` once several did. *key* is the counter's name (two counters with
     the same name give the same counts); *compute* counts a message the cache
     does not know. The functions returned raise a :class:`TypeError` naming
     any value that is not a :class:`~workingctx.Message`. With *approx*, a
@@ -445,21 +485,22 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
         except AttributeError:
             raise _not_a_message(message, 0) from None
         if found is not None:
-            if found[0] == key:
-                return found[1]  # type: ignore[no-any-return]  # the slot is (str, int, ...)
-            for at in range(2, len(found), 2):
-                if found[at] == key:
-                    return found[at + 1]  # type: ignore[no-any-return]
+            if isinstance(found, tuple):
+                if found[0] == key:
+                    return found[1]
+            else:
+                hit = found.get(key)
+                if hit is not None:
+                    return hit
         elif not isinstance(message, Message):
             raise _not_a_message(message, 0)
         return None
 
     def store(message: Message, count: int) -> None:
         found = message._token_counts  # noqa: SLF001  # the cache this module owns, see above
-        if found is not None and key in found[::2]:
+        if found is not None and (found[0] == key if isinstance(found, tuple) else key in found):
             return  # counted already (the same message twice in one batch)
-        # a new tuple each time: a reader on another thread sees the old counts or the new ones
-        object.__setattr__(message, "_token_counts", (key, count) if found is None else (*found, key, count))
+        object.__setattr__(message, "_token_counts", _added(found, key, count))
 
     def count(message: Message) -> int:
         # peek() and store() inlined: this is the cost of every count, warm or cold
@@ -468,11 +509,13 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
         except AttributeError:
             raise _not_a_message(message, 0) from None
         if found is not None:
-            if found[0] == key:
-                return found[1]  # type: ignore[no-any-return]  # the slot is (str, int, ...)
-            for at in range(2, len(found), 2):
-                if found[at] == key:
-                    return found[at + 1]  # type: ignore[no-any-return]
+            if isinstance(found, tuple):
+                if found[0] == key:
+                    return found[1]
+            else:
+                hit = found.get(key)
+                if hit is not None:
+                    return hit
         elif not isinstance(message, Message):
             raise _not_a_message(message, 0)
         content = message.content
@@ -488,7 +531,7 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
             tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls)
         else:
             tokens = compute(message)
-        object.__setattr__(message, "_token_counts", (key, tokens) if found is None else (*found, key, tokens))
+        object.__setattr__(message, "_token_counts", _added(found, key, tokens))
         return tokens
 
     return _CountCache(count, peek, store)
@@ -1186,10 +1229,21 @@ class TiktokenCounter:
             TypeError: An item is not a :class:`~workingctx.Message`.
         """
         sequence = _sequence(messages)
-        counts = self._prefetch(sequence)
-        if None in counts:  # a few new messages, or one met twice before it was counted
-            return _total(self._count_cache.count, sequence)
-        return sum(counts)  # type: ignore[arg-type]  # no None left
+        total = _cached_total(sequence, self._name)
+        if total is not None:
+            return total
+        cache = self._count_cache
+        try:  # a transcript grows at its end: its last message counted, the rest is too (warm)
+            warm = cache.peek(sequence[-1]) is not None
+        except TypeError:
+            _relocate(sequence)
+            raise
+        if not warm:
+            counts = self._prefetch(sequence)
+            if None not in counts:
+                return sum(counts)  # type: ignore[arg-type]  # no None left
+        # warm, or a few new messages, or one met twice before it was counted
+        return _total(cache.count, sequence)
 
     async def estimate(self, messages: Iterable[Message]) -> int:
         """
