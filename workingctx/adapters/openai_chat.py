@@ -340,6 +340,18 @@ def _result_text(block: ToolResultBlock) -> str | list[dict[str, Any]]:
     return f"error: {text}" if block.is_error and not text.startswith("error") else text
 
 
+def _write_plain(message: Message) -> dict[str, Any]:
+    """
+    A message of text only and without provider data (the common case), as :func:`_write_message` writes it.
+    """
+    body: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.name is not None:
+        body["name"] = message.name
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+    return body
+
+
 def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """
     The Chat Completions messages of one message, and the user messages that
@@ -414,7 +426,15 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
     pending: list[dict[str, Any]] = []
     pending_at: list[int] = []
     for position, message in enumerate(messages):
+        if not pending and message.content.__class__ is str and not message.tool_calls and not message.provider_data:
+            out.append(_write_plain(message))
+            origins.append(position)
+            continue
         main, after = _write_message(message)
+        if not pending and not after:
+            out.extend(main)
+            origins.extend([position] * len(main))
+            continue
         lead = 0
         while lead < len(main) and main[lead]["role"] == "tool":
             lead += 1
