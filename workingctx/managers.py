@@ -368,15 +368,7 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
     remove_tool_msgs: bool = attrs.field(default=False, validator=_flag_check)
     pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
     last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
-    _scopes: tuple[ValidRequest, ValidRequest] = attrs.field(init=False, eq=False, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        window: Scope = LastNTurns(self.max_messages)
-        if self.remove_tool_msgs:
-            window = window & ~CompletedToolSequences()
-        kept = _with_pin(WholeExchanges(window, mode="drop"), self.pin)
-        scopes = (ValidRequest(kept, user_first=False), ValidRequest(kept, user_first=True))
-        object.__setattr__(self, "_scopes", scopes)
+    _scopes: tuple[ValidRequest, ValidRequest] | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def scope_for(self, ctx: WorkingContext) -> ValidRequest:
         """
@@ -391,7 +383,15 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
         return self._scope(_user_first(ctx))
 
     def _scope(self, user_first: bool) -> ValidRequest:
-        return self._scopes[user_first]
+        scopes = self._scopes
+        if scopes is None:  # built on first use (a manager made per request may never cut)
+            window: Scope = LastNTurns(self.max_messages)
+            if self.remove_tool_msgs:
+                window = window & ~CompletedToolSequences()
+            kept = _with_pin(WholeExchanges(window, mode="drop"), self.pin)
+            scopes = (ValidRequest(kept, user_first=False), ValidRequest(kept, user_first=True))
+            object.__setattr__(self, "_scopes", scopes)
+        return scopes[user_first]
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
@@ -870,20 +870,30 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
     max_summary_tokens: int = attrs.field(default=600, kw_only=True, validator=_count_check())
     pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
     last_trim: TrimReport | None = attrs.field(default=None, init=False, eq=False, repr=False)
-    _scopes: tuple[tuple[ValidRequest, ValidRequest], tuple[ValidRequest, ValidRequest]] = attrs.field(
-        init=False, eq=False, repr=False
+    _scopes: tuple[tuple[ValidRequest, ValidRequest], tuple[ValidRequest, ValidRequest]] | None = attrs.field(
+        default=None, init=False, eq=False, repr=False
     )
 
+    def _built_scopes(self) -> tuple[tuple[ValidRequest, ValidRequest], tuple[ValidRequest, ValidRequest]]:
+        """
+        The scopes a call leaves and keeps by (whether the request starts with a
+        user message), built on first use: a manager made per request may never summarize.
+        """
+        scopes = self._scopes
+        if scopes is None:
+            strip = self._stripped()
+            base: Scope = Since(0) if strip is None else strip
+            others: Scope = _NOT_SYSTEM if strip is None else _NOT_SYSTEM & strip
+            window: Scope = _with_pin(WholeExchanges(Newest(self.keep_recent, others)) | PendingCalls(), self.pin)
+            if strip is not None:
+                window = strip & window
+            leave = (ValidRequest(base, user_first=False), ValidRequest(base, user_first=True))
+            keep = (ValidRequest(window, user_first=False), ValidRequest(window, user_first=True))
+            scopes = (leave, keep)
+            object.__setattr__(self, "_scopes", scopes)
+        return scopes
+
     def __attrs_post_init__(self) -> None:
-        strip = self._stripped()
-        base: Scope = Since(0) if strip is None else strip
-        others: Scope = _NOT_SYSTEM if strip is None else _NOT_SYSTEM & strip
-        window: Scope = _with_pin(WholeExchanges(Newest(self.keep_recent, others)) | PendingCalls(), self.pin)
-        if strip is not None:
-            window = strip & window
-        leave = (ValidRequest(base, user_first=False), ValidRequest(base, user_first=True))
-        keep = (ValidRequest(window, user_first=False), ValidRequest(window, user_first=True))
-        object.__setattr__(self, "_scopes", (leave, keep))
         if self.max_messages is None and self.token_budget is None:
             warnings.warn(
                 "SummaryContextManager(max_messages=None, token_budget=None) will never summarize: "
@@ -933,7 +943,7 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         kept_by_strip = range(len(given)) if strip is None else surviving_indices(strip, given)
         stripped = len(kept_by_strip) < len(given)
         messages = given if not stripped else [given[i] for i in sorted(kept_by_strip)]
-        leaves, keeps = self._scopes
+        leaves, keeps = self._built_scopes()
         leave = leaves[user_first]
         if not self._over(ctx, messages, stripped=stripped):
             return _SummaryPlan(leave, *leave.repair(given, kept_by_strip))

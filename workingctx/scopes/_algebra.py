@@ -264,7 +264,8 @@ def _flat(scope: Scope, kind: type[AllOf | AnyOf]) -> tuple[Scope, ...]:
 
 
 def _scope_tuple(value: Iterable[Scope]) -> tuple[Scope, ...]:
-    if _is_scope(value) or isinstance(value, str | bytes) or not isinstance(value, Iterable):
+    plain = value.__class__ is tuple or value.__class__ is list  # what & and | pass: no protocol checks
+    if not plain and (_is_scope(value) or isinstance(value, str | bytes) or not isinstance(value, Iterable)):
         raise _checks.wrong_type(
             value,
             "scopes",
