@@ -531,7 +531,7 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
             tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls)
         else:
             tokens = compute(message)
-        object.__setattr__(message, "_token_counts", _added(found, key, tokens))
+        object.__setattr__(message, "_token_counts", (key, tokens) if found is None else _added(found, key, tokens))
         return tokens
 
     return _CountCache(count, peek, store)
@@ -1361,6 +1361,9 @@ class RunningCount:
                 _relocate(sequence)
                 raise
         sums = self._sums
+        if len(counts) == 1:  # an agent's step: one new message
+            sums.append(sums[-1] + counts[0])
+            return sums[-1]
         totals = accumulate(counts, initial=sums[-1])
         next(totals)  # the initial total, already the last sum
         sums.extend(totals)
