@@ -516,15 +516,12 @@ class TestTiktokenCounter:
         assert [7, 24, 16] == [counter.count_message(m) for m in openssl_transcript()]
         assert 47 == counter.count(openssl_transcript())
 
-    @pytest.mark.parametrize("chunk", [1, 10**9])
-    def test_batch_counts_as_one_by_one(self, monkeypatch, chunk):
+    def test_batch_counts_as_one_by_one(self):
         """
-        A list counted in one batch (on several threads, or on one) gives each
-        message the count it gets alone, once per message even when it repeats,
-        and leaves the counts already cached as they were.
+        A list counted in one batch gives each message the count it gets alone,
+        once per message even when it repeats, and leaves the counts already
+        cached as they were.
         """
-        monkeypatch.setattr(tokens_module, "_CHUNK_MIN", chunk)
-        monkeypatch.setattr(tokens_module, "_cores", lambda: 3)
         counter = TiktokenCounter()
         transcript = [
             *[Message("user", f"question {i}: is {i * 7919} prime?") for i in range(150)],
@@ -552,11 +549,10 @@ class TestTiktokenCounter:
             counter.count([*batch[:70], None, *batch[70:]])  # type: ignore[list-item]
         assert all(cached(m, counter.name) is None for m in batch)
 
-    def test_running_count_batches(self, monkeypatch):
+    def test_running_count_batches(self):
         """
         A running count under the exact counter counts a long list in one batch, the same as one by one.
         """
-        monkeypatch.setattr(tokens_module, "_CHUNK_MIN", 8)
         batch = [Message("user", f"line {i} of the incident log") for i in range(100)]
         running = RunningCount(TiktokenCounter())
         assert sum(TiktokenCounter().count_message(fresh(m)) for m in batch) == running.extend(batch)
