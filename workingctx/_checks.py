@@ -356,6 +356,8 @@ def integer(
     """
 
     def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value.__class__ is int and -_INT_BOUND < value < _INT_BOUND and (minimum is None or value >= minimum):
+            return  # the common case, without building the error's context
         if value is None and optional:
             return
         where = _owner(inst, owner)
@@ -388,6 +390,8 @@ def flag(*, owner: str | None = None, label: str | None = None) -> Validator:
     """
 
     def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is True or value is False:
+            return
         check_flag(value, attribute.name, owner=_owner(inst, owner), label=label)
 
     return validate
@@ -407,6 +411,8 @@ def text(
     """
 
     def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value.__class__ is str and (value or not nonempty):
+            return  # the common case, without building the error's context
         if value is None and optional:
             return
         where = _owner(inst, owner)
