@@ -277,13 +277,12 @@ def check_one_of(
     *value* if it is one of *choices* (a str, not a subclass, or ``None`` when allowed).
     """
     allowed = tuple(choices)
-    shown = _either(allowed)
     if value is None and None in allowed:
         return None
     if type(value) is not str:
-        raise wrong_type(value, argument, f"one of {shown}", owner=owner, label=label)
+        raise wrong_type(value, argument, f"one of {_either(allowed)}", owner=owner, label=label)
     if value not in allowed:
-        raise wrong_value(value, argument, f"must be one of {shown}", owner=owner, label=label, error=error)
+        raise wrong_value(value, argument, f"must be one of {_either(allowed)}", owner=owner, label=label, error=error)
     return value
 
 
@@ -456,7 +455,11 @@ def one_of(
     An attrs validator for a ``Literal`` field: exactly one of *choices*.
     """
 
+    accepted = frozenset(choice for choice in choices if choice is not None)
+
     def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value.__class__ is str and value in accepted:
+            return  # the common case, without building the error's context
         check_one_of(value, attribute.name, choices, owner=_owner(inst, owner), label=label, error=error)
 
     return validate

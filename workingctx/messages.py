@@ -155,6 +155,8 @@ def _provider_block_data(value: object) -> FrozenDict:
 
 
 def _as_tuple(value: object, kind: type[Any] | tuple[type[Any], ...], what: str) -> tuple[Any, ...]:
+    if value.__class__ is tuple and all(isinstance(item, kind) for item in value):
+        return value  # a tuple of the right items, as most are
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise _checks.wrong_type(value, what, "a sequence")
     return _checks.check_items(value, what, kind, f"a {_kind_name(kind)}")

@@ -542,23 +542,43 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return body, problems
 
 
-def _where(index: int, origins: Sequence[Sequence[int]] | None) -> tuple[int, str]:
+class _Where:
+    """
+    The "where" text of a wire message, written only when a problem quotes it.
+    """
+
+    __slots__ = ("index", "origins")
+
+    def __init__(self, index: int, origins: Sequence[Sequence[int]] | None) -> None:
+        self.index = index
+        self.origins = origins
+
+    def __str__(self) -> str:
+        index, origins = self.index, self.origins
+        if origins is None:
+            return f"messages[{index}]"
+        named = ", ".join(map(str, origins[index]))
+        return f"the Anthropic turn messages[{index}] (written from message(s) {named})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _where(index: int, origins: Sequence[Sequence[int]] | None) -> tuple[int, _Where]:
     """
     (problem index, "where" text) for the wire message at *index*: with
     *origins*, the first context message written into it.
     """
-    if origins is None:
-        return index, f"messages[{index}]"
-    sources = origins[index]
-    named = ", ".join(map(str, sources))
-    return sources[0], f"the Anthropic turn messages[{index}] (written from message(s) {named})"
+    return (index if origins is None else origins[index][0]), _Where(index, origins)
 
 
-def _text_problems(message: Mapping[str, Any], index: int, where: str, last: bool) -> list[Problem]:
+def _text_problems(message: Mapping[str, Any], index: int, where: _Where, last: bool) -> list[Problem]:
     """
     Blank text and, in a final assistant turn (a prefill), trailing whitespace.
     """
     content = message.get("content")
+    if not last and content.__class__ is str and (not content or content.strip()):
+        return []  # most turns: text that is not blank, and no prefill to check
     texts = (
         [content]
         if isinstance(content, str)
