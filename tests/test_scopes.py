@@ -36,6 +36,7 @@ from workingctx import (
 )
 from workingctx.context import WorkingContext
 from workingctx.exceptions import PositionalScopeError, ScopeError
+from workingctx.managers import BudgetCut
 from workingctx.messages import ReasoningBlock, ToolResultBlock
 from workingctx.scopes import (
     AllOf,
@@ -237,6 +238,10 @@ class TestProtocols:
             TokenBudget(10),
             CompletedToolSequences(),
             WholeExchanges(Since(0)),
+            Newest(2),
+            PendingCalls(),
+            ValidRequest(Since(0)),
+            BudgetCut(10),
             AllOf((RoleFilter({"user"}), LastNTurns(1))),
             AnyOf((Since(1), Not(LastNTurns(1)))),
             Not(Not(LastNTurns(1))),

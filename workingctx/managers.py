@@ -487,15 +487,6 @@ class BudgetCut(_ScopeOps):
     pin: Scope | None = attrs.field(default=None, kw_only=True, validator=_pin_check)
     user_first: bool = attrs.field(default=True, kw_only=True, validator=_flag_check)
 
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: what fits depends on the whole list.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
-
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
         The messages always kept, and the newest whole exchanges that fit what is left.

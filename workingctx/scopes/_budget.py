@@ -112,15 +112,6 @@ class TokenBudget(_ScopeOps):
     )
     include_system: bool = attrs.field(default=True, kw_only=True, validator=_flag)
 
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: what fits depends on the whole list.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
-
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
         The indices of every system message and of the newest whole exchanges that fit.

@@ -66,15 +66,6 @@ class LastNTurns(_ScopeOps):
 
     n: int = attrs.field(validator=_count("LastNTurns(n)", "use LastNTurns(0) to keep only the system messages"))
 
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: a window is a property of the whole list.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
-
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
         The indices of every system message and of the last *n* turns.
@@ -284,15 +275,6 @@ class Newest(_ScopeOps):
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_depth", check_nesting(self, (self.scope,)))
-
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: which messages are the newest depends on the whole list.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
 
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """

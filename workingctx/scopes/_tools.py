@@ -73,15 +73,6 @@ class CompletedToolSequences(_ScopeOps):
 
     positional: ClassVar[bool] = True
 
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: completeness depends on the messages around.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
-
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
         The indices of every message in a completed tool sequence.
@@ -199,15 +190,6 @@ class WholeExchanges(_ScopeOps):
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_depth", check_nesting(self, (self.scope,)))
 
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: exchanges span several messages.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
-
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
         The inner scope's indices, made of whole exchanges.
@@ -264,15 +246,6 @@ class PendingCalls(_ScopeOps):
     """
 
     positional: ClassVar[bool] = True
-
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: whether a call still waits depends on what follows it.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
 
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
@@ -354,15 +327,6 @@ class ValidRequest(_ScopeOps):
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_depth", check_nesting(self, (self.scope,)))
-
-    def matches(self, message: Message, index: int) -> bool:  # noqa: ARG002  # the protocol's signature
-        """
-        Always raises: validity is a property of the whole request.
-
-        Raises:
-            PositionalScopeError: Always; use ``surviving_indices(scope, messages)``.
-        """
-        raise self._refuse_matches()
 
     def repair(self, messages: Sequence[Message], kept: Iterable[int] | None = None) -> tuple[list[int], list[str]]:
         """
