@@ -14,6 +14,9 @@ Rows, each against a peer measured in the same run:
   ratio whatever the rest costs;
 * ``TiktokenCounter.count``, cold and warm, against a hand-written loop that
   encodes every message's text and tool calls with the same encoding, uncached;
+* tiktoken's encoder on two threads against one, beside a control (sha256 of
+  the same texts, which also releases the GIL) showing whether the machine's
+  cores scale at all;
 * bytes per message of a 100,000-message context once counted, beside the
   bytes of the messages themselves;
 * the total after one append at the largest size: a ``RunningCount`` counts the
@@ -25,6 +28,7 @@ Rows, each against a peer measured in the same run:
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import statistics
@@ -234,6 +238,40 @@ def _threads(table: Table, n: int, encoding: Any, texts: list[str]) -> None:
         baseline="the same texts on one thread",
         baseline_seconds=one_s,
         note=f"the texts of the transcript; load {os.getloadavg()[0]:.1f}",
+    )
+    _cores(table, n, texts)
+
+
+def _cores(table: Table, n: int, texts: list[str]) -> None:
+    """
+    The control for the row above: whether two threads run twice as fast on
+    this machine at all. sha256 also releases the GIL; the same texts, joined
+    in two halves and hashed 20 times each, on one thread and on two.
+    """
+    half = len(texts) // 2
+    parts = ["".join(texts[:half]).encode(), "".join(texts[half:]).encode()]
+
+    def digest(part: bytes) -> None:
+        for _ in range(20):
+            hashlib.sha256(part).digest()
+
+    with ThreadPoolExecutor(1) as pool:
+
+        def two() -> None:
+            other = pool.submit(digest, parts[1])
+            digest(parts[0])
+            other.result()
+
+        one_s = measure(lambda: [digest(part) for part in parts], repeat=5, number=1)
+        two_s = measure(two, repeat=5, number=1)
+    table.add(
+        GROUP,
+        "control: sha256 of the same texts on two threads",
+        n,
+        two_s,
+        baseline="the same on one thread",
+        baseline_seconds=one_s,
+        note=f"what two threads can gain on this machine now (load {os.getloadavg()[0]:.1f})",
     )
 
 
