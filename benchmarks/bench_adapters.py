@@ -26,7 +26,7 @@ def transcript(n: int) -> list[dict[str, Any]]:
     turn = 0
     while len(out) < n:
         out.append({"role": "user", "content": f"Check service {turn} and report its certificate and load."})
-        calls = [
+        calls: list[dict[str, Any]] = [
             {
                 "id": f"call_{turn}_{k}",
                 "type": "function",

@@ -31,7 +31,8 @@ import asyncio
 import itertools
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -163,6 +164,10 @@ def _validity(table: Table, quick: bool) -> None:
 # -- speed ----------------------------------------------------------------------------
 
 
+def _add_next(ctx: WorkingContext, fresh: Iterator[Message]) -> object:
+    return add_messages_to(ctx, next(fresh))
+
+
 def _timed_trim(manager: Any, messages: list[Message], *, repeat: int, number: int, run: Any = None) -> float:
     """
     Median seconds for *manager* to trim a fresh, warm context holding *messages*.
@@ -220,7 +225,7 @@ def _speed(table: Table, quick: bool) -> None:
             ours = _timed_trim(manager, messages, repeat=max(repeat, 15), number=number)
             lc = to_langchain(messages)
             _lc_trim(lc, BUDGET)
-            peer = measure(lambda lc=lc: _lc_trim(lc, BUDGET), repeat=repeat)
+            peer = measure(partial(_lc_trim, lc, BUDGET), repeat=repeat)
             table.add(
                 GROUP,
                 f"TokenBudgetContextManager({BUDGET:,}) cut",
@@ -233,7 +238,7 @@ def _speed(table: Table, quick: bool) -> None:
             ctx = _warm_context(messages)
             manager.trim_context(ctx)
             ctx.append(Message("user", "And the queue backlog?"))
-            steady = measure(lambda ctx=ctx, manager=manager: manager.trim_context(ctx), repeat=repeat, number=1_000)
+            steady = measure(partial(manager.trim_context, ctx), repeat=repeat, number=1_000)
             table.add(
                 GROUP,
                 f"TokenBudgetContextManager({BUDGET:,}) under the watermark",
@@ -354,18 +359,18 @@ def _add_messages(table: Table, quick: bool) -> None:
         ctx = WorkingContext(messages=messages)
         ctx.has_id("warm")  # the id index is built once, then kept up to date
         fresh = iter([Message("user", f"follow-up {i}", id=f"new{i}") for i in range(7 * 200)])
-        ours = measure(lambda ctx=ctx, fresh=fresh: add_messages_to(ctx, next(fresh)), repeat=7, number=200)
+        ours = measure(partial(_add_next, ctx, fresh), repeat=7, number=200)
 
         plain = measure(
-            lambda messages=messages: add_messages(messages, [Message("user", "follow-up", id="new")]),
+            partial(add_messages, messages, [Message("user", "follow-up", id="new")]),
             repeat=5,
             number=5,
         )
         lc = to_langchain(messages)
         for message, original in zip(lc, messages, strict=True):
             message.id = str(original.id)
-        new = HumanMessage("follow-up", id="new")
-        peer = measure(lambda lc=lc, new=new: lg_add_messages(lc, [new]), repeat=5, number=3)
+        news: list[Any] = [HumanMessage("follow-up", id="new")]
+        peer = measure(partial(lg_add_messages, lc, news), repeat=5, number=3)
         table.add(
             GROUP,
             "add_messages_to(ctx, message)",

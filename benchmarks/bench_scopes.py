@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -76,8 +77,8 @@ def run(table: Table, quick: bool) -> None:
         messages = tool_heavy(n)
         ctx = WorkingContext(messages=messages)
         scope = _composed()
-        hint = measure(lambda ctx=ctx, scope=scope: ctx.slice(scope), repeat=1)
-        seconds = measure(lambda ctx=ctx, scope=scope: ctx.slice(scope), repeat=7, number=_number(hint))
+        hint = measure(partial(ctx.slice, scope), repeat=1)
+        seconds = measure(partial(ctx.slice, scope), repeat=7, number=_number(hint))
         table.add(
             GROUP,
             "slice, scope three levels deep",

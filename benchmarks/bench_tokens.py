@@ -36,6 +36,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import attrs
@@ -121,15 +122,15 @@ def run(table: Table, quick: bool) -> None:
         def by_hand(messages: list[Message] = warm_messages) -> int:
             return _hand_tiktoken(encoding, messages)
 
-        peer = measure(lambda lc=langchain_messages: count_tokens_approximately(lc), repeat=_rounds(n), number=number)
+        peer = measure(partial(count_tokens_approximately, langchain_messages), repeat=_rounds(n), number=number)
         cold_s = measure(cold, repeat=_rounds(n), number=number, setup=rebuild)
         cold_by_size[n] = cold_s
         estimate_message_tokens(warm_messages)
-        warm_s = measure(lambda ms=warm_messages: estimate_message_tokens(ms), repeat=7, number=number * 10)
+        warm_s = measure(partial(estimate_message_tokens, warm_messages), repeat=7, number=number * 10)
         table.add(
             GROUP, "estimate_message_tokens, cold", n, cold_s, baseline=PEER, baseline_seconds=peer, note="target >= 3x"
         )
-        _cold_cpu(table, n, number, rebuild, holder, lambda lc=langchain_messages: count_tokens_approximately(lc))
+        _cold_cpu(table, n, number, rebuild, holder, partial(count_tokens_approximately, langchain_messages))
         table.add(
             GROUP,
             "estimate_message_tokens, warm (cached)",
@@ -144,7 +145,7 @@ def run(table: Table, quick: bool) -> None:
             hand = measure(by_hand, repeat=_rounds(n), number=number)
             tik_cold = measure(cold_tiktoken, repeat=_rounds(n), number=number, setup=rebuild)
             tiktoken_counter.count(warm_messages)
-            tik_warm = measure(lambda ms=warm_messages: tiktoken_counter.count(ms), repeat=7, number=number * 10)
+            tik_warm = measure(partial(tiktoken_counter.count, warm_messages), repeat=7, number=number * 10)
             load = os.getloadavg()[0]
             for label, seconds, note in (
                 ("cold", tik_cold, f"exact cl100k, one thread (load {load:.1f}); threads measured slower"),
@@ -262,7 +263,11 @@ def _cores(table: Table, n: int, texts: list[str]) -> None:
             digest(parts[0])
             other.result()
 
-        one_s = measure(lambda: [digest(part) for part in parts], repeat=5, number=1)
+        def one() -> None:
+            for part in parts:
+                digest(part)
+
+        one_s = measure(one, repeat=5, number=1)
         two_s = measure(two, repeat=5, number=1)
     table.add(
         GROUP,

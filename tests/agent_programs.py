@@ -115,10 +115,10 @@ def make_program(rng: random.Random, *, steps: int = 40) -> list[Event]:  # noqa
                     add(i, Message("tool", f"result-{next(tags)}", tool_call_id=call, name="lookup"))
                     a.pending.remove(call)
             continue
-        done = [c for c in a.children if finished(c)]
+        ready = [c for c in a.children if finished(c)]
         roll = rng.random()
-        if done and roll < 0.25:
-            child = rng.choice(done)
+        if ready and roll < 0.25:
+            child = rng.choice(ready)
             a.children.remove(child)
             events.append(Event("merge", i, child=child))
             agents[child].merged = True

@@ -28,6 +28,7 @@ from workingctx.messages import (
     ProviderBlock,
     ReasoningBlock,
     RemoteToolCallBlock,
+    Role,
     TextBlock,
     ToolCall,
     ToolCallBlock,
@@ -117,7 +118,7 @@ annotation_refs = st.builds(
     AnnotationRef, url=opt_texts, file_id=opt_texts, page=opt_ints, index=opt_ints, title=opt_texts
 )
 
-provider_datas = st.just({}) | st.dictionaries(
+provider_datas: st.SearchStrategy[dict[str, Any]] = st.just({}) | st.dictionaries(
     st.sampled_from(["openai", "anthropic", "google"]), json_objects, max_size=2
 )
 caches = st.none() | st.builds(CacheBreakpoint, st.sampled_from([None, "5m", "1h"]))
@@ -209,7 +210,8 @@ def messages(draw: st.DrawFn, *, with_tool_calls: bool | None = None) -> Message
     Any valid message. ``with_tool_calls=True`` forces an assistant message
     with tool calls, ``False`` forbids tool calls, ``None`` allows both.
     """
-    role = "assistant" if with_tool_calls else draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    roles: list[Role] = ["system", "user", "assistant", "tool"]
+    role: Role = "assistant" if with_tool_calls else draw(st.sampled_from(roles))
     calls: list[ToolCall] = []
     if role == "assistant" and with_tool_calls is not False:
         calls = draw(st.lists(tool_calls, min_size=1 if with_tool_calls else 0, max_size=3))
@@ -357,7 +359,7 @@ def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStr
     leaves = predicate_scopes() | positional_scopes() if positional else predicate_scopes()
 
     def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-        combined = (
+        combined: st.SearchStrategy[Any] = (
             st.builds(Not, children)
             | st.builds(AllOf, st.lists(children, max_size=3))
             | st.builds(AnyOf, st.lists(children, max_size=3))
