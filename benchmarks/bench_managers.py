@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -142,7 +143,15 @@ def _validity(table: Table, quick: bool) -> None:
 
     def ours(messages: list[Message], budget: int) -> list[Message]:
         ctx = WorkingContext(messages=messages)
-        return list(TokenBudgetContextManager(budget).trim_context(ctx).messages)
+        # budgets down to 0 tokens on purpose: the manager's warning that what it
+        # must keep does not fit is expected here, and would flood the table
+        quiet = logging.getLogger("workingctx.managers")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            return list(TokenBudgetContextManager(budget).trim_context(ctx).messages)
+        finally:
+            quiet.setLevel(level)
 
     n = len(samples)
     for label, trim in (
