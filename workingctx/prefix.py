@@ -47,7 +47,11 @@ class PrefixContext:
         system_prompt: Rendered first, as a system message; left out when None.
         grounding: Messages rendered after the system prompt, in order.
         schema_block: Rendered last, as a system message named ``schema``.
-        cache_hint: Ask the provider adapter to mark the prefix cacheable.
+        cache_hint: Ask the provider adapters to cache the prefix when a
+            request names no cache plan: ``anthropic.write`` puts a
+            breakpoint on its last block, ``openai_chat.write`` and
+            ``openai_responses.write`` set ``prompt_cache_key`` from its
+            digest. Gemini and LangChain requests carry no such mark.
     """
 
     system_prompt: str | None = attrs.field(default=None, validator=_opt_str)

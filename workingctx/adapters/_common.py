@@ -291,6 +291,18 @@ def messages_of(source: Any) -> list[Message]:
     raise ArgumentTypeError(msg, argument="source", value=source, expected="a context or a list of messages")
 
 
+def cache_hinted(source: Any) -> int:
+    """
+    How many of the assembled messages of *source* are its prefix, when the
+    prefix asks to be cached (``PrefixContext(cache_hint=True)``); 0 otherwise
+    (no hint, a prefix that renders nothing, or a plain list of messages).
+    """
+    prefix = getattr(source, "prefix", None)
+    if getattr(prefix, "cache_hint", False) is not True:
+        return 0
+    return len(prefix.as_messages())  # type: ignore[union-attr]  # a PrefixContext: it has a hint
+
+
 def is_workingctx(source: Any) -> bool:
     """
     True for a context, a snapshot or a sequence of Message values (not a wire payload).

@@ -31,6 +31,7 @@ from workingctx.adapters._common import (
     Problem,
     ProviderError,
     blocks_of,
+    cache_hinted,
     check_messages,
     context_from,
     describe,
@@ -451,7 +452,7 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
     """
     from workingctx.cache import CachePlan  # noqa: PLC0415  # the cache module imports the context
 
-    if cache is None or cache == "auto":
+    if cache is None or cache is False or cache == "auto":
         return messages
     if isinstance(cache, CachePlan):
         if cache.provider != PROVIDER:
@@ -478,6 +479,36 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
     return out
 
 
+def _hinted(source: Any, cache: Any) -> list[Message]:
+    """
+    The messages of *source* with *cache* applied; with no *cache* (None) and a
+    prefix that asks to be cached, a breakpoint (the provider's default
+    lifetime, 5 minutes) on the last block of the prefix that can carry one,
+    unless the prefix holds a breakpoint already.
+    """
+    messages = messages_of(source)
+    if cache is not None:
+        return _apply_cache(messages, cache)
+    size = cache_hinted(source)
+    if not size or any(getattr(b, "cache", None) is not None for m in messages[:size] for b in _content_blocks(m)):
+        return messages
+    for index in range(size - 1, -1, -1):
+        blocks = _content_blocks(messages[index])
+        for position in range(len(blocks) - 1, -1, -1):
+            block: Any = blocks[position]
+            if not hasattr(block, "cache") or (isinstance(block, TextBlock) and not block.text.strip()):
+                continue  # Anthropic refuses a breakpoint on blank text
+            marked = (*blocks[:position], attrs.evolve(block, cache=CacheBreakpoint()), *blocks[position + 1 :])
+            out = list(messages)
+            out[index] = attrs.evolve(messages[index], content=marked)
+            return out
+    return messages
+
+
+def _content_blocks(message: Message) -> tuple[ContentBlock, ...]:
+    return (TextBlock(message.content),) if isinstance(message.content, str) else message.content
+
+
 def write(
     source: Any, *, repair: bool = False, cache: Any = None, store: Any = None, upload: Any = None
 ) -> dict[str, Any]:
@@ -500,7 +531,10 @@ def write(
             :func:`workingctx.cache.plan`, whose breakpoints go on their blocks
             (and the automatic one when the plan asks for it); or any object
             whose ``breakpoints`` items each have a message ``index`` (into the
-            assembled messages) and a ``ttl``.
+            assembled messages) and a ``ttl``. None (the default): a
+            breakpoint (default lifetime) at the end of the prefix when it
+            asks for one (``PrefixContext(cache_hint=True)``) and holds none
+            yet; False: no breakpoint but those already on the blocks.
         store: A media store; references into it are sent as inline bytes
             (or, with *upload*, as what the hook returns). Without it a
             store reference is a problem.
@@ -510,7 +544,7 @@ def write(
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
-    messages = prepare(_apply_cache(messages_of(source), cache), store=store, upload=upload, repair=repair)
+    messages = prepare(_hinted(source, cache), store=store, upload=upload, repair=repair)
     body, problems = _build(messages)
     if cache == "auto" or getattr(cache, "automatic", False) is True:
         body["cache_control"] = {"type": "ephemeral"}
@@ -708,7 +742,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     (its own turns checked as they are, and what reading it gives).
     """
     if is_workingctx(source):
-        return ordered(_build(messages_of(source))[1])
+        return ordered(_build(_hinted(source, None))[1])
     ctx = read(source)
     data = plain(source)
     raw = data["messages"] if isinstance(data, Mapping) else data
@@ -719,7 +753,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(keyed_messages(source)), fields)
+    return request_key_of(write(keyed_messages(_hinted(source, None))), fields)
 
 
 # -- responses ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from workingctx.adapters._common import (
     Problem,
     ProviderError,
     blocks_of,
+    cache_hinted,
     check_messages,
     context_from,
     describe,
@@ -526,7 +527,9 @@ def write(
 
     With *cache* (True, a str, or a :class:`~workingctx.cache.CachePlan`),
     ``prompt_cache_key`` is set too: for True, from the prefix digest (see
-    :func:`workingctx.cache.prompt_cache_key`).
+    :func:`workingctx.cache.prompt_cache_key`). With no *cache* (None), a
+    prefix that asks to be cached (``PrefixContext(cache_hint=True)``) sets it
+    as True does; ``cache=False`` leaves it out.
 
     Reasoning blocks and other providers' blocks are left out (this format
     has no place for them); tool results held as blocks become ``tool``
@@ -540,7 +543,7 @@ def write(
     """
     from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
 
-    key = prompt_cache_key(source, cache)
+    key = prompt_cache_key(source, True if cache is None and cache_hinted(source) else cache)
     body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
     if problems:
         raise refuse(problems, "openai")
