@@ -6,10 +6,12 @@ and bad usage reported in one line with the right exit status.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import io
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -335,6 +337,8 @@ class TestBadInput:
             (b'{"messages": [{"role": "wizard", "content": "hi"}]}', "not a openai_chat request"),
             (b'{"role": "user", "role": "system"}', "appears twice"),
             (b'{"messages": [{"role": "user", "content": NaN}]}', "NaN is not JSON"),
+            (b'{"messages": [], "scratchpad": {"n": -1e400}}', "the number -1e400 is too large"),
+            (b'{"messages": [], "scratchpad": {"n": ' + b"7" * 5000 + b"}}", "an integer of 5000 digits"),
         ],
     )
     def test_one_line_and_status_1(self, capsys, tmp_path, content, expected):
@@ -352,6 +356,17 @@ class TestBadInput:
         assert expected in err
         assert "Traceback" not in err
         assert 1 == len(err.strip().splitlines())
+
+    def test_the_json_path_is_named_once(self, capsys, tmp_path):
+        """
+        A value a workingctx file cannot hold is named by its JSON path, once, before the reason.
+        """
+        path = tmp_path / "bad.json"
+        path.write_text('{"prefix": {}, "messages": [{"role": "user", "content": "x"}, {"role": "wizard"}]}')
+        status, _, err = run(capsys, "inspect", str(path))
+        assert 1 == status
+        assert err.startswith(f"error: {path}:1: $.messages[1].role: not a workingctx request: ")
+        assert 1 == err.count("$.messages[1].role")
 
     def test_line_of_a_log(self, capsys, tmp_path):
         """
@@ -532,3 +547,179 @@ class TestTerminalOutput:
         with progress("counting", 10) as advance:
             advance()
         assert "" == quiet.getvalue()
+
+
+class TestOutputFiles:
+    """
+    ``trim -o`` and ``report -o`` write their file whole or not at all, and an
+    output that cannot be written is named on one line, exit status 1.
+    """
+
+    @pytest.fixture
+    def lone(self, tmp_path: Path) -> Path:
+        """
+        An OpenAI Chat request whose texts hold lone surrogates (JSON escapes; a streamed emoji cut in half).
+        """
+        path = tmp_path / "lone.json"
+        path.write_text(
+            '{"messages": [{"role": "system", "content": "rules \\ud83d"},'
+            ' {"role": "user", "content": "half \\ud800 an emoji \\\\\\udfff"}]}',
+            encoding="utf-8",
+        )
+        return path
+
+    def test_trim_output_keeps_lone_surrogates(self, capsys, lone, tmp_path):
+        """
+        A request holding lone surrogates is inspected, trimmed and written back
+        with the same texts (JSON escapes), and the printed table escapes them.
+        """
+        out_file = tmp_path / "out.json"
+        status, out, err = run(capsys, "trim", str(lone), "--budget", "1000", "-o", str(out_file))
+        assert (0, "") == (status, err)
+        assert "half \\ud800 an emoji" in out
+        before, after = read_file(str(lone)).last, read_file(str(out_file)).last
+        assert (before.prefix, before.messages) == (after.prefix, after.messages)
+        assert "half \ud800 an emoji \\\udfff" == after.messages[0].text()
+        status, out, err = run(capsys, "inspect", str(lone))
+        assert (0, "") == (status, err)
+        assert "rules \\ud83d" in out
+
+    def test_report_page_of_lone_surrogates(self, capsys, lone, tmp_path):
+        """
+        The report page of a file whose name is not UTF-8 (Python reads it with
+        lone surrogates) is written as UTF-8 text, the name escaped.
+        """
+        named = tmp_path / "lone\udcff.json"
+        named.write_bytes(lone.read_bytes())
+        page = tmp_path / "r.html"
+        status, out, err = run(capsys, "report", str(named), "--model", "gpt-4.1", "-o", str(page))
+        assert (0, "") == (status, err)
+        text = page.read_bytes().decode("utf-8")
+        assert "lone\\udcff.json" in text
+        assert f"({len(text.encode())} bytes)" in out
+
+    def test_demo_of_lone_surrogates(self, capsys, tmp_path):
+        """
+        The demo report prints a workingctx transcript holding lone surrogates, escaped.
+        """
+        path = tmp_path / "lone.workingctx.json"
+        path.write_text('{"messages": [{"role": "user", "content": "half \\ud800"}]}', encoding="utf-8")
+        status, out, _ = run(capsys, "demo", str(path))
+        assert 0 == status
+        assert "half \\ud800" in out
+
+    @pytest.mark.parametrize("command", ["trim", "report"])
+    def test_a_failed_write_keeps_the_old_file(self, capsys, tmp_path, monkeypatch, command):
+        """
+        When writing the output fails half way (a full disk), the file that was
+        there is left as it was, no temporary file is left behind, and the error
+        names the output on one line with exit status 1.
+        """
+        target = tmp_path / "out.file"
+        target.write_bytes(b"precious")
+
+        real = os.write
+
+        def full(fd: int, data: bytes) -> int:
+            if fd > 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(fd, data)
+
+        monkeypatch.setattr(os, "write", full)
+        argv = ["--budget", "1500"] if command == "trim" else ["--model", MODELS["anthropic"]]
+        status, _, err = run(capsys, command, sample("anthropic"), *argv, "-o", str(target))
+        assert 1 == status
+        assert f"error: {target}: cannot be written: No space left on device" in err
+        assert "Traceback" not in err
+        assert b"precious" == target.read_bytes()
+        assert ["out.file"] == [p.name for p in tmp_path.iterdir()]
+
+    def test_trim_onto_its_own_input_that_fails_keeps_the_input(self, capsys, tmp_path, monkeypatch):
+        """
+        ``trim FILE -o FILE`` that fails while writing leaves FILE whole.
+        """
+        path = tmp_path / "in.json"
+        original = Path(sample("anthropic")).read_bytes()
+        path.write_bytes(original)
+        monkeypatch.setattr(os, "fsync", lambda _fd: (_ for _ in ()).throw(OSError(errno.EIO, "I/O error")))
+        status, _, err = run(capsys, "trim", str(path), "--budget", "1500", "-o", str(path))
+        assert 1 == status
+        assert "I/O error" in err
+        assert original == path.read_bytes()
+
+    @pytest.mark.parametrize("command", ["trim", "report"])
+    def test_outputs_that_cannot_be_written(self, capsys, tmp_path, command):
+        """
+        A directory, or a file in a directory that does not exist, is named with the fix.
+        """
+        argv = ["--budget", "1500"] if command == "trim" else ["--model", MODELS["anthropic"]]
+        status, _, err = run(capsys, command, sample("anthropic"), *argv, "-o", str(tmp_path))
+        assert (1, f"error: {tmp_path}: is a directory; give -o a file path\n") == (status, err)
+        missing = tmp_path / "no" / "such" / "out"
+        status, _, err = run(capsys, command, sample("anthropic"), *argv, "-o", str(missing))
+        assert 1 == status
+        assert f"error: {missing}: cannot be written: the directory {missing.parent} does not exist" in err
+
+    def test_output_keeps_the_mode_of_the_file_it_replaces(self, capsys, tmp_path):
+        """
+        Replacing an existing file keeps its permissions; a new file gets the usual ones.
+        """
+        target = tmp_path / "t.json"
+        target.write_text("{}", encoding="utf-8")
+        target.chmod(0o640)
+        run(capsys, "trim", sample("anthropic"), "--budget", "1500", "-o", str(target))
+        assert 0o640 == target.stat().st_mode & 0o777
+        fresh = tmp_path / "fresh.json"
+        (tmp_path / "probe").write_text("", encoding="utf-8")
+        run(capsys, "trim", sample("anthropic"), "--budget", "1500", "-o", str(fresh))
+        assert (tmp_path / "probe").stat().st_mode & 0o777 == fresh.stat().st_mode & 0o777
+
+    def test_output_to_a_device(self, capsys):
+        """
+        ``-o /dev/null`` writes to the device (it is never replaced by a file).
+        """
+        status, _, err = run(capsys, "trim", sample("anthropic"), "--budget", "1500", "-o", os.devnull)
+        assert (0, "") == (status, err)
+        assert Path(os.devnull).is_char_device()
+
+    def test_a_killed_trim_leaves_the_old_output_whole(self, tmp_path):
+        """
+        A ``trim -o`` killed with SIGKILL while writing leaves either the old file or the new one, never part.
+        """
+        target = tmp_path / "out.json"
+        target.write_bytes(b"old")
+        program = (
+            "import os, sys, signal\n"
+            "real = os.write\n"
+            "def write(fd, data):\n"
+            "    if fd > 2:\n"
+            "        real(fd, data[: len(data) // 2])\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n"
+            "    return real(fd, data)\n"
+            "os.write = write\n"
+            "from workingctx.cli import main\n"
+            "main(sys.argv[1:])\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", program, "trim", sample("anthropic"), "--budget", "1500", "-o", str(target)],
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+        assert -9 == result.returncode
+        assert b"old" == target.read_bytes()
+
+    def test_a_reader_that_goes_away_is_no_error(self):
+        """
+        Output piped into a reader that stops early (``| head``) ends the command
+        quietly: no error line, no traceback.
+        """
+        command = [sys.executable, "-m", "workingctx", "replay", sample("anthropic"), "--model", MODELS["anthropic"]]
+        process = subprocess.Popen([*command, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        err = process.stderr.read()
+        process.stderr.close()
+        assert 1 == process.wait(timeout=120)
+        assert b"" == err

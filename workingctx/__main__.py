@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from workingctx._files import InputError, read_text
+from workingctx._output import printable
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError
 from workingctx.managers import TokenBudgetContextManager
@@ -146,7 +147,7 @@ def demo(path: str | None = None) -> int:
     except RecursionError:
         print(f"error: {source}: the transcript is nested too deeply to read", file=sys.stderr)
         return 1
-    print(text)
+    print(printable(text))
     return 0
 
 

@@ -8,8 +8,13 @@ it can, the JSON path, so the command line reports it in one line.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import math
+import os
+import secrets
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -19,7 +24,18 @@ import attrs
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
 
-__all__ = ["FORMATS", "PROVIDERS", "Document", "InputError", "detect", "read_file", "read_text", "to_context"]
+__all__ = [
+    "FORMATS",
+    "PROVIDERS",
+    "Document",
+    "InputError",
+    "OutputError",
+    "detect",
+    "read_file",
+    "read_text",
+    "to_context",
+    "write_text",
+]
 
 FORMATS: Final = ("workingctx", "openai_chat", "openai_responses", "anthropic", "google")
 """The file formats the command line reads: workingctx's own JSON and the adapters' request bodies."""
@@ -49,6 +65,25 @@ class InputError(WorkingCtxError, ValueError):
         self.reason = reason
         place = path if line is None else f"{path}:{line}"
         super().__init__(f"{place}: {reason}" if where is None else f"{place}: {where}: {reason}")
+
+
+class OutputError(WorkingCtxError, OSError):
+    """
+    A file the command line cannot write (``-o``): a directory, a missing
+    directory, no room or no permission. Nothing was changed.
+
+    Attributes:
+        path: The file.
+        reason: What was wrong, and the fix when there is one.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.reason))
 
 
 @attrs.frozen
@@ -100,9 +135,29 @@ def _no_constant(name: str) -> Any:
     raise ValueError(msg)
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        msg = (
+            f"the number {text} is too large for a float (JSON readers give infinity); write a smaller one, or a string"
+        )
+        raise ValueError(msg)
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # over Python's int-to-str limit: it could not be written back either
+        msg = f"an integer of {len(text.lstrip('-'))} digits is too long to read back and write; write it as a string"
+        raise ValueError(msg) from None
+
+
 def _parse(path: str, text: str, first_line: int) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_float, parse_int=_int
+        )
     except json.JSONDecodeError as exc:
         raise InputError(
             path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=first_line + exc.lineno - 1
@@ -140,6 +195,65 @@ def read_text(path: str) -> str:
         line = raw[: exc.start].count(b"\n") + 1
         msg = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
         raise InputError(path, msg, line=line) from None
+
+
+def write_text(path: str, text: str) -> int:
+    """
+    Write *text* to the file at *path* as UTF-8, whole or not at all: the
+    command line's one writer (``-o``). Returns the number of bytes written.
+
+    A lone surrogate (which has no UTF-8 form) is written as its escape, such
+    as ``\\ud800``: in JSON text that is the same string. A regular file is
+    written to a temporary file beside it, synced, then renamed over it (so a
+    failure or a killed process leaves the old file whole, with its
+    permissions); a device or a pipe is written in place.
+
+    Raises:
+        OutputError: *path* is a directory, its directory is missing, or the
+            file cannot be written (no room, no permission); nothing changed.
+    """
+    data = text.encode("utf-8", "backslashreplace")
+    target = Path(os.path.realpath(path))
+    try:
+        found = target.stat()
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:
+        raise OutputError(path, f"cannot be written: {exc.strerror or exc}") from None
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise OutputError(path, "is a directory; give -o a file path")
+    if found is not None and not stat.S_ISREG(found.st_mode):  # a device or a pipe: nothing to replace
+        try:
+            with target.open("wb") as out:
+                out.write(data)
+        except OSError as exc:
+            raise OutputError(path, f"cannot be written: {exc.strerror or exc}") from None
+        return len(data)
+    if not target.parent.is_dir():
+        raise OutputError(path, f"cannot be written: the directory {Path(path).parent} does not exist")
+    temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    except OSError as exc:
+        raise OutputError(path, f"cannot be written: {exc.strerror or exc}") from None
+    try:
+        try:
+            if found is not None:
+                os.fchmod(handle, stat.S_IMODE(found.st_mode))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(handle, view) :]
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+        temporary.replace(target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        if isinstance(exc, OSError):
+            raise OutputError(path, f"cannot be written: {exc.strerror or exc}") from None
+        raise
+    return len(data)
 
 
 def _first_message(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -288,7 +402,10 @@ def read_file(path: str, fmt: str | None = None) -> Document:
             requests.append(to_context(payload, found))
         except (WorkingCtxError, ValueError, TypeError, KeyError, AttributeError) as exc:
             reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-            raise InputError(path, f"not a {found} request: {reason}", line=number, where=_where(exc)) from None
+            where = _where(exc)
+            if where is not None:  # named before the reason: not again after it
+                reason = reason.removesuffix(f" at {where}")
+            raise InputError(path, f"not a {found} request: {reason}", line=number, where=where) from None
         except RecursionError:
             raise InputError(path, "nested too deeply to be a transcript", line=number) from None
         formats.append(found)

@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import attrs
 
-__all__ = ["Table", "emit", "progress"]
+__all__ = ["Table", "emit", "printable", "progress"]
 
 
 @attrs.frozen
@@ -26,6 +26,16 @@ class Table:
     rows: tuple[tuple[Any, ...], ...]
 
 
+def printable(text: str) -> str:
+    """
+    *text* with each lone surrogate (which no output encoding takes) written as
+    its escape, such as ``\\ud800``; other text unchanged.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _rich_console(stream: IO[str]) -> Any:
     try:
         from rich.console import Console  # noqa: PLC0415  # optional: the [cli] extra
@@ -35,7 +45,10 @@ def _rich_console(stream: IO[str]) -> Any:
 
 
 def _plain(table: Table) -> str:
-    cells = [tuple(str(c) for c in table.columns), *(tuple("" if c is None else str(c) for c in r) for r in table.rows)]
+    cells = [
+        tuple(printable(str(c)) for c in table.columns),
+        *(tuple("" if c is None else printable(str(c)) for c in r) for r in table.rows),
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
     numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in table.rows) for i in range(len(widths))]
 
@@ -57,21 +70,21 @@ def emit(items: Sequence[Table | str], stream: IO[str] | None = None) -> None:
     stream = stream or sys.stdout
     console = _rich_console(stream) if stream.isatty() else None
     if console is None:
-        blocks = [item if isinstance(item, str) else _plain(item) for item in items]
+        blocks = [printable(item) if isinstance(item, str) else _plain(item) for item in items]
         print("\n".join(blocks), file=stream)  # the command line's output
         return
     from rich.table import Table as RichTable  # noqa: PLC0415  # optional: the [cli] extra
 
     for item in items:
         if isinstance(item, str):
-            console.print(item, markup=False, highlight=False)
+            console.print(printable(item), markup=False, highlight=False)
             continue
-        drawn = RichTable(title=item.title, title_justify="left")
+        drawn = RichTable(title=printable(item.title), title_justify="left")
         for position, column in enumerate(item.columns):
             numeric = all(isinstance(r[position], int | float) or r[position] is None for r in item.rows)
-            drawn.add_column(column, justify="right" if numeric else "left")
+            drawn.add_column(printable(column), justify="right" if numeric else "left")
         for row in item.rows:
-            drawn.add_row(*("" if c is None else str(c) for c in row))
+            drawn.add_row(*("" if c is None else printable(str(c)) for c in row))
         console.print(drawn)
 
 

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, NoReturn
 
-from workingctx._files import FORMATS, Document, InputError, read_file
-from workingctx._output import Table, emit, progress
+from workingctx._files import FORMATS, Document, InputError, read_file, write_text
+from workingctx._output import Table, emit, printable, progress
 from workingctx.cache import Strategy
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
@@ -689,8 +689,6 @@ def _print_json(facts: dict[str, Any]) -> None:
 
 
 def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
-    from pathlib import Path  # noqa: PLC0415
-
     if doc.format == "workingctx":
         from workingctx.serialization import unstructure  # noqa: PLC0415
 
@@ -703,7 +701,7 @@ def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
         import importlib  # noqa: PLC0415
 
         payload = importlib.import_module(f"workingctx.adapters.{doc.format}").write(trimmed)
-    Path(path).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -739,13 +737,11 @@ def _run(args: argparse.Namespace) -> int:
     from workingctx._report import render  # noqa: PLC0415  # only the report command draws a page
 
     page = render(facts, inspect_facts(doc, provider=provider, model=args.model, exact=exact))
-    from pathlib import Path  # noqa: PLC0415
-
-    Path(args.output).write_text(page, encoding="utf-8")
+    size = write_text(args.output, page)
     if args.json:
-        _print_json({"file": args.file, "output": args.output, "bytes": len(page.encode())})
+        _print_json({"file": args.file, "output": args.output, "bytes": size})
     else:
-        print(f"wrote {args.output} ({len(page.encode())} bytes)")
+        emit([f"wrote {args.output} ({size} bytes)"])
     return 0
 
 
@@ -760,8 +756,22 @@ def _finish(
 
 
 def _fail(status: int, text: str) -> NoReturn:
-    print(f"error: {text}", file=sys.stderr)
+    print(f"error: {printable(text)}", file=sys.stderr)
     raise SystemExit(status)
+
+
+def _silence_stdout() -> None:
+    """
+    Point standard output at the null device, so the interpreter's last flush
+    does not fail again on a pipe whose reader has gone.
+    """
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (captured output)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -785,6 +795,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(status, str(exc))
     except KeyboardInterrupt:
         _fail(130, "interrupted")
+    except BrokenPipeError:  # the reader went away (`| head`): nobody left to tell
+        _silence_stdout()
+        return 1
     except Exception as exc:
         if os.environ.get("WORKINGCTX_DEBUG"):
             raise
