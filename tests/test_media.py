@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from workingctx import Checkpoint, Message, SQLiteStore, WorkingContext
+from workingctx import Checkpoint, Message, SQLiteStore, WorkingContext, media
 from workingctx.exceptions import InvalidMessageError, MediaError, WorkingCtxError
 from workingctx.media import (
     STORE_URL_PREFIX,
@@ -182,6 +182,13 @@ class TestStoreRef:
             ref.mime_type,
         )
 
+    def test_mime_types_are_case_insensitive(self) -> None:
+        """
+        ``IMAGE/PNG`` is an image type too: its size is read, and the MIME type kept as given.
+        """
+        ref = store_ref(encode(3, 5, "PNG"), "IMAGE/PNG")
+        assert ("IMAGE/PNG", 3, 5) == (ref.mime_type, ref.width, ref.height)
+
     def test_no_image_size_for_other_types(self) -> None:
         """
         Bytes declared as a document get no width or height even when they are a PNG.
@@ -197,7 +204,7 @@ class TestStoreRef:
         with pytest.raises(TypeError, match="media data must be bytes"):
             store_ref(data, "image/png")  # type: ignore[arg-type]
 
-    @pytest.mark.parametrize("mime", ["png", "image/", "/png", "image/ png", ""])
+    @pytest.mark.parametrize("mime", ["png", "image/", "/png", "image/ png", "", "image/p\x00ng", "image/\u200bpng"])
     def test_mime_type_must_be_type_slash_subtype(self, mime: str) -> None:
         """
         A malformed MIME type is a ValueError showing it.
@@ -284,6 +291,40 @@ class TestStores:
         first = store.put(b"abc", "text/plain")
         assert first == store.put(b"abc", "text/plain")
         assert first.sha256 != store.put(b"abd", "text/plain").sha256
+
+    @pytest.mark.parametrize(
+        ("data", "expected"),
+        [
+            (memoryview(b"abcdef")[::2], b"ace"),  # not contiguous
+            (memoryview(b"abcdef").cast("B", (2, 3)), b"abcdef"),  # two dimensions
+            (bytearray(b"xyz"), b"xyz"),
+        ],
+    )
+    def test_every_bytes_like_value(self, store: MediaStore, data: Any, expected: bytes) -> None:
+        """
+        Every store keeps what ``bytes(data)`` gives for the bytes-like values ``put`` takes.
+        """
+        ref = store.put(data, "application/octet-stream")
+        assert (expected, len(expected)) == (store.get(ref), ref.size_bytes)
+
+    def test_bytes_changed_after_the_call_are_not_stored(
+        self, store: MediaStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """
+        A bytearray another thread changes while ``put`` runs: the store keeps
+        the bytes the reference names, never a mix that fails its check.
+        """
+        data = bytearray(b"original bytes")
+        real = media.store_ref
+
+        def then_changed(*args: Any, **kwargs: Any) -> MediaRef:
+            ref = real(*args, **kwargs)
+            data[:] = b"changed meanwhile"
+            return ref
+
+        monkeypatch.setattr(media, "store_ref", then_changed)
+        ref = store.put(data, "application/octet-stream")
+        assert b"original bytes" == store.get(ref)
 
     def test_is_a_media_store(self, store: MediaStore) -> None:
         """

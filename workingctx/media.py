@@ -164,13 +164,21 @@ def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> Me
     _checks.check_instance(data, "data", (bytes, bytearray, memoryview), "bytes", label="media data")
     _checks.check_instance(mime_type, "mime_type", str, "a str such as 'image/png'")
     kind, slash, subtype = mime_type.partition("/")
-    if not kind or not slash or not subtype or any(c.isspace() for c in mime_type):
+    # ASCII letters, digits and punctuation only: no space, control character or other script
+    if (
+        not kind
+        or not slash
+        or not subtype
+        or not mime_type.isascii()
+        or not mime_type.isprintable()
+        or " " in mime_type
+    ):
         raise _checks.wrong_value(mime_type, "mime_type", "must look like 'type/subtype' (such as 'image/png')")
     if filename is not None:
         _checks.check_instance(filename, "filename", str, "a str or None")
     data = bytes(data)
     digest = hashlib.sha256(data).hexdigest()
-    size = image_size(data) if kind == "image" else None
+    size = image_size(data) if kind.lower() == "image" else None  # MIME types ignore case
     return MediaRef(
         kind="store",
         url=STORE_URL_PREFIX + digest,
@@ -181,6 +189,17 @@ def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> Me
         width=None if size is None else size[0],
         height=None if size is None else size[1],
     )
+
+
+def _stored(data: bytes, mime_type: str, filename: str | None) -> tuple[MediaRef, bytes]:
+    """
+    The reference of *data* and a copy of the bytes it names, taken before
+    hashing: a bytearray changed meanwhile (by another thread) cannot make a
+    store keep bytes other than those its reference names.
+    """
+    _checks.check_instance(data, "data", (bytes, bytearray, memoryview), "bytes", label="media data")
+    copy = data if type(data) is bytes else bytes(data)
+    return store_ref(copy, mime_type, filename=filename), copy
 
 
 def _key(ref: object, store: object) -> str:
@@ -286,10 +305,10 @@ class InMemoryMediaStore:
             TypeError: *data* is not bytes, or *mime_type* is not a str.
             ValueError: *mime_type* is not of the form ``type/subtype``.
         """
-        ref = store_ref(data, mime_type, filename=filename)
+        ref, data = _stored(data, mime_type, filename)
         key = _key(ref, self)
         with self._lock:
-            self._blobs[key] = bytes(data)
+            self._blobs[key] = data
         return ref
 
     def get(self, ref: MediaRef) -> bytes:
@@ -388,7 +407,7 @@ class FileMediaStore:
             ValueError: *mime_type* is not of the form ``type/subtype``.
             OSError: The directory cannot be written.
         """
-        ref = store_ref(data, mime_type, filename=filename)
+        ref, data = _stored(data, mime_type, filename)
         target = self.path_of(ref)
         if self._intact(target, ref):
             return ref
@@ -518,12 +537,12 @@ class SQLiteMediaStore:
             TypeError: *data* is not bytes, or *mime_type* is not a str.
             ValueError: *mime_type* is not of the form ``type/subtype``.
         """
-        ref = store_ref(data, mime_type, filename=filename)
+        ref, data = _stored(data, mime_type, filename)
         with self._lock:
             self._db.execute(
                 "INSERT INTO workingctx_media (sha256, data) VALUES (?, ?)"
                 " ON CONFLICT (sha256) DO UPDATE SET data = excluded.data WHERE data != excluded.data",
-                (ref.sha256, bytes(data)),
+                (ref.sha256, data),
             )
         return ref
 
