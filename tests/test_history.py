@@ -834,6 +834,40 @@ class TestChecks:
         with pytest.raises(TypeError, match="note keys must be str, got 1"), ctx.edit_notes() as notes:
             notes[1] = "x"  # type: ignore[index]
 
+    def test_cyclic_deep_and_long_values_are_refused(self):
+        """
+        A note or an answer that contains itself, nests deeper than payloads may,
+        or holds an int too long to write is refused with ValueError naming the
+        key, and the context is left as it was (a store could write none of them).
+        """
+        cyclic: dict[str, Any] = {}
+        cyclic["self"] = cyclic
+        looped: list[Any] = []
+        looped.append({"in": looped})
+        deep: dict[str, Any] = {}
+        inner = deep
+        for _ in range(3000):
+            inner["a"] = {}
+            inner = inner["a"]
+        ctx = recorded()
+        before = (ctx.history, dict(ctx.scratchpad))
+        for value, match in [
+            (cyclic, r"'c'\['self'\] contains itself"),
+            (looped, r"'c'\[0\]\['in'\] contains itself"),
+            (deep, "nested more than 100 levels"),
+            (10**5000, "longer than 4300 decimal digits"),
+        ]:
+            with pytest.raises(ValueError, match=match):
+                ctx.note("c", value)
+            with pytest.raises(ValueError, match=match), ctx.edit_notes() as notes:
+                notes["c"] = value
+            with pytest.raises(ValueError, match=match.replace("'c'", "'answer'")):
+                ctx.fork().finish(value)
+            assert before == (ctx.history, dict(ctx.scratchpad))
+        shared = {"x": 1}
+        ctx.note("twice", [shared, shared])  # the same value twice is no cycle
+        assert [{"x": 1}, {"x": 1}] == ctx.scratchpad["twice"]
+
     def test_reading_bad_entry_data(self):
         """
         Data that is not an entry raises SerializationError with a path.
@@ -851,6 +885,15 @@ class TestChecks:
             entry_from_data({**good, "kind": "user", "content": {"role": "assistant", "content": "x"}})
         with pytest.raises(SerializationError):
             entry_from_data({**good, "kind": "context_change", "content": {"change": "trim", "tail": [[1]]}})
+        for field, value, path in [
+            ("turn", True, "$.turn"),
+            ("turn", 1.5, "$.turn"),
+            ("at", "garbage", "$.at"),
+            ("content", {**good["content"], "prefix": []}, "$.content.prefix"),
+        ]:
+            with pytest.raises(SerializationError, match=rf"at \{path}$") as caught:
+                entry_from_data({**good, field: value})
+            assert path == caught.value.path
 
     def test_lone_surrogates_are_stored_escaped(self):
         """

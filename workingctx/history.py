@@ -43,7 +43,7 @@ from workingctx.exceptions import (
     PendingCallsError,
     SerializationError,
 )
-from workingctx.frozen import FrozenDict, FrozenList, thaw
+from workingctx.frozen import MAX_DEPTH, MAX_INT_DIGITS, FrozenDict, FrozenList, thaw
 from workingctx.messages import Message, ToolResultBlock, Usage
 from workingctx.prefix import PrefixContext
 from workingctx.serialization import converter, structure, unstructure
@@ -417,14 +417,30 @@ def entry_from_data(data: Any) -> Entry:
         name = min(extra)
         msg = f"a history entry has no field {name!r}"
         raise SerializationError(msg, path=f"$.{name}")
-    content = structure(data.get("content"), _CONTENT[data["kind"]])
-    at = structure(data.get("at"), datetime)
-    turn = structure(data.get("turn"), int)
+    content = _read_field(data, "content", _CONTENT[data["kind"]])
+    at = _read_field(data, "at", datetime)
+    turn = _read_field(data, "turn", int)
     outcome = data.get("outcome")
     try:
         return Entry(data["kind"], content, turn, at, outcome)
     except (TypeError, ValueError) as exc:
         raise SerializationError(str(exc), path="$") from None
+
+
+def _read_field(data: Mapping[str, Any], name: str, kind: Any) -> Any:
+    """
+    ``data[name]`` structured as *kind*; an error names its path in the whole entry.
+    """
+    try:
+        return structure(data.get(name), kind)
+    except SerializationError as exc:
+        path = f"$.{name}{exc.path.removeprefix('$')}"
+        problems = tuple((f"$.{name}{where.removeprefix('$')}", what) for where, what in exc.problems)
+        text, marker = str(exc), f" at {exc.path}"
+        cut = text.rfind(marker)
+        if cut >= 0:
+            text = f"{text[:cut]} at {path}{text[cut + len(marker) :]}"
+        raise SerializationError(text, path=path, problems=problems) from None
 
 
 HISTORY_ROOT = hashlib.sha256(b"workingctx/history/v1").hexdigest()
@@ -457,6 +473,9 @@ def history_step(previous: str, text: str) -> str:
 # -- JSON values -------------------------------------------------------------------------------
 
 
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
 def freeze_json(value: Any, key: str, path: str = "") -> Any:
     """
     *value* checked to be JSON data and deep-frozen (a tuple becomes a list,
@@ -465,29 +484,58 @@ def freeze_json(value: Any, key: str, path: str = "") -> Any:
     Raises:
         ArgumentTypeError: A part is not JSON data; the message names *key*, where in
             the value, and the type found.
-        ArgumentValueError: A float is not finite.
+        ArgumentValueError: A float is not finite, an int is longer than
+            :data:`~workingctx.frozen.MAX_INT_DIGITS` digits, or the value nests
+            deeper than :data:`~workingctx.frozen.MAX_DEPTH` levels or contains itself.
     """
-    if value is None or isinstance(value, str | bool | int):
+    return _freeze_json(value, key, path, MAX_DEPTH, set())
+
+
+def _freeze_json(value: Any, key: str, path: str, room: int, inside: set[int]) -> Any:
+    if value is None or isinstance(value, str | bool):
         return value
+    if isinstance(value, int):
+        if -_INT_BOUND < value < _INT_BOUND:
+            return value
+        msg = (
+            f"{key!r}{path} is an int of {value.bit_length()} bits, longer than {MAX_INT_DIGITS} decimal digits "
+            "(Python's str() limit, so no store could write it); store it as a string"
+        )
+        raise ArgumentValueError(msg, argument=key, value=value)
     if isinstance(value, float):
         if math.isfinite(value):
             return value
         msg = f"{key!r}{path} is {value!r}, which JSON cannot hold; store None or a string"
         raise ArgumentValueError(msg, argument=key, value=value)
+    if id(value) in inside:
+        msg = f"{key!r}{path} contains itself (a cycle), which JSON cannot hold; store a copy without the cycle"
+        raise ArgumentValueError(msg, argument=key, value=value)
+    if room <= 0:
+        msg = f"{key!r}{path} is nested more than {MAX_DEPTH} levels deep; flatten it, or store its deep part as text"
+        raise ArgumentValueError(msg, argument=key, value=value)
+    inside.add(id(value))
+    try:
+        return _freeze_container(value, key, path, room - 1, inside)
+    finally:
+        inside.discard(id(value))
+
+
+def _freeze_container(value: Any, key: str, path: str, room: int, inside: set[int]) -> Any:
     if isinstance(value, Mapping):
         items: dict[str, Any] = {}
         for name, item in value.items():
             if not isinstance(name, str):
                 msg = f"{key!r}{path} has the key {name!r} of type {type(name).__name__}; JSON object keys are str"
                 raise ArgumentTypeError(msg, argument=key, value=name, expected="a str key")
-            items[name] = freeze_json(item, key, f"{path}[{name!r}]")
+            items[name] = _freeze_json(item, key, f"{path}[{name!r}]", room, inside)
         return FrozenDict(items)
     if isinstance(value, list | tuple):
-        return FrozenList(freeze_json(item, key, f"{path}[{i}]") for i, item in enumerate(value))
+        return FrozenList(_freeze_json(item, key, f"{path}[{i}]", room, inside) for i, item in enumerate(value))
     if attrs.has(type(value)):
-        return freeze_json(attrs.asdict(value, recurse=False), key, path)
+        return _freeze_container(attrs.asdict(value, recurse=False), key, path, room, inside)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return freeze_json({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, key, path)
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return _freeze_container(fields, key, path, room, inside)
     hint = "; use a list" if isinstance(value, set | frozenset) else "; store a plain-data projection of it"
     msg = f"{key!r}{path} is {value!r} of type {type(value).__name__}, which is not JSON data{hint}"
     raise ArgumentTypeError(msg, argument=key, value=value, expected="JSON data")
