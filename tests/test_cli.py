@@ -368,6 +368,20 @@ class TestBadInput:
         assert err.startswith(f"error: {path}:1: $.messages[1].role: not a workingctx request: ")
         assert 1 == err.count("$.messages[1].role")
 
+    def test_a_log_is_split_on_newlines_only(self, capsys, tmp_path):
+        """
+        A ``.jsonl`` line whose strings hold U+2028, U+0085 or a form feed (all
+        valid in JSON text) is one request, and CRLF line ends are read too.
+        """
+        path = tmp_path / "log.jsonl"
+        text = "a\u2028b\x0cc\x85d\x1ce"
+        lines = [json.dumps({"messages": [{"role": "user", "content": t}]}, ensure_ascii=False) for t in (text, "x")]
+        path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+        doc = read_file(str(path))
+        assert ((1, 2), [text, "x"]) == (doc.lines, [ctx.messages[0].text() for ctx in doc.requests])
+        status, _, _ = run(capsys, "check", str(path))
+        assert 0 == status
+
     def test_line_of_a_log(self, capsys, tmp_path):
         """
         A bad line in a ``.jsonl`` log is named by its number.
@@ -467,6 +481,29 @@ class TestProgram:
         assert original.prefix == trimmed.prefix
         assert original.scratchpad == trimmed.scratchpad
         assert set(trimmed.messages) <= set(original.messages)
+
+
+@pytest.mark.parametrize("fmt", FORMATS[1:])
+def test_trim_output_keeps_the_request_fields(capsys, fmt, tmp_path):
+    """
+    ``trim -o`` keeps every field of the request other than its messages
+    (model, tools, sampling settings), in their order; only the messages change.
+    """
+    body = json.loads(Path(sample(fmt)).read_text(encoding="utf-8"))
+    extras = {"model": "some-model", "max_tokens": 512, "tools": [{"name": "f"}], "temperature": 0.25}
+    source = tmp_path / f"full.{fmt}.json"
+    source.write_text(json.dumps({"model": extras["model"], **body, **extras}), encoding="utf-8")
+    out_file = tmp_path / f"out.{fmt}.json"
+    totals = run_json(capsys, "inspect", str(source))["totals"]
+    budget = str(totals["prefix_tokens"] + totals["tail_tokens"] // 2)
+    run_json(capsys, "trim", str(source), "--budget", budget, "-o", str(out_file))
+    written = json.loads(out_file.read_text(encoding="utf-8"))
+    assert list(json.loads(source.read_text(encoding="utf-8"))) == list(written)
+    assert extras == {key: written[key] for key in extras}
+    trimmed = read_file(str(out_file)).last
+    assert importlib.import_module(f"workingctx.adapters.{fmt}").write(trimmed) == {
+        key: value for key, value in written.items() if key not in extras
+    }
 
 
 def test_pin_keeps_the_task(capsys):

@@ -380,7 +380,9 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         raise InputError(path, msg)
     text = read_text(path)
     if path.endswith(".jsonl"):
-        chunks = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        # Lines end at "\n" only: str.splitlines() also splits at U+2028, U+0085 and form feeds (valid in JSON strings).
+        lines = enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
+        chunks = [(number, line) for number, line in lines if line.strip()]
         if not chunks:
             raise InputError(path, "an empty log: a .jsonl file holds one request body per line")
     else:

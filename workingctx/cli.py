@@ -688,6 +688,15 @@ def _print_json(facts: dict[str, Any]) -> None:
     print(json.dumps({k: v for k, v in facts.items() if not k.startswith("_")}, indent=2, default=str))
 
 
+_MESSAGE_FIELDS = {
+    "openai_chat": {"messages"},
+    "openai_responses": {"input", "instructions"},
+    "anthropic": {"system", "messages"},
+    "google": {"contents", "system_instruction", "systemInstruction"},
+}
+"""The fields of a request body that hold its messages: what ``trim -o`` writes anew; the others are kept."""
+
+
 def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
     if doc.format == "workingctx":
         from workingctx.serialization import unstructure  # noqa: PLC0415
@@ -701,6 +710,13 @@ def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
         import importlib  # noqa: PLC0415
 
         payload = importlib.import_module(f"workingctx.adapters.{doc.format}").write(trimmed)
+        original = doc.payloads[-1]
+        if isinstance(original, dict):  # keep the request's other fields (model, tools, ...) where they were
+            owned = _MESSAGE_FIELDS[doc.format]
+            kept = {
+                key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned
+            }
+            payload = kept | payload
     write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
