@@ -91,6 +91,8 @@ class TestBadFiles:
                 "not valid JSON (Expecting value: line 3 column",
             ),
             (b"[1, 2]", "a transcript file holds a JSON object, got list at $"),
+            (b'{"messages": [], "scratchpad": {"n": [1, NaN]}}', "the number at $.scratchpad.n[1] is nan"),
+            (b'{"messages": [{"role": "user", "content": "x", "metadata": {"m": -1e999}}]}', "is -inf"),
             (
                 b'{"messages": [{"role": "user", "content": "hi", "metadata": '
                 + b'{"a":' * 5000
