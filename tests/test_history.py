@@ -235,6 +235,27 @@ class TestReplay:
         with pytest.raises(TypeError, match="sequence of entries"):
             WorkingContext.replay(ctx.history[0])  # type: ignore[arg-type]
 
+    def test_no_message_or_merge_after_finish_until_a_restore(self):
+        """
+        A history holding a message or a merge after its finish entry, which a
+        finished context refuses, is refused by replay too; after a restore it applies.
+        """
+        ctx = recorded()
+        ctx.append(Message("user", "q"), Message("assistant", "a"))
+        child = ctx.fork()
+        child.append(Message("user", "more"))
+        ctx.merge(child, mode="delta")
+        user, reply, merged = ctx.history[1], ctx.history[2], ctx.history[-1]
+        assert "merge" == merged.kind
+        ctx.finish("done")
+        ctx.note("after", 1)  # notes, trims and a second finish are taken after a finish
+        index = len(ctx.history)
+        for late in (user, reply, merged):
+            with pytest.raises(HistoryError, match=rf"history\[{index}\] \({late.kind}\) does not apply: .*finish"):
+                WorkingContext.replay([*ctx.history, late])
+        ctx.restore(2)
+        assert user.content == WorkingContext.replay([*ctx.history, user]).messages[-1]
+
     def test_tail_pieces_law(self):
         """
         Building a tail from the pieces of (old, new) gives new.

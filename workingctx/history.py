@@ -802,6 +802,9 @@ class Recorder:
         """
         kind = entry.kind
         content = entry.content
+        if self.finished and isinstance(content, Message | Merged):  # as _open() refuses them live
+            msg = f"a {kind} entry after the finish entry: a finished context takes no message or merge until a restore"
+            raise HistoryError(msg)
         if isinstance(content, Message):
             self._place(ctx, [content])
             if kind == "reply":
