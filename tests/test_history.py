@@ -889,6 +889,44 @@ class TestChecks:
         ctx.note("twice", [shared, shared])  # the same value twice is no cycle
         assert [{"x": 1}, {"x": 1}] == ctx.scratchpad["twice"]
 
+    def test_enum_values_are_recorded_as_plain_json(self):
+        """
+        Notes and answers holding enums and other subclasses of str, int and
+        float are recorded as the plain values a store gives back, so a saved
+        and loaded context has the same notes, types and digest.
+        """
+        import enum  # noqa: PLC0415
+
+        from workingctx import SQLiteStore  # noqa: PLC0415
+
+        class Level(enum.IntEnum):
+            HIGH = 3
+
+        class Name(enum.StrEnum):
+            A = "a"
+
+        class Ratio(float):
+            pass
+
+        class Old(str, enum.Enum):  # noqa: UP042  # str() of it is 'Old.B', its value 'b'
+            B = "b"
+
+        ctx = recorded(id="enums")
+        ctx.note("level", Level.HIGH).note("deep", {"x": [Name.A, Ratio(0.5), Old.B], Name.A: 1})
+        with ctx.edit_notes() as notes:
+            notes["name"] = Name.A
+        ctx.finish(Level.HIGH)
+        with SQLiteStore(":memory:") as store:
+            store.save_context(ctx)
+            loaded = store.load_context("enums")
+        assert ctx.digest() == loaded.digest()
+        assert dict(loaded.scratchpad) == dict(ctx.scratchpad)
+        assert [int, str] == [type(ctx.scratchpad[key]) for key in ("level", "name")]
+        assert [str, float, str] == [type(item) for item in ctx.scratchpad["deep"]["x"]]
+        assert ["x", "a"] == [type(key).__name__ == "str" and key for key in ctx.scratchpad["deep"]]
+        assert "b" == ctx.scratchpad["deep"]["x"][2]
+        assert int is type(ctx.answer)
+
     def test_reading_bad_entry_data(self):
         """
         Data that is not an entry raises SerializationError with a path.

@@ -492,11 +492,14 @@ def freeze_json(value: Any, key: str, path: str = "") -> Any:
 
 
 def _freeze_json(value: Any, key: str, path: str, room: int, inside: set[int]) -> Any:
-    if value is None or isinstance(value, str | bool):
+    # A subclass (an enum) becomes its plain type: what a store gives back, with the same digest.
+    if value is None or type(value) is str or type(value) is bool:
         return value
+    if isinstance(value, str):
+        return str.__str__(value)
     if isinstance(value, int):
         if -_INT_BOUND < value < _INT_BOUND:
-            return value
+            return int(value)
         msg = (
             f"{key!r}{path} is an int of {value.bit_length()} bits, longer than {MAX_INT_DIGITS} decimal digits "
             "(Python's str() limit, so no store could write it); store it as a string"
@@ -504,7 +507,7 @@ def _freeze_json(value: Any, key: str, path: str, room: int, inside: set[int]) -
         raise ArgumentValueError(msg, argument=key, value=value)
     if isinstance(value, float):
         if math.isfinite(value):
-            return value
+            return float(value)
         msg = f"{key!r}{path} is {value!r}, which JSON cannot hold; store None or a string"
         raise ArgumentValueError(msg, argument=key, value=value)
     if id(value) in inside:
@@ -527,7 +530,7 @@ def _freeze_container(value: Any, key: str, path: str, room: int, inside: set[in
             if not isinstance(name, str):
                 msg = f"{key!r}{path} has the key {name!r} of type {type(name).__name__}; JSON object keys are str"
                 raise ArgumentTypeError(msg, argument=key, value=name, expected="a str key")
-            items[name] = _freeze_json(item, key, f"{path}[{name!r}]", room, inside)
+            items[str.__str__(name)] = _freeze_json(item, key, f"{path}[{name!r}]", room, inside)
         return FrozenDict(items)
     if isinstance(value, list | tuple):
         return FrozenList(_freeze_json(item, key, f"{path}[{i}]", room, inside) for i, item in enumerate(value))
