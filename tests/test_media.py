@@ -850,6 +850,15 @@ class TestResolveMedia:
         with pytest.raises(TypeError, match=r"the upload hook returned .* for workingctx://media/"):
             resolve_media(self.messages, self.store, upload=lambda _ref, _data: result)  # type: ignore[arg-type,return-value]
 
+    def test_upload_hook_must_not_return_a_store_ref(self) -> None:
+        """
+        A hook handing back the store reference it was given (nothing a
+        provider can read) is an error naming the hook, not a request that
+        fails later with no word of the hook.
+        """
+        with pytest.raises(ValueError, match=r"the upload hook returned the reference of kind 'store' .* for work"):
+            resolve_media(self.messages, self.store, upload=lambda ref, _data: ref)
+
     def test_missing_bytes(self) -> None:
         """
         A reference whose bytes are gone raises MediaError naming it.

@@ -39,7 +39,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 import attrs
 
 from workingctx import _checks
-from workingctx.exceptions import ArgumentTypeError, MediaError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, MediaError
 from workingctx.frozen import FrozenDict, FrozenList
 from workingctx.messages import STORE_URL_PREFIX, MediaRef, Message
 
@@ -630,6 +630,7 @@ def resolve_media(messages: Iterable[Message], store: MediaStore, *, upload: Upl
     Raises:
         MediaError: The bytes of a reference are missing or damaged.
         TypeError: *upload* returned something other than a str or a MediaRef.
+        ValueError: *upload* returned a reference of kind ``"store"``.
 
     >>> from workingctx import Message
     >>> from workingctx.messages import ImageBlock
@@ -679,6 +680,12 @@ def _inline(ref: MediaRef, data: bytes) -> MediaRef:
 
 def _uploaded(ref: MediaRef, result: object) -> MediaRef:
     if isinstance(result, MediaRef):
+        if result.kind == "store":
+            msg = (
+                f"the upload hook returned the reference of kind 'store' {result.url} for {ref.url}; "
+                "no provider can read it: return the provider's file id, or a MediaRef of kind 'file_id' or 'url'"
+            )
+            raise ArgumentValueError(msg, argument="upload", value=result)
         return result
     if isinstance(result, str) and result:
         return MediaRef(kind="file_id", file_id=result, **_carried(ref))
