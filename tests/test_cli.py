@@ -423,7 +423,10 @@ class TestBadUsage:
         assert 2 == status
         assert "error:" in err
 
-    @pytest.mark.parametrize(("gap", "expected"), [("-1", "zero or more"), ("nan", "finite"), ("soon", "'soon'")])
+    @pytest.mark.parametrize(
+        ("gap", "expected"),
+        [("-1", "zero or more"), ("nan", "finite"), ("soon", "'soon'"), ("1e308", "1e308 seconds: give")],
+    )
     def test_a_bad_gap(self, capsys, gap, expected):
         """
         A negative, non-finite or non-numeric ``--gap`` is a usage error naming the value.

@@ -609,14 +609,18 @@ def _positive(text: str) -> int:
     return value
 
 
+_FOREVER = 10**15
+"""The longest gap ``simulate`` takes, in seconds."""
+
+
 def _gap(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         msg = f"{text!r} is not a number of seconds"
         raise argparse.ArgumentTypeError(msg) from None
-    if not math.isfinite(value) or value < 0:
-        msg = f"{text} seconds: give a finite number of seconds, zero or more"
+    if not math.isfinite(value) or value < 0 or value >= _FOREVER:
+        msg = f"{text} seconds: give a finite number of seconds, zero or more (below 10**15)"
         raise argparse.ArgumentTypeError(msg)
     return value
 
