@@ -723,6 +723,55 @@ class TestWithFile:
             asyncio.run(Message.with_file(tmp_path / "nope.png", store))
         assert 0 == len(store)
 
+    def test_only_regular_files(self, tmp_path: Path) -> None:
+        """
+        A FIFO (whose read would wait forever for a writer) and a directory are
+        refused with InvalidMessageError naming the path, and nothing is stored.
+        """
+        fifo = tmp_path / "pipe.png"
+        os.mkfifo(fifo)
+        program = (
+            "import asyncio, sys\n"
+            "from workingctx import Message\n"
+            "from workingctx.media import InMemoryMediaStore\n"
+            "asyncio.run(Message.with_file(sys.argv[1], InMemoryMediaStore()))\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", program, str(fifo)], capture_output=True, text=True, check=False, timeout=60
+        )
+        assert 1 == result.returncode
+        assert f"InvalidMessageError: Message.with_file() reads regular files only; {str(fifo)!r} is a FIFO" in (
+            result.stderr
+        )
+        store = InMemoryMediaStore()
+        with pytest.raises(InvalidMessageError, match="is a directory"):
+            asyncio.run(Message.with_file(tmp_path, store))
+        assert 0 == len(store)
+
+    @pytest.mark.parametrize("method", ["with_file", "from_file"])
+    def test_an_image_named_as_another_type_gets_its_own_type(self, tmp_path: Path, method: str) -> None:
+        """
+        A GIF saved as ``photo.png`` is sent as ``image/gif`` (providers refuse
+        an image whose bytes are not of its declared type); a MIME type given
+        by the caller is kept as given.
+        """
+        path = tmp_path / "photo.png"
+        path.write_bytes(encode(4, 2, "GIF", mode="P"))
+
+        def made(**options: Any) -> MediaRef:
+            if method == "with_file":
+                message = asyncio.run(Message.with_file(path, InMemoryMediaStore(), **options))
+            else:
+                message = Message.from_file(path, **options)
+            (block,) = message.content  # type: ignore[misc]
+            assert isinstance(block, ImageBlock)
+            return block.media
+
+        assert "image/gif" == made().mime_type
+        assert "image/png" == made(mime_type="image/png").mime_type
+        path.write_bytes(b"not an image at all")  # no known signature: the name's type stands
+        assert "image/png" == made().mime_type
+
     def test_same_blocks_as_from_file(self, tmp_path: Path) -> None:
         """
         with_file and from_file build the same block type and text; only the reference differs.

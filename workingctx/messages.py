@@ -930,12 +930,14 @@ MAX_INLINE_FILE_BYTES = 32 * 1024 * 1024
 """The default limit of :meth:`Message.from_file`: 32 MiB, more than any provider accepts inline."""
 
 
-def _read_regular_file(path: Path, max_bytes: int) -> bytes:
+def _read_regular_file(path: Path, max_bytes: int | None, caller: str = "Message.from_file()") -> bytes:
     """
-    The bytes of a regular file of at most *max_bytes*, checked on the open
-    file itself (a path swapped for a FIFO after a check cannot block the read).
+    The bytes of a regular file of at most *max_bytes* (None: any size),
+    checked on the open file itself (a path swapped for a FIFO after a check
+    cannot block the read).
     """
-    _checks.check_count(max_bytes, "max_bytes", error=InvalidMessageError)
+    if max_bytes is not None:
+        _checks.check_count(max_bytes, "max_bytes", error=InvalidMessageError)
     # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     info = os.fstat(fd)
@@ -946,8 +948,11 @@ def _read_regular_file(path: Path, max_bytes: int) -> bytes:
             kind = "directory"
         elif stat.S_ISFIFO(info.st_mode):
             kind = "FIFO"
-        msg = f"Message.from_file() reads regular files only; {str(path)!r} is a {kind}"
+        msg = f"{caller} reads regular files only; {str(path)!r} is a {kind}"
         raise InvalidMessageError(msg)
+    if max_bytes is None:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
     too_big = (
         f"{str(path)!r} holds more than {max_bytes:,} bytes, the limit of an inline file; "
         "pass max_bytes=... to raise it, or keep the file in a media store with Message.with_file()"
@@ -1237,7 +1242,9 @@ class Message:
     ) -> Message:
         """
         A message carrying a file inline (base64): an image, audio or video
-        block by MIME type, a document block otherwise.
+        block by MIME type, a document block otherwise. Without *mime_type*,
+        the type is guessed from the file name (an image whose bytes are a
+        PNG, JPEG, GIF or WebP gets that type whatever its name says).
 
         Only regular files are read (a FIFO, a device or a directory could
         block or never end), and only up to *max_bytes*
@@ -1253,7 +1260,7 @@ class Message:
         """
         path = Path(file_path)
         data = _read_regular_file(path, max_bytes)
-        mime = mime_type or _guess_mime(path)
+        mime = mime_type or _guess_mime(path, data)
         media = MediaRef(
             kind="data",
             data_base64=base64.b64encode(data).decode("ascii"),
@@ -1340,22 +1347,45 @@ class Message:
 
         The block type follows the MIME type (``image/`` an image block,
         ``audio/`` audio, ``video/`` video, anything else a document); without
-        one, the type is guessed from the file name, else
-        ``application/octet-stream``. The file is read and stored in a worker thread.
+        one, the type is guessed from the file name (an image whose bytes are
+        a PNG, JPEG, GIF or WebP gets that type whatever its name says), else
+        ``application/octet-stream``. Only regular files are read, of any
+        size; the file is read and stored in a worker thread.
 
         Raises:
             FileNotFoundError: *file_path* does not exist.
+            InvalidMessageError: *file_path* is not a regular file (a FIFO, a
+                device or a directory, which could block or never end).
             TypeError: The store's ``put`` did not return a :class:`MediaRef`.
         """
         path = Path(file_path)
-        mime = mime_type or _guess_mime(path)
-        data = await asyncio.to_thread(path.read_bytes)
+        data = await asyncio.to_thread(_read_regular_file, path, None, "Message.with_file()")
+        mime = mime_type or _guess_mime(path, data)
         media = await _put(store, data, mime, path.name)
         return cls(role, _with_text(text, _media_block(mime, media)), id=id)
 
 
-def _guess_mime(path: Path) -> str:
-    return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+def _guess_mime(path: Path, data: bytes) -> str:
+    """
+    The MIME type of a file, from its name; for a name saying image, the
+    type its bytes' signature says when they are another image type (a GIF
+    saved as ``.png``), since providers refuse an image of another type.
+    """
+    guessed = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    if guessed.startswith("image/"):
+        for signature, offset, kind in _IMAGE_SIGNATURES:
+            if data[offset : offset + len(signature)] == signature and (offset == 0 or data.startswith(b"RIFF")):
+                return kind
+    return guessed
+
+
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"WEBP", 8, "image/webp"),  # after "RIFF" and the size
+)
 
 
 def _media_block(mime: str, media: MediaRef) -> ContentBlock:
