@@ -555,6 +555,33 @@ class TestSQLiteMediaStore:
         for store in stores:
             store.close()
 
+    def test_a_closed_or_locked_store_raises_media_error(self, tmp_path: Path) -> None:
+        """
+        A closed store, and a file another writer keeps locked past the
+        timeout, raise MediaError (reason ``"unavailable"``) naming the store,
+        not a bare ``sqlite3`` error, and nothing is written.
+        """
+        path = tmp_path / "media.db"
+        store = SQLiteMediaStore(path, timeout=0.05)
+        ref = store.put(b"kept", "text/plain")
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(MediaError, match=rf"cannot use the SQLiteMediaStore {str(path)!r}.*locked") as caught:
+                store.put(b"new", "text/plain")
+            assert "unavailable" == caught.value.reason
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        store.close()
+        for call in (lambda: store.put(b"x", "text/plain"), lambda: store.get(ref), lambda: store.has(ref)):
+            with pytest.raises(MediaError, match="closed") as caught:
+                call()
+            assert "unavailable" == caught.value.reason
+        with SQLiteMediaStore(path) as reopened:
+            assert b"kept" == reopened.get(ref)
+            assert not reopened.has(store_ref(b"new", "text/plain"))
+
     def test_shares_a_file_with_checkpoints(self, tmp_path: Path) -> None:
         """
         Media and checkpoints live in one file; deleting a checkpoint keeps its media.

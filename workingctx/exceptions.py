@@ -315,8 +315,9 @@ class MediaError(WorkingCtxError, ValueError):
 
     Attributes:
         ref: The reference that could not be served.
-        reason: ``"missing"``, ``"damaged"`` or ``"not stored"`` (a ref that is
-            not of kind ``"store"``).
+        reason: ``"missing"``, ``"damaged"``, ``"not stored"`` (a ref that is
+            not of kind ``"store"``) or ``"unavailable"`` (the store cannot be
+            used: closed, or its file locked or unreadable).
     """
 
     def __init__(self, message: str, *, ref: object, reason: str) -> None:

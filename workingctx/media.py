@@ -502,6 +502,9 @@ class SQLiteMediaStore:
     The file is opened as a checkpoint store first (created when missing, and
     refused when it is not a workingctx database), then the media table is
     added. Deleting checkpoints never deletes media: call :meth:`delete`.
+    Every method raises :class:`~workingctx.exceptions.MediaError` with the
+    reason ``"unavailable"`` when the database cannot be used (the store is
+    closed, or another writer holds the file past *timeout*).
 
     Args:
         path: The database file, or ``":memory:"``.
@@ -538,13 +541,27 @@ class SQLiteMediaStore:
             ValueError: *mime_type* is not of the form ``type/subtype``.
         """
         ref, data = _stored(data, mime_type, filename)
-        with self._lock:
-            self._db.execute(
-                "INSERT INTO workingctx_media (sha256, data) VALUES (?, ?)"
-                " ON CONFLICT (sha256) DO UPDATE SET data = excluded.data WHERE data != excluded.data",
-                (ref.sha256, data),
-            )
+        self._execute(
+            ref,
+            "INSERT INTO workingctx_media (sha256, data) VALUES (?, ?)"
+            " ON CONFLICT (sha256) DO UPDATE SET data = excluded.data WHERE data != excluded.data",
+            (ref.sha256, data),
+        )
         return ref
+
+    def _execute(self, ref: MediaRef, sql: str, parameters: tuple[Any, ...]) -> Any:
+        """
+        The first row *sql* gives, or None; a database error is a MediaError naming the store.
+        """
+        with self._lock:
+            try:
+                return self._db.execute(sql, parameters).fetchone()
+            except sqlite3.Error as exc:
+                msg = (
+                    f"cannot use the SQLiteMediaStore {self.path!r} for {ref.url}: {exc}; nothing was changed "
+                    "(a closed store: open a new one; a locked file: try again, or give a longer timeout)"
+                )
+                raise MediaError(msg, ref=ref, reason="unavailable") from exc
 
     def get(self, ref: MediaRef) -> bytes:
         """
@@ -555,8 +572,7 @@ class SQLiteMediaStore:
             MediaError: They are missing or damaged, or *ref* is not of kind ``"store"``.
         """
         key = _key(ref, self)
-        with self._lock:
-            row = self._db.execute("SELECT data FROM workingctx_media WHERE sha256 = ?", (key,)).fetchone()
+        row = self._execute(ref, "SELECT data FROM workingctx_media WHERE sha256 = ?", (key,))
         where = f"the SQLiteMediaStore {self.path!r}"
         if row is None:
             raise _missing(ref, where)
@@ -567,17 +583,14 @@ class SQLiteMediaStore:
         Whether a row is kept for *ref*.
         """
         key = _key(ref, self)
-        with self._lock:
-            row = self._db.execute("SELECT 1 FROM workingctx_media WHERE sha256 = ?", (key,)).fetchone()
-        return row is not None
+        return self._execute(ref, "SELECT 1 FROM workingctx_media WHERE sha256 = ?", (key,)) is not None
 
     def delete(self, ref: MediaRef) -> None:
         """
         Remove the row kept for *ref* (nothing happens when there is none).
         """
         key = _key(ref, self)
-        with self._lock:
-            self._db.execute("DELETE FROM workingctx_media WHERE sha256 = ?", (key,))
+        self._execute(ref, "DELETE FROM workingctx_media WHERE sha256 = ?", (key,))
 
     def close(self) -> None:
         """
