@@ -437,6 +437,18 @@ class TestFileMediaStore:
         with pytest.raises(MediaError, match=r"no bytes for .* \(file '.*'\)"):
             store.get(ref)
 
+    def test_an_unreadable_file_is_a_media_error(self, tmp_path: Path) -> None:
+        """
+        A path in the store that cannot be read as a file (here a directory
+        where the file should be) raises MediaError naming the file, not a bare OSError.
+        """
+        store = FileMediaStore(tmp_path)
+        ref = store_ref(b"bytes", "text/plain")
+        store.path_of(ref).mkdir(parents=True)
+        with pytest.raises(MediaError, match=r"cannot read .*Is a directory") as caught:
+            store.get(ref)
+        assert "unavailable" == caught.value.reason
+
     def test_has_checks_the_size(self, tmp_path: Path) -> None:
         """
         ``has`` is False for a file whose size is wrong.

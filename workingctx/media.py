@@ -441,7 +441,7 @@ class FileMediaStore:
 
         Raises:
             TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
-            MediaError: The file is missing or damaged, or *ref* is not of kind ``"store"``.
+            MediaError: The file is missing, damaged or unreadable, or *ref* is not of kind ``"store"``.
         """
         target = self.path_of(ref)
         where = f"the FileMediaStore {str(self.directory)!r} (file {str(target)!r})"
@@ -449,6 +449,9 @@ class FileMediaStore:
             data = target.read_bytes()
         except FileNotFoundError:
             raise _missing(ref, where) from None
+        except OSError as exc:
+            msg = f"cannot read the bytes for {ref.url} in {where}: {exc.strerror or exc}"
+            raise MediaError(msg, ref=ref, reason="unavailable") from exc
         return _check(ref, data, where)
 
     def has(self, ref: MediaRef) -> bool:
