@@ -382,6 +382,16 @@ class TestBadInput:
         status, _, _ = run(capsys, "check", str(path))
         assert 0 == status
 
+    def test_a_log_named_in_capitals_is_a_log(self, capsys, tmp_path):
+        """
+        ``LOG.JSONL`` is read as a log of requests, as ``log.jsonl`` is.
+        """
+        path = tmp_path / "LOG.JSONL"
+        path.write_text('{"messages": [{"role": "user", "content": "a"}]}\n' * 2, encoding="utf-8")
+        assert (1, 2) == read_file(str(path)).lines
+        status, _, err = run(capsys, "check", str(path))
+        assert (0, "") == (status, err)
+
     def test_line_of_a_log(self, capsys, tmp_path):
         """
         A bad line in a ``.jsonl`` log is named by its number.
@@ -637,6 +647,20 @@ class TestOutputFiles:
         text = page.read_bytes().decode("utf-8")
         assert "lone\\udcff.json" in text
         assert f"({len(text.encode())} bytes)" in out
+
+    def test_control_characters_are_printed_escaped(self, capsys, tmp_path):
+        """
+        Terminal escape sequences in a transcript (which could retitle or clear
+        the terminal) are printed as escapes, by every command's text output.
+        """
+        path = tmp_path / "esc.json"
+        text = "look \x1b]0;owned\x07 here \x1b[2J \x9b1m \x00 end"
+        path.write_text(json.dumps({"messages": [{"role": "user", "content": text}]}), encoding="utf-8")
+        for argv in (["inspect"], ["trim", "--budget", "100"], ["demo"]):
+            status, out, _ = run(capsys, argv[0], str(path), *argv[1:])
+            assert 0 == status
+            assert not any(c in out for c in "\x1b\x07\x9b\x00")
+            assert "look \\x1b]0;owned\\x07 here" in out
 
     def test_demo_of_lone_surrogates(self, capsys, tmp_path):
         """

@@ -379,7 +379,7 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         msg = f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
         raise InputError(path, msg)
     text = read_text(path)
-    if path.endswith(".jsonl"):
+    if path.lower().endswith(".jsonl"):
         # Lines end at "\n" only: str.splitlines() also splits at U+2028, U+0085 and form feeds (valid in JSON strings).
         lines = enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
         chunks = [(number, line) for number, line in lines if line.strip()]

@@ -6,6 +6,7 @@ aligned text when piped (or without ``rich``), and a progress bar for long work.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
@@ -26,11 +27,17 @@ class Table:
     rows: tuple[tuple[Any, ...], ...]
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def printable(text: str) -> str:
     """
-    *text* with each lone surrogate (which no output encoding takes) written as
-    its escape, such as ``\\ud800``; other text unchanged.
+    *text* as the command prints it: each control character but the tab and
+    the line feed (a terminal escape sequence in a transcript could retitle or
+    clear the terminal) written as its escape, such as ``\\x1b``, and each lone
+    surrogate (which no output encoding takes) too, such as ``\\ud800``.
     """
+    text = _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
     if text.isascii():
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

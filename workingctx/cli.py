@@ -800,7 +800,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"demo", "inspect", "check", "trim", "diff", "replay", "report"}
-    if argv and argv[0] not in commands and argv[0].endswith((".json", ".jsonl")):
+    if argv and argv[0] not in commands and argv[0].lower().endswith((".json", ".jsonl")):
         argv = ["demo", *argv]  # `python -m workingctx FILE.json`, as before the subcommands
     args = _parser().parse_args(argv)
     try:
