@@ -482,6 +482,19 @@ class TestProgram:
         assert 0 == status
         assert "snapshot digest:" in out
 
+    def test_trim_output_of_workingctx_json_keeps_other_fields(self, capsys, tmp_path):
+        """
+        Fields of a workingctx file other than its prefix, messages and notes are kept by ``trim -o``.
+        """
+        source = tmp_path / "in.json"
+        body = json.loads(Path(sample("workingctx")).read_text(encoding="utf-8"))
+        source.write_text(json.dumps({"run": "r-17", **body, "labels": ["a"]}), encoding="utf-8")
+        out_file = tmp_path / "out.json"
+        run_json(capsys, "trim", str(source), "--budget", "1500", "-o", str(out_file))
+        written = json.loads(out_file.read_text(encoding="utf-8"))
+        assert ["run", *body, "labels"] == list(written)
+        assert ("r-17", ["a"]) == (written["run"], written["labels"])
+
     def test_trim_output_of_workingctx_json_reads_back(self, capsys, tmp_path):
         """
         A trimmed workingctx file keeps the prefix and notes, and reads back as the trimmed context.

@@ -693,12 +693,13 @@ def _print_json(facts: dict[str, Any]) -> None:
 
 
 _MESSAGE_FIELDS = {
+    "workingctx": {"prefix", "messages", "scratchpad"},
     "openai_chat": {"messages"},
     "openai_responses": {"input", "instructions"},
     "anthropic": {"system", "messages"},
     "google": {"contents", "system_instruction", "systemInstruction"},
 }
-"""The fields of a request body that hold its messages: what ``trim -o`` writes anew; the others are kept."""
+"""The fields of a file that hold its context: what ``trim -o`` writes anew; the others are kept."""
 
 
 def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
@@ -714,13 +715,11 @@ def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
         import importlib  # noqa: PLC0415
 
         payload = importlib.import_module(f"workingctx.adapters.{doc.format}").write(trimmed)
-        original = doc.payloads[-1]
-        if isinstance(original, dict):  # keep the request's other fields (model, tools, ...) where they were
-            owned = _MESSAGE_FIELDS[doc.format]
-            kept = {
-                key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned
-            }
-            payload = kept | payload
+    original = doc.payloads[-1]
+    if isinstance(original, dict):  # keep the file's other fields (model, tools, ...) where they were
+        owned = _MESSAGE_FIELDS[doc.format]
+        kept = {key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned}
+        payload = kept | payload
     write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
