@@ -392,6 +392,19 @@ class TestBadInput:
         status, _, err = run(capsys, "check", str(path))
         assert (0, "") == (status, err)
 
+    def test_a_byte_order_mark_is_read_past(self, capsys, tmp_path):
+        """
+        A UTF-8 byte order mark (as some Windows editors save files) starts a
+        JSON file or a log and is ignored, as RFC 8259 allows.
+        """
+        body = '{"messages": [{"role": "user", "content": "hi"}]}'
+        for name, text in (("bom.json", body), ("bom.jsonl", f"{body}\n{body}\n")):
+            path = tmp_path / name
+            path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+            status, _, err = run(capsys, "check", str(path))
+            assert (0, "") == (status, err)
+        assert 0 == main(["demo", str(tmp_path / "bom.json")])
+
     def test_line_of_a_log(self, capsys, tmp_path):
         """
         A bad line in a ``.jsonl`` log is named by its number.

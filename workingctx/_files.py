@@ -171,7 +171,8 @@ def _parse(path: str, text: str, first_line: int) -> Any:
 
 def read_text(path: str) -> str:
     """
-    The text of the transcript file at *path*: the one reader of the command line's files.
+    The text of the transcript file at *path*, without a leading byte order
+    mark: the one reader of the command line's files.
 
     Raises:
         InputError: The file is missing, not a regular file, over
@@ -190,7 +191,7 @@ def read_text(path: str) -> str:
     except OSError as exc:
         raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8").removeprefix("\ufeff")  # a byte order mark: RFC 8259 lets readers ignore it
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         msg = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
