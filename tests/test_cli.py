@@ -750,6 +750,22 @@ class TestOutputFiles:
         assert 1 == status
         assert f"error: {missing}: cannot be written: the directory {missing.parent} does not exist" in err
 
+    def test_a_report_never_replaces_its_transcript(self, capsys, tmp_path):
+        """
+        ``report FILE -o FILE`` (the page over the transcript itself) is a usage
+        error, exit status 2, and the transcript is left as it was.
+        """
+        path = tmp_path / "t.json"
+        original = Path(sample("anthropic")).read_bytes()
+        path.write_bytes(original)
+        alias = tmp_path / "link.json"
+        alias.symlink_to(path)
+        for output in (path, alias):
+            status, _, err = run(capsys, "report", str(path), "--model", MODELS["anthropic"], "-o", str(output))
+            assert 2 == status
+            assert f"error: -o {output} is the transcript the page reports on; give the page another name" in err
+        assert original == path.read_bytes()
+
     def test_output_keeps_the_mode_of_the_file_it_replaces(self, capsys, tmp_path):
         """
         Replacing an existing file keeps its permissions; a new file gets the usual ones.

@@ -27,6 +27,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, NoReturn
 
 from workingctx._files import FORMATS, Document, InputError, read_file, write_text
@@ -723,6 +724,16 @@ def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
     write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
+def _same_file(a: str, b: str) -> bool:
+    """
+    Whether the paths *a* and *b* name one existing file (through links too).
+    """
+    try:
+        return Path(a).samefile(b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
 def _run(args: argparse.Namespace) -> int:
     exact = getattr(args, "exact", False)
     if args.command in {None, "demo"}:
@@ -733,6 +744,9 @@ def _run(args: argparse.Namespace) -> int:
         facts = diff_facts(read_file(args.a, args.format), read_file(args.b, args.format), exact=exact)
         return _finish(args, facts, _show_diff)
     doc = read_file(args.file, args.format)
+    if args.command == "report" and _same_file(args.file, args.output):
+        msg = f"-o {args.output} is the transcript the page reports on; give the page another name, such as report.html"
+        raise UsageError(msg)
     provider = _provider(args, doc)
     if args.command == "inspect":
         return _finish(args, inspect_facts(doc, provider=provider, model=args.model, exact=exact), _show_inspect)
