@@ -38,13 +38,16 @@ __all__ = [
     "EMPTY_CHAIN",
     "EMPTY_ENTRIES",
     "MARKERS",
+    "MESSAGE_TAG",
     "canonical",
     "canonical_json",
     "chain_step",
     "entries_digest",
     "entry_digest",
     "json_str",
+    "message_data",
     "message_digest",
+    "message_text",
     "note_json",
     "notes_json",
     "prefix_digest",
@@ -354,14 +357,11 @@ _MESSAGE_FIELDS = frozenset(
 )
 
 
-def message_digest(message: Message) -> str:
+def message_data(message: Message) -> dict[str, Any]:
     """
-    The stable digest of one message, over every field it is compared by.
-
-    Every field of a message is checked when it is built (payloads are JSON
-    data, floats finite, nesting bounded), so the message is encoded in one
-    ``json`` call, in which ``1``, ``1.0`` and ``True`` differ; defaults are
-    left out.
+    The data :func:`message_digest` encodes: every field a message is compared
+    by, defaults left out, blocks and other values inside it as objects of
+    their public fields. Payloads stay the message's own frozen values.
     """
     data: dict[str, Any] = {"role": message.role}
     content = message.content
@@ -385,8 +385,38 @@ def message_digest(message: Message) -> str:
         for name in names:  # fields added later: each by its own form
             if name not in _MESSAGE_FIELDS:
                 data[name] = _field(getattr(message, name))
+    return data
+
+
+MESSAGE_TAG = "message:"
+"""What :func:`message_digest` hashes before a message's :func:`message_text`."""
+
+
+def message_text(message: Message, data: dict[str, Any] | None = None) -> str | None:
+    """
+    The canonical JSON text of a message (of its :func:`message_data`, or of
+    *data* when given), the text its digest hashes after :data:`MESSAGE_TAG`;
+    None when a field holds something beyond JSON data, whose digest then
+    hashes its canonical form instead.
+    """
     try:
-        return _sha256("message:" + _encode(data))
+        return _encode(message_data(message) if data is None else data)
+    except (TypeError, ValueError):
+        return None
+
+
+def message_digest(message: Message) -> str:
+    """
+    The stable digest of one message, over every field it is compared by.
+
+    Every field of a message is checked when it is built (payloads are JSON
+    data, floats finite, nesting bounded), so the message is encoded in one
+    ``json`` call (:func:`message_text`), in which ``1``, ``1.0`` and ``True``
+    differ; defaults are left out.
+    """
+    data = message_data(message)
+    try:
+        return _sha256(MESSAGE_TAG + _encode(data))
     except (TypeError, ValueError):
         # A field holds something beyond JSON data (a value built around the checks):
         # its canonical form, under another tag so that the two encodings never meet.

@@ -31,14 +31,15 @@ from typing import Any, NoReturn, cast
 
 import attrs
 
-from workingctx._canonical import EMPTY_CHAIN, EMPTY_ENTRIES, canonical_json, entry_digest
+from workingctx._canonical import EMPTY_CHAIN, EMPTY_ENTRIES, MESSAGE_TAG, canonical_json, entry_digest
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import Message
+from workingctx.persistence import _items
 from workingctx.persistence.checkpoint import Checkpoint, journal_chain
 from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
-from workingctx.serialization import converter, from_json, to_json
+from workingctx.serialization import converter, from_json, structure, to_json
 from workingctx.snapshot import Chain, FrozenContext
 
 FORMAT = "workingctx.checkpoints"
@@ -229,6 +230,13 @@ class Kind:
         items: The items of a snapshot.
         chain: ``chain(checkpoint)(n)``: the chain digest after the first *n* items.
         digest: An item's digest, the key it is stored under.
+        tag: What an item's digest hashes before its canonical text, when
+            items are stored as that text (:mod:`~workingctx.persistence._items`).
+        canonical: The text stored for an item: its canonical text (and
+            layout), or None to store its ``to_json`` text.
+        build: An item of parsed canonical data, with its digest, or None
+            when the converter should build it.
+        seed: Gives an item built by the converter its digest, known from its verified text.
     """
 
     noun: str
@@ -238,17 +246,29 @@ class Kind:
     items: Callable[[FrozenContext], Sequence[Any]]
     chain: Callable[[Checkpoint], Callable[[int], str]]
     digest: Callable[[Any], str]
+    tag: str | None = None
+    canonical: Callable[[Any], str | None] | None = None
+    build: Callable[[Any, str], Any] | None = None
+    seed: Callable[[Any, str], None] | None = None
 
     def text(self, item: Any, position: int, checkpoint: Checkpoint) -> str:
         """
-        The JSON text stored for the item at *position*, or CheckpointError naming where it is.
+        The text stored for the item at *position*, or CheckpointError naming where it is.
         """
+        if self.canonical is not None:
+            text = self.canonical(item)
+            if text is not None:
+                return text
         return payload(item, f"{self.path}[{position}]", checkpoint, typed=self.cls is not Any)
 
 
 def _journal_chain_at(checkpoint: Checkpoint) -> Callable[[int], str]:
     chain = journal_chain(checkpoint)
     return lambda n: chain[n - 1] if n else JOURNAL_ROOT
+
+
+def _seed_digest(message: Message, digest: str) -> None:
+    object.__setattr__(message, "_digest", digest)
 
 
 MESSAGES = Kind(
@@ -259,6 +279,10 @@ MESSAGES = Kind(
     items=lambda snapshot: snapshot.messages,
     chain=lambda checkpoint: checkpoint.snapshot.chain_digest,
     digest=Message.digest,
+    tag=MESSAGE_TAG,
+    canonical=_items.message_item,
+    build=_items.build_message,
+    seed=_seed_digest,
 )
 """A snapshot's transcript: messages keyed by :meth:`Message.digest`, chained as ``FrozenContext.chain_digest``."""
 
@@ -458,42 +482,121 @@ def decode_chain(
     """
     The items of a checked chain of *kind*, and its chain digests.
 
-    *found* holds the stored items not in *cache*, by digest. Every item read
-    is checked in one pass: its text parsed with the others in one call, the
-    item built (with its constructor's checks), its digest recomputed from
-    what was built and compared with the key it is stored under, and the link
-    recomputed from that digest. Checksums are read only when an item fails,
-    to say whether it was damaged (its checksum no longer matches) or
-    rewritten whole. A verified item is remembered in *cache*.
+    *found* holds the stored items not in *cache*, by digest. Every item is
+    checked before this returns, in one pass; nothing unchecked is returned
+    or cached. Each link is recomputed from the previous chain digest and its
+    item's digest, and compared with the link's key, so the item digests are
+    the ones the checkpoint row's chain head was made from. Each item is then
+    checked against its digest in one of two ways:
+
+    - Stored as its canonical text (:mod:`~workingctx.persistence._items`, the
+      way items are written now): the sha256 of *kind*'s tag and the text
+      must equal the key. The digest *is* that sha256, so the text is the
+      exact text the digest was made from (finding another text with that
+      sha256 is finding a collision), and it is parsed and built with the
+      constructor's checks, without encoding the built item again: the
+      canonical text of a message reads back as an identical message (a
+      tested law), whose digest is therefore the key, and is set to it. An
+      item with a layout (its payloads' key order) must also match its
+      checksum, which binds the layout to the item.
+    - Otherwise (written by a workingctx before this one, or text a database
+      cannot hold as it is): parsed, built, and its digest recomputed from
+      what was built and compared with the key.
+
+    An item that fails either is read again by :func:`_diagnose`, which says
+    whether it is missing, damaged (its checksum no longer matches), not an
+    item, or rewritten whole; a text whose sha256 is not its key is never
+    taken as canonical. A checked item is remembered in *cache*.
     """
-    parsed = parse_all({key: data for key, (data, _) in found.items()})
+    canonical, layouts, rest = _sort_out(kind, found)
+    built = _build_canonical(kind, canonical, layouts)
     hook = converter.get_structure_hook(kind.cls)
-    cls = kind.cls
     item_digest = kind.digest
-    built: dict[str, Any] = {}
-    for digest, data in parsed.items():
+    new_hash = hashlib.sha256
+    for digest, data in parse_all(rest).items():
         try:
-            value = hook(data, cls)
+            value = hook(data, kind.cls)
         except Exception:  # noqa: BLE001, S112  # read again in order below, for an error with a path
             continue
         if item_digest(value) == digest:
             built[digest] = value
     values: list[Any] = []
-    chain: list[str] = []
+    append = values.append
     previous = kind.root
+    if len(cache) + len(built) >= CACHE_LIMIT:
+        cache.clear()
+    cached = cache.get
+    fresh = built.get
     for position, (link, digest) in enumerate(links):
-        value = cache.get(digest, _UNREAD)
+        value = cached(digest, _UNREAD)
         if value is _UNREAD:
-            value = built.get(digest, _UNREAD)
+            value = fresh(digest, _UNREAD)
             if value is _UNREAD:
                 value = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
-            remember(cache, digest, value)
-        if step(previous, digest) != link:
+            cache[digest] = value
+        if new_hash(f"{previous}:{digest}".encode("ascii")).hexdigest() != link:  # step(), inline
             damage(f"the link does not match its {kind.noun} ({link_table}, key {link!r})", f"{kind.path}[{position}]")
-        values.append(value)
-        chain.append(link)
+        append(value)
         previous = link
+    chain = [link for link, _ in links]
     return values, chain
+
+
+def _sort_out(kind: Kind, found: Mapping[str, Stored]) -> tuple[dict[str, str], dict[str, str], dict[str, object]]:
+    """
+    The stored items that are their canonical text (whose sha256 after the
+    tag is their key), by key, with the layouts of those that have one
+    (checked against their checksum); and the texts of the others.
+    """
+    canonical: dict[str, str] = {}
+    layouts: dict[str, str] = {}
+    rest: dict[str, object] = {}
+    tag = kind.tag
+    separator = _items.SEPARATOR
+    new_hash = hashlib.sha256
+    for digest, item in found.items():
+        data = item[0]
+        if tag is not None and type(data) is str:
+            head, _, layout = data.partition(separator)
+            # as _items.canonical_item(head, tag, digest), inline
+            if new_hash((tag + head).encode("utf-8", "surrogatepass")).hexdigest() == digest and (
+                not layout or intact(digest, item)
+            ):
+                canonical[digest] = head
+                if layout:
+                    layouts[digest] = layout
+                continue
+        rest[digest] = data
+    return canonical, layouts, rest
+
+
+def _build_canonical(kind: Kind, canonical: Mapping[str, str], layouts: Mapping[str, str]) -> dict[str, Any]:
+    """
+    The items of verified canonical texts, by key, each given its key as its
+    digest; one that does not build is left out, for :func:`_diagnose`.
+    """
+    built: dict[str, Any] = {}
+    if not canonical:
+        return built
+    parsed = parse_all(canonical)
+    orders = parse_all(layouts) if layouts else {}
+    cls = kind.cls
+    hook = converter.get_structure_hook(cls)
+    build = kind.build
+    seed = kind.seed
+    for digest, data in parsed.items():
+        try:
+            if digest in layouts:
+                data = _items.apply_layout(data, orders[digest])  # noqa: PLW2901  # the data, in order
+            value = None if build is None else build(data, digest)
+            if value is None:
+                value = hook(data, cls)
+                if seed is not None:
+                    seed(value, digest)
+        except Exception:  # noqa: BLE001, S112  # read again in order, for an error with a path
+            continue
+        built[digest] = value
+    return built
 
 
 def _diagnose(kind: Kind, digest: str, found: Mapping[str, Stored], path: str, items: str) -> Any:
@@ -506,12 +609,30 @@ def _diagnose(kind: Kind, digest: str, found: Mapping[str, Stored], path: str, i
         damage(f"{kind.noun} {digest!r} is missing ({items})", path)
     if not intact(digest, item):
         damage(f"{kind.noun} {digest!r} does not match its checksum ({items})", path)
-    value = decode_json(item[0], kind.cls, path, items, digest)
+    text = cast("str", item[0])
+    head, _, layout = text.partition(_items.SEPARATOR)
+    where = f"{items}, key {digest!r}"
+    if not layout:
+        value = decode_json(head, kind.cls, path, items, digest)
+    else:
+        try:
+            data = _items.apply_layout(json.loads(head), json.loads(layout))
+        except ValueError:
+            damage(f"{kind.noun} {digest!r} is not canonical JSON text and a layout ({where})", path)
+        value = decode_data(data, kind.cls, path, where)
     if kind.digest(value) != digest:
         # The checksum only shows accidents: whoever can write the file can
         # write a matching one. The item's own digest is what it is.
         damage(f"{kind.noun} {digest!r} does not match its digest ({items}, forged or damaged)", path)
     return value
+
+
+def decode_data(data: Any, kind: Any, path: str, where: str) -> Any:
+    try:
+        return structure(data, kind)
+    except SerializationError as exc:
+        inner = "" if exc.path == "$" else exc.path[1:]
+        damage(f"{exc.problems[0][1]} ({where})", path + inner)
 
 
 def decode_prefix(

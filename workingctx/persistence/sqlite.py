@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 import os
 import sqlite3
 import threading
@@ -61,6 +62,8 @@ SCHEMA_VERSION = 1
 """The schema version this workingctx writes, and the newest it reads."""
 
 _checksum = checksum  # the name the damage tests use
+
+_first = operator.itemgetter(0)
 
 _HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL) WITHOUT ROWID"
 
@@ -513,10 +516,12 @@ class SQLiteStore:
                 f"(table {links}, damaged)",
                 kind.path,
             )
-        if SQLiteStore._most_of(db, links, length):
+        whole = SQLiteStore._most_of(db, links, length)
+        if whole:
             # The chain is most of the table (one run's checkpoints): read the
             # table in one pass and walk it here, rather than look up each link.
-            table = {row[0]: row for row in db.execute(f"SELECT chain, prev, {column}, position FROM {links}")}  # noqa: S608  # constant names
+            found_rows = db.execute(f"SELECT chain, prev, {column}, position FROM {links}").fetchall()  # noqa: S608  # constant names
+            table = dict(zip(map(_first, found_rows), found_rows, strict=True))
             rows = _codec.walk(table, head, length)
         else:
             query = (
@@ -533,7 +538,8 @@ class SQLiteStore:
         checked = _codec.check_links(rows, length, kind.root, kind.path, f"table {links}")
         wanted = {digest for _, digest in checked if digest not in cache}
         stored: dict[str, _codec.Stored] = {}
-        if wanted and SQLiteStore._most_of(db, items, len(wanted)):
+        # Every item is named by a link, so a table holds at most as many items as links.
+        if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
             query = f"SELECT digest, data, checksum FROM {items}"  # noqa: S608  # constant names
             stored = {key: (data, check) for key, data, check in db.execute(query) if key in wanted}
         elif wanted:

@@ -1,0 +1,293 @@
+"""
+How a store writes a message so that reading it back needs one sha256.
+
+A message is keyed by its digest, the sha256 of :data:`~workingctx._canonical.MESSAGE_TAG`
+and its canonical text (:func:`~workingctx._canonical.message_text`: compact
+JSON, keys sorted). A store writes exactly that text, so that a reader checks
+an item by hashing what it read and comparing with the key, instead of
+building the message and encoding it again.
+
+Sorting the keys loses the order of a payload's keys (tool arguments,
+metadata, provider data), which is part of what a message sends (an adapter
+writes arguments in their order). When a payload's keys are not in sorted
+order, the text is followed by a newline (which compact JSON never holds) and
+the *layout*: a JSON array of ``[path, keys]`` pairs, each giving the order of
+the keys of the object at *path* (keys and indexes from the message's
+canonical data). The layout is not part of the digest (the order never was),
+so it is bound to the item by the item's checksum, checked whenever a layout
+is read.
+
+A message whose canonical text has no UTF-8 form (a lone surrogate) or whose
+digest hashes its other canonical form is written as ``to_json(message)``
+instead, as every message was before: readers tell the two apart by the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from workingctx._canonical import message_data, message_text
+from workingctx.frozen import EMPTY_JSON_OBJECT, MAX_INT_DIGITS, FrozenDict, freeze_json
+from workingctx.messages import ROLES, Message, ToolCall
+
+SEPARATOR = "\n"
+"""What separates an item's canonical text from its layout; compact JSON never holds it."""
+
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+def canonical_item(text: str, tag: str, key: str) -> bool:
+    """
+    Whether *text* (an item's text without its layout) is the canonical text
+    its *key* hashes after *tag*: then it is exactly the text the key was made
+    from, and nothing else needs encoding again to check it.
+    """
+    return hashlib.sha256((tag + text).encode("utf-8", "surrogatepass")).hexdigest() == key
+
+
+def message_item(message: Message) -> str | None:
+    """
+    The text a store writes for *message*: its canonical text, and its layout
+    when a payload's keys are not in sorted order; None when the message has
+    no canonical text a database can hold (it is then written as ``to_json``).
+    """
+    data = message_data(message)
+    text = message_text(message, data)
+    if text is None or not _utf8(text):
+        return None
+    found = layout(data, _is_payload)
+    if not found:
+        return text
+    return text + SEPARATOR + json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_payload(node: dict[Any, Any]) -> bool:
+    # In a message's canonical data, the objects a message holds are frozen;
+    # the data and the records of its blocks and calls are plain dicts made
+    # from fields, whose order nothing keeps.
+    return type(node) is FrozenDict
+
+
+def layout(data: Any, payload: Callable[[dict[Any, Any]], bool]) -> list[list[Any]]:
+    """
+    ``[path, keys]`` for every object in *data* for which *payload* holds and
+    whose keys are not in sorted order (the order canonical text gives them).
+    """
+    found: list[list[Any]] = []
+
+    def walk(node: Any, path: list[Any]) -> None:
+        if isinstance(node, dict):
+            if payload(node):
+                keys = list(node)
+                if keys != sorted(keys):
+                    found.append([path, keys])
+            for key, item in node.items():
+                if isinstance(item, dict | list | tuple):
+                    walk(item, [*path, key])
+        else:
+            for index, item in enumerate(node):
+                if isinstance(item, dict | list | tuple):
+                    walk(item, [*path, index])
+
+    walk(data, [])
+    return found
+
+
+class LayoutError(ValueError):
+    """
+    A layout that does not describe the data it was read with.
+    """
+
+
+def apply_layout(data: Any, found: Any) -> Any:
+    """
+    *data* (parsed canonical text) with the objects *found* names put back in
+    their order: only the order changes, never a key or a value.
+
+    Raises:
+        LayoutError: *found* is not a layout of *data*.
+    """
+    if type(found) is not list:
+        raise LayoutError
+    try:
+        for entry in found:
+            path, keys = entry
+            parent: Any = None
+            node = data
+            for step in path:
+                if not (type(step) is str if type(node) is dict else type(step) is int and step >= 0):
+                    raise LayoutError
+                parent, node = node, node[step]
+            if type(node) is not dict or type(keys) is not list or len(keys) != len(node):
+                raise LayoutError
+            ordered = {key: node[key] for key in keys if type(key) is str}
+            if len(ordered) != len(node):
+                raise LayoutError
+            if parent is None:
+                data = ordered
+            else:
+                parent[path[-1]] = ordered
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise LayoutError from None
+    return data
+
+
+# -- building messages -------------------------------------------------------------------
+
+_new = object.__new__
+_set = object.__setattr__
+
+_MESSAGE_FIELDS = (
+    "role",
+    "content",
+    "name",
+    "tool_call_id",
+    "tool_calls",
+    "id",
+    "metadata",
+    "usage",
+    "delta",
+    "provider_data",
+    "_digest",
+    "_token_counts",
+)
+_CALL_FIELDS = ("id", "name", "arguments", "arguments_json", "provider_data")
+
+KNOWN = (
+    tuple(field.name for field in attrs.fields(Message)) == _MESSAGE_FIELDS
+    and tuple(field.name for field in attrs.fields(ToolCall)) == _CALL_FIELDS
+)
+"""Whether :func:`build_message` knows every field of a message and a call; when not, it builds nothing."""
+
+
+def build_message(data: Any, digest: str) -> Message | None:
+    """
+    The message of parsed canonical data in the common shape (text content;
+    any of name, tool call id, id, metadata, delta; tool calls of an id, a
+    name and arguments; no provider data or usage), with its digest set to
+    *digest*; None for any other shape, which the converter then builds.
+
+    The checks are the constructor's for these fields: the role, the types,
+    which roles may carry a call id or calls, and every payload through
+    :func:`~workingctx.frozen.freeze_json`; a key the canonical text would not
+    hold (a default written out, a key of no field) makes it None.
+
+    Raises:
+        PayloadError: A payload is not JSON data a message can hold.
+    """
+    if type(data) is not dict or not KNOWN:
+        return None
+    role = data.get("role")
+    content = data.get("content")
+    provider_data = data.get("provider_data")
+    if type(role) is not str or role not in ROLES or type(content) is not str or provider_data != {}:
+        return None
+    count = 3
+    name = data.get("name")
+    if name is not None:
+        if type(name) is not str:
+            return None
+        count += 1
+    call_id = data.get("tool_call_id")
+    if call_id is not None:
+        if type(call_id) is not str or role != "tool":
+            return None
+        count += 1
+    ident = data.get("id")
+    if ident is not None:
+        if not (type(ident) is str or (type(ident) is int and -_INT_BOUND < ident < _INT_BOUND)):
+            return None
+        count += 1
+    metadata = data.get("metadata")
+    if metadata is None:
+        metadata = EMPTY_JSON_OBJECT
+    elif type(metadata) is dict and metadata:
+        metadata = freeze_json(metadata, "metadata")
+        count += 1
+    else:
+        return None
+    delta = False
+    if "delta" in data:
+        if data["delta"] is not True:
+            return None
+        delta = True
+        count += 1
+    calls: tuple[ToolCall, ...] = ()
+    found = data.get("tool_calls")
+    if found is not None:
+        if role != "assistant" or type(found) is not list or not found:
+            return None
+        made = _calls(found)
+        if made is None:
+            return None
+        calls = made
+        count += 1
+    if len(data) != count:
+        return None
+    return _message(role, content, name, call_id, calls, ident, metadata, delta, digest)
+
+
+def _message(
+    role: str,
+    content: str,
+    name: str | None,
+    call_id: str | None,
+    calls: tuple[ToolCall, ...],
+    ident: str | int | None,
+    metadata: FrozenDict,
+    delta: bool,
+    digest: str,
+) -> Message:
+    message = _new(Message)
+    put = _set.__get__(message)  # the frozen class's own setter, bound once (as attrs' __init__ does)
+    put("role", role)
+    put("content", content)
+    put("name", name)
+    put("tool_call_id", call_id)
+    put("tool_calls", calls)
+    put("id", ident)
+    put("metadata", metadata)
+    put("usage", None)
+    put("delta", delta)
+    put("provider_data", EMPTY_JSON_OBJECT)
+    put("_digest", digest)
+    put("_token_counts", None)
+    put("_attrs_cached_hash", None)
+    return message
+
+
+def _calls(found: list[Any]) -> tuple[ToolCall, ...] | None:
+    calls: list[ToolCall] = []
+    for data in found:
+        if type(data) is not dict or len(data) != 3:
+            return None
+        call_id = data.get("id")
+        name = data.get("name")
+        arguments = data.get("arguments")
+        if type(call_id) is not str or not call_id or type(name) is not str or not name or type(arguments) is not dict:
+            return None
+        call = _new(ToolCall)
+        put = _set.__get__(call)
+        put("id", call_id)
+        put("name", name)
+        put("arguments", freeze_json(arguments, "arguments"))
+        put("arguments_json", None)
+        put("provider_data", EMPTY_JSON_OBJECT)
+        put("_attrs_cached_hash", None)
+        calls.append(call)
+    return tuple(calls)
