@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EMPTY_CHAIN",
     "EMPTY_ENTRIES",
+    "ENTRY_TAG",
     "MARKERS",
     "MESSAGE_TAG",
     "canonical",
@@ -451,11 +452,15 @@ EMPTY_ENTRIES = hashlib.sha256(b"workingctx/journal-chain/v1").hexdigest()
 """The digest of an empty journal (the root of every journal's chain)."""
 
 
+ENTRY_TAG = "journal-entry:"
+"""What :func:`entry_digest` hashes before an entry's canonical JSON."""
+
+
 def entry_digest(entry: Any, where: str = "journal entry") -> str:
     """
     The stable digest of one journal entry: stores keep each entry under it.
     """
-    return _sha256("journal-entry:" + canonical_json(entry, where))
+    return _sha256(ENTRY_TAG + canonical_json(entry, where))
 
 
 def entries_digest(entries: Sequence[Any], known: list[str] | None = None) -> str:

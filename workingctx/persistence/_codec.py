@@ -31,7 +31,7 @@ from typing import Any, NoReturn, cast
 
 import attrs
 
-from workingctx._canonical import EMPTY_CHAIN, EMPTY_ENTRIES, MESSAGE_TAG, canonical_json, entry_digest
+from workingctx._canonical import EMPTY_CHAIN, EMPTY_ENTRIES, ENTRY_TAG, MESSAGE_TAG, canonical_json, entry_digest
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import Message
@@ -237,6 +237,8 @@ class Kind:
         build: An item of parsed canonical data, with its digest, or None
             when the converter should build it.
         seed: Gives an item built by the converter its digest, known from its verified text.
+        untagged: Whether canonical text is taken only when it holds no
+            tagged form (:data:`~workingctx.persistence._items.TAGGED`), which plain data would read otherwise.
     """
 
     noun: str
@@ -250,6 +252,7 @@ class Kind:
     canonical: Callable[[Any], str | None] | None = None
     build: Callable[[Any, str], Any] | None = None
     seed: Callable[[Any, str], None] | None = None
+    untagged: bool = False
 
     def text(self, item: Any, position: int, checkpoint: Checkpoint) -> str:
         """
@@ -294,6 +297,10 @@ JOURNAL = Kind(
     items=lambda snapshot: snapshot.journal,
     chain=_journal_chain_at,
     digest=entry_digest,
+    tag=ENTRY_TAG,
+    canonical=_items.entry_item,
+    build=_items.build_entry,
+    untagged=True,
 )
 """A snapshot's journal: entries keyed by their digest, chained as ``MutationJournal.digest``."""
 
@@ -553,14 +560,17 @@ def _sort_out(kind: Kind, found: Mapping[str, Stored]) -> tuple[dict[str, str], 
     rest: dict[str, object] = {}
     tag = kind.tag
     separator = _items.SEPARATOR
+    tagged = _items.TAGGED if kind.untagged else None
     new_hash = hashlib.sha256
     for digest, item in found.items():
         data = item[0]
         if tag is not None and type(data) is str:
             head, _, layout = data.partition(separator)
             # as _items.canonical_item(head, tag, digest), inline
-            if new_hash((tag + head).encode("utf-8", "surrogatepass")).hexdigest() == digest and (
-                not layout or intact(digest, item)
+            if (
+                new_hash((tag + head).encode("utf-8", "surrogatepass")).hexdigest() == digest
+                and (not layout or intact(digest, item))
+                and (tagged is None or tagged not in head)
             ):
                 canonical[digest] = head
                 if layout:

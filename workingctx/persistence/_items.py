@@ -31,8 +31,18 @@ from typing import Any
 
 import attrs
 
-from workingctx._canonical import message_data, message_text
-from workingctx.frozen import EMPTY_JSON_OBJECT, MAX_INT_DIGITS, FrozenDict, freeze_json
+from workingctx._canonical import canonical_json, message_data, message_text
+from workingctx.frozen import (
+    EMPTY_JSON_OBJECT,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    FrozenDict,
+    FrozenList,
+    _new_dict,
+    _new_list,
+    freeze_json,
+    is_json_payload,
+)
 from workingctx.messages import ROLES, Message, ToolCall
 
 SEPARATOR = "\n"
@@ -64,6 +74,47 @@ def message_item(message: Message) -> str | None:
     if not found:
         return text
     return text + SEPARATOR + json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+
+
+def entry_item(entry: Any) -> str | None:
+    """
+    The text a store writes for a journal entry: its canonical text (and
+    layout), when the entry is checked JSON data whose canonical text holds
+    no tagged form (no key of :data:`~workingctx._canonical.MARKERS`, so that
+    the text reads back as the entry itself); None otherwise (it is then
+    written as ``to_json``, which also refuses an entry that is not JSON data).
+    """
+    if not is_json_payload(entry):
+        return None
+    text = canonical_json(entry)
+    if TAGGED in text or not _utf8(text):
+        return None
+    found = layout(entry, _any)
+    if not found:
+        return text
+    return text + SEPARATOR + json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+
+
+TAGGED = '"__'
+"""
+What canonical text holds wherever it has a tagged form (every marker starts
+so); plain data may hold it too, and is then written and read the slow way.
+"""
+
+
+def build_entry(data: Any, _digest: str) -> Any:
+    """
+    The journal entry of parsed canonical text: the data, checked and frozen
+    as :meth:`~workingctx.journal.MutationJournal.record` does.
+
+    Raises:
+        PayloadError: The data is not JSON data an entry can hold.
+    """
+    return freeze_parsed(data, "journal entry")
+
+
+def _any(_node: dict[Any, Any]) -> bool:
+    return True
 
 
 def _utf8(text: str) -> bool:
@@ -147,10 +198,76 @@ def apply_layout(data: Any, found: Any) -> Any:
     return data
 
 
+# -- building values ---------------------------------------------------------------------
+
+
+class _Unplain(Exception):  # noqa: N818  # internal: freeze_json then decides, and explains
+    """
+    Data :func:`freeze_parsed` leaves to :func:`~workingctx.frozen.freeze_json`.
+    """
+
+
+def freeze_parsed(data: Any, where: str) -> Any:
+    """
+    ``freeze_json(data, where)`` for data ``json.loads`` made: the same frozen
+    value, built knowing the data holds only dicts with str keys, lists and
+    scalars. Anything else, and anything ``freeze_json`` refuses (an int too
+    long, a float that is not finite, nesting too deep), goes through
+    ``freeze_json``, which says what is wrong.
+
+    Raises:
+        PayloadError: As :func:`~workingctx.frozen.freeze_json`.
+    """
+    try:
+        return _freeze(data, MAX_DEPTH)
+    except _Unplain:
+        return freeze_json(data, where)
+
+
+def _freeze(value: Any, room: int) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if not -_INT_BOUND < value < _INT_BOUND:
+            raise _Unplain
+        return value
+    if kind is float:
+        if value - value != 0.0:  # an infinity or a NaN
+            raise _Unplain
+        return value
+    if room < 1:
+        raise _Unplain
+    height = 0
+    if kind is dict:
+        items: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unplain
+            if type(item) is str:
+                items[key] = item
+                continue
+            frozen = items[key] = _freeze(item, room - 1)
+            if (type(frozen) is FrozenDict or type(frozen) is FrozenList) and frozen._height > height:
+                height = frozen._height
+        return _new_dict(items, height + 1, json=True)
+    if kind is list:
+        out: list[Any] = []
+        for item in value:
+            if type(item) is str:
+                out.append(item)
+                continue
+            frozen = _freeze(item, room - 1)
+            out.append(frozen)
+            if (type(frozen) is FrozenDict or type(frozen) is FrozenList) and frozen._height > height:
+                height = frozen._height
+        return _new_list(out, height + 1, json=True)
+    raise _Unplain
+
+
 # -- building messages -------------------------------------------------------------------
 
 _new = object.__new__
-_set = object.__setattr__
 
 _MESSAGE_FIELDS = (
     "role",
@@ -190,7 +307,7 @@ def build_message(data: Any, digest: str) -> Message | None:
     Raises:
         PayloadError: A payload is not JSON data a message can hold.
     """
-    if type(data) is not dict or not KNOWN:
+    if type(data) is not dict or not _MESSAGE_SLOTS or not _CALL_SLOTS:
         return None
     role = data.get("role")
     content = data.get("content")
@@ -217,7 +334,7 @@ def build_message(data: Any, digest: str) -> Message | None:
     if metadata is None:
         metadata = EMPTY_JSON_OBJECT
     elif type(metadata) is dict and metadata:
-        metadata = freeze_json(metadata, "metadata")
+        metadata = freeze_parsed(metadata, "metadata")
         count += 1
     else:
         return None
@@ -242,6 +359,21 @@ def build_message(data: Any, digest: str) -> Message | None:
     return _message(role, content, name, call_id, calls, ident, metadata, delta, digest)
 
 
+def _slot_setters(cls: type[Any], names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+    """
+    The setters of *cls*'s slots *names* (its member descriptors', which a
+    frozen class's own ``__setattr__`` refuses to use); empty when one is not a slot.
+    """
+    descriptors = [cls.__dict__.get(name) for name in names]
+    if not KNOWN or not all(type(found).__name__ == "member_descriptor" for found in descriptors):
+        return ()
+    return tuple(found.__set__ for found in descriptors)  # type: ignore[union-attr]  # member descriptors
+
+
+_MESSAGE_SLOTS = _slot_setters(Message, (*_MESSAGE_FIELDS, "_attrs_cached_hash"))
+_CALL_SLOTS = _slot_setters(ToolCall, (*_CALL_FIELDS, "_attrs_cached_hash"))
+
+
 def _message(
     role: str,
     content: str,
@@ -253,25 +385,40 @@ def _message(
     delta: bool,
     digest: str,
 ) -> Message:
+    (
+        set_role,
+        set_content,
+        set_name,
+        set_call_id,
+        set_calls,
+        set_id,
+        set_metadata,
+        set_usage,
+        set_delta,
+        set_provider_data,
+        set_digest,
+        set_counts,
+        set_hash,
+    ) = _MESSAGE_SLOTS
     message = _new(Message)
-    put = _set.__get__(message)  # the frozen class's own setter, bound once (as attrs' __init__ does)
-    put("role", role)
-    put("content", content)
-    put("name", name)
-    put("tool_call_id", call_id)
-    put("tool_calls", calls)
-    put("id", ident)
-    put("metadata", metadata)
-    put("usage", None)
-    put("delta", delta)
-    put("provider_data", EMPTY_JSON_OBJECT)
-    put("_digest", digest)
-    put("_token_counts", None)
-    put("_attrs_cached_hash", None)
+    set_role(message, role)
+    set_content(message, content)
+    set_name(message, name)
+    set_call_id(message, call_id)
+    set_calls(message, calls)
+    set_id(message, ident)
+    set_metadata(message, metadata)
+    set_usage(message, None)
+    set_delta(message, delta)
+    set_provider_data(message, EMPTY_JSON_OBJECT)
+    set_digest(message, digest)
+    set_counts(message, None)
+    set_hash(message, None)
     return message
 
 
 def _calls(found: list[Any]) -> tuple[ToolCall, ...] | None:
+    set_id, set_name, set_arguments, set_arguments_json, set_provider_data, set_hash = _CALL_SLOTS
     calls: list[ToolCall] = []
     for data in found:
         if type(data) is not dict or len(data) != 3:
@@ -282,12 +429,11 @@ def _calls(found: list[Any]) -> tuple[ToolCall, ...] | None:
         if type(call_id) is not str or not call_id or type(name) is not str or not name or type(arguments) is not dict:
             return None
         call = _new(ToolCall)
-        put = _set.__get__(call)
-        put("id", call_id)
-        put("name", name)
-        put("arguments", freeze_json(arguments, "arguments"))
-        put("arguments_json", None)
-        put("provider_data", EMPTY_JSON_OBJECT)
-        put("_attrs_cached_hash", None)
+        set_id(call, call_id)
+        set_name(call, name)
+        set_arguments(call, freeze_parsed(arguments, "arguments"))
+        set_arguments_json(call, None)
+        set_provider_data(call, EMPTY_JSON_OBJECT)
+        set_hash(call, None)
         calls.append(call)
     return tuple(calls)
