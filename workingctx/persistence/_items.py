@@ -68,7 +68,7 @@ def message_item(message: Message) -> str | None:
     """
     data = message_data(message)
     text = message_text(message, data)
-    if text is None or not _utf8(text):
+    if text is None or not holds_utf8(text):
         return None
     found = layout(data, _is_payload)
     if not found:
@@ -87,7 +87,7 @@ def entry_item(entry: Any) -> str | None:
     if not is_json_payload(entry):
         return None
     text = canonical_json(entry)
-    if TAGGED in text or not _utf8(text):
+    if TAGGED in text or not holds_utf8(text):
         return None
     found = layout(entry, _any)
     if not found:
@@ -117,7 +117,10 @@ def _any(_node: dict[Any, Any]) -> bool:
     return True
 
 
-def _utf8(text: str) -> bool:
+def holds_utf8(text: str) -> bool:
+    """
+    Whether *text* has a UTF-8 form (no lone surrogate), which a database needs.
+    """
     if text.isascii():
         return True
     try:
@@ -150,7 +153,7 @@ def layout(data: Any, payload: Callable[[dict[Any, Any]], bool]) -> list[list[An
             for key, item in node.items():
                 if isinstance(item, dict | list | tuple):
                     walk(item, [*path, key])
-        else:
+        elif isinstance(node, list | tuple):
             for index, item in enumerate(node):
                 if isinstance(item, dict | list | tuple):
                     walk(item, [*path, index])
