@@ -200,7 +200,7 @@ def run(table: Table, quick: bool) -> None:
         cold,
         baseline="naive: read + from_json",
         baseline_seconds=naive_load_s,
-        note="one pass: every item built, its digest recomputed, every link checked",
+        note="one pass: each item's text hashed against its key and built with its checks, every link checked",
     )
     table.add(
         GROUP,
