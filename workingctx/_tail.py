@@ -10,15 +10,27 @@ cache in step, and every operation holds the tail's lock, so a context can be
 shared between threads: a reader never sees a list from after a change with a
 cache from before it.
 
-The list only grows in place; clearing or replacing it starts a new list, so
-a :class:`TailView` or a snapshot taken earlier never sees a message change.
+A list only grows in place, and an item in it never changes; clearing or
+replacing a tail starts a new list, so a :class:`TailView` or a snapshot taken
+earlier never sees a message change. That is what lets a fork share its
+parent's list instead of copying it: a tail's messages are the first ``n``
+items of a list that other tails (its parent, its forks, their forks) may also
+hold, followed by the messages it appended that are not in that list yet.
+Whichever tail appends first at the end of a shared list places its messages
+there in place, and checks after the append that the slots hold its own
+messages (``list.extend`` is atomic, so two tails appending at once cannot
+both win); a tail that finds the end taken keeps what it appends aside, and
+copies its ``n`` items into a list of its own the next time it is read. So a
+fork costs the same at every length, and the first of a list's tails to
+append after a fork keeps appending in place.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeAlias, overload
 
 from workingctx.messages import Message
@@ -29,8 +41,8 @@ from workingctx.tokens import RunningCount, TokenCounter
 __all__ = ["Mark", "Tail", "TailView"]
 
 Mark: TypeAlias = tuple[list[Message], int, int]
-"""A tail as it was: its list, how long it was (the list only grows in place),
-and how many messages its lineage had appended."""
+"""A tail as it was: its list, how many of its first items were the messages
+(the list only grows in place), and how many messages its lineage had appended."""
 
 
 class TailView(Sequence[Message]):
@@ -128,6 +140,11 @@ class Tail:
         incremental: Whether *counter* counts one message at a time (checked
             once by the caller: protocol checks are slow).
 
+    The messages are the first ``_n`` items of ``_items``, a list that forks
+    may share (see the module), then the messages in ``_extra``, appended
+    while another tail held the end of that list (None: there are none).
+    Reading the messages places those first (:meth:`_settle`).
+
     Every method holds :attr:`lock`, a re-entrant lock that a caller may also
     hold around several calls that must see one state (a snapshot reads the
     messages and the notes together).
@@ -138,12 +155,15 @@ class Tail:
         "_calls",
         "_chain",
         "_counter",
+        "_extra",
         "_id_index",
         "_incremental",
+        "_items",
         "_log",
         "_log_base",
         "_looked",
-        "_messages",
+        "_n",
+        "_owned",
         "_running",
         "_system",
         "_tail_index",
@@ -154,7 +174,7 @@ class Tail:
     def __init__(
         self, messages: list[Message], counter: TokenCounter, *, incremental: bool, chain: Chain | None = None
     ) -> None:
-        self._messages = messages
+        self._own(messages)
         self._counter = counter
         self._incremental = incremental
         self.lock = threading.RLock()
@@ -167,13 +187,24 @@ class Tail:
         self._log_base = -1  # -1: nothing is retained
         self._reset(Chain() if chain is None else chain)
 
+    def _own(self, messages: list[Message]) -> None:
+        """
+        Make *messages*, a list no other tail holds, the messages.
+        """
+        self._items = messages
+        self._n = len(messages)
+        self._extra: list[Message] | None = None
+        # whether no other tail holds _items (a fork shares it): then nothing
+        # but this tail appends to it, and it holds only this tail's messages
+        self._owned = True
+
     def _reset(self, chain: Chain) -> None:
         self._view: tuple[Message, ...] | None = None
         self._chain = chain
         self._running: RunningCount | None = None
         self._id_index: set[str | int] | None = None
-        # positions of the system messages among the first _system[0] messages
-        self._system: tuple[int, list[int]] = (0, [])
+        # the positions of the system messages among the first _system[0] messages
+        self._system: tuple[int, tuple[int, ...]] = (0, ())
         self._tail_index: TailIndex | None = None
         self._looked = False  # a budget asked once, without running sums (see warm())
         # tool call id -> (times an assistant message asks it, times a message answers it)
@@ -198,22 +229,78 @@ class Tail:
         """
         An independent tail: the same messages (or *messages*), a new lock.
 
-        A copy of the same messages keeps the view, the digests and the system
-        positions already found; a copy with other *messages* starts fresh.
+        A copy of the same messages shares the list (in O(1): see the module)
+        and keeps the view, the digests and the system positions already
+        found; a copy with other *messages* starts fresh.
         """
         with self.lock:
             if messages is not None:
                 other = Tail(messages, self._counter, incremental=self._incremental)
             else:
-                messages = list(self._messages)
-                chain = self._chain.share(len(messages))
-                other = Tail(messages, self._counter, incremental=self._incremental, chain=chain)
+                items = self._settle()
+                n = self._n
+                self._owned = False
+                other = Tail.__new__(Tail)
+                other._items = items
+                other._n = n
+                other._extra = None
+                other._owned = False
+                other._counter = self._counter
+                other._incremental = self._incremental
+                other.lock = threading.RLock()
                 other._view = self._view
-                other._system = (self._system[0], list(self._system[1]))
+                other._chain = self._chain.share(n)
+                other._running = None
+                other._id_index = None
+                other._system = self._system  # never changed, only replaced
+                other._tail_index = None
+                other._looked = False
+                other._calls = None
             other._appended = self._appended
             other._log = list(self._log)
             other._log_base = self._log_base
             return other
+
+    # -- the shared list -------------------------------------------------------------
+
+    def _place(self, messages: Sequence[Message]) -> bool:
+        """
+        Append *messages* in place when this tail holds the end of its list,
+        and say whether it did (the caller holds the lock).
+        """
+        items = self._items
+        n = self._n
+        if len(items) != n:  # another tail sharing the list appended there
+            return False
+        items.extend(messages)
+        # Another tail may have appended between the check and the extend: the
+        # slots are this tail's only if they hold its messages (they never
+        # change once written, so then this tail's messages are its first items).
+        end = n + len(messages)
+        if end - n == 1:
+            placed = items[n] is messages[0]
+        else:
+            placed = all(map(operator.is_, itertools.islice(items, n, end), messages))
+        if placed:
+            self._n = end
+        return placed
+
+    def _settle(self) -> list[Message]:
+        """
+        The list whose first ``_n`` items are every message: the messages set
+        aside are placed at its end, or the list is copied when another tail
+        holds the end (the caller holds the lock).
+        """
+        extra = self._extra
+        if extra is not None:
+            if not self._place(extra):
+                items = self._items[: self._n]
+                items.extend(extra)
+                self._items = items
+                self._n = len(items)
+                self._owned = True
+            self._extra = None
+        return self._items
 
     # -- reading -------------------------------------------------------------------
 
@@ -232,7 +319,9 @@ class Tail:
         return self._incremental
 
     def __len__(self) -> int:
-        return len(self._messages)
+        with self.lock:
+            extra = self._extra
+            return self._n if extra is None else self._n + len(extra)
 
     def messages(self) -> tuple[Message, ...]:
         """
@@ -241,7 +330,10 @@ class Tail:
         with self.lock:
             view = self._view
             if view is None:
-                view = self._view = tuple(self._messages)
+                view = tuple(self._settle())
+                if len(view) != self._n:  # the list holds another tail's messages past this one's
+                    view = view[: self._n]
+                self._view = view
             return view
 
     def frozen(self) -> tuple[tuple[list[Message] | tuple[Message, ...], int], Chain]:
@@ -250,20 +342,21 @@ class Tail:
         with them, taken together in O(1).
 
         The first *n* items of the list never change (it only grows in place),
-        so a snapshot can read them later. The chain is shared with the caller:
-        it only ever grows by the digests of these messages and their successors.
+        so a snapshot can read them later; items past *n* may be another
+        tail's. The chain is shared with the caller: it only ever grows by the
+        digests of these messages and their successors.
         """
         with self.lock:
-            n = len(self._messages)
+            items = self._settle()
             view = self._view
-            return (view if view is not None else self._messages, n), self._chain
+            return (view if view is not None else items, self._n), self._chain
 
     def chain_digest(self) -> str:
         """
         The chain digest of every message, hashing only the ones not hashed yet.
         """
         with self.lock:
-            return self._chain.upto(self._messages, len(self._messages))
+            return self._chain.upto(self._settle(), self._n)
 
     def view(self) -> TailView:
         """
@@ -271,12 +364,13 @@ class Tail:
         positions, the cut index and the running sums brought up to date.
         """
         with self.lock:
-            messages = self._messages
+            messages = self._settle()
+            n = self._n
             scanned, positions = self._system
-            if scanned < len(messages):
-                positions.extend(i for i in range(scanned, len(messages)) if messages[i].role == "system")
-                self._system = (len(messages), positions)
-            return TailView(messages, len(messages), tuple(positions), self)
+            if scanned < n:
+                positions += tuple(i for i in range(scanned, n) if messages[i].role == "system")
+                self._system = (n, positions)
+            return TailView(messages, n, positions, self)
 
     def index_for(self, items: list[Message], size: int) -> TailIndex:
         """
@@ -284,14 +378,15 @@ class Tail:
         brought up to date, while *items* is still its list; else a new one.
         """
         with self.lock:
-            if items is not self._messages:
+            if items is not self._items:
                 fresh = TailIndex()
                 fresh.update(items[:size])
                 return fresh
             index = self._tail_index
             if index is None:
                 index = self._tail_index = TailIndex()
-            index.update(items)
+            # the index reads len(): a list another tail holds may grow past this tail's messages
+            index.update(items if self._owned else TailView(items, self._n, (), self))
             return index
 
     def running_for(self, items: list[Message], size: int) -> RunningCount | None:
@@ -302,7 +397,7 @@ class Tail:
         if not self._incremental:
             return None
         with self.lock:
-            if items is self._messages:
+            if items is self._items:
                 return self.running()
         running = RunningCount(self._counter)
         running.extend(items[:size])
@@ -314,7 +409,7 @@ class Tail:
         was asked before; the first ask of a tail never counted answers False.
         """
         with self.lock:
-            if items is not self._messages:
+            if items is not self._items:
                 return False
             if self._running is not None or self._looked:
                 return True
@@ -328,11 +423,12 @@ class Tail:
         if not self._incremental:
             return None
         with self.lock:
+            items = self._settle()
             running = self._running
             if running is None:
                 running = self._running = RunningCount(self._counter)
-            if len(running) < len(self._messages):
-                running.extend(self._messages[len(running) :])
+            if len(running) < self._n:
+                running.extend(items[len(running) : self._n])
             return running
 
     def has_id(self, message_id: str | int) -> bool:
@@ -341,7 +437,8 @@ class Tail:
         """
         with self.lock:
             if self._id_index is None:
-                self._id_index = {m.id for m in self._messages if m.id is not None}
+                items = self._settle()
+                self._id_index = {m.id for m in itertools.islice(items, self._n) if m.id is not None}
             return message_id in self._id_index
 
     def kept(self, messages: Sequence[Message]) -> int:
@@ -350,9 +447,9 @@ class Tail:
         (the same objects): what a :meth:`replace` by *messages* keeps.
         """
         with self.lock:
-            old = self._messages
+            old = self._settle()
             kept = 0
-            limit = min(len(old), len(messages))
+            limit = min(self._n, len(messages))
             while kept < limit and messages[kept] is old[kept]:
                 kept += 1
             return kept
@@ -366,7 +463,7 @@ class Tail:
             calls = self._calls
             if calls is None:
                 calls = self._calls = {}
-                _count_calls(calls, self._messages)
+                _count_calls(calls, itertools.islice(self._settle(), self._n))
             found = calls.get(call_id)
             return (0, 0) if found is None else (found[0], found[1])
 
@@ -379,7 +476,11 @@ class Tail:
         if not messages:
             return
         with self.lock:
-            self._messages.extend(messages)
+            extra = self._extra
+            if extra is not None:
+                extra.extend(messages)
+            elif not self._place(messages):
+                self._extra = list(messages)  # placed, or copied, when next read
             self._view = None
             if self._id_index is not None:
                 self._id_index.update(m.id for m in messages if m.id is not None)
@@ -439,12 +540,12 @@ class Tail:
         list starts, keeping the digests of the messages that stayed.
         """
         with self.lock:
-            kept = self.kept(messages)
-            if kept == len(self._messages):
+            kept = self.kept(messages)  # places the messages set aside
+            if kept == self._n:
                 self.extend(messages[kept:], logged=logged)
                 return kept
             chain = self._chain
-            self._messages = messages
+            self._own(messages)
             self._reset(chain.copy(kept))
             return kept
 
@@ -453,7 +554,7 @@ class Tail:
         A token for :meth:`restore`: the tail as it is now.
         """
         with self.lock:
-            return (self._messages, len(self._messages), self._appended)
+            return (self._settle(), self._n, self._appended)
 
     def restore(self, mark: Mark) -> int:
         """
@@ -462,7 +563,7 @@ class Tail:
         """
         messages, n, appended = mark
         with self.lock:
-            kept = self.replace(list(messages[:n]), logged=False)
+            kept = self.replace(messages[:n], logged=False)
             if self._log_base >= 0 and appended >= self._log_base:
                 del self._log[appended - self._log_base :]
             self._appended = min(self._appended, appended)
@@ -473,11 +574,11 @@ class Tail:
         Empty the tail (a new list: views and snapshots taken before keep theirs).
         """
         with self.lock:
-            self._messages = []
+            self._own([])
             self._reset(Chain())
 
 
-def _count_calls(calls: dict[str, list[int]], messages: Sequence[Message]) -> None:
+def _count_calls(calls: dict[str, list[int]], messages: Iterable[Message]) -> None:
     for message in messages:
         if message.role == "assistant":
             for asked in message.call_ids:
