@@ -151,7 +151,7 @@ class Notes(dict[str, Any]):
             back as writable copies (a context rebuilt from a snapshot).
     """
 
-    __slots__ = ("_digests", "_lock", "_open", "_ours", "_pairs", "_sha", "_states")
+    __slots__ = ("_base", "_digests", "_lock", "_open", "_ours", "_pairs", "_sha", "_states")
 
     def __init__(self, notes: Mapping[str, Any] | None = None, *, writable: bool = False) -> None:
         super().__init__()
@@ -167,6 +167,9 @@ class Notes(dict[str, Any]):
         self._sha: str | None = None
         # (key, its JSON, the hash state after it) for each note in key order, as last digested
         self._states: list[tuple[str, str, Any]] = []
+        # the notes as a plain dict, while every note is sealed: a fork's
+        # baseline, shared by every fork until a note changes (never changed itself)
+        self._base: dict[str, Any] | None = None
         if notes:
             for key, value in notes.items():
                 self._put(key, value, writable=writable)
@@ -186,7 +189,7 @@ class Notes(dict[str, Any]):
                 self._ours.discard(key)
                 self._open.discard(key)
                 self._digests.pop(key, None)
-                self._pairs = self._sha = None
+                self._pairs = self._sha = self._base = None
             return
         if type(key) is str and _frozen_tree(value):
             ours = writable
@@ -210,13 +213,13 @@ class Notes(dict[str, Any]):
         else:
             self._open.discard(key)
         self._digests.pop(key, None)
-        self._pairs = self._sha = None
+        self._pairs = self._sha = self._base = None
 
     def _forget(self, key: Any) -> None:
         self._ours.discard(key)
         self._open.discard(key)
         self._digests.pop(key, None)
-        self._pairs = self._sha = None
+        self._pairs = self._sha = self._base = None
 
     def _out(self, key: Any, value: Any) -> Any:
         """
@@ -327,7 +330,7 @@ class Notes(dict[str, Any]):
             self._open.clear()
             self._ours.clear()
             self._digests.clear()
-            self._pairs = self._sha = None
+            self._pairs = self._sha = self._base = None
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         """
@@ -473,17 +476,24 @@ class Notes(dict[str, Any]):
             PayloadError: An open note is nested too deep to copy.
         """
         with self._lock:
-            made = Notes()
-            base: dict[str, Any] = dict(dict.items(self))
             if not self._open:  # every note sealed: share them all, as they are
-                if child:
-                    dict.update(made, base)
-                    made._ours = set(self._ours)
-                    made._digests = dict(self._digests)
-                    made._pairs, made._sha = self._pairs, self._sha
-                    made._states = self._states  # never changed, only replaced
-                return made, base
-            base.clear()
+                shared = self._base
+                if shared is None:
+                    shared = self._base = dict(dict.items(self))
+                if not child:
+                    return Notes(), shared
+                made: Notes = Notes.__new__(Notes)
+                dict.update(made, shared)
+                made._lock = threading.RLock()
+                made._open = set()
+                made._ours = set(self._ours)
+                made._digests = dict(self._digests)
+                made._pairs, made._sha = self._pairs, self._sha
+                made._states = self._states  # never changed, only replaced
+                made._base = shared  # the same notes, until one changes
+                return made, shared
+            made = Notes()
+            base: dict[str, Any] = {}
             others: dict[str, Any] = {}
             order: list[Any] = []
             for key, value in dict.items(self):
@@ -534,7 +544,7 @@ class Notes(dict[str, Any]):
             dict.clear(self)
             dict.update(self, stored)
             self._ours, self._open, self._digests = set(ours), set(opened), dict(digests)
-            self._pairs = self._sha = None
+            self._pairs = self._sha = self._base = None
 
     def replace_all(self, notes: Mapping[str, Any]) -> None:
         """

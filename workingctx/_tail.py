@@ -225,41 +225,54 @@ class Tail:
             tail._chain = chain.copy(len(messages))
         return tail
 
-    def copy(self, messages: list[Message] | None = None) -> Tail:
+    def copy(self, messages: list[Message] | None = None, *, retain: int) -> Tail:
         """
-        An independent tail: the same messages (or *messages*), a new lock.
+        An independent tail: the same messages (or *messages*), a new lock,
+        and the lineage log from position *retain* on (see :meth:`retain`).
 
         A copy of the same messages shares the list (in O(1): see the module)
         and keeps the view, the digests and the system positions already
         found; a copy with other *messages* starts fresh.
         """
         with self.lock:
-            if messages is not None:
-                other = Tail(messages, self._counter, incremental=self._incremental)
-            else:
-                items = self._settle()
-                n = self._n
-                self._owned = False
-                other = Tail.__new__(Tail)
-                other._items = items
-                other._n = n
-                other._extra = None
-                other._owned = False
-                other._counter = self._counter
-                other._incremental = self._incremental
-                other.lock = threading.RLock()
-                other._view = self._view
-                other._chain = self._chain.share(n)
-                other._running = None
-                other._id_index = None
-                other._system = self._system  # never changed, only replaced
-                other._tail_index = None
-                other._looked = False
-                other._calls = None
+            other: Tail = (
+                self._share() if messages is None else Tail(messages, self._counter, incremental=self._incremental)
+            )
             other._appended = self._appended
-            other._log = list(self._log)
-            other._log_base = self._log_base
+            base = self._log_base if self._log_base >= 0 else self._appended
+            drop = retain - base
+            if drop > 0:
+                other._log = self._log[drop:]
+                other._log_base = retain
+            else:
+                other._log = self._log[:]
+                other._log_base = base
             return other
+
+    def _share(self) -> Tail:
+        """
+        A tail sharing this one's list (the caller holds the lock; see :meth:`copy`).
+        """
+        items = self._settle()
+        n = self._n
+        self._owned = False
+        other: Tail = Tail.__new__(Tail)
+        other._items = items
+        other._n = n
+        other._extra = None
+        other._owned = False
+        other._counter = self._counter
+        other._incremental = self._incremental
+        other.lock = threading.RLock()
+        other._view = self._view
+        other._chain = self._chain.share(n)
+        other._running = None
+        other._id_index = None
+        other._system = self._system  # never changed, only replaced
+        other._tail_index = None
+        other._looked = False
+        other._calls = None
+        return other
 
     # -- the shared list -------------------------------------------------------------
 

@@ -193,22 +193,31 @@ class WorkingContext:
         if record:
             self._history = _records.start(self, id)
 
-    def _init(self, prefix: PrefixContext, tail: Tail, notes: Notes, journal: MutationJournal[Any]) -> None:
+    def _init(
+        self,
+        prefix: PrefixContext,
+        tail: Tail,
+        notes: Notes,
+        journal: MutationJournal[Any],
+        marks: dict[object, int] | None = None,
+        bases: dict[object, dict[str, Any]] | None = None,
+    ) -> None:
         self._prefix = prefix
         self._tail = tail
         self._scratchpad = notes
         self.journal: MutationJournal[Any] = journal
         self._prefix_tokens: int | None = None
-        self._lock = ContextLock()
+        # the locks are made on first use (see lock and edit_notes()): most forks never take them
+        self._lock: ContextLock | None = None
+        self._edit_lock: threading.Lock | None = None
         self._token = object()
         # token of an ancestor -> the position in the lineage log when this
         # context forked from it (or last merged into it): a delta is what was appended since
-        self._marks: dict[object, int] = {}
+        self._marks: dict[object, int] = {} if marks is None else marks
         # (token of the parent, call id) for a context forked for a pending call
         self._parent_call: tuple[object, str] | None = None
         # token of the parent -> the notes (frozen, or copies) when this context forked from it
-        self._scratch_base: dict[object, dict[str, Any]] = {}
-        self._edit_lock = threading.Lock()
+        self._scratch_base: dict[object, dict[str, Any]] = {} if bases is None else bases
         # the history of a recorded context (None: not recorded)
         self._history = None
 
@@ -232,9 +241,15 @@ class WorkingContext:
         )
         return ctx
 
-    def _spawn(self, tail: Tail, scratchpad: Notes) -> WorkingContext:
+    def _spawn(self, tail: Tail, scratchpad: Notes, marks: dict[object, int], base: dict[str, Any]) -> WorkingContext:
+        """
+        A child context holding *tail* and *scratchpad*, forked from this one
+        when the lineage log was at *marks* and the notes were *base*.
+        """
         child = WorkingContext.__new__(WorkingContext)
-        child._init(self._prefix, tail, scratchpad, self.journal._seed())
+        # the baselines towards older ancestors are shared: they are never changed, only replaced
+        bases = {**self._scratch_base, self._token: base}
+        child._init(self._prefix, tail, scratchpad, self.journal._seed(), marks, bases)
         child.limit = self.limit
         child.shared = self.shared
         return child
@@ -285,7 +300,13 @@ class WorkingContext:
         It works under every event loop, one after another (``asyncio.run()``
         per request) or at once on several threads.
         """
-        return self._lock
+        lock = self._lock
+        if lock is None:
+            with self._tail.lock:  # two first uses at once make one lock
+                lock = self._lock
+                if lock is None:
+                    lock = self._lock = ContextLock()
+        return lock
 
     def size(self) -> int:
         """
@@ -527,23 +548,20 @@ class WorkingContext:
         if for_call is not None:
             _checks.check_instance(for_call, "for_call", str, "a tool call id (a str)")
         with self._tail.lock:
-            notes, base = self._scratchpad.fork()
+            # the marks towards older ancestors are positions in the shared lineage log
+            marks = {**self._marks, self._token: self._tail.appended}
             if for_call is None:
-                tail = self._tail.copy()
+                tail = self._tail.copy(retain=min(marks.values()))
             else:
                 view = self._tail.view()
                 start = self._pending_exchange_start(view, for_call)
-                tail = self._tail.copy(list(view[:start]))
-            child = self._spawn(tail, notes)
-            # the marks towards older ancestors are positions in the shared lineage log
-            child._marks = {**self._marks, self._token: self._tail.appended}
-            child._tail.retain(min(child._marks.values()))
+                tail = self._tail.copy(list(view[:start]), retain=min(marks.values()))
+            notes, base = self._scratchpad.fork()
+            child = self._spawn(tail, notes, marks, base)
         if for_call is None:
             child._prefix_tokens = self._prefix_tokens
         else:
             child._parent_call = (self._token, for_call)
-        # the baselines towards older ancestors are shared: they are never changed, only replaced
-        child._scratch_base = {**self._scratch_base, self._token: base}
         if self._history is not None:
             child._history = self._history.fork(self, child, for_call)
         return child
@@ -603,10 +621,9 @@ class WorkingContext:
             notes, base = self._scratchpad.fork()
             appended = self._tail.appended
         kept = surviving_indices(scope, view)
-        child = self._spawn(self._tail.copy([view[i] for i in sorted(kept)]), notes)
-        child._marks = {**self._marks, self._token: appended}
-        child._tail.retain(min(child._marks.values()))
-        child._scratch_base = {**self._scratch_base, self._token: base}
+        marks = {**self._marks, self._token: appended}
+        tail = self._tail.copy([view[i] for i in sorted(kept)], retain=min(marks.values()))
+        child = self._spawn(tail, notes, marks, base)
         child.shared = False
         if self._history is not None:
             child._history = self._history.fork(self, child)
@@ -1029,7 +1046,13 @@ class WorkingContext:
         context), an exception commits nothing. Values must be JSON data.
         Editors take turns (``async with`` in coroutines).
         """
-        return _records.NotesEdit(self, self._edit_lock)
+        lock = self._edit_lock
+        if lock is None:
+            with self._tail.lock:  # two first uses at once make one lock
+                lock = self._edit_lock
+                if lock is None:
+                    lock = self._edit_lock = threading.Lock()
+        return _records.NotesEdit(self, lock)
 
     # -- snapshots ---------------------------------------------------------------
 
@@ -1123,7 +1146,7 @@ class WorkingContext:
         Writes other code made to the context meanwhile without holding the
         lock are undone with *fn*'s: write to a shared context under its lock.
         """
-        async with self._lock:
+        async with self.lock:
             undo = self._undo_point()
             try:
                 result = fn(self)
