@@ -253,7 +253,7 @@ class Tail:
         """
         A tail sharing this one's list (the caller holds the lock; see :meth:`copy`).
         """
-        items = self._settle()
+        items = self._items if self._extra is None else self._settle()
         n = self._n
         self._owned = False
         other: Tail = Tail.__new__(Tail)

@@ -79,6 +79,11 @@ _MISSING = object()
 
 
 def _check_messages(values: Sequence[object], what: str) -> None:
+    for value in values:
+        if not isinstance(value, Message):
+            break
+    else:
+        return  # all messages: the common case, checked without numbering them
     for position, value in enumerate(values):
         if not isinstance(value, Message):
             hint = (
@@ -443,7 +448,8 @@ class WorkingContext:
         Raises:
             TypeError: *key* is not a str.
         """
-        _check_key(key)
+        if type(key) is not str:
+            _check_key(key)
         if self._history is not None:
             self._history.set_notes(self, {key: value})
             return self
@@ -547,15 +553,21 @@ class WorkingContext:
         """
         if for_call is not None:
             _checks.check_instance(for_call, "for_call", str, "a tool call id (a str)")
-        with self._tail.lock:
+        parent = self._tail
+        with parent.lock:
             # the marks towards older ancestors are positions in the shared lineage log
-            marks = {**self._marks, self._token: self._tail.appended}
-            if for_call is None:
-                tail = self._tail.copy(retain=min(marks.values()))
+            appended = parent.appended
+            if self._marks:
+                marks = {**self._marks, self._token: appended}
+                retain = min(marks.values())
             else:
-                view = self._tail.view()
+                marks, retain = {self._token: appended}, appended
+            if for_call is None:
+                tail = parent.copy(retain=retain)
+            else:
+                view = parent.view()
                 start = self._pending_exchange_start(view, for_call)
-                tail = self._tail.copy(list(view[:start]), retain=min(marks.values()))
+                tail = parent.copy(list(view[:start]), retain=retain)
             notes, base = self._scratchpad.fork()
             child = self._spawn(tail, notes, marks, base)
         if for_call is None:

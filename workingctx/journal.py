@@ -62,9 +62,10 @@ class MutationJournal(Generic[EntryT]):
         entries are frozen already, so they are shared, with their digests.
         """
         seeded: MutationJournal[EntryT] = MutationJournal.__new__(MutationJournal)
-        seeded._entries = list(self._entries)
-        seeded._committed = len(seeded._entries)
-        seeded._digests = self._digests[: len(seeded._entries)]
+        entries = self._entries
+        seeded._entries = entries[:]
+        seeded._committed = len(entries)
+        seeded._digests = self._digests[: len(entries)] if entries else []
         return seeded
 
     def _add(self, entries: Iterable[EntryT]) -> None:
