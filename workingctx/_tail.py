@@ -500,15 +500,11 @@ class Tail:
             if self._calls is not None:
                 _count_calls(self._calls, messages)
             if logged:
-                self._log_appended(messages)
+                self._appended += len(messages)
+                if self._log_base >= 0:  # else nothing is retained
+                    self._log.extend(messages)
 
     # -- the lineage log -------------------------------------------------------------
-
-    def _log_appended(self, messages: Sequence[Message]) -> None:
-        self._appended += len(messages)
-        if self._log_base < 0:  # nothing is retained
-            return
-        self._log.extend(messages)
 
     @property
     def appended(self) -> int:

@@ -520,9 +520,14 @@ class WorkingContext:
         """
         An independent copy for a sub-agent.
 
-        The child gets its own message list, a deep copy of the scratchpad, a
+        The child gets its own messages, a deep copy of the scratchpad, a
         fresh journal seeded with this one's entries (committed), and the same
         prefix object (frozen, so sharing it is safe and keeps the cache key).
+        A fork costs the same at every length: the child shares this context's
+        message list, which only ever grows at its end, and neither sees what
+        the other appends (the first to append after the fork appends in place;
+        the other, if it appends too, copies the list once, when its messages
+        are next read).
         Counter, limit and ``shared`` are inherited; the lock is new. The child
         remembers where it forked, for ``merge(child, mode="delta")``: what it
         appends from now on is its delta.
