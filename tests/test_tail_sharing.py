@@ -504,3 +504,23 @@ class TestTheEndOfASharedList:
         root.merge(parent, mode="delta")
 
         _same([question, answer], root.messages)
+
+    @pytest.mark.parametrize("length", [3, 300])
+    def test_the_cut_index_of_a_shared_list_reads_only_the_tails_own_messages(self, length: int) -> None:
+        """
+        A fork appends a pending tool call in place at the end of the list its
+        parent holds. The parent's cut index (built now, over a few messages
+        or many) reads none of it: the parent has no pending call and slices
+        as a context built from its own messages does; the fork has the call.
+        """
+        turns = [Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(length)]
+        parent = WorkingContext(messages=turns)
+        child = parent.fork()
+        call = ToolCall("c1", "lookup", {})
+        child.append(Message("assistant", tool_calls=(call,)))  # the end of the shared list
+
+        fresh = WorkingContext(messages=turns)
+        assert () == parent.pending_calls
+        for _ in range(2):  # the second slice reads the index and the running sums
+            _same(list(fresh.slice(TokenBudget(40)).messages), parent.slice(TokenBudget(40)).messages)
+        assert (call,) == child.pending_calls

@@ -40,6 +40,9 @@ from workingctx.tokens import RunningCount, TokenCounter
 
 __all__ = ["Mark", "Tail", "TailView"]
 
+_FEW = 64
+"""Up to this many messages, the cut index of a shared list reads them through a view."""
+
 Mark: TypeAlias = tuple[list[Message], int, int]
 """A tail as it was: its list, how many of its first items were the messages
 (the list only grows in place), and how many messages its lineage had appended."""
@@ -398,8 +401,16 @@ class Tail:
             index = self._tail_index
             if index is None:
                 index = self._tail_index = TailIndex()
-            # the index reads len(): a list another tail holds may grow past this tail's messages
-            index.update(items if self._owned else TailView(items, self._n, (), self))
+            n = self._n
+            if self._owned:
+                index.update(items)
+            # The index reads len(): a list another tail holds may grow past this
+            # tail's messages, so it reads a copy of them (when it has many to
+            # index) or a view bounded to them (few: a copy would cost more).
+            elif n - index.size > _FEW:
+                index.update(items[:n])
+            else:
+                index.update(TailView(items, n, (), self))
             return index
 
     def running_for(self, items: list[Message], size: int) -> RunningCount | None:

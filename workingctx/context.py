@@ -732,7 +732,8 @@ class WorkingContext:
             msg = f"merge(result=...) goes with mode='result' (closing the call a child was forked for), not {mode!r}"
             raise MergeError(msg)
         with other._tail.lock:
-            theirs = other._tail.messages()
+            # a delta or a result reads only what the other appended: its tail is not read (nor copied)
+            theirs = () if mode in ("delta", "result") else other._tail.messages()
             since = other._marks.get(self._token)
             own = other._tail.appended_since(since) if since is not None and mode in ("delta", "result") else []
             position = other._tail.appended
