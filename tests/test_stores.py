@@ -26,6 +26,7 @@ from tests.test_sqlite_store import mutation
 from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
 from workingctx.exceptions import CheckpointError, HeadConflictError, StoreUnavailableError
 from workingctx.persistence import CheckpointStore, PostgresStore, RedisStore
+from workingctx.serialization import to_json
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -205,6 +206,27 @@ class TestListDeleteLineage:
         store.save(other)
         assert [12] == [info.message_count for info in store.list()]
         assert other == stores.again(store).load(first.id)
+
+    def test_a_short_chain_beside_a_long_run_loads(self, persistent):
+        """
+        A checkpoint whose chain is a small part of the store (read link by
+        link) and one whose chain is most of it (read in one pass) both load
+        from a fresh handle equal to what was saved, payload keys in order.
+        """
+        store = persistent.new()
+        long = run(store, 12)[-1]
+        ctx = WorkingContext().append(
+            Message("user", "other"),
+            Message.assistant(tool_calls=[ToolCall("x1", "lookup", {"zeta": 1, "alpha": {"y": 2, "b": 3}})]),
+        )
+        ctx.journal.record({"kind": "other", "at": 1})
+        short = Checkpoint.capture(ctx, created_at=T0)
+        store.save(short)
+        fresh = persistent.again(store)
+        assert short == fresh.load(short.id)
+        assert long == fresh.load(long.id)
+        loaded = persistent.again(store).load(short.id)
+        assert to_json(loaded) == to_json(short)
 
     def test_messages_stored_once_and_collected(self, persistent):
         """

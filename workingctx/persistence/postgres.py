@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 import random
 import re
 import threading
@@ -97,6 +98,8 @@ _HISTORY_TABLES = (
 )
 
 _ROW = ", ".join(_codec.ROW_FIELDS)
+
+_first = operator.itemgetter(0)
 
 _CHAINS = {
     MESSAGES.noun: ("messages", "message_links", "message"),
@@ -480,14 +483,14 @@ class PostgresStore:
             with self._local:
                 prefix = _codec.decode_prefix(text, prefix_key, self._prefixes)
         notes = _codec.decode_notes(self._blob(cur, notes_key, "$.snapshot.scratchpad"), notes_key)
-        links = self._walk(cur, MESSAGES, messages_head, info.message_count)
+        links, link_rows = self._walk(cur, MESSAGES, messages_head, info.message_count)
         with self._local:
             wanted = {d for _, d in links if d not in self._messages}
-        texts = self._items(cur, "messages", wanted)
-        journal_links = self._walk(cur, JOURNAL, journal_head, journal_count)
+        texts = self._items(cur, "messages", wanted, link_rows)
+        journal_links, journal_rows = self._walk(cur, JOURNAL, journal_head, journal_count)
         with self._local:
             wanted_entries = {d for _, d in journal_links if d not in self._entries}
-        entry_texts = self._items(cur, "journal_entries", wanted_entries)
+        entry_texts = self._items(cur, "journal_entries", wanted_entries, journal_rows)
         with self._local:
             messages = _codec.decode_chain(
                 MESSAGES, links, texts, self._messages, items="table messages", link_table="table message_links"
@@ -509,12 +512,29 @@ class PostgresStore:
             damage(f"blob {key!r} is missing from table blobs", path)
         return found[0]
 
-    def _walk(self, cur: psycopg.Cursor[Any], kind: Kind, head: object, count: object) -> list[tuple[str, str]]:
+    def _walk(
+        self, cur: psycopg.Cursor[Any], kind: Kind, head: object, count: object
+    ) -> tuple[list[tuple[str, str]], int | None]:
+        """
+        The checked links of the chain of *kind* ending at *head*, and how many
+        links the table holds when it was read whole (None when it was walked
+        on the server).
+
+        When the chain is most of its table (one run's checkpoints), the table
+        is read in one pass and walked here: that costs the server a scan
+        instead of a lookup per link.
+        """
         _, links, item = _CHAINS[kind.noun]
         root, path = kind.root, kind.path
         length = _codec.check_count(count, head, root, path, "table checkpoints")
         if length == 0:
-            return []
+            return [], None
+        if self._most_of(cur, links, length):
+            cur.execute(self._q(f"SELECT chain, prev, {item}, position FROM @.{links}"))  # noqa: S608  # constant names
+            found = cur.fetchall()
+            table = dict(zip(map(_first, found), found, strict=True))
+            rows: Sequence[Sequence[Any]] = _codec.walk(table, head, length)
+            return _codec.check_links(rows, length, root, path, f"table {links}"), len(found)
         query = self._q(
             f"WITH RECURSIVE walk (chain, prev, item, position, depth) AS ("  # noqa: S608  # constant names only
             f" SELECT chain, prev, {item}, position, 0 FROM @.{links} WHERE chain = %s"
@@ -525,11 +545,29 @@ class PostgresStore:
             f") SELECT chain, prev, item, position FROM walk ORDER BY depth DESC"
         )
         cur.execute(query, (head, length))
-        return _codec.check_links(cur.fetchall(), length, root, path, f"table {links}")
+        return _codec.check_links(cur.fetchall(), length, root, path, f"table {links}"), None
 
-    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str]) -> dict[str, _codec.Stored]:
+    def _most_of(self, cur: psycopg.Cursor[Any], table: str, wanted: int) -> bool:
+        """
+        Whether *wanted* rows are at least half of *table* (counting at most twice *wanted*).
+        """
+        cur.execute(self._q(f"SELECT count(*) FROM (SELECT 1 FROM @.{table} LIMIT %s) AS head"), (2 * wanted + 1,))  # noqa: S608
+        found = cur.fetchone()
+        return found is not None and int(found[0]) <= 2 * wanted
+
+    def _items(
+        self, cur: psycopg.Cursor[Any], table: str, keys: set[str], links: int | None
+    ) -> dict[str, _codec.Stored]:
+        """
+        The stored items of *keys* that are there, unchecked: the table read
+        whole when they are most of it (every item is named by a link, so a
+        table of *links* links holds at most that many items), else by key.
+        """
         if not keys:
             return {}
+        if links is not None and 2 * len(keys) >= links:
+            cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table}"))  # noqa: S608  # constant names
+            return {key: (data, check) for key, data, check in cur.fetchall() if key in keys}
         cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
         return _codec.stored(cur.fetchall())
 

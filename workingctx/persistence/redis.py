@@ -67,6 +67,9 @@ SCHEMA_VERSION = 1
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 _ATTEMPTS = 50
 
+_MGET = 2000
+"""How many items one MGET of a load asks for."""
+
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
 # each step must go exactly one position down, so a damaged or crafted chain (a
@@ -102,6 +105,31 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
     """
     A watched key changed before ``EXEC``.
     """
+
+
+# _WALK for a transcript or journal chain, whose values are "<previous chain> <item
+# digest> <position>": the same walk, the same stops, returning only the values (the
+# key of each is the previous chain of the one before it, the head's is ARGV[2]),
+# each read with one pattern match.
+_WALK_LINKS = """
+local prefix = ARGV[1]
+local key = ARGV[2]
+local n = tonumber(ARGV[3])
+local out = {}
+local expected = nil
+for i = 1, n do
+  local value = redis.call('GET', prefix .. key)
+  if not value then break end
+  local previous, third = string.match(value, '^%s*(%S+)%s+%S+%s+(%S+)')
+  local position = tonumber(third)
+  if position == nil or (expected ~= nil and position ~= expected) then break end
+  out[#out + 1] = value
+  if position <= 0 then break end
+  expected = position - 1
+  key = previous
+end
+return out
+"""
 
 
 class RedisStore:
@@ -150,6 +178,7 @@ class RedisStore:
             f"namespace {namespace!r} of Redis db {kwargs.get('db', 0)} on {kwargs.get('host')}:{kwargs.get('port')}"
         )
         self._walk_script = self._client.register_script(_WALK)
+        self._links_script = self._client.register_script(_WALK_LINKS)
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
@@ -398,14 +427,15 @@ class RedisStore:
         with self._client.pipeline(transaction=False) as pipe:
             pipe.get(p + "b:" + str(prefix_key))
             pipe.get(p + "b:" + str(notes_key))
-            for key in wanted:
-                pipe.get(p + "m:" + key)
-            for key in wanted_entries:
-                pipe.get(p + "e:" + key)
+            # items in a few MGETs: one reply each, rather than one per item
+            for space, keys in (("m:", wanted), ("e:", wanted_entries)):
+                for start in range(0, len(keys), _MGET):
+                    pipe.mget([p + space + key for key in keys[start : start + _MGET]])
             found = pipe.execute()
         prefix_text, notes_text = found[0], found[1]
-        texts = _split(wanted, found[2 : 2 + len(wanted)])
-        entry_texts = _split(wanted_entries, found[2 + len(wanted) :])
+        values = [value for reply in found[2:] for value in reply]
+        texts = _split(wanted, values[: len(wanted)])
+        entry_texts = _split(wanted_entries, values[len(wanted) :])
         if prefix is None:
             if prefix_text is None:
                 damage(f"blob {prefix_key!r} is missing (key b:)", "$.snapshot.prefix")
@@ -425,13 +455,15 @@ class RedisStore:
         length = _codec.check_count(count, head, root, path, "key cp:")
         if length == 0:
             return []
-        flat = self._walk_script(args=[self._p + kind, str(head), length, 3])
+        values = self._links_script(args=[self._p + kind, str(head), length])
         rows: list[tuple[Any, ...]] = []
-        for index in range(0, len(flat) - 1, 2):
-            parts = str(flat[index + 1]).split(" ")
+        key = str(head)
+        for value in values:
+            parts = str(value).split(" ")
             position = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else -1
             item = parts[1] if len(parts) == 3 else None
-            rows.append((flat[index], parts[0], item, position))
+            rows.append((key, parts[0], item, position))
+            key = parts[0]
         rows.reverse()
         return _codec.check_links(rows, length, root, path, f"key {kind}")
 
