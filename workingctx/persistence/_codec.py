@@ -489,31 +489,49 @@ def decode_chain(
     """
     The items of a checked chain of *kind*, and its chain digests.
 
-    *found* holds the stored items not in *cache*, by digest. Every item is
-    checked before this returns, in one pass; nothing unchecked is returned
-    or cached. Each link is recomputed from the previous chain digest and its
-    item's digest, and compared with the link's key, so the item digests are
-    the ones the checkpoint row's chain head was made from. Each item is then
-    checked against its digest in one of two ways:
+    *found* holds the stored items not in *cache*, by digest. Verification is
+    complete and eager: every item and every link is checked before this
+    returns, and nothing unchecked is returned or cached. It is one pass over
+    what was read:
 
-    - Stored as its canonical text (:mod:`~workingctx.persistence._items`, the
-      way items are written now): the sha256 of *kind*'s tag and the text
-      must equal the key. The digest *is* that sha256, so the text is the
-      exact text the digest was made from (finding another text with that
-      sha256 is finding a collision), and it is parsed and built with the
-      constructor's checks, without encoding the built item again: the
-      canonical text of a message reads back as an identical message (a
-      tested law), whose digest is therefore the key, and is set to it. An
-      item with a layout (its payloads' key order) must also match its
-      checksum, which binds the layout to the item.
-    - Otherwise (written by a workingctx before this one, or text a database
-      cannot hold as it is): parsed, built, and its digest recomputed from
-      what was built and compared with the key.
+    - Links: each chain digest is computed from the previous one and the
+      item digest its link names, and compared with the link's key, from the
+      root up to the head the (sealed) checkpoint row names. The item digests
+      are therefore the ones that head was made from: changing one means
+      finding a sha256 preimage.
+    - Items stored as their canonical text (:mod:`~workingctx.persistence._items`,
+      how items are written now): the sha256 of *kind*'s tag and the text
+      (without its layout) must equal the item's key. The key *is* that sha256,
+      so the text is the very text the digest was made from (another text
+      with that sha256 would be a collision); no text whose sha256 is not its
+      key is ever taken this way. The texts are parsed in one call and each
+      item is built with its constructor's checks (the fast builders make the
+      same checks as the converter, a tested law), and is not encoded again:
+      the canonical text of a message reads back as an identical message (a
+      tested law), whose digest is therefore its key, so the message is given
+      its key as its cached digest. An item with a layout (the order of its
+      payloads' keys, which no digest covers) must also match its checksum,
+      which binds the layout to the item, and the layout may only reorder
+      keys. A journal entry is taken this way only when its text holds no
+      tagged form, which plain data would read otherwise.
+    - Other items (written as ``to_json`` text before stores wrote canonical
+      text, or escaped because a database cannot hold their text): parsed,
+      built, and their digest computed again from what was built and
+      compared with the key, as before.
 
-    An item that fails either is read again by :func:`_diagnose`, which says
-    whether it is missing, damaged (its checksum no longer matches), not an
-    item, or rewritten whole; a text whose sha256 is not its key is never
-    taken as canonical. A checked item is remembered in *cache*.
+    What the canonical path trusts is that a text whose sha256 is its key was
+    written by :func:`~workingctx.persistence._items.message_item` (or
+    ``entry_item``): against accidents that holds (damage does not keep a
+    sha256), and in a keyed store the key itself is authenticated by the row's
+    HMAC through the links. Whoever can write an unkeyed store can make it hold
+    anything, and the persistence docs say so: such a forger could also write
+    a text of a valid message that is not its canonical text under that text's
+    own sha256, and the loaded message's cached digest would then be that
+    sha256 rather than the one computing it gives.
+
+    An item that fails is read again by :func:`_diagnose`, which says whether
+    it is missing, damaged (its checksum no longer matches), not an item, or
+    rewritten whole, and where. A checked item is remembered in *cache*.
     """
     canonical, layouts, rest = _sort_out(kind, found)
     built = _build_canonical(kind, canonical, layouts)
