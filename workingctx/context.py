@@ -253,7 +253,7 @@ class WorkingContext:
         """
         child = WorkingContext.__new__(WorkingContext)
         # the baselines towards older ancestors are shared: they are never changed, only replaced
-        bases = {**self._scratch_base, self._token: base}
+        bases = {**self._scratch_base, self._token: base} if self._scratch_base else {self._token: base}
         child._init(self._prefix, tail, scratchpad, self.journal._seed(), marks, bases)
         child.limit = self.limit
         child.shared = self.shared
@@ -454,7 +454,7 @@ class WorkingContext:
             self._history.set_notes(self, {key: value})
             return self
         with self._tail.lock:
-            self._scratchpad[key] = value
+            self._scratchpad._put(key, value)  # what notes[key] = value does, one call shorter
         return self
 
     def update_scratchpad(self, notes: Mapping[str, Any]) -> WorkingContext:
