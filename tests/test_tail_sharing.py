@@ -14,9 +14,10 @@ context with its model when the run ends.
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 import pytest
@@ -311,14 +312,39 @@ def fast_switching() -> Iterator[None]:
         sys.setswitchinterval(old)
 
 
+def _together(*work: Callable[[], None]) -> None:
+    """
+    Run each function on its own thread, all released at once; re-raise the first failure.
+    """
+    go = threading.Event()
+    failures: list[BaseException] = []
+
+    def guarded(one: Callable[[], None]) -> None:
+        go.wait()
+        try:
+            one()
+        except BaseException as error:  # re-raised on the test thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=guarded, args=(one,)) for one in work]
+    for thread in threads:
+        thread.start()
+    go.set()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
 @pytest.mark.usefixtures("fast_switching")
 class TestForksOnThreads:
     def test_children_forked_and_appended_on_many_threads_hold_their_own_messages(self) -> None:
         """
         Eight threads fork one parent over and over while another thread
-        appends to the parent. Each child appends its own messages (some of
-        them the very objects other children append), sometimes reads between
-        appends, sometimes forks a grandchild that appends too. Every child
+        appends to the parent and digests it. Each child appends its own
+        messages (some of them the very objects other children append),
+        sometimes reads and digests between appends (the digest chain is the
+        parent's, shared), sometimes forks a grandchild that appends too. Every child
         then holds the parent's messages as they were at some moment, followed
         by exactly its own; the parent holds exactly what it appended.
         """
@@ -327,53 +353,41 @@ class TestForksOnThreads:
         shared = [Message("assistant", f"shared {i}") for i in range(3)]
         grown: list[Message] = []
         results: list[tuple[WorkingContext, list[Message]]] = []
-        failures: list[BaseException] = []
+        digests: list[tuple[str, tuple[Message, ...]]] = []
         lock = threading.Lock()
-        go = threading.Event()
 
         def parent_writer() -> None:
-            go.wait()
             for step in range(400):
                 message = Message("user", f"parent {step}")
                 parent.append(message)
                 grown.append(message)
+                if step % 10 == 0:
+                    parent.digest()  # grows the digest chain the forks share
 
         def forker(worker: int) -> None:
-            try:
-                go.wait()
-                for round_ in range(60):
-                    child = parent.fork()
-                    own: list[Message] = []
-                    for step in range(1 + round_ % 4):
-                        message = (
-                            shared[step % 3]
-                            if (worker + step) % 3 == 0
-                            else Message("tool", f"{worker}.{round_}.{step}")
-                        )
-                        child.append(message)
-                        own.append(message)
-                        if (round_ + step) % 5 == 0:
-                            assert child.messages[-len(own) :] == tuple(own)
-                    made = [(child, own)]
-                    if round_ % 7 == 0:
-                        grandchild = child.fork()
-                        extra = Message("assistant", f"grandchild {worker}.{round_}")
-                        grandchild.append(extra)
-                        made.append((grandchild, [*own, extra]))
-                    with lock:
-                        results.extend(made)
-            except BaseException as error:  # re-raised on the test thread
-                failures.append(error)
+            for round_ in range(60):
+                child = parent.fork()
+                own: list[Message] = []
+                for step in range(1 + round_ % 4):
+                    message = (
+                        shared[step % 3] if (worker + step) % 3 == 0 else Message("tool", f"{worker}.{round_}.{step}")
+                    )
+                    child.append(message)
+                    own.append(message)
+                    if (round_ + step) % 5 == 0:
+                        assert child.messages[-len(own) :] == tuple(own)
+                    if (round_ + step) % 3 == 0:
+                        digests.append((child.digest(), child.messages))
+                made = [(child, own)]
+                if round_ % 7 == 0:
+                    grandchild = child.fork()
+                    extra = Message("assistant", f"grandchild {worker}.{round_}")
+                    grandchild.append(extra)
+                    made.append((grandchild, [*own, extra]))
+                with lock:
+                    results.extend(made)
 
-        threads = [threading.Thread(target=parent_writer)]
-        threads += [threading.Thread(target=forker, args=(worker,)) for worker in range(8)]
-        for thread in threads:
-            thread.start()
-        go.set()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        _together(parent_writer, *(functools.partial(forker, worker) for worker in range(8)))
 
         _same(start + grown, parent.messages)
         everything = start + grown
@@ -385,6 +399,9 @@ class TestForksOnThreads:
             _same(everything[:inherited], got[:inherited])
             _same(own, got[inherited:])
             assert WorkingContext(messages=got).digest() == child.digest()
+        assert digests
+        for digest, messages in digests:  # the digests the forks took on their threads
+            assert WorkingContext(messages=messages).digest() == digest
 
     def test_siblings_appending_at_once_never_see_each_other(self) -> None:
         """

@@ -79,7 +79,9 @@ class Chain:
         chain: Chain = Chain.__new__(Chain)
         chain.digests = self.digests
         chain.hashes = self.hashes
-        chain._lock = threading.Lock()
+        # The lock is shared too: a chain holds it only to copy or grow its
+        # own lists, never while taking another lock.
+        chain._lock = self._lock
         chain._limit = n if self._limit is None else min(n, self._limit)
         return chain
 
