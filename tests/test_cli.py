@@ -459,6 +459,21 @@ class TestBadUsage:
         assert "--gap" in err
         assert expected in err
 
+    @pytest.mark.parametrize("command", ["replay", "report"])
+    def test_a_low_watermark_that_cannot_apply(self, capsys, tmp_path, command):
+        """
+        ``--low`` above ``--window``, or without one, is a usage error naming
+        the values (exit status 2), as it is for ``trim``; no page is written.
+        """
+        page = tmp_path / "r.html"
+        output = ["-o", str(page)] if command == "report" else []
+        base = [command, sample("anthropic"), "--model", MODELS["anthropic"], *output]
+        status, _, err = run(capsys, *base, "--window", "100", "--low", "500")
+        assert (2, True) == (status, "low_watermark=500 is above max_tokens=100" in err)
+        status, _, err = run(capsys, *base, "--low", "500")
+        assert (2, True) == (status, "--low 500 needs --window" in err)
+        assert not page.exists()
+
     def test_unknown_model_and_pin(self, capsys):
         """
         An unknown model and a pin that is no scope are usage errors (status 2), named.

@@ -724,6 +724,23 @@ def _write_trimmed(doc: Document, trimmed: WorkingContext, path: str) -> None:
     write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
+def _check_window(window: int | None, low: int | None) -> None:
+    """
+    Refuse a ``--low`` that cannot apply: without ``--window``, or above it.
+    """
+    if window is None:
+        if low is not None:
+            msg = f"--low {low} needs --window: the low watermark is what a cut of the window goes down to"
+            raise UsageError(msg)
+        return
+    from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415
+
+    try:
+        TokenBudgetContextManager(window, low_watermark=low)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _same_file(a: str, b: str) -> bool:
     """
     Whether the paths *a* and *b* name one existing file (through links too).
@@ -762,6 +779,7 @@ def _run(args: argparse.Namespace) -> int:
     if provider is None:
         msg = f"{args.file} is workingctx JSON: say whose cache to replay with --provider"
         raise UsageError(msg)
+    _check_window(args.window, args.low)
     facts = replay_facts(
         doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
     )
