@@ -120,8 +120,10 @@ class TestEntries:
             Entry("user", Message("assistant", "x"), 0, at)
         with pytest.raises(TypeError, match="holds a NotesChange"):
             Entry("notes", Message("user", "x"), 0, at)
-        with pytest.raises(ValueError, match="outcome is set on tool_result entries only"):
+        with pytest.raises(ValueError, match="a 'tool_result' entry needs an outcome, one of done"):
             Entry("tool_result", Message.tool("x", call_id="c1"), 0, at)
+        with pytest.raises(ValueError, match="outcome is set on tool_result entries only"):
+            Entry("user", Message("user", "x"), 0, at, "done")
 
     def test_one_entry_per_change_with_turn_and_utc_time(self):
         """
@@ -927,6 +929,22 @@ class TestChecks:
         assert "b" == ctx.scratchpad["deep"]["x"][2]
         assert int is type(ctx.answer)
 
+    def test_a_tool_result_entry_needs_an_outcome(self):
+        """
+        A tool result entry read without its outcome, or with one that is no
+        outcome, is refused naming the field and the outcomes to use.
+        """
+        from workingctx.exceptions import SerializationError  # noqa: PLC0415
+
+        ctx = recorded()
+        ctx.append(call("c"), Message.tool("r", call_id="c"))
+        data = entry_to_data(ctx.history[-1])
+        assert "done" == data["outcome"]
+        for outcome, match in ((None, "needs an outcome, one of done, error"), ("weird", "unknown outcome 'weird'")):
+            with pytest.raises(SerializationError, match=match) as caught:
+                entry_from_data({**data, "outcome": outcome})
+            assert "$.outcome" == caught.value.path
+
     def test_reading_bad_entry_data(self):
         """
         Data that is not an entry raises SerializationError with a path.
@@ -949,6 +967,8 @@ class TestChecks:
             ("turn", 1.5, "$.turn"),
             ("at", "garbage", "$.at"),
             ("content", {**good["content"], "prefix": []}, "$.content.prefix"),
+            ("turn", -1, "$.turn"),
+            ("outcome", "done", "$.outcome"),
         ]:
             with pytest.raises(SerializationError, match=rf"at \{path}$") as caught:
                 entry_from_data({**good, field: value})

@@ -346,7 +346,10 @@ class Entry:
         if role is not None and isinstance(self.content, Message) and self.content.role != role:
             msg = f"a {self.kind!r} entry holds a {role!r} message, got a {self.content.role!r} one"
             raise ArgumentValueError(msg, argument="content", value=self.content)
-        if (self.kind == "tool_result") != (self.outcome is not None):
+        if self.kind == "tool_result" and self.outcome is None:
+            msg = f"a 'tool_result' entry needs an outcome, one of {', '.join(OUTCOMES)}; got None"
+            raise ArgumentValueError(msg, argument="outcome", value=self.outcome)
+        if self.kind != "tool_result" and self.outcome is not None:
             msg = f"outcome is set on tool_result entries only, got outcome={self.outcome!r} on a {self.kind!r} entry"
             raise ArgumentValueError(msg, argument="outcome", value=self.outcome)
         if self.outcome is not None and self.outcome not in OUTCOMES:
@@ -424,7 +427,10 @@ def entry_from_data(data: Any) -> Entry:
     try:
         return Entry(data["kind"], content, turn, at, outcome)
     except (TypeError, ValueError) as exc:
-        raise SerializationError(str(exc), path="$") from None
+        field = getattr(exc, "argument", None)
+        path = f"$.{field}" if field in {"kind", "turn", "at", "content", "outcome"} else "$"
+        msg = f"{exc} at {path}"
+        raise SerializationError(msg, path=path) from None
 
 
 def _read_field(data: Mapping[str, Any], name: str, kind: Any) -> Any:
