@@ -49,7 +49,8 @@ def read_item(text: str, tag: str, key: str, build: Any, cls: Any) -> Any:
     An item read back from its stored text as a store reads a canonical one.
     """
     head, _, layout = text.partition(_items.SEPARATOR)
-    assert sha(tag + head) == key, "the stored text is not the canonical text its key hashes"
+    assert _items.canonical_item(head, tag, key), "the stored text is not the canonical text its key hashes"
+    assert sha(tag + head) == key
     data = json.loads(head)
     if layout:
         data = _items.apply_layout(data, json.loads(layout))

@@ -1,25 +1,27 @@
 """
-How a store writes a message so that reading it back needs one sha256.
+How a store writes messages and journal entries so that reading one back needs one sha256.
 
 A message is keyed by its digest, the sha256 of :data:`~workingctx._canonical.MESSAGE_TAG`
 and its canonical text (:func:`~workingctx._canonical.message_text`: compact
-JSON, keys sorted). A store writes exactly that text, so that a reader checks
-an item by hashing what it read and comparing with the key, instead of
-building the message and encoding it again.
+JSON, keys sorted); a journal entry by the sha256 of
+:data:`~workingctx._canonical.ENTRY_TAG` and its canonical JSON. A store writes
+exactly that text, so that a reader checks an item by hashing what it read and
+comparing with the key, instead of building the item and encoding it again.
 
 Sorting the keys loses the order of a payload's keys (tool arguments,
-metadata, provider data), which is part of what a message sends (an adapter
-writes arguments in their order). When a payload's keys are not in sorted
-order, the text is followed by a newline (which compact JSON never holds) and
-the *layout*: a JSON array of ``[path, keys]`` pairs, each giving the order of
-the keys of the object at *path* (keys and indexes from the message's
-canonical data). The layout is not part of the digest (the order never was),
-so it is bound to the item by the item's checksum, checked whenever a layout
-is read.
+metadata, provider data, an entry's own keys), which is part of what a message
+sends (an adapter writes arguments in their order). When an object's keys are
+not in sorted order, the text is followed by a newline (which compact JSON
+never holds) and the *layout*: a JSON array of ``[path, keys]`` pairs, each
+giving the order of the keys of the object at *path* (keys and indexes from
+the item's canonical data). The layout is not part of the digest (the order
+never was), so it is bound to the item by the item's checksum, checked
+whenever a layout is read.
 
 A message whose canonical text has no UTF-8 form (a lone surrogate) or whose
-digest hashes its other canonical form is written as ``to_json(message)``
-instead, as every message was before: readers tell the two apart by the hash.
+digest hashes its other canonical form, and an entry whose canonical text
+holds a tagged form, are written as ``to_json`` instead, as every item was
+before: readers tell the two apart by the hash.
 """
 
 from __future__ import annotations
