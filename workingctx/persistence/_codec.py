@@ -160,6 +160,19 @@ def parse_all(texts: Mapping[str, object]) -> dict[str, Any]:
     return parsed
 
 
+def parse_texts(texts: Mapping[str, str]) -> dict[str, Any]:
+    """
+    :func:`parse_all` for texts known to be str (canonical texts, their layouts).
+    """
+    try:
+        values = json.loads("[" + ",".join(texts.values()) + "]")
+    except ValueError:
+        values = None
+    if isinstance(values, list) and len(values) == len(texts):
+        return dict(zip(texts, values, strict=True))
+    return parse_all(texts)
+
+
 Stored = tuple[object, object]
 """An item as a store holds it: its JSON text and its checksum, not checked yet."""
 
@@ -587,8 +600,11 @@ def _sort_out(kind: Kind, found: Mapping[str, Stored]) -> tuple[dict[str, str], 
             # as _items.canonical_item(head, tag, digest), inline
             if (
                 new_hash((tag + head).encode("utf-8", "surrogatepass")).hexdigest() == digest
-                and (not layout or intact(digest, item))
                 and (tagged is None or tagged not in head)
+                and (
+                    not layout  # else its checksum binds the layout to it: intact(digest, item), inline
+                    or new_hash(f"{digest}\n{data}".encode("utf-8", "surrogatepass")).hexdigest() == item[1]
+                )
             ):
                 canonical[digest] = head
                 if layout:
@@ -606,8 +622,8 @@ def _build_canonical(kind: Kind, canonical: Mapping[str, str], layouts: Mapping[
     built: dict[str, Any] = {}
     if not canonical:
         return built
-    parsed = parse_all(canonical)
-    orders = parse_all(layouts) if layouts else {}
+    parsed = parse_texts(canonical)
+    orders = parse_texts(layouts) if layouts else {}
     cls = kind.cls
     hook = converter.get_structure_hook(cls)
     build = kind.build

@@ -319,6 +319,8 @@ def build_message(data: Any, digest: str) -> Message | None:
     provider_data = data.get("provider_data")
     if type(role) is not str or role not in ROLES or type(content) is not str or provider_data != {}:
         return None
+    if len(data) == 3:  # role, content and no provider data: nothing else to read
+        return _message(role, content, None, None, (), None, EMPTY_JSON_OBJECT, False, digest)  # noqa: FBT003  # delta
     count = 3
     name = data.get("name")
     if name is not None:

@@ -64,6 +64,7 @@ SCHEMA_VERSION = 1
 _checksum = checksum  # the name the damage tests use
 
 _first = operator.itemgetter(0)
+_rest = operator.itemgetter(1, 2)
 
 _HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL) WITHOUT ROWID"
 
@@ -540,8 +541,10 @@ class SQLiteStore:
         stored: dict[str, _codec.Stored] = {}
         # Every item is named by a link, so a table holds at most as many items as links.
         if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
-            query = f"SELECT digest, data, checksum FROM {items}"  # noqa: S608  # constant names
-            stored = {key: (data, check) for key, data, check in db.execute(query) if key in wanted}
+            found = db.execute(f"SELECT digest, data, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
+            stored = dict(zip(map(_first, found), map(_rest, found), strict=True))
+            if len(stored) > len(wanted):
+                stored = {key: stored[key] for key in wanted if key in stored}
         elif wanted:
             stored = SQLiteStore._items(db, items, wanted)
         return _codec.decode_chain(kind, checked, stored, cache, items=f"table {items}", link_table=f"table {links}")
