@@ -831,6 +831,26 @@ class TestOutputFiles:
             assert f"error: -o {output} is the transcript the page reports on; give the page another name" in err
         assert original == path.read_bytes()
 
+    def test_a_directory_that_cannot_be_written(self, capsys, tmp_path, monkeypatch):
+        """
+        A writable file in a directory that cannot be written: the error says
+        the directory is where the new file goes, and the file is left as it was.
+        """
+        target = tmp_path / "out.json"
+        target.write_bytes(b"old")
+        real = os.open
+
+        def refuse(name, flags, *args):
+            if str(name).endswith(".tmp"):
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return real(name, flags, *args)
+
+        monkeypatch.setattr(os, "open", refuse)
+        status, _, err = run(capsys, "trim", sample("anthropic"), "--budget", "1500", "-o", str(target))
+        assert 1 == status
+        assert f"error: {target}: cannot be written: Permission denied (in its directory {tmp_path}," in err
+        assert b"old" == target.read_bytes()
+
     def test_output_keeps_the_mode_of_the_file_it_replaces(self, capsys, tmp_path):
         """
         Replacing an existing file keeps its permissions; a new file gets the usual ones.

@@ -236,7 +236,13 @@ def write_text(path: str, text: str) -> int:
     try:
         handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
     except OSError as exc:
-        raise OutputError(path, f"cannot be written: {exc.strerror or exc}") from None
+        reason = f"cannot be written: {exc.strerror or exc}"
+        if found is not None and isinstance(exc, PermissionError):
+            reason += (
+                f" (in its directory {target.parent}, where the new file is written before it replaces the old "
+                "one whole); make the directory writable, or write to another"
+            )
+        raise OutputError(path, reason) from None
     try:
         try:
             if found is not None:
