@@ -593,13 +593,15 @@ def _sort_out(kind: Kind, found: Mapping[str, Stored]) -> tuple[dict[str, str], 
     separator = _items.SEPARATOR
     tagged = _items.TAGGED if kind.untagged else None
     new_hash = hashlib.sha256
+    tagged_hash = new_hash((tag or "").encode("ascii")).copy  # the hash after the tag, for each text
     for digest, item in found.items():
         data = item[0]
         if tag is not None and type(data) is str:
             head, _, layout = data.partition(separator)
-            # as _items.canonical_item(head, tag, digest), inline
+            hashed = tagged_hash()  # as _items.canonical_item(head, tag, digest), inline
+            hashed.update(head.encode("utf-8", "surrogatepass"))
             if (
-                new_hash((tag + head).encode("utf-8", "surrogatepass")).hexdigest() == digest
+                hashed.hexdigest() == digest
                 and (tagged is None or tagged not in head)
                 and (
                     not layout  # else its checksum binds the layout to it: intact(digest, item), inline
