@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Iterable
 from decimal import Decimal
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -856,3 +857,49 @@ class TestExpiryLaws:
             if slow.usage.cache_read_tokens < fast.usage.cache_read_tokens:
                 assert slow.expired_tokens > 0
         assert timed.input_cost >= timeless.input_cost >= timeless.best_input_cost
+
+
+class TestLayoutReuse:
+    @given(
+        transcripts(max_turns=6),
+        st.integers(0, 30),
+        st.integers(0, 6),
+        st.sampled_from(["anthropic", "openai"]),
+        st.booleans(),
+    )
+    def test_a_plan_after_another_is_the_plan_made_alone(self, transcript, cut, dropped, provider, empty):
+        """
+        A plan made with previous= reuses the earlier request's layout for what the two
+        share; whatever they share (a grown tail, a trimmed one, a message with no block),
+        it equals the plan made without it, position by position, and so do their breakpoints.
+        """
+        prefix = PrefixContext(system_prompt="Runbook. " * 400)
+        extra = [Message("user", "")] if empty else []
+        first = WorkingContext(prefix=prefix, messages=[*transcript[:cut], *extra])
+        model = "claude-sonnet-4-6" if provider == "anthropic" else "gpt-5"
+        before = plan(first, provider=provider, model=model)
+        kept = list(first.messages)[dropped:]  # the same objects, fewer at the front: a trimmed tail
+        second = WorkingContext(prefix=prefix, messages=[*kept, *transcript[cut:]])
+        after = plan(second, provider=provider, model=model, previous=before)
+        alone = plan(second, provider=provider, model=model)
+        assert after._layout == alone._layout
+        unshared = attrs.evolve(before, _signature=None)  # the same previous plan, with nothing to reuse
+        assert after.breakpoints == plan(second, provider=provider, model=model, previous=unshared).breakpoints
+        assert after.total_tokens == alone.total_tokens
+
+    def test_reuse_needs_the_same_counter(self):
+        """
+        A counter of another name counts again: the layout follows the new counts.
+        """
+
+        class Doubled:
+            name = "doubled"
+
+            def count_message(self, message: Message) -> int:
+                return 2 * len(message.text())
+
+        ctx = WorkingContext(prefix=PrefixContext(system_prompt="Runbook. " * 400), messages=[Message.user("hi")])
+        before = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        after = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=before, counter=Doubled())
+        assert after._layout == plan(ctx, provider="anthropic", model="claude-sonnet-4-6", counter=Doubled())._layout
+        assert after.total_tokens != before.total_tokens

@@ -31,11 +31,13 @@ than its lifetime (:attr:`CacheRules.lifetimes`) is gone and written again.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
@@ -326,39 +328,98 @@ class _Position:
     preset: TTL | None = None  # a breakpoint the block already carries
 
 
-def _count(counter: MessageCounter, message: Message) -> int:
+def _counts(counter: MessageCounter) -> Callable[[Message], int]:
+    """
+    The per-message count of *counter*, resolved once for a whole request (a
+    runtime protocol check costs more than counting a cached message).
+    """
     if isinstance(counter, MessageCounter):
-        return counting(counter)(message)
-    return int(counter.count([message]))  # an older counter with only count(messages)
+        return counting(counter)
+    return lambda message: int(counter.count([message]))  # an older counter with only count(messages)
 
 
-def _layout(messages: Sequence[Message], counter: MessageCounter) -> tuple[_Position, ...]:
-    positions: list[_Position] = []
-    running = hashlib.sha256()
-    before = 0
-    for m, message in enumerate(messages):
-        tokens = _count(counter, message)
+_ROOT_KEY = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
+"""The key of an empty request, where every request's chain of keys starts."""
+
+
+def _next_key(head: str, message: Message) -> str:
+    return hashlib.sha256(f"{head}:{message.digest()}".encode("ascii")).hexdigest()
+
+
+def _layout(
+    messages: Sequence[Message], counter: MessageCounter, reused: Sequence[_Position] = (), start: int = 0
+) -> tuple[_Position, ...]:
+    """
+    The positions of every block of *messages*: the request tokens through it,
+    whether it can carry a breakpoint, and a key naming the request up to it
+    (a chain over the messages' digests, so equal requests share keys).
+
+    The first *start* messages may be those of an earlier layout, *reused*,
+    made with a counter of the same name: their positions are taken as they
+    are and the chain goes on from the last of them, so a request that grows
+    by a few messages costs those messages.
+    """
+    cut = bisect.bisect_left(reused, start, key=_MESSAGE_OF) if start else 0
+    positions = list(reused[:cut])
+    if positions:
+        last = positions[-1]
+        m0, before, head = last.message + 1, last.tokens, last.key.rpartition(":")[0]
+    else:
+        m0, before, head = 0, 0, _ROOT_KEY
+    count = _counts(counter)
+    append = positions.append
+    for m in range(m0, len(messages)):
+        message = messages[m]
+        tokens = count(message)
         blocks = cache_blocks(message)
-        running.update(message.digest().encode())
-        head = running.hexdigest()
+        head = _next_key(head, message)
+        size = len(blocks)
         for k, block in enumerate(blocks):
             # A message's tokens are shared evenly among its blocks; the last block ends the message.
-            through = before + (tokens * (k + 1)) // len(blocks)
+            through = before + (tokens * (k + 1)) // size
             carries = can_carry_breakpoint(block)
             preset = _preset(block) if carries else None
-            positions.append(_Position(m, k, through, carries, f"{head}:{k}", preset))
+            append(_Position(m, k, through, carries, f"{head}:{k}", preset))
         before += tokens
     return tuple(positions)
 
 
+_MESSAGE_OF = attrgetter("message")
+
+
+def _planned_layout(
+    messages: Sequence[Message], counter: MessageCounter, previous: CachePlan | None, prefix: tuple[str, int]
+) -> tuple[tuple[_Position, ...], tuple[str, int, str] | None, tuple[Message, ...]]:
+    """
+    The layout of a request whose prefix has the digest and message count
+    *prefix*, reusing what it shares with the request *previous* was planned
+    for (the same prefix, then the same message objects, counted by a
+    counter of the same name); with what a later plan needs to reuse it.
+    """
+    name = getattr(counter, "name", None)
+    if not isinstance(name, str):  # an older counter without a name: nothing to match on
+        return _layout(messages, counter), None, ()
+    digest, size = prefix
+    signature = (digest, size, name)
+    tail = tuple(messages[size:])
+    if previous is None or previous._signature != signature:
+        return _layout(messages, counter), signature, tail
+    shared = 0
+    for old, new in zip(previous._tail, tail, strict=False):
+        if old is not new:
+            break
+        shared += 1
+    return _layout(messages, counter, previous._layout, size + shared), signature, tail
+
+
 def _layout_key(messages: Sequence[Message]) -> str:
     """
-    The running digest of *messages*, as :func:`_layout` keys the last of them.
+    The key :func:`_layout` gives the last message of *messages*.
     """
-    running = hashlib.sha256()
+    head = _ROOT_KEY
     for message in messages:
-        running.update(message.digest().encode())
-    return running.hexdigest()
+        head = _next_key(head, message)
+    return head
 
 
 def _marked_message(message: Message, marked: Mapping[int, TTL]) -> Message:
@@ -476,6 +537,10 @@ class CachePlan:
     total_tokens: int = 0
     prefix_messages: int = 0
     _layout: tuple[_Position, ...] = attrs.field(default=(), eq=False, repr=False, alias="_layout")
+    # what a later plan() needs to reuse this layout: the prefix digest, its
+    # message count and the counter's name, and the request's tail messages
+    _signature: tuple[str, int, str] | None = attrs.field(default=None, eq=False, repr=False, alias="_signature")
+    _tail: tuple[Message, ...] = attrs.field(default=(), eq=False, repr=False, alias="_tail")
 
     def __attrs_post_init__(self) -> None:
         rules = _rules(self.provider, self.model)
@@ -658,7 +723,9 @@ def plan(
             f"shorter one, which {provider} refuses; use prefix_ttl={tail_ttl!r} too"
         )
         raise CacheRuleError(msg)
-    layout = _layout(messages, counter or own_counter or ApproxTokenCounter())
+    layout, signature, tail = _planned_layout(
+        messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count)
+    )
     total = layout[-1].tokens if layout else 0
     if not rules.explicit:
         return CachePlan(
@@ -670,6 +737,8 @@ def plan(
             total_tokens=total,
             prefix_messages=prefix_count,
             _layout=layout,
+            _signature=signature,
+            _tail=tail,
         )
     minimum = rules.minimum_for(model)
     where = f"cache plan for {provider} {model}"
@@ -723,6 +792,8 @@ def plan(
         total_tokens=total,
         prefix_messages=prefix_count,
         _layout=layout,
+        _signature=signature,
+        _tail=tail,
     )
 
 
@@ -1282,6 +1353,7 @@ def simulate(
     if manager is not None and not callable(getattr(manager, "trim_context", None)):
         raise _checks.wrong_type(manager, "manager", "a manager with trim_context(ctx)")
     counter = counter or ctx.counter
+    count = _counts(counter)
     served = _Cache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
@@ -1295,7 +1367,7 @@ def simulate(
             if requests:
                 now += _next_gap(waits, len(requests))
             result = served.send(made, now)
-            output = message.usage.output_tokens if message.usage is not None else _count(counter, message)
+            output = message.usage.output_tokens if message.usage is not None else count(message)
             total = _total(made)
             sent = _sent(total, result)
             usage = attrs.evolve(sent, output_tokens=output)
