@@ -20,7 +20,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from tests.strategies import json_values, messages, scratchpads, short_names, simple_messages, transcripts
 from workingctx import FrozenContext, Message, MutationJournal, PrefixContext, ToolCall, WorkingContext
-from workingctx.exceptions import MergeError, PayloadError
+from workingctx.exceptions import MergeError, PayloadError, WorkingCtxError
+from workingctx.frozen import MAX_DEPTH
 
 
 class TestPrefixTailAndNotes:
@@ -790,35 +791,137 @@ class TestFreezeCostsTheSameAtEveryLength:
         assert snap.messages is snap.messages
 
 
-class TestDeepAndCyclicNotes:
-    def test_cyclic_note(self):
-        """
-        A note that contains itself: fork copies it (cycles and all), while
-        freeze() and digest() refuse it with PayloadError naming the note.
-        """
-        loop: dict[str, object] = {}
-        loop["me"] = loop
-        ctx = WorkingContext().note("loop", loop)
-        child = ctx.fork()
-        assert child.get("loop")["me"] is child.get("loop")
-        assert child.get("loop") is not loop
-        with pytest.raises(PayloadError, match=r"note 'loop'\['me'\] is note 'loop' again"):
-            ctx.freeze()
-        with pytest.raises(PayloadError, match="cycle"):
-            ctx.digest()
+def _cycle() -> dict[str, object]:
+    loop: dict[str, object] = {}
+    loop["me"] = loop
+    return loop
 
-    def test_deep_note(self):
+
+def _tuple_around_a_cycle() -> tuple[int, list[object]]:
+    inner: list[object] = []
+    inner.append(inner)
+    return (0, inner)
+
+
+def _nested(levels: int) -> object:
+    deep: object = 1
+    for _ in range(levels):
+        deep = [deep]
+    return deep
+
+
+_UNKEEPABLE = {
+    "a dict that contains itself": (_cycle, r"note 'bad'\['me'\] is note 'bad' again: the payload contains itself"),
+    "nan": (lambda: float("nan"), r"note 'bad' is nan, which JSON cannot hold; store None or a string"),
+    "inf": (lambda: float("inf"), r"note 'bad' is inf, which JSON cannot hold"),
+    "-inf deep in data": (lambda: {"a": [1, {"b": -float("inf")}]}, r"note 'bad'\['a'\]\[1\]\['b'\] is -inf"),
+    "a long int": (lambda: 10**5000, r"note 'bad' is an int of 16610 bits, longer than 4300 decimal digits"),
+    "a long int in a tuple": (lambda: (1, 10**5000), r"note 'bad'\[1\] is an int .* store it as a string"),
+    "inf in a set": (lambda: {1.0, float("inf")}, r"note 'bad'.* is inf"),
+    "one level too deep": (lambda: _nested(MAX_DEPTH + 1), rf"note 'bad'\[0\].* nested more than {MAX_DEPTH} levels"),
+    "10,000 levels deep": (lambda: _nested(10_000), rf"note 'bad'\[0\].* nested more than {MAX_DEPTH} levels"),
+    "a list in a tuple that contains itself": (
+        _tuple_around_a_cycle,
+        r"note 'bad'\[1\]\[0\] is note 'bad'\[1\] again",
+    ),
+}
+
+
+def _state(ctx: WorkingContext) -> tuple[Any, ...]:
+    """
+    Everything a refused write must leave as it was.
+    """
+    return ctx.digest(), dict(ctx.freeze().scratchpad), len(ctx.journal), ctx.messages[:]
+
+
+class TestNotesThatCannotBeKept:
+    @pytest.mark.parametrize("writer", ["note", "update_scratchpad", "setitem", "constructor", "merge", "edit_notes"])
+    @pytest.mark.parametrize("kind", sorted(_UNKEEPABLE))
+    def test_every_writer_refuses_a_note_that_cannot_be_kept(self, writer, kind):
         """
-        A note nested 10,000 levels deep: fork, freeze and digest raise
-        PayloadError naming the note, never RecursionError.
+        A note that contains itself, nests deeper than MAX_DEPTH, or holds a
+        NaN, an infinity or an int too long to write is refused by every
+        writer of notes with a PayloadError naming the note, and nothing
+        changes: not the notes, the journal, the messages nor the digest.
         """
-        deep: object = 1
-        for _ in range(10_000):
-            deep = [deep]
-        ctx = WorkingContext().note("deep", deep)
-        for operation in (ctx.fork, ctx.freeze, ctx.digest):
-            with pytest.raises(PayloadError, match=r"note 'deep'.*deep"):
+        make, message = _UNKEEPABLE[kind]
+        ctx = WorkingContext(scratchpad={"plan": {"steps": ["a"]}, "stage": "act"})
+        ctx.append(Message("user", "hi"))
+        ctx.journal.record("started")
+        child = ctx.fork().append(Message("assistant", "hello"))
+        child.journal.record("child")
+        before = _state(ctx)
+        error: type[Exception] = WorkingCtxError if writer == "edit_notes" else PayloadError  # edit_notes: JSON only
+
+        def edit() -> None:
+            with ctx.edit_notes() as notes:
+                notes["stage"] = "verify"
+                notes["bad"] = make()
+
+        writers = {
+            "note": lambda: ctx.note("bad", make()),
+            "update_scratchpad": lambda: ctx.update_scratchpad({"aaa": 1, "stage": "verify", "bad": make(), "zzz": 2}),
+            "setitem": lambda: ctx.scratchpad.__setitem__("bad", make()),
+            "constructor": lambda: WorkingContext(scratchpad={"stage": "act", "bad": make()}),
+            "merge": lambda: ctx.merge(
+                child.note("stage", "done"), mode="delta", scratchpad={"stage": lambda _old, _new: make()}
+            ),
+            "edit_notes": edit,
+        }
+        if writer == "merge":  # the reducer of the note 'stage' makes the value
+            message = message.replace("'bad'", "'stage'")
+        with pytest.raises(error, match=message if writer != "edit_notes" else "'bad'"):
+            writers[writer]()
+        assert before == _state(ctx)
+        assert "bad" not in ctx.scratchpad
+
+    @pytest.mark.parametrize("kind", sorted(_UNKEEPABLE))
+    def test_damage_in_place_is_refused_by_freeze_and_digest_as_a_write_is(self, kind):
+        """
+        A note changed in place after it was set (the scratchpad stays live)
+        can only be checked when it is read: freeze() and digest() refuse it
+        with the error the write would have raised; fork() still copies it.
+        """
+        make, _ = _UNKEEPABLE[kind]
+        with pytest.raises(PayloadError) as refused:
+            WorkingContext().note("bad", {"slot": make()})
+        ctx = WorkingContext().note("bad", {"slot": None})
+        ctx.scratchpad["bad"]["slot"] = make()
+        for operation in (ctx.freeze, ctx.digest, ctx.freeze):
+            with pytest.raises(PayloadError) as caught:
                 operation()
+            assert str(refused.value) == str(caught.value)
+        if kind == "a dict that contains itself":  # a fork still copies it, cycle and all
+            loop = ctx.fork().get("bad")["slot"]
+            assert loop["me"] is loop is not ctx.get("bad")["slot"]
+        del ctx.scratchpad["bad"]["slot"]
+        assert WorkingContext().note("bad", {}).digest() == ctx.digest()
+
+    def test_what_can_be_kept_still_is(self):
+        """
+        The limits themselves are kept: MAX_DEPTH levels, the largest float,
+        an int of 4300 digits, and data that is not JSON (a set, a tuple, an
+        object of your own, a list shared twice) as before.
+        """
+        shared = [1]
+
+        @attrs.define
+        class Box:
+            value: float
+
+        keep = {
+            "deep": _nested(MAX_DEPTH),
+            "big": 1.7976931348623157e308,
+            "long": 10**4299,
+            "set": {1, 2},
+            "pair": (1, 2.5),
+            "box": Box(float("inf")),  # an object of your own is kept as it is
+            "twice": [shared, shared],
+        }
+        ctx = WorkingContext().update_scratchpad(keep)
+        assert keep == ctx.scratchpad
+        assert ctx.freeze() == WorkingContext(scratchpad=keep).freeze()
+        assert ctx.digest() == ctx.fork().digest()
 
 
 class TestNotesCostWhatChanged:

@@ -31,9 +31,10 @@ from tests.strategies import (
 )
 from workingctx import ApproxTokenCounter, Message, PrefixContext, ToolCall, Usage
 from workingctx.context import WorkingContext
-from workingctx.exceptions import PayloadError, PayloadTypeError, SerializationError
+from workingctx.exceptions import CheckpointError, PayloadError, PayloadTypeError, SerializationError
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList
 from workingctx.messages import BLOCK_TYPES, AnnotationRef, ContentBlock, MediaRef, TextBlock, ToolResultBlock
+from workingctx.persistence import Checkpoint, SQLiteStore
 from workingctx.serialization import converter, from_json, structure, to_json, unstructure
 from workingctx.snapshot import ContextDiff, FrozenContext
 
@@ -224,15 +225,32 @@ class TestPayloads:
 
     def test_nan_refused_by_to_json(self):
         """
-        JSON has no NaN: a message refuses it when built, and to_json refuses
-        one in a note and says where it is.
+        JSON has no NaN: a message and a note refuse it when set, and to_json
+        refuses one in a snapshot built by hand and says where it is.
         """
         with pytest.raises(PayloadError, match=r"metadata\['score'\] is nan"):
             Message("user", "x", metadata={"score": float("nan")})
-        snapshot = WorkingContext().note("score", float("nan")).freeze()
+        with pytest.raises(PayloadError, match=r"note 'score' is nan"):
+            WorkingContext().note("score", float("nan"))
+        snapshot = FrozenContext(scratchpad={"score": float("nan")})
         with pytest.raises(SerializationError, match="not a finite number") as info:
             to_json(snapshot)
         assert info.value.path == "$.scratchpad[0][1]"
+
+    def test_an_int_too_long_is_named_as_such_by_to_json_and_a_store(self):
+        """
+        An int longer than MAX_INT_DIGITS digits in a snapshot built by hand:
+        to_json and a store's save name that int and where it is, not a float.
+        """
+        snapshot = FrozenContext(scratchpad={"n": [1, 10**5000]})
+        with pytest.raises(SerializationError, match=r"an int of 16610 bits.*store it as a string") as info:
+            to_json(snapshot)
+        assert "$.scratchpad[0][1][1]" == info.value.path
+        assert "float" not in str(info.value)
+        store = SQLiteStore(":memory:")
+        with pytest.raises(CheckpointError, match=r"an int of 16610 bits.* at \$\.snapshot\.scratchpad\['n'\]\[1\]"):
+            store.save(Checkpoint.capture(snapshot))
+        assert [] == list(store.list())
 
     @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
     @pytest.mark.parametrize(

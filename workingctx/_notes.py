@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import math
 import pickle
 import threading
 from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
@@ -38,7 +39,18 @@ from typing import Any, Self, TypeAlias
 
 from workingctx._canonical import json_str, note_json, notes_json
 from workingctx.exceptions import PayloadError
-from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, deep_freeze, freeze_named, is_json_payload, thaw
+from workingctx.frozen import (
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    FrozenDict,
+    FrozenList,
+    check_kept,
+    deep_freeze,
+    freeze_named,
+    is_json_payload,
+    seal_tree,
+    thaw,
+)
 
 __all__ = ["Notes", "NotesMark", "copy_notes", "is_plain"]
 
@@ -118,6 +130,18 @@ def _json_tree(value: Any, room: int, seen: set[int]) -> bool:
     return all(type(item) in scalars or _json_tree(item, room - 1, seen) for item in value)
 
 
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+def _refuse_scalar(key: str, value: Any) -> None:
+    """
+    Refuse a note that is a NaN, an infinity or an int too long to write.
+    """
+    kind = type(value)
+    if (kind is float and not math.isfinite(value)) or (kind is int and not -_INT_BOUND < value < _INT_BOUND):
+        check_kept(value, f"note {key!r}")
+
+
 def _frozen_tree(value: Any) -> bool:
     """
     Whether *value* is frozen JSON-like data: a frozen dict or list (which
@@ -131,6 +155,54 @@ def _frozen_tree(value: Any) -> bool:
     if kind is FrozenList:
         return is_json_payload(value) or all(_frozen_tree(item) for item in value)
     return False
+
+
+def _prepare(key: Any, value: Any, *, writable: bool = False) -> tuple[Any, bool, bool]:
+    """
+    A note as :class:`Notes` keeps it, ``(stored value, ours, open)``: sealed
+    (a frozen copy, checked as it is made; a frozen value as it is) when it is
+    JSON-like data, open otherwise (as it is, or a writable copy with *writable*).
+
+    Raises:
+        PayloadError: No note can keep *value*: it contains itself, nests more
+            than :data:`MAX_DEPTH` levels, or holds a NaN, an infinity or an
+            int too long to write; the message names the note's key and the path.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        _refuse_scalar(key, value)
+        return value, False, False
+    if type(key) is str:
+        if kind is dict or kind is list:
+            sealed = seal_tree(value, f"note {key!r}")
+            if sealed is not None:
+                return sealed, True, False
+        elif _frozen_tree(value):
+            if not is_json_payload(value):
+                check_kept(value, f"note {key!r}")
+            return value, writable, False
+    check_kept(value, f"note {key!r}")
+    return (thaw(value) if writable else value), False, True
+
+
+def prepare_notes(notes: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any, bool, bool]]:
+    """
+    Every note of *notes* ready to be set by ``Notes._put_all``: all are
+    checked before any is set, so a refused one changes nothing.
+
+    Raises:
+        PayloadError: No note can keep one of the values (see :func:`_prepare`).
+    """
+    return [(key, *_prepare(key, value)) for key, value in notes]
+
+
+def _frozen_open(key: Any, value: Any) -> Any:
+    """
+    An open note's frozen value, after the check a write makes (it may have changed in place).
+    """
+    where = f"note {key!r}"
+    check_kept(value, where)
+    return freeze_named(value, where)
 
 
 NotesMark: TypeAlias = tuple[dict[Any, Any], set[Any], set[Any], dict[str, str]]
@@ -181,9 +253,14 @@ class Notes(dict[str, Any]):
         Set a note: sealed when it is JSON-like data (a frozen copy, or the
         value itself when frozen already), open otherwise (as it is, or a
         writable copy with *writable*).
+
+        Raises:
+            PayloadError: No note can keep *value* (see :func:`_prepare`); nothing changed.
         """
-        ours = open_ = False
-        if type(value) in _SCALARS:
+        kind = type(value)
+        if kind in _SCALARS:
+            if kind is float or kind is int:
+                _refuse_scalar(key, value)
             with self._lock:  # the common case, kept short
                 dict.__setitem__(self, key, value)
                 self._ours.discard(key)
@@ -191,17 +268,19 @@ class Notes(dict[str, Any]):
                 self._digests.pop(key, None)
                 self._pairs = self._sha = self._base = None
             return
-        if type(key) is str and _frozen_tree(value):
-            ours = writable
-        elif type(key) is str and _json_tree(value, MAX_DEPTH, set()):
-            value, ours = deep_freeze(value), True
-        else:
-            open_ = True
-            if writable:
-                value = thaw(value)
+        value, ours, open_ = _prepare(key, value, writable=writable)
         with self._lock:
             dict.__setitem__(self, key, value)
             self._mark(key, ours=ours, open_=open_)
+
+    def _put_all(self, prepared: Iterable[tuple[Any, Any, bool, bool]]) -> None:
+        """
+        Set notes :func:`_prepare` made ready, as ``(key, value, ours, open)``.
+        """
+        with self._lock:
+            for key, value, ours, open_ in prepared:
+                dict.__setitem__(self, key, value)
+                self._mark(key, ours=ours, open_=open_)
 
     def _mark(self, key: Any, *, ours: bool, open_: bool) -> None:
         if ours:
@@ -344,25 +423,25 @@ class Notes(dict[str, Any]):
     def update(self, *others: Any, **notes: Any) -> None:
         """
         Set every note of a mapping, of ``(key, value)`` pairs, or of keywords.
+
+        Raises:
+            PayloadError: No note can keep one of the values; none is set.
         """
         if len(others) > 1:
             msg = f"update expected at most 1 positional argument, got {len(others)}"
             raise TypeError(msg)
-        with self._lock:
-            for other in others:
-                pairs: Iterable[tuple[Any, Any]]
-                if type(other) is dict:
-                    pairs = other.items()
-                elif isinstance(other, Mapping):
-                    pairs = ((key, other[key]) for key in other)
-                elif hasattr(other, "keys"):
-                    pairs = ((key, other[key]) for key in other.keys())  # noqa: SIM118  # dict.update's protocol
-                else:
-                    pairs = other
-                for key, value in pairs:
-                    self._put(key, value)
-            for key, value in notes.items():
-                self._put(key, value)
+        pairs: list[tuple[Any, Any]] = []
+        for other in others:
+            if type(other) is dict:
+                pairs.extend(other.items())
+            elif isinstance(other, Mapping):
+                pairs.extend((key, other[key]) for key in other)
+            elif hasattr(other, "keys"):
+                pairs.extend((key, other[key]) for key in other.keys())  # noqa: SIM118  # dict.update's protocol
+            else:
+                pairs.extend(other)
+        pairs.extend(notes.items())
+        self._put_all(prepare_notes(pairs))  # every note checked before any is set
 
     def __ior__(self, other: Any) -> Self:  # type: ignore[override]  # returns this very dict, as dict does
         self.update(other)
@@ -393,17 +472,15 @@ class Notes(dict[str, Any]):
         by key. Sealed notes are their own frozen values; open ones are frozen now.
 
         Raises:
-            PayloadError: An open note is nested too deep or contains itself.
+            PayloadError: An open note (changed in place since it was set) is
+                one no note can keep (see :func:`_prepare`); the message names it.
         """
         with self._lock:
             pairs = self._pairs
             if pairs is not None:
                 return pairs
             opened = self._open
-            items = [
-                (key, freeze_named(value, f"note {key!r}") if key in opened else value)
-                for key, value in dict.items(self)
-            ]
+            items = [(key, _frozen_open(key, value) if key in opened else value) for key, value in dict.items(self)]
             items.sort(key=_first)
             pairs = tuple(items)
             if not opened:
@@ -421,12 +498,16 @@ class Notes(dict[str, Any]):
 
         Raises:
             PayloadTypeError: A note holds an object with no canonical form; the message names its key.
+            PayloadError: An open note (changed in place since it was set) is
+                one no note can keep (see :func:`_prepare`); the message names it.
         """
         with self._lock:
             sha = self._sha
             if sha is not None:
                 return sha
             opened = self._open
+            for key in opened:
+                check_kept(dict.__getitem__(self, key), f"note {key!r}")  # changed in place since it was set?
             if any(type(key) is not str for key in dict.keys(self)):  # written around note(): encoded whole
                 return hashlib.sha256(notes_json(self.raw()).encode("utf-8", "surrogatepass")).hexdigest()
             known = self._digests
@@ -549,8 +630,11 @@ class Notes(dict[str, Any]):
     def replace_all(self, notes: Mapping[str, Any]) -> None:
         """
         Make *notes* (read as stored, not read out) the only notes.
+
+        Raises:
+            PayloadError: No note can keep one of the values; nothing changed.
         """
+        prepared = prepare_notes((notes.raw() if isinstance(notes, Notes) else dict(notes)).items())
         with self._lock:
             self.clear()
-            for key, value in (notes.raw() if isinstance(notes, Notes) else dict(notes)).items():
-                self._put(key, value)
+            self._put_all(prepared)

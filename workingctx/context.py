@@ -31,7 +31,7 @@ import attrs
 from workingctx import _checks
 from workingctx import history as _records
 from workingctx._lock import ContextLock
-from workingctx._notes import Notes, NotesMark, copy_notes
+from workingctx._notes import Notes, NotesMark, copy_notes, prepare_notes
 from workingctx._tail import Mark, Tail, TailView
 from workingctx.exceptions import (
     ArgumentTypeError,
@@ -106,7 +106,7 @@ class WorkingContext:
     Args:
         prefix: The frozen head of every request.
         messages: The initial tail.
-        scratchpad: Initial notes (copied, writable at every depth).
+        scratchpad: Initial notes (copied, writable at every depth), each checked as :meth:`note` checks it.
         journal: A journal to use, or seed entries for a new one (seeds start committed).
         counter: The token counter (default: :class:`~workingctx.ApproxTokenCounter`).
         limit: A declared token ceiling; the caller's policy owns what to do past it.
@@ -447,6 +447,11 @@ class WorkingContext:
 
         Raises:
             TypeError: *key* is not a str.
+            PayloadError: No note can keep *value*: it contains itself, nests
+                more than :data:`~workingctx.frozen.MAX_DEPTH` levels, or holds
+                (at any depth) a NaN, an infinity or an int longer than
+                :data:`~workingctx.frozen.MAX_INT_DIGITS` digits. The message
+                names the note and the path; nothing changes.
         """
         if type(key) is not str:
             _check_key(key)
@@ -463,6 +468,7 @@ class WorkingContext:
 
         Raises:
             TypeError: *notes* is not a mapping, or a key is not a str (nothing is set).
+            PayloadError: No note can keep one of the values (see :meth:`note`; nothing is set).
         """
         _checks.check_instance(notes, "notes", Mapping, "a mapping", owner="update_scratchpad()")
         for key in notes:
@@ -724,6 +730,9 @@ class WorkingContext:
                 nowhere or a call without its result (``ids`` names them), an
                 unknown mode, or a conflicting note under ``scratchpad="raise"``.
                 Nothing changes.
+            PayloadError: A merged note (as a reducer made it, or as it was
+                changed in place in *other*) is one no note can keep (see
+                :meth:`note`). Nothing changes.
         """
         _checks.check_instance(other, "other", WorkingContext, "a WorkingContext", owner="merge()")
         # Their messages and watermark are read together, then released, so two
@@ -745,16 +754,17 @@ class WorkingContext:
             self._refuse_breaks(incoming, whole=whole)
             notes = self._incoming_notes(other, mode, scratchpad)
 
-            # Everything is checked: apply.
             if self._history is not None:
                 appended, replacement = (None, incoming) if whole else (incoming, None)
                 self._history.merge(self, other, mode, appended, replacement, notes)
             else:
+                prepared = prepare_notes(notes.items())  # a note no context can keep is refused here
+                # Everything is checked: apply.
                 if whole:
                     self._tail.replace(incoming)
                 else:
                     self._tail.extend(incoming)
-                self._scratchpad.update(notes)
+                self._scratchpad._put_all(prepared)
             self.journal.apply(other.journal.diff())
         other.journal.mark_committed()
         if base is not None:

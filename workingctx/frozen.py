@@ -389,6 +389,159 @@ def _freeze(value: Any, room: int) -> Any:
     return value
 
 
+def check_kept(value: Any, where: str) -> None:
+    """
+    Refuse what no note can keep, named as *where* (``"note 'plan'"``): a
+    value that contains itself or nests more than :data:`MAX_DEPTH` levels of
+    dicts, lists, tuples and sets, or holds (there, keys included) a NaN, an
+    infinity or an int longer than :data:`MAX_INT_DIGITS` digits. Objects of
+    your own are not looked into.
+
+    Raises:
+        PayloadError: The message gives the path and the fix.
+    """
+    try:
+        _check(value, MAX_DEPTH)
+    except _Refused as exc:
+        raise exc.error(where) from None
+
+
+def _check(value: Any, room: int) -> None:
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return
+    if kind is int or kind is float:
+        _check_number(value)
+        return
+    if (kind is FrozenDict or kind is FrozenList) and value._json:  # checked when it was built
+        if value._height > room:
+            raise _too_deep(value)
+        return
+    if isinstance(value, dict):
+        if room < 1:
+            raise _too_deep(value)
+        for key, item in value.items():
+            try:
+                if type(key) is not str:
+                    _check(key, room - 1)
+                _check(item, room - 1)
+            except _Refused as exc:
+                raise exc.step(value, f"[{key!r}]") from None
+    elif isinstance(value, list | tuple):
+        if room < 1:
+            raise _too_deep(value)
+        for index, item in enumerate(value):
+            try:
+                _check(item, room - 1)
+            except _Refused as exc:
+                raise exc.step(value, f"[{index}]") from None
+    elif isinstance(value, set | frozenset):
+        if room < 1:
+            raise _too_deep(value)
+        for item in value:
+            try:
+                _check(item, room - 1)
+            except _Refused as exc:
+                raise exc.step(value, f"{{{item!r}}}") from None
+    elif isinstance(value, int | float) and not isinstance(value, bool):  # an IntEnum, a numpy float
+        _check_number(value)
+
+
+_OPEN: Any = object()
+"""What :func:`_seal` returns for a value that is not a tree of plain JSON data."""
+
+
+def seal_tree(value: dict[str, Any] | list[Any], where: str) -> Any:
+    """
+    The frozen, checked copy of *value* (a dict or a list) when it is a tree
+    of dicts with str keys, lists and JSON scalars within :data:`MAX_DEPTH`
+    levels, built as :func:`freeze_json` builds it; else None. One walk copies,
+    checks the numbers and measures the height, so the copy is never walked
+    again to be checked.
+
+    Raises:
+        PayloadError: It holds a NaN, an infinity or an int longer than
+            :data:`MAX_INT_DIGITS` digits; the message names it from *where*.
+    """
+    try:
+        sealed = _seal(value, MAX_DEPTH, set())
+    except _Refused as exc:
+        raise exc.error(where) from None
+    return None if sealed is _OPEN else sealed
+
+
+def _seal(value: Any, room: int, seen: set[int]) -> Any:
+    """
+    :func:`seal_tree` within *room* levels, :data:`_OPEN` for what is not a
+    tree (a container met twice, another type, a key that is not a str).
+    """
+    if room < 1 or id(value) in seen:
+        return _OPEN
+    seen.add(id(value))
+    bound = _INT_BOUND
+    height = 0
+    if type(value) is dict:
+        items: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return _OPEN
+            kind = type(item)
+            if kind is str or item is None or kind is bool:
+                pass
+            elif kind is int:
+                if not -bound < item < bound:
+                    raise _number(item).step(value, f"[{key!r}]")
+            elif kind is float:
+                if not math.isfinite(item):
+                    raise _number(item).step(value, f"[{key!r}]")
+            elif kind is dict or kind is list:
+                try:
+                    item = _seal(item, room - 1, seen)  # noqa: PLW2901  # the frozen copy takes its place
+                except _Refused as exc:
+                    raise exc.step(value, f"[{key!r}]") from None
+                if item is _OPEN:
+                    return _OPEN
+                height = max(height, item._height)
+            else:
+                return _OPEN
+            items[key] = item
+        return _new_dict(items, height + 1, json=True)
+    out: list[Any] = []
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            pass
+        elif kind is int:
+            if not -bound < item < bound:
+                raise _number(item).step(value, f"[{index}]")
+        elif kind is float:
+            if not math.isfinite(item):
+                raise _number(item).step(value, f"[{index}]")
+        elif kind is dict or kind is list:
+            try:
+                item = _seal(item, room - 1, seen)  # noqa: PLW2901  # the frozen copy takes its place
+            except _Refused as exc:
+                raise exc.step(value, f"[{index}]") from None
+            if item is _OPEN:
+                return _OPEN
+            height = max(height, item._height)
+        else:
+            return _OPEN
+        out.append(item)
+    return _new_list(out, height + 1, json=True)
+
+
+def _number(value: float) -> _Refused:
+    """
+    The refusal of a number no payload can hold (its problem, without a path yet).
+    """
+    try:
+        _check_number(value)
+    except _Refused as exc:
+        return exc
+    raise AssertionError(value)  # pragma: no cover  # only called for such a number
+
+
 # -- JSON payloads -----------------------------------------------------------------------
 
 

@@ -565,10 +565,16 @@ def _error(exc: BaseException, what: str) -> SerializationError:
 def _leaf_path(value: Any, path: str, payload: bool, *, finite: bool = False) -> tuple[str, str] | None:
     """
     Find the first leaf of *value* that cannot be written as JSON (with
-    *finite*, also the first NaN or infinite float), as ``(path, reason)``.
+    *finite*, also the first NaN or infinite float, or int too long to write),
+    as ``(path, reason)``.
     """
     if finite and isinstance(value, float) and not math.isfinite(value):
         return path, f"{value!r} is not a finite number; JSON has no NaN or infinity"
+    if finite and isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
+        return path, (
+            f"an int of {value.bit_length()} bits is longer than {MAX_INT_DIGITS} decimal digits "
+            "(Python's str() limit), so it cannot be written; store it as a string"
+        )
     if payload:
         reason = _not_json_reason(value)
         if reason is not None:
@@ -685,7 +691,8 @@ def to_json(value: Any, cls: Any = None, *, indent: int | None = None) -> str:
         JSON text (non-ASCII characters kept as they are).
 
     Raises:
-        SerializationError: As :func:`unstructure`, or a float is NaN or infinite.
+        SerializationError: As :func:`unstructure`, or a float is NaN or
+            infinite, or an int is longer than :data:`~workingctx.frozen.MAX_INT_DIGITS` digits.
 
     >>> from workingctx import Message
     >>> to_json(Message("user", "hi"))
@@ -696,7 +703,10 @@ def to_json(value: Any, cls: Any = None, *, indent: int | None = None) -> str:
     try:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators)
     except ValueError:
-        found = _leaf_path(value, "$", payload=False, finite=True) or ("$", "a float is NaN or infinite")
+        found = _leaf_path(value, "$", payload=False, finite=True) or (
+            "$",
+            "a number cannot be written (a NaN, an infinity, or an int too long)",
+        )
         msg = f"cannot write {type(value).__name__} as JSON: {found[1]} at {found[0]}"
         raise SerializationError(msg, path=found[0], problems=(found,)) from None
 
