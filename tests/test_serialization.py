@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -35,7 +36,7 @@ from workingctx.exceptions import CheckpointError, PayloadError, PayloadTypeErro
 from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList
 from workingctx.messages import BLOCK_TYPES, AnnotationRef, ContentBlock, MediaRef, TextBlock, ToolResultBlock
 from workingctx.persistence import Checkpoint, SQLiteStore
-from workingctx.serialization import converter, from_json, structure, to_json, unstructure
+from workingctx.serialization import converter, from_json, parse_json, structure, to_json, unstructure
 from workingctx.snapshot import ContextDiff, FrozenContext
 
 
@@ -615,3 +616,52 @@ class TestDuplicateKeys:
         """
         text = '{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}'
         assert 2 == len(from_json(text, Message).content)
+
+
+class TestNumbersJSONCannotHold:
+    @pytest.mark.parametrize(
+        ("text", "path", "shown"),
+        [
+            ('{"a": NaN}', "$.a", "is nan"),
+            ('{"a": [1, {"b c": Infinity}]}', "$.a[1]['b c']", "is inf"),
+            ("-Infinity", "$", "is -inf"),
+            ('{"a": 1e400}', "$.a", "is inf"),
+            ('[0.5, -1e999, "x"]', "$[1]", "is -inf"),
+            ('{"n": ' + "9" * 5000 + "}", "$.n", "is an integer of 5000 digits"),
+        ],
+    )
+    def test_parse_json_refuses_a_number_json_cannot_hold(self, text, path, shown):
+        """
+        parse_json refuses NaN and Infinity (not JSON), a number too large for
+        a float (it would read as an infinity) and an int too long to write
+        back, with SerializationError naming where and why, as the command
+        line does.
+        """
+        with pytest.raises(SerializationError, match=rf"the number at {re.escape(path)} {shown}") as info:
+            parse_json(text)
+        assert path == info.value.path
+        assert "write" in str(info.value)
+
+    def test_parse_json_keeps_the_numbers_json_can_hold(self):
+        """
+        The largest and smallest floats, an int of 4300 digits and strings
+        that spell NaN are read as they are.
+        """
+        text = '{"max": 1.7976931348623157e308, "tiny": 5e-324, "long": ' + "9" * 4300 + ', "s": "NaN 1e400"}'
+        data = parse_json(text)
+        assert 1.7976931348623157e308 == data["max"]
+        assert 5e-324 == data["tiny"]
+        assert 10**4300 - 1 == data["long"]
+        assert "NaN 1e400" == data["s"]
+
+    @pytest.mark.parametrize("cls", [Message, FrozenContext])
+    def test_from_json_refuses_them_with_the_typed_path(self, cls):
+        """
+        from_json refuses them too, naming the path in the value read.
+        """
+        text = (
+            '{"role": "user", "metadata": {"a": 1e400}}' if cls is Message else '{"scratchpad": [["k", {"x": 1e400}]]}'
+        )
+        with pytest.raises(SerializationError) as info:
+            from_json(text, cls)
+        assert ("$.metadata['a']" if cls is Message else "$.scratchpad[0][1]['x']") == info.value.path

@@ -10,7 +10,6 @@ workingctx.serialization module writes it.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from importlib import resources
 from typing import Any
@@ -167,37 +166,15 @@ def _read(path: str) -> Any:
 
     Raises:
         InputError: The file cannot be read, is not UTF-8 text, or is not
-            JSON (the message names the file, and the line or the JSON path).
+            JSON (the message names the file, and the line or the JSON path;
+            a NaN, an Infinity or a number too large for a float is not JSON).
     """
     text = read_text(path)
     try:
         data = parse_json(text)
     except SerializationError as exc:
         raise InputError(path, str(exc)) from None
-    where = _non_finite(data)
-    if where is not None:
-        msg = (
-            f"the number at {where[0]} is {where[1]!r}, which JSON cannot hold (NaN, Infinity, or too large for "
-            "a float); write a finite number, a string or null"
-        )
-        raise InputError(path, msg)
     return data
-
-
-def _non_finite(data: Any) -> tuple[str, float] | None:
-    """
-    The JSON path and value of the first float in *data* that is not finite, or None.
-    """
-    stack: list[tuple[str, Any]] = [("$", data)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            return path, value
-        if isinstance(value, dict):
-            stack.extend((f"{path}.{key}", item) for key, item in reversed(value.items()))
-        elif isinstance(value, list):
-            stack.extend((f"{path}[{index}]", item) for index, item in reversed(list(enumerate(value))))
-    return None
 
 
 if __name__ == "__main__":

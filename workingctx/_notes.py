@@ -20,6 +20,12 @@ and digest reads it again (costing that note) until it is set anew. Notes
 holding anything else (tuples, sets, objects of your own) are open from the
 start and kept by reference, as a plain dict keeps them.
 
+Every write refuses a value no note can keep (one that contains itself or
+nests more than ``MAX_DEPTH`` levels, a NaN, an infinity, an int too long to
+write), checked in the same walk that makes a sealed note's frozen copy; an
+open note, which may have changed in place, is checked again at every freeze
+and digest.
+
 What gives: a plain-data value passed in (``note()``, ``update_scratchpad()``,
 ``notes[key] = value``) is copied, so changing the caller's own object
 afterwards does not change the note; change the note through the scratchpad,
@@ -131,6 +137,7 @@ def _json_tree(value: Any, room: int, seen: set[int]) -> bool:
 
 
 _INT_BOUND = 10**MAX_INT_DIGITS
+_isfinite = math.isfinite
 
 
 def _refuse_scalar(key: str, value: Any) -> None:
@@ -259,8 +266,13 @@ class Notes(dict[str, Any]):
         """
         kind = type(value)
         if kind in _SCALARS:
-            if kind is float or kind is int:
-                _refuse_scalar(key, value)
+            if kind is str:
+                pass
+            elif kind is float:
+                if not _isfinite(value):
+                    check_kept(value, f"note {key!r}")
+            elif kind is int and not -_INT_BOUND < value < _INT_BOUND:
+                check_kept(value, f"note {key!r}")
             with self._lock:  # the common case, kept short
                 dict.__setitem__(self, key, value)
                 self._ours.discard(key)

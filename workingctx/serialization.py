@@ -733,10 +733,20 @@ def from_json(text: str | bytes, cls: type[T]) -> T:
     Message('user', 'hi')
     """
     try:
-        data = parse_json(text)
+        data = _loads(text)
     except SerializationError as exc:
         msg = f"cannot read {_type_name(cls)}: {exc}"
         raise SerializationError(msg, path=exc.path, problems=exc.problems) from None
+    except _NumberError:
+        path, problem = _number_problem(text)
+        try:  # read as json.loads reads it, so that *cls* refuses the number naming where it is
+            loose = json.loads(text, object_pairs_hook=_unique_pairs)
+        except (ValueError, RecursionError):  # an int too long: the path in the text is all there is
+            loose = _UNREAD
+        if loose is not _UNREAD:
+            structure(loose, cls)
+        msg = f"cannot read {_type_name(cls)}: {problem}"
+        raise SerializationError(msg, path=path) from None
     return structure(data, cls)
 
 
@@ -784,23 +794,114 @@ def _repeated(node: Any, path: str) -> str | None:
     return None
 
 
+_UNREAD: Any = object()
+
+
+class _NumberError(Exception):
+    """
+    A number in JSON text that no value can hold (found by the hooks below).
+    """
+
+
+def _no_constant(name: str) -> Any:
+    raise _NumberError(name)
+
+
+_INFINITIES = (math.inf, -math.inf)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in _INFINITIES:
+        raise _NumberError(text)
+    return value
+
+
+class _Number:
+    """
+    A number JSON text holds and no value can: stands in for it while its path is found.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _mark_float(text: str) -> Any:
+    value = float(text)
+    return _Number(text) if value in _INFINITIES else value
+
+
+def _mark_int(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:  # over Python's int-to-str limit
+        return _Number(text)
+
+
+def _number_problem(text: str | bytes) -> tuple[str, str]:
+    """
+    The path of the first number in *text* that no value can hold, and why.
+    """
+    data = json.loads(
+        text, object_pairs_hook=_Pairs, parse_constant=_Number, parse_float=_mark_float, parse_int=_mark_int
+    )
+    stack: list[tuple[Any, str]] = [(data, "$")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _Number):
+            if item.text.lstrip("-").isdigit():
+                digits = len(item.text.lstrip("-"))
+                why = f"is an integer of {digits} digits, too long to read back and write; write it as a string"
+            else:
+                why = (
+                    f"is {float(item.text)!r}, which JSON cannot hold (NaN, Infinity, or too large for a float); "
+                    "write a finite number, a string or null"
+                )
+            return where, f"the number at {where} {why}"
+        if isinstance(item, _Pairs):
+            stack.extend((value, _key_path(where, key)) for key, value in reversed(item))
+        elif isinstance(item, list):
+            stack.extend((value, f"{where}[{i}]") for i, value in reversed(list(enumerate(item))))
+    return "$", "the JSON text holds a number no value can hold"  # pragma: no cover  # the hooks found one
+
+
 def parse_json(text: str | bytes) -> Any:
     """
     Parse JSON text to plain data, refusing an object that repeats a key
-    (``json.loads`` would keep the last value silently).
+    (``json.loads`` would keep the last value silently) and a number no value
+    can hold: ``NaN`` and ``Infinity`` (which are not JSON), a number too
+    large for a float (``json.loads`` reads ``1e400`` as an infinity) and an
+    int longer than :data:`~workingctx.frozen.MAX_INT_DIGITS` digits.
 
     Raises:
         SerializationError: The text is not JSON (the message gives the line
-            and column), repeats a key (``path`` names it), or is nested
-            deeper than Python's recursion limit.
+            and column), repeats a key or holds such a number (``path`` names
+            where), or is nested deeper than Python's recursion limit.
 
     >>> parse_json('{"role": "user", "role": "system"}')
     Traceback (most recent call last):
     ...
     workingctx.exceptions.SerializationError: the JSON text repeats the key 'role' at $.role; ...
+    >>> parse_json('{"score": NaN}')
+    Traceback (most recent call last):
+    ...
+    workingctx.exceptions.SerializationError: the number at $.score is nan, which JSON cannot hold ...
     """
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs)
+        return _loads(text)
+    except _NumberError:
+        path, msg = _number_problem(text)
+        raise SerializationError(msg, path=path) from None
+
+
+def _loads(text: str | bytes) -> Any:
+    """
+    :func:`parse_json`, with a number no value can hold raised as :class:`_NumberError`.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant, parse_float=_finite_float)
     except _DuplicateKeyError as exc:
         path = _repeated(json.loads(text, object_pairs_hook=_Pairs), "$") or "$"
         msg = f"the JSON text repeats the key {exc.key!r} at {path}; each key of an object may appear once"
@@ -808,6 +909,10 @@ def parse_json(text: str | bytes) -> Any:
     except RecursionError:
         msg = "the JSON text is nested too deeply to read"
         raise SerializationError(msg, path="$") from None
+    except _NumberError:
+        raise
     except (ValueError, TypeError) as exc:
+        if not isinstance(exc, json.JSONDecodeError) and "integer string conversion" in str(exc):
+            raise _NumberError(str(exc)) from None
         msg = f"the text is not valid JSON ({exc})"
         raise SerializationError(msg, path="$") from None
