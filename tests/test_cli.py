@@ -29,7 +29,7 @@ from tests.strategies import block_transcripts, messages, prefixes, scratchpads,
 from workingctx import Message, WorkingContext
 from workingctx._files import FORMATS, detect, read_file
 from workingctx._output import Table, emit, progress
-from workingctx.cli import _write_trimmed, describe, main, trim_facts
+from workingctx.cli import _write_trimmed, describe, main, model_provider, trim_facts
 from workingctx.exceptions import ProviderError
 from workingctx.serialization import unstructure
 
@@ -100,7 +100,8 @@ class TestEachFormat:
         """
         provider = "anthropic" if fmt == "workingctx" else None
         extra = ["--provider", provider] if provider else []
-        facts = run_json(capsys, "inspect", sample(fmt), "--model", "claude-sonnet-4-6", *extra)
+        owner = {"openai_chat": "openai", "openai_responses": "openai", "google": "gemini"}.get(fmt, "anthropic")
+        facts = run_json(capsys, "inspect", sample(fmt), "--model", MODELS[owner], *extra)
         ctx = read_file(sample(fmt)).last
         assert len(ctx.prefix.as_messages()) + ctx.size() == len(facts["messages"])
         assert facts["totals"]["tokens"] == sum(m["tokens"] for m in facts["messages"])
@@ -451,6 +452,40 @@ class TestBadUsage:
         status, _, err = run(capsys, *argv)
         assert 2 == status
         assert "error:" in err
+
+    @pytest.mark.parametrize("command", ["replay", "inspect"])
+    def test_a_model_of_another_provider(self, capsys, command):
+        """
+        A model of another provider than the file's is a usage error naming both and the fix;
+        --provider says whose cache to replay it under.
+        """
+        status, out, err = run(capsys, command, sample("anthropic"), "--model", "gpt-4.1")
+        assert (2, "") == (status, out)
+        assert "--model gpt-4.1 is a model of openai" in err
+        assert "is a request to anthropic" in err
+        assert "--provider openai" in err
+        facts = run_json(capsys, command, sample("anthropic"), "--model", "gpt-4.1", "--provider", "openai")
+        assert "openai" == facts["provider"]
+
+    @pytest.mark.parametrize(
+        ("model", "provider"),
+        [
+            ("claude-sonnet-4-6", "anthropic"),
+            ("anthropic/claude-haiku-4-5", "anthropic"),
+            ("gpt-5", "openai"),
+            ("openai:gpt-4.1-mini", "openai"),
+            ("o3-mini", "openai"),
+            ("gemini-2.5-pro", "gemini"),
+            ("GPT-5", "openai"),
+            ("my-finetune", None),
+            ("", None),
+        ],
+    )
+    def test_model_families(self, model, provider):
+        """
+        A model's provider is read from its family, with or without a provider prefix; unknown names have none.
+        """
+        assert provider == model_provider(model)
 
     @pytest.mark.parametrize(
         ("gap", "expected"),

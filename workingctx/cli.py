@@ -71,9 +71,34 @@ def _counter(exact: bool) -> Any:
     return TiktokenCounter() if exact else ApproxTokenCounter()
 
 
+_MODEL_FAMILIES = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"), ("o4", "openai"))
+_MODEL_FAMILIES += (("chatgpt", "openai"), ("gemini", "gemini"))
+"""Model name prefixes and the provider whose cache serves them."""
+
+
+def model_provider(model: str) -> str | None:
+    """
+    The provider a model name belongs to, by its family (``claude-...`` is
+    Anthropic's, ``gpt-...`` and ``o3...`` OpenAI's, ``gemini-...`` Gemini's),
+    with or without a provider prefix; None for a name of no known family.
+    """
+    name = model.lower().rpartition("/")[2].rpartition(":")[2]
+    return next((provider for prefix, provider in _MODEL_FAMILIES if name.startswith(prefix)), None)
+
+
 def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     given: str | None = getattr(args, "provider", None)
-    return given or doc.provider
+    if given is not None:
+        return given
+    model: str | None = getattr(args, "model", None)
+    owner = None if model is None else model_provider(model)
+    if doc.provider is not None and owner is not None and owner != doc.provider:
+        msg = (
+            f"--model {model} is a model of {owner}, but {args.file} is a request to {doc.provider}; "
+            f"pass --provider {owner} to replay it under {owner}'s cache, or a model of {doc.provider}"
+        )
+        raise UsageError(msg)
+    return doc.provider
 
 
 def _money(value: Decimal) -> str:
