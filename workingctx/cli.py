@@ -71,8 +71,15 @@ def _counter(exact: bool) -> Any:
     return TiktokenCounter() if exact else ApproxTokenCounter()
 
 
-_MODEL_FAMILIES = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"), ("o4", "openai"))
-_MODEL_FAMILIES += (("chatgpt", "openai"), ("gemini", "gemini"))
+_MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("claude", "anthropic"),
+    ("gpt-", "openai"),
+    ("chatgpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("gemini", "gemini"),
+)
 """Model name prefixes and the provider whose cache serves them."""
 
 
