@@ -61,6 +61,7 @@ from workingctx.frozen import (
 __all__ = ["Notes", "NotesMark", "copy_notes", "is_plain"]
 
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+_PLAIN: frozenset[type] = frozenset({str, bool, type(None)})
 _LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
 _CONTAINERS: frozenset[type] = frozenset({dict, list, tuple, set, frozenset, FrozenDict, FrozenList})
 
@@ -137,16 +138,19 @@ def _json_tree(value: Any, room: int, seen: set[int]) -> bool:
 
 
 _INT_BOUND = 10**MAX_INT_DIGITS
+_INT_LOW = -_INT_BOUND
 _isfinite = math.isfinite
 
 
-def _refuse_scalar(key: str, value: Any) -> None:
+def _kept_number(key: str, value: Any) -> bool:
     """
-    Refuse a note that is a NaN, an infinity or an int too long to write.
+    True when the number *value* can be a note; a NaN, an infinity and an int
+    too long to write are refused (PayloadError naming the note).
     """
     kind = type(value)
-    if (kind is float and not math.isfinite(value)) or (kind is int and not -_INT_BOUND < value < _INT_BOUND):
+    if (kind is float and not _isfinite(value)) or (kind is int and not _INT_LOW < value < _INT_BOUND):
         check_kept(value, f"note {key!r}")
+    return True
 
 
 def _frozen_tree(value: Any) -> bool:
@@ -177,7 +181,7 @@ def _prepare(key: Any, value: Any, *, writable: bool = False) -> tuple[Any, bool
     """
     kind = type(value)
     if kind in _SCALARS:
-        _refuse_scalar(key, value)
+        _kept_number(key, value)
         return value, False, False
     if type(key) is str:
         if kind is dict or kind is list:
@@ -264,16 +268,12 @@ class Notes(dict[str, Any]):
         Raises:
             PayloadError: No note can keep *value* (see :func:`_prepare`); nothing changed.
         """
-        kind = type(value)
-        if kind in _SCALARS:
-            if kind is str:
-                pass
-            elif kind is float:
-                if not _isfinite(value):
-                    check_kept(value, f"note {key!r}")
-            elif kind is int and not -_INT_BOUND < value < _INT_BOUND:
-                check_kept(value, f"note {key!r}")
-            with self._lock:  # the common case, kept short
+        if (
+            type(value) in _PLAIN
+            or (type(value) is float and _isfinite(value))
+            or (type(value) is int and _INT_LOW < value < _INT_BOUND)
+        ):  # the common case (a number that cannot be kept is refused by _prepare)
+            with self._lock:  # kept short
                 dict.__setitem__(self, key, value)
                 self._ours.discard(key)
                 self._open.discard(key)

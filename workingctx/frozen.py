@@ -52,6 +52,7 @@ MAX_INT_DIGITS = 4300
 """The longest int a payload may hold, in decimal digits: Python's default ``str()`` limit."""
 
 _INT_BOUND = 10**MAX_INT_DIGITS
+_INT_LOW = -_INT_BOUND
 _PAYLOAD = "the payload"
 
 _T = TypeVar("_T")
@@ -286,7 +287,7 @@ def _check_number(value: Any) -> None:
         if not math.isfinite(value):
             msg = f"is {value!r}, which JSON cannot hold; store None or a string such as {str(value)!r} instead"
             raise _Refused(msg)
-    elif not -_INT_BOUND < value < _INT_BOUND:
+    elif not _INT_LOW < value < _INT_BOUND:
         msg = (
             f"is an int of {value.bit_length()} bits, longer than {MAX_INT_DIGITS} decimal digits "
             "(Python's str() limit); store it as a string"
@@ -478,7 +479,7 @@ def _seal(value: Any, room: int, seen: set[int]) -> Any:
     if room < 1 or id(value) in seen:
         return _OPEN
     seen.add(id(value))
-    bound = _INT_BOUND
+    low, bound = _INT_LOW, _INT_BOUND
     height = 0
     if type(value) is dict:
         items: dict[str, Any] = {}
@@ -489,7 +490,7 @@ def _seal(value: Any, room: int, seen: set[int]) -> Any:
             if kind is str or item is None or kind is bool:
                 pass
             elif kind is int:
-                if not -bound < item < bound:
+                if not low < item < bound:
                     raise _number(item).step(value, f"[{key!r}]")
             elif kind is float:
                 if not math.isfinite(item):
@@ -512,7 +513,7 @@ def _seal(value: Any, room: int, seen: set[int]) -> Any:
         if kind is str or item is None or kind is bool:
             pass
         elif kind is int:
-            if not -bound < item < bound:
+            if not low < item < bound:
                 raise _number(item).step(value, f"[{index}]")
         elif kind is float:
             if not math.isfinite(item):
