@@ -22,6 +22,7 @@ from tests.strategies import json_values, messages, scratchpads, short_names, si
 from workingctx import FrozenContext, Message, MutationJournal, PrefixContext, ToolCall, WorkingContext
 from workingctx.exceptions import MergeError, PayloadError, WorkingCtxError
 from workingctx.frozen import MAX_DEPTH
+from workingctx.serialization import to_json
 
 
 class TestPrefixTailAndNotes:
@@ -896,6 +897,42 @@ class TestNotesThatCannotBeKept:
             assert loop["me"] is loop is not ctx.get("bad")["slot"]
         del ctx.scratchpad["bad"]["slot"]
         assert WorkingContext().note("bad", {}).digest() == ctx.digest()
+
+    @given(
+        st.recursive(
+            st.none()
+            | st.text(max_size=3)
+            | st.floats()
+            | st.integers()
+            | st.sampled_from([4299, 4300, -5000]).map(lambda d: (10 ** abs(d)) * (-1 if d < 0 else 1)),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(short_names, inner, max_size=3),
+            max_leaves=8,
+        )
+    )
+    def test_a_note_is_kept_exactly_when_json_can_write_it(self, value):
+        """
+        Law: note() keeps a JSON-like value exactly when json.dumps(...,
+        allow_nan=False) can write it; a kept note freezes, digests and is
+        written by to_json, and a refused one changes nothing.
+        """
+        try:
+            json.dumps(value, allow_nan=False)
+        except ValueError:
+            writable = False
+        else:
+            writable = True
+        ctx = WorkingContext().note("stage", "act")
+        before = ctx.digest()
+        try:
+            ctx.note("v", value)
+        except PayloadError:
+            assert not writable
+            assert before == ctx.digest()
+            assert ["stage"] == list(ctx.scratchpad)
+        else:
+            assert writable
+            assert value == json.loads(to_json(ctx.freeze()))["scratchpad"][1][1]
+            assert ctx.digest() == ctx.freeze().digest()
 
     def test_what_can_be_kept_still_is(self):
         """

@@ -156,11 +156,16 @@ def _kept_number(key: str, value: Any) -> bool:
 def _frozen_tree(value: Any) -> bool:
     """
     Whether *value* is frozen JSON-like data: a frozen dict or list (which
-    deep freezing returns as it is) of JSON scalars and more of the same.
+    deep freezing returns as it is) of JSON scalars and more of the same,
+    with no number a note cannot keep (a NaN, an infinity, an int too long).
     """
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in _PLAIN:
         return True
+    if kind is float:
+        return _isfinite(value)
+    if kind is int:
+        return bool(_INT_LOW < value < _INT_BOUND)
     if kind is FrozenDict:
         return is_json_payload(value) or all(type(key) is str and _frozen_tree(item) for key, item in value.items())
     if kind is FrozenList:
@@ -189,10 +194,8 @@ def _prepare(key: Any, value: Any, *, writable: bool = False) -> tuple[Any, bool
             if sealed is not None:
                 return sealed, True, False
         elif _frozen_tree(value):
-            if not is_json_payload(value):
-                check_kept(value, f"note {key!r}")
             return value, writable, False
-    check_kept(value, f"note {key!r}")
+    check_kept(value, f"note {key!r}")  # refuses a number _frozen_tree did not take, naming where
     return (thaw(value) if writable else value), False, True
 
 
