@@ -177,6 +177,15 @@ class TestBlocksTagged:
         assert TextBlock("hi") == structure({"text": "hi"}, TextBlock)
 
 
+def _unchecked(notes: dict[str, object]) -> FrozenContext:
+    """
+    A snapshot holding *notes* without the constructor's checks, as unpickling builds one.
+    """
+    snapshot = object.__new__(FrozenContext)
+    snapshot.__setstate__((PrefixContext(), (), tuple(sorted(notes.items())), ()))
+    return snapshot
+
+
 class TestPayloads:
     @given(json_objects, json_values())
     def test_payloads_come_back_frozen(self, arguments, output):
@@ -226,24 +235,27 @@ class TestPayloads:
 
     def test_nan_refused_by_to_json(self):
         """
-        JSON has no NaN: a message and a note refuse it when set, and to_json
-        refuses one in a snapshot built by hand and says where it is.
+        JSON has no NaN: a message, a note and a snapshot refuse it when set,
+        and to_json refuses one in a snapshot that skipped the checks (as an
+        unpickled one does) and says where it is.
         """
         with pytest.raises(PayloadError, match=r"metadata\['score'\] is nan"):
             Message("user", "x", metadata={"score": float("nan")})
         with pytest.raises(PayloadError, match=r"note 'score' is nan"):
             WorkingContext().note("score", float("nan"))
-        snapshot = FrozenContext(scratchpad={"score": float("nan")})
+        with pytest.raises(PayloadError, match=r"note 'score' is nan"):
+            FrozenContext(scratchpad={"score": float("nan")})
+        snapshot = _unchecked({"score": float("nan")})
         with pytest.raises(SerializationError, match="not a finite number") as info:
             to_json(snapshot)
         assert info.value.path == "$.scratchpad[0][1]"
 
     def test_an_int_too_long_is_named_as_such_by_to_json_and_a_store(self):
         """
-        An int longer than MAX_INT_DIGITS digits in a snapshot built by hand:
-        to_json and a store's save name that int and where it is, not a float.
+        An int longer than MAX_INT_DIGITS digits in a snapshot that skipped the
+        checks: to_json and a store's save name that int and where it is, not a float.
         """
-        snapshot = FrozenContext(scratchpad={"n": [1, 10**5000]})
+        snapshot = _unchecked({"n": [1, 10**5000]})
         with pytest.raises(SerializationError, match=r"an int of 16610 bits.*store it as a string") as info:
             to_json(snapshot)
         assert "$.scratchpad[0][1][1]" == info.value.path

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import json_values, messages, prefixes, scratchpads, short_names, transcripts
 from workingctx import Checkpoint, FrozenContext, Message, PrefixContext, ToolCall, WorkingContext
-from workingctx.exceptions import FrozenPayloadError
+from workingctx.exceptions import FrozenPayloadError, PayloadError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence import rehydrate
 from workingctx.snapshot import ContextDiff, common_prefix_length
@@ -467,3 +467,42 @@ class TestChainsOfForks:
             assert fresh_snap.digest() == snap.digest()
             assert hash(fresh_snap) == hash(snap)
             assert fresh_snap.chain_digest(1) == snap.chain_digest(1)
+
+
+class TestSnapshotNotesAreKeepable:
+    @pytest.mark.parametrize(
+        "value",
+        [float("nan"), float("-inf"), [1, 10**5000], {"a": {"b": float("inf")}}, {float("nan"): 1}],
+        ids=["nan", "-inf", "long-int", "nested-inf", "nan-key"],
+    )
+    def test_a_snapshot_refuses_what_a_context_refuses(self, value):
+        """
+        FrozenContext(scratchpad=...) refuses a note no context can hold, with the message
+        WorkingContext(scratchpad=...) gives, naming the note and the path.
+        """
+        with pytest.raises(PayloadError) as made:
+            WorkingContext(scratchpad={"n": value})
+        with pytest.raises(PayloadError) as frozen:
+            FrozenContext(scratchpad={"n": value})
+        assert isinstance(frozen.value, ValueError)
+        assert str(made.value) == str(frozen.value)
+        assert str(frozen.value).startswith("note 'n'")
+
+    def test_a_cyclic_note_is_refused(self):
+        """
+        A note that contains itself is refused by the snapshot too, not frozen forever.
+        """
+        loop: list[object] = []
+        loop.append(loop)
+        with pytest.raises(PayloadError, match="note 'n'"):
+            FrozenContext(scratchpad={"n": loop})
+
+    @given(scratchpads)
+    def test_what_a_context_keeps_a_snapshot_keeps(self, notes):
+        """
+        Every scratchpad a context accepts builds a snapshot with the same notes and digest.
+        """
+        ctx = WorkingContext(scratchpad=notes)
+        snap = FrozenContext(scratchpad=notes)
+        assert snap.scratchpad == ctx.freeze().scratchpad
+        assert snap.digest() == ctx.freeze().digest()

@@ -28,7 +28,7 @@ import attrs
 from workingctx import _checks
 from workingctx._canonical import EMPTY_CHAIN, chain_step, notes_json
 from workingctx.exceptions import ArgumentValueError
-from workingctx.frozen import FrozenDict, freeze_json, freeze_named
+from workingctx.frozen import FrozenDict, check_kept, freeze_json, freeze_named
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
 
@@ -160,7 +160,9 @@ def _scratchpad(value: object) -> tuple[tuple[str, Any], ...]:
     for pair in pairs:  # type: ignore[attr-defined]
         key, item = pair
         _checks.check_instance(key, "scratchpad", str, "str", label="scratchpad keys")
-        out.append((key, freeze_named(item, f"note {key!r}")))
+        where = f"note {key!r}"
+        check_kept(item, where)  # what no note of a context can hold: a snapshot holds no such note either
+        out.append((key, freeze_named(item, where)))
     out.sort(key=lambda kv: kv[0])
     return tuple(out)
 
