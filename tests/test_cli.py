@@ -453,6 +453,19 @@ class TestBadUsage:
         assert 2 == status
         assert "error:" in err
 
+    @pytest.mark.parametrize("command", ["replay", "report"])
+    def test_a_window_on_a_log(self, capsys, tmp_path, command):
+        """
+        --window on a log of requests (replayed as sent, never trimmed) is a usage error naming the log's size.
+        """
+        extra = ["-o", str(tmp_path / "page.html")] if command == "report" else []
+        log = sample("openai_chat", "jsonl")
+        status, out, err = run(capsys, command, log, "--model", MODELS["openai"], "--window", "2000", *extra)
+        assert (2, "") == (status, out)
+        assert "--window 2000" in err
+        assert "is a log of 8 requests" in err
+        assert not (tmp_path / "page.html").exists()
+
     @pytest.mark.parametrize("command", ["replay", "inspect"])
     def test_a_model_of_another_provider(self, capsys, command):
         """

@@ -812,6 +812,12 @@ def _run(args: argparse.Namespace) -> int:
         msg = f"{args.file} is workingctx JSON: say whose cache to replay with --provider"
         raise UsageError(msg)
     _check_window(args.window, args.low)
+    if args.window is not None and len(doc.requests) > 1:
+        msg = (
+            f"--window {args.window}: {args.file} is a log of {len(doc.requests)} requests, replayed as they were "
+            "sent; the window applies to one transcript, whose run replay trims with the managers"
+        )
+        raise UsageError(msg)
     facts = replay_facts(
         doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
     )
