@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -399,6 +400,42 @@ class TestFileMediaStore:
         refs = [store.put(bytes([n]) * 10, "application/octet-stream") for n in range(20)]
         files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
         assert sorted(f"{ref.sha256[:2]}/{ref.sha256}" for ref in refs) == files  # type: ignore[index]
+
+    def test_sweep_removes_only_stale_leftovers(self, tmp_path: Path) -> None:
+        """
+        sweep() removes the temporary files of puts killed long ago, keeps a fresh one
+        (a put still writing) and every stored file, and counts what it removed.
+        """
+        store = FileMediaStore(tmp_path)
+        ref = store.put(b"kept bytes", "text/plain")
+        shard = store.path_of(ref).parent
+        stale = [shard / ".put-killed.tmp", tmp_path / "ab" / ".put-other.tmp"]
+        (tmp_path / "ab").mkdir(exist_ok=True)
+        for path in stale:
+            path.write_bytes(b"half")
+            os.utime(path, (time.time() - 7_200, time.time() - 7_200))
+        fresh = shard / ".put-writing.tmp"
+        fresh.write_bytes(b"now")
+        assert 2 == store.sweep()
+        assert not any(path.exists() for path in stale)
+        assert fresh.exists()
+        assert b"kept bytes" == store.get(ref)
+        assert 1 == store.sweep(older_than=0)
+        assert not fresh.exists()
+        assert 0 == store.sweep()
+
+    @pytest.mark.parametrize(("older_than", "error"), [(-1, ValueError), (float("nan"), ValueError), ("1h", TypeError)])
+    def test_sweep_refuses_a_bad_age(self, tmp_path: Path, older_than: object, error: type[Exception]) -> None:
+        """
+        A negative, non-finite or non-numeric age is refused, naming the argument; nothing is removed.
+        """
+        store = FileMediaStore(tmp_path)
+        leftover = tmp_path / "ab" / ".put-x.tmp"
+        leftover.parent.mkdir()
+        leftover.write_bytes(b"half")
+        with pytest.raises(error, match="older_than"):
+            store.sweep(older_than=older_than)  # type: ignore[arg-type]
+        assert leftover.exists()
 
     @pytest.mark.parametrize(
         "damage",

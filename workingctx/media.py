@@ -32,6 +32,7 @@ import sqlite3
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, Self, runtime_checkable
@@ -470,6 +471,27 @@ class FileMediaStore:
         """
         with contextlib.suppress(FileNotFoundError):
             self.path_of(ref).unlink()
+
+    def sweep(self, *, older_than: float = 3600.0) -> int:
+        """
+        Remove the temporary files of puts that never finished (a process killed
+        while writing), last changed more than *older_than* seconds ago, and
+        return how many were removed. Stored files are never touched, and a put
+        still writing is left alone as long as it is younger than *older_than*.
+
+        Raises:
+            TypeError: *older_than* is not a number.
+            ValueError: *older_than* is negative or not finite.
+        """
+        limit = _checks.check_number(older_than, "older_than", minimum=0, owner="sweep()")
+        cutoff = time.time() - limit
+        removed = 0
+        for temporary in self.directory.glob("??/.put-*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                if temporary.stat().st_mtime < cutoff:
+                    temporary.unlink()
+                    removed += 1
+        return removed
 
     def __repr__(self) -> str:
         return f"<FileMediaStore directory={str(self.directory)!r}>"
