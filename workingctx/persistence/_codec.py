@@ -160,19 +160,6 @@ def parse_all(texts: Mapping[str, object]) -> dict[str, Any]:
     return parsed
 
 
-def parse_texts(texts: Mapping[str, str]) -> dict[str, Any]:
-    """
-    :func:`parse_all` for texts known to be str (canonical texts, their layouts).
-    """
-    try:
-        values = json.loads("[" + ",".join(texts.values()) + "]")
-    except ValueError:
-        values = None
-    if isinstance(values, list) and len(values) == len(texts):
-        return dict(zip(texts, values, strict=True))
-    return parse_all(texts)
-
-
 Stored = tuple[object, object]
 """An item as a store holds it: its JSON text and its checksum, not checked yet."""
 
@@ -490,6 +477,68 @@ def by_position(row: Sequence[Any]) -> int:
 _UNREAD = object()
 
 
+def check_steps(kind: Kind, links: Sequence[tuple[str, str]], link_table: str) -> None:
+    """
+    Check each link of a chain read root first, as ``(chain digest, item
+    digest)`` pairs: its chain digest must be the sha256 of the previous one
+    and its item digest (:func:`step`), from *kind*'s root up.
+    """
+    new_hash = hashlib.sha256
+    previous = kind.root
+    for position, (link, digest) in enumerate(links):
+        if new_hash(f"{previous}:{digest}".encode()).hexdigest() != link:  # step(), inline
+            damage(f"the link does not match its {kind.noun} ({link_table}, key {link!r})", f"{kind.path}[{position}]")
+        previous = link
+
+
+def follow(
+    kind: Kind, links: Mapping[object, Sequence[Any]], head: object, count: int, link_table: str
+) -> tuple[list[str], list[str]]:
+    """
+    The chain of *kind* ending at *head*, checked: its chain digests and its
+    item digests, root first, from *links* (every link row ``(chain, prev,
+    item, position)`` of a table, by chain digest).
+
+    One walk from the head down checks every link as it goes: its position
+    is one below the last one's, it names an item, and its key is the sha256
+    of the previous chain digest and that item's digest (:func:`step`); the
+    last link must follow the root. These are the checks of :func:`walk`,
+    :func:`check_links` and :func:`check_steps` together, made in the other
+    direction: when one fails, the chain is read again by those three, which
+    say what is wrong and where.
+    """
+    chains: list[str] = []
+    digests: list[str] = []
+    add_chain = chains.append
+    add_digest = digests.append
+    get = links.get
+    new_hash = hashlib.sha256
+    expected = count - 1
+    link: Any = head
+    row = get(head)
+    while row is not None and expected >= 0:
+        prev, digest = row[1], row[2]
+        if (
+            row[3] != expected
+            or type(prev) is not str
+            or type(digest) is not str
+            or new_hash(f"{prev}:{digest}".encode()).hexdigest() != link  # step(), inline
+        ):
+            break
+        add_chain(link)
+        add_digest(digest)
+        expected -= 1
+        link = prev
+        row = get(prev)
+    if expected == -1 and link == kind.root:
+        chains.reverse()
+        digests.reverse()
+        return chains, digests
+    pairs = check_links(walk(links, head, count), count, kind.root, kind.path, link_table)
+    check_steps(kind, pairs, link_table)
+    return [chain for chain, _ in pairs], [digest for _, digest in pairs]
+
+
 def decode_chain(
     kind: Kind,
     links: Sequence[tuple[str, str]],
@@ -500,18 +549,31 @@ def decode_chain(
     link_table: str,
 ) -> tuple[list[Any], list[str]]:
     """
-    The items of a checked chain of *kind*, and its chain digests.
+    The items of a chain of *kind* whose links :func:`check_links` checked,
+    and its chain digests: each link is checked against the item digest it
+    names (:func:`check_steps`), then the items are read by :func:`decode_items`.
+    """
+    check_steps(kind, links, link_table)
+    values = decode_items(kind, [digest for _, digest in links], found, cache, items=items)
+    return values, [link for link, _ in links]
 
-    *found* holds the stored items not in *cache*, by digest. Verification is
-    complete and eager: every item and every link is checked before this
-    returns, and nothing unchecked is returned or cached. It is one pass over
-    what was read:
 
-    - Links: each chain digest is computed from the previous one and the
-      item digest its link names, and compared with the link's key, from the
-      root up to the head the (sealed) checkpoint row names. The item digests
-      are therefore the ones that head was made from: changing one means
-      finding a sha256 preimage.
+def decode_items(
+    kind: Kind, digests: Sequence[str], found: Mapping[str, Stored], cache: dict[str, Any], *, items: str
+) -> list[Any]:
+    """
+    The items named by *digests*, the item digests of a checked chain of *kind*.
+
+    *found* holds stored items, by digest, among them those not in *cache*.
+    Verification is complete and eager: every item is checked before this
+    returns, and nothing unchecked is returned or cached. The links were
+    checked first (:func:`follow`, or :func:`check_links` and
+    :func:`check_steps`): each chain digest is computed from the previous one
+    and the item digest its link names, and compared with the link's key,
+    from the root up to the head the (sealed) checkpoint row names. The item
+    digests are therefore the ones that head was made from: changing one
+    means finding a sha256 preimage. Then, in one pass over what was read:
+
     - Items stored as their canonical text (:mod:`~workingctx.persistence._items`,
       how items are written now): the sha256 of *kind*'s tag and the text
       (without its layout) must equal the item's key. The key *is* that sha256,
@@ -544,96 +606,145 @@ def decode_chain(
 
     An item that fails is read again by :func:`_diagnose`, which says whether
     it is missing, damaged (its checksum no longer matches), not an item, or
-    rewritten whole, and where. A checked item is remembered in *cache*.
+    rewritten whole, and where. The checked items read are remembered in *cache*.
     """
-    canonical, layouts, rest = _sort_out(kind, found)
-    built = _build_canonical(kind, canonical, layouts)
-    hook = converter.get_structure_hook(kind.cls)
-    item_digest = kind.digest
-    new_hash = hashlib.sha256
-    for digest, data in parse_all(rest).items():
-        try:
-            value = hook(data, kind.cls)
-        except Exception:  # noqa: BLE001, S112  # read again in order below, for an error with a path
-            continue
-        if item_digest(value) == digest:
-            built[digest] = value
-    values: list[Any] = []
-    append = values.append
-    previous = kind.root
-    if len(cache) + len(built) >= CACHE_LIMIT:
-        cache.clear()
-    cached = cache.get
-    fresh = built.get
-    for position, (link, digest) in enumerate(links):
-        value = cached(digest, _UNREAD)
-        if value is _UNREAD:
-            value = fresh(digest, _UNREAD)
+    built = _decode_found(kind, found) if found else {}
+    try:
+        values = list(map((built or cache).__getitem__, digests))
+    except KeyError:
+        values = []
+        append = values.append
+        for position, digest in enumerate(digests):
+            value = built.get(digest, _UNREAD)
             if value is _UNREAD:
-                value = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
-            cache[digest] = value
-        if new_hash(f"{previous}:{digest}".encode("ascii")).hexdigest() != link:  # step(), inline
-            damage(f"the link does not match its {kind.noun} ({link_table}, key {link!r})", f"{kind.path}[{position}]")
-        append(value)
-        previous = link
-    chain = [link for link, _ in links]
-    return values, chain
+                value = cache.get(digest, _UNREAD)
+                if value is _UNREAD:
+                    value = built[digest] = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
+            append(value)
+    if built:
+        if len(cache) + len(built) >= CACHE_LIMIT:
+            cache.clear()
+        cache.update(built)
+    return values
 
 
-def _sort_out(kind: Kind, found: Mapping[str, Stored]) -> tuple[dict[str, str], dict[str, str], dict[str, object]]:
+def _decode_found(kind: Kind, found: Mapping[str, Stored]) -> dict[str, Any]:
     """
-    The stored items that are their canonical text (whose sha256 after the
-    tag is their key), by key, with the layouts of those that have one
-    (checked against their checksum); and the texts of the others.
+    The stored items that check, by key (see :func:`decode_items`); one
+    that does not is left out, for :func:`_diagnose`.
     """
-    canonical: dict[str, str] = {}
-    layouts: dict[str, str] = {}
+    keys: list[str] = []
+    texts: list[str] = []
+    laid_keys: list[str] = []
+    laid_texts: list[str] = []
+    layouts: list[str] = []
     rest: dict[str, object] = {}
     tag = kind.tag
     separator = _items.SEPARATOR
     tagged = _items.TAGGED if kind.untagged else None
     new_hash = hashlib.sha256
     tagged_hash = new_hash((tag or "").encode("ascii")).copy  # the hash after the tag, for each text
-    for digest, item in found.items():
-        data = item[0]
+    for digest, (data, check) in found.items():
         if tag is not None and type(data) is str:
-            head, _, layout = data.partition(separator)
-            hashed = tagged_hash()  # as _items.canonical_item(head, tag, digest), inline
-            hashed.update(head.encode("utf-8", "surrogatepass"))
-            if (
-                hashed.hexdigest() == digest
-                and (tagged is None or tagged not in head)
-                and (
-                    not layout  # else its checksum binds the layout to it: intact(digest, item), inline
-                    or new_hash(f"{digest}\n{data}".encode("utf-8", "surrogatepass")).hexdigest() == item[1]
-                )
-            ):
-                canonical[digest] = head
-                if layout:
-                    layouts[digest] = layout
-                continue
+            if separator not in data:
+                hashed = tagged_hash()  # as _items.canonical_item(data, tag, digest), inline
+                hashed.update(data.encode("utf-8", "surrogatepass"))
+                if hashed.hexdigest() == digest and (tagged is None or tagged not in data):
+                    keys.append(digest)
+                    texts.append(data)
+                    continue
+            else:
+                head, _, layout = data.partition(separator)
+                hashed = tagged_hash()
+                hashed.update(head.encode("utf-8", "surrogatepass"))
+                if (
+                    hashed.hexdigest() == digest
+                    and (tagged is None or tagged not in head)
+                    # its checksum binds the layout to it: intact(digest, item), inline
+                    and new_hash(f"{digest}\n{data}".encode("utf-8", "surrogatepass")).hexdigest() == check
+                ):
+                    laid_keys.append(digest)
+                    laid_texts.append(head)
+                    layouts.append(layout)
+                    continue
         rest[digest] = data
-    return canonical, layouts, rest
+    built: dict[str, Any] = {}
+    if keys:
+        _build_canonical(kind, keys, parse_list(texts), built)
+    if laid_keys:
+        _build_laid(kind, laid_keys, laid_texts, layouts, built)
+    if rest:
+        _build_rest(kind, rest, built)
+    return built
 
 
-def _build_canonical(kind: Kind, canonical: Mapping[str, str], layouts: Mapping[str, str]) -> dict[str, Any]:
+def _build_laid(kind: Kind, keys: list[str], texts: list[str], layouts: list[str], built: dict[str, Any]) -> None:
     """
-    The items of verified canonical texts, by key, each given its key as its
+    Build the items of verified canonical texts with layouts into *built*
+    (see :func:`_build_canonical`), each in the order of its layout.
+    """
+    parsed = parse_list(texts)
+    distinct = dict.fromkeys(layouts)  # items of one shape share a layout: each is parsed once
+    orders = dict(zip(distinct, parse_list(list(distinct)), strict=True))
+    ordered: list[Any] = []
+    for data, layout in zip(parsed, layouts, strict=True):
+        try:
+            ordered.append(_items.apply_layout(data, orders[layout]))
+        except _items.LayoutError:
+            ordered.append(_UNREAD)
+    _build_canonical(kind, keys, ordered, built)
+
+
+def _build_rest(kind: Kind, rest: Mapping[str, object], built: dict[str, Any]) -> None:
+    """
+    Build the items of other stored texts into *built*: each built value's
+    digest is computed and must be its key.
+    """
+    hook = converter.get_structure_hook(kind.cls)
+    item_digest = kind.digest
+    for digest, data in parse_all(rest).items():
+        try:
+            value = hook(data, kind.cls)
+        except Exception:  # noqa: BLE001, S112  # read again in order, for an error with a path
+            continue
+        if item_digest(value) == digest:
+            built[digest] = value
+
+
+def parse_list(texts: list[str]) -> list[Any]:
+    """
+    Many JSON texts parsed in one call, in order; a text that does not parse
+    gives :data:`_UNREAD` (see :func:`parse_all`).
+    """
+    try:
+        values = json.loads("[" + ",".join(texts) + "]")
+    except ValueError:
+        values = None
+    if isinstance(values, list) and len(values) == len(texts):
+        return values
+    parsed: list[Any] = []
+    for text in texts:
+        try:
+            parsed.append(json.loads(text))
+        except ValueError:
+            parsed.append(_UNREAD)
+    return parsed
+
+
+def _build_canonical(kind: Kind, keys: list[str], parsed: list[Any], built: dict[str, Any]) -> None:
+    """
+    Build the items of verified canonical data (:data:`_UNREAD` for a text
+    that did not parse) into *built*, by key, each given its key as its
     digest; one that does not build is left out, for :func:`_diagnose`.
     """
-    built: dict[str, Any] = {}
-    if not canonical:
-        return built
-    parsed = parse_texts(canonical)
-    orders = parse_texts(layouts) if layouts else {}
     cls = kind.cls
     hook = converter.get_structure_hook(cls)
     build = kind.build
     seed = kind.seed
-    for digest, data in parsed.items():
+    for digest, data in zip(keys, parsed, strict=True):
+        if data is _UNREAD:
+            continue
         try:
-            if digest in layouts:
-                data = _items.apply_layout(data, orders[digest])  # noqa: PLW2901  # the data, in order
             value = None if build is None else build(data, digest)
             if value is None:
                 value = hook(data, cls)
@@ -642,7 +753,6 @@ def _build_canonical(kind: Kind, canonical: Mapping[str, str], layouts: Mapping[
         except Exception:  # noqa: BLE001, S112  # read again in order, for an error with a path
             continue
         built[digest] = value
-    return built
 
 
 def _diagnose(kind: Kind, digest: str, found: Mapping[str, Stored], path: str, items: str) -> Any:

@@ -523,7 +523,7 @@ class SQLiteStore:
             # table in one pass and walk it here, rather than look up each link.
             found_rows = db.execute(f"SELECT chain, prev, {column}, position FROM {links}").fetchall()  # noqa: S608  # constant names
             table = dict(zip(map(_first, found_rows), found_rows, strict=True))
-            rows = _codec.walk(table, head, length)
+            chain, digests = _codec.follow(kind, table, head, length, f"table {links}")
         else:
             query = (
                 f"WITH RECURSIVE walk (chain, prev, item, position) AS ("  # noqa: S608  # constant names only
@@ -536,8 +536,10 @@ class SQLiteStore:
             )
             rows = db.execute(query, (head,)).fetchall()
             rows.sort(key=_codec.by_position)
-        checked = _codec.check_links(rows, length, kind.root, kind.path, f"table {links}")
-        wanted = {digest for _, digest in checked if digest not in cache}
+            checked = _codec.check_links(rows, length, kind.root, kind.path, f"table {links}")
+            _codec.check_steps(kind, checked, f"table {links}")
+            chain, digests = [link for link, _ in checked], [digest for _, digest in checked]
+        wanted = set(digests).difference(cache) if cache else set(digests)
         stored: dict[str, _codec.Stored] = {}
         # Every item is named by a link, so a table holds at most as many items as links.
         if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
@@ -547,7 +549,7 @@ class SQLiteStore:
                 stored = {key: stored[key] for key in wanted if key in stored}
         elif wanted:
             stored = SQLiteStore._items(db, items, wanted)
-        return _codec.decode_chain(kind, checked, stored, cache, items=f"table {items}", link_table=f"table {links}")
+        return _codec.decode_items(kind, digests, stored, cache, items=f"table {items}"), chain
 
     @staticmethod
     def _most_of(db: sqlite3.Connection, table: str, wanted: int) -> bool:
