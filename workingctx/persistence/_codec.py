@@ -164,7 +164,11 @@ Stored = tuple[object, object]
 """An item as a store holds it: its JSON text and its checksum, not checked yet."""
 
 
-def stored(found: Iterable[Sequence[Any]]) -> dict[str, Stored]:
+Row = Sequence[Any]
+"""An item as a store reads it: ``(key, data, checksum)``, not checked yet."""
+
+
+def stored(found: Iterable[Row]) -> dict[str, Stored]:
     """
     Stored items read as ``(key, data, checksum)`` rows, by key.
     """
@@ -542,7 +546,7 @@ def follow(
 def decode_chain(
     kind: Kind,
     links: Sequence[tuple[str, str]],
-    found: Mapping[str, Stored],
+    found: Sequence[Row],
     cache: dict[str, Any],
     *,
     items: str,
@@ -559,12 +563,12 @@ def decode_chain(
 
 
 def decode_items(
-    kind: Kind, digests: Sequence[str], found: Mapping[str, Stored], cache: dict[str, Any], *, items: str
+    kind: Kind, digests: Sequence[str], found: Sequence[Row], cache: dict[str, Any], *, items: str
 ) -> list[Any]:
     """
     The items named by *digests*, the item digests of a checked chain of *kind*.
 
-    *found* holds stored items, by digest, among them those not in *cache*.
+    *found* holds stored items, among them those not in *cache*.
     Verification is complete and eager: every item is checked before this
     returns, and nothing unchecked is returned or cached. The links were
     checked first (:func:`follow`, or :func:`check_links` and
@@ -619,7 +623,8 @@ def decode_items(
             if value is _UNREAD:
                 value = cache.get(digest, _UNREAD)
                 if value is _UNREAD:
-                    value = built[digest] = _diagnose(kind, digest, found, f"{kind.path}[{position}]", items)
+                    where = f"{kind.path}[{position}]"
+                    value = built[digest] = _diagnose(kind, digest, stored(found), where, items)
             append(value)
     if built:
         if len(cache) + len(built) >= CACHE_LIMIT:
@@ -628,7 +633,7 @@ def decode_items(
     return values
 
 
-def _decode_found(kind: Kind, found: Mapping[str, Stored]) -> dict[str, Any]:
+def _decode_found(kind: Kind, found: Iterable[Row]) -> dict[str, Any]:
     """
     The stored items that check, by key (see :func:`decode_items`); one
     that does not is left out, for :func:`_diagnose`.
@@ -644,7 +649,7 @@ def _decode_found(kind: Kind, found: Mapping[str, Stored]) -> dict[str, Any]:
     tagged = _items.TAGGED if kind.untagged else None
     new_hash = hashlib.sha256
     tagged_hash = new_hash((tag or "").encode("ascii")).copy  # the hash after the tag, for each text
-    for digest, (data, check) in found.items():
+    for digest, data, check in found:
         if tag is not None and type(data) is str:
             if separator not in data:
                 hashed = tagged_hash()  # as _items.canonical_item(data, tag, digest), inline

@@ -555,21 +555,19 @@ class PostgresStore:
         found = cur.fetchone()
         return found is not None and int(found[0]) <= 2 * wanted
 
-    def _items(
-        self, cur: psycopg.Cursor[Any], table: str, keys: set[str], links: int | None
-    ) -> dict[str, _codec.Stored]:
+    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str], links: int | None) -> list[_codec.Row]:
         """
         The stored items of *keys* that are there, unchecked: the table read
         whole when they are most of it (every item is named by a link, so a
         table of *links* links holds at most that many items), else by key.
         """
         if not keys:
-            return {}
+            return []
         if links is not None and 2 * len(keys) >= links:
             cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table}"))  # noqa: S608  # constant names
-            return {key: (data, check) for key, data, check in cur.fetchall() if key in keys}
+            return [row for row in cur.fetchall() if row[0] in keys]
         cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
-        return _codec.stored(cur.fetchall())
+        return cur.fetchall()
 
     # -- listing, threads and deleting --------------------------------------------
 

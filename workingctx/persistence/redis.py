@@ -874,14 +874,14 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _split(keys: Sequence[str], values: Sequence[Any]) -> dict[str, _codec.Stored]:
+def _split(keys: Sequence[str], values: Sequence[Any]) -> list[_codec.Row]:
     """
-    Stored items (a checksum, then the text) by key, unchecked; a missing one left out.
+    Stored items (a checksum, then the text) as ``(key, text, checksum)``, unchecked; a missing one left out.
     """
-    found: dict[str, _codec.Stored] = {}
+    found: list[_codec.Row] = []
     for key, value in zip(keys, values, strict=True):
         if isinstance(value, str) and len(value) >= 64:
-            found[key] = (value[64:], value[:64])
+            found.append((key, value[64:], value[:64]))
         elif value is not None:
-            found[key] = (value, "")
+            found.append((key, value, ""))
     return found

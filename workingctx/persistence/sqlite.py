@@ -64,7 +64,6 @@ SCHEMA_VERSION = 1
 _checksum = checksum  # the name the damage tests use
 
 _first = operator.itemgetter(0)
-_rest = operator.itemgetter(1, 2)
 
 _HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL) WITHOUT ROWID"
 
@@ -539,17 +538,24 @@ class SQLiteStore:
             checked = _codec.check_links(rows, length, kind.root, kind.path, f"table {links}")
             _codec.check_steps(kind, checked, f"table {links}")
             chain, digests = [link for link, _ in checked], [digest for _, digest in checked]
-        wanted = set(digests).difference(cache) if cache else set(digests)
-        stored: dict[str, _codec.Stored] = {}
         # Every item is named by a link, so a table holds at most as many items as links.
-        if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
+        if not cache and whole:
+            # Nothing is cached (a fresh store) and the links are most of their
+            # table: so are the items, and every one of the chain is read.
             found = db.execute(f"SELECT digest, data, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
-            stored = dict(zip(map(_first, found), map(_rest, found), strict=True))
-            if len(stored) > len(wanted):
-                stored = {key: stored[key] for key in wanted if key in stored}
-        elif wanted:
-            stored = SQLiteStore._items(db, items, wanted)
-        return _codec.decode_items(kind, digests, stored, cache, items=f"table {items}"), chain
+            if len(found) > len(digests):
+                wanted = set(digests)
+                found = [row for row in found if row[0] in wanted]
+        else:
+            wanted = set(digests).difference(cache)
+            found = []
+            if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
+                found = db.execute(f"SELECT digest, data, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
+                if len(found) > len(wanted):
+                    found = [row for row in found if row[0] in wanted]
+            elif wanted:
+                found = SQLiteStore._items(db, items, wanted)
+        return _codec.decode_items(kind, digests, found, cache, items=f"table {items}"), chain
 
     @staticmethod
     def _most_of(db: sqlite3.Connection, table: str, wanted: int) -> bool:
@@ -560,17 +566,17 @@ class SQLiteStore:
         return int(db.execute(query, (2 * wanted + 1,)).fetchone()[0]) <= 2 * wanted
 
     @staticmethod
-    def _items(db: sqlite3.Connection, table: str, keys: set[str]) -> dict[str, _codec.Stored]:
+    def _items(db: sqlite3.Connection, table: str, keys: set[str]) -> builtins.list[_codec.Row]:
         """
         The stored items of *keys* that are there, unchecked.
         """
-        found: dict[str, _codec.Stored] = {}
+        found: builtins.list[_codec.Row] = []
         ordered = sorted(keys)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             query = f"SELECT digest, data, checksum FROM {table} WHERE digest IN ({marks})"  # noqa: S608  # constants
-            found.update(_codec.stored(db.execute(query, chunk)))
+            found.extend(db.execute(query, chunk).fetchall())
         return found
 
     # -- listing and deleting -----------------------------------------------------------
