@@ -79,6 +79,7 @@ MARKERS: frozenset[str] = frozenset(
 """The keys of the canonical encoding's tagged forms; a dict of yours using one is escaped."""
 
 _INT_BOUND = 10**MAX_INT_DIGITS
+_INT_FLOOR = -_INT_BOUND  # negated once: a 4,300-digit int is not negated for free
 
 
 def canonical(value: Any, where: str = "the value") -> Any:
@@ -124,7 +125,7 @@ def _canon(value: Any, room: int) -> Any:
     if kind is str or value is None or kind is bool:
         return value
     if kind is int:
-        return value if -_INT_BOUND < value < _INT_BOUND else {"__int__": hex(value)}
+        return value if _INT_FLOOR < value < _INT_BOUND else {"__int__": hex(value)}
     if kind is float:
         return value if math.isfinite(value) else {"__float__": repr(value)}
     if kind is dict or kind is FrozenDict:
@@ -158,13 +159,14 @@ def _canon_mapping(value: Mapping[Any, Any], room: int) -> Any:
     inner = room - 1
     simple = _SIMPLE
     bound = _INT_BOUND
+    floor = _INT_FLOOR
     if MARKERS.isdisjoint(value):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
                 break  # written as pairs, below
             kind = type(item)
-            if kind in simple or (kind is int and -bound < item < bound):
+            if kind in simple or (kind is int and floor < item < bound):
                 out[key] = item
                 continue
             try:
@@ -188,11 +190,12 @@ def _canon_items(value: Sequence[Any], room: int) -> list[Any]:
     inner = room - 1
     simple = _SIMPLE
     bound = _INT_BOUND
+    floor = _INT_FLOOR
     items: list[Any] = []
     append = items.append
     for item in value:
         kind = type(item)
-        if kind in simple or (kind is int and -bound < item < bound):
+        if kind in simple or (kind is int and floor < item < bound):
             append(item)
             continue
         try:
