@@ -142,7 +142,7 @@ def _langgraph_run(dsn: str, schema: str, system: str, turns: list[list[Message]
     messages: list[Any] = [SystemMessage(system)]
     with PostgresSaver.from_conn_string(make_conninfo(dsn, options=f"-c search_path={schema}")) as saver:
         saver.setup()
-        config: dict[str, Any] = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
+        config: Any = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
         version: Any = None
         for number, turn, ctx in _checkpoints(system, turns):
             messages.extend(to_langchain(turn))
@@ -203,7 +203,7 @@ def _agents_session_run(
         session = RedisSession.from_url("bench", url=url, key_prefix=prefix)
         times: list[float] = []
         try:
-            await session.add_items([{"role": "system", "content": system}])  # type: ignore[list-item]
+            await session.add_items([{"role": "system", "content": system}])
             for _, turn, _ in _checkpoints(system, turns):
                 items = [item for message in turn for item in _items(message)]
                 start = time.perf_counter()
@@ -293,7 +293,7 @@ def _redis_naive_load(url: str, key: str, last: Checkpoint) -> float:
         client.set(key, to_json(last))
 
         def naive() -> Checkpoint:
-            return from_json(client.get(key), Checkpoint)  # type: ignore[arg-type]  # bytes: from_json reads them
+            return from_json(client.get(key), Checkpoint)  # bytes: from_json reads them
 
         assert naive() == last
         seconds = measure(naive, repeat=5)
@@ -368,16 +368,16 @@ def run(table: Table, quick: bool) -> None:
         if url is None:
             print("stores: no Redis server (set WORKINGCTX_REDIS_URL or install redis-server); rows left out")
             return
-        store = RedisStore(url, namespace=f"bench-wctx-{tag}")
+        redis_store = RedisStore(url, namespace=f"bench-wctx-{tag}")
         try:
-            times, last = _workingctx_run(store, system, turns)
-            assert store.load(last.id) == last
+            times, last = _workingctx_run(redis_store, system, turns)
+            assert redis_store.load(last.id) == last
             ours = _redis_bytes(url, f"bench-wctx-{tag}:*")
-            cold = _cold_load(lambda: RedisStore(url, namespace=store.namespace), last)
+            cold = _cold_load(lambda: RedisStore(url, namespace=redis_store.namespace), last)
             naive = _redis_naive_load(url, f"bench-naive-{tag}", last)
         finally:
-            store.drop()
-            store.close()
+            redis_store.drop()
+            redis_store.close()
         copy_seconds, copy_bytes = _whole_copy(url, f"bench-copy-{tag}:", system, turns)
         session = _agents_session_run(url, f"bench-agents-{tag}", system, turns)
         table.add(
