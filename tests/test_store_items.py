@@ -615,3 +615,39 @@ class TestCacheLimit:
             monkeypatch.setattr(_codec, "CACHE_LIMIT", len(first.snapshot.messages) + 1)
             assert store.load(second.id) == second
             assert store.load(first.id) == first
+
+
+class TestTextEncoding:
+    def test_a_utf16_database_loads(self, scratch_dir):
+        """
+        A store in a database made with another text encoding than UTF-8
+        reads item texts as text, and loads what it saved.
+        """
+        path = fresh_path(scratch_dir)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute("PRAGMA encoding = 'UTF-16le'")
+            db.execute("CREATE TABLE made_first (x)")
+            db.execute("DROP TABLE made_first")
+        ctx = arguments_run().append(Message("user", "Ærø, 15°, 東京 ✈"))
+        first, second = saved_pair(path, ctx)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            assert db.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
+        with SQLiteStore(path) as store:
+            assert store.load(first.id) == first
+            assert store.load(second.id) == second
+
+    def test_an_item_whose_bytes_are_not_utf8_is_damaged(self, scratch_dir):
+        """
+        A stored text changed into bytes that are not UTF-8 is refused as
+        damaged, naming the message and where it is.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, arguments_run())
+        digest = second.snapshot.messages[0].digest()
+        text = rows(path, "messages")[digest][0]
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("UPDATE messages SET data = ? WHERE digest = ?", (text.encode() + b"\xff", digest))
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its checksum") as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.messages[0]"
+        assert digest in str(info.value)

@@ -167,12 +167,26 @@ Stored = tuple[object, object]
 Row = Sequence[Any]
 """An item as a store reads it: ``(key, data, checksum)``, not checked yet."""
 
+Text = str | bytes
+"""JSON text as a store reads it: str, or its UTF-8 bytes."""
+
+
+def as_text(data: object) -> object:
+    """
+    Stored text read as UTF-8 bytes, as str; anything else (bytes that are
+    not UTF-8 included) as it is, for its reader to refuse.
+    """
+    if type(data) is bytes:
+        with contextlib.suppress(UnicodeDecodeError):
+            return data.decode("utf-8")
+    return data
+
 
 def stored(found: Iterable[Row]) -> dict[str, Stored]:
     """
-    Stored items read as ``(key, data, checksum)`` rows, by key.
+    Stored items read as ``(key, data, checksum)`` rows, by key, their texts as str.
     """
-    return {str(key): (data, check) for key, data, check in found}
+    return {str(key): (as_text(data), check) for key, data, check in found}
 
 
 def intact(key: str, item: Stored) -> bool:
@@ -636,43 +650,53 @@ def decode_items(
 def _decode_found(kind: Kind, found: Iterable[Row]) -> dict[str, Any]:
     """
     The stored items that check, by key (see :func:`decode_items`); one
-    that does not is left out, for :func:`_diagnose`.
+    that does not is left out, for :func:`_diagnose`. Texts may be read as
+    str or as their UTF-8 bytes (which are hashed as they are).
     """
     keys: list[str] = []
-    texts: list[str] = []
+    texts: list[Text] = []
     laid_keys: list[str] = []
-    laid_texts: list[str] = []
-    layouts: list[str] = []
+    laid_texts: list[Text] = []
+    layouts: list[Text] = []
     rest: dict[str, object] = {}
     tag = kind.tag
-    separator = _items.SEPARATOR
-    tagged = _items.TAGGED if kind.untagged else None
+    tagged = _items.TAGGED.encode("ascii") if kind.untagged else None
     new_hash = hashlib.sha256
     tagged_hash = new_hash((tag or "").encode("ascii")).copy  # the hash after the tag, for each text
     for digest, data, check in found:
-        if tag is not None and type(data) is str:
-            if separator not in data:
-                hashed = tagged_hash()  # as _items.canonical_item(data, tag, digest), inline
-                hashed.update(data.encode("utf-8", "surrogatepass"))
-                if hashed.hexdigest() == digest and (tagged is None or tagged not in data):
-                    keys.append(digest)
-                    texts.append(data)
-                    continue
-            else:
-                head, _, layout = data.partition(separator)
-                hashed = tagged_hash()
-                hashed.update(head.encode("utf-8", "surrogatepass"))
-                if (
-                    hashed.hexdigest() == digest
-                    and (tagged is None or tagged not in head)
-                    # its checksum binds the layout to it: intact(digest, item), inline
-                    and new_hash(f"{digest}\n{data}".encode("utf-8", "surrogatepass")).hexdigest() == check
-                ):
-                    laid_keys.append(digest)
-                    laid_texts.append(head)
-                    layouts.append(layout)
-                    continue
-        rest[digest] = data
+        if tag is None:
+            rest[digest] = as_text(data)
+            continue
+        if type(data) is bytes:
+            raw = data
+        elif type(data) is str:
+            raw = data.encode("utf-8", "surrogatepass")
+        else:
+            rest[digest] = data
+            continue
+        if b"\n" not in raw:  # no layout
+            hashed = tagged_hash()  # as _items.canonical_item(data, tag, digest), inline
+            hashed.update(raw)
+            if hashed.hexdigest() == digest and (tagged is None or tagged not in raw):
+                keys.append(digest)
+                texts.append(data)
+                continue
+        else:
+            hashed = tagged_hash()
+            head_raw = raw.partition(b"\n")[0]
+            hashed.update(head_raw)
+            if (
+                hashed.hexdigest() == digest
+                and (tagged is None or tagged not in head_raw)
+                # its checksum binds the layout to it: intact(digest, item), inline
+                and new_hash((digest + "\n").encode("utf-8", "surrogatepass") + raw).hexdigest() == check
+            ):
+                head, _, layout = data.partition(b"\n" if type(data) is bytes else "\n")
+                laid_keys.append(digest)
+                laid_texts.append(head)
+                layouts.append(layout)
+                continue
+        rest[digest] = data if type(data) is str else as_text(data)
     built: dict[str, Any] = {}
     if keys:
         _build_canonical(kind, keys, parse_list(texts), built)
@@ -683,7 +707,7 @@ def _decode_found(kind: Kind, found: Iterable[Row]) -> dict[str, Any]:
     return built
 
 
-def _build_laid(kind: Kind, keys: list[str], texts: list[str], layouts: list[str], built: dict[str, Any]) -> None:
+def _build_laid(kind: Kind, keys: list[str], texts: list[Text], layouts: list[Text], built: dict[str, Any]) -> None:
     """
     Build the items of verified canonical texts with layouts into *built*
     (see :func:`_build_canonical`), each in the order of its layout.
@@ -716,15 +740,17 @@ def _build_rest(kind: Kind, rest: Mapping[str, object], built: dict[str, Any]) -
             built[digest] = value
 
 
-def parse_list(texts: list[str]) -> list[Any]:
+def parse_list(texts: list[Text]) -> list[Any]:
     """
-    Many JSON texts parsed in one call, in order; a text that does not parse
-    gives :data:`_UNREAD` (see :func:`parse_all`).
+    Many JSON texts (str, or UTF-8 bytes) parsed in one call, in order; a
+    text that does not parse gives :data:`_UNREAD` (see :func:`parse_all`).
     """
-    try:
-        values = json.loads("[" + ",".join(texts) + "]")
-    except ValueError:
-        values = None
+    values: Any = None
+    with contextlib.suppress(ValueError, TypeError):  # TypeError: str and bytes mixed
+        if texts and type(texts[0]) is bytes:
+            values = json.loads(b"[" + b",".join(cast("list[bytes]", texts)) + b"]")
+        else:
+            values = json.loads("[" + ",".join(cast("list[str]", texts)) + "]")
     if isinstance(values, list) and len(values) == len(texts):
         return values
     parsed: list[Any] = []

@@ -245,6 +245,8 @@ def _freeze(value: Any, room: int) -> Any:
         raise _Unplain
     height = 0
     if kind is dict:
+        if _flat(value):
+            return _new_dict(value, 1, json=True)
         items: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
@@ -268,6 +270,27 @@ def _freeze(value: Any, room: int) -> Any:
                 height = frozen._height
         return _new_list(out, height + 1, json=True)
     raise _Unplain
+
+
+def _flat(value: dict[Any, Any]) -> bool:
+    """
+    Whether a parsed object holds only str keys and scalars that need no
+    freezing (the most common payload: tool arguments, journal entries).
+    """
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str:
+            return False
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if -_INT_BOUND < item < _INT_BOUND:
+                continue
+            return False
+        if kind is float and item - item == 0.0:  # finite
+            continue
+        return False
+    return True
 
 
 # -- building messages -------------------------------------------------------------------
@@ -317,7 +340,9 @@ def build_message(data: Any, digest: str) -> Message | None:
     role = data.get("role")
     content = data.get("content")
     provider_data = data.get("provider_data")
-    if type(role) is not str or role not in ROLES or type(content) is not str or provider_data != {}:
+    if type(role) is not str or role not in ROLES or type(content) is not str or type(provider_data) is not dict:
+        return None
+    if provider_data:
         return None
     if len(data) == 3:  # role, content and no provider data: nothing else to read
         return _message(role, content, None, None, (), None, EMPTY_JSON_OBJECT, False, digest)  # noqa: FBT003  # delta

@@ -200,6 +200,7 @@ class SQLiteStore:
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
+        self._data: str | None = None  # how a load selects an item's text (see _data_column)
         self.read_only: bool = False
         """Whether the store was opened read-only (``save()`` and ``delete()`` then raise)."""
         self._why_read_only = "it was opened with read_only=True"
@@ -478,8 +479,9 @@ class SQLiteStore:
         if prefix is None:
             prefix = _codec.decode_prefix(self._blob(db, prefix_key, "$.snapshot.prefix"), prefix_key, self._prefixes)
         notes = _codec.decode_notes(self._blob(db, notes_key, "$.snapshot.scratchpad"), notes_key)
-        messages = self._chain(db, MESSAGES, messages_head, info.message_count, self._messages)
-        journal = self._chain(db, JOURNAL, journal_head, journal_count, self._entries)
+        data = self._data_column(db)
+        messages = self._chain(db, MESSAGES, messages_head, info.message_count, self._messages, data)
+        journal = self._chain(db, JOURNAL, journal_head, journal_count, self._entries, data)
         return _codec.assemble(info, digest, prefix, notes, messages, journal[0])
 
     @staticmethod
@@ -489,9 +491,20 @@ class SQLiteStore:
             damage(f"blob {key!r} is missing from table blobs", path)
         return found[0]
 
+    def _data_column(self, db: sqlite3.Connection) -> str:
+        """
+        How a load selects an item's text: as its UTF-8 bytes (hashed as read,
+        never decoded and encoded again) in a UTF-8 database, which is what
+        SQLite makes unless told otherwise; as text in any other.
+        """
+        if self._data is None:
+            found = db.execute("PRAGMA encoding").fetchone()
+            self._data = "CAST(data AS BLOB)" if found is not None and found[0] == "UTF-8" else "data"
+        return self._data
+
     @staticmethod
     def _chain(
-        db: sqlite3.Connection, kind: Kind, head: object, count: object, cache: dict[str, Any]
+        db: sqlite3.Connection, kind: Kind, head: object, count: object, cache: dict[str, Any], data: str
     ) -> tuple[list[Any], list[str]]:
         """
         The items of the chain of *kind* ending at *head*, and its chain digests, all checked.
@@ -542,7 +555,7 @@ class SQLiteStore:
         if not cache and whole:
             # Nothing is cached (a fresh store) and the links are most of their
             # table: so are the items, and every one of the chain is read.
-            found = db.execute(f"SELECT digest, data, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
+            found = db.execute(f"SELECT digest, {data}, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
             if len(found) > len(digests):
                 wanted = set(digests)
                 found = [row for row in found if row[0] in wanted]
@@ -550,11 +563,11 @@ class SQLiteStore:
             wanted = set(digests).difference(cache)
             found = []
             if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
-                found = db.execute(f"SELECT digest, data, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
+                found = db.execute(f"SELECT digest, {data}, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
                 if len(found) > len(wanted):
                     found = [row for row in found if row[0] in wanted]
             elif wanted:
-                found = SQLiteStore._items(db, items, wanted)
+                found = SQLiteStore._items(db, items, wanted, data)
         return _codec.decode_items(kind, digests, found, cache, items=f"table {items}"), chain
 
     @staticmethod
@@ -566,7 +579,7 @@ class SQLiteStore:
         return int(db.execute(query, (2 * wanted + 1,)).fetchone()[0]) <= 2 * wanted
 
     @staticmethod
-    def _items(db: sqlite3.Connection, table: str, keys: set[str]) -> builtins.list[_codec.Row]:
+    def _items(db: sqlite3.Connection, table: str, keys: set[str], data: str) -> builtins.list[_codec.Row]:
         """
         The stored items of *keys* that are there, unchecked.
         """
@@ -575,7 +588,7 @@ class SQLiteStore:
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             marks = ", ".join("?" * len(chunk))
-            query = f"SELECT digest, data, checksum FROM {table} WHERE digest IN ({marks})"  # noqa: S608  # constants
+            query = f"SELECT digest, {data}, checksum FROM {table} WHERE digest IN ({marks})"  # noqa: S608  # constants
             found.extend(db.execute(query, chunk).fetchall())
         return found
 
