@@ -255,12 +255,19 @@ class TestFreezeParsed:
 
     @pytest.mark.parametrize(
         "text",
-        ['{"x": NaN}', "[Infinity]", "[-Infinity]", "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)],
+        [
+            '{"x": NaN}',
+            "[Infinity]",
+            "[-Infinity]",
+            "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),
+            '{"a": {"b": [1]}, "c": [2, {"d": NaN}]}',
+            '[[1], {"d": 1}, [[Infinity]]]',
+        ],
     )
     def test_it_refuses_what_freeze_json_refuses(self, text):
         """
         A float that is not finite and nesting too deep are refused with
-        freeze_json's own error.
+        freeze_json's own error, also after containers before it were frozen.
         """
         parsed = json.loads(text)
         with pytest.raises(PayloadError) as expected:
@@ -651,3 +658,40 @@ class TestTextEncoding:
             store.load(second.id)
         assert info.value.path == "$.snapshot.messages[0]"
         assert digest in str(info.value)
+
+
+class TestRootOrder:
+    @given(
+        data=st.dictionaries(st.sampled_from("abcde"), st.integers(), max_size=5),
+        keys=st.lists(st.sampled_from(["a", "b", "c", "d", "e", 1, None]), max_size=6),
+        shape=st.sampled_from(["root", "path", "two", "not a list"]),
+    )
+    def test_it_orders_as_apply_layout(self, data, keys, shape):
+        """
+        A layout of the item's own keys is applied by apply_order exactly as
+        apply_layout applies it (the same keys in the same order, or
+        LayoutError); any other layout has no root order.
+        """
+        layout: Any = {
+            "root": [[[], keys]],
+            "path": [[["a"], keys]],
+            "two": [[[], keys], [[], keys]],
+            "not a list": {"keys": keys},
+        }[shape]
+        order = _items.root_order(json.loads(json.dumps(layout)))
+        if shape != "root" or not all(isinstance(key, str) for key in keys) or len(set(keys)) != len(keys):
+            assert order is None
+            return
+        assert order == tuple(keys)
+        expected = outcome_of(lambda: _items.apply_layout(dict(data), layout))
+        found = outcome_of(lambda: _items.apply_order(dict(data), order))
+        assert found == expected
+        if expected[0] == "read":
+            assert list(found[1]) == list(expected[1])
+
+
+def outcome_of(read: Any) -> Any:
+    try:
+        return "read", read()
+    except _items.LayoutError:
+        return "refused", None

@@ -715,12 +715,15 @@ def _build_laid(kind: Kind, keys: list[str], texts: list[Text], layouts: list[Te
     parsed = parse_list(texts)
     distinct = dict.fromkeys(layouts)  # items of one shape share a layout: each is parsed once
     orders = dict(zip(distinct, parse_list(list(distinct)), strict=True))
+    roots = {layout: _items.root_order(order) for layout, order in orders.items()}
     ordered: list[Any] = []
+    append = ordered.append
     for data, layout in zip(parsed, layouts, strict=True):
+        order = roots[layout]
         try:
-            ordered.append(_items.apply_layout(data, orders[layout]))
+            append(_items.apply_layout(data, orders[layout]) if order is None else _items.apply_order(data, order))
         except _items.LayoutError:
-            ordered.append(_UNREAD)
+            append(_UNREAD)
     _build_canonical(kind, keys, ordered, built)
 
 

@@ -39,7 +39,6 @@ from workingctx.frozen import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
     FrozenDict,
-    FrozenList,
     _new_dict,
     _new_list,
     freeze_json,
@@ -203,6 +202,38 @@ def apply_layout(data: Any, found: Any) -> Any:
     return data
 
 
+def root_order(found: Any) -> tuple[str, ...] | None:
+    """
+    The key order a layout gives when it orders the item's own keys only
+    (``[[[], keys]]``, keys distinct strs), for :func:`apply_order`; None for
+    any other layout.
+    """
+    if type(found) is not list or len(found) != 1:
+        return None
+    entry = found[0]
+    if type(entry) is not list or len(entry) != 2 or entry[0] != [] or type(entry[1]) is not list:
+        return None
+    keys = entry[1]
+    if not all(type(key) is str for key in keys) or len(set(keys)) != len(keys):
+        return None
+    return tuple(keys)
+
+
+def apply_order(data: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """
+    ``apply_layout(data, [[[], list(keys)]])`` for the keys :func:`root_order` gives.
+
+    Raises:
+        LayoutError: *keys* are not the keys of *data*.
+    """
+    if type(data) is not dict or len(data) != len(keys):
+        raise LayoutError
+    try:
+        return {key: data[key] for key in keys}
+    except KeyError:
+        raise LayoutError from None
+
+
 # -- building values ---------------------------------------------------------------------
 
 
@@ -219,6 +250,10 @@ def freeze_parsed(data: Any, where: str) -> Any:
     scalars. Anything else, and anything ``freeze_json`` refuses (an int too
     long, a float that is not finite, nesting too deep), goes through
     ``freeze_json``, which says what is wrong.
+
+    The data is the caller's own and is used up: its dicts and lists are
+    replaced in place by their frozen forms (which ``freeze_json`` takes as
+    they are, so a refusal names the same path).
 
     Raises:
         PayloadError: As :func:`~workingctx.frozen.freeze_json`.
@@ -245,52 +280,41 @@ def _freeze(value: Any, room: int) -> Any:
         raise _Unplain
     height = 0
     if kind is dict:
-        if _flat(value):
-            return _new_dict(value, 1, json=True)
-        items: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unplain
-            if type(item) is str:
-                items[key] = item
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
                 continue
-            frozen = items[key] = _freeze(item, room - 1)
-            if (type(frozen) is FrozenDict or type(frozen) is FrozenList) and frozen._height > height:
-                height = frozen._height
-        return _new_dict(items, height + 1, json=True)
+            if kind is int:
+                if not -_INT_BOUND < item < _INT_BOUND:
+                    raise _Unplain
+                continue
+            if kind is float:
+                if item - item != 0.0:
+                    raise _Unplain
+                continue
+            # a container: frozen in its place (the data is json.loads's own, read by no one else)
+            frozen = value[key] = _freeze(item, room - 1)
+            height = max(height, frozen._height)
+        return _new_dict(value, height + 1, json=True)
     if kind is list:
-        out: list[Any] = []
-        for item in value:
-            if type(item) is str:
-                out.append(item)
+        for index, item in enumerate(value):
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
                 continue
-            frozen = _freeze(item, room - 1)
-            out.append(frozen)
-            if (type(frozen) is FrozenDict or type(frozen) is FrozenList) and frozen._height > height:
-                height = frozen._height
-        return _new_list(out, height + 1, json=True)
+            if kind is int:
+                if not -_INT_BOUND < item < _INT_BOUND:
+                    raise _Unplain
+                continue
+            if kind is float:
+                if item - item != 0.0:
+                    raise _Unplain
+                continue
+            frozen = value[index] = _freeze(item, room - 1)
+            height = max(height, frozen._height)
+        return _new_list(value, height + 1, json=True)
     raise _Unplain
-
-
-def _flat(value: dict[Any, Any]) -> bool:
-    """
-    Whether a parsed object holds only str keys and scalars that need no
-    freezing (the most common payload: tool arguments, journal entries).
-    """
-    for key, item in value.items():
-        kind = type(item)
-        if type(key) is not str:
-            return False
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if -_INT_BOUND < item < _INT_BOUND:
-                continue
-            return False
-        if kind is float and item - item == 0.0:  # finite
-            continue
-        return False
-    return True
 
 
 # -- building messages -------------------------------------------------------------------
