@@ -749,11 +749,20 @@ def parse_list(texts: list[Text]) -> list[Any]:
     text that does not parse gives :data:`_UNREAD` (see :func:`parse_all`).
     """
     values: Any = None
+    if not texts:
+        return []
     with contextlib.suppress(ValueError, TypeError):  # TypeError: str and bytes mixed
-        if texts and type(texts[0]) is bytes:
-            values = json.loads(b"[" + b",".join(cast("list[bytes]", texts)) + b"]")
+        # one array of them all; the brackets go on the first and the last
+        # text, so that the whole text is copied only once, by the join
+        edges = list(texts)
+        if type(texts[0]) is bytes:
+            edges[0] = b"[" + cast("bytes", edges[0])
+            edges[-1] = cast("bytes", edges[-1]) + b"]"
+            values = json.loads(b",".join(cast("list[bytes]", edges)))
         else:
-            values = json.loads("[" + ",".join(cast("list[str]", texts)) + "]")
+            edges[0] = "[" + cast("str", edges[0])
+            edges[-1] = cast("str", edges[-1]) + "]"
+            values = json.loads(",".join(cast("list[str]", edges)))
     if isinstance(values, list) and len(values) == len(texts):
         return values
     parsed: list[Any] = []
