@@ -368,8 +368,13 @@ def build_message(data: Any, digest: str) -> Message | None:
         return None
     if provider_data:
         return None
-    if len(data) == 3:  # role, content and no provider data: nothing else to read
+    size = len(data)
+    if size == 3:  # role, content and no provider data: nothing else to read
         return _message(role, content, None, None, (), None, EMPTY_JSON_OBJECT, False, digest)  # noqa: FBT003  # delta
+    if size < 6:
+        usual = _usual(data, role, content, size, digest)
+        if usual is not None:
+            return usual
     count = 3
     name = data.get("name")
     if name is not None:
@@ -410,9 +415,28 @@ def build_message(data: Any, digest: str) -> Message | None:
             return None
         calls = made
         count += 1
-    if len(data) != count:
+    if size != count:
         return None
     return _message(role, content, name, call_id, calls, ident, metadata, delta, digest)
+
+
+def _usual(data: dict[str, Any], role: str, content: str, size: int, digest: str) -> Message | None:
+    """
+    :func:`build_message` for the two other common shapes, whose keys their
+    size and two reads tell: a tool result with a name, and an assistant turn
+    of tool calls; None for any other data, which the general path then reads.
+    """
+    if size == 5 and role == "tool":
+        name = data.get("name")
+        call_id = data.get("tool_call_id")
+        if type(name) is str and type(call_id) is str:
+            return _message(role, content, name, call_id, (), None, EMPTY_JSON_OBJECT, False, digest)  # noqa: FBT003
+    elif size == 4 and role == "assistant":
+        found = data.get("tool_calls")
+        calls = _calls(found) if type(found) is list and found else None
+        if calls is not None:
+            return _message(role, content, None, None, calls, None, EMPTY_JSON_OBJECT, False, digest)  # noqa: FBT003
+    return None
 
 
 def _slot_setters(cls: type[Any], names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
