@@ -535,12 +535,12 @@ def follow(
     link: Any = head
     row = get(head)
     while row is not None and expected >= 0:
-        prev, digest = row[1], row[2]
+        _, prev, digest, position = row
         if (
-            row[3] != expected
-            or type(prev) is not str
+            position != expected
             or type(digest) is not str
-            or new_hash(f"{prev}:{digest}".encode()).hexdigest() != link  # step(), inline
+            # step(), inline; a prev that is not a str makes no chain digest (nor the root)
+            or new_hash(f"{prev}:{digest}".encode()).hexdigest() != link
         ):
             break
         add_chain(link)
