@@ -293,10 +293,8 @@ class Tail:
         # slots are this tail's only if they hold its messages (they never
         # change once written, so then this tail's messages are its first items).
         end = n + len(messages)
-        if end - n == 1:
-            placed = items[n] is messages[0]
-        else:
-            placed = all(map(operator.is_, itertools.islice(items, n, end), messages))
+        # (a slice, not islice: islice would walk the list from its start)
+        placed = items[n] is messages[0] if end - n == 1 else all(map(operator.is_, items[n:end], messages))
         if placed:
             self._n = end
         return placed
