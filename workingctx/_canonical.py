@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from workingctx.exceptions import PayloadTypeError
-from workingctx.frozen import MAX_DEPTH, MAX_INT_DIGITS, FrozenDict, FrozenList, _Refused, _too_deep
+from workingctx.frozen import (
+    _INT_BOUND,
+    _INT_LOW,
+    MAX_DEPTH,
+    FrozenDict,
+    FrozenList,
+    _Refused,
+    _too_deep,
+)
 
 if TYPE_CHECKING:
     from workingctx.messages import Message
@@ -78,9 +86,6 @@ MARKERS: frozenset[str] = frozenset(
 )
 """The keys of the canonical encoding's tagged forms; a dict of yours using one is escaped."""
 
-_INT_BOUND = 10**MAX_INT_DIGITS
-_INT_FLOOR = -_INT_BOUND  # negated once: a 4,300-digit int is not negated for free
-
 
 def canonical(value: Any, where: str = "the value") -> Any:
     """
@@ -125,7 +130,7 @@ def _canon(value: Any, room: int) -> Any:
     if kind is str or value is None or kind is bool:
         return value
     if kind is int:
-        return value if _INT_FLOOR < value < _INT_BOUND else {"__int__": hex(value)}
+        return value if _INT_LOW < value < _INT_BOUND else {"__int__": hex(value)}
     if kind is float:
         return value if math.isfinite(value) else {"__float__": repr(value)}
     if kind is dict or kind is FrozenDict:
@@ -159,7 +164,7 @@ def _canon_mapping(value: Mapping[Any, Any], room: int) -> Any:
     inner = room - 1
     simple = _SIMPLE
     bound = _INT_BOUND
-    floor = _INT_FLOOR
+    floor = _INT_LOW
     if MARKERS.isdisjoint(value):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -190,7 +195,7 @@ def _canon_items(value: Sequence[Any], room: int) -> list[Any]:
     inner = room - 1
     simple = _SIMPLE
     bound = _INT_BOUND
-    floor = _INT_FLOOR
+    floor = _INT_LOW
     items: list[Any] = []
     append = items.append
     for item in value:

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
-from workingctx.frozen import MAX_INT_DIGITS
+from workingctx.frozen import _INT_BOUND, _INT_LOW, MAX_INT_DIGITS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -66,7 +66,6 @@ __all__ = [
 T = TypeVar("T")
 
 _REPR_LIMIT = 200
-_INT_BOUND = 10**MAX_INT_DIGITS
 
 
 def shown(value: object) -> str:
@@ -188,7 +187,7 @@ def check_int(
     """
     if not isinstance(value, int) or isinstance(value, bool):
         raise wrong_type(value, argument, "an int", owner=owner, label=label)
-    if not -_INT_BOUND < value < _INT_BOUND:
+    if not _INT_LOW < value < _INT_BOUND:
         problem = f"is an int longer than {MAX_INT_DIGITS} decimal digits, which cannot be written"
         msg = f"{_where(owner, argument, label)} {problem}; use a str"
         raise error(msg, argument=argument, value=value)
@@ -355,7 +354,7 @@ def integer(
     """
 
     def validate(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value.__class__ is int and -_INT_BOUND < value < _INT_BOUND and (minimum is None or value >= minimum):
+        if value.__class__ is int and _INT_LOW < value < _INT_BOUND and (minimum is None or value >= minimum):
             return  # the common case, without building the error's context
         if value is None and optional:
             return

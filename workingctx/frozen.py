@@ -51,6 +51,8 @@ MAX_DEPTH = 100
 MAX_INT_DIGITS = 4300
 """The longest int a payload may hold, in decimal digits: Python's default ``str()`` limit."""
 
+# The bounds every int check of the package compares with (the low one negated once:
+# negating a 4,300-digit int is not free).
 _INT_BOUND = 10**MAX_INT_DIGITS
 _INT_LOW = -_INT_BOUND
 _PAYLOAD = "the payload"

@@ -43,7 +43,7 @@ from workingctx.exceptions import (
     PendingCallsError,
     SerializationError,
 )
-from workingctx.frozen import MAX_DEPTH, MAX_INT_DIGITS, FrozenDict, FrozenList, thaw
+from workingctx.frozen import _INT_BOUND, _INT_LOW, MAX_DEPTH, MAX_INT_DIGITS, FrozenDict, FrozenList, thaw
 from workingctx.messages import Message, ToolResultBlock, Usage
 from workingctx.prefix import PrefixContext
 from workingctx.serialization import converter, structure, unstructure
@@ -479,9 +479,6 @@ def history_step(previous: str, text: str) -> str:
 # -- JSON values -------------------------------------------------------------------------------
 
 
-_INT_BOUND = 10**MAX_INT_DIGITS
-
-
 def freeze_json(value: Any, key: str, path: str = "") -> Any:
     """
     *value* checked to be JSON data and deep-frozen (a tuple becomes a list,
@@ -504,7 +501,7 @@ def _freeze_json(value: Any, key: str, path: str, room: int, inside: set[int]) -
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int):
-        if -_INT_BOUND < value < _INT_BOUND:
+        if _INT_LOW < value < _INT_BOUND:
             return int(value)
         msg = (
             f"{key!r}{path} is an int of {value.bit_length()} bits, longer than {MAX_INT_DIGITS} decimal digits "

@@ -52,7 +52,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from workingctx.exceptions import PayloadError, SerializationError, WorkingCtxError
-from workingctx.frozen import MAX_INT_DIGITS, FrozenDict, FrozenList, freeze_json
+from workingctx.frozen import _INT_BOUND, _INT_LOW, MAX_INT_DIGITS, FrozenDict, FrozenList, freeze_json
 from workingctx.messages import BLOCK_TYPES, ContentBlock, Message
 
 __all__ = ["converter", "from_json", "parse_json", "structure", "to_json", "unstructure"]
@@ -60,7 +60,6 @@ __all__ = ["converter", "from_json", "parse_json", "structure", "to_json", "unst
 T = TypeVar("T")
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
-_INT_BOUND = 10**MAX_INT_DIGITS
 _MAX_SHOWN = 60
 
 
@@ -177,7 +176,7 @@ def _structure_int(value: Any, _: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         msg = f"expected an integer, got {_show(value)}"
         raise _Problem(msg)
-    if not -_INT_BOUND < value < _INT_BOUND:
+    if not _INT_LOW < value < _INT_BOUND:
         msg = f"expected an integer of at most {MAX_INT_DIGITS} digits, got one of {value.bit_length()} bits"
         raise _Problem(msg)
     return value
@@ -570,7 +569,7 @@ def _leaf_path(value: Any, path: str, payload: bool, *, finite: bool = False) ->
     """
     if finite and isinstance(value, float) and not math.isfinite(value):
         return path, f"{value!r} is not a finite number; JSON has no NaN or infinity"
-    if finite and isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
+    if finite and isinstance(value, int) and not _INT_LOW < value < _INT_BOUND:
         return path, (
             f"an int of {value.bit_length()} bits is longer than {MAX_INT_DIGITS} decimal digits "
             "(Python's str() limit), so it cannot be written; store it as a string"

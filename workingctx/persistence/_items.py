@@ -35,9 +35,10 @@ import attrs
 
 from workingctx._canonical import canonical_json, message_data, message_text
 from workingctx.frozen import (
+    _INT_BOUND,
+    _INT_LOW,
     EMPTY_JSON_OBJECT,
     MAX_DEPTH,
-    MAX_INT_DIGITS,
     FrozenDict,
     _new_dict,
     _new_list,
@@ -48,8 +49,6 @@ from workingctx.messages import ROLES, Message, ToolCall
 
 SEPARATOR = "\n"
 """What separates an item's canonical text from its layout; compact JSON never holds it."""
-
-_INT_BOUND = 10**MAX_INT_DIGITS
 
 
 def canonical_item(text: str, tag: str, key: str) -> bool:
@@ -269,7 +268,7 @@ def _freeze(value: Any, room: int) -> Any:
     if kind is str or kind is bool or value is None:
         return value
     if kind is int:
-        if not -_INT_BOUND < value < _INT_BOUND:
+        if not _INT_LOW < value < _INT_BOUND:
             raise _Unplain
         return value
     if kind is float:
@@ -287,7 +286,7 @@ def _freeze(value: Any, room: int) -> Any:
             if kind is str or kind is bool or item is None:
                 continue
             if kind is int:
-                if not -_INT_BOUND < item < _INT_BOUND:
+                if not _INT_LOW < item < _INT_BOUND:
                     raise _Unplain
                 continue
             if kind is float:
@@ -304,7 +303,7 @@ def _freeze(value: Any, room: int) -> Any:
             if kind is str or kind is bool or item is None:
                 continue
             if kind is int:
-                if not -_INT_BOUND < item < _INT_BOUND:
+                if not _INT_LOW < item < _INT_BOUND:
                     raise _Unplain
                 continue
             if kind is float:
@@ -388,7 +387,7 @@ def build_message(data: Any, digest: str) -> Message | None:
         count += 1
     ident = data.get("id")
     if ident is not None:
-        if not (type(ident) is str or (type(ident) is int and -_INT_BOUND < ident < _INT_BOUND)):
+        if not (type(ident) is str or (type(ident) is int and _INT_LOW < ident < _INT_BOUND)):
             return None
         count += 1
     metadata = data.get("metadata")
