@@ -476,62 +476,45 @@ def seal_tree(value: dict[str, Any] | list[Any], where: str) -> Any:
 def _seal(value: Any, room: int, seen: set[int]) -> Any:
     """
     :func:`seal_tree` within *room* levels, :data:`_OPEN` for what is not a
-    tree (a container met twice, another type, a key that is not a str).
+    tree (a container met twice, another type, a key that is not a str). A
+    container is copied once, into its frozen form; one holding containers is
+    first copied to put their frozen forms in their places.
     """
     if room < 1 or id(value) in seen:
         return _OPEN
     seen.add(id(value))
     low, bound = _INT_LOW, _INT_BOUND
     height = 0
-    if type(value) is dict:
-        items: dict[str, Any] = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                return _OPEN
-            kind = type(item)
-            if kind is str or item is None or kind is bool:
-                pass
-            elif kind is int:
-                if not low < item < bound:
-                    raise _number(item).step(value, f"[{key!r}]")
-            elif kind is float:
-                if not math.isfinite(item):
-                    raise _number(item).step(value, f"[{key!r}]")
-            elif kind is dict or kind is list:
-                try:
-                    item = _seal(item, room - 1, seen)  # noqa: PLW2901  # the frozen copy takes its place
-                except _Refused as exc:
-                    raise exc.step(value, f"[{key!r}]") from None
-                if item is _OPEN:
-                    return _OPEN
-                height = max(height, item._height)
-            else:
-                return _OPEN
-            items[key] = item
-        return _new_dict(items, height + 1, json=True)
-    out: list[Any] = []
-    for index, item in enumerate(value):
+    is_dict = type(value) is dict
+    placed: Any = None  # a copy of *value* with frozen containers in their places, once one is met
+    for where, item in value.items() if is_dict else enumerate(value):
+        if is_dict and type(where) is not str:
+            return _OPEN
         kind = type(item)
         if kind is str or item is None or kind is bool:
-            pass
-        elif kind is int:
+            continue
+        if kind is int:
             if not low < item < bound:
-                raise _number(item).step(value, f"[{index}]")
+                raise _number(item).step(value, f"[{where!r}]")
         elif kind is float:
             if not math.isfinite(item):
-                raise _number(item).step(value, f"[{index}]")
+                raise _number(item).step(value, f"[{where!r}]")
         elif kind is dict or kind is list:
             try:
-                item = _seal(item, room - 1, seen)  # noqa: PLW2901  # the frozen copy takes its place
+                frozen = _seal(item, room - 1, seen)
             except _Refused as exc:
-                raise exc.step(value, f"[{index}]") from None
-            if item is _OPEN:
+                raise exc.step(value, f"[{where!r}]") from None
+            if frozen is _OPEN:
                 return _OPEN
-            height = max(height, item._height)
+            height = max(height, frozen._height)
+            if placed is None:
+                placed = dict(value) if is_dict else list(value)
+            placed[where] = frozen
         else:
             return _OPEN
-        out.append(item)
-    return _new_list(out, height + 1, json=True)
+    if is_dict:
+        return _new_dict(value if placed is None else placed, height + 1, json=True)
+    return _new_list(value if placed is None else placed, height + 1, json=True)
 
 
 def _number(value: float) -> _Refused:

@@ -38,12 +38,10 @@ from workingctx.frozen import (
     _INT_BOUND,
     _INT_LOW,
     EMPTY_JSON_OBJECT,
-    MAX_DEPTH,
     FrozenDict,
-    _new_dict,
-    _new_list,
     freeze_json,
     is_json_payload,
+    seal_tree,
 )
 from workingctx.messages import ROLES, Message, ToolCall
 
@@ -236,84 +234,22 @@ def apply_order(data: Any, keys: tuple[str, ...]) -> dict[str, Any]:
 # -- building values ---------------------------------------------------------------------
 
 
-class _Unplain(Exception):  # noqa: N818  # internal: freeze_json then decides, and explains
-    """
-    Data :func:`freeze_parsed` leaves to :func:`~workingctx.frozen.freeze_json`.
-    """
-
-
 def freeze_parsed(data: Any, where: str) -> Any:
     """
     ``freeze_json(data, where)`` for data ``json.loads`` made: the same frozen
-    value, built knowing the data holds only dicts with str keys, lists and
-    scalars. Anything else, and anything ``freeze_json`` refuses (an int too
-    long, a float that is not finite, nesting too deep), goes through
-    ``freeze_json``, which says what is wrong.
-
-    The data is the caller's own and is used up: its dicts and lists are
-    replaced in place by their frozen forms (which ``freeze_json`` takes as
-    they are, so a refusal names the same path).
+    value, made by :func:`~workingctx.frozen.seal_tree` in the one walk that
+    checks it when it is a dict or a list. Anything else goes to
+    ``freeze_json``, which also says what is wrong.
 
     Raises:
         PayloadError: As :func:`~workingctx.frozen.freeze_json`.
     """
-    try:
-        return _freeze(data, MAX_DEPTH)
-    except _Unplain:
-        return freeze_json(data, where)
-
-
-def _freeze(value: Any, room: int) -> Any:
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return value
-    if kind is int:
-        if not _INT_LOW < value < _INT_BOUND:
-            raise _Unplain
-        return value
-    if kind is float:
-        if value - value != 0.0:  # an infinity or a NaN
-            raise _Unplain
-        return value
-    if room < 1:
-        raise _Unplain
-    height = 0
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _Unplain
-            kind = type(item)
-            if kind is str or kind is bool or item is None:
-                continue
-            if kind is int:
-                if not _INT_LOW < item < _INT_BOUND:
-                    raise _Unplain
-                continue
-            if kind is float:
-                if item - item != 0.0:
-                    raise _Unplain
-                continue
-            # a container: frozen in its place (the data is json.loads's own, read by no one else)
-            frozen = value[key] = _freeze(item, room - 1)
-            height = max(height, frozen._height)
-        return _new_dict(value, height + 1, json=True)
-    if kind is list:
-        for index, item in enumerate(value):
-            kind = type(item)
-            if kind is str or kind is bool or item is None:
-                continue
-            if kind is int:
-                if not _INT_LOW < item < _INT_BOUND:
-                    raise _Unplain
-                continue
-            if kind is float:
-                if item - item != 0.0:
-                    raise _Unplain
-                continue
-            frozen = value[index] = _freeze(item, room - 1)
-            height = max(height, frozen._height)
-        return _new_list(value, height + 1, json=True)
-    raise _Unplain
+    kind = type(data)
+    if kind is dict or kind is list:
+        sealed = seal_tree(data, where)
+        if sealed is not None:
+            return sealed
+    return freeze_json(data, where)
 
 
 # -- building messages -------------------------------------------------------------------
