@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -139,6 +139,33 @@ def unsendable(index: int, where: str, what: str, fix: str) -> Problem:
     The problem of a block a wire format has no place for: named, never dropped in silence.
     """
     return Problem(index, "unsendable", f"{where} holds {what}; {fix}")
+
+
+LossRule = Callable[[Any, Message, bool], "tuple[str, str] | None"]
+"""
+What a wire format says of a block ``(block, its message, inside a tool result)``:
+``(why, fix)`` when it has no place for it, else None.
+"""
+
+
+def lost_blocks(messages: Sequence[Message], rule: LossRule) -> tuple[Problem, ...]:
+    """
+    Every block of *messages* (those inside tool results too) that *rule*
+    says a wire format has no place for, each an ``unsendable`` problem:
+    writing never drops one in silence. A block whose bytes are a media-store
+    reference is left to its unresolved-media problem.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for block, in_result in blocks_of(message):
+            media = getattr(block, "media", None)
+            if media is not None and media.kind == "store":
+                continue
+            found = rule(block, message, in_result)
+            if found is not None:
+                why, fix = found
+                problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
+    return tuple(problems)
 
 
 def describe(block: Any) -> str:

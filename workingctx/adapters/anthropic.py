@@ -30,15 +30,14 @@ import attrs
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
-    blocks_of,
     cache_hinted,
     check_messages,
     context_from,
-    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
     keyed_messages,
+    lost_blocks,
     media_problems,
     messages_of,
     ordered,
@@ -48,7 +47,6 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
-    unsendable,
 )
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
@@ -661,22 +659,18 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     media in a system message, which takes text only), each an ``unsendable``
     problem: writing never drops them in silence.
     """
-    problems: list[Problem] = []
-    for index, message in enumerate(messages):
-        for block, _in_result in blocks_of(message):
-            media = getattr(block, "media", None)
-            if media is not None and media.kind == "store":
-                continue  # an unresolved-media problem
-            if isinstance(block, AudioBlock | VideoBlock | DataBlock):
-                why = "Anthropic takes images and documents only"
-                fix = "describe or transcribe it as text, or write this context with google, which takes it"
-            elif message.role == "system" and isinstance(block, ImageBlock | DocumentBlock):
-                why = "a system message, which Anthropic takes as text only"
-                fix = "move it into a user message"
-            else:
-                continue
-            problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
-    return tuple(problems)
+    return lost_blocks(messages, _lost)
+
+
+def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | None:
+    if isinstance(block, AudioBlock | VideoBlock | DataBlock):
+        return (
+            "Anthropic takes images and documents only",
+            "describe or transcribe it as text, or write this context with google, which takes it",
+        )
+    if message.role == "system" and isinstance(block, ImageBlock | DocumentBlock):
+        return "a system message, which Anthropic takes as text only", "move it into a user message"
+    return None
 
 
 def wire_problems(

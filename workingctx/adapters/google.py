@@ -27,14 +27,13 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
-    blocks_of,
     check_messages,
     context_from,
-    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
     keyed_messages,
+    lost_blocks,
     media_problems,
     messages_of,
     ordered,
@@ -45,7 +44,6 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
-    unsendable,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -470,21 +468,15 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     MIME type is unknown, which Gemini requires), each an ``unsendable``
     problem: writing never drops them in silence.
     """
-    problems: list[Problem] = []
-    for index, message in enumerate(messages):
-        for block, _in_result in blocks_of(message):
-            if isinstance(block, DataBlock):
-                why, fix = "Gemini has no part for a data block", "send it as a media block with its MIME type"
-            elif (
-                isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock)
-                and block.media.kind != "store"
-                and _mime(block) is None
-            ):
-                why, fix = "Gemini needs the MIME type of every file and inline blob", "set the MediaRef's mime_type"
-            else:
-                continue
-            problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
-    return tuple(problems)
+    return lost_blocks(messages, _lost)
+
+
+def _lost(block: Any, _message: Message, _in_result: bool) -> tuple[str, str] | None:
+    if isinstance(block, DataBlock):
+        return "Gemini has no part for a data block", "send it as a media block with its MIME type"
+    if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock) and _mime(block) is None:
+        return "Gemini needs the MIME type of every file and inline blob", "set the MediaRef's mime_type"
+    return None
 
 
 def wire_problems(

@@ -23,13 +23,12 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
-    blocks_of,
     check_messages,
     checked,
     context_from,
-    describe,
     is_workingctx,
     keyed_messages,
+    lost_blocks,
     media_problems,
     messages_of,
     parse_data_url,
@@ -37,7 +36,6 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
-    unsendable,
 )
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
@@ -357,17 +355,16 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     The blocks of *messages* LangChain content has no place for (data blocks),
     each an ``unsendable`` problem: writing never drops them in silence.
     """
-    return tuple(
-        unsendable(
-            index,
-            f"message {index}",
-            f"{describe(block)}: LangChain content has no block for generic data",
+    return lost_blocks(messages, _lost)
+
+
+def _lost(block: Any, _message: Message, _in_result: bool) -> tuple[str, str] | None:
+    if isinstance(block, DataBlock):
+        return (
+            "LangChain content has no block for generic data",
             "send it as an image, audio, video or document block with its MIME type",
         )
-        for index, message in enumerate(messages)
-        for block, _in_result in blocks_of(message)
-        if isinstance(block, DataBlock)
-    )
+    return None
 
 
 def check(source: Any) -> tuple[Problem, ...]:

@@ -23,15 +23,14 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
-    blocks_of,
     cache_hinted,
     check_messages,
     context_from,
-    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
     keyed_messages,
+    lost_blocks,
     media_problems,
     messages_of,
     ordered,
@@ -42,7 +41,6 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
-    unsendable,
 )
 from workingctx.exceptions import ArgumentValueError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
@@ -314,17 +312,18 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     takes text only, image file ids, audio other than wav and mp3, video, data),
     each an ``unsendable`` problem: writing never drops them in silence.
     """
-    problems: list[Problem] = []
-    for index, message in enumerate(messages):
-        for block, in_result in blocks_of(message):
-            why = _why_lost(block, message.role, in_result)
-            if why is not None:
-                fix = (
-                    "give its URL or inline bytes in a user message, convert it to a format Chat Completions "
-                    "takes, or write this context with openai_responses, anthropic or google"
-                )
-                problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
-    return tuple(problems)
+    return lost_blocks(messages, _lost)
+
+
+def _lost(block: Any, message: Message, in_result: bool) -> tuple[str, str] | None:
+    why = _why_lost(block, message.role, in_result)
+    if why is None:
+        return None
+    fix = (
+        "give its URL or inline bytes in a user message, convert it to a format Chat Completions "
+        "takes, or write this context with openai_responses, anthropic or google"
+    )
+    return why, fix
 
 
 def _parts(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:

@@ -27,15 +27,14 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
-    blocks_of,
     cache_hinted,
     check_messages,
     context_from,
-    describe,
     expect_list,
     expect_mapping,
     is_workingctx,
     keyed_messages,
+    lost_blocks,
     media_problems,
     messages_of,
     ordered,
@@ -46,7 +45,6 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
-    unsendable,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -303,22 +301,18 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     video, data; media in an assistant message), each an ``unsendable``
     problem: writing never drops them in silence.
     """
-    problems: list[Problem] = []
-    for index, message in enumerate(messages):
-        for block, in_result in blocks_of(message):
-            media = getattr(block, "media", None)
-            if media is not None and media.kind == "store":
-                continue  # an unresolved-media problem
-            if isinstance(block, AudioBlock | VideoBlock | DataBlock):
-                why = "the Responses input takes text, images and files only"
-                fix = "transcribe or describe it as text, or write this context with google, which takes it"
-            elif message.role == "assistant" and not in_result and isinstance(block, ImageBlock | DocumentBlock):
-                why = "an assistant message, which the Responses input takes as text only"
-                fix = "move it into a user message"
-            else:
-                continue
-            problems.append(unsendable(index, f"message {index}", f"{describe(block)}: {why}", fix))
-    return tuple(problems)
+    return lost_blocks(messages, _lost)
+
+
+def _lost(block: Any, message: Message, in_result: bool) -> tuple[str, str] | None:
+    if isinstance(block, AudioBlock | VideoBlock | DataBlock):
+        return (
+            "the Responses input takes text, images and files only",
+            "transcribe or describe it as text, or write this context with google, which takes it",
+        )
+    if message.role == "assistant" and not in_result and isinstance(block, ImageBlock | DocumentBlock):
+        return "an assistant message, which the Responses input takes as text only", "move it into a user message"
+    return None
 
 
 def _parts(blocks: Sequence[ContentBlock], assistant: bool) -> list[dict[str, Any]]:
