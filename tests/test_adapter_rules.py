@@ -16,7 +16,16 @@ from hypothesis import strategies as st
 from tests.wire_strategies import anthropic_bodies, blanks, chat_messages, google_bodies, responses_bodies, solid
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.messages import AudioBlock, DocumentBlock, ImageBlock, MediaRef, TextBlock, ToolResultBlock, VideoBlock
+from workingctx.messages import (
+    AudioBlock,
+    DataBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    TextBlock,
+    ToolResultBlock,
+    VideoBlock,
+)
 
 
 def b64encode_text(data: bytes) -> str:
@@ -326,3 +335,25 @@ def test_low_level_writers_never_drop_a_store_reference():
     ):
         with pytest.raises(ProviderError, match="were not resolved"):
             write(messages)
+
+
+@given(
+    st.sampled_from(
+        [
+            DataBlock("application/x-trace", data_base64="AAAA"),
+            DataBlock("application/x-trace", media=MediaRef(url="https://example.com/trace.bin")),
+        ]
+    ),
+    st.sampled_from(["system", "user", "assistant", "tool", "result"]),
+)
+def test_data_blocks_are_refused_by_name(block, where):
+    """
+    No format has a part for a generic data block, inline or by reference: each refuses
+    the request naming the message that holds it, never drops it in silence.
+    """
+    ctx, index = placed(block, where)
+    for module in WRITERS:
+        problems = module.check(ctx)
+        assert {(p.index, p.rule) for p in problems} == {(index, "unsendable")}, module.__name__
+        assert refused(module, ctx) == problems
+        assert "DataBlock" in problems[0].message

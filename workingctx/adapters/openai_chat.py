@@ -290,15 +290,15 @@ def _why_lost(block: ContentBlock, role: str, in_result: bool) -> str | None:
     """
     Why Chat Completions cannot carry *block* in a *role* message, or None when it can.
     """
-    if not isinstance(block, _MEDIA) or block.media is None or block.media.kind == "store":
-        return None  # a store reference is an unresolved-media problem
+    if isinstance(block, VideoBlock | DataBlock):  # a data block inline, without a media reference, too
+        return "a block Chat Completions has no part for"
+    if not isinstance(block, _MEDIA) or block.media is None:
+        return None
     media = block.media
     if isinstance(block, ImageBlock) and media.kind == "file_id":
         return "an image by file id, which Chat Completions cannot take (only URLs and inline data)"
     if isinstance(block, AudioBlock) and _audio_format(media) is None:
         return "audio that is not inline wav or mp3, the only audio Chat Completions takes"
-    if isinstance(block, VideoBlock | DataBlock):
-        return "a block Chat Completions has no part for"
     if role in {"system", "assistant"} and not in_result:
         if isinstance(block, DocumentBlock) and media.kind not in {"file_id", "data"}:
             return None  # sent as its text, or its URL, as text
