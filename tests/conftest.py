@@ -10,6 +10,7 @@ real servers.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,3 +34,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         report.longrepr = f"a server test skipped under CI=true, which must run it: {reason}"
     return report
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """
+    Threads switch every microsecond, so races show within a short run.
+    """
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
@@ -297,19 +296,6 @@ TestSharedTailMachine.settings = settings(max_examples=300, stateful_step_count=
 
 
 # -- threads -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    """
-    Threads switch every microsecond, so races show within a short run.
-    """
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
 
 
 def _together(*work: Callable[[], None]) -> None:

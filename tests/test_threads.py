@@ -5,10 +5,9 @@ and fork while a writer appends and trims always see one whole state.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,19 +16,6 @@ from workingctx import Checkpoint, FrozenContext, Message, SQLiteStore, WorkingC
 from workingctx.snapshot import Chain
 
 RUN_SECONDS = 1.5
-
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    """
-    Threads switch every microsecond, so races show within a short run.
-    """
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
 
 
 def _from_scratch(snapshot: FrozenContext) -> FrozenContext:
