@@ -389,7 +389,7 @@ _MESSAGE_OF = attrgetter("message")
 
 def _planned_layout(
     messages: Sequence[Message], counter: MessageCounter, previous: CachePlan | None, prefix: tuple[str, int]
-) -> tuple[tuple[_Position, ...], tuple[str, int, str] | None, tuple[Message, ...]]:
+) -> tuple[tuple[_Position, ...], tuple[str, str] | None, tuple[Message, ...]]:
     """
     The layout of a request whose prefix has the digest and message count
     *prefix*, reusing what it shares with the request *previous* was planned
@@ -400,9 +400,9 @@ def _planned_layout(
     if not isinstance(name, str):  # an older counter without a name: nothing to match on
         return _layout(messages, counter), None, ()
     digest, size = prefix
-    signature = (digest, size, name)
+    signature = (digest, name)
     tail = tuple(messages[size:])
-    if previous is None or previous._signature != signature:
+    if previous is None or previous._signature != signature or previous.prefix_messages != size:
         return _layout(messages, counter), signature, tail
     shared = 0
     for old, new in zip(previous._tail, tail, strict=False):
@@ -537,9 +537,9 @@ class CachePlan:
     total_tokens: int = 0
     prefix_messages: int = 0
     _layout: tuple[_Position, ...] = attrs.field(default=(), eq=False, repr=False, alias="_layout")
-    # what a later plan() needs to reuse this layout: the prefix digest, its
-    # message count and the counter's name, and the request's tail messages
-    _signature: tuple[str, int, str] | None = attrs.field(default=None, eq=False, repr=False, alias="_signature")
+    # what a later plan() needs to reuse this layout (with prefix_messages): the
+    # prefix digest and the counter's name, and the request's tail messages
+    _signature: tuple[str, str] | None = attrs.field(default=None, eq=False, repr=False, alias="_signature")
     _tail: tuple[Message, ...] = attrs.field(default=(), eq=False, repr=False, alias="_tail")
 
     def __attrs_post_init__(self) -> None:
