@@ -431,6 +431,21 @@ class TestBadInput:
         status, _, err = run(capsys, "inspect", str(tmp_path))
         assert (1, f"error: {tmp_path}: not a regular file\n") == (status, err)
 
+    def test_a_file_name_with_a_line_feed_stays_on_one_line(self, capsys, tmp_path):
+        """
+        A control character in a file name is written as its escape: the error is one line.
+        """
+        for command in ("inspect", "check"):
+            status, _, err = run(capsys, command, str(tmp_path / "two\nlines.json"))
+            assert (1, f"error: {tmp_path}/two\\x0alines.json: no such file\n") == (status, err)
+        named = tmp_path / "a\x1b[2Jb.jsonl"
+        request = '{"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}\n'
+        named.write_text(request * 2, encoding="utf-8")
+        status, _, err = run(capsys, "replay", str(named), "--model", "gpt-4.1", "--window", "100")
+        assert 2 == status
+        assert f"error: --window 100: {tmp_path}/a\\x1b[2Jb.jsonl is a log of 2 requests" in err
+        assert 1 == err.count("\n")
+
 
 class TestBadUsage:
     @pytest.mark.parametrize(

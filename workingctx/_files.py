@@ -13,6 +13,7 @@ import importlib
 import json
 import math
 import os
+import re
 import secrets
 import stat
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,18 @@ MAX_FILE_BYTES: Final = 256 * 1024 * 1024
 """The largest transcript file the command line reads (256 MiB)."""
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def shown_path(path: str) -> str:
+    """
+    *path* as an error line shows it: each control character (a line feed in
+    a file name would split the line) written as its escape, such as ``\\n``
+    as ``\\x0a``.
+    """
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", path)
+
+
 class InputError(WorkingCtxError, ValueError):
     """
     A transcript file that cannot be read: missing, not UTF-8, not JSON, or not a transcript.
@@ -63,7 +76,7 @@ class InputError(WorkingCtxError, ValueError):
         self.line = line
         self.where = where
         self.reason = reason
-        place = path if line is None else f"{path}:{line}"
+        place = shown_path(path) if line is None else f"{shown_path(path)}:{line}"
         super().__init__(f"{place}: {reason}" if where is None else f"{place}: {where}: {reason}")
 
 
@@ -80,7 +93,7 @@ class OutputError(WorkingCtxError, OSError):
     def __init__(self, path: str, reason: str) -> None:
         self.path = path
         self.reason = reason
-        super().__init__(f"{path}: {reason}")
+        super().__init__(f"{shown_path(path)}: {reason}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.path, self.reason))

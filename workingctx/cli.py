@@ -30,7 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
-from workingctx._files import FORMATS, Document, InputError, read_file, write_text
+from workingctx._files import FORMATS, Document, InputError, read_file, shown_path, write_text
 from workingctx._output import Table, emit, printable, progress
 from workingctx.cache import Strategy
 from workingctx.context import WorkingContext
@@ -101,7 +101,7 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     owner = None if model is None else model_provider(model)
     if doc.provider is not None and owner is not None and owner != doc.provider:
         msg = (
-            f"--model {model} is a model of {owner}, but {args.file} is a request to {doc.provider}; "
+            f"--model {model} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
             f"pass --provider {owner} to replay it under {owner}'s cache, or a model of {doc.provider}"
         )
         raise UsageError(msg)
@@ -794,7 +794,10 @@ def _run(args: argparse.Namespace) -> int:
         return _finish(args, facts, _show_diff)
     doc = read_file(args.file, args.format)
     if args.command == "report" and _same_file(args.file, args.output):
-        msg = f"-o {args.output} is the transcript the page reports on; give the page another name, such as report.html"
+        msg = (
+            f"-o {shown_path(args.output)} is the transcript the page reports on; "
+            "give the page another name, such as report.html"
+        )
         raise UsageError(msg)
     provider = _provider(args, doc)
     if args.command == "inspect":
@@ -809,13 +812,13 @@ def _run(args: argparse.Namespace) -> int:
             _write_trimmed(doc, facts["_trimmed"], args.output)
         return _finish(args, facts, _show_trim)
     if provider is None:
-        msg = f"{args.file} is workingctx JSON: say whose cache to replay with --provider"
+        msg = f"{shown_path(args.file)} is workingctx JSON: say whose cache to replay with --provider"
         raise UsageError(msg)
     _check_window(args.window, args.low)
     if args.window is not None and len(doc.requests) > 1:
         msg = (
-            f"--window {args.window}: {args.file} is a log of {len(doc.requests)} requests, replayed as they were "
-            "sent; the window applies to one transcript, whose run replay trims with the managers"
+            f"--window {args.window}: {shown_path(args.file)} is a log of {len(doc.requests)} requests, "
+            "replayed as they were sent; the window applies to one transcript, whose run replay trims with the managers"
         )
         raise UsageError(msg)
     facts = replay_facts(
