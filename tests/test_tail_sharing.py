@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
@@ -527,3 +527,29 @@ class TestTheEndOfASharedList:
         for _ in range(2):  # the second slice reads the index and the running sums
             _same(list(fresh.slice(TokenBudget(40)).messages), parent.slice(TokenBudget(40)).messages)
         assert (call,) == child.pending_calls
+
+
+class TestPick:
+    @given(
+        size=st.integers(0, 40),
+        grown=st.integers(0, 5),
+        data=st.data(),
+    )
+    def test_pick_is_indexing_one_by_one(self, size, grown, data):
+        """
+        ``TailView.pick`` of ascending indices gives what indexing one by one
+        gives, for runs and scattered picks alike, bounded by the view even
+        when the list has grown past it; an index out of the view is refused.
+        """
+        ctx = WorkingContext(messages=[Message("user", f"m{i}") for i in range(size)])
+        view = ctx.tail_view()
+        for i in range(grown):
+            ctx.append(Message("assistant", f"later {i}"))
+        indices = sorted(data.draw(st.sets(st.integers(0, max(size - 1, 0)), max_size=size)))
+        picked = view.pick(indices)
+        assert [view[i] for i in indices] == picked
+        assert all(a is b for a, b in zip(picked, (view[i] for i in indices), strict=True))
+        with pytest.raises(IndexError, match="out of range"):
+            view.pick([*indices, size])
+        with pytest.raises(IndexError, match="out of range"):
+            view.pick([-1, *indices])

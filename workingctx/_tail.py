@@ -125,6 +125,29 @@ class TailView(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         return itertools.islice(self._items, self._size)
 
+    def pick(self, indices: Sequence[int]) -> list[Message]:
+        """
+        The messages at *indices*, which ascend strictly, in that order: one
+        slice of the list when they are one run (the newest messages a budget
+        keeps), else one C-level gather, never a call per message.
+
+        Raises:
+            IndexError: An index is out of the view's range.
+        """
+        count = len(indices)
+        if count == 0:
+            return []
+        first, last = indices[0], indices[-1]
+        if first < 0 or last >= self._size:
+            bad = first if first < 0 else last
+            msg = f"tail index {bad!r} out of range for {self._size} messages"
+            raise IndexError(msg)
+        if last - first + 1 == count:
+            return self._items[first : last + 1]
+        if count == 1:
+            return [self._items[first]]
+        return list(operator.itemgetter(*indices)(self._items))
+
     def __reversed__(self) -> Iterator[Message]:
         items = self._items
         return (items[i] for i in range(self._size - 1, -1, -1))
