@@ -102,6 +102,7 @@ def run(table: Table, quick: bool) -> None:
 
     sizes = [100, 1_000] if quick else [100, 1_000, 10_000]
     tiktoken_counter = TiktokenCounter()
+    single_counter = TiktokenCounter(threads=False)
     encoding = tiktoken_counter.encoding
     cold_by_size: dict[int, float] = {}
 
@@ -119,6 +120,9 @@ def run(table: Table, quick: bool) -> None:
 
         def cold_tiktoken(holder: list[list[Message]] = holder) -> int:
             return tiktoken_counter.count(holder.pop())
+
+        def cold_one_thread(holder: list[list[Message]] = holder) -> int:
+            return single_counter.count(holder.pop())
 
         def by_hand(messages: list[Message] = warm_messages) -> int:
             return _hand_tiktoken(encoding, messages)
@@ -145,11 +149,13 @@ def run(table: Table, quick: bool) -> None:
         if encoding is not None:
             hand = measure(by_hand, repeat=_rounds(n), number=number)
             tik_cold = measure(cold_tiktoken, repeat=_rounds(n), number=number, setup=rebuild)
+            tik_single = measure(cold_one_thread, repeat=_rounds(n), number=number, setup=rebuild)
             tiktoken_counter.count(warm_messages)
             tik_warm = measure(partial(tiktoken_counter.count, warm_messages), repeat=7, number=number * 10)
             load = os.getloadavg()[0]
             for label, seconds, note in (
                 ("cold", tik_cold, f"target >= 1.5x; exact cl100k, two threads (load {load:.1f})"),
+                ("cold, threads=False", tik_single, "the same on the calling thread only"),
                 ("warm (cached)", tik_warm, "exact cl100k"),
             ):
                 table.add(
