@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import random
 import tempfile
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params
+from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params, server_address
 from tests.strategies import json_objects, working_contexts
 from tests.test_sqlite_store import mutation
 from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
@@ -451,6 +452,35 @@ class TestFuzzedServerStorage:
                     operation()
         finally:
             made.close()
+
+
+@pytest.mark.server
+def test_redis_foreign_key_found_among_many(scratch_dir):
+    """
+    A namespace holding a foreign key is refused even when the database holds
+    so many other keys that one SCAN call does not reach it.
+    """
+    made = Stores("redis", scratch_dir)
+    try:
+        client = Raw("redis", made.new())._redis()  # noqa: SLF001  # the test's own connection
+        crowd = f"crowd_{uuid.uuid4().hex[:12]}"
+        name = f"f_{uuid.uuid4().hex[:12]}"
+        with client.pipeline(transaction=False) as pipe:
+            for i in range(20_000):
+                pipe.set(f"{crowd}:{i}", "x")
+            pipe.set(f"{name}:users", "ada")
+            pipe.execute()
+        try:
+            with pytest.raises(CheckpointError, match=f"such as '{name}:users'"):
+                RedisStore(server_address("redis"), namespace=name)
+            assert not client.exists(f"{name}:store")
+        finally:
+            for start in range(0, 20_000, 5_000):
+                client.delete(*(f"{crowd}:{i}" for i in range(start, start + 5_000)))
+            client.delete(f"{name}:users")
+            client.close()
+    finally:
+        made.close()
 
 
 class TestServerStoreSettings:

@@ -217,17 +217,31 @@ class RedisStore:
                 marker
             )
             if not pipe.exists(marker):
-                _, others = pipe.scan(0, match=self._p + "*", count=1000)
-                if others:
+                other = self._any_key(pipe)
+                if other is not None:
                     msg = (
                         f"{self._where} holds keys that are not a workingctx checkpoint store "
-                        f"(such as {others[0]!r}, and no {marker!r}); use another namespace=. Nothing was changed"
+                        f"(such as {other!r}, and no {marker!r}); use another namespace=. Nothing was changed"
                     )
                     raise CheckpointError(msg, path="workingctx_store")
                 pipe.multi()
                 pipe.hset(marker, mapping={"format": FORMAT, "schema_version": str(SCHEMA_VERSION)})
                 pipe.execute()
         self._check_format(self._client.hgetall(marker))
+
+    def _any_key(self, pipe: Any) -> str | None:
+        """
+        A key of the namespace, or None when it has none: SCAN until the
+        server's cursor comes back to 0 (one SCAN call looks at only a slice
+        of the database, so one call finding nothing proves nothing).
+        """
+        cursor = 0
+        while True:
+            cursor, found = pipe.scan(cursor, match=self._p + "*", count=1000)
+            if found:
+                return str(found[0])
+            if int(cursor) == 0:
+                return None
 
     def _check_format(self, found: Any) -> None:
         if not found:
