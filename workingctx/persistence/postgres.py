@@ -483,26 +483,20 @@ class PostgresStore:
             with self._local:
                 prefix = _codec.decode_prefix(text, prefix_key, self._prefixes)
         notes = _codec.decode_notes(self._blob(cur, notes_key, "$.snapshot.scratchpad"), notes_key)
-        links, link_rows = self._walk(cur, MESSAGES, messages_head, info.message_count)
+        chain, digests, link_rows = self._walk(cur, MESSAGES, messages_head, info.message_count)
         with self._local:
-            wanted = {d for _, d in links if d not in self._messages}
+            wanted = set(digests).difference(self._messages)
         texts = self._items(cur, "messages", wanted, link_rows)
-        journal_links, journal_rows = self._walk(cur, JOURNAL, journal_head, journal_count)
+        _, entry_digests, journal_rows = self._walk(cur, JOURNAL, journal_head, journal_count)
         with self._local:
-            wanted_entries = {d for _, d in journal_links if d not in self._entries}
+            wanted_entries = set(entry_digests).difference(self._entries)
         entry_texts = self._items(cur, "journal_entries", wanted_entries, journal_rows)
         with self._local:
-            messages = _codec.decode_chain(
-                MESSAGES, links, texts, self._messages, items="table messages", link_table="table message_links"
+            values = _codec.decode_items(MESSAGES, digests, texts, self._messages, items="table messages")
+            journal = _codec.decode_items(
+                JOURNAL, entry_digests, entry_texts, self._entries, items="table journal_entries"
             )
-            journal, _ = _codec.decode_chain(
-                JOURNAL,
-                journal_links,
-                entry_texts,
-                self._entries,
-                items="table journal_entries",
-                link_table="table journal_links",
-            )
+        messages = (values, chain)
         return _codec.assemble(info, digest, prefix, notes, messages, journal)
 
     def _blob(self, cur: psycopg.Cursor[Any], key: object, path: str) -> object:
@@ -514,27 +508,28 @@ class PostgresStore:
 
     def _walk(
         self, cur: psycopg.Cursor[Any], kind: Kind, head: object, count: object
-    ) -> tuple[list[tuple[str, str]], int | None]:
+    ) -> tuple[list[str], list[str], int | None]:
         """
-        The checked links of the chain of *kind* ending at *head*, and how many
-        links the table holds when it was read whole (None when it was walked
-        on the server).
+        The chain of *kind* ending at *head*, checked: its chain digests and
+        item digests, root first, and how many links the table holds when it
+        was read whole (None when it was walked on the server).
 
         When the chain is most of its table (one run's checkpoints), the table
-        is read in one pass and walked here: that costs the server a scan
-        instead of a lookup per link.
+        is read in one pass and walked here, each link checked as the walk
+        meets it (:func:`~workingctx.persistence._codec.follow`): that costs
+        the server a scan instead of a lookup per link.
         """
         _, links, item = _CHAINS[kind.noun]
         root, path = kind.root, kind.path
         length = _codec.check_count(count, head, root, path, "table checkpoints")
         if length == 0:
-            return [], None
+            return [], [], None
         if self._most_of(cur, links, length):
             cur.execute(self._q(f"SELECT chain, prev, {item}, position FROM @.{links}"))  # noqa: S608  # constant names
             found = cur.fetchall()
             table = dict(zip(map(_first, found), found, strict=True))
-            rows: Sequence[Sequence[Any]] = _codec.walk(table, head, length)
-            return _codec.check_links(rows, length, root, path, f"table {links}"), len(found)
+            chain, digests = _codec.follow(kind, table, head, length, f"table {links}")
+            return chain, digests, len(found)
         query = self._q(
             f"WITH RECURSIVE walk (chain, prev, item, position, depth) AS ("  # noqa: S608  # constant names only
             f" SELECT chain, prev, {item}, position, 0 FROM @.{links} WHERE chain = %s"
@@ -545,7 +540,9 @@ class PostgresStore:
             f") SELECT chain, prev, item, position FROM walk ORDER BY depth DESC"
         )
         cur.execute(query, (head, length))
-        return _codec.check_links(cur.fetchall(), length, root, path, f"table {links}"), None
+        checked = _codec.check_links(cur.fetchall(), length, root, path, f"table {links}")
+        _codec.check_steps(kind, checked, f"table {links}")
+        return [link for link, _ in checked], [digest for _, digest in checked], None
 
     def _most_of(self, cur: psycopg.Cursor[Any], table: str, wanted: int) -> bool:
         """
