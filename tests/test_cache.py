@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
 import attrs
 import pytest
@@ -903,3 +904,82 @@ class TestLayoutReuse:
         after = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=before, counter=Doubled())
         assert after._layout == plan(ctx, provider="anthropic", model="claude-sonnet-4-6", counter=Doubled())._layout
         assert after.total_tokens != before.total_tokens
+
+
+# -- the implicit cache's binary searches against a walk of every position --------
+
+
+class _WalkedCache:
+    """
+    The implicit cache simulated by walking every position of every request
+    (what ``_Cache`` did before it searched): the reference for the law below.
+    """
+
+    def __init__(self, rules: CacheRules, minimum: int) -> None:
+        self.rules, self.minimum = rules, minimum
+        self.entries: dict[str, list[Any]] = {}  # key -> [tokens, used]
+
+    def live(self, key: str, now: float) -> bool:
+        entry = self.entries.get(key)
+        return entry is not None and now - entry[1] <= self.rules.lifetimes["5m"]
+
+    def send(self, layout: Any, now: float) -> tuple[int, int]:
+        shared = max((p.tokens for p in layout if self.live(p.key, now)), default=0)
+        expired = max((p.tokens for p in layout if p.key in self.entries and not self.live(p.key, now)), default=0)
+        read = shared - (shared - self.minimum) % self.rules.step_tokens if shared >= self.minimum else 0
+        for p in layout:
+            if self.live(p.key, now):
+                self.entries[p.key][1] = now
+            else:
+                self.entries[p.key] = [p.tokens, now]
+        return read, max(0, expired - max(read, shared))
+
+
+_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("turn"), st.integers(50, 900)),  # a user and an assistant message of that many tokens
+        st.tuples(st.just("trim"), st.integers(1, 4)),  # drop that many of the oldest tail messages
+        st.tuples(st.just("edit"), st.integers(0, 3)),  # rewrite the message that many from the end
+        st.tuples(st.just("send"), st.sampled_from([0, 30, 299, 301, 900])),  # a request after that gap
+    ),
+    max_size=40,
+)
+
+
+@given(steps=_steps, provider=st.sampled_from(["openai", "gemini"]))
+def test_implicit_cache_equals_walking_every_position(steps, provider):
+    """
+    For any run of requests (growing, trimmed, edited, with gaps past the
+    lifetime), the implicit cache's searches give what walking every position
+    of every request gives, entry for entry; and ``_seen_before`` finds the
+    longest prefix an earlier request sent.
+    """
+    from workingctx.cache import _Cache, _rules, _seen_before  # noqa: PLC0415  # the private parts under test
+
+    model = "gpt-4.1" if provider == "openai" else "gemini-2.5-flash"
+    rules = _rules(provider, model)
+    ours, walked = _Cache(rules, rules.minimum_for(model)), _WalkedCache(rules, rules.minimum_for(model))
+    ctx = _context(1_200, [])
+    seen: set[str] = set()
+    sent: list[Any] = []
+    now, turn = 0.0, 0
+    for kind, value in steps:
+        tail = list(ctx.messages)
+        if kind == "turn":
+            turn += 1
+            ctx.append(Message.user(f"{turn} " + _big(value)), Message.assistant(f"answer {turn}"))
+        elif kind == "trim" and tail:
+            ctx.replace_tail(tail[value:])
+        elif kind == "edit" and len(tail) > value:
+            tail[-1 - value] = Message.user(f"edited {turn} {value}")
+            ctx.replace_tail(tail)
+        elif kind == "send":
+            now += value
+            layout = plan(ctx, provider=provider, model=model)._layout
+            served = ours.send(plan(ctx, provider=provider, model=model), now)
+            assert walked.send(layout, now) == (served.read, served.expired)
+            assert {k: [e.tokens, e.used] for k, e in ours.entries.items()} == walked.entries
+            brute = max((p.tokens for p in layout if any(p.key in s for s in sent)), default=0)
+            assert brute == _seen_before(layout, seen)
+            sent.append({p.key for p in layout})
+            assert seen == set().union(*sent)

@@ -555,7 +555,7 @@ class CachePlan:
             )
             raise CacheRuleError(msg)
         minimum = rules.minimum_for(self.model)
-        carrying = {(p.message, p.block): p for p in self._layout}
+        carrying = {(p.message, p.block): p for p in self._layout} if self.breakpoints else {}
         previous: Breakpoint | None = None
         for point in self.breakpoints:
             if point.ttl not in rules.ttls:
@@ -951,14 +951,53 @@ class _Cache:
         )
 
     def _implicit(self, layout: Sequence[_Position], now: float) -> _Served:
-        shared = max((p.tokens for p in layout if self._live(p.key, now) is not None), default=0)
-        expired = self._expired(layout, now)
+        # Every implicit request keeps all its positions, and a position's key
+        # names the whole request up to it: a request holding a key holds the
+        # keys before it. So the keys of a layout the cache holds are a prefix
+        # of it, and so are the live ones (each was used at least as recently
+        # as any after it): two binary searches find them, where the longest
+        # live one is what is shared and the longest held one what expired.
+        entries = self.entries
+        held = _prefix_where(len(layout), lambda i: layout[i].key in entries)
+        live = _prefix_where(held, lambda i: self._live(layout[i].key, now) is not None)
+        shared = layout[live - 1].tokens if live else 0
+        expired = layout[held - 1].tokens if held > live else 0
         read = 0
         if shared >= self.minimum:
             read = shared - (shared - self.minimum) % self.rules.step_tokens
-        for position in layout:
-            self._keep(position, "5m", now)
+        for position in layout[:live]:  # renewed, each for its own lifetime
+            entries[position.key].used = now
+        for position in layout[live:]:
+            entries[position.key] = _Entry(position.tokens, "5m", now)
         return _Served(read, 0, 0, 0, max(0, expired - max(read, shared)))
+
+
+def _seen_before(layout: Sequence[_Position], seen: set[str]) -> int:
+    """
+    The tokens of the longest prefix of *layout* an earlier request sent, and
+    add its keys to *seen*, which holds the keys of every earlier layout.
+    Those keys name their prefixes, so what *seen* holds of *layout* is a
+    prefix of it (see :meth:`_Cache._implicit`), found by a binary search,
+    and only the keys after it are new.
+    """
+    held = _prefix_where(len(layout), lambda i: layout[i].key in seen)
+    seen.update(p.key for p in layout[held:])
+    return layout[held - 1].tokens if held else 0
+
+
+def _prefix_where(size: int, holds: Callable[[int], bool]) -> int:
+    """
+    The length of the longest prefix of ``range(size)`` where *holds* is
+    true, for a *holds* that is true up to some index and false from there on.
+    """
+    low, high = 0, size
+    while low < high:
+        middle = (low + high) // 2
+        if holds(middle):
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 @attrs.frozen
@@ -1371,8 +1410,7 @@ def simulate(
             total = _total(made)
             sent = _sent(total, result)
             usage = attrs.evolve(sent, output_tokens=output)
-            known = max((p.tokens for p in made._layout if p.key in seen), default=0)
-            seen.update(p.key for p in made._layout)
+            known = _seen_before(made._layout, seen)
             requests.append(
                 SimulatedRequest(
                     usage=usage,
