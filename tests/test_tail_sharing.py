@@ -537,7 +537,7 @@ class TestPick:
     )
     def test_pick_is_indexing_one_by_one(self, size, grown, data):
         """
-        ``TailView.pick`` of ascending indices gives what indexing one by one
+        ``TailView._pick`` of ascending indices gives what indexing one by one
         gives, for runs and scattered picks alike, bounded by the view even
         when the list has grown past it; an index out of the view is refused.
         """
@@ -546,10 +546,10 @@ class TestPick:
         for i in range(grown):
             ctx.append(Message("assistant", f"later {i}"))
         indices = sorted(data.draw(st.sets(st.integers(0, max(size - 1, 0)), max_size=size)))
-        picked = view.pick(indices)
+        picked = view._pick(indices)  # noqa: SLF001
         assert [view[i] for i in indices] == picked
         assert all(a is b for a, b in zip(picked, (view[i] for i in indices), strict=True))
         with pytest.raises(IndexError, match="out of range"):
-            view.pick([*indices, size])
+            view._pick([*indices, size])  # noqa: SLF001
         with pytest.raises(IndexError, match="out of range"):
-            view.pick([-1, *indices])
+            view._pick([-1, *indices])  # noqa: SLF001

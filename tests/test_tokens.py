@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from tests.strategies import messages, tool_calls, transcripts
 from workingctx import ApproxTokenCounter, Message, PrefixContext, TiktokenCounter, ToolCall
 from workingctx import tokens as tokens_module
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.messages import (
     AudioBlock,
     DataBlock,
@@ -919,3 +921,50 @@ class TestColdPass:
         with pytest.raises(TypeError, match="at position 70"):
             running.extend(batch)  # type: ignore[arg-type]
         assert (0, 0) == (running.total, len(running))
+
+
+class TestCustomCounts:
+    @pytest.mark.parametrize(
+        ("value", "error", "match"),
+        [
+            (-1, ArgumentValueError, "token counter 'bad' counted -1 tokens for a message; a count is an int >= 0"),
+            (2.5, ArgumentTypeError, "token counter 'bad' gave an int count, got 2.5 of type float"),
+            (True, ArgumentTypeError, "token counter 'bad' gave an int count, got True of type bool"),
+            ("3", ArgumentTypeError, "got '3' of type str; return an int >= 0"),
+        ],
+    )
+    def test_a_count_that_is_no_count_is_refused(self, value, error, match):
+        """
+        A custom counter's count is an int >= 0 (sums, budgets and cache plans
+        rely on it): anything else is refused by name, and nothing is cached.
+        """
+
+        class Bad:
+            name = "bad"
+
+            def count_message(self, _message: Message) -> object:
+                return value
+
+        message = Message("user", "hello")
+        with pytest.raises(error, match=re.escape(match)):
+            counting(Bad())(message)  # type: ignore[arg-type]
+        assert cached(message, "bad") is None
+
+    def test_an_index_is_a_count(self):
+        """
+        A count of another int type (anything with ``__index__``, as NumPy's ints) is taken as the int it is.
+        """
+
+        class Seven:
+            def __index__(self) -> int:
+                return 7
+
+        class Numpyish:
+            name = "numpyish"
+
+            def count_message(self, _message: Message) -> object:
+                return Seven()
+
+        message = Message("user", "hello")
+        assert 7 == counting(Numpyish())(message)  # type: ignore[arg-type]
+        assert 7 == cached(message, "numpyish")

@@ -125,11 +125,13 @@ class TailView(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         return itertools.islice(self._items, self._size)
 
-    def pick(self, indices: Sequence[int]) -> list[Message]:
+    def _pick(self, indices: Sequence[int]) -> list[Message]:
         """
-        The messages at *indices*, which ascend strictly, in that order: one
-        slice of the list when they are one run (the newest messages a budget
-        keeps), else one C-level gather, never a call per message.
+        The messages at *indices*, in that order: one slice of the list when
+        they are one run (the newest messages a budget keeps), else one
+        C-level gather, never a call per message. The caller passes indices
+        that ascend strictly (only the first and the last are checked: the
+        shortcut and the bounds rely on the order).
 
         Raises:
             IndexError: An index is out of the view's range.

@@ -645,7 +645,8 @@ class WorkingContext:
             appended = self._tail.appended
         kept = surviving_indices(scope, view)
         marks = {**self._marks, self._token: appended}
-        tail = self._tail.copy(view.pick(sorted(kept)), retain=min(marks.values()))
+        picked = view._pick(sorted(kept))  # ascending and unique, as _pick needs
+        tail = self._tail.copy(picked, retain=min(marks.values()))
         child = self._spawn(tail, notes, marks, base)
         child.shared = False
         if self._history is not None:

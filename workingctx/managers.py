@@ -413,7 +413,7 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
         _set_last_trim(self, _report(size, len(keep), repaired))
         if len(keep) == size:
             return ctx
-        messages = view.pick(keep)
+        messages = view._pick(keep)  # noqa: SLF001  # repair() gives ascending, unique indices
         _replace_tail(ctx, _systems_first(messages) if over else messages)
         return ctx
 
@@ -714,7 +714,7 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
             return ctx
         keep, repaired = self._scope(ctx, cutting=cutting, user_first=user_first).repair(view)
         if len(keep) < size:
-            _replace_tail(ctx, view.pick(keep))
+            _replace_tail(ctx, view._pick(keep))  # noqa: SLF001  # repair() gives ascending, unique indices
         tokens = self._tokens(ctx)
         over = cutting and tokens > self.low_watermark
         _set_last_trim(self, TrimReport(len(keep), size - len(keep), tuple(repaired), tokens, over))

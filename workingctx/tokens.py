@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import operator
 import os
 import threading
 from array import array
@@ -530,10 +531,32 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
             tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls)
         else:
             tokens = compute(message)
+            if tokens.__class__ is not int or tokens < 0:
+                tokens = _checked_count(tokens, key)
         object.__setattr__(message, "_token_counts", (key, tokens) if found is None else _added(found, key, tokens))
         return tokens
 
     return _CountCache(count, peek, store)
+
+
+def _checked_count(tokens: object, name: str) -> int:
+    """
+    A count a counter gave, as an int: what sums, budgets and cache plans
+    rely on (a negative count would make a longer request cost less).
+
+    Raises:
+        ArgumentTypeError: It is not an int (a bool is not a count).
+        ArgumentValueError: It is negative.
+    """
+    if isinstance(tokens, bool) or not hasattr(tokens, "__index__"):
+        raise _checks.wrong_type(
+            tokens, "counter", "an int count", label=f"token counter {name!r}", verb="gave", fix="return an int >= 0"
+        )
+    count = operator.index(tokens)
+    if count < 0:
+        msg = f"token counter {name!r} counted {count} tokens for a message; a count is an int >= 0"
+        raise ArgumentValueError(msg, argument="counter", value=tokens)
+    return count
 
 
 _CACHED = attrgetter("_token_counts")
