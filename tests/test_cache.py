@@ -940,6 +940,9 @@ _steps = st.lists(
         st.tuples(st.just("turn"), st.integers(50, 900)),  # a user and an assistant message of that many tokens
         st.tuples(st.just("trim"), st.integers(1, 4)),  # drop that many of the oldest tail messages
         st.tuples(st.just("edit"), st.integers(0, 3)),  # rewrite the message that many from the end
+        st.tuples(st.just("blocks"), st.integers(1, 4)),  # a user message of that many text blocks
+        st.tuples(st.just("prefix"), st.integers(0, 2)),  # switch to one of three system prompts
+        st.tuples(st.just("repeat"), st.integers(0, 2)),  # append again a message already in the tail
         st.tuples(st.just("send"), st.sampled_from([0, 30, 299, 301, 900])),  # a request after that gap
     ),
     max_size=40,
@@ -949,8 +952,10 @@ _steps = st.lists(
 @given(steps=_steps, provider=st.sampled_from(["openai", "gemini"]))
 def test_implicit_cache_equals_walking_every_position(steps, provider):
     """
-    For any run of requests (growing, trimmed, edited, with gaps past the
-    lifetime), the implicit cache's searches give what walking every position
+    For any run of requests (growing, trimmed, edited, with messages of
+    several blocks or met twice, under changing system prompts, planned
+    reusing the previous request's layout, with gaps past the lifetime), the
+    implicit cache's searches give what walking every position
     of every request gives, entry for entry; and ``_seen_before`` finds the
     longest prefix an earlier request sent.
     """
@@ -963,6 +968,7 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
     seen: set[str] = set()
     sent: list[Any] = []
     now, turn = 0.0, 0
+    previous: CachePlan | None = None
     for kind, value in steps:
         tail = list(ctx.messages)
         if kind == "turn":
@@ -973,10 +979,18 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
         elif kind == "edit" and len(tail) > value:
             tail[-1 - value] = Message.user(f"edited {turn} {value}")
             ctx.replace_tail(tail)
+        elif kind == "blocks":
+            ctx.append(Message("user", tuple(TextBlock(f"part {i} " + _big(300)) for i in range(value))))
+        elif kind == "prefix":
+            ctx = ctx.with_prefix(PrefixContext(system_prompt=f"prompt {value} " + _big(1_200)))
+        elif kind == "repeat" and len(tail) > value:
+            ctx.append(tail[-1 - value])
         elif kind == "send":
             now += value
-            layout = plan(ctx, provider=provider, model=model)._layout
-            served = ours.send(plan(ctx, provider=provider, model=model), now)
+            made = plan(ctx, provider=provider, model=model, previous=previous)
+            assert made._layout == plan(ctx, provider=provider, model=model)._layout
+            previous, layout = made, made._layout
+            served = ours.send(made, now)
             assert walked.send(layout, now) == (served.read, served.expired)
             assert {k: [e.tokens, e.used] for k, e in ours.entries.items()} == walked.entries
             brute = max((p.tokens for p in layout if any(p.key in s for s in sent)), default=0)

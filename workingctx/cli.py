@@ -833,7 +833,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"file": args.file, "output": args.output, "bytes": size})
     else:
-        emit([f"wrote {args.output} ({size} bytes)"])
+        emit([f"wrote {shown_path(args.output)} ({size} bytes)"])
     return 0
 
 

@@ -237,7 +237,7 @@ class RedisStore:
         """
         cursor = 0
         while True:
-            cursor, found = pipe.scan(cursor, match=self._p + "*", count=1000)
+            cursor, found = pipe.scan(cursor, match=self._p + "*", count=10_000)
             if found:
                 return str(found[0])
             if int(cursor) == 0:
