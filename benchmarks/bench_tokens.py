@@ -44,7 +44,7 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import Message, TiktokenCounter, WorkingContext
+from workingctx import Message, TiktokenCounter, WorkingContext, _encode
 from workingctx.tokens import RunningCount, _json, estimate_message_tokens
 
 GROUP = "tokens"
@@ -225,14 +225,8 @@ def _threads(table: Table, n: int, encoding: Any, texts: list[str]) -> None:
     thread, against the same texts split between two, sharing one encoding,
     then each with its own (as ``TiktokenCounter`` does).
     """
-    import tiktoken  # noqa: PLC0415  # with the bench extra
-
-    copy = tiktoken.Encoding(
-        name=encoding.name,
-        pat_str=encoding._pat_str,  # noqa: SLF001  # how tiktoken itself copies an encoding
-        mergeable_ranks=encoding._mergeable_ranks,  # noqa: SLF001
-        special_tokens=encoding._special_tokens,  # noqa: SLF001
-    )
+    copy = _encode._copy(encoding)  # noqa: SLF001  # the copy TiktokenCounter's helper thread makes
+    assert copy is not None
 
     def encode(part: list[str], encoding: Any = encoding) -> int:
         return sum(len(encoding.encode_ordinary(text)) for text in part)
