@@ -298,6 +298,32 @@ class TestTwoThreads:
         time.sleep(0.2)
         assert len(after) <= 20
 
+    def test_the_helper_ends_when_idle(self, encoding):
+        """
+        The helper thread ends after a while without batches (a process that
+        forks then has no thread of ours), and the next batch starts one again.
+        """
+        before = encode_module._IDLE_SECONDS  # noqa: SLF001
+        encode_module._IDLE_SECONDS = 0.05  # noqa: SLF001
+        try:
+            batch = [(f"entry {i}", i) for i in range(200)]
+            encode_module.counts(encoding, batch, as_is)
+            deadline = time.monotonic() + 5
+            while any(t.name == HELPER for t in threading.enumerate()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert not any(t.name == HELPER for t in threading.enumerate())
+            where: set[str] = set()
+
+            def slow(item: tuple[str, int]) -> tuple[str, int]:
+                where.add(threading.current_thread().name)
+                time.sleep(0.002)
+                return item
+
+            assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, slow)
+            assert HELPER in where
+        finally:
+            encode_module._IDLE_SECONDS = before  # noqa: SLF001
+
     def test_nothing_of_a_batch_is_kept(self, encoding):
         """
         Once the counts are back, neither the helper nor a batch still queued holds the items.

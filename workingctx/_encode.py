@@ -33,8 +33,11 @@ helper is encoding. A chunk the helper could not count (whatever it raised) is
 counted again by the caller, so an error is raised in the caller's thread, as
 the error of one of the items; when several fail, the one named may differ
 from a count on one thread. When the caller raises, the helper takes no more
-chunks of that batch. A helper thread that died is replaced, and after
-``os.fork`` the child starts its own.
+chunks of that batch. The helper thread ends after a second without a
+batch, so a process that forks later has no thread of workingctx's (Python
+3.12 warns when a process with threads forks), and starts again with the next
+batch; a helper that died is replaced too. The copies are kept, except in the
+child of ``os.fork``, which makes its own.
 """
 
 from __future__ import annotations
@@ -267,31 +270,43 @@ class _Batch(Generic[T]):
             return list(self.failed)
 
 
+_IDLE_SECONDS = 1.0
+"""The helper thread ends after this long without a batch, and starts again with the next."""
+
+_copies: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+"""The helper's copy of each encoding, by encoding; only a helper thread reads and writes it."""
+
+
 class _Helper:
     """
-    The helper thread and the encoding copies it holds.
+    The helper thread and its queue of batches.
     """
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[_Batch[Any]] = queue.SimpleQueue()
-        self.copies: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self.thread = threading.Thread(target=self._run, name=HELPER_NAME, daemon=True)
         self.thread.start()
 
-    def _copy_of(self, encoding: Any) -> Any:
+    @staticmethod
+    def _copy_of(encoding: Any) -> Any:
         try:
-            found = self.copies.get(encoding)
+            found = _copies.get(encoding)
         except TypeError:  # not weakly referable: no copy kept
             return None
         if found is None:
             found = _copy(encoding)
             if found is not None:
-                self.copies[encoding] = found
+                _copies[encoding] = found
         return found
 
     def _run(self) -> None:
         while True:
-            self._help(self.jobs.get())  # holds nothing of a batch between batches
+            try:
+                batch = self.jobs.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                return  # a batch queued from now on is counted by its caller; the next starts a helper
+            self._help(batch)
+            del batch  # holds nothing of a batch between batches
 
     def _help(self, batch: _Batch[Any]) -> None:
         copy = self._copy_of(batch.encoding)
@@ -313,9 +328,10 @@ _helper_lock = threading.Lock()
 
 
 def _reset_after_fork() -> None:
-    global _helper, _helper_lock  # noqa: PLW0603  # the child's own helper, made when needed
+    global _helper, _helper_lock, _copies  # noqa: PLW0603  # the child's own helper and copies, made when needed
     _helper = None
     _helper_lock = threading.Lock()
+    _copies = weakref.WeakKeyDictionary()  # a copy the parent's helper was using may hold a lock
 
 
 if hasattr(os, "register_at_fork"):
