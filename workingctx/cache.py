@@ -37,7 +37,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
-from operator import attrgetter
+from operator import attrgetter, is_not
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
@@ -45,7 +45,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, CacheRuleError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CacheRuleError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import (
     CacheBreakpoint,
@@ -332,10 +332,23 @@ def _counts(counter: MessageCounter) -> Callable[[Message], int]:
     """
     The per-message count of *counter*, resolved once for a whole request (a
     runtime protocol check costs more than counting a cached message).
+
+    Raises:
+        ArgumentValueError: a negative count (a layout's tokens never decrease,
+            and the cache simulation relies on it), as for a message counter.
     """
     if isinstance(counter, MessageCounter):
         return counting(counter)
-    return lambda message: int(counter.count([message]))  # an older counter with only count(messages)
+
+    def count(message: Message) -> int:  # an older counter with only count(messages)
+        tokens = int(counter.count([message]))
+        if tokens < 0:
+            name = getattr(counter, "name", None) or type(counter).__name__
+            msg = f"token counter {name!r} counted {tokens} tokens for a message; a count is an int >= 0"
+            raise ArgumentValueError(msg, argument="counter", value=tokens)
+        return tokens
+
+    return count
 
 
 _ROOT_KEY = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
@@ -347,20 +360,28 @@ def _next_key(head: str, message: Message) -> str:
 
 
 def _layout(
-    messages: Sequence[Message], counter: MessageCounter, reused: Sequence[_Position] = (), start: int = 0
-) -> tuple[_Position, ...]:
+    messages: Sequence[Message],
+    counter: MessageCounter,
+    reused: Sequence[_Position] = (),
+    start: int = 0,
+    reused_presets: Sequence[_Position] = (),
+) -> tuple[tuple[_Position, ...], tuple[_Position, ...]]:
     """
-    The positions of every block of *messages*: the request tokens through it,
-    whether it can carry a breakpoint, and a key naming the request up to it
-    (a chain over the messages' digests, so equal requests share keys).
+    The positions of every block of *messages*: the request tokens through it
+    (which never decrease along the layout: counts are not negative), whether
+    it can carry a breakpoint, and a key naming the request up to it (a chain
+    over the messages' digests, so equal requests share keys); with the
+    positions whose blocks already carry a breakpoint, in order.
 
     The first *start* messages may be those of an earlier layout, *reused*,
-    made with a counter of the same name: their positions are taken as they
+    made with a counter of the same name, whose positions carrying a
+    breakpoint are *reused_presets*: their positions are taken as they
     are and the chain goes on from the last of them, so a request that grows
     by a few messages costs those messages.
     """
     cut = bisect.bisect_left(reused, start, key=_MESSAGE_OF) if start else 0
     positions = list(reused[:cut])
+    presets = [p for p in reused_presets if p.message < start] if cut else []
     if positions:
         last = positions[-1]
         m0, before, head = last.message + 1, last.tokens, last.key.rpartition(":")[0]
@@ -379,20 +400,36 @@ def _layout(
             through = before + (tokens * (k + 1)) // size
             carries = can_carry_breakpoint(block)
             preset = _preset(block) if carries else None
-            append(_Position(m, k, through, carries, f"{head}:{k}", preset))
+            position = _Position(m, k, through, carries, f"{head}:{k}", preset)
+            append(position)
+            if preset is not None:
+                presets.append(position)
         before += tokens
-    return tuple(positions)
+    return tuple(positions), tuple(presets)
 
 
 _MESSAGE_OF = attrgetter("message")
+_TOKENS_OF = attrgetter("tokens")
+_AT = attrgetter("message", "block")
+
+
+def _find(layout: Sequence[_Position], message: int, block: int) -> int | None:
+    """
+    The index of the position of block *block* of message *message* in
+    *layout*, or None: a layout is in (message, block) order, so a binary search.
+    """
+    at = (message, block)
+    i = bisect.bisect_left(layout, at, key=_AT)
+    return i if i < len(layout) and _AT(layout[i]) == at else None
 
 
 def _planned_layout(
     messages: Sequence[Message], counter: MessageCounter, previous: CachePlan | None, prefix: tuple[str, int]
-) -> tuple[tuple[_Position, ...], tuple[str, str] | None, tuple[Message, ...]]:
+) -> tuple[tuple[tuple[_Position, ...], tuple[_Position, ...]], tuple[str, str] | None, tuple[Message, ...]]:
     """
     The layout of a request whose prefix has the digest and message count
-    *prefix*, reusing what it shares with the request *previous* was planned
+    *prefix*, with its positions carrying a breakpoint (see :func:`_layout`),
+    reusing what it shares with the request *previous* was planned
     for (the same prefix, then the same message objects, counted by a
     counter of the same name); with what a later plan needs to reuse it.
     """
@@ -404,12 +441,10 @@ def _planned_layout(
     tail = tuple(messages[size:])
     if previous is None or previous._signature != signature or previous.prefix_messages != size:
         return _layout(messages, counter), signature, tail
-    shared = 0
-    for old, new in zip(previous._tail, tail, strict=False):
-        if old is not new:
-            break
-        shared += 1
-    return _layout(messages, counter, previous._layout, size + shared), signature, tail
+    old = previous._tail
+    # The first message that is not the same object, compared without a Python-level loop.
+    shared = next(itertools.compress(itertools.count(), map(is_not, old, tail)), min(len(old), len(tail)))
+    return _layout(messages, counter, previous._layout, size + shared, previous._presets), signature, tail
 
 
 def _layout_key(messages: Sequence[Message]) -> str:
@@ -476,11 +511,20 @@ class Breakpoint:
     tokens: int = attrs.field(validator=_nonneg)
 
 
-def _presets(layout: Sequence[_Position]) -> list[tuple[tuple[int, int], TTL]]:
+def _presets(positions: Iterable[_Position]) -> list[tuple[tuple[int, int], TTL]]:
     """
-    The breakpoints the request's blocks already carry, as ((message, block), ttl).
+    The breakpoints the request's blocks already carry, as ((message, block), ttl),
+    of its positions (all of them, or those carrying one).
     """
-    return [((p.message, p.block), p.preset) for p in layout if p.preset is not None]
+    return [((p.message, p.block), p.preset) for p in positions if p.preset is not None]
+
+
+def _carrying_presets(plan: CachePlan) -> tuple[_Position, ...]:
+    """
+    The positions of *plan*'s layout whose blocks already carry a breakpoint,
+    when the plan was not given them (:func:`_layout` finds them as it goes).
+    """
+    return tuple(p for p in plan._layout if p.preset is not None)
 
 
 def _check_ttl_order(where: str, marks: Sequence[tuple[tuple[int, int], TTL]]) -> None:
@@ -541,12 +585,16 @@ class CachePlan:
     # prefix digest and the counter's name, and the request's tail messages
     _signature: tuple[str, str] | None = attrs.field(default=None, eq=False, repr=False, alias="_signature")
     _tail: tuple[Message, ...] = attrs.field(default=(), eq=False, repr=False, alias="_tail")
+    # the positions of the layout whose blocks already carry a breakpoint, in order
+    _presets: tuple[_Position, ...] = attrs.field(
+        default=attrs.Factory(_carrying_presets, takes_self=True), eq=False, repr=False, alias="_presets"
+    )
 
     def __attrs_post_init__(self) -> None:
         rules = _rules(self.provider, self.model)
         where = f"cache plan for {self.provider} {self.model}"
         # Only Anthropic reads breakpoints set on blocks; the others cache on their own.
-        presets = _presets(self._layout) if rules.explicit else []
+        presets = _presets(self._presets) if rules.explicit else []
         count = len(self.breakpoints) + len(presets) + (1 if self.automatic and rules.explicit else 0)
         if count > rules.max_breakpoints:
             msg = (
@@ -555,7 +603,6 @@ class CachePlan:
             )
             raise CacheRuleError(msg)
         minimum = rules.minimum_for(self.model)
-        carrying = {(p.message, p.block): p for p in self._layout} if self.breakpoints else {}
         previous: Breakpoint | None = None
         for point in self.breakpoints:
             if point.ttl not in rules.ttls:
@@ -571,7 +618,8 @@ class CachePlan:
                 msg = f"{where}: breakpoints must be in request order without repeats, got {self.breakpoints!r}"
                 raise CacheRuleError(msg)
             if self._layout:
-                position = carrying.get((point.message, point.block))
+                found = _find(self._layout, point.message, point.block)
+                position = None if found is None else self._layout[found]
                 if position is None or not position.carries:
                     msg = (
                         f"{where}: message {point.message} block {point.block} cannot carry a breakpoint "
@@ -631,27 +679,37 @@ def _last_carrying(layout: Sequence[_Position], end: int) -> _Position | None:
     """
     The last position that can carry a breakpoint among the first *end* messages.
     """
-    for position in reversed(layout):
-        if position.message < end and position.carries:
-            return position
+    i = _last_carrying_index(layout, end)
+    return None if i is None else layout[i]
+
+
+def _last_carrying_index(layout: Sequence[_Position], end: int) -> int | None:
+    """
+    The index of :func:`_last_carrying`'s position in *layout*, or None.
+    """
+    for i in range(bisect.bisect_left(layout, end, key=_MESSAGE_OF) - 1, -1, -1):
+        if layout[i].carries:
+            return i
     return None
 
 
-def _marked(request: CachePlan) -> list[tuple[_Position, TTL]]:
+def _marked(request: CachePlan) -> list[tuple[int, _Position, TTL]]:
     """
-    The positions of *request* that carry a breakpoint, with its lifetime: the
-    plan's, those already on blocks, and the automatic one.
+    The positions of *request* that carry a breakpoint, with their indices in
+    its layout and their lifetimes, in layout order: the plan's, those already
+    on blocks, and the automatic one (last).
     """
+    layout = request._layout
+    if not layout:
+        return []
     ttls: dict[tuple[int, int], TTL] = {(b.message, b.block): b.ttl for b in request.breakpoints}
-    found = [
-        (p, ttls.get((p.message, p.block)) or p.preset or "5m")
-        for p in request._layout
-        if (p.message, p.block) in ttls or p.preset is not None
-    ]
-    if request.automatic and request._layout and _rules(request.provider, request.model).explicit:
-        last = _last_carrying(request._layout, request._layout[-1].message + 1)
-        if last is not None and all(p is not last for p, _ in found):
-            found.append((last, "5m"))
+    at = [*ttls, *((p.message, p.block) for p in request._presets)]
+    indices = sorted({i for i in (_find(layout, m, k) for m, k in at) if i is not None})
+    found = [(i, layout[i], ttls.get(_AT(layout[i])) or layout[i].preset or "5m") for i in indices]
+    if request.automatic and _rules(request.provider, request.model).explicit:
+        last = _last_carrying_index(layout, layout[-1].message + 1)
+        if last is not None and last not in indices:
+            found.append((last, layout[last], "5m"))
     return found
 
 
@@ -723,7 +781,7 @@ def plan(
             f"shorter one, which {provider} refuses; use prefix_ttl={tail_ttl!r} too"
         )
         raise CacheRuleError(msg)
-    layout, signature, tail = _planned_layout(
+    (layout, carrying), signature, tail = _planned_layout(
         messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count)
     )
     total = layout[-1].tokens if layout else 0
@@ -739,10 +797,11 @@ def plan(
             _layout=layout,
             _signature=signature,
             _tail=tail,
+            _presets=carrying,
         )
     minimum = rules.minimum_for(model)
     where = f"cache plan for {provider} {model}"
-    presets = _presets(layout)
+    presets = _presets(carrying)
     _check_ttl_order(where, presets)
     budget = rules.max_breakpoints - len(presets) - (1 if automatic else 0)
     if budget < 0:
@@ -752,24 +811,27 @@ def plan(
             f"{rules.max_breakpoints} {provider} allows; remove cache= from some blocks"
         )
         raise CacheRuleError(msg)
-    chosen: dict[tuple[int, int], TTL] = {}
+    chosen: dict[tuple[int, int], tuple[_Position, TTL]] = {}
 
     def add(position: _Position | None, ttl: TTL) -> None:
         if position is None or position.tokens < minimum or len(chosen) >= budget or position.preset is not None:
             return
-        chosen.setdefault((position.message, position.block), ttl)
+        chosen.setdefault((position.message, position.block), (position, ttl))
 
     add(_last_carrying(layout, prefix_count), prefix_ttl)
     if previous is not None and previous.provider == provider:
-        here = {p.key: p for p in layout}
-        reached = [here[p.key] for p, _ttl in _marked(previous) if p.key in here]
+        # A key names the request up to its block, so it can only be at the same (message, block) here.
+        reached = []
+        for _i, p, _ttl in _marked(previous):
+            found = _find(layout, p.message, p.block)
+            if found is not None and layout[found].key == p.key:
+                reached.append(layout[found])
         if reached:
             add(max(reached, key=lambda p: p.tokens), tail_ttl)
     if not automatic:
         add(_last_carrying(layout, len(messages)), tail_ttl)
-    tokens = {(p.message, p.block): p.tokens for p in layout}
     points = sorted(
-        (Breakpoint(m, k, ttl, tokens[(m, k)]) for (m, k), ttl in chosen.items()),
+        (Breakpoint(m, k, ttl, position.tokens) for (m, k), (position, ttl) in chosen.items()),
         key=lambda b: (b.message, b.block),
     )
     # Every 1h breakpoint must come before every 5m one, those on blocks included:
@@ -794,6 +856,7 @@ def plan(
         _layout=layout,
         _signature=signature,
         _tail=tail,
+        _presets=carrying,
     )
 
 
@@ -910,11 +973,26 @@ class _Cache:
         else:
             self.entries[position.key] = _Entry(position.tokens, ttl, now)
 
-    def _expired(self, layout: Sequence[_Position], now: float) -> int:
-        return max(
-            (p.tokens for p in layout if p.key in self.entries and self._live(p.key, now) is None),
-            default=0,
-        )
+    def _beyond(self, layout: Sequence[_Position], read: int, now: float) -> tuple[int, int]:
+        """
+        The tokens of the longest live entry of *layout* and of the longest
+        expired one after it, where they exceed *read* (else 0): all a
+        request's misses depend on. Tokens never decrease along a layout, so
+        the positions holding more than *read* are its end, found by a binary
+        search, and the walk over them goes back from the end and stops at the
+        first live entry. (Which positions hold entries is not a prefix of the
+        layout, only marked positions are written, so no search finds them.)
+        """
+        entries, lifetimes = self.entries, self.rules.lifetimes
+        past = bisect.bisect_right(layout, read, key=_TOKENS_OF)
+        expired = 0
+        for position in itertools.islice(reversed(layout), len(layout) - past):
+            if position.key in entries:
+                entry = entries[position.key]
+                if now - entry.used <= lifetimes[entry.ttl]:
+                    return position.tokens, expired
+                expired = expired or position.tokens
+        return 0, expired
 
     def send(self, request: CachePlan, now: float = 0.0) -> _Served:
         """
@@ -925,8 +1003,7 @@ class _Cache:
             return _Served(0, 0, 0, 0, 0)
         if not self.rules.explicit:
             return self._implicit(layout, now)
-        index = {(p.message, p.block): i for i, p in enumerate(layout)}
-        marks = [(index[(p.message, p.block)], ttl) for p, ttl in _marked(request) if p.tokens >= self.minimum]
+        marks = [(i, ttl) for i, p, ttl in _marked(request) if p.tokens >= self.minimum]
         read = 0
         hit: _Position | None = None
         for at, _ttl in marks:
@@ -936,8 +1013,7 @@ class _Cache:
                     if layout[j].tokens > read:
                         read, hit = layout[j].tokens, layout[j]
                     break
-        reachable = max((p.tokens for p in layout if self._live(p.key, now) is not None), default=0)
-        expired = self._expired(layout, now)
+        reachable, expired = self._beyond(layout, read, now)
         end = max((layout[i].tokens for i, _ in marks), default=0)
         end_1h = max((layout[i].tokens for i, ttl in marks if ttl == "1h"), default=0)
         written_1h = max(0, end_1h - read)
@@ -1282,7 +1358,7 @@ def _strategy_plan(
         tail = _last_carrying(layout, layout[-1].message + 1) if layout else None
         rules = _rules(provider, model)
         last: tuple[Breakpoint, ...] = ()
-        room = len(_presets(layout)) < rules.max_breakpoints
+        room = len(made._presets) < rules.max_breakpoints
         if (
             rules.explicit
             and room
