@@ -38,14 +38,14 @@ def encoding() -> Any:
 @pytest.fixture(autouse=True, scope="module")
 def two_cores() -> Iterator[None]:
     """
-    The helper takes part whatever the machine running the tests.
+    The helper takes part whatever the machine running the tests, from 32 items on.
     """
-    before = encode_module._TWO_CORES  # noqa: SLF001  # what the machine allows
-    encode_module._TWO_CORES = True  # noqa: SLF001
+    before = encode_module._TWO_CORES, encode_module._MIN_ITEMS  # noqa: SLF001  # the machine's, the default
+    encode_module._TWO_CORES, encode_module._MIN_ITEMS = True, 32  # noqa: SLF001  # small batches, quick tests
     try:
         yield
     finally:
-        encode_module._TWO_CORES = before  # noqa: SLF001
+        encode_module._TWO_CORES, encode_module._MIN_ITEMS = before  # noqa: SLF001
 
 
 def one_by_one(encoding: Any, items: list[tuple[str, int]]) -> list[int]:
@@ -206,6 +206,22 @@ class TestTwoThreads:
         assert HELPER in where.values()
         assert threading.current_thread().name in where.values()
         assert encode_module.counts(encoding, batch, slow, threads=False) == one_by_one(encoding, batch)
+
+    def test_small_batches_stay_on_the_caller(self, encoding):
+        """
+        Below the default minimum (1,000 items), a batch is counted by its caller alone.
+        """
+        where: set[str] = set()
+
+        def record(item: tuple[str, int]) -> tuple[str, int]:
+            where.add(threading.current_thread().name)
+            time.sleep(0.0005)
+            return item
+
+        with chunking(16, 1_000):
+            batch = [(f"t{i}", 0) for i in range(999)]
+            assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, record)
+        assert where == {threading.current_thread().name}
 
     def test_threads_false_stays_on_the_caller(self, encoding):
         where: set[str] = set()
@@ -403,7 +419,7 @@ class TestTwoThreads:
             """
             import os, threading, time
             from workingctx import TiktokenCounter, _encode
-            _encode._TWO_CORES = True
+            _encode._TWO_CORES, _encode._MIN_ITEMS = True, 32
             encoding = TiktokenCounter().encoding
             batch = [(f"line {i}", 0) for i in range(200)]
             def slow(item):

@@ -1055,10 +1055,10 @@ class TiktokenCounter:
     here, when the counter is built. Loaded encodings are kept for the life of
     the process. ``count`` (and a :class:`RunningCount` extended by many
     messages at once) encodes the messages not counted yet in one batch. On a
-    machine with two cores or more, a batch is shared with a helper thread
-    that encodes with its own copy of the encoding (tiktoken encodes without
-    holding the GIL, but two threads sharing one encoding run slower than
-    one). The copy is made on the helper's first batch and kept as long as the
+    machine with two cores or more, a batch of 1,000 messages or more is
+    shared with a helper thread that encodes with its own copy of the
+    encoding (tiktoken encodes without holding the GIL, but two threads
+    sharing one encoding run slower than one). The copy is made on the helper's first batch and kept as long as the
     encoding (an encoding loaded by name: for the life of the process), about
     21 MB for ``cl100k_base``; ``threads=False`` keeps every count on the
     calling thread.
