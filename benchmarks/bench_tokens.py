@@ -14,6 +14,8 @@ Rows, each against a peer measured in the same run:
   ratio whatever the rest costs;
 * ``TiktokenCounter.count``, cold and warm, against a hand-written loop that
   encodes every message's text and tool calls with the same encoding, uncached;
+  the cold count also on the calling thread only (``threads=False``), and
+  after the process sat idle for 0.2 s, against the loop after the same pause;
 * tiktoken's encoder on two threads against one, with one shared encoding and
   with an encoding per thread (what ``TiktokenCounter`` does), beside a
   control (sha256 of the same texts, which also releases the GIL) showing
@@ -74,6 +76,31 @@ def _warm_helper(counter: TiktokenCounter, encoding: Any) -> None:
     deadline = time.monotonic() + 5
     while _encode._copies.get(encoding) is None and time.monotonic() < deadline:  # noqa: SLF001
         time.sleep(0.01)
+
+
+def _after_idle(table: Table, n: int, counter: TiktokenCounter, encoding: Any) -> None:
+    """
+    The cold count again, each round after the process sat idle for 0.2 s
+    (as an agent counts a transcript it has just loaded), against the hand
+    loop after the same pause: waking the helper thread costs most then.
+    """
+    holder: list[list[Message]] = []
+
+    def pause(n: int = n) -> None:
+        holder[:] = [tool_heavy(n)]
+        time.sleep(0.2)
+
+    ours = measure(lambda: counter.count(holder[0]), repeat=_rounds(n), setup=pause)
+    hand = measure(lambda: _hand_tiktoken(encoding, holder[0]), repeat=_rounds(n), setup=pause)
+    table.add(
+        GROUP,
+        "TiktokenCounter.count, cold, after 0.2 s idle",
+        n,
+        ours,
+        baseline=HAND + ", after the same pause",
+        baseline_seconds=hand,
+        note="one thread below 1,000 messages: waking the helper would cost more than it saves",
+    )
 
 
 def _rounds(n: int) -> int:
@@ -185,6 +212,7 @@ def run(table: Table, quick: bool) -> None:
                     baseline_seconds=hand,
                     note=note,
                 )
+            _after_idle(table, n, tiktoken_counter, encoding)
             if n == max(sizes):
                 _threads(table, n, encoding, [m.text() for m in warm_messages])
 
