@@ -40,12 +40,13 @@ def two_cores() -> Iterator[None]:
     """
     The helper takes part whatever the machine running the tests, from 32 items on.
     """
-    before = encode_module._TWO_CORES, encode_module._MIN_ITEMS  # noqa: SLF001  # the machine's, the default
-    encode_module._TWO_CORES, encode_module._MIN_ITEMS = True, 32  # noqa: SLF001  # small batches, quick tests
+    before = encode_module._TWO_CORES, encode_module._MIN_ITEMS, encode_module._CHUNKS  # noqa: SLF001
+    # two cores, small batches (quick tests) and chunks of 20 of 320 items, whatever the defaults
+    encode_module._TWO_CORES, encode_module._MIN_ITEMS, encode_module._CHUNKS = True, 32, 16  # noqa: SLF001
     try:
         yield
     finally:
-        encode_module._TWO_CORES, encode_module._MIN_ITEMS = before  # noqa: SLF001
+        encode_module._TWO_CORES, encode_module._MIN_ITEMS, encode_module._CHUNKS = before  # noqa: SLF001
 
 
 def one_by_one(encoding: Any, items: list[tuple[str, int]]) -> list[int]:

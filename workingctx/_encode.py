@@ -57,8 +57,13 @@ T = TypeVar("T")
 Prepare = Callable[[T], tuple[str, int]]
 """The text of an item to encode, and the tokens counted beside it."""
 
-_CHUNKS = 16
-"""A batch is cut in this many chunks: enough that the two threads end together."""
+_CHUNKS = 64
+"""
+A batch is cut in this many chunks: enough that the two threads end together,
+and few enough that taking one costs nothing next to encoding it (counting
+1,000 or 10,000 tool-heavy messages, 64 chunks ran 1.94x and 1.68x as fast as
+one thread, 16 chunks 1.84x and 1.57x, 256 chunks 1.68x and 1.35x).
+"""
 
 _MIN_ITEMS = 1_000
 """
