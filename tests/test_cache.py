@@ -951,14 +951,19 @@ class _WalkedCache:
         return read, max(0, expired - max(read, shared))
 
 
+# Changes to a context between two requests, made by _change; each law adds its own.
+_CHANGES = (
+    st.tuples(st.just("turn"), st.integers(50, 900)),  # a user and an assistant message of that many tokens
+    st.tuples(st.just("trim"), st.integers(1, 4)),  # drop that many of the oldest tail messages
+    st.tuples(st.just("edit"), st.integers(0, 3)),  # rewrite the message that many from the end
+    st.tuples(st.just("blocks"), st.integers(1, 4)),  # a user message of that many text blocks
+    st.tuples(st.just("prefix"), st.integers(0, 2)),  # switch to one of three system prompts
+    st.tuples(st.just("repeat"), st.integers(0, 2)),  # append again a message already in the tail
+)
+
 _steps = st.lists(
     st.one_of(
-        st.tuples(st.just("turn"), st.integers(50, 900)),  # a user and an assistant message of that many tokens
-        st.tuples(st.just("trim"), st.integers(1, 4)),  # drop that many of the oldest tail messages
-        st.tuples(st.just("edit"), st.integers(0, 3)),  # rewrite the message that many from the end
-        st.tuples(st.just("blocks"), st.integers(1, 4)),  # a user message of that many text blocks
-        st.tuples(st.just("prefix"), st.integers(0, 2)),  # switch to one of three system prompts
-        st.tuples(st.just("repeat"), st.integers(0, 2)),  # append again a message already in the tail
+        *_CHANGES,
         st.tuples(st.just("send"), st.sampled_from([0, 30, 299, 301, 900])),  # a request after that gap
     ),
     max_size=40,
@@ -986,22 +991,10 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
     now, turn = 0.0, 0
     previous: CachePlan | None = None
     for kind, value in steps:
-        tail = list(ctx.messages)
-        if kind == "turn":
-            turn += 1
-            ctx.append(Message.user(f"{turn} " + _big(value)), Message.assistant(f"answer {turn}"))
-        elif kind == "trim" and tail:
-            ctx.replace_tail(tail[value:])
-        elif kind == "edit" and len(tail) > value:
-            tail[-1 - value] = Message.user(f"edited {turn} {value}")
-            ctx.replace_tail(tail)
-        elif kind == "blocks":
-            ctx.append(Message("user", tuple(TextBlock(f"part {i} " + _big(300)) for i in range(value))))
-        elif kind == "prefix":
-            ctx = ctx.with_prefix(PrefixContext(system_prompt=f"prompt {value} " + _big(1_200)))
-        elif kind == "repeat" and len(tail) > value:
-            ctx.append(tail[-1 - value])
-        elif kind == "send":
+        if kind != "send":
+            turn += kind == "turn"
+            ctx = _change(ctx, kind, value, turn)
+        else:
             now += value
             made = plan(ctx, provider=provider, model=model, previous=previous)
             assert made._layout == plan(ctx, provider=provider, model=model)._layout
@@ -1184,15 +1177,10 @@ def _change(ctx: WorkingContext, kind: str, value: Any, turn: int) -> WorkingCon
 
 _explicit_changes = st.lists(
     st.one_of(
-        st.tuples(st.just("turn"), st.integers(50, 900)),  # a user and an assistant message of that many tokens
-        st.tuples(st.just("trim"), st.integers(1, 4)),  # drop that many of the oldest tail messages
-        st.tuples(st.just("edit"), st.integers(0, 3)),  # rewrite the message that many from the end
-        st.tuples(st.just("blocks"), st.integers(1, 4)),  # a user message of that many text blocks
+        *_CHANGES,
         st.tuples(st.just("many"), st.integers(5, 15)),  # that many short turns: past a breakpoint's lookback
         st.tuples(st.just("thinking"), st.integers(0, 2)),  # an answer whose last blocks cannot carry one
         st.tuples(st.just("preset"), st.sampled_from([None, "5m", "1h"])),  # a block already carrying one
-        st.tuples(st.just("prefix"), st.integers(0, 2)),  # switch to one of three system prompts
-        st.tuples(st.just("repeat"), st.integers(0, 2)),  # append again a message already in the tail
         st.tuples(st.just("probe"), st.integers(0, 60)),  # a hand-made breakpoint on some block of the last plan
     ),
     max_size=4,

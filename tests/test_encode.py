@@ -13,7 +13,7 @@ import textwrap
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -55,6 +55,19 @@ def one_by_one(encoding: Any, items: list[tuple[str, int]]) -> list[int]:
 
 def as_is(item: tuple[str, int]) -> tuple[str, int]:
     return item
+
+
+def recording(where: set[str], pause: float) -> Callable[[tuple[str, int]], tuple[str, int]]:
+    """
+    A prepare that adds the name of the thread it runs on to *where* and takes *pause* seconds.
+    """
+
+    def prepare(item: tuple[str, int]) -> tuple[str, int]:
+        where.add(threading.current_thread().name)
+        time.sleep(pause)
+        return item
+
+    return prepare
 
 
 _EOT = "<|endoftext|>"
@@ -214,10 +227,7 @@ class TestTwoThreads:
         """
         where: set[str] = set()
 
-        def record(item: tuple[str, int]) -> tuple[str, int]:
-            where.add(threading.current_thread().name)
-            time.sleep(0.0005)
-            return item
+        record = recording(where, 0.0005)
 
         with chunking(16, 1_000):
             batch = [(f"t{i}", 0) for i in range(999)]
@@ -227,10 +237,7 @@ class TestTwoThreads:
     def test_threads_false_stays_on_the_caller(self, encoding):
         where: set[str] = set()
 
-        def record(item: tuple[str, int]) -> tuple[str, int]:
-            where.add(threading.current_thread().name)
-            time.sleep(0.001)
-            return item
+        record = recording(where, 0.001)
 
         encode_module.counts(encoding, [(f"t{i}", 0) for i in range(100)], record, threads=False)
         assert where == {threading.current_thread().name}
@@ -285,10 +292,7 @@ class TestTwoThreads:
         time.sleep(0.05)
         where: set[str] = set()
 
-        def slow(item: tuple[str, int]) -> tuple[str, int]:
-            where.add(threading.current_thread().name)
-            time.sleep(0.002)
-            return item
+        slow = recording(where, 0.002)
 
         assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, slow)
         assert HELPER in where  # a new helper
@@ -331,10 +335,7 @@ class TestTwoThreads:
             assert not any(t.name == HELPER for t in threading.enumerate())
             where: set[str] = set()
 
-            def slow(item: tuple[str, int]) -> tuple[str, int]:
-                where.add(threading.current_thread().name)
-                time.sleep(0.002)
-                return item
+            slow = recording(where, 0.002)
 
             assert one_by_one(encoding, batch) == encode_module.counts(encoding, batch, slow)
             assert HELPER in where
@@ -392,10 +393,7 @@ class TestTwoThreads:
         barrier = threading.Barrier(8)
         where: set[str] = set()
 
-        def recorded(item: tuple[str, int]) -> tuple[str, int]:
-            where.add(threading.current_thread().name)
-            time.sleep(0.0002)
-            return item
+        recorded = recording(where, 0.0002)
 
         def run(t: int) -> None:
             barrier.wait()
