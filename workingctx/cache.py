@@ -45,7 +45,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CacheRuleError
+from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import (
     CacheBreakpoint,
@@ -58,7 +58,7 @@ from workingctx.messages import (
 )
 from workingctx.pricing import cost as _price
 from workingctx.snapshot import FrozenContext
-from workingctx.tokens import ApproxTokenCounter, MessageCounter, counting
+from workingctx.tokens import ApproxTokenCounter, MessageCounter, _checked_count, counting
 
 __all__ = [
     "RULES",
@@ -340,13 +340,10 @@ def _counts(counter: MessageCounter) -> Callable[[Message], int]:
     if isinstance(counter, MessageCounter):
         return counting(counter)
 
+    name = getattr(counter, "name", None) or type(counter).__name__
+
     def count(message: Message) -> int:  # an older counter with only count(messages)
-        tokens = int(counter.count([message]))
-        if tokens < 0:
-            name = getattr(counter, "name", None) or type(counter).__name__
-            msg = f"token counter {name!r} counted {tokens} tokens for a message; a count is an int >= 0"
-            raise ArgumentValueError(msg, argument="counter", value=tokens)
-        return tokens
+        return _checked_count(int(counter.count([message])), name)
 
     return count
 
