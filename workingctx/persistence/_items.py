@@ -68,10 +68,7 @@ def message_item(message: Message) -> str | None:
     text = message_text(message, data)
     if text is None or not holds_utf8(text):
         return None
-    found = layout(data, _is_payload)
-    if not found:
-        return text
-    return text + SEPARATOR + json.dumps(found, ensure_ascii=False, separators=(",", ":"))
+    return _laid_out(text, layout(data, _is_payload))
 
 
 def entry_item(entry: Any) -> str | None:
@@ -87,7 +84,13 @@ def entry_item(entry: Any) -> str | None:
     text = canonical_json(entry)
     if TAGGED in text or not holds_utf8(text):
         return None
-    found = layout(entry, _any)
+    return _laid_out(text, layout(entry, _any))
+
+
+def _laid_out(text: str, found: list[list[Any]]) -> str:
+    """
+    *text*, followed by its layout *found* when there is one.
+    """
     if not found:
         return text
     return text + SEPARATOR + json.dumps(found, ensure_ascii=False, separators=(",", ":"))
