@@ -13,7 +13,6 @@ import importlib
 import json
 import math
 import os
-import re
 import secrets
 import stat
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from typing import Any, Final
 
 import attrs
 
+from workingctx._output import shown_path
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
 
@@ -46,18 +46,6 @@ PROVIDERS: Final = {"openai_chat": "openai", "openai_responses": "openai", "anth
 
 MAX_FILE_BYTES: Final = 256 * 1024 * 1024
 """The largest transcript file the command line reads (256 MiB)."""
-
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def shown_path(path: str) -> str:
-    """
-    *path* as an error line shows it: each control character (a line feed in
-    a file name would split the line) written as its escape, such as ``\\n``
-    as ``\\x0a``.
-    """
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", path)
 
 
 class InputError(WorkingCtxError, ValueError):

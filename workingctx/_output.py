@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import attrs
 
-__all__ = ["Table", "emit", "printable", "progress"]
+__all__ = ["Table", "emit", "printable", "progress", "shown_path"]
 
 
 @attrs.frozen
@@ -28,6 +28,11 @@ class Table:
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\x{ord(found.group()):02x}"
 
 
 def printable(text: str) -> str:
@@ -37,7 +42,7 @@ def printable(text: str) -> str:
     clear the terminal) written as its escape, such as ``\\x1b``, and each lone
     surrogate (which no output encoding takes) too, such as ``\\ud800``.
     """
-    text = _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    text = _CONTROL.sub(_escaped, text)
     if text.isascii():
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -111,3 +116,12 @@ def progress(label: str, total: int, *, threshold: int = 2_000) -> Iterator[Any]
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda done=1: bar.advance(task, done)
+
+
+def shown_path(path: str) -> str:
+    """
+    *path* as an error line shows it: each control character, the tab and the
+    line feed too (a line feed in a file name would split the line), written
+    as its escape, such as ``\\x0a``.
+    """
+    return _ANY_CONTROL.sub(_escaped, path)

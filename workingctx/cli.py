@@ -30,8 +30,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
-from workingctx._files import FORMATS, Document, InputError, read_file, shown_path, write_text
-from workingctx._output import Table, emit, printable, progress
+from workingctx._files import FORMATS, Document, InputError, read_file, write_text
+from workingctx._output import Table, emit, printable, progress, shown_path
 from workingctx.cache import Strategy
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
