@@ -157,14 +157,22 @@ def _separator(encoding: Any) -> _Separator | None:
 _separators: weakref.WeakKeyDictionary[Any, _Separator | None] = weakref.WeakKeyDictionary()
 
 
-def _separator_of(encoding: Any) -> _Separator | None:
+def _remembered(found: weakref.WeakKeyDictionary[Any, Any], encoding: Any, make: Callable[[Any], Any]) -> Any:
+    """
+    ``make(encoding)``, made once while *encoding* lives and kept in *found*
+    (made each time for an encoding that cannot be weakly referred to).
+    """
     try:
-        return _separators[encoding]
+        return found[encoding]
     except KeyError:
-        found = _separators[encoding] = _separator(encoding)
-        return found
+        made = found[encoding] = make(encoding)
+        return made
     except TypeError:  # not weakly referable
-        return None
+        return make(encoding)
+
+
+def _separator_of(encoding: Any) -> _Separator | None:
+    return _remembered(_separators, encoding, _separator)  # type: ignore[no-any-return]  # what _separator gives
 
 
 def _joined(encoding: Any, separator: _Separator, texts: list[str], extras: list[int]) -> list[int] | None:
@@ -219,7 +227,6 @@ class _Batch(Generic[T]):
         "done",
         "encoding",
         "failed",
-        "helper_busy",
         "helper_index",
         "lock",
         "next",
@@ -238,8 +245,7 @@ class _Batch(Generic[T]):
         self.results: list[list[int] | None] = [None] * len(chunks)
         self.failed: list[int] = []
         self.next = 0
-        self.helper_busy = False
-        self.helper_index = -1
+        self.helper_index = -1  # the chunk the helper is counting, -1 for none
         self.lock = threading.Lock()
         self.done = threading.Condition(self.lock)
 
@@ -253,7 +259,6 @@ class _Batch(Generic[T]):
             index = self.next
             self.next += 1
             if helper:
-                self.helper_busy = True
                 self.helper_index = index
             return index, self.chunks[index]
 
@@ -272,7 +277,7 @@ class _Batch(Generic[T]):
                 self.failed.append(index)
             else:
                 self.results[index] = result
-            self.helper_busy = False
+            self.helper_index = -1
             self.done.notify_all()
 
     def wait_for_helper(self, timeout: float) -> tuple[list[int], int]:
@@ -282,8 +287,8 @@ class _Batch(Generic[T]):
         still holds (-1 for none), which the caller then counts itself.
         """
         with self.lock:
-            self.done.wait_for(lambda: not self.helper_busy, timeout)
-            return list(self.failed), self.helper_index if self.helper_busy else -1
+            self.done.wait_for(lambda: self.helper_index < 0, timeout)
+            return list(self.failed), self.helper_index
 
 
 _IDLE_SECONDS = 1.0
@@ -303,18 +308,6 @@ class _Helper:
         self.thread = threading.Thread(target=self._run, name=HELPER_NAME, daemon=True)
         self.thread.start()
 
-    @staticmethod
-    def _copy_of(encoding: Any) -> Any:
-        try:
-            found = _copies.get(encoding)
-        except TypeError:  # not weakly referable: no copy kept
-            return None
-        if found is None:
-            found = _copy(encoding)
-            if found is not None:
-                _copies[encoding] = found
-        return found
-
     def _run(self) -> None:
         while True:
             try:
@@ -325,7 +318,7 @@ class _Helper:
             del batch  # holds nothing of a batch between batches
 
     def _help(self, batch: _Batch[Any]) -> None:
-        copy = self._copy_of(batch.encoding)
+        copy = _remembered(_copies, batch.encoding, _copy)
         if copy is None:
             return
         while (taken := batch.take(helper=True)) is not None:
