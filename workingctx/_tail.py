@@ -144,10 +144,8 @@ class TailView(Sequence[Message]):
             bad = first if first < 0 else last
             msg = f"tail index {bad!r} out of range for {self._size} messages"
             raise IndexError(msg)
-        if last - first + 1 == count:
+        if last - first + 1 == count:  # one run, a single index included
             return self._items[first : last + 1]
-        if count == 1:
-            return [self._items[first]]
         return list(operator.itemgetter(*indices)(self._items))
 
     def __reversed__(self) -> Iterator[Message]:
