@@ -42,6 +42,7 @@ from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
+from workingctx.persistence.listing import Listing, listed, shown
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -106,6 +107,9 @@ _CHAINS = {
 """Each chain's tables: its items, its links, and the links' column naming the item."""
 
 _SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+
+_NO_LOCKS = "win32-none" if os.name == "nt" else "unix-none"
+"""SQLite's VFS that takes no file locks; with ``locking_mode=EXCLUSIVE`` it reads a log without ``-shm``."""
 
 # SQLite's primary result codes for "this file or directory cannot be written"
 # (the extended codes add bits above the low byte).
@@ -233,25 +237,45 @@ class SQLiteStore:
 
     def _open_read_only(self, timeout: float) -> None:
         """
-        Open the file for reading only: first as a file others may still write,
-        then, when even that needs a write (a WAL database whose side files
-        cannot be made), as an immutable archive.
+        Open the file for reading only, seeing every checkpoint its write-ahead
+        log (``-wal``) holds, or refuse it saying why; never an older head in silence.
+
+        1. ``mode=ro``: as a file others may still write. SQLite reads the log
+           through its index, the ``-shm`` file, which it creates beside the
+           file when missing (or reads, when it may not write it).
+        2. When ``-shm`` can be neither created nor read (read-only storage
+           holding a ``-wal`` and no ``-shm``: a killed writer's files copied to
+           an archive): with no file locks and the log's index in this
+           process's memory (the ``-none`` VFS and ``locking_mode=EXCLUSIVE``),
+           which reads the log as SQLite's recovery does and creates no file.
+        3. When there is no ``-wal`` beside the file, so nothing to miss: as an
+           immutable file.
+
+        With a ``-wal`` that none of these can read, reading the file alone
+        would show the checkpoints of before the log: the store is refused.
         """
         self.read_only = True
         if self.path == ":memory:" or not Path(self.path).exists():
             msg = f"cannot open the checkpoint store {self.path!r} read-only: there is no such file"
             raise CheckpointError(msg)
-        uri = Path(self.path).absolute().as_uri() + "?mode=ro"
+        uri = Path(self.path).absolute().as_uri()
+        wal = Path(f"{self.path}-wal")
+        logged = wal.exists() and not (wal.is_file() and wal.stat().st_size == 0)  # an empty log holds nothing
+        attempts = [(f"{uri}?mode=ro", False), (f"{uri}?mode=ro&vfs={_NO_LOCKS}", True)]
+        if not logged:
+            attempts.append((f"{uri}?mode=ro&immutable=1", False))
         failure: sqlite3.Error | None = None
-        for suffix in ("", "&immutable=1"):
+        for address, exclusive in attempts:
             try:
                 self._db = sqlite3.connect(
-                    uri + suffix, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                    address, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
                 )
             except sqlite3.Error as exc:
                 failure = exc
                 continue
             try:
+                if exclusive:  # before the first read: the log's index is then kept in memory, not in -shm
+                    self._db.execute("PRAGMA locking_mode=EXCLUSIVE").fetchall()
                 self._tables()
             except sqlite3.Error as exc:
                 self._db.close()
@@ -263,6 +287,14 @@ class SQLiteStore:
                 self._db.close()
                 raise
             return
+        if logged:
+            msg = (
+                f"cannot read the checkpoint store {self.path!r} read-only: its write-ahead log {str(wal)!r} "
+                f"may hold checkpoints the file does not, and SQLite cannot read it here ({failure}); "
+                f"the file alone would show an older head. Copy {Path(self.path).name!r} and "
+                f"{wal.name!r} together to writable storage and open the copy. Nothing was changed"
+            )
+            raise CheckpointError(msg, path="-wal")
         msg = f"{self.path!r} is not a readable SQLite database ({failure}); nothing was changed"
         raise CheckpointError(msg)
 
@@ -594,31 +626,42 @@ class SQLiteStore:
 
     # -- listing and deleting -----------------------------------------------------------
 
-    def list(self) -> list[CheckpointInfo]:
+    def list(self) -> Listing[CheckpointInfo]:
         """
         A descriptor of every checkpoint, oldest first (by creation time, then
         by the order they were saved in), read without loading any snapshot.
 
-        Raises:
-            CheckpointError: A checkpoint row is damaged (it names which).
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
+        the error that loading it raises (and a warning is logged).
         """
         with self._transaction(write=False) as db:
             rows = db.execute(f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq").fetchall()  # noqa: S608  # constant columns
-            return [self._checked_info(row) for row in rows]
+        infos: builtins.list[CheckpointInfo] = []
+        damaged: dict[str, CheckpointError] = {}
+        for row in rows:
+            try:
+                infos.append(self._checked_info(row))
+            except CheckpointError as exc:
+                damaged[shown(row[0])] = exc
+        return listed(infos, damaged, "checkpoint row", f"the SQLite store {self.path!r}")
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
             return _codec.read_info(row, key=self._key)
         except Damage as exc:
-            raise self._error(str(row[0]), exc.what, exc.path) from None
+            raise self._error(shown(row[0]), exc.what, exc.path) from None
 
-    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included,
         oldest first, following parent ids while the parent is in the store.
 
+        An ancestor whose row is damaged ends the walk: the lineage starts
+        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
+
         Raises:
-            CheckpointError: No checkpoint has that id, or a row is damaged.
+            CheckpointError: No checkpoint has that id, or its own row is damaged.
         """
         _check_id(checkpoint_id)
         with self._transaction(write=False) as db:
@@ -628,15 +671,9 @@ class SQLiteStore:
                 f" SELECT {_ROW} FROM checkpoints WHERE id IN (SELECT id FROM up)"
             )
             rows = {row[0]: row for row in db.execute(query, (checkpoint_id,)).fetchall()}
-            if checkpoint_id not in rows:
-                raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
-            chain: list[CheckpointInfo] = []
-            current: str | None = checkpoint_id
-            while current is not None and current in rows:
-                info = self._checked_info(rows.pop(current))
-                chain.append(info)
-                current = info.parent
-            return chain[::-1]
+        if checkpoint_id not in rows:
+            raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
+        return _codec.lineage(rows, checkpoint_id, self._checked_info, f"the SQLite store {self.path!r}")
 
     def delete(self, checkpoint_id: str) -> None:
         """
@@ -724,9 +761,12 @@ class SQLiteStore:
         with self._transaction(write=False) as db:
             return histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}")
 
-    def list_contexts(self) -> builtins.list[ContextInfo]:
+    def list_contexts(self) -> Listing[ContextInfo]:
         """
         A descriptor of every saved context, oldest first, read without replaying any.
+
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
         """
         with self._transaction(write=False) as db:
             return histories.sqlite_list(db, f"the SQLite store {self.path!r}")
