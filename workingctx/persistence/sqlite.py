@@ -128,6 +128,24 @@ def _cannot_write(exc: sqlite3.Error) -> bool:
     return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
 
 
+def _escaped(data: bytes) -> str:
+    return data.decode("utf-8", "backslashreplace")
+
+
+@contextlib.contextmanager
+def _lenient(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """
+    Read text that is not UTF-8 (a damaged row: SQLite keeps whatever bytes
+    it is given) with its invalid bytes escaped as ``\\x..``, so that the row
+    is named as damaged instead of failing the whole query.
+    """
+    db.text_factory = _escaped
+    try:
+        yield db
+    finally:
+        db.text_factory = str
+
+
 def _check_key(key: object) -> bytes | None:
     if key is None:
         return None
@@ -488,7 +506,8 @@ class SQLiteStore:
         """
         _check_id(checkpoint_id)
         with self._transaction(write=False) as db:
-            row = db.execute(f"SELECT {_ROW} FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()  # noqa: S608  # constant columns
+            with _lenient(db):
+                row = db.execute(f"SELECT {_ROW} FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()  # noqa: S608  # constant columns
             if row is None:
                 raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
             try:
@@ -635,7 +654,7 @@ class SQLiteStore:
         the listing's :attr:`~workingctx.persistence.Listing.damaged` with
         the error that loading it raises (and a warning is logged).
         """
-        with self._transaction(write=False) as db:
+        with self._transaction(write=False) as db, _lenient(db):
             rows = db.execute(f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq").fetchall()  # noqa: S608  # constant columns
         infos: builtins.list[CheckpointInfo] = []
         damaged: dict[str, CheckpointError] = {}
@@ -664,7 +683,7 @@ class SQLiteStore:
             CheckpointError: No checkpoint has that id, or its own row is damaged.
         """
         _check_id(checkpoint_id)
-        with self._transaction(write=False) as db:
+        with self._transaction(write=False) as db, _lenient(db):
             query = (
                 "WITH RECURSIVE up (id) AS (SELECT ? UNION SELECT c.parent FROM checkpoints AS c"  # noqa: S608  # constant columns
                 " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
@@ -758,7 +777,7 @@ class SQLiteStore:
                 (the message says where); nothing is changed.
         """
         histories.check_context_id(context_id)
-        with self._transaction(write=False) as db:
+        with self._transaction(write=False) as db, _lenient(db):
             return histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}")
 
     def list_contexts(self) -> Listing[ContextInfo]:
@@ -768,7 +787,7 @@ class SQLiteStore:
         A damaged row never hides the others: it is left out, and named in
         the listing's :attr:`~workingctx.persistence.Listing.damaged`.
         """
-        with self._transaction(write=False) as db:
+        with self._transaction(write=False) as db, _lenient(db):
             return histories.sqlite_list(db, f"the SQLite store {self.path!r}")
 
     def delete_context(self, context_id: str) -> None:
