@@ -102,7 +102,9 @@ class ContextStore(Protocol):
 
     def list_contexts(self) -> list[ContextInfo]:
         """
-        A descriptor of every saved context, oldest first, without replaying any.
+        A descriptor of every saved context, oldest first, without replaying any
+        (the stores workingctx ships return a :class:`~workingctx.persistence.Listing`,
+        which names a damaged one in ``damaged`` instead of failing).
         """
         ...
 

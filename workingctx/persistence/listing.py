@@ -48,8 +48,9 @@ class Listing(list[_T]):
         self.damaged: FrozenDict = FrozenDict(damaged or {})
 
     def __repr__(self) -> str:
+        # a listing with nothing damaged is shown as the plain list it is equal to
         if not self.damaged:
-            return f"Listing({list.__repr__(self)})"
+            return list.__repr__(self)
         return f"Listing({list.__repr__(self)}, damaged={dict(self.damaged)!r})"
 
     def __reduce__(self) -> tuple[object, ...]:

@@ -119,7 +119,8 @@ class CheckpointStore(Protocol):
     def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included,
-        oldest first, following parent ids while the parent is in the store.
+        oldest first, following parent ids while the parent is in the store
+        (and can be read: a damaged ancestor ends it, named in the listing's ``damaged``).
         """
         ...
 
