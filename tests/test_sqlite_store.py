@@ -941,6 +941,24 @@ class TestRowsDamagedByHand:
             assert [second.id] == [info.id for info in store.lineage(second.id)]
         assert before == raw_rows(path)
 
+    @pytest.mark.parametrize("value", ["CAST(X'FF31' AS TEXT)", "X'31'", "'9' || printf('%.5000c', '9')", "'1e0'"])
+    def test_an_unreadable_schema_version_is_a_checkpoint_error(self, scratch_dir, value):
+        """
+        A schema version that is not UTF-8 text, not text at all, 5,001
+        digits long or a float is refused on opening with CheckpointError
+        naming the marker, and the file is not changed.
+        """
+        path = fresh_path(scratch_dir)
+        saved_pair(path, WorkingContext().append(Message("user", "hi")))
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute(f"UPDATE workingctx_store SET value = {value} WHERE key = 'schema_version'")  # noqa: S608
+        before = raw_rows(path)
+        for read_only in (None, True):
+            with pytest.raises(CheckpointError, match="damaged schema version") as info:
+                SQLiteStore(path, read_only=read_only)
+            assert "workingctx_store.schema_version" == info.value.path
+        assert before == raw_rows(path)
+
     def test_a_resealed_bad_digest_lists_and_fails_to_load(self, scratch_dir):
         """
         A digest rewritten and resealed (as anyone who can write the file can)

@@ -574,6 +574,25 @@ class TestRedisBytes:
         store.delete(checkpoints[1].id)
         assert {} == store.list().damaged
 
+    @pytest.mark.parametrize("space", [b"m:", b"ml:"])
+    def test_an_item_or_link_that_is_not_utf8_fails_only_its_load(self, saved, space):
+        """
+        A message or a link that is not UTF-8 text: load() of a checkpoint
+        that uses it raises CheckpointError naming that checkpoint; list()
+        is untouched (it reads rows only); nothing changes.
+        """
+        store, checkpoints, raw, made = saved
+        snapshot = checkpoints[2].snapshot
+        key = snapshot.messages[-4].digest() if space == b"m:" else snapshot.chain_digest()  # only its own
+        raw.redis_bytes("SET", space + key.encode(), b"\xff\xfe")
+        before = raw.state()
+        what = "not UTF-8" if space == b"m:" else "expected 12 links, found 0"
+        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[2].id}'.*{what}"):
+            made.again(store).load(checkpoints[2].id)
+        assert checkpoints[0] == made.again(store).load(checkpoints[0].id)
+        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
+        assert before == raw.state()
+
     def test_a_context_id_or_row_that_is_not_utf8_is_named(self, saved):
         """
         A saved context listed under an id that is not UTF-8 text, or whose

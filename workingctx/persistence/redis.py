@@ -427,6 +427,10 @@ class RedisStore:
                 raise self._error(checkpoint_id, exc.what, exc.path) from None
             if isinstance(exc, SerializationError):
                 raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
+            if isinstance(exc, UnicodeDecodeError):
+                bad = exc.object[exc.start : exc.end + 8]
+                what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
+                raise self._error(checkpoint_id, what, "$") from None
             raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
 
     def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:

@@ -355,7 +355,8 @@ class SQLiteStore:
         Refuse a database that is not a workingctx store, or is of a newer schema.
         """
         try:
-            found = dict(self._db.execute("SELECT key, value FROM workingctx_store").fetchall())
+            with _lenient(self._db):  # a version that is not UTF-8 text is a damaged one
+                found = dict(self._db.execute("SELECT key, value FROM workingctx_store").fetchall())
         except sqlite3.OperationalError:
             msg = (
                 f"{self.path!r} is a SQLite database but not a workingctx checkpoint store "
