@@ -33,7 +33,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CheckpointError, SerializationError
@@ -65,6 +65,8 @@ SCHEMA_VERSION = 1
 _checksum = checksum  # the name the damage tests use
 
 _first = operator.itemgetter(0)
+
+_T = TypeVar("_T")
 
 _HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL) WITHOUT ROWID"
 
@@ -132,18 +134,21 @@ def _escaped(data: bytes) -> str:
     return data.decode("utf-8", "backslashreplace")
 
 
-@contextlib.contextmanager
-def _lenient(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def _leniently(db: sqlite3.Connection, read: Callable[[sqlite3.Connection], _T]) -> _T:
     """
-    Read text that is not UTF-8 (a damaged row: SQLite keeps whatever bytes
-    it is given) with its invalid bytes escaped as ``\\x..``, so that the row
-    is named as damaged instead of failing the whole query.
+    ``read(db)``; when text it reads is not UTF-8 (a damaged row: SQLite
+    keeps whatever bytes it is given), ``read(db)`` again with such text's
+    invalid bytes escaped as ``\\x..``, so that the row is named as damaged
+    instead of failing the whole query. Intact text is read the fast way.
     """
-    db.text_factory = _escaped
     try:
-        yield db
-    finally:
-        db.text_factory = str
+        return read(db)
+    except sqlite3.OperationalError:
+        db.text_factory = _escaped
+        try:
+            return read(db)
+        finally:
+            db.text_factory = str
 
 
 def _check_key(key: object) -> bytes | None:
@@ -355,8 +360,10 @@ class SQLiteStore:
         Refuse a database that is not a workingctx store, or is of a newer schema.
         """
         try:
-            with _lenient(self._db):  # a version that is not UTF-8 text is a damaged one
-                found = dict(self._db.execute("SELECT key, value FROM workingctx_store").fetchall())
+            # a version that is not UTF-8 text is a damaged one
+            found = dict(
+                _leniently(self._db, lambda db: db.execute("SELECT key, value FROM workingctx_store").fetchall())
+            )
         except sqlite3.OperationalError:
             msg = (
                 f"{self.path!r} is a SQLite database but not a workingctx checkpoint store "
@@ -506,9 +513,9 @@ class SQLiteStore:
                 the key and the path inside the checkpoint. Nothing is changed.
         """
         _check_id(checkpoint_id)
+        query = f"SELECT {_ROW} FROM checkpoints WHERE id = ?"  # noqa: S608  # constant columns
         with self._transaction(write=False) as db:
-            with _lenient(db):
-                row = db.execute(f"SELECT {_ROW} FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()  # noqa: S608  # constant columns
+            row = _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchone())
             if row is None:
                 raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
             try:
@@ -655,8 +662,9 @@ class SQLiteStore:
         the listing's :attr:`~workingctx.persistence.Listing.damaged` with
         the error that loading it raises (and a warning is logged).
         """
-        with self._transaction(write=False) as db, _lenient(db):
-            rows = db.execute(f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq").fetchall()  # noqa: S608  # constant columns
+        query = f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq"  # noqa: S608  # constant columns
+        with self._transaction(write=False) as db:
+            rows = _leniently(db, lambda db: db.execute(query).fetchall())
         infos: builtins.list[CheckpointInfo] = []
         damaged: dict[str, CheckpointError] = {}
         for row in rows:
@@ -684,13 +692,13 @@ class SQLiteStore:
             CheckpointError: No checkpoint has that id, or its own row is damaged.
         """
         _check_id(checkpoint_id)
-        with self._transaction(write=False) as db, _lenient(db):
-            query = (
-                "WITH RECURSIVE up (id) AS (SELECT ? UNION SELECT c.parent FROM checkpoints AS c"  # noqa: S608  # constant columns
-                " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
-                f" SELECT {_ROW} FROM checkpoints WHERE id IN (SELECT id FROM up)"
-            )
-            rows = {row[0]: row for row in db.execute(query, (checkpoint_id,)).fetchall()}
+        query = (
+            "WITH RECURSIVE up (id) AS (SELECT ? UNION SELECT c.parent FROM checkpoints AS c"  # noqa: S608  # constant columns
+            " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
+            f" SELECT {_ROW} FROM checkpoints WHERE id IN (SELECT id FROM up)"
+        )
+        with self._transaction(write=False) as db:
+            rows = {row[0]: row for row in _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchall())}
         if checkpoint_id not in rows:
             raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
         return _codec.lineage(rows, checkpoint_id, self._checked_info, f"the SQLite store {self.path!r}")
@@ -778,8 +786,8 @@ class SQLiteStore:
                 (the message says where); nothing is changed.
         """
         histories.check_context_id(context_id)
-        with self._transaction(write=False) as db, _lenient(db):
-            return histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}")
+        with self._transaction(write=False) as db:
+            return _leniently(db, lambda db: histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}"))
 
     def list_contexts(self) -> Listing[ContextInfo]:
         """
@@ -788,8 +796,8 @@ class SQLiteStore:
         A damaged row never hides the others: it is left out, and named in
         the listing's :attr:`~workingctx.persistence.Listing.damaged`.
         """
-        with self._transaction(write=False) as db, _lenient(db):
-            return histories.sqlite_list(db, f"the SQLite store {self.path!r}")
+        with self._transaction(write=False) as db:
+            return _leniently(db, lambda db: histories.sqlite_list(db, f"the SQLite store {self.path!r}"))
 
     def delete_context(self, context_id: str) -> None:
         """
