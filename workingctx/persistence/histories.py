@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
@@ -381,19 +381,14 @@ def sqlite_list(db: sqlite3.Connection, where: str) -> Listing[ContextInfo]:
     return read_infos(db.execute(f"SELECT {_COLUMNS} FROM contexts").fetchall(), where)  # noqa: S608  # constant columns
 
 
-def read_infos(
-    rows: Sequence[Sequence[Any]],
-    where: str,
-    table: str = "table",
-    damaged: Mapping[str, CheckpointError] | None = None,
-) -> Listing[ContextInfo]:
+def read_infos(rows: Sequence[Sequence[Any]], where: str, table: str = "table") -> Listing[ContextInfo]:
     """
     The descriptors of context rows, checked, oldest first; a row that does
-    not read is left out and named in the listing's ``damaged`` (with those
-    of *damaged*, found unreadable before), with the error loading it raises.
+    not read is left out and named in the listing's ``damaged``, with the
+    error loading it raises.
     """
     infos = []
-    unreadable = dict(damaged or {})
+    unreadable: dict[str, CheckpointError] = {}
     for row in rows:
         name = shown(row[0]) if row else "?"
         try:
