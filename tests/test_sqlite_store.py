@@ -774,12 +774,14 @@ def python(script: str, *args: str, cwd: Path, wrap: list[str] | None = None) ->
     return subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd, env=env, timeout=120)
 
 
-def killed_writers_archive(tmp_path: Path) -> tuple[Path, list[str]]:
+def killed_writers_archive(tmp_path: Path, shm: str = "none") -> tuple[Path, list[str]]:
     """
     A writer that saved six checkpoints (three checkpointed into the file,
     three only in its write-ahead log) and was killed with SIGKILL; its file
     and its ``-wal`` (not its ``-shm``) copied to an archive directory, as a
-    backup of a crashed run is. Returns the copy and the ids, in order.
+    backup of a crashed run is; with *shm* ``"copied"`` its ``-shm`` too, with
+    ``"zeroed"`` an ``-shm`` of zeros in its place (a stale or damaged index).
+    Returns the copy and the ids, in order.
     """
     live = tmp_path / "live"
     live.mkdir()
@@ -791,6 +793,10 @@ def killed_writers_archive(tmp_path: Path) -> tuple[Path, list[str]]:
     archive.mkdir()
     for name in ("run.db", "run.db-wal"):
         shutil.copyfile(live / name, archive / name)
+    if shm == "copied":
+        shutil.copyfile(live / "run.db-shm", archive / "run.db-shm")
+    elif shm == "zeroed":
+        (archive / "run.db-shm").write_bytes(bytes((live / "run.db-shm").stat().st_size))
     assert (archive / "run.db-wal").stat().st_size > 0
     # the file alone (what opening it as immutable shows) holds the first three only
     uri = (archive / "run.db").absolute().as_uri() + "?mode=ro&immutable=1"
@@ -817,13 +823,17 @@ class TestReadOnlyWriteAheadLog:
     everything the log holds, or is refused saying why, never an older head.
     """
 
-    def test_read_only_storage_shows_every_checkpoint_the_log_holds(self, tmp_path):
+    @pytest.mark.parametrize("shm", ["none", "copied", "zeroed"])
+    def test_read_only_storage_shows_every_checkpoint_the_log_holds(self, tmp_path, shm):
         """
-        A killed writer's file and -wal on read-only storage (no -shm, none
-        can be made): the store opens read-only, lists all six checkpoints
-        with the newest head, loads the newest, and creates or changes no file.
+        A killed writer's file and -wal on read-only storage (with no -shm, and
+        none can be made; with its -shm copied too; with an -shm of zeros): the
+        store opens read-only by itself and with read_only=True, lists all six
+        checkpoints with the newest head, loads the newest, and creates or
+        changes no file; read_only=False is refused, saying why.
         """
-        path, ids = killed_writers_archive(tmp_path)
+        path, ids = killed_writers_archive(tmp_path, shm)
+        names = sorted(item.name for item in path.parent.iterdir())
         before = file_state(path)
         mount = read_only_mount()
         if mount is None:
@@ -839,9 +849,12 @@ class TestReadOnlyWriteAheadLog:
                 assert 0 == result.returncode, result.stderr
                 shown = json.loads(result.stdout)
                 assert {"read_only": True, "ids": ids, "head": ids[-1], "messages": 12} == shown
+            refused = python(WAL_READER, str(path), '{"read_only": false}', cwd=tmp_path, wrap=wrap)
+            assert "cannot open the checkpoint store" in json.loads(refused.stdout)["refused"]
+            assert "for writing" in json.loads(refused.stdout)["refused"]
         finally:
             path.parent.chmod(0o755)
-        assert ["run.db", "run.db-wal"] == sorted(item.name for item in path.parent.iterdir())
+        assert names == sorted(item.name for item in path.parent.iterdir())
         assert before == file_state(path)
 
     def test_read_only_true_beside_a_log_shows_every_checkpoint(self, tmp_path):

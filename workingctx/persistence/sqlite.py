@@ -234,6 +234,18 @@ class SQLiteStore:
         if read_only:
             self._open_read_only(timeout)
             return
+        if self.path != ":memory:" and Path(self.path).is_file() and not os.access(self.path, os.W_OK):
+            # SQLite may open a file on read-only storage for writing (when its -shm
+            # is there to read) and fail only at the first write: look first
+            if read_only is False:
+                msg = (
+                    f"cannot open the checkpoint store {self.path!r} for writing: the file cannot be written "
+                    "(read-only storage or its mode); nothing was changed"
+                )
+                raise CheckpointError(msg)
+            self._why_read_only = "the file cannot be written: read-only storage or its mode"
+            self._open_read_only(timeout)
+            return
         try:
             self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
