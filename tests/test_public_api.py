@@ -56,6 +56,7 @@ from workingctx import (
     pricing,
     validity,
 )
+from workingctx.exceptions import CheckpointError
 from workingctx.frozen import FrozenDict, FrozenList, deep_freeze
 from workingctx.messages import (
     AnnotationBlock,
@@ -75,7 +76,7 @@ from workingctx.messages import (
     ToolResultBlock,
     VideoBlock,
 )
-from workingctx.persistence import CheckpointInfo, ContextInfo
+from workingctx.persistence import CheckpointInfo, ContextInfo, Listing
 from workingctx.reducers import ToolResult
 from workingctx.scopes import AllOf, AnyOf, CompletedToolSequences, Newest, Not, PendingCalls, Tagged, ValidRequest
 from workingctx.serialization import to_json
@@ -261,6 +262,10 @@ def _examples() -> list[Any]:
         ctx.diff(later),
         Checkpoint.capture(ctx, metadata={"run": 1}),
         CheckpointInfo("c" * 64, None, datetime(2026, 1, 1, tzinfo=UTC), 4, "d" * 64),
+        Listing(
+            [CheckpointInfo("c" * 64, None, datetime(2026, 1, 1, tzinfo=UTC), 4, "d" * 64)],
+            damaged={"e" * 64: CheckpointError("the checkpoint row does not match its seal", path="$")},
+        ),
         ContextInfo(
             "run-1",
             "plan the trip",
