@@ -269,7 +269,6 @@ class TestBreakpointsOnBlocks:
         sim = simulate(turns, provider="anthropic", model="claude-sonnet-4-6", cache=_only_blocks)
         assert sim.requests[1].usage.cache_read_tokens >= 3_000
 
-
     def test_a_breakpoint_that_moves_keeps_the_prefix(self):
         """
         A breakpoint says where to cache, not what is sent: the block the last request
