@@ -365,7 +365,12 @@ def _unmarked(message: Message) -> Message:
     content = message.content
     if isinstance(content, str) or all(getattr(b, "cache", None) is None for b in content):
         return message
-    blocks = tuple(attrs.evolve(b, cache=None) if getattr(b, "cache", None) is not None else b for b in content)  # type: ignore[call-arg]  # only blocks with a cache field carry one
+    blocks = tuple(
+        attrs.evolve(b, cache=None)  # type: ignore[arg-type]  # only blocks with a cache field carry one
+        if getattr(b, "cache", None) is not None
+        else b
+        for b in content
+    )
     return attrs.evolve(message, content=blocks)
 
 
