@@ -5,3 +5,5 @@ Agent runtimes, each in its own module and behind its own extra; importing
 * :mod:`workingctx.integrations.langchain`: LangChain v1 agent middleware
   (``create_agent(..., middleware=[ContextMiddleware(manager)])``), extra ``[langchain]``.
 """
+
+__all__: list[str] = []
