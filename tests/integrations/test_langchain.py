@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from langchain.agents import create_agent
-from langchain.agents.middleware.types import ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -471,18 +471,28 @@ class TestSummarizingMiddleware:
 
     def test_a_chat_model_summarizes(self):
         """
-        A LangChain chat model as the summarizer: asked with the prompt and the transcript.
+        A LangChain chat model as the summarizer, asked with the prompt and the
+        transcript; the new summary comes back as a state update beside the reply,
+        and the next call sends it with the messages it kept.
         """
         summarizer = ToolCallingFake(messages=iter([AIMessage("The user asked twice.")] * 5))
-        middleware = SummarizingMiddleware(summarizer, max_messages=4, keep_recent=2)
+        middleware = SummarizingMiddleware(summarizer, max_messages=6, keep_recent=2)
         state = [HumanMessage(f"q{i}", id=f"h{i}") if i % 2 == 0 else AIMessage(f"a{i}", id=f"a{i}") for i in range(7)]
-        update = middleware.before_model({"messages": state}, None)  # type: ignore[arg-type]
-        assert update is not None
-        record = update["workingctx_summary"]
+        sent: list[Any] = []
+
+        def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+            sent.append(request)
+            return ModelResponse(result=[AIMessage("ok")])
+
+        result = middleware.wrap_model_call(ModelRequest(model=_fake(1), messages=state), handler)
+        assert isinstance(result, ExtendedModelResponse)
+        record = result.command.update["workingctx_summary"]
         assert "The user asked twice." == record["summary"]
-        assert ["h6"] == [k for k in record["kept"] if k.startswith("h")][-1:]
-        asked = summarizer.received[0]
-        assert "q0" in asked[1].text
-        sent = _call(middleware, state, state={"messages": state, **update})  # type: ignore[arg-type]
-        assert SUMMARY_NAME == sent.messages[0].name
-        assert "h6" == sent.messages[-1].id
+        assert (7, "h6") == (record["through"], record["last_id"])
+        assert "q0" in summarizer.received[0][1].text
+        assert [SUMMARY_NAME, "h4", "a5", "h6"] == [sent[0].messages[0].name, *(m.id for m in sent[0].messages[1:])]
+        later = [*state, AIMessage("a7", id="a7"), HumanMessage("q8", id="h8")]
+        request = ModelRequest(model=_fake(1), messages=later, state={"messages": later, "workingctx_summary": record})
+        assert isinstance(middleware.wrap_model_call(request, handler), ModelResponse)
+        assert [None, "h4", "a5", "h6", "a7", "h8"] == [m.id for m in sent[1].messages]
+        assert "The user asked twice." == sent[1].messages[0].content

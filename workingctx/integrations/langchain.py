@@ -57,7 +57,7 @@ try:
         ToolMessage,
         message_chunk_to_message,
     )
-    from langgraph.runtime import Runtime
+    from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - the dev extra installs it
     _msg = "workingctx.integrations.langchain needs langchain 1.x: pip install 'workingctx[langchain]'"
     raise ImportError(_msg) from exc
@@ -530,12 +530,14 @@ class SummarizingMiddleware(_RequestMiddleware):
     Send the model a summary of the older messages and the newest ones verbatim; the state keeps everything.
 
     A :class:`~workingctx.managers.SummaryContextManager` runs before every
-    model call (in ``before_model``). When it summarizes, the summary is kept
-    in the agent's state under ``workingctx_summary`` (a private key, checkpointed
-    with the thread), with which messages it covers; the ``messages`` channel is
-    never changed. Each request is then the system prompt, the summary (a system
-    message named ``context_summary``), the messages kept verbatim and those
-    added since, made valid and cache-marked as :class:`ContextMiddleware` does.
+    model call, on the system prompt, the summary so far and the messages
+    after it. When it summarizes, the new summary is kept in the agent's state
+    under ``workingctx_summary`` (a private key, checkpointed with the thread),
+    with which messages it covers, by the update the model call returns
+    (``ExtendedModelResponse``); the ``messages`` channel is never changed.
+    Each request is the system prompt, the summary (a system message named
+    ``context_summary``), the messages kept verbatim and those added since,
+    made valid and cache-marked as :class:`ContextMiddleware` does.
 
     Args:
         summarizer: A LangChain chat model (asked with the summary prompt and
@@ -630,39 +632,33 @@ class SummarizingMiddleware(_RequestMiddleware):
     def _summary_of(ctx: WorkingContext) -> str | None:
         return next((m.text() for m in ctx.messages if m.role == "system" and m.name == SUMMARY_NAME), None)
 
-    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:  # noqa: ARG002
-        """
-        Summarize when the manager's thresholds are passed, and keep the summary in the state.
-        """
-        ctx, _ = self._context(state, PrefixContext())
-        before = self._summary_of(ctx)
-        self.manager.trim_context(ctx)
-        return self._record(state, ctx, before)
-
-    async def abefore_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:  # noqa: ARG002
-        """
-        Summarize when the manager's thresholds are passed, and keep the summary in the state (async).
-        """
-        ctx, _ = self._context(state, PrefixContext())
-        before = self._summary_of(ctx)
-        await self.manager.atrim_context(ctx)
-        return self._record(state, ctx, before)
-
-    def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+    def _start(self, request: ModelRequest[Any]) -> tuple[PrefixContext, dict[str, Any], _Window, str | None]:
         prefix = _prefix(request.system_message)
         state = {**request.state, "messages": list(request.messages)}
         ctx, sources = self._context(state, prefix)
-        window = _Window(prefix, [], ctx, sources)
-        return self._send(request, prefix, ctx, window)
+        return prefix, state, _Window(prefix, [], ctx, sources), self._summary_of(ctx)
+
+    def _finish(self, response: ModelResponse[Any], update: dict[str, Any] | None) -> Result:
+        if update is None:
+            return response
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Handler) -> Result:
         """
-        Call the model with the summary, the kept messages and the new ones.
+        Summarize when a threshold is passed, then call the model with the
+        summary, the kept messages and the new ones; a new summary goes to the state.
         """
-        return handler(self._request(request))
+        prefix, state, window, before = self._start(request)
+        self.manager.trim_context(window.ctx)
+        update = self._record(state, window.ctx, before)
+        return self._finish(handler(self._send(request, prefix, window.ctx, window)), update)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler) -> Result:
         """
-        Call the model with the summary, the kept messages and the new ones (async).
+        Summarize when a threshold is passed, then call the model with the
+        summary, the kept messages and the new ones; a new summary goes to the state (async).
         """
-        return await handler(self._request(request))
+        prefix, state, window, before = self._start(request)
+        await self.manager.atrim_context(window.ctx)
+        update = self._record(state, window.ctx, before)
+        return self._finish(await handler(self._send(request, prefix, window.ctx, window)), update)
