@@ -231,6 +231,26 @@ class TestBadInput:
         assert () == _problems(sent.messages)
         assert 2 == len(state)
 
+    def test_a_reused_call_id_keeps_both_exchanges(self, caplog):
+        """
+        Two exchanges under one call id (a server numbering its calls call_0 in every
+        reply) are two calls: both are sent, as the state holds them, and nothing is logged.
+        """
+
+        def exchange(n: int) -> list[BaseMessage]:
+            call = {"name": "lookup", "args": {"key": f"k{n}"}, "id": "call_0"}
+            return [
+                HumanMessage(f"q{n}", id=f"h{n}"),
+                AIMessage("", tool_calls=[call], id=f"a{n}"),
+                ToolMessage(f"r{n}", tool_call_id="call_0", id=f"t{n}"),
+            ]
+
+        state = [*exchange(1), AIMessage("done", id="d1"), *exchange(2)]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+            sent = _call(ContextMiddleware(TokenBudgetContextManager(1_000)), state)
+        assert state == sent.messages
+        assert "" == caplog.text
+
     def test_streaming_chunks_in_the_state_are_read(self):
         """
         The state may hold a streamed reply as a chunk; it is sent as the message it adds up to.

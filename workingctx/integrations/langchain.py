@@ -29,6 +29,7 @@ import attrs
 
 from workingctx.adapters import langchain as adapter
 from workingctx.cache import CachePlan, cache_blocks, plan
+from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.managers import SUMMARY_NAME, BaseContextManager, Summarizer, SummaryContextManager
@@ -109,6 +110,35 @@ def _read(messages: Sequence[BaseMessage]) -> list[Message]:
     return list(adapter.read([_settled(m) for m in messages]).assembled())
 
 
+@attrs.define
+class _CallNames:
+    """
+    The call ids a conversation has used, so that a call reusing one (an
+    OpenAI-compatible server numbers its calls ``call_0``, ``call_1`` in every
+    reply) is read under a new name, :func:`~workingctx.callids.fresh_call_id`'s,
+    and its results with it: call ids are local names. The model is still sent
+    the state's own messages.
+    """
+
+    taken: set[str] = attrs.Factory(set)
+    renamed: dict[str, str] = attrs.Factory(dict)  # the open exchange's: old id -> new id
+
+    def read(self, message: Message) -> Message:
+        if message.tool_calls:
+            self.renamed = {}
+            calls = []
+            for call in message.tool_calls:
+                if call.id in self.taken:
+                    self.renamed[call.id] = fresh_call_id(call.id, self.taken)
+                    call = attrs.evolve(call, id=self.renamed[call.id])  # noqa: PLW2901
+                self.taken.add(call.id)
+                calls.append(call)
+            return attrs.evolve(message, tool_calls=tuple(calls)) if self.renamed else message
+        if message.role == "tool" and message.tool_call_id in self.renamed:
+            return attrs.evolve(message, tool_call_id=self.renamed[message.tool_call_id])
+        return message
+
+
 # -- the window: what the manager keeps, cache-stably ------------------------------------
 
 
@@ -125,6 +155,7 @@ class _Window:
     ctx: WorkingContext
     sources: dict[int, BaseMessage] = attrs.Factory(dict)
     plan: CachePlan | None = None
+    names: _CallNames = attrs.Factory(_CallNames)
 
     def continues(self, prefix: PrefixContext, state: Sequence[BaseMessage]) -> bool:
         """
@@ -175,7 +206,7 @@ def _trim_points(window: _Window, state: Sequence[BaseMessage]) -> Iterator[Work
     share their prefix and the provider's prompt cache keeps hitting.
     """
     new = list(state[len(window.seen) :])
-    converted = _read(new)
+    converted = [window.names.read(m) for m in _read(new)]
     window.sources.update(zip(map(id, converted), new, strict=True))
     start = 0
     for stop in [*(i for i, m in enumerate(converted) if i > 0 and m.role == "assistant"), len(converted)]:
@@ -611,7 +642,8 @@ class SummarizingMiddleware(_RequestMiddleware):
                     "it is left out and the history is summarized again when needed"
                 )
         chosen = [m for m in messages[:covered] if m.id in kept] + messages[covered:]
-        converted = _read(chosen)
+        names = _CallNames()
+        converted = [names.read(m) for m in _read(chosen)]
         head = [Message("system", summary, name=SUMMARY_NAME)] if isinstance(summary, str) and summary else []
         ctx = WorkingContext(prefix=prefix, messages=[*head, *converted])
         return ctx, dict(zip(map(id, converted), chosen, strict=True))
