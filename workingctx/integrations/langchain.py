@@ -298,9 +298,9 @@ M = TypeVar("M", bound=BaseMessage)
 
 def _as_blocks(message: M) -> M:
     """
-    A human or AI message whose content is text, with that text as one text
-    block: what Anthropic reads the same way, and what a breakpoint can be set
-    on, so a message sends the same blocks whether or not it carries one.
+    A human, AI or system message whose content is text, with that text as one
+    text block: what Anthropic reads the same way, and what a breakpoint can be
+    set on, so a message sends the same blocks whether or not it carries one.
     """
     content = message.content
     if message.type in {"human", "ai", "system"} and isinstance(content, str) and content.strip():
@@ -347,25 +347,24 @@ def _with_breakpoints(
     *request* sending *sent* (read as *messages*) with the breakpoints of *made*
     on their blocks, every text message as blocks (see :func:`_as_blocks`).
     """
-    marks = made.marks()
     head = made.prefix_messages
     out = [_as_blocks(m) for m in sent]
     system = request.system_message
+    read_as = _prefix(system).as_messages() if system is not None else []
+    marked: BaseMessage | None
+    for index, blocks in made.marks().items():
+        for block, ttl in blocks.items():
+            if index < head and system is not None:  # the system prompt: the prefix's only message
+                marked = _marked(_as_blocks(system), read_as[index], block, ttl)
+                system = cast("SystemMessage", marked) if marked is not None else system
+                continue
+            marked = _marked(out[index - head], messages[index - head], block, ttl)
+            if marked is None:
+                logger.debug("no breakpoint on message %d block %d: LangChain sends it without one", index, block)
+            else:
+                out[index - head] = marked
     if system is not None:
         system = _as_blocks(system)
-    for index, blocks in marks.items():
-        for block, ttl in blocks.items():
-            if index < head and request.system_message is not None:
-                source = _prefix(request.system_message).as_messages()[index]
-                marked = _marked(system if system is not None else request.system_message, source, block, ttl)
-                system = marked if isinstance(marked, SystemMessage) else system
-            elif index >= head:
-                position = index - head
-                marked = _marked(out[position], messages[position], block, ttl)
-                if marked is None:
-                    logger.debug("no breakpoint on message %d block %d: LangChain sends it without one", index, block)
-                else:
-                    out[position] = marked
     return request.override(messages=cast("list[AnyMessage]", out), system_message=system)
 
 
@@ -395,13 +394,12 @@ class _RequestMiddleware(AgentMiddleware[Any, Any, Any]):
         *request* sending the tail of *ctx* (valid; cache-marked for an Anthropic model).
         """
         sources = window.sources if window is not None else {}
-        messages, sent = _sendable(prefix, list(ctx.messages), sources)
+        kept = list(ctx.messages)
+        messages, sent = _sendable(prefix, kept, sources)
         model = _anthropic_model(request.model) if self.cache == "auto" else None
         if model is None or _has_cache_control(request, sent):
             return request.override(messages=cast("list[AnyMessage]", sent))
-        planned = ctx if len(messages) == ctx.size() and all(map(Message.__eq__, messages, ctx.messages)) else None
-        if planned is None:
-            planned = WorkingContext(prefix=prefix, messages=messages, counter=ctx.counter)
+        planned = ctx if messages is kept else WorkingContext(prefix=prefix, messages=messages, counter=ctx.counter)
         previous = window.plan if window is not None else None
         made = plan(planned, provider="anthropic", model=model, previous=previous)
         if window is not None:
