@@ -18,6 +18,8 @@ import attrs
 import httpx2
 import pytest
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
@@ -27,6 +29,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field, TypeAdapter
 
+from tests.strategies import scope_transcripts
 from workingctx import (
     ApproxTokenCounter,
     MessageContextManager,
@@ -40,7 +43,7 @@ from workingctx.adapters import langchain as adapter
 from workingctx.cache import RULES, plan, simulate
 from workingctx.integrations.langchain import ContextMiddleware, SummarizingMiddleware
 from workingctx.managers import SUMMARY_NAME
-from workingctx.validity import check_messages
+from workingctx.validity import STRUCTURAL_RULES, check_messages
 
 SYSTEM = "You look things up with the lookup tool and answer in one sentence."
 TURNS = 24
@@ -311,6 +314,30 @@ class TestBadInput:
         with pytest.raises(TypeError, match=r"summarizer=\.\.\.") as info:
             SummarizingMiddleware("gpt-5")  # type: ignore[arg-type]
         assert "summarizer" == info.value.argument
+
+
+class TestAnyHistory:
+    @given(scope_transcripts(broken=True), st.integers(0, 400), st.booleans())
+    def test_the_request_is_valid_and_the_state_untouched(self, transcript, budget, fresh):
+        """
+        For any history, broken ones included (orphaned results, calls that lost
+        results, a pending call at the end, system messages between turns): the model
+        gets every tool result after its call and every call answered, the user's
+        message first when there is one, and the state is not changed, whether the
+        middleware saw the conversation grow or reads it afresh.
+        """
+        state = adapter.write_messages(transcript)
+        copy = [m.model_copy(deep=True) for m in state]
+        middleware = ContextMiddleware(TokenBudgetContextManager(budget, low_watermark=budget // 2))
+        if not fresh:
+            for end in range(len(state)):
+                _call(middleware, state[:end], system_message=SystemMessage(SYSTEM))
+        sent = _call(middleware, state, system_message=SystemMessage(SYSTEM))
+        assert copy == state
+        problems = check_messages(adapter.read(sent.messages).assembled())
+        assert [] == [p for p in problems if p.rule in {*STRUCTURAL_RULES, "pending-at-end"}]
+        if any(isinstance(m, HumanMessage) for m in state):
+            assert isinstance(next(m for m in sent.messages if not isinstance(m, SystemMessage)), HumanMessage)
 
 
 def test_importing_workingctx_imports_no_framework():
