@@ -649,6 +649,8 @@ def read_response(response: Any) -> Message:
     for key in ("annotations", "refusal", "audio", "function_call"):
         if raw.get(key) in (None, []):
             raw.pop(key, None)
+    if "refusal" in raw:  # an SDK object leaves its null content out: a refusal is sent back with it
+        raw.setdefault("content", None)
     message = _message(raw, 0)
     usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
