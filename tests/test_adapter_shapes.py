@@ -18,7 +18,7 @@ from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
 from workingctx import Message, ToolCall, WorkingContext
-from workingctx.adapters import anthropic, google, openai_chat, openai_responses
+from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import REPAIRED, repair_messages
 from workingctx.exceptions import ProviderError
 from workingctx.messages import ToolResultBlock
@@ -101,6 +101,16 @@ class TestReusedIds:
         assert REUSED == openai_chat.write(ctx)
         assert () == openai_chat.check(ctx)
         assert () == openai_chat.check(REUSED)
+
+    def test_langchain_keeps_the_ids_as_they_are(self):
+        """
+        LangChain messages are no request: the reused ids go there and back unchanged.
+        """
+        ctx = openai_chat.read(REUSED)
+        messages = langchain.write(ctx)
+        assert ["call_0", "call_0"] == [m.tool_call_id for m in messages if m.type == "tool"]
+        assert () == langchain.check(ctx)
+        assert REUSED == openai_chat.write(langchain.read(messages))
 
     @pytest.mark.parametrize("module", UNIQUE, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
     def test_formats_needing_unique_ids_rekey_the_later_call(self, module):
