@@ -13,10 +13,12 @@ import pytest
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
+from hypothesis import given
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
+from tests.wire_strategies import chat_messages
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import REPAIRED, repair_messages
@@ -369,7 +371,11 @@ class TestRecordedShapes:
         body = google.write(ctx)
         GEMINI.validate_python(body["contents"])
         assert [{"role": "user", "parts": [{"text": "Tell me a story."}, {"text": "Go on."}]}] == body["contents"]
-        ANTHROPIC.validate_python(anthropic.write(ctx)["messages"])
+        for module in (anthropic, openai_chat, openai_responses):
+            VALID[module](module.write(ctx))
+            assert () == module.check(ctx)
+        sent = "" if parts is None else [{"type": "text", "text": ""}]  # Chat takes an empty text
+        assert {"role": "assistant", "content": sent} == openai_chat.write(ctx)["messages"][1]
 
     def test_consecutive_call_turns_then_one_results_turn(self):
         """
@@ -497,3 +503,61 @@ def test_results_in_one_turn_for_calls_in_two_are_no_misplaced_result():
     assert {"dangling-call", "misplaced-result"} <= {
         p.rule for p in anthropic.check([Message.user("q"), one, Message.user("x"), two, both])
     }
+
+
+def _numbered_per_response(messages: list[dict]) -> list[dict]:
+    """
+    *messages* with each assistant message's calls renamed call_0, call_1, ... (and
+    their tool messages with them), as OpenAI-compatible servers number them.
+    """
+    out: list[dict] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        renamed = message
+        if message.get("tool_calls"):
+            names = {c["id"]: f"call_{k}" for k, c in enumerate(message["tool_calls"])}
+            renamed = {**message, "tool_calls": [{**c, "id": names[c["id"]]} for c in message["tool_calls"]]}
+        elif message["role"] == "tool":
+            renamed = {**message, "tool_call_id": names[message["tool_call_id"]]}
+        out.append(renamed)
+    return out
+
+
+def _pairing(messages: list[Message]) -> list[tuple[int, str]]:
+    """
+    For each result in order: the position (among all calls) of the latest earlier call with its id, and its name.
+    """
+    calls: list[str] = []
+    latest: dict[str, int] = {}
+    out: list[tuple[int, str]] = []
+    for message in messages:
+        out.extend((latest[call_id], calls[latest[call_id]]) for call_id in message.result_ids)
+        blocks = () if isinstance(message.content, str) else message.content
+        for call in [*message.tool_calls, *(b for b in blocks if hasattr(b, "args"))]:
+            latest[call.id] = len(calls)
+            calls.append(call.name)
+    return out
+
+
+@given(chat_messages(portable=True))
+def test_ids_reused_in_every_response_write_to_every_format(messages):
+    """
+    A transcript numbering its calls call_0, call_1 in every response writes
+    back equal to Chat; every other format gets unique ids (or refuses only a
+    turn rule), and reading that request back pairs every result with the same call.
+    """
+    reused = _numbered_per_response(messages)
+    ctx = openai_chat.read(reused)
+    assert {"messages": reused} == openai_chat.write(ctx)
+    assert () == tuple(p for p in openai_chat.check(ctx) if p.rule.endswith("call-id"))
+    for module in UNIQUE:
+        problems = module.check(ctx)
+        if problems:  # a turn rule of that format, never an id
+            assert not {p.rule for p in problems} & {"reused-call-id", "duplicate-call-id", "misplaced-result"}
+            continue
+        body = module.write(ctx)
+        VALID[module](body)
+        calls, results = _ids(body, module)
+        assert len(calls) == len(set(calls)) == len(results)
+        back = module.read(body).assembled()
+        assert _pairing(ctx.assembled()) == _pairing(back)

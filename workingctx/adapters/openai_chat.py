@@ -408,7 +408,9 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
                 after.append({"role": "user", "content": media_parts})
         if message.role != "user":
             value = [p for p in value if p.get("type") in {"text", "refusal"}]
-        if not value and (kept or before or calls):  # what was there is not carried by this format
+        # what was there is not carried by this format; an assistant message with
+        # nothing (a reply cut before its first word) is sent as "", which OpenAI takes
+        if not value and (kept or before or calls or message.role == "assistant"):
             if before and message.role in {"user", "tool"} and message.tool_call_id is None:
                 return before, after
             value = ""
