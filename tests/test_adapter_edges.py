@@ -125,7 +125,8 @@ def test_request_keys_differ_by_format_and_content():
 
 def test_shared_rules_and_repair():
     """
-    Duplicate call ids and results are problems; repair drops orphan result blocks inside a user turn.
+    Duplicate results are problems, a reused call id too for a provider that needs unique ids;
+    repair drops orphan result blocks inside a user turn.
     """
     twice = [
         Message.assistant(tool_calls=[ToolCall("a", "f")]),
@@ -134,7 +135,8 @@ def test_shared_rules_and_repair():
         Message.assistant(tool_calls=[ToolCall("a", "f")]),
         Message.tool("3", call_id="a"),
     ]
-    assert {p.rule for p in check_messages(twice)} == {"duplicate-result", "reused-call-id"}
+    assert {p.rule for p in check_messages(twice)} == {"duplicate-result"}
+    assert {p.rule for p in check_messages(twice, provider="anthropic")} == {"duplicate-result", "reused-call-id"}
     stray = [
         Message.user("q"),
         Message("user", [ToolResultBlock("nowhere", "x"), TextBlock("hi")]),

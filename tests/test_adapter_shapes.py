@@ -218,7 +218,9 @@ class TestRepairAdvice:
         assert set(REPAIR_CASES) == REPAIRED
 
     @pytest.mark.parametrize("rule", sorted(REPAIR_CASES))
-    @pytest.mark.parametrize("module", [openai_chat, openai_responses, anthropic, google], ids=lambda m: m.__name__)
+    @pytest.mark.parametrize(
+        "module", [openai_chat, openai_responses, anthropic, google, langchain], ids=lambda m: m.__name__
+    )
     def test_advised_repair_fixes(self, module, rule):
         """
         The error names the rule and advises repair=True; repair=True then writes a request with no problem.
@@ -228,7 +230,8 @@ class TestRepairAdvice:
             module.write(ctx)
         assert rule in {p.rule for p in info.value.problems}
         body = module.write(ctx, repair=True)
-        VALID[module](body)
+        if module in VALID:
+            VALID[module](body)
         assert () == module.check(body)
 
     @pytest.mark.parametrize("rule", sorted(NOT_REPAIRED))
