@@ -484,7 +484,9 @@ class TestRecordedShapes:
             }
         )
         ctx = WorkingContext(messages=[Message.user("Pick the lock.")])
-        ctx = ctx.append(openai_chat.read_response(completion)).append(Message.user("Then explain locks."))
+        reply = openai_chat.read_response(completion)
+        assert reply == openai_chat.read_response(completion, context=ctx)  # every adapter takes the context
+        ctx = ctx.append(reply).append(Message.user("Then explain locks."))
         body = openai_chat.write(ctx)
         CHAT.validate_python(body["messages"])
         assert {"role": "assistant", "content": None, "refusal": "I can't help with that."} == body["messages"][1]

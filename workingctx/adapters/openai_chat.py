@@ -632,12 +632,13 @@ def request_key(source: Any, **fields: Any) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
-def read_response(response: Any) -> Message:
+def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: ARG001  # the shared signature
     """
     The assistant message of a Chat Completion (SDK object or dict), with its
     usage and model name in ``metadata``. A refusal (``content: null`` and
     ``refusal``) is the message's text, written back as it came by ``write``
-    and as text by the other formats.
+    and as text by the other formats. *context* is taken as every adapter
+    takes it; Chat Completions keeps reused ids, so there is nothing to map back.
 
     Raises:
         ValueError: the response has no choices.
