@@ -130,14 +130,31 @@ class TestReusedIds:
 
     def test_a_payload_that_reuses_ids_is_checked_for_what_the_provider_refuses(self):
         """
-        An Anthropic payload giving two tool_use blocks one id is a reused-call-id
-        problem as it stands; read and written, it is re-keyed and valid.
+        An Anthropic, Responses or Gemini payload giving two calls one id is a
+        reused-call-id problem as it stands; read and written, it is re-keyed and valid.
         """
         body = anthropic.write(openai_chat.read(REUSED))
         body["messages"][-2]["content"][0]["id"] = "call_0"
         body["messages"][-1]["content"][0]["tool_use_id"] = "call_0"
         assert ["reused-call-id"] == [p.rule for p in anthropic.check(body)]
         assert anthropic.write(anthropic.read(body)) == anthropic.write(openai_chat.read(REUSED))
+        for module in (openai_responses, google):
+            written = module.write(openai_chat.read(REUSED))
+            assert () == module.check(written)
+            as_sent = module.write(module.read(written))  # re-keyed again: one id per call
+            assert as_sent == written
+        items = openai_responses.write(openai_chat.read(REUSED))["input"]
+        for item in items:
+            if item.get("call_id") == "call_0-2":
+                item["call_id"] = "call_0"
+        assert ["reused-call-id"] == [p.rule for p in openai_responses.check(items)]
+        contents = google.write(openai_chat.read(REUSED))["contents"]
+        for content in contents:
+            for part in content["parts"]:
+                for key in ("function_call", "function_response"):
+                    if part.get(key, {}).get("id") == "call_0-2":
+                        part[key]["id"] = "call_0"
+        assert ["reused-call-id"] == [p.rule for p in google.check(contents)]
 
     def test_read_response_maps_a_rekeyed_id_back(self):
         """

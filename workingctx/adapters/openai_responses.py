@@ -71,6 +71,7 @@ from workingctx.messages import (
     Usage,
     VideoBlock,
 )
+from workingctx.validity import check_messages as every_rule
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
@@ -528,10 +529,15 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
 
 def check(source: Any) -> tuple[Problem, ...]:
     """
-    The problems ``write`` would raise for a context, or for a wire payload.
+    The problems ``write`` would raise for a context, or for a wire payload
+    (a payload giving one ``call_id`` to two calls is refused by OpenAI as it
+    stands: ``reused-call-id``; ``write`` re-keys it).
     """
-    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return ordered(_build(messages)[1])
+    if is_workingctx(source):
+        return ordered(_build(messages_of(source))[1])
+    messages = read_messages(source)
+    reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
+    return ordered((*_build(messages)[1], *reused))
 
 
 def request_key(source: Any, **fields: Any) -> str:
