@@ -42,8 +42,9 @@ closes unanswered calls. A request whose every problem is one of these is the
 only one whose error advises it."""
 
 CONTINUES = "_previous_response_id"
-"""The key (under ``openai_responses``) of a result read from a Responses
-request that continues a stored response: its call is in that response."""
+"""The key (under ``openai_responses``) of the ``previous_response_id`` of a
+Responses request that continues a stored response, kept on the results it
+starts with (their calls are in that response) or else on its first message."""
 
 
 def ordered(problems: Iterable[Problem]) -> tuple[Problem, ...]:
