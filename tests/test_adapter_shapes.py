@@ -14,6 +14,7 @@ from anthropic.types import Message as AnthropicMessage
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
 from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
@@ -583,3 +584,26 @@ def test_ids_reused_in_every_response_write_to_every_format(messages):
         assert len(calls) == len(set(calls)) == len(results)
         back = module.read(body).assembled()
         assert _pairing(ctx.assembled()) == _pairing(back)
+
+
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["weather", "time"]), st.sampled_from(["Paris", "Oslo"])), min_size=1, max_size=3
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_gemini_tool_loop_read_with_its_context_never_repeats_an_id(replies):
+    """
+    Any run of replies whose calls carry no id (the same reply again included),
+    each read with the context and answered, gives every call its own id.
+    """
+    ctx = WorkingContext(messages=[Message.user("Go.")])
+    for calls in replies:
+        message = google.read_response(_gemini_reply(*((n, {"city": c}) for n, c in calls)), context=ctx)
+        ctx.append(message, *(Message.tool("ok", call_id=i) for i in message.call_ids))
+    ids = [i for m in ctx.messages for i in m.call_ids]
+    assert sum(len(calls) for calls in replies) == len(ids) == len(set(ids))
+    GEMINI.validate_python(google.write(ctx)["contents"])
