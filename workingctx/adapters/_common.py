@@ -13,8 +13,9 @@ from typing import Any
 import attrs
 
 from workingctx._canonical import canonical_json
+from workingctx.callids import fresh_call_id
 from workingctx.exceptions import ArgumentTypeError, ProviderError
-from workingctx.messages import MediaRef, Message, ToolResultBlock
+from workingctx.messages import MediaRef, Message, RemoteToolCallBlock, ToolCallBlock, ToolResultBlock
 from workingctx.prefix import PrefixContext
 from workingctx.validity import STRUCTURAL_RULES, Problem, Provider
 from workingctx.validity import check_messages as validity_check
@@ -33,7 +34,17 @@ __all__ = [
 ]
 
 
-_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end"})
+_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end", "reused-call-id"})
+
+REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end"})
+"""The rules ``repair=True`` fixes: it drops results whose call is nowhere and
+closes unanswered calls. A request whose every problem is one of these is the
+only one whose error advises it."""
+
+CONTINUES = "_previous_response_id"
+"""The key (under ``openai_responses``) of the ``previous_response_id`` of a
+Responses request that continues a stored response, kept on the results it
+starts with (their calls are in that response) or else on its first message."""
 
 
 def ordered(problems: Iterable[Problem]) -> tuple[Problem, ...]:
@@ -49,8 +60,8 @@ def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
     helps when it does (it fixes tool exchanges, not turns or blocks).
     """
     error = ProviderError.from_problems(ordered(problems), provider=provider)
-    if not any(p.rule in _TOOL_RULES for p in problems):
-        return error
+    if not all(p.rule in REPAIRED for p in problems):
+        return error  # repair would not make it sendable: the error does not advise it
     hint = "pass repair=True to drop orphan results and close unanswered calls with an error result"
     return ProviderError(f"{error}\n{hint}", problems=error.problems, provider=provider)
 
@@ -63,7 +74,39 @@ def check_messages(
     one rule set), which every wire format enforces whatever its turn rules.
     """
     found = validity_check(messages, provider=provider, allow_pending=allow_pending)
-    return tuple(p for p in found if p.rule in _TOOL_RULES)
+    # A reused id is a problem of a request to a provider that needs unique ids, whose
+    # writer re-keys it; a list of framework messages (provider None) keeps ids as they are.
+    rules = _TOOL_RULES if provider is not None else _TOOL_RULES - {"reused-call-id"}
+    return tuple(_continued(p, messages) for p in found if p.rule in rules)
+
+
+def continued(message: Message) -> str | None:
+    """
+    The id of the stored response a Responses request continues
+    (``previous_response_id``), kept on its leading results (whose calls are
+    in that response) or else on its first message; None for other messages.
+    """
+    found = message.provider_data.get("openai_responses", {}).get(CONTINUES)
+    return found if isinstance(found, str) else None
+
+
+def _continued(problem: Problem, messages: Sequence[Message]) -> Problem:
+    """
+    An orphan result that answers a call of a stored Responses response, named as such.
+    """
+    if problem.rule != "orphan-result" or problem.index is None:
+        return problem
+    previous = continued(messages[problem.index])
+    if previous is None:
+        return problem
+    return Problem(
+        problem.index,
+        "continued-result",
+        f"this result answers the call {', '.join(map(repr, problem.ids))} of the stored response {previous!r} "
+        "(the request continues it with previous_response_id), and only the OpenAI Responses API holds that call; "
+        "send it with openai_responses, or add the assistant message that made the call before it",
+        problem.ids,
+    )
 
 
 UNANSWERED = "error: this tool call was not answered"
@@ -72,14 +115,18 @@ UNANSWERED = "error: this tool call was not answered"
 def repair_messages(messages: Sequence[Message]) -> list[Message]:
     """
     *messages* with orphan results dropped and every unanswered call closed by
-    an error result placed right after the call's other results.
+    an error result placed right after the call's other results. A result that
+    answers a call elsewhere (misplaced, repeated, or of a stored Responses
+    response) is a real result and is kept: repair never discards one.
     """
     called: set[str] = set()
     kept: list[Message] = []
     for message in messages:
         ids = message.result_ids
         if ids and not all(call_id in called for call_id in ids):
-            if isinstance(message.content, str) or message.role == "tool":
+            if continued(message) is not None:  # its call is in a stored response: a real result, kept
+                pass
+            elif isinstance(message.content, str) or message.role == "tool":
                 if message.tool_call_id is None or message.tool_call_id not in called:
                     continue
             else:
@@ -102,6 +149,88 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
         missing.extend(call_id for call_id in message.call_ids if call_id not in answered)
     out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
     return out
+
+
+def _renamed_message(message: Message, calls: Mapping[str, str], results: Mapping[str, str]) -> Message:
+    """
+    *message* with the ids of its calls renamed by *calls* and of its results by *results*.
+    """
+    changes: dict[str, Any] = {}
+    if message.tool_calls and any(c.id in calls for c in message.tool_calls):
+        changes["tool_calls"] = tuple(
+            attrs.evolve(c, id=calls[c.id]) if c.id in calls else c for c in message.tool_calls
+        )
+    if message.tool_call_id is not None and message.tool_call_id in results:
+        changes["tool_call_id"] = results[message.tool_call_id]
+    if not isinstance(message.content, str):
+        blocks = tuple(
+            attrs.evolve(b, id=calls[b.id])
+            if isinstance(b, ToolCallBlock | RemoteToolCallBlock) and b.id in calls
+            else attrs.evolve(b, call_id=results[b.call_id])
+            if isinstance(b, ToolResultBlock) and b.call_id in results
+            else b
+            for b in message.content
+        )
+        if blocks != message.content:
+            changes["content"] = blocks
+    return attrs.evolve(message, **changes) if changes else message
+
+
+def unique_call_ids(messages: Sequence[Message]) -> tuple[list[Message], dict[str, str]]:
+    """
+    *messages* with every call that reuses the id of an earlier, answered call
+    (a new exchange: OpenAI-compatible servers' ``call_0`` in every response)
+    given a new id by :func:`workingctx.callids.fresh_call_id`, and its results
+    with it; and the map of each new id to the context's own. The formats that
+    need an id once per request (Anthropic, Gemini, OpenAI Responses) write
+    these. Deterministic: the same messages give the same ids.
+
+    An id asked again before its call was answered is left as it is: no result
+    could say which call it answers (``duplicate-call-id``).
+    """
+    asked: set[str] = set()
+    answered: set[str] = set()
+    reused = False
+    for message in messages:
+        for call_id in message.result_ids:
+            answered.add(call_id)
+        for call_id in message.call_ids:
+            reused = reused or (call_id in asked and call_id in answered)
+            asked.add(call_id)
+    if not reused:
+        return list(messages), {}
+    taken = {i for m in messages for i in (*m.call_ids, *m.result_ids)}
+    current: dict[str, str] = {}  # the context's id -> the name its latest call is written with
+    renamed: dict[str, str] = {}
+    asked.clear()
+    answered.clear()
+    out: list[Message] = []
+    for message in messages:
+        calls: dict[str, str] = {}
+        for call_id in message.call_ids:
+            if call_id in asked and call_id in answered:
+                new = fresh_call_id(call_id, taken)
+                taken.add(new)
+                calls[call_id] = current[call_id] = new
+                renamed[new] = call_id
+                answered.discard(call_id)
+            else:
+                current.pop(call_id, None)
+            asked.add(call_id)
+        results = {i: current[i] for i in message.result_ids if i in current}
+        answered.update(message.result_ids)
+        out.append(_renamed_message(message, calls, results) if calls or results else message)
+    return out, renamed
+
+
+def original_ids(message: Message, renamed: Mapping[str, str]) -> Message:
+    """
+    *message* (a provider's reply) with each id a writer gave a reused call
+    (see :func:`unique_call_ids`) named by the context's own id again.
+    """
+    if not renamed:
+        return message
+    return _renamed_message(message, renamed, renamed)
 
 
 def _refs(blocks: Iterable[Any]) -> Iterable[Any]:

@@ -384,11 +384,12 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(sent, fields)
 
 
-def read_response(response: Any) -> Message:
+def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: ARG001  # the shared signature
     """
     The assistant message of an ``AIMessage`` (what a chat model's ``invoke``
     returns), with usage from ``usage_metadata`` and the model from
-    ``response_metadata``.
+    ``response_metadata``. *context* is taken as every adapter takes it;
+    LangChain messages keep their ids, so there is nothing to map back.
     """
     data = _data(response)
     if data.get("type") != "ai":

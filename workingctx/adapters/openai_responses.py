@@ -24,12 +24,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from workingctx.adapters._common import (
+    CONTINUES,
     Problem,
     ProviderError,
     cache_hinted,
     check_messages,
     context_from,
+    continued,
     expect_list,
     expect_mapping,
     is_workingctx,
@@ -38,6 +42,7 @@ from workingctx.adapters._common import (
     media_problems,
     messages_of,
     ordered,
+    original_ids,
     parse_data_url,
     plain,
     prepare,
@@ -45,6 +50,7 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    unique_call_ids,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -65,6 +71,7 @@ from workingctx.messages import (
     Usage,
     VideoBlock,
 )
+from workingctx.validity import check_messages as every_rule
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
@@ -193,21 +200,41 @@ def read_messages(payload: Any) -> list[Message]:
             messages.append(Message("system", data["instructions"], provider_data={PROVIDER: {"_instructions": True}}))
         items = data["input"]
         if isinstance(items, str):
-            messages.append(Message("user", items, provider_data={PROVIDER: {"_input_text": True}}))
+            text = {"_input_text": True}
+            if isinstance(data.get("previous_response_id"), str):
+                text[CONTINUES] = data["previous_response_id"]
+            messages.append(Message("user", items, provider_data={PROVIDER: text}))
             return messages
+    previous = data.get("previous_response_id") if isinstance(data, Mapping) else None
     run: list[ContentBlock] = []
     for position, raw in enumerate(expect_list(items, "input")):
         item = expect_mapping(raw, f"input[{position}]")
         if _is_output(item):
             run.extend(_output_blocks(item))
+            previous = None
             continue
         if run:
             messages.append(Message("assistant", tuple(run)))
             run = []
-        messages.append(_input_item(item, position))
+        message = _input_item(item, position)
+        if isinstance(previous, str) and message.role != "system":
+            # a continuation's leading results answer calls of the stored response; its
+            # first message keeps the id even when no result leads, so it is sent back
+            message = _continuing(message, previous)
+            if message.role != "tool":
+                previous = None
+        messages.append(message)
     if run:
         messages.append(Message("assistant", tuple(run)))
     return messages
+
+
+def _continuing(message: Message, previous: str) -> Message:
+    """
+    *message* marked as a message of a request that continues the stored response *previous*.
+    """
+    data = {**message.provider_data, PROVIDER: {**message.provider_data.get(PROVIDER, {}), CONTINUES: previous}}
+    return attrs.evolve(message, provider_data=data)
 
 
 def _input_item(item: Mapping[str, Any], position: int) -> Message:
@@ -402,6 +429,7 @@ def _result_item(call_id: str, content: str | tuple[ContentBlock, ...], extra: M
 
 def _items(message: Message) -> list[dict[str, Any]]:
     extra = dict(message.provider_data.get(PROVIDER, {}))
+    extra.pop(CONTINUES, None)  # a field of the request (previous_response_id), not of an item
     if message.role == "assistant":
         return _assistant_items(message)
     if message.role == "tool":
@@ -467,9 +495,17 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     """
     The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
     """
+    messages = unique_call_ids(messages)[0]  # Responses wants one function_call_output per call_id
     unresolved = media_problems(messages)
-    problems: list[Problem] = [*check_messages(messages, provider="openai"), *unresolved, *lost(messages)]
+    problems: list[Problem] = [
+        *(p for p in check_messages(messages, provider="openai") if p.rule != "continued-result"),
+        *unresolved,
+        *lost(messages),
+    ]
     body: dict[str, Any] = {}
+    previous = next((found for m in messages if (found := continued(m)) is not None), None)
+    if previous is not None:  # the request continues a stored response, whose calls these results answer
+        body["previous_response_id"] = previous
     sent = keyed_messages(messages) if unresolved else messages  # store references stand in, never sent
     rest = sent
     if sent and sent[0].role == "system" and isinstance(sent[0].content, str):
@@ -493,10 +529,15 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
 
 def check(source: Any) -> tuple[Problem, ...]:
     """
-    The problems ``write`` would raise for a context, or for a wire payload.
+    The problems ``write`` would raise for a context, or for a wire payload
+    (a payload giving one ``call_id`` to two calls is refused by OpenAI as it
+    stands: ``reused-call-id``; ``write`` re-keys it).
     """
-    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return ordered(_build(messages)[1])
+    if is_workingctx(source):
+        return ordered(_build(messages_of(source))[1])
+    messages = read_messages(source)
+    reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
+    return ordered((*_build(messages)[1], *reused))
 
 
 def request_key(source: Any, **fields: Any) -> str:
@@ -506,10 +547,14 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(write(keyed_messages(source)), fields)
 
 
-def read_response(response: Any) -> Message:
+def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The assistant message of a Response (SDK object or dict): its output items
     as one assistant message, with usage and the model in ``metadata``.
+
+    With *context* (the context, snapshot or messages the request was written
+    from), a ``call_id`` in the reply that ``write`` gave a reused call is the
+    context's own id again.
     """
     data = expect_mapping(response, "a response")
     if "output" not in data:
@@ -521,4 +566,5 @@ def read_response(response: Any) -> Message:
         blocks.extend(_output_blocks(item))
     usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
-    return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    message = Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    return message if context is None else original_ids(message, unique_call_ids(messages_of(context))[1])
