@@ -24,7 +24,7 @@ from workingctx.exceptions import ArgumentTypeError
 from workingctx.managers import BaseContextManager
 from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
 from workingctx.prefix import PrefixContext
-from workingctx.scopes import ContextScope, PositionalScope, Scope, Since, ValidRequest
+from workingctx.scopes import ContextScope, PositionalScope, Scope, Since, ValidRequest, WholeExchanges
 from workingctx.validity import STRUCTURAL_RULES, Problem, check_messages
 
 __all__ = ["CallNames", "Window", "broken", "check_manager", "is_scope"]
@@ -173,7 +173,8 @@ class Window:
         Args:
             messages: The whole history, as workingctx messages.
             prefix: What the model gets first (counted by a manager's budget).
-            keep: For a scope, how many of the newest messages are always kept.
+            keep: For a scope, how many of the newest messages are always
+                kept, with the calls they answer (the request in flight).
         """
         prefix = PrefixContext() if prefix is None else prefix
         if not self._continues(messages, prefix):
@@ -200,7 +201,7 @@ class Window:
         # A scope decides anew over the whole window each call.
         scope: Scope = self.manager
         if keep:
-            scope = scope | Since(max(len(view.messages) - keep, 0))
+            scope = scope | WholeExchanges(Since(max(len(view.messages) - keep, 0)), mode="expand")
         return _valid(view.messages, ValidRequest(scope, user_first=True))
 
 
