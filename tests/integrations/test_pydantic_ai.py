@@ -216,6 +216,17 @@ class TestProcessor:
         assert asyncio.iscoroutinefunction(processor)
         assert ["messages"] == list(processor.__code__.co_varnames[: processor.__code__.co_argcount])
 
+    def test_runs_as_the_capability(self):
+        """
+        The processor runs as ProcessHistory's own function (pydantic-ai reads its signature at run time).
+        """
+        agent = Agent(TestModel(), capabilities=[ProcessHistory(trim_history(LastNTurns(1)))])
+        history: list[ModelMessage] = []
+        for turn in range(3):
+            history = run(agent.run(f"turn {turn}", message_history=history)).all_messages()
+        prompts = [p.content for m in history for p in m.parts if isinstance(p, UserPromptPart)]
+        assert ["turn 2"] == prompts  # the run's history is what the processor kept
+
     def test_orphan_is_repaired_and_logged(self, caplog):
         """
         A history handed over broken (a return whose call is nowhere) reaches the model without the

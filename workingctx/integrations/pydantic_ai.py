@@ -233,7 +233,9 @@ def trim_history(
     check_manager(manager_or_scope, "manager_or_scope", "trim_history()", scopes=True)
     window = Window(manager_or_scope, logger)
 
-    async def process_history(messages: list[ModelMessage]) -> list[ModelMessage]:
+    # Annotated with Any: pydantic-ai reads the processor's type hints at run time,
+    # and this module names pydantic-ai's types only for the type checker.
+    async def process_history(messages: list[Any]) -> list[Any]:
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
         converted = to_workingctx(messages)
