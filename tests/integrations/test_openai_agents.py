@@ -110,6 +110,16 @@ def turns(draw: Any, max_turns: int = 6) -> list[dict[str, Any]]:
     return items
 
 
+@st.composite
+def broken_turns(draw: Any) -> list[dict[str, Any]]:
+    """
+    A conversation with up to three items lost: outputs without calls, calls without outputs, no question.
+    """
+    items = draw(turns())
+    lost = draw(st.sets(st.integers(0, len(items) - 1), max_size=3))
+    return [item for position, item in enumerate(items) if position not in lost]
+
+
 def ordered(items: list[Any]) -> list[Any]:
     """
     *items* with every dict's key order made visible, so equality checks it too.
@@ -401,6 +411,29 @@ class TestInputFilter:
         if not manager.last_trim.over_budget:
             assert tokens(out.input, out.instructions) <= budget
 
+    @settings(max_examples=40, deadline=None)
+    @given(items=broken_turns(), budget=st.sampled_from([150, 10**6]))
+    def test_broken_input_never_passed_on(self, items, budget):
+        """
+        Whatever items a broken input lost, what the filter passes on is a valid request (user first
+        when there is a user message at all), and any broken exchange is reported on the module's logger.
+        """
+        logs: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: logs.append(record.getMessage())  # type: ignore[method-assign]
+        log = logging.getLogger("workingctx.integrations.openai_agents")
+        log.addHandler(handler)
+        try:
+            out = run(input_filter(TokenBudgetContextManager(budget))(_data(items)))
+        finally:
+            log.removeHandler(handler)
+        found = problems(out.input, out.instructions)
+        if not any(i.get("role") == "user" for i in items):  # no question at all: none can come first
+            found = [p for p in found if "not the user's" not in p]
+        assert [] == found
+        if [p for p in problems(items) if "orphaned" in p or "unanswered" in p]:
+            assert logs
+
     def test_orphan_is_dropped_and_logged(self, caplog):
         """
         An input that arrives broken reaches the model repaired, and the repair is logged.
@@ -410,6 +443,16 @@ class TestInputFilter:
             out = run(input_filter(MessageContextManager(50))(_data(items)))
         assert [user("q"), answer(1), user("next")] == out.input
         assert "orphan-result" in caplog.text
+
+    def test_pending_call_at_the_end_is_left_out(self, caplog):
+        """
+        An input that ends in a call without its output is not sent so: that exchange is left out, logged.
+        """
+        items = [user("q"), reasoning(1), call("call_1", 1)]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.openai_agents"):
+            out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items)))
+        assert [user("q")] == out.input
+        assert "without results (call_1)" in caplog.text
 
 
 # -- end to end: the SDK's runner with a scripted model ---------------------------------------------

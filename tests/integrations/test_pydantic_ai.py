@@ -6,6 +6,7 @@ capability, with pydantic-ai's own message types, TestModel and FunctionModel, o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import subprocess
@@ -131,6 +132,23 @@ def histories(draw: Any, max_turns: int = 6) -> list[ModelMessage]:
     return repair_messages(messages)  # how pydantic-ai hands a history over: already clean
 
 
+@st.composite
+def broken_histories(draw: Any) -> list[ModelMessage]:
+    """
+    A history with up to three parts or messages lost (returns without calls, calls never answered),
+    ending in a request, as a broken store or another processor could hand it over.
+    """
+    history = draw(histories())
+    out: list[ModelMessage] = []
+    for message in history:
+        parts = [p for p in message.parts if draw(st.integers(0, 9)) > 0]
+        if parts and draw(st.integers(0, 9)) > 0:
+            out.append(dataclasses.replace(message, parts=parts))
+    if not out or not isinstance(out[-1], ModelRequest):
+        out.append(ModelRequest(parts=[UserPromptPart("And now?", timestamp=T0)], timestamp=T0))
+    return out
+
+
 def trimmers() -> st.SearchStrategy[Any]:
     return st.one_of(
         st.integers(40, 600).map(TokenBudgetContextManager),
@@ -215,6 +233,20 @@ class TestProcessor:
         processor = trim_history(LastNTurns(1))
         assert asyncio.iscoroutinefunction(processor)
         assert ["messages"] == list(processor.__code__.co_varnames[: processor.__code__.co_argcount])
+
+    @settings(max_examples=60, deadline=None)
+    @given(history=broken_histories(), trimmer=trimmers())
+    def test_broken_history_never_passed_on(self, history, trimmer):
+        """
+        Whatever a broken history lost, the output is valid (the user's prompt first when there is one)
+        and leaves pydantic-ai's repair passes nothing to do.
+        """
+        out = run(trim_history(trimmer)(list(history)))
+        found = problems(out)
+        if not any(isinstance(p, UserPromptPart) for m in history for p in m.parts):  # no prompt can come first
+            found = [p for p in found if "not the user's prompt" not in p and "not start with" not in p]
+        assert [] == found
+        assert repair_passes_idle(history, out)
 
     def test_runs_as_the_capability(self):
         """
@@ -320,6 +352,15 @@ class Recorder:
         return out
 
 
+def meet(first: ModelMessage, second: ModelMessage, a: ModelMessage, b: ModelMessage) -> bool:
+    """
+    Whether *first* ends with a part of *a* and *second* starts with a part of *b* (or is *b*).
+    """
+    ends = bool(first.parts) and any(first.parts[-1] is p for p in a.parts)
+    starts = second is b or (bool(second.parts) and any(second.parts[0] is p for p in b.parts))
+    return (ends or first is a) and starts
+
+
 def repair_passes_idle(handed: list[ModelMessage], out: list[ModelMessage]) -> bool:
     """
     Whether pydantic-ai's repair passes (orphaned returns dropped, dangling calls answered) have nothing
@@ -338,7 +379,7 @@ def repair_passes_idle(handed: list[ModelMessage], out: list[ModelMessage]) -> b
     for first, second in itertools.pairwise(out):
         if isinstance(first, ModelRequest) and isinstance(second, ModelRequest):
             pairs = itertools.pairwise(handed)
-            if not any(a.parts[-1] is first.parts[-1] and b is second for a, b in pairs):
+            if not any(meet(first, second, a, b) for a, b in pairs):
                 return False
     return True
 

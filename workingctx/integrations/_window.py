@@ -163,7 +163,12 @@ class Window:
         )
 
     async def trim(
-        self, messages: Sequence[Message], prefix: PrefixContext | None = None, *, keep: int = 0
+        self,
+        messages: Sequence[Message],
+        prefix: PrefixContext | None = None,
+        *,
+        keep: int = 0,
+        sendable: bool = False,
     ) -> list[Message]:
         """
         The messages the model gets for *messages* (the framework's whole
@@ -175,6 +180,9 @@ class Window:
             prefix: What the model gets first (counted by a manager's budget).
             keep: For a scope, how many of the newest messages are always
                 kept, with the calls they answer (the request in flight).
+            sendable: The result is sent as it is, so it cannot end in calls
+                still waiting for their results: such an exchange is left out
+                (and logged). A session's state may end so; a request may not.
         """
         prefix = PrefixContext() if prefix is None else prefix
         if not self._continues(messages, prefix):
@@ -197,12 +205,32 @@ class Window:
             await self.manager.atrim_context(view)
             if broken(view.messages):  # a manager of your own that left a broken exchange
                 view.replace_tail(_valid(view.messages, ValidRequest(Since(0), user_first=False)))
-            return list(view.messages)
-        # A scope decides anew over the whole window each call.
-        scope: Scope = self.manager
-        if keep:
-            scope = scope | WholeExchanges(Since(max(len(view.messages) - keep, 0)), mode="expand")
-        return _valid(view.messages, ValidRequest(scope, user_first=True))
+            kept = list(view.messages)
+        else:  # a scope decides anew over the whole window each call
+            scope: Scope = self.manager
+            if keep:
+                scope = scope | WholeExchanges(Since(max(len(view.messages) - keep, 0)), mode="expand")
+            kept = _valid(view.messages, ValidRequest(scope, user_first=True))
+        return _closed(kept, self._logger) if sendable else kept
+
+
+def _closed(messages: list[Message], logger: logging.Logger) -> list[Message]:
+    """
+    *messages* without a trailing exchange whose calls wait for results (the
+    calls and the results they already have).
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        calls = messages[index].call_ids
+        if calls:
+            answered = {i for m in messages[index + 1 :] for i in m.result_ids}
+            if all(c in answered for c in calls):
+                return messages
+            logger.warning(
+                "the history handed over ends in tool calls without results (%s): left out of the request",
+                ", ".join(c for c in calls if c not in answered),
+            )
+            return messages[:index]
+    return messages
 
 
 def _valid(messages: Sequence[Message], scope: ValidRequest) -> list[Message]:

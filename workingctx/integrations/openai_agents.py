@@ -425,7 +425,7 @@ def input_filter(
         prefix = PrefixContext(system_prompt=model_data.instructions)
         loop = id(asyncio.get_running_loop())
         async with lock.setdefault(loop, asyncio.Lock()):
-            kept = await window.trim(messages, prefix)
+            kept = await window.trim(messages, prefix, sendable=True)
         items, dropped = _answered(_items_of(kept, source))
         if dropped:
             logger.warning("input_filter: %d tool output(s) answer no call before them; left out", dropped)

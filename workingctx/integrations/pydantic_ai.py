@@ -244,7 +244,11 @@ def trim_history(
             last = len(messages) - 1
             keep = sum(1 for m in converted if m.metadata[KEY][0] == last)
         window.reset()  # pydantic-ai keeps what this returns: the next history continues from it
-        kept = await window.trim(converted, keep=keep)
-        return from_workingctx(kept, messages)
+        kept = await window.trim(converted, keep=keep, sendable=True)
+        out = from_workingctx(kept, messages)
+        if keep and (not out or not isinstance(out[-1], ModelRequest)):
+            # every part of the request in flight answered nothing: it stays, empty, as pydantic-ai keeps it
+            out.append(dataclasses.replace(messages[-1], parts=[]))
+        return out
 
     return process_history
