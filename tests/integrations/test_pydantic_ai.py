@@ -82,7 +82,8 @@ def problems(messages: list[ModelMessage]) -> list[str]:
     if not isinstance(first, ModelRequest):
         found.append("the history does not start with a request")
     else:
-        speakers = [p for p in first.parts if not isinstance(p, SystemPromptPart)]
+        opening = list(itertools.takewhile(lambda m: isinstance(m, ModelRequest), messages))  # sent as one
+        speakers = [p for m in opening for p in m.parts if not isinstance(p, SystemPromptPart)]
         if not speakers or not isinstance(speakers[0], UserPromptPart):
             found.append(f"the first request opens with {speakers[:1]!r}, not the user's prompt")
     if messages and not isinstance(messages[-1], ModelRequest):
