@@ -321,6 +321,21 @@ class TestItems:
         run(first.add_items([user("2")]))
         assert [user("1"), answer(1), user("2")] == run(second.get_items())
 
+    def test_concurrent_writers_lose_nothing(self, stores):
+        """
+        Writers on two handles of one session, adding at once from worker threads, lose no item:
+        the one that loses the race for the head applies its items again.
+        """
+        store = stores.new()
+        handles = [ContextSession("s", store), ContextSession("s", stores.again(store))]
+
+        async def write() -> None:
+            await asyncio.gather(*(handles[n % 2].add_items([user(f"m{n}")]) for n in range(12)))
+
+        run(write())
+        got = run(ContextSession("s", stores.again(store)).get_items())
+        assert sorted(f"m{n}" for n in range(12)) == sorted(item["content"] for item in got)
+
     @settings(max_examples=25, deadline=None)
     @given(items=turns(), limit=st.integers(1, 40))
     def test_limit_never_starts_with_an_orphan(self, items, limit):

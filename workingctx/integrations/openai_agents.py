@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -187,6 +188,17 @@ def _newest(runs: Sequence[list[Any]], limit: int) -> list[Any]:
     return _answered([item for run in runs[start:] for item in run])[0]
 
 
+def _loop_lock(locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]) -> asyncio.Lock:
+    """
+    The lock of the running event loop in *locks* (made on first use).
+    """
+    loop = asyncio.get_running_loop()
+    lock = locks.get(loop)
+    if lock is None:
+        lock = locks[loop] = asyncio.Lock()
+    return lock
+
+
 # -- the session -------------------------------------------------------------------------
 
 
@@ -256,18 +268,15 @@ class ContextSession:
         self._window = None if manager is None else Window(manager, logger)
         self._head: str | None = None
         self._messages: list[Message] = []
-        self._locks: dict[int, asyncio.Lock] = {}
+        # one lock per event loop (an asyncio lock belongs to the loop it first waits in)
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         manager = "" if self.manager is None else f", manager={self.manager!r}"
         return f"ContextSession({self.session_id!r}, {self.store!r}{manager})"
 
     def _lock(self) -> asyncio.Lock:
-        loop = id(asyncio.get_running_loop())
-        lock = self._locks.get(loop)
-        if lock is None:
-            lock = self._locks[loop] = asyncio.Lock()
-        return lock
+        return _loop_lock(self._locks)
 
     # -- the store, synchronous (run in a worker thread) ---------------------------------
 
@@ -413,7 +422,7 @@ def input_filter(
     """
     check_manager(manager, "manager", "input_filter()")
     window = Window(manager, logger)
-    lock: dict[int, asyncio.Lock] = {}
+    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
     async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
         from agents.run_config import ModelInputData  # noqa: PLC0415  # the [openai-agents] extra
@@ -423,8 +432,7 @@ def input_filter(
         plain = [_plain(item, position) for position, item in enumerate(source)]
         messages = [_tagged(m, {"at": list(range(a, b))}) for a, b, m in _groups(plain)]
         prefix = PrefixContext(system_prompt=model_data.instructions)
-        loop = id(asyncio.get_running_loop())
-        async with lock.setdefault(loop, asyncio.Lock()):
+        async with _loop_lock(locks):
             kept = await window.trim(messages, prefix, sendable=True)
         items, dropped = _answered(_items_of(kept, source))
         if dropped:
