@@ -560,8 +560,11 @@ class TestEndToEnd:
         for instructions, items in model.received:
             assert [] == problems(items, instructions)
             assert items[0] == {"content": items[0]["content"], "role": "user"}
-            if where == "filter":  # a session trims history; the run's new items come on top of it
+            if where == "filter":
                 assert tokens(items, instructions) <= budget
+            else:  # a session trims the history a run starts from; the run's own items come on top of it
+                start = max(i for i, item in enumerate(items) if item.get("role") == "user")
+                assert tokens(items[:start], None) <= budget
         if where == "session":  # what the session hands the runner fits the budget
             assert tokens(run(session.get_items()), None) <= budget
         stored = run(ContextSession("run", stores.again(store)).get_items())
