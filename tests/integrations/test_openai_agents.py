@@ -6,6 +6,7 @@ the Agents SDK's own types and runner, and a scripted model offline.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import subprocess
@@ -575,7 +576,11 @@ class TestEndToEnd:
         assert [] == problems(stored)
         assert TURNS == len(finals)
         assert max(len(items) for _, items in model.received) < len(stored)  # trimmed: never the whole history
+        # between cuts each request continues the one before (the provider's prompt cache keeps hitting)
+        cuts = sum(1 for (_, a), (_, b) in itertools.pairwise(model.received) if b[: len(a)] != a)
+        assert 0 < cuts <= len(model.received) // 4
         with capsys.disabled():
             print(
-                f"\n[{where}/{stores.kind}] {TURNS} turns, {model.calls} tool calls, {len(model.received)} model calls"
+                f"\n[{where}/{stores.kind}] {TURNS} turns, {model.calls} tool calls, "
+                f"{len(model.received)} model calls, {cuts} cuts"
             )

@@ -421,8 +421,13 @@ class TestEndToEnd:
         assert [f"Weather, turn {t}?" for t in range(TURNS)] == prompts
         assert 3 * TURNS == len(calls) == len(returns)
         assert max(len(m) for m in received) < len(kept)  # trimmed: the model never got the whole history
+        # between cuts each request continues the one before (the provider's prompt cache keeps hitting)
+        cuts = sum(1 for a, b in itertools.pairwise(received) if b[: len(a)] != a)
+        assert 0 < cuts <= len(received) // 4
         with capsys.disabled():
-            print(f"\n[FunctionModel] {TURNS} turns, {len(calls)} tool calls, {len(received)} model requests")
+            print(
+                f"\n[FunctionModel] {TURNS} turns, {len(calls)} tool calls, {len(received)} model requests, {cuts} cuts"
+            )
 
     def test_test_model(self, capsys):
         """
