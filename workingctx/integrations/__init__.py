@@ -9,3 +9,5 @@ Each module is an optional extra and imports its framework only when used:
 - :mod:`workingctx.integrations.pydantic_ai` (``workingctx[pydantic-ai]``):
   ``trim_history``, a history processor for pydantic-ai's ``ProcessHistory``.
 """
+
+__all__: list[str] = []  # each integration is imported by its own module name
