@@ -30,7 +30,13 @@ from openai.types.responses import (
 from pydantic import TypeAdapter
 
 from tests.stores import ROOT, Stores, kind_params
-from workingctx import ApproxTokenCounter, LastNTurns, MessageContextManager, TokenBudgetContextManager
+from workingctx import (
+    ApproxTokenCounter,
+    LastNTurns,
+    MessageContextManager,
+    SummaryContextManager,
+    TokenBudgetContextManager,
+)
 from workingctx.adapters import openai_responses
 from workingctx.exceptions import ArgumentTypeError
 from workingctx.integrations.openai_agents import ContextSession, input_filter
@@ -389,6 +395,26 @@ class TestManager:
         if not manager.last_trim.over_budget:
             assert tokens(got, None) <= budget
         assert ordered(items) == ordered(run(ContextSession("s", session.store).get_items()))
+
+    def test_summary_is_an_item(self):
+        """
+        A summary the manager writes comes first as a system item (written by the adapter), then a valid
+        window; the store keeps every item.
+        """
+
+        async def summarize(messages, *, prompt, max_tokens):  # noqa: ARG001  # the Summarizer protocol
+            return "Earlier: weather questions."
+
+        session = ContextSession("s", manager=SummaryContextManager(summarize, max_messages=8, keep_recent=4))
+        items = []
+        for n in range(4):
+            items += [user(f"q{n}"), call(f"call_{n}", n), output(f"call_{n}"), answer(n)]
+        run(session.add_items(items))
+        got = run(session.get_items())
+        assert {"role": "system", "content": "Earlier: weather questions."} == got[0]
+        assert [] == problems(got)
+        assert got[1:] == items[len(items) - len(got) + 1 :]
+        assert items == run(ContextSession("s", session.store).get_items())
 
     def test_bad_history_is_repaired_and_logged(self, caplog):
         """
