@@ -9,6 +9,7 @@ import asyncio
 import itertools
 import json
 import logging
+import re
 import subprocess
 import sys
 from typing import Any
@@ -213,6 +214,17 @@ class TestProtocol:
             ContextSession(**kwargs)
         assert isinstance(info.value, ArgumentTypeError)
         assert name == info.value.argument
+
+    @pytest.mark.parametrize(("items", "name"), [("hi", "items"), ([user("ok"), 42], "items[1]")])
+    def test_items_not_items_refused(self, items, name):
+        """
+        add_items refuses what is not a list of items, naming the offending one, and stores nothing.
+        """
+        session = ContextSession("s")
+        with pytest.raises(TypeError, match=re.escape(name)) as info:
+            run(session.add_items(items))
+        assert name == info.value.argument
+        assert [] == run(session.get_items())
 
     def test_filter_wrong_manager_refused(self):
         """
