@@ -1,5 +1,5 @@
 """
-Collects the examples in README.md, every page under docs/ and the package's docstrings as tests,
+Collects the examples in README.md, docs/**/*.md and the package's docstrings as tests,
 so no example can go stale.
 """
 
@@ -15,7 +15,7 @@ _FLAGS = ELLIPSIS | NORMALIZE_WHITESPACE
 
 _markdown = Sybil(
     parsers=[PythonCodeBlockParser(doctest_optionflags=_FLAGS)],
-    patterns=["README.md", "docs/*.md", "docs/**/*.md"],
+    patterns=["README.md", "docs/*.md", "docs/**/*.md"],  # "docs/**/*.md" alone misses the top level
 )
 _docstrings = Sybil(
     parsers=[DocTestParser(optionflags=_FLAGS)],

@@ -383,20 +383,6 @@ class TestConstructors:
         assert Message("tool", "r", tool_call_id="c1", name="f") == Message.tool("r", call_id="c1", name="f")
         assert Message("user", "[notice] tests ran") == Message.notice("tests ran")
 
-    def test_flipped_constructors_are_deprecated(self):
-        """
-        text_message and multimodal_message (content first, then role) still
-        build the same values as Message(role, content), with a DeprecationWarning
-        that names the spelling to use.
-        """
-        with pytest.warns(DeprecationWarning, match=r"use Message\('user', text\)"):
-            assert Message("user", "hi", id="m1") == Message.text_message("hi", id="m1")
-        with pytest.warns(DeprecationWarning, match=r"use Message\('assistant', text\)"):
-            assert Message("assistant", "hi") == Message.text_message("hi", role="assistant")
-        blocks = (TextBlock("a"),)
-        with pytest.warns(DeprecationWarning, match=r"use Message\('system', blocks\)"):
-            assert Message("system", blocks) == Message.multimodal_message(blocks, role="system")
-
     def test_tool_message_takes_its_call_id_from_the_block(self):
         """
         A tool message from one result block carries that block's call id.

@@ -21,7 +21,6 @@ from workingctx.reducers import (
     append_items,
     remove_tool_messages,
     replace_messages,
-    replace_value,
 )
 
 ids = st.none() | st.sampled_from(["m1", "m2", "m3", 1, 2])
@@ -253,22 +252,6 @@ class TestValueReducers:
         ctx.merge(second, scratchpad={"findings": append_items})
 
         assert ["from parent", "from first", "from second"] == ctx.get("findings")
-
-    def test_replace_value_is_a_deprecated_spelling_of_the_last_write(self):
-        """
-        replace_value still returns the new value, as a function and as a
-        policy, and warns that merge's default says the same.
-        """
-        with pytest.warns(DeprecationWarning, match=r"replace_value is deprecated.*scratchpad='last_write_wins'"):
-            assert "final" == replace_value("draft", "final")
-        ctx = WorkingContext().note("status", "draft")
-        other = WorkingContext().note("status", "final")
-        with pytest.warns(DeprecationWarning, match="replace_value is deprecated"):
-            ctx.merge(other, scratchpad=replace_value)
-        assert "final" == ctx.get("status")
-        plain = WorkingContext().note("status", "draft")
-        plain.merge(other)
-        assert ctx.get("status") == plain.get("status")
 
     def test_remove_tool_messages_drops_a_call_whose_results_never_came(self):
         """

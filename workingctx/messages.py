@@ -21,7 +21,6 @@ import json
 import mimetypes
 import os
 import stat
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
@@ -1148,22 +1147,6 @@ class Message:
         return cls("user", f"[notice] {text}", id=id)
 
     @classmethod
-    def text_message(cls, text: str, role: Role = "user", *, id: str | int | None = None) -> Message:  # noqa: A002
-        """
-        A text message of any role: ``Message(role, text)``.
-
-        .. deprecated:: Unreleased
-            Use ``Message(role, text)`` (or ``Message.user``, ``Message.system``,
-            ``Message.assistant``); ``text_message`` goes in the next release.
-        """
-        warnings.warn(
-            f"Message.text_message(text, role) is deprecated: use Message({role!r}, text)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return cls(role, text, id=id)
-
-    @classmethod
     def tool_message(
         cls,
         content: Iterable[ContentBlock],
@@ -1179,27 +1162,6 @@ class Message:
         results = [b for b in blocks if isinstance(b, ToolResultBlock)]
         call_id = results[0].call_id if len(results) == 1 else None
         return cls("tool", blocks, tool_call_id=call_id, id=id, metadata=metadata or {})
-
-    @classmethod
-    def multimodal_message(
-        cls,
-        content_blocks: Iterable[ContentBlock],
-        role: Role = "user",
-        *,
-        id: str | int | None = None,  # noqa: A002
-    ) -> Message:
-        """
-        A message from blocks of your own: ``Message(role, blocks)``.
-
-        .. deprecated:: Unreleased
-            Use ``Message(role, blocks)``; ``multimodal_message`` goes in the next release.
-        """
-        warnings.warn(
-            f"Message.multimodal_message(blocks, role) is deprecated: use Message({role!r}, blocks)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return cls(role, tuple(content_blocks), id=id)
 
     @classmethod
     def image_message(

@@ -17,7 +17,6 @@ plain function.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -38,7 +37,6 @@ __all__ = [
     "append_items",
     "remove_tool_messages",
     "replace_messages",
-    "replace_value",
 ]
 
 
@@ -221,26 +219,6 @@ def append_items(old: Iterable[Any] | None, new: Iterable[Any] | None) -> list[A
             break
         shared += 1
     return before + after[shared:]
-
-
-def replace_value(old: Any, new: Any) -> Any:  # noqa: ARG001  # reducer signature
-    """
-    *new*: the last write wins. Deprecated: the last write is what ``merge`` does already.
-
-    ``merge(other, scratchpad="last_write_wins")`` (the default) is the one
-    spelling of this policy, and a key left out of a mapping of reducers takes
-    the last write too. Kept for one release.
-
-    Warns:
-        DeprecationWarning: On every call, naming the replacement.
-    """
-    warnings.warn(
-        "replace_value is deprecated and will be removed in the next release: the last write is what merge does "
-        "already; pass scratchpad='last_write_wins' (the default), or leave the key out of the reducer mapping",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return new
 
 
 # -- ToolResult -------------------------------------------------------------------

@@ -110,7 +110,9 @@ def check_checkpoint_stores() -> None:
     from workingctx.persistence import (  # noqa: PLC0415
         CheckpointInfo,
         CheckpointStore,
+        ContextInfo,
         ContextStore,
+        Listing,
         PostgresStore,
         RedisStore,
     )
@@ -125,6 +127,10 @@ def check_checkpoint_stores() -> None:
         assert_type(store.save(checkpoint, thread="t"), str)
         assert_type(store.head("t"), str | None)
         assert_type(store.lineage(checkpoint.id), list[CheckpointInfo])
+    listing = SQLiteStore(":memory:").list()
+    assert_type(listing, Listing[CheckpointInfo])
+    assert_type(listing.damaged, FrozenDict)
+    assert_type(RedisStore("redis://127.0.0.1").list_contexts(), Listing[ContextInfo])
     contexts: list[ContextStore] = [PostgresStore("postgresql://127.0.0.1/db"), RedisStore("redis://127.0.0.1")]
     assert_type(contexts[0].load_context("run"), WorkingContext)
     conflict = HeadConflictError("lost", thread="t", expected=None, actual="a")

@@ -1,13 +1,14 @@
 """
-Framework integrations: workingctx inside the agent runtimes people already use.
+Agent runtimes, each in its own module and behind its own extra; importing
+``workingctx`` imports none of them.
 
-Each module is an optional extra and imports its framework only when used:
-
-- :mod:`workingctx.integrations.openai_agents` (``workingctx[openai-agents]``):
-  ``ContextSession``, an OpenAI Agents SDK session over any workingctx store,
-  and ``input_filter``, a ``call_model_input_filter`` built from a manager.
-- :mod:`workingctx.integrations.pydantic_ai` (``workingctx[pydantic-ai]``):
-  ``trim_history``, a history processor for pydantic-ai's ``ProcessHistory``.
+* :mod:`workingctx.integrations.langchain`: LangChain v1 agent middleware
+  (``create_agent(..., middleware=[ContextMiddleware(manager)])``), extra ``[langchain]``.
+* :mod:`workingctx.integrations.openai_agents`: an OpenAI Agents SDK session over any
+  workingctx store (``Runner.run(agent, input, session=ContextSession(id, store))``) and a
+  ``call_model_input_filter`` built from a manager (``input_filter(manager)``), extra ``[openai-agents]``.
+* :mod:`workingctx.integrations.pydantic_ai`: a pydantic-ai history processor
+  (``Agent(model, capabilities=[ProcessHistory(trim_history(manager))])``), extra ``[pydantic-ai]``.
 """
 
-__all__: list[str] = []  # each integration is imported by its own module name
+__all__: list[str] = []
