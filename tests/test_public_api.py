@@ -355,6 +355,7 @@ NOT_VALUES = {
     "workingctx.media.InMemoryMediaStore": "a store",
     "workingctx.media.SQLiteMediaStore": "a store: holds a connection",
     "workingctx.persistence.histories.ContextStore": "a protocol",
+    "workingctx.integrations.openai_agents.ContextSession": "a session: holds a store and a live window",
     "workingctx.persistence.stores.CheckpointStore": "a protocol",
     "workingctx.persistence.stores.InMemoryStore": "a store",
     "workingctx.persistence.postgres.PostgresStore": "a store: holds a connection pool",
