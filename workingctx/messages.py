@@ -605,12 +605,24 @@ class ToolCall:
 
     The arguments are deep-frozen, so a message carrying tool calls hashes.
     ``arguments_json`` keeps the exact text the model wrote, when there is one,
-    so that it is sent back byte for byte; it must decode to ``arguments``.
+    so that it is sent back byte for byte. Text that is the text of a JSON
+    object decodes to ``arguments``; any other text (a reply cut off by
+    ``max_tokens``, ``'[1,2]'``, ``'null'``) is kept verbatim as data, with
+    ``arguments`` empty and :attr:`arguments_parsed` False: no tool should run
+    it, and the adapters refuse to send it (the ``unparsable-arguments`` problem).
 
     >>> ToolCall("c1", "openssl", {"host": "example.com"}).arguments
     {'host': 'example.com'}
     >>> ToolCall("c1", "openssl", arguments_json='{"host":"example.com"}').arguments
     {'host': 'example.com'}
+    >>> cut = ToolCall("c2", "read", arguments_json='{"path": "/tmp/a')
+    >>> cut.arguments, cut.arguments_json, cut.arguments_parsed
+    ({}, '{"path": "/tmp/a', False)
+
+    Raises:
+        InvalidMessageError: ``arguments`` and ``arguments_json`` disagree (the
+            text decodes to other arguments, or is not a JSON object while
+            ``arguments`` is not empty).
     """
 
     id: str = attrs.field(validator=_nonempty_str)
@@ -623,16 +635,15 @@ class ToolCall:
         raw = self.arguments_json
         if raw is None:
             return
-        try:
-            decoded = json.loads(raw)
-        except (ValueError, RecursionError):
-            decoded = None
-        if not isinstance(decoded, dict):
-            msg = (
-                f"arguments_json must be the text of a JSON object, got {raw[:60]!r}; "
-                "leave it None and pass arguments=... for calls whose text is not a JSON object"
-            )
-            raise InvalidMessageError(msg)
+        decoded = _json_object_text(raw)
+        if decoded is None:
+            if self.arguments:
+                msg = (
+                    f"arguments_json {raw[:60]!r} is not the text of a JSON object, so arguments must stay empty, "
+                    f"got {dict(self.arguments)!r}; pass the text alone (kept as data) or arguments alone"
+                )
+                raise InvalidMessageError(msg, argument="arguments_json", value=raw)
+            return
         if not self.arguments:
             object.__setattr__(self, "arguments", _json_object(decoded, "arguments_json"))
         elif decoded != self.arguments:
@@ -641,6 +652,27 @@ class ToolCall:
                 "pass one of them, or both in agreement"
             )
             raise InvalidMessageError(msg)
+
+    @property
+    def arguments_parsed(self) -> bool:
+        """
+        Whether ``arguments`` holds what the model asked for: False when
+        ``arguments_json`` is text that is not a JSON object (kept verbatim,
+        ``arguments`` then empty).
+        """
+        raw = self.arguments_json
+        return raw is None or bool(self.arguments) or _json_object_text(raw) is not None
+
+
+def _json_object_text(raw: str) -> dict[str, Any] | None:
+    """
+    The object *raw* is the JSON text of, or None for any other text.
+    """
+    try:
+        decoded = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str, Any]:

@@ -47,8 +47,9 @@ rule                  what is wrong                                             
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``unresolved-media`` and ``unsendable``
-(every format); :data:`RULES` describes each.
+``trailing-whitespace`` (Anthropic), ``unresolved-media``, ``unsendable``,
+``unparsable-arguments`` and ``unencodable-text`` (every format); :data:`RULES`
+describes each.
 
 ``provider=None`` applies every rule. A dropped system message is not in the
 list: it is a property of a transformation (what went in, what came out), not
@@ -104,6 +105,8 @@ Rule: TypeAlias = Literal[
     "blank-text",
     "trailing-whitespace",
     "unsendable",
+    "unparsable-arguments",
+    "unencodable-text",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -131,6 +134,15 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"anthropic"}),
     ),
     "unsendable": ("a block the wire format has no place for, which writing would lose (adapters)", _ALL),
+    "unparsable-arguments": (
+        "a tool call's arguments text is not a JSON object, such as a reply cut off by max_tokens, and the "
+        "wire format takes arguments as an object (adapters; OpenAI formats send the text as it is)",
+        _TURNS,
+    ),
+    "unencodable-text": (
+        "text holds a lone surrogate (cut inside an emoji), which UTF-8 cannot encode (adapters)",
+        _ALL,
+    ),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

@@ -42,7 +42,7 @@ from workingctx.adapters._common import (
     split_system,
     store_ref_error,
 )
-from workingctx.exceptions import ArgumentValueError, InvalidMessageError
+from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
 from workingctx.messages import (
     AudioBlock,
@@ -122,11 +122,12 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
     if raw.get("type", "function") != "function" or function.keys() != _FUNCTION_KEYS:
         extra["_call"] = dict(raw)
     arguments = function.get("arguments", "{}")
-    try:  # the call decodes its argument text once, and refuses text that is not a JSON object
+    if isinstance(arguments, str):  # text that is not a JSON object is kept verbatim, as data
         call = ToolCall(raw["id"], function["name"], arguments_json=arguments)
-    except (InvalidMessageError, TypeError):  # such text rides as it came
+    else:  # arguments given as data, not text: sent back as they came, and read as what they are
         extra["_call"] = dict(raw)
-        call = ToolCall(raw["id"], function["name"])
+        text = json.dumps(thaw(arguments), ensure_ascii=False, separators=(",", ":"))
+        call = ToolCall(raw["id"], function["name"], arguments_json=text)
     return (
         call
         if not extra

@@ -60,6 +60,7 @@ from workingctx.messages import (
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
+    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     Usage,
@@ -196,18 +197,40 @@ def read_messages(payload: Any) -> list[Message]:
             messages.append(Message("user", items, provider_data={PROVIDER: {"_input_text": True}}))
             return messages
     run: list[ContentBlock] = []
+    calls: list[ToolCall] = []  # calls whose arguments text is not a JSON object, kept as data
     for position, raw in enumerate(expect_list(items, "input")):
         item = expect_mapping(raw, f"input[{position}]")
         if _is_output(item):
-            run.extend(_output_blocks(item))
+            cut = _unparsed_call(item, len(run))
+            if cut is None:
+                run.extend(_output_blocks(item))
+            else:
+                calls.append(cut)
             continue
-        if run:
-            messages.append(Message("assistant", tuple(run)))
-            run = []
+        if run or calls:
+            messages.append(Message("assistant", tuple(run), tool_calls=calls))
+            run, calls = [], []
         messages.append(_input_item(item, position))
-    if run:
-        messages.append(Message("assistant", tuple(run)))
+    if run or calls:
+        messages.append(Message("assistant", tuple(run), tool_calls=calls))
     return messages
+
+
+def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
+    """
+    A ``function_call`` whose arguments text is not a JSON object (a reply cut
+    off by ``max_tokens``) as a call keeping that text verbatim, and the
+    position *at* (the blocks before it) it is written back to; None for any other item.
+    """
+    arguments = item.get("arguments")
+    if item.get("type") != "function_call" or not isinstance(arguments, str):
+        return None
+    call = ToolCall(item["call_id"], item["name"], arguments_json=arguments)
+    if call.arguments_parsed:
+        return None
+    extra = _envelope(item, {"call_id", "name", "arguments"})
+    data = {PROVIDER: {"item": extra, "_at": at}}
+    return ToolCall(call.id, call.name, arguments_json=arguments, provider_data=data)
 
 
 def _input_item(item: Mapping[str, Any], position: int) -> Message:
@@ -326,7 +349,14 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     blocks: Sequence[ContentBlock] = (TextBlock(content),) if isinstance(content, str) and content else ()
     if not isinstance(content, str):
         blocks = content
-    for block in blocks:
+    placed: dict[int, list[ToolCall]] = {}  # calls kept as data go back where they were read, else last
+    for call in message.tool_calls:
+        at = call.provider_data.get(PROVIDER, {}).get("_at")
+        placed.setdefault(at if at.__class__ is int and 0 <= at < len(blocks) else len(blocks), []).append(call)
+    for position, block in enumerate(blocks):
+        if position in placed:
+            items.extend(map(_tool_call_item, placed.pop(position)))
+            current = None
         data = block.provider_data.get(PROVIDER, {}) if hasattr(block, "provider_data") else {}
         if isinstance(block, TextBlock):
             envelope = data.get("item")
@@ -367,10 +397,17 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(_call_item(envelope, block.id, block.name, arguments))
         elif isinstance(block, ProviderBlock) and block.provider == PROVIDER:
             items.append(dict(thaw(block.data)))
-    for call in message.tool_calls:
-        arguments = call.arguments_json or json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
-        items.append(_call_item({"type": "function_call"}, call.id, call.name, arguments))
+    for calls in placed.values():
+        items.extend(map(_tool_call_item, calls))
     return items
+
+
+def _tool_call_item(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments_json
+    if arguments is None:
+        arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+    envelope = dict(thaw(call.provider_data.get(PROVIDER, {}).get("item", {"type": "function_call"})))
+    return _call_item(envelope, call.id, call.name, arguments)
 
 
 def _call_item(envelope: dict[str, Any], call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -516,9 +553,14 @@ def read_response(response: Any) -> Message:
         msg = "not a Responses response: it has no 'output'; pass the result of responses.create"
         raise ArgumentValueError(msg, argument="response", value=response)
     blocks: list[ContentBlock] = []
+    calls: list[ToolCall] = []
     for raw in expect_list(data["output"], "output"):
         item = dict(expect_mapping(raw, "an output item"))
-        blocks.extend(_output_blocks(item))
+        cut = _unparsed_call(item, len(blocks))
+        if cut is None:
+            blocks.extend(_output_blocks(item))
+        else:
+            calls.append(cut)
     usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
-    return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    return Message("assistant", tuple(blocks), tool_calls=calls, usage=usage, metadata=metadata)
