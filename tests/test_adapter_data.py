@@ -171,6 +171,18 @@ class TestUnparsableArguments:
         assert item == body["input"][1]
         assert "call_1" == message.tool_calls[0].id
 
+    def test_langchain_writes_it_as_an_invalid_tool_call(self):
+        """
+        LangChain's own shape for a call whose arguments are not JSON is an
+        invalid tool call holding the text: the unchecked writer uses it, never ``{}``.
+        """
+        ctx = openai_chat.read(cut_chat())
+
+        ai = langchain.write_messages(ctx.messages)[1]
+
+        assert [] == ai.tool_calls
+        assert [("call_1", "delete_files", CUT)] == [(c["id"], c["name"], c["args"]) for c in ai.invalid_tool_calls]
+
     def test_chat_arguments_given_as_data_are_read_as_data(self):
         """
         A server that sends arguments as a JSON object (not text) is read as

@@ -135,8 +135,7 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "unsendable": ("a block the wire format has no place for, which writing would lose (adapters)", _ALL),
     "unparsable-arguments": (
-        "a tool call's arguments text is not a JSON object, such as a reply cut off by max_tokens, and the "
-        "wire format takes arguments as an object (adapters; OpenAI formats send the text as it is)",
+        "a tool call's arguments text is not a JSON object (cut off by max_tokens) where the wire takes an object",
         _TURNS,
     ),
     "unencodable-text": (

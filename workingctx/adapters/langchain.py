@@ -282,7 +282,17 @@ def _write(core: Any, message: Message) -> list[Any]:
     if message.name is not None:
         fields["name"] = message.name
     before: list[Any] = []
-    calls = [{"name": c.name, "args": thaw(c.arguments), "id": c.id, "type": "tool_call"} for c in message.tool_calls]
+    calls = [
+        {"name": c.name, "args": thaw(c.arguments), "id": c.id, "type": "tool_call"}
+        for c in message.tool_calls
+        if c.arguments_parsed
+    ]
+    # a call whose arguments text is not a JSON object is what LangChain calls an invalid tool call: text, never {}
+    invalid = [
+        {"name": c.name, "args": c.arguments_json, "id": c.id, "error": None, "type": "invalid_tool_call"}
+        for c in message.tool_calls
+        if not c.arguments_parsed
+    ]
     content: Any
     if isinstance(message.content, str):
         content = message.content
@@ -311,6 +321,8 @@ def _write(core: Any, message: Message) -> list[Any]:
     if message.role == "assistant":
         if calls and "tool_calls" not in fields:
             fields["tool_calls"] = calls
+        if invalid and "invalid_tool_calls" not in fields:
+            fields["invalid_tool_calls"] = invalid
         if message.usage is not None and "usage_metadata" not in fields:
             fields["usage_metadata"] = {
                 "input_tokens": message.usage.input_tokens
