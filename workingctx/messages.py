@@ -30,6 +30,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx._canonical import message_digest
+from workingctx._wire import wire_errors
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json, is_json_payload
 
@@ -811,6 +812,7 @@ class Usage:
         return Usage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
 
     @classmethod
+    @wire_errors("OpenAI usage")
     def from_openai(cls, usage: Any) -> Usage:
         """
         Read an OpenAI usage object (Chat Completions or Responses shape), a dict
@@ -836,6 +838,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("Anthropic usage")
     def from_anthropic(cls, usage: Any) -> Usage:
         """
         Read an Anthropic usage object, a dict or the SDK's object
@@ -859,6 +862,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("Gemini usage")
     def from_google(cls, usage: Any) -> Usage:
         """
         Read a Gemini ``usage_metadata`` (snake_case or camelCase, a dict or the
@@ -882,6 +886,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("LangChain usage")
     def from_langchain(cls, usage: Any) -> Usage:
         """
         Read LangChain's ``usage_metadata`` (``input_tokens`` includes cache

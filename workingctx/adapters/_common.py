@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from workingctx._canonical import canonical_json
+from workingctx._wire import wire_errors
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError, ProviderError
 from workingctx.messages import MediaRef, Message, ToolCall, ToolResultBlock
 from workingctx.prefix import PrefixContext
@@ -30,6 +31,7 @@ __all__ = [
     "refuse",
     "repair_messages",
     "request_key_of",
+    "wire_errors",
 ]
 
 

@@ -41,6 +41,7 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
@@ -175,6 +176,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
     )
 
 
+@wire_errors("Chat Completions", "messages")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a request body or of a bare list of messages, as workingctx values.
@@ -189,6 +191,7 @@ def read_messages(payload: Any) -> list[Message]:
     return [_message(expect_mapping(item, f"messages[{i}]"), i) for i, item in enumerate(items)]
 
 
+@wire_errors("Chat Completions", "messages")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Chat Completions body (``{"messages": [...]}``), a
@@ -518,6 +521,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return {"messages": written}, problems
 
 
+@wire_errors("Chat Completions", "messages")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
 ) -> dict[str, Any]:
@@ -552,6 +556,7 @@ def write(
     return body
 
 
+@wire_errors("Chat Completions", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -567,6 +572,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     )
 
 
+@wire_errors("Chat Completions", "messages")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...):
@@ -579,6 +585,7 @@ def request_key(source: Any, **fields: Any) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
+@wire_errors("Chat Completions")
 def read_response(response: Any) -> Message:
     """
     The assistant message of a Chat Completion (SDK object or dict), with its

@@ -45,6 +45,7 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -179,6 +180,7 @@ def _is_output(item: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and kind.endswith("_call")
 
 
+@wire_errors("Responses", "input")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a Responses body (``instructions`` first) or of a bare item list.
@@ -255,6 +257,7 @@ def _input_item(item: Mapping[str, Any], position: int) -> Message:
     return Message("user", (ProviderBlock(PROVIDER, item),), provider_data={PROVIDER: {"_item": True}})
 
 
+@wire_errors("Responses", "input")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Responses body (``{"instructions": ..., "input": [...]}``),
@@ -472,6 +475,7 @@ def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
     return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
 
 
+@wire_errors("Responses", "input")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
 ) -> dict[str, Any]:
@@ -528,6 +532,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return body, tuple(problems)
 
 
+@wire_errors("Responses", "input")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload.
@@ -536,6 +541,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return ordered(_build(messages)[1])
 
 
+@wire_errors("Responses", "input")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -543,6 +549,7 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(write(keyed_messages(source)), fields)
 
 
+@wire_errors("Responses")
 def read_response(response: Any) -> Message:
     """
     The assistant message of a Response (SDK object or dict): its output items
