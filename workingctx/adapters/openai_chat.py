@@ -385,11 +385,11 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
                 kept.append(block)
         value = _parts(kept)
         if message.role == "tool":  # media a tool returned follow as a user message, as results' do
-            media_parts = [p for p in value if p.get("type") not in {"text", "refusal"}]
+            media_parts = [p for p in value if p.get("type") not in ("text", "refusal")]
             if media_parts:
                 after.append({"role": "user", "content": media_parts})
         if message.role != "user":
-            value = [p for p in value if p.get("type") in {"text", "refusal"}]
+            value = [p for p in value if p.get("type") in ("text", "refusal")]
         if not value and (kept or before or calls):  # what was there is not carried by this format
             if before and message.role in {"user", "tool"} and message.tool_call_id is None:
                 return before, after

@@ -134,7 +134,8 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     """
     kind = item.get("type")
     if kind == "reasoning":
-        summary = [s.get("text", "") for s in item.get("summary") or () if isinstance(s, Mapping)]
+        parts = expect_list(item.get("summary") or [], "a reasoning item's summary")
+        summary = [expect_mapping(s, "a summary part").get("text", "") for s in parts]
         extra = _envelope(item, {"encrypted_content"})
         return [
             ReasoningBlock(
