@@ -6,6 +6,7 @@ context, the provider rules and their repair, and request keys.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -99,6 +100,28 @@ def _strings(value: Any, path: str) -> Iterable[tuple[str, str]]:
                 yield from _strings(getattr(value, field.name), f"{path}.{field.name}")
 
 
+def _fields(value: Any) -> dict[str, Any]:
+    if not attrs.has(value.__class__):
+        msg = f"not JSON data: {value!r}"
+        raise TypeError(msg)
+    return {field.name: getattr(value, field.name) for field in attrs.fields(value.__class__) if field.init}
+
+
+_TEXT_OF = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_fields).encode
+"""The JSON text of a field's value, blocks as their fields: one C-encoder pass finds any surrogate in it."""
+
+
+def _may_hold_surrogate(value: Any) -> bool:
+    """
+    Whether *value* may hold a lone surrogate (False is sure; True is then walked to name the place).
+    """
+    try:
+        text = value if value.__class__ is str else _TEXT_OF(value)
+    except (TypeError, ValueError, RecursionError):
+        return True
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 def data_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
     """
     What no wire format can carry as it is: a tool call whose arguments text is
@@ -125,8 +148,8 @@ def data_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
                 )
         for field in _SENT:
             value = getattr(message, field)
-            if not value or (value.__class__ is str and value.isascii()):
-                continue  # the common case: nothing, or plain ASCII text
+            if not value or (value.__class__ is str and value.isascii()) or not _may_hold_surrogate(value):
+                continue  # the common case: nothing, or no surrogate anywhere in it
             for where, text in _strings(value, field):
                 found = None if text.isascii() else _SURROGATE.search(text)
                 if found is not None:
