@@ -99,11 +99,14 @@ def library_errors_only(call: Callable[[], Any], done: list[str]) -> Any:
 
 def reads_then_writes(module: Any, payload: Any, done: list[str]) -> None:
     """
-    Reading gives a context or a library error; a context writes or is refused
-    with ProviderError; check and request_key raise nothing else either.
+    Reading gives a context or a library error, and leaves the payload as it
+    was; a context writes or is refused with ProviderError; check and
+    request_key raise nothing else either.
     """
+    before = copy.deepcopy(payload)
     library_errors_only(lambda: module.check(payload), done)
     ctx = library_errors_only(lambda: module.read(payload), done)
+    assert before == payload
     if ctx is None:
         return
     try:

@@ -610,7 +610,9 @@ class ToolCall:
     object decodes to ``arguments``; any other text (a reply cut off by
     ``max_tokens``, ``'[1,2]'``, ``'null'``) is kept verbatim as data, with
     ``arguments`` empty and :attr:`arguments_parsed` False: no tool should run
-    it, and the adapters refuse to send it (the ``unparsable-arguments`` problem).
+    it. The OpenAI formats send the text back as it came; the formats that take
+    arguments as an object refuse it (the ``unparsable-arguments`` problem)
+    rather than send ``{}``.
 
     >>> ToolCall("c1", "openssl", {"host": "example.com"}).arguments
     {'host': 'example.com'}
