@@ -73,7 +73,7 @@ def mutated(draw: st.DrawFn, payloads: st.SearchStrategy[Any]) -> tuple[Any, lis
         elif kind == "truncate":
             parent[key] = value[: draw(st.integers(0, len(value) - 1))]
         else:
-            parent[key] = draw(st.sampled_from([v for v in OTHER_TYPES if type(v) is not type(value)]))
+            parent[key] = copy.deepcopy(draw(st.sampled_from([v for v in OTHER_TYPES if type(v) is not type(value)])))
         done.append(f"{kind} {list(path)}")
     return payload, done
 
