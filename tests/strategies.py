@@ -118,6 +118,12 @@ annotation_refs = st.builds(
     AnnotationRef, url=opt_texts, file_id=opt_texts, page=opt_ints, index=opt_ints, title=opt_texts
 )
 
+unparsable_arguments: st.SearchStrategy[str] = st.one_of(
+    st.sampled_from(['{"path": "/tmp/a', "[1,2]", "null", "", '"text"', "{", "1"]),
+    json_objects.map(json.dumps).map(lambda raw: raw[:-1]),
+)
+"""Tool-call argument texts that are not the text of a JSON object."""
+
 provider_datas: st.SearchStrategy[dict[str, Any]] = st.just({}) | st.dictionaries(
     st.sampled_from(["openai", "anthropic", "google"]), json_objects, max_size=2
 )
@@ -128,6 +134,8 @@ tool_calls = st.one_of(
     json_objects.map(json.dumps).flatmap(
         lambda raw: st.builds(ToolCall, id=ids, name=short_names, arguments_json=st.just(raw))
     ),
+    # text that is not a JSON object (a reply cut off by max_tokens, a list, null) is kept as data
+    st.builds(ToolCall, id=ids, name=short_names, arguments_json=unparsable_arguments),
 )
 
 text_blocks = st.builds(

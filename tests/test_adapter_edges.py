@@ -314,6 +314,7 @@ def test_responses_keeps_odd_items_whole():
         },
         {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
         {"type": "function_call", "call_id": "c", "name": "f", "arguments": "oops"},
+        {"type": "function_call_output", "call_id": "c", "output": "error: the arguments were not JSON"},
         {
             "type": "message",
             "id": "m",

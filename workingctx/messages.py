@@ -29,6 +29,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx._canonical import message_digest
+from workingctx._wire import wire_errors
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json, is_json_payload
 
@@ -604,12 +605,26 @@ class ToolCall:
 
     The arguments are deep-frozen, so a message carrying tool calls hashes.
     ``arguments_json`` keeps the exact text the model wrote, when there is one,
-    so that it is sent back byte for byte; it must decode to ``arguments``.
+    so that it is sent back byte for byte. Text that is the text of a JSON
+    object decodes to ``arguments``; any other text (a reply cut off by
+    ``max_tokens``, ``'[1,2]'``, ``'null'``) is kept verbatim as data, with
+    ``arguments`` empty and :attr:`arguments_parsed` False: no tool should run
+    it. The OpenAI formats send the text back as it came; the formats that take
+    arguments as an object refuse it (the ``unparsable-arguments`` problem)
+    rather than send ``{}``.
 
     >>> ToolCall("c1", "openssl", {"host": "example.com"}).arguments
     {'host': 'example.com'}
     >>> ToolCall("c1", "openssl", arguments_json='{"host":"example.com"}').arguments
     {'host': 'example.com'}
+    >>> cut = ToolCall("c2", "read", arguments_json='{"path": "/tmp/a')
+    >>> cut.arguments, cut.arguments_json, cut.arguments_parsed
+    ({}, '{"path": "/tmp/a', False)
+
+    Raises:
+        InvalidMessageError: ``arguments`` and ``arguments_json`` disagree (the
+            text decodes to other arguments, or is not a JSON object while
+            ``arguments`` is not empty).
     """
 
     id: str = attrs.field(validator=_nonempty_str)
@@ -622,16 +637,15 @@ class ToolCall:
         raw = self.arguments_json
         if raw is None:
             return
-        try:
-            decoded = json.loads(raw)
-        except (ValueError, RecursionError):
-            decoded = None
-        if not isinstance(decoded, dict):
-            msg = (
-                f"arguments_json must be the text of a JSON object, got {raw[:60]!r}; "
-                "leave it None and pass arguments=... for calls whose text is not a JSON object"
-            )
-            raise InvalidMessageError(msg)
+        decoded = _json_object_text(raw)
+        if decoded is None:
+            if self.arguments:
+                msg = (
+                    f"arguments_json {raw[:60]!r} is not the text of a JSON object, so arguments must stay empty, "
+                    f"got {dict(self.arguments)!r}; pass the text alone (kept as data) or arguments alone"
+                )
+                raise InvalidMessageError(msg, argument="arguments_json", value=raw)
+            return
         if not self.arguments:
             object.__setattr__(self, "arguments", _json_object(decoded, "arguments_json"))
         elif decoded != self.arguments:
@@ -640,6 +654,27 @@ class ToolCall:
                 "pass one of them, or both in agreement"
             )
             raise InvalidMessageError(msg)
+
+    @property
+    def arguments_parsed(self) -> bool:
+        """
+        Whether ``arguments`` holds what the model asked for: False when
+        ``arguments_json`` is text that is not a JSON object (kept verbatim,
+        ``arguments`` then empty).
+        """
+        raw = self.arguments_json
+        return raw is None or bool(self.arguments) or _json_object_text(raw) is not None
+
+
+def _json_object_text(raw: str) -> dict[str, Any] | None:
+    """
+    The object *raw* is the JSON text of, or None for any other text.
+    """
+    try:
+        decoded = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
@@ -778,6 +813,7 @@ class Usage:
         return Usage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
 
     @classmethod
+    @wire_errors("OpenAI usage")
     def from_openai(cls, usage: Any) -> Usage:
         """
         Read an OpenAI usage object (Chat Completions or Responses shape), a dict
@@ -803,6 +839,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("Anthropic usage")
     def from_anthropic(cls, usage: Any) -> Usage:
         """
         Read an Anthropic usage object, a dict or the SDK's object
@@ -826,6 +863,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("Gemini usage")
     def from_google(cls, usage: Any) -> Usage:
         """
         Read a Gemini ``usage_metadata`` (snake_case or camelCase, a dict or the
@@ -849,6 +887,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("LangChain usage")
     def from_langchain(cls, usage: Any) -> Usage:
         """
         Read LangChain's ``usage_metadata`` (``input_tokens`` includes cache

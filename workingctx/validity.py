@@ -52,8 +52,9 @@ rule                  what is wrong                                             
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``unresolved-media``, ``unsendable`` and
-``continued-result`` (every format); :data:`RULES` describes each.
+``trailing-whitespace`` (Anthropic), ``unresolved-media``, ``unsendable``,
+``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
+:data:`RULES` describes each and names the providers that enforce it.
 
 ``provider=None`` applies every rule. A dropped system message is not in the
 list: it is a property of a transformation (what went in, what came out), not
@@ -111,6 +112,8 @@ Rule: TypeAlias = Literal[
     "trailing-whitespace",
     "unsendable",
     "continued-result",
+    "unparsable-arguments",
+    "unencodable-text",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -140,6 +143,14 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "unsendable": ("a block the wire format has no place for, which writing would lose (adapters)", _ALL),
     "continued-result": ("a result answering a call of a stored Responses response (adapters)", _ALL),
+    "unparsable-arguments": (
+        "a tool call's arguments text is not a JSON object (cut off by max_tokens) where the wire takes an object",
+        _TURNS,
+    ),
+    "unencodable-text": (
+        "text holds a lone surrogate (cut inside an emoji), which UTF-8 cannot encode (adapters)",
+        _ALL,
+    ),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

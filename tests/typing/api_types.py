@@ -59,6 +59,7 @@ async def check_context() -> None:
 def check_values() -> None:
     call = ToolCall("c1", "f", {"a": 1})
     assert_type(call.arguments, FrozenDict)
+    assert_type(call.arguments_parsed, bool)
     message = Message.assistant(tool_calls=[call])
     assert_type(message.call_ids, tuple[str, ...])
     assert_type(message.text(), str)

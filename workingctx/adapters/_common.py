@@ -6,6 +6,7 @@ context, the provider rules and their repair, and request keys.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -13,11 +14,12 @@ from typing import Any
 import attrs
 
 from workingctx._canonical import canonical_json
+from workingctx._wire import wire_errors
 from workingctx.callids import fresh_call_id
-from workingctx.exceptions import ArgumentTypeError, ProviderError
-from workingctx.messages import MediaRef, Message, RemoteToolCallBlock, ToolCallBlock, ToolResultBlock
+from workingctx.exceptions import ArgumentTypeError, InvalidMessageError, ProviderError
+from workingctx.messages import MediaRef, Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
 from workingctx.prefix import PrefixContext
-from workingctx.validity import STRUCTURAL_RULES, Problem, Provider
+from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider
 from workingctx.validity import check_messages as validity_check
 
 __all__ = [
@@ -31,15 +33,16 @@ __all__ = [
     "refuse",
     "repair_messages",
     "request_key_of",
+    "wire_errors",
 ]
 
 
 _TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end", "reused-call-id"})
 
-REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end"})
-"""The rules ``repair=True`` fixes: it drops results whose call is nowhere and
-closes unanswered calls. A request whose every problem is one of these is the
-only one whose error advises it."""
+REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end", "unencodable-text"})
+"""The rules ``repair=True`` fixes: it drops results whose call is nowhere,
+closes unanswered calls and replaces lone surrogates. A request whose every
+problem is one of these is the only one whose error advises it."""
 
 CONTINUES = "_previous_response_id"
 """The key (under ``openai_responses``) of the ``previous_response_id`` of a
@@ -62,7 +65,10 @@ def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
     error = ProviderError.from_problems(ordered(problems), provider=provider)
     if not all(p.rule in REPAIRED for p in problems):
         return error  # repair would not make it sendable: the error does not advise it
-    hint = "pass repair=True to drop orphan results and close unanswered calls with an error result"
+    hint = (
+        "pass repair=True to drop orphan results, close unanswered calls with an error result "
+        "and replace lone surrogates with U+FFFD"
+    )
     return ProviderError(f"{error}\n{hint}", problems=error.problems, provider=provider)
 
 
@@ -71,13 +77,15 @@ def check_messages(
 ) -> tuple[Problem, ...]:
     """
     The tool-exchange rules of :func:`workingctx.validity.check_messages` (the
-    one rule set), which every wire format enforces whatever its turn rules.
+    one rule set), which every wire format enforces whatever its turn rules,
+    and the data every format must be able to send (:func:`data_problems`).
     """
     found = validity_check(messages, provider=provider, allow_pending=allow_pending)
     # A reused id is a problem of a request to a provider that needs unique ids, whose
     # writer re-keys it; a list of framework messages (provider None) keeps ids as they are.
     rules = _TOOL_RULES if provider is not None else _TOOL_RULES - {"reused-call-id"}
-    return tuple(_continued(p, messages) for p in found if p.rule in rules)
+    data = (p for p in data_problems(messages) if provider is None or provider in RULES[p.rule][1])
+    return ordered((*(_continued(p, messages) for p in found if p.rule in rules), *data))
 
 
 def continued(message: Message) -> str | None:
@@ -109,16 +117,161 @@ def _continued(problem: Problem, messages: Sequence[Message]) -> Problem:
     )
 
 
+_SENT = ("content", "name", "tool_call_id", "tool_calls", "provider_data")
+"""The fields of a message a provider receives (its id, metadata, usage and delta stay local)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: half of a character cut in two (inside an emoji), which UTF-8 cannot encode."""
+
+
+def _strings(value: Any, path: str) -> Iterable[tuple[str, str]]:
+    """
+    (path, text) for every str in *value* (keys of JSON objects included), walking
+    JSON data, tuples of blocks and the fields of attrs values.
+    """
+    if value.__class__ is str:
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}[{key!r}]"
+            if isinstance(key, str):
+                yield f"{where} (the key)", key
+            yield from _strings(item, where)
+    elif isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            yield from _strings(item, f"{path}[{position}]")
+    elif attrs.has(value.__class__):
+        for field in attrs.fields(value.__class__):
+            if field.init:
+                yield from _strings(getattr(value, field.name), f"{path}.{field.name}")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    if not attrs.has(value.__class__):
+        msg = f"not JSON data: {value!r}"
+        raise TypeError(msg)
+    return {field.name: getattr(value, field.name) for field in attrs.fields(value.__class__) if field.init}
+
+
+_TEXT_OF = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_fields).encode
+"""The JSON text of a field's value, blocks as their fields: one C-encoder pass finds any surrogate in it."""
+
+
+def _may_hold_surrogate(value: Any) -> bool:
+    """
+    Whether *value* may hold a lone surrogate (False is sure; True is then walked to name the place).
+    """
+    try:
+        text = value if value.__class__ is str else _TEXT_OF(value)
+    except (TypeError, ValueError, RecursionError):
+        return True
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def data_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    What no wire format can carry as it is: a tool call whose arguments text is
+    not a JSON object (``unparsable-arguments``: sending it as ``{}`` would run
+    the tool with arguments the model never gave), and text holding a lone
+    surrogate (``unencodable-text``: the provider SDK fails to encode the
+    request), each named by message, field and character offset.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for position, call in enumerate(message.tool_calls):
+            if not call.arguments_parsed:
+                problems.append(
+                    Problem(
+                        index,
+                        "unparsable-arguments",
+                        f"tool_calls[{position}] ({call.name!r}, id {call.id!r}) has arguments text that is not a "
+                        f"JSON object, {(call.arguments_json or '')[:60]!r} (a reply cut off by max_tokens?), "
+                        "and this format sends arguments as an object, never as {}: give the call the arguments "
+                        "the tool should see (ToolCall(id, name, arguments={...})), or leave the message out "
+                        "and ask the model again",
+                        (call.id,),
+                    )
+                )
+        for field in _SENT:
+            value = getattr(message, field)
+            if not value or (value.__class__ is str and value.isascii()) or not _may_hold_surrogate(value):
+                continue  # the common case: nothing, or no surrogate anywhere in it
+            for where, text in _strings(value, field):
+                found = None if text.isascii() else _SURROGATE.search(text)
+                if found is not None:
+                    problems.append(
+                        Problem(
+                            index,
+                            "unencodable-text",
+                            f"{where} holds the lone surrogate {found.group()!r} at character {found.start()} "
+                            "(text cut inside an emoji?), which UTF-8 cannot encode, so the provider SDK fails "
+                            "to send it; replace it (repair=True puts U+FFFD in its place)",
+                        )
+                    )
+    return tuple(problems)
+
+
+def _scrubbed(value: Any) -> Any:
+    """
+    *value* with every lone surrogate replaced by U+FFFD (the same object when it holds none).
+    """
+    if value.__class__ is str:
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        pairs = [(_scrubbed(k), _scrubbed(v)) for k, v in value.items()]
+        same = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [_scrubbed(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if attrs.has(value.__class__):
+        changes = {}
+        for field in attrs.fields(value.__class__):
+            if field.init:
+                old = getattr(value, field.name)
+                new = _scrubbed(old)
+                if new is not old:
+                    changes[field.alias] = new
+        if not changes:
+            return value
+        try:
+            return attrs.evolve(value, **changes)
+        except InvalidMessageError:
+            if not isinstance(value, ToolCall):
+                raise
+            # a call whose exact text spelled the surrogate as an escape: the repaired arguments are sent
+            return attrs.evolve(value, **{**changes, "arguments_json": None})
+    return value
+
+
+def scrub_text(messages: Sequence[Message]) -> list[Message]:
+    """
+    *messages* with every lone surrogate in what a provider receives replaced by U+FFFD.
+    """
+    out = []
+    for message in messages:
+        changes = {}
+        for field in _SENT:
+            old = getattr(message, field)
+            new = _scrubbed(old)
+            if new is not old:
+                changes[field] = new
+        out.append(attrs.evolve(message, **changes) if changes else message)
+    return out
+
+
 UNANSWERED = "error: this tool call was not answered"
 
 
 def repair_messages(messages: Sequence[Message]) -> list[Message]:
     """
-    *messages* with orphan results dropped and every unanswered call closed by
-    an error result placed right after the call's other results. A result that
-    answers a call elsewhere (misplaced, repeated, or of a stored Responses
-    response) is a real result and is kept: repair never discards one.
+    *messages* with orphan results dropped, every unanswered call closed by
+    an error result placed right after the call's other results, and every
+    lone surrogate in what is sent replaced by U+FFFD. A result that answers a
+    call elsewhere (misplaced, repeated, or of a stored Responses response) is
+    a real result and is kept: repair never discards one.
     """
+    messages = scrub_text(messages)
     called: set[str] = set()
     kept: list[Message] = []
     for message in messages:

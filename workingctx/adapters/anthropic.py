@@ -48,6 +48,7 @@ from workingctx.adapters._common import (
     request_key_of,
     store_ref_error,
     unique_call_ids,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
@@ -221,6 +222,7 @@ def _system(raw: Any) -> list[Message]:
     return [Message("system", _content(raw))]
 
 
+@wire_errors("Anthropic Messages", "messages")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Messages request body (``{"system": ..., "messages": [...]}``),
@@ -530,6 +532,7 @@ def _content_blocks(message: Message) -> tuple[ContentBlock, ...]:
     return (TextBlock(message.content),) if isinstance(message.content, str) else message.content
 
 
+@wire_errors("Anthropic Messages", "messages")
 def write(
     source: Any, *, repair: bool = False, cache: Any = None, store: Any = None, upload: Any = None
 ) -> dict[str, Any]:
@@ -744,6 +747,7 @@ def wire_problems(
     return tuple(problems)
 
 
+@wire_errors("Anthropic Messages", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -757,6 +761,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return ordered((*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw)))
 
 
+@wire_errors("Anthropic Messages", "messages")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -767,6 +772,7 @@ def request_key(source: Any, **fields: Any) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
+@wire_errors("Anthropic Messages")
 def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The assistant message of a Messages response (SDK object or dict), with its

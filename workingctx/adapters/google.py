@@ -48,6 +48,7 @@ from workingctx.adapters._common import (
     split_system,
     store_ref_error,
     unique_call_ids,
+    wire_errors,
 )
 from workingctx.callids import fresh_call_id
 from workingctx.exceptions import ArgumentValueError
@@ -250,6 +251,7 @@ def _system(raw: Any) -> Message:
     return Message("system", parts, provider_data={PROVIDER: extra} if extra else {})
 
 
+@wire_errors("Gemini", "contents")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a body (``system_instruction`` first) or of a bare list of contents.
@@ -284,6 +286,7 @@ def read_messages(payload: Any) -> list[Message]:
     return messages
 
 
+@wire_errors("Gemini", "contents")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Gemini body (``{"system_instruction": ..., "contents": [...]}``),
@@ -570,6 +573,7 @@ def _build(messages: list[Message], *, bypass: bool = True) -> tuple[dict[str, A
     return body, problems
 
 
+@wire_errors("Gemini", "contents")
 def write(
     source: Any,
     *,
@@ -616,6 +620,7 @@ def _write_system(system: Sequence[Message]) -> Any:
     return {"parts": parts, **extra}
 
 
+@wire_errors("Gemini", "contents")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -629,6 +634,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return ordered((*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw)))
 
 
+@wire_errors("Gemini", "contents")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -636,6 +642,7 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(write(keyed_messages(source)), fields)
 
 
+@wire_errors("Gemini")
 def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The model message of a GenerateContentResponse (SDK object or dict, snake or

@@ -42,8 +42,9 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    wire_errors,
 )
-from workingctx.exceptions import ArgumentValueError, InvalidMessageError
+from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
 from workingctx.messages import (
     AudioBlock,
@@ -124,11 +125,12 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
     if raw.get("type", "function") != "function" or function.keys() != _FUNCTION_KEYS:
         extra["_call"] = dict(raw)
     arguments = function.get("arguments", "{}")
-    try:  # the call decodes its argument text once, and refuses text that is not a JSON object
+    if isinstance(arguments, str):  # text that is not a JSON object is kept verbatim, as data
         call = ToolCall(raw["id"], function["name"], arguments_json=arguments)
-    except (InvalidMessageError, TypeError):  # such text rides as it came
+    else:  # arguments given as data, not text: sent back as they came, and read as what they are
         extra["_call"] = dict(raw)
-        call = ToolCall(raw["id"], function["name"])
+        text = json.dumps(thaw(arguments), ensure_ascii=False, separators=(",", ":"))
+        call = ToolCall(raw["id"], function["name"], arguments_json=text)
     return (
         call
         if not extra
@@ -182,6 +184,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
     )
 
 
+@wire_errors("Chat Completions", "messages")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a request body or of a bare list of messages, as workingctx values.
@@ -196,6 +199,7 @@ def read_messages(payload: Any) -> list[Message]:
     return [_message(expect_mapping(item, f"messages[{i}]"), i) for i, item in enumerate(items)]
 
 
+@wire_errors("Chat Completions", "messages")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Chat Completions body (``{"messages": [...]}``), a
@@ -403,11 +407,11 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
                 kept.append(block)
         value = _parts(kept)
         if message.role == "tool":  # media a tool returned follow as a user message, as results' do
-            media_parts = [p for p in value if p.get("type") not in {"text", "refusal"}]
+            media_parts = [p for p in value if p.get("type") not in ("text", "refusal")]
             if media_parts:
                 after.append({"role": "user", "content": media_parts})
         if message.role != "user":
-            value = [p for p in value if p.get("type") in {"text", "refusal"}]
+            value = [p for p in value if p.get("type") in ("text", "refusal")]
         # what was there is not carried by this format; an assistant message with
         # nothing (a reply cut before its first word) is sent as "", which OpenAI takes
         if not value and (kept or before or calls or message.role == "assistant"):
@@ -571,6 +575,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return {"messages": written}, problems
 
 
+@wire_errors("Chat Completions", "messages")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
 ) -> dict[str, Any]:
@@ -605,6 +610,7 @@ def write(
     return body
 
 
+@wire_errors("Chat Completions", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -620,6 +626,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     )
 
 
+@wire_errors("Chat Completions", "messages")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...):
@@ -632,6 +639,7 @@ def request_key(source: Any, **fields: Any) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
+@wire_errors("Chat Completions")
 def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: ARG001  # the shared signature
     """
     The assistant message of a Chat Completion (SDK object or dict), with its

@@ -51,6 +51,7 @@ from workingctx.adapters._common import (
     split_system,
     store_ref_error,
     unique_call_ids,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -66,6 +67,7 @@ from workingctx.messages import (
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
+    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     Usage,
@@ -139,7 +141,8 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     """
     kind = item.get("type")
     if kind == "reasoning":
-        summary = [s.get("text", "") for s in item.get("summary") or () if isinstance(s, Mapping)]
+        parts = expect_list(item.get("summary") or [], "a reasoning item's summary")
+        summary = [expect_mapping(s, "a summary part").get("text", "") for s in parts]
         extra = _envelope(item, {"encrypted_content"})
         return [
             ReasoningBlock(
@@ -185,6 +188,7 @@ def _is_output(item: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and kind.endswith("_call")
 
 
+@wire_errors("Responses", "input")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a Responses body (``instructions`` first) or of a bare item list.
@@ -207,15 +211,20 @@ def read_messages(payload: Any) -> list[Message]:
             return messages
     previous = data.get("previous_response_id") if isinstance(data, Mapping) else None
     run: list[ContentBlock] = []
+    calls: list[ToolCall] = []  # calls whose arguments text is not a JSON object, kept as data
     for position, raw in enumerate(expect_list(items, "input")):
         item = expect_mapping(raw, f"input[{position}]")
         if _is_output(item):
-            run.extend(_output_blocks(item))
+            cut = _unparsed_call(item, len(run))
+            if cut is None:
+                run.extend(_output_blocks(item))
+            else:
+                calls.append(cut)
             previous = None
             continue
-        if run:
-            messages.append(Message("assistant", tuple(run)))
-            run = []
+        if run or calls:
+            messages.append(Message("assistant", tuple(run), tool_calls=calls))
+            run, calls = [], []
         message = _input_item(item, position)
         if isinstance(previous, str) and message.role != "system":
             # a continuation's leading results answer calls of the stored response; its
@@ -224,8 +233,8 @@ def read_messages(payload: Any) -> list[Message]:
             if message.role != "tool":
                 previous = None
         messages.append(message)
-    if run:
-        messages.append(Message("assistant", tuple(run)))
+    if run or calls:
+        messages.append(Message("assistant", tuple(run), tool_calls=calls))
     return messages
 
 
@@ -235,6 +244,23 @@ def _continuing(message: Message, previous: str) -> Message:
     """
     data = {**message.provider_data, PROVIDER: {**message.provider_data.get(PROVIDER, {}), CONTINUES: previous}}
     return attrs.evolve(message, provider_data=data)
+
+
+def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
+    """
+    A ``function_call`` whose arguments text is not a JSON object (a reply cut
+    off by ``max_tokens``) as a call keeping that text verbatim, and the
+    position *at* (the blocks before it) it is written back to; None for any other item.
+    """
+    arguments = item.get("arguments")
+    if item.get("type") != "function_call" or not isinstance(arguments, str):
+        return None
+    call = ToolCall(item["call_id"], item["name"], arguments_json=arguments)
+    if call.arguments_parsed:
+        return None
+    extra = _envelope(item, {"call_id", "name", "arguments"})
+    data = {PROVIDER: {"item": extra, "_at": at}}
+    return ToolCall(call.id, call.name, arguments_json=arguments, provider_data=data)
 
 
 def _input_item(item: Mapping[str, Any], position: int) -> Message:
@@ -259,6 +285,7 @@ def _input_item(item: Mapping[str, Any], position: int) -> Message:
     return Message("user", (ProviderBlock(PROVIDER, item),), provider_data={PROVIDER: {"_item": True}})
 
 
+@wire_errors("Responses", "input")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Responses body (``{"instructions": ..., "input": [...]}``),
@@ -353,7 +380,14 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     blocks: Sequence[ContentBlock] = (TextBlock(content),) if isinstance(content, str) and content else ()
     if not isinstance(content, str):
         blocks = content
-    for block in blocks:
+    placed: dict[int, list[ToolCall]] = {}  # calls kept as data go back where they were read, else last
+    for call in message.tool_calls:
+        at = call.provider_data.get(PROVIDER, {}).get("_at")
+        placed.setdefault(at if at.__class__ is int and 0 <= at < len(blocks) else len(blocks), []).append(call)
+    for position, block in enumerate(blocks):
+        if position in placed:
+            items.extend(map(_tool_call_item, placed.pop(position)))
+            current = None
         data = block.provider_data.get(PROVIDER, {}) if hasattr(block, "provider_data") else {}
         if isinstance(block, TextBlock):
             envelope = data.get("item")
@@ -394,10 +428,17 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(_call_item(envelope, block.id, block.name, arguments))
         elif isinstance(block, ProviderBlock) and block.provider == PROVIDER:
             items.append(dict(thaw(block.data)))
-    for call in message.tool_calls:
-        arguments = call.arguments_json or json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
-        items.append(_call_item({"type": "function_call"}, call.id, call.name, arguments))
+    for calls in placed.values():
+        items.extend(map(_tool_call_item, calls))
     return items
+
+
+def _tool_call_item(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments_json
+    if arguments is None:
+        arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+    envelope = dict(thaw(call.provider_data.get(PROVIDER, {}).get("item", {"type": "function_call"})))
+    return _call_item(envelope, call.id, call.name, arguments)
 
 
 def _call_item(envelope: dict[str, Any], call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -463,6 +504,7 @@ def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
     return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
 
 
+@wire_errors("Responses", "input")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
 ) -> dict[str, Any]:
@@ -527,6 +569,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return body, tuple(problems)
 
 
+@wire_errors("Responses", "input")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -540,6 +583,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return ordered((*_build(messages)[1], *reused))
 
 
+@wire_errors("Responses", "input")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -547,6 +591,7 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(write(keyed_messages(source)), fields)
 
 
+@wire_errors("Responses")
 def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The assistant message of a Response (SDK object or dict): its output items
@@ -561,10 +606,15 @@ def read_response(response: Any, *, context: Any = None) -> Message:
         msg = "not a Responses response: it has no 'output'; pass the result of responses.create"
         raise ArgumentValueError(msg, argument="response", value=response)
     blocks: list[ContentBlock] = []
+    calls: list[ToolCall] = []
     for raw in expect_list(data["output"], "output"):
         item = dict(expect_mapping(raw, "an output item"))
-        blocks.extend(_output_blocks(item))
+        cut = _unparsed_call(item, len(blocks))
+        if cut is None:
+            blocks.extend(_output_blocks(item))
+        else:
+            calls.append(cut)
     usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
-    message = Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    message = Message("assistant", tuple(blocks), tool_calls=calls, usage=usage, metadata=metadata)
     return message if context is None else original_ids(message, unique_call_ids(messages_of(context))[1])
