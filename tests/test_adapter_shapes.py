@@ -201,6 +201,7 @@ REPAIR_CASES = {
         Message.user("status?"),
     ],
     "pending-at-end": [Message.user("q"), Message.assistant(tool_calls=[ToolCall("c1", "deploy")])],
+    "unencodable-text": [Message.user("cut inside an emoji \ud83d"), Message.assistant("ok"), Message.user("go on")],
 }
 NOT_REPAIRED = {
     "misplaced-result": [
