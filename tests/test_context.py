@@ -21,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from tests.strategies import json_values, messages, scratchpads, short_names, simple_messages, transcripts
 from workingctx import FrozenContext, Message, MutationJournal, PrefixContext, ToolCall, WorkingContext
 from workingctx.exceptions import MergeError, PayloadError, WorkingCtxError
-from workingctx.frozen import MAX_DEPTH
+from workingctx.frozen import MAX_DEPTH, thaw
 from workingctx.serialization import to_json
 
 
@@ -266,21 +266,27 @@ class TestMerge:
         concat.merge(a).merge(b)
         assert 2 == len(concat.messages)
 
-    def test_union_refuses_calls_that_differ_only_in_arguments(self):
+    def test_union_rekeys_a_call_that_differs_only_in_arguments(self):
         """
-        Two tool-call messages sharing a call id but not arguments are not
-        equal (and hashing them does not raise), so union would keep both:
-        two calls with one id, which the merge refuses, naming the id and
-        changing nothing.
+        Two tool-call messages sharing a call id but not arguments are two
+        calls: union keeps both, the incoming one (and its result) under a new
+        id, and says so in the journal.
         """
         one = Message("assistant", "", tool_calls=(ToolCall("c1", "search", {"q": "a"}),))
         two = Message("assistant", "", tool_calls=(ToolCall("c1", "search", {"q": "b"}),))
         assert hash(one) != hash(two) or one != two
-        ctx = WorkingContext().append(one)
-        with pytest.raises(MergeError, match="duplicate-call-id") as info:
-            ctx.merge(WorkingContext().append(two), mode="union")
-        assert ("c1",) == info.value.ids
-        assert [one] == list(ctx.messages)
+        ctx = WorkingContext().append(Message("user", "q"), one, Message("tool", "A", tool_call_id="c1"))
+        other = WorkingContext().append(two, Message("tool", "B", tool_call_id="c1"))
+        ctx.merge(other, mode="union")
+        expected = [
+            ("assistant", ("c1",), None),
+            ("tool", (), "c1"),
+            ("assistant", ("c1-2",), None),
+            ("tool", (), "c1-2"),
+        ]
+        assert expected == [(m.role, m.call_ids, m.tool_call_id) for m in ctx.messages[1:]]
+        assert {"q": "b"} == ctx.messages[3].tool_calls[0].arguments
+        assert [{"kind": "merge", "mode": "union", "rekeyed": [["c1", "c1-2"]]}] == thaw(list(ctx.journal))
 
     def test_concat_after_fork_duplicates_history_delta_does_not(self):
         """

@@ -141,20 +141,18 @@ class TestDelta:
 
 
 class TestMergeRefusals:
-    def test_duplicate_call_ids_are_refused_and_nothing_changes(self):
+    def test_siblings_reusing_a_call_id_are_rekeyed(self):
         """
-        Two siblings that used one call id: the second merge is refused, naming the id.
+        Two siblings that used one call id both merge back: the second one's
+        call and result take the next free name, and the transcript stays valid.
         """
         parent = parent_with_history()
         one = parent.fork().append(Message("user", "x"), call("dup"), result("dup"), Message("assistant", "1"))
         two = parent.fork().append(Message("user", "y"), call("dup"), result("dup"), Message("assistant", "2"))
-        parent.merge(one, mode="delta")
-        before, notes = parent.messages, dict(parent.scratchpad)
-        two.note("seen", "yes")
-        with pytest.raises(MergeError, match="'dup'") as info:
-            parent.merge(two, mode="delta")
-        assert ("dup",) == info.value.ids
-        assert (before, notes) == (parent.messages, dict(parent.scratchpad))
+        parent.merge(one, mode="delta").merge(two, mode="delta")
+        assert ["dup", "dup-2"] == [m.call_ids[0] for m in parent.messages if m.call_ids][-2:]
+        assert ["dup", "dup-2"] == [m.tool_call_id for m in parent.messages if m.role == "tool"][-2:]
+        assert [] == valid_everywhere(parent.assembled())
 
     def test_an_orphan_result_is_refused(self):
         """

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from workingctx import _checks
+from workingctx import _checks, _rekey
 from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._notes import Notes, NotesMark, copy_notes, prepare_notes
@@ -130,6 +130,7 @@ class WorkingContext:
         "_parent_call",
         "_prefix",
         "_prefix_tokens",
+        "_routes",
         "_scratch_base",
         "_scratchpad",
         "_tail",
@@ -225,6 +226,9 @@ class WorkingContext:
         self._scratch_base: dict[object, dict[str, Any]] = {} if bases is None else bases
         # the history of a recorded context (None: not recorded)
         self._history = None
+        # old id -> new id of each call a merge re-keyed while it was pending: its result may
+        # still come under the old id (see _rekey.route_results); kept while the call is pending
+        self._routes: dict[str, str] = {}
 
     # -- construction from other states ----------------------------------------
 
@@ -255,6 +259,8 @@ class WorkingContext:
         # the baselines towards older ancestors are shared: they are never changed, only replaced
         bases = {**self._scratch_base, self._token: base} if self._scratch_base else {self._token: base}
         child._init(self._prefix, tail, scratchpad, self.journal._seed(), marks, bases)
+        if self._routes:
+            child._routes = dict(self._routes)
         child.limit = self.limit
         child.shared = self.shared
         return child
@@ -358,6 +364,8 @@ class WorkingContext:
             TypeError: an argument is not a :class:`Message` (nothing is appended).
         """
         _check_messages(messages, "append()")
+        if self._routes:
+            messages = tuple(self._routed(messages))
         if self._history is not None:
             self._history.append(self, messages)
             return self
@@ -377,6 +385,8 @@ class WorkingContext:
             )
         items = list(messages)
         _check_messages(items, "extend()")
+        if self._routes:
+            items = self._routed(items)
         if self._history is not None:
             self._history.append(self, items)
             return self
@@ -418,6 +428,48 @@ class WorkingContext:
 
     def _replace(self, items: list[Message]) -> None:
         self._tail.replace(items)
+
+    # -- results for re-keyed calls --------------------------------------------------
+
+    def _routed(self, messages: Sequence[Message]) -> list[Message]:
+        """
+        *messages* with the results for calls a merge re-keyed while they were
+        pending sent to the calls' new names (see :meth:`merge`).
+        """
+        with self._tail.lock:
+            pending = _rules(self._tail.view()).pending()[1]
+            return _rekey.route_results(messages, self._routes, pending)
+
+    def _routed_id(self, call_id: str) -> str:
+        """
+        The name the pending call a result for *call_id* answers goes by here.
+        """
+        if not self._routes:
+            return call_id
+        with self._tail.lock:
+            pending = _rules(self._tail.view()).pending()[1]
+            new = self._routes.get(call_id)
+            return new if new is not None and new in pending and call_id not in pending else call_id
+
+    def _remember_routes(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """
+        Keep the route of every re-keyed call still pending (and only those).
+        """
+        if not pairs and not self._routes:
+            return
+        with self._tail.lock:
+            pending = set(_rules(self._tail.view()).pending()[1])
+            routes = {old: new for old, new in self._routes.items() if new in pending}
+            routes.update((old, new) for old, new in pairs if new in pending)
+            self._routes = routes
+
+    def _rekeyed(self, messages: Sequence[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:
+        """
+        *messages* as they join the tail: calls whose ids are in use re-keyed,
+        results following them, and what was re-keyed. Call under the tail lock.
+        """
+        engine = _rekey.Rekeyer(_rules(self._tail.view()), messages, self._routes)
+        return [engine.take(message) for message in messages], tuple(engine.pairs)
 
     def _set_notes(self, notes: Mapping[str, Any], removed: Iterable[str], *, replace: bool = False) -> None:
         """
@@ -748,7 +800,7 @@ class WorkingContext:
             own = other._tail.appended_since(since) if since is not None and mode in ("delta", "result") else []
             position = other._tail.appended
         with self._tail.lock:
-            incoming, whole, base = self._incoming_messages(other, theirs, since, mode, own, result)
+            incoming, whole, base, rekeyed = self._incoming_messages(other, theirs, since, mode, own, result)
             if whole and self._tail.kept(incoming) == len(self._tail):
                 # a reducer that kept the tail as it was appends the rest
                 incoming, whole = incoming[len(self._tail) :], False
@@ -757,7 +809,7 @@ class WorkingContext:
 
             if self._history is not None:
                 appended, replacement = (None, incoming) if whole else (incoming, None)
-                self._history.merge(self, other, mode, appended, replacement, notes)
+                self._history.merge(self, other, mode, appended, replacement, notes, rekeyed)
             else:
                 prepared = prepare_notes(notes.items())  # a note no context can keep is refused here
                 # Everything is checked: apply.
@@ -766,7 +818,11 @@ class WorkingContext:
                 else:
                     self._tail.extend(incoming)
                 self._scratchpad._put_all(prepared)
+                self._remember_routes(rekeyed)
             self.journal.apply(other.journal.diff())
+            if rekeyed:
+                name = mode if isinstance(mode, str) else "reducer"
+                self.journal.record({"kind": "merge", "mode": name, "rekeyed": [list(pair) for pair in rekeyed]})
         other.journal.mark_committed()
         if base is not None:
             with other._tail.lock:
@@ -808,22 +864,16 @@ class WorkingContext:
         mode: MergeMode,
         own: list[Message],
         given: str | Message | None,
-    ) -> tuple[list[Message], bool, int | None]:
+    ) -> tuple[list[Message], bool, int | None, tuple[tuple[str, str], ...]]:
         """
         The messages a merge brings, whether they are the whole new tail (a
-        reducer's result) rather than an append, and the delta watermark.
+        reducer's result) rather than an append, the delta watermark, and the
+        calls re-keyed on the way in (old id, new id).
         """
         if mode == "concat":
-            return list(theirs), False, None
+            return self._appended(theirs, None)
         if mode == "union":
-            present = Counter(self._tail.messages())
-            added: list[Message] = []
-            for message in theirs:
-                if present[message] > 0:
-                    present[message] -= 1
-                else:
-                    added.append(message)
-            return added, False, None
+            return self._union(theirs)
         if mode == "delta":
             if since is None:
                 msg = (
@@ -831,18 +881,78 @@ class WorkingContext:
                     f"{other!r} was not forked from {self!r}; use mode='union' to merge an unrelated context"
                 )
                 raise MergeError(msg)
-            return own, False, since
+            return self._appended(own, since)
         if mode == "result":
-            return [self._result_message(other, own, given)], False, since
+            return [self._result_message(other, own, given)], False, since, ()
         if callable(mode):
+            for reducer, twin in _rekey.REKEYING_REDUCERS.items():
+                if reducer is mode:  # add_messages: it re-keys, and says what
+                    added, engine = twin(self._tail.messages(), theirs, _rules(self._tail.view()), self._routes)
+                    return added, False, None, tuple(engine.pairs)
             result = list(mode(self._tail.messages(), theirs))
             _check_messages(result, f"merge reducer {mode!r} returned")
-            return result, True, None
+            return result, True, None, ()
         msg = (
             f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta', 'result' "
             "or a reducer (left, right) -> messages"
         )
         raise MergeError(msg)
+
+    def _appended(
+        self, messages: Sequence[Message], since: int | None
+    ) -> tuple[list[Message], bool, int | None, tuple[tuple[str, str], ...]]:
+        """
+        What a ``"concat"`` or ``"delta"`` merge appends: every message, re-keyed.
+        """
+        added, rekeyed = self._rekeyed(messages)
+        return added, False, since, rekeyed
+
+    def _union(self, theirs: Sequence[Message]) -> tuple[list[Message], bool, None, tuple[tuple[str, str], ...]]:
+        """
+        What a ``"union"`` merge appends: the messages not here already, by
+        value, as a multiset, an exchange at a time.
+
+        An exchange (a call and the results right after it) found here whole,
+        under its own ids or under the ones an earlier merge gave it, adds
+        nothing. One whose call is here and still pending adds the results
+        not here yet. Any other comes in whole, its calls re-keyed when their
+        ids are in use: the same call answered differently is another call.
+        """
+        view = self._tail.view()
+        state = _rules(view)
+        present = Counter(self._tail.messages())
+        at, waiting = state.pending()
+        engine = _rekey.Rekeyer(state, theirs, self._routes)
+        added: list[Message] = []
+
+        def available(message: Message) -> bool:
+            return present[message] > 0
+
+        for unit in _rekey.units(theirs):
+            head = unit[0]
+            if len(unit) == 1 and not head.call_ids:
+                if present[head] > 0:
+                    present[head] -= 1
+                else:
+                    added.append(engine.take(head))
+                continue
+            names = _rekey.matching(head, view, state, available)
+            if names is not None:
+                here = [_rekey.rename(message, names, names) for message in unit]
+                need = Counter(here)
+                whole = all(present[message] >= count for message, count in need.items())
+                first = here[0].call_ids[0] if here[0].call_ids else None
+                if whole or (waiting and first is not None and state.asked.get(first) == at):
+                    engine.alias({call_id: names.get(call_id, call_id) for call_id in head.call_ids})
+                    present[here[0]] -= 1
+                    for message, found in zip(unit[1:], here[1:], strict=True):
+                        if present[found] > 0:
+                            present[found] -= 1
+                        else:
+                            added.append(engine.take(message))
+                    continue
+            added.extend(engine.take(message) for message in unit)
+        return added, False, None, tuple(engine.pairs)
 
     def _result_message(self, other: WorkingContext, own: list[Message], result: str | Message | None) -> Message:
         """
