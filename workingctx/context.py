@@ -775,13 +775,43 @@ class WorkingContext:
         and marked committed there, as is the delta mode's watermark: merging
         the same child twice does not apply its work twice.
 
+        Call ids are local names. An incoming tool call whose id a *different*
+        call here already uses (two sub-agents both numbering their calls
+        ``call_0``) comes in under a new id, and so does every result that
+        answers it: :func:`~workingctx.callids.fresh_call_id` of the old id,
+        given every id the merged tail uses (``call_0`` -> ``call_0-2``), so
+        the same merge gives the same ids in every process. The same call
+        (same id, same call, such as the history a fork shares with its
+        parent under ``"union"`` and ``"delta"``) stays one call. The map is
+        recorded: a journal entry ``{"kind": "merge", "mode": ..., "rekeyed":
+        [[old, new], ...]}`` and, on a recorded context, the merge entry's
+        ``rekeyed``. A result that comes later under the old id for a call
+        re-keyed while it was pending (``append``, ``extend``,
+        :func:`~workingctx.reducers.add_messages_to`,
+        :meth:`~workingctx.reducers.ToolResult.apply_to`, or a later merge)
+        answers it under the new id, as long as the old id is not pending
+        itself.
+
+        >>> from workingctx import ToolCall
+        >>> parent = WorkingContext().append(Message("user", "Compare Oslo and Rome."))
+        >>> oslo, rome = parent.fork(), parent.fork()
+        >>> _ = oslo.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Oslo"})]))
+        >>> _ = oslo.append(Message("tool", "rain", tool_call_id="call_0"))
+        >>> _ = rome.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})]))
+        >>> _ = parent.merge(oslo, mode="delta").merge(rome, mode="delta")
+        >>> [c.id for c in parent.pending_calls], list(parent.journal)[-1]["rekeyed"]
+        (['call_0-2'], [['call_0', 'call_0-2']])
+        >>> _ = parent.append(Message("tool", "sun", tool_call_id="call_0"))  # Rome's result, under its old id
+        >>> parent.messages[-1].tool_call_id
+        'call_0-2'
+
         Raises:
             MergeError: ``"delta"`` with a context that is not a fork of this one,
                 ``"result"`` with one not forked for a call of this one (or a
                 call no longer pending, or a child without an answer), a merge
-                that would leave two calls with one id, a result whose call is
-                nowhere or a call without its result (``ids`` names them), an
-                unknown mode, or a conflicting note under ``scratchpad="raise"``.
+                that would leave a result whose call is nowhere, a second result
+                for one call, or a call without its result (``ids`` names them),
+                an unknown mode, or a conflicting note under ``scratchpad="raise"``.
                 Nothing changes.
             PayloadError: A merged note (as a reducer made it, or as it was
                 changed in place in *other*) is one no note can keep (see
