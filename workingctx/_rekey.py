@@ -16,7 +16,7 @@ pending, and :func:`route_results` applies them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import TypeAlias
 
 import attrs
@@ -31,7 +31,7 @@ __all__ = [
     "Rekeyer",
     "derived_from",
     "derived_routes",
-    "matching",
+    "matchings",
     "rename",
     "route_results",
 ]
@@ -256,33 +256,32 @@ class _Known:
         return call_id in self._state.asked or call_id in self._state.answered
 
 
-def matching(
+def matchings(
     head: Message, messages: Sequence[Message], state: RuleState, available: Callable[[Message], bool]
-) -> dict[str, str] | None:
+) -> Iterator[dict[str, str]]:
     """
-    How the incoming call message *head* is named here when it is here already:
-    ``{}`` when it is here as it is, ``{old: new, ...}`` when a merge gave its
-    calls new names, ``None`` when it is not here (or every copy is spoken for).
+    Every way the incoming call message *head* is here already: ``{}`` when
+    it is here as it is, ``{old: new, ...}`` for each copy whose calls an
+    earlier merge gave new names (copies spoken for by *available* are skipped).
     """
     if available(head):
-        return {}
+        yield {}
     ids = _call_ids(head)
     if not ids:
-        return None
+        return
     first = ids[0]
-    number = 2
-    while (index := state.asked.get(f"{first}{SEPARATOR}{number}")) is not None:
+    number = 1  # the first call may have kept its name while another was re-keyed
+    while (index := state.asked.get(first if number == 1 else f"{first}{SEPARATOR}{number}")) is not None:
         number += 1
         found = messages[index]
         theirs = _call_ids(found)
         if len(theirs) != len(ids):
             continue
         names = {old: new for old, new in zip(ids, theirs, strict=True) if old != new}
-        if all(derived_from(new, old) for old, new in names.items()):
+        if names and all(derived_from(new, old) for old, new in names.items()):
             renamed = rename(head, names, names)
             if renamed == found and available(found):
-                return names
-    return None
+                yield names
 
 
 REKEYING_REDUCERS: dict[object, Callable[..., tuple[list[Message], Rekeyer]]] = {}

@@ -951,13 +951,8 @@ class WorkingContext:
         view = self._tail.view()
         state = _rules(view)
         present = Counter(self._tail.messages())
-        at, waiting = state.pending()
         engine = _rekey.Rekeyer(state, theirs, self._routes)
         added: list[Message] = []
-
-        def available(message: Message) -> bool:
-            return present[message] > 0
-
         for unit in _rekey.units(theirs):
             head = unit[0]
             if len(unit) == 1 and not head.call_ids:
@@ -966,23 +961,40 @@ class WorkingContext:
                 else:
                     added.append(engine.take(head))
                 continue
-            names = _rekey.matching(head, view, state, available)
-            if names is not None:
-                here = [_rekey.rename(message, names, names) for message in unit]
-                need = Counter(here)
-                whole = all(present[message] >= count for message, count in need.items())
-                first = here[0].call_ids[0] if here[0].call_ids else None
-                if whole or (waiting and first is not None and state.asked.get(first) == at):
-                    engine.alias({call_id: names.get(call_id, call_id) for call_id in head.call_ids})
-                    present[here[0]] -= 1
-                    for message, found in zip(unit[1:], here[1:], strict=True):
-                        if present[found] > 0:
-                            present[found] -= 1
-                        else:
-                            added.append(engine.take(message))
-                    continue
-            added.extend(engine.take(message) for message in unit)
+            match = self._union_match(unit, view, state, present)
+            if match is None:
+                added.extend(engine.take(message) for message in unit)
+                continue
+            names, here = match
+            engine.alias({call_id: names.get(call_id, call_id) for call_id in head.call_ids})
+            present[here[0]] -= 1
+            for message, found in zip(unit[1:], here[1:], strict=True):
+                if present[found] > 0:
+                    present[found] -= 1
+                else:
+                    added.append(engine.take(message))
         return added, False, None, tuple(engine.pairs)
+
+    @staticmethod
+    def _union_match(
+        unit: list[Message], view: TailView, state: RuleState, present: Counter[Message]
+    ) -> tuple[dict[str, str], list[Message]] | None:
+        """
+        Where the exchange *unit* is here already: the names its calls go by
+        here and its messages under them. A copy that holds it whole comes
+        first; else the pending call at the end, whose results are still
+        coming; else None (it is another exchange).
+        """
+        at, waiting = state.pending()
+        partial = None
+        for names in _rekey.matchings(unit[0], view, state, lambda message: present[message] > 0):
+            here = [_rekey.rename(message, names, names) for message in unit]
+            if all(present[message] >= count for message, count in Counter(here).items()):
+                return names, here
+            first = here[0].call_ids[0]
+            if partial is None and waiting and state.asked.get(first) == at:
+                partial = names, here
+        return partial
 
     def _result_message(self, other: WorkingContext, own: list[Message], result: str | Message | None) -> Message:
         """
@@ -1187,6 +1199,8 @@ class WorkingContext:
             raise HistoryError(msg)
         if self._history is None:
             return self.append(message)
+        if self._routes:
+            message = self._routed([message])[0]
         self._history.append(self, [message], outcome)
         return self
 
