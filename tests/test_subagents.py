@@ -371,10 +371,12 @@ class TestManagersAlwaysValid:
 
 
 class TestFit:
-    def test_fit_counts_the_prefix_a_scope_does_not(self):
+    def test_fit_and_a_budget_through_the_context_both_count_the_prefix(self):
         """
-        ctx.fit(n) is a new context whose whole request (prefix included) fits n;
-        the scope TokenBudget(n) counts only the messages it is given.
+        ctx.fit(n) is a new context whose whole request (prefix included) fits
+        n, and so is ctx.slice(TokenBudget(n)): a budget applied through a
+        context counts the prefix. On a bare list the same scope counts only
+        the messages it is given.
         """
         ctx = WorkingContext(prefix=PrefixContext(system_prompt="rules " * 40))
         for n in range(10):
@@ -383,8 +385,9 @@ class TestFit:
         assert fitted.count_tokens() <= 200
         assert 20 == ctx.size()
         scoped = ctx.slice(TokenBudget(200))
-        assert scoped.count_tokens() > 200
-        assert len(surviving_indices(TokenBudget(200), ctx.messages)) == scoped.size()
+        assert scoped.count_tokens() <= 200
+        assert len(surviving_indices(TokenBudget(200), ctx.tail_view())) == scoped.size()
+        assert len(surviving_indices(TokenBudget(200), ctx.messages)) > scoped.size()
         assert [] == valid_everywhere(fitted.assembled(), allow_pending=False)
 
     def test_fit_merges_back_like_a_slice(self):

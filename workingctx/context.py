@@ -341,12 +341,16 @@ class WorkingContext:
     def tail_view(self) -> TailView:
         """
         A read-only view of the tail as it is now, in O(1), that also knows
-        where the system messages are (found incrementally, once per message).
+        where the system messages are (found incrementally, once per message)
+        and carries the prefix's messages (``prefix_messages``).
 
         Positional scopes such as :class:`~workingctx.TokenBudget` use it to
-        avoid a pass over the whole tail; :meth:`slice` passes one.
+        avoid a pass over the whole tail, and a budget counts the prefix it
+        carries; :meth:`slice` passes one.
         """
-        return self._tail.view()
+        view = self._tail.view()
+        view.prefix_messages = tuple(self._prefix.as_messages())
+        return view
 
     def has_id(self, message_id: str | int) -> bool:
         """
@@ -690,9 +694,15 @@ class WorkingContext:
         scratchpad and journal are copied as by :meth:`fork`, writes to the
         slice never reach this context, and ``merge(slice, mode="delta")``
         brings back what the slice appended.
+
+        The slice keeps the prefix, so a :class:`~workingctx.TokenBudget` in
+        *scope* counts the prefix first: ``ctx.slice(TokenBudget(n))`` is a
+        request of at most *n* tokens, as the budget counts them (unless the
+        prefix and the system messages alone are more). Wrap the scope in
+        :class:`~workingctx.ValidRequest` for a request a provider accepts.
         """
         with self._tail.lock:
-            view = self._tail.view()
+            view = self.tail_view()
             notes, base = self._scratchpad.fork()
             appended = self._tail.appended
         kept = surviving_indices(scope, view)
@@ -716,9 +726,7 @@ class WorkingContext:
         the newest whole exchanges that fit (from a user turn when one fits),
         and a user message first; a valid request, even when that means going
         over (see :class:`~workingctx.TokenBudgetContextManager`). This context
-        is left as it is, and the result merges back like a slice. A
-        :class:`~workingctx.TokenBudget` scope, by contrast, counts only the
-        messages it is given: ``ctx.slice(TokenBudget(n))`` leaves the prefix out.
+        is left as it is, and the result merges back like a slice.
 
         Raises:
             TypeError: *max_tokens* is not an int, or *pin* is not a scope.
