@@ -434,6 +434,27 @@ def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStr
     return st.recursive(leaves, extend, max_leaves=max_leaves)
 
 
+def bounded_scopes(budget: Any, *, max_leaves: int = 4) -> st.SearchStrategy[Any]:
+    """
+    Scope trees that *budget* (a ``TokenBudget``) bounds: the budget, ``&``
+    with any scope tree, and the wrappers that only take away
+    (``ValidRequest(..., user_first=False)``, ``WholeExchanges(..., mode="drop")``).
+    """
+    from workingctx.scopes import AllOf, ValidRequest, WholeExchanges  # noqa: PLC0415  # see above
+
+    others = scope_trees(max_leaves=3)
+
+    def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.one_of(
+            st.builds(lambda bound, other: AllOf((bound, other)), children, others),
+            st.builds(lambda other, bound: AllOf((other, bound)), others, children),
+            st.builds(lambda bound: ValidRequest(bound, user_first=False), children),
+            st.builds(lambda bound: WholeExchanges(bound, mode="drop"), children),
+        )
+
+    return st.recursive(st.just(budget), extend, max_leaves=max_leaves)
+
+
 @st.composite
 def block_transcripts(draw: st.DrawFn, *, broken: bool = False) -> list[Message]:
     """
