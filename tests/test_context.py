@@ -1507,6 +1507,32 @@ class TestRoutedResults:
         parent.append(Message("tool", "A", tool_call_id="call_0"), Message("tool", "B", tool_call_id="call_0-2"))
         assert ["call_0", "call_0-2"] == [m.tool_call_id for m in parent.messages[-2:]]
 
+    def test_a_failed_apply_locked_takes_its_routes_back(self):
+        """
+        A merge inside apply_locked that then fails is undone with its route:
+        a later result under the old id is not sent to a call that is gone.
+        """
+        parent = WorkingContext().append(
+            Message("user", "q"),
+            Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Oslo"})]),
+            Message("tool", "rain", tool_call_id="call_0"),
+        )
+        rome = WorkingContext().append(
+            Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})])
+        )
+
+        def merge_then_fail(ctx: WorkingContext) -> None:
+            ctx.merge(rome, mode="union")
+            assert ["call_0-2"] == [c.id for c in ctx.pending_calls]
+            raise RuntimeError
+
+        with pytest.raises(RuntimeError):
+            asyncio.run(parent.apply_locked(merge_then_fail))
+        assert 3 == parent.size()
+        parent.append(Message("assistant", tool_calls=[ToolCall("call_0-2", "other")]))
+        parent.append(Message("tool", "late", tool_call_id="call_0"))
+        assert "call_0" == parent.messages[-1].tool_call_id
+
     def test_a_fork_inherits_the_routes(self):
         """
         A fork taken while the re-keyed call waits routes its result too.

@@ -1348,16 +1348,18 @@ class WorkingContext:
                 raise
             return result
 
-    def _undo_point(self) -> tuple[Mark, NotesMark, tuple[int, int]]:
+    def _undo_point(self) -> tuple[Mark, NotesMark, tuple[int, int], dict[str, str]]:
         with self._tail.lock:
-            return self._tail.mark(), self._scratchpad.mark(), (len(self.journal), self.journal.committed)
+            journal = (len(self.journal), self.journal.committed)
+            return self._tail.mark(), self._scratchpad.mark(), journal, dict(self._routes)
 
-    def _roll_back(self, undo: tuple[Mark, NotesMark, tuple[int, int]]) -> None:
-        mark, notes, (size, committed) = undo
+    def _roll_back(self, undo: tuple[Mark, NotesMark, tuple[int, int], dict[str, str]]) -> None:
+        mark, notes, (size, committed), routes = undo
         with self._tail.lock:
             self._tail.restore(mark)
             self._scratchpad.restore(notes)
             self.journal._truncate(size, committed)
+            self._routes = dict(routes)
 
     def __repr__(self) -> str:
         keys = sorted(self._scratchpad)
