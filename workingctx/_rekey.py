@@ -34,6 +34,7 @@ __all__ = [
     "matchings",
     "rename",
     "route_results",
+    "units",
 ]
 
 Pair: TypeAlias = tuple[str, str]

@@ -615,7 +615,7 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     :attr:`WorkingContext.pending_calls`, the one notion of a pending call (a
     call other messages already followed without its result is broken, not pending).
     """
-    view = ctx.tail_view()
+    view = ctx._tail.view()  # the tail alone: no prefix to render
     if not view:
         return ()
     last = view[-1]
