@@ -31,10 +31,10 @@ __all__ = [
     "Rekeyer",
     "derived_from",
     "derived_routes",
+    "exchange_end",
     "matchings",
     "rename",
     "route_results",
-    "units",
 ]
 
 Pair: TypeAlias = tuple[str, str]
@@ -147,21 +147,29 @@ def route_results(
 class _Taken:
     """
     The names in use: *base* (the receiving transcript's), what the merge
-    added so far, and the names the incoming messages use (a new name never takes one).
+    added so far, and the names the incoming messages use (a new name never
+    takes one; gathered on the first new name, since most merges need none).
     """
 
-    __slots__ = ("added", "avoid", "base")
+    __slots__ = ("_avoid", "_incoming", "added", "base")
 
-    def __init__(self, base: Container[str], avoid: set[str]) -> None:
+    def __init__(self, base: Container[str], incoming: Iterable[Message]) -> None:
         self.base = base
         self.added: set[str] = set()
-        self.avoid = avoid
+        self._incoming = incoming
+        self._avoid: set[str] | None = None
 
     def used(self, call_id: str) -> bool:
         return call_id in self.added or call_id in self.base
 
     def __contains__(self, call_id: object) -> bool:
-        return call_id in self.added or call_id in self.avoid or call_id in self.base
+        avoid = self._avoid
+        if avoid is None:
+            avoid = self._avoid = set()
+            for message in self._incoming:
+                avoid.update(_call_ids(message))
+                avoid.update(_result_ids(message))
+        return call_id in self.added or call_id in avoid or call_id in self.base
 
 
 class Rekeyer:
@@ -172,7 +180,7 @@ class Rekeyer:
         state: The receiving transcript's rule state (which calls it asked,
             answered, and which are pending at its end).
         incoming: Every message that may come in (their ids are never given
-            as new names).
+            as new names; read when the first new name is needed).
         routes: The routes of re-keyed pending calls (old id -> new id) of the
             receiving transcript; results at the head of the incoming messages
             follow them.
@@ -184,12 +192,8 @@ class Rekeyer:
 
     __slots__ = ("_leading", "_pending", "_taken", "current", "pairs", "routes")
 
-    def __init__(self, state: RuleState, incoming: Iterable[Message], routes: Mapping[str, str]) -> None:
-        avoid: set[str] = set()
-        for message in incoming:
-            avoid.update(_call_ids(message))
-            avoid.update(_result_ids(message))
-        self._taken = _Taken(_Known(state), avoid)
+    def __init__(self, state: RuleState, incoming: Sequence[Message], routes: Mapping[str, str]) -> None:
+        self._taken = _Taken(_Known(state), incoming)
         self._pending = set(state.pending()[1])
         self.routes = dict(routes)
         self._leading = True
@@ -211,6 +215,9 @@ class Rekeyer:
         """
         calls = _call_ids(message)
         answered = _result_ids(message)
+        if not calls and not answered:
+            self._leading = False
+            return message
         if self._leading and answered and not calls:
             # results for calls of the receiving transcript: a re-keyed pending call takes its old id's
             routed = route_results([message], self.routes, self._pending)[0]
@@ -292,22 +299,21 @@ engine's ``pairs`` say what it re-keyed, so a merge through the reducer can
 record it."""
 
 
-def units(messages: Sequence[Message]) -> list[list[Message]]:
+def exchange_end(messages: Sequence[Message], start: int) -> int:
     """
-    *messages* as exchanges: a message asking for calls with the results
-    right after it that answer only those calls, or one message alone.
+    Where the exchange that starts at *start* ends: after the message asking
+    for calls there and the results right after it that answer only those
+    calls. *start* itself when that message asks for no call.
     """
-    out: list[list[Message]] = []
-    asked: set[str] = set()
-    for message in messages:
-        calls = _call_ids(message)
+    calls = _call_ids(messages[start])
+    if not calls:
+        return start
+    asked = set(calls)
+    end = start + 1
+    while end < len(messages):
+        message = messages[end]
         answered = _result_ids(message)
-        if calls:
-            out.append([message])
-            asked = set(calls)
-        elif answered and asked and out and set(answered) <= asked:
-            out[-1].append(message)
-        else:
-            out.append([message])
-            asked = set()
-    return out
+        if not answered or _call_ids(message) or not asked.issuperset(answered):
+            break
+        end += 1
+    return end

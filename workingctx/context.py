@@ -961,14 +961,19 @@ class WorkingContext:
         present = Counter(self._tail.messages())
         engine = _rekey.Rekeyer(state, theirs, self._routes)
         added: list[Message] = []
-        for unit in _rekey.units(theirs):
-            head = unit[0]
-            if len(unit) == 1 and not head.call_ids:
+        position, size = 0, len(theirs)
+        while position < size:
+            head = theirs[position]
+            end = _rekey.exchange_end(theirs, position)
+            if end == position:  # a message that asks for no call
+                position += 1
                 if present[head] > 0:
                     present[head] -= 1
                 else:
                     added.append(engine.take(head))
                 continue
+            unit = list(theirs[position:end])
+            position = end
             match = self._union_match(unit, view, state, present)
             if match is None:
                 added.extend(engine.take(message) for message in unit)
