@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -1677,7 +1678,10 @@ class TestRekeyLaws:
         parent_messages, work = forks
         merged = _fan_in(parent_messages, work, mode)
         data = to_json({"parent": parent_messages, "work": work, "mode": mode})
-        env = {**os.environ, "PYTHONHASHSEED": "4242"}
+        # the process imports the same workingctx as this one, from a checkout or an installed wheel
+        root = str(Path(_rekey.__file__).resolve().parent.parent)
+        path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONHASHSEED": "4242", "PYTHONPATH": path}
         result = subprocess.run(
             [sys.executable, "-c", SUBPROCESS_FAN_IN],
             input=data,
