@@ -1534,6 +1534,18 @@ class TestRoutedResults:
         parent.append(Message("tool", "late", tool_call_id="call_0"))
         assert "call_0" == parent.messages[-1].tool_call_id
 
+    def test_a_sub_agent_for_the_old_id_answers_the_new_one(self):
+        """
+        fork(for_call=old id) forks for the re-keyed call, and the result merge closes it.
+        """
+        parent, _ = self.pending_sibling()
+        helper = parent.fork(for_call="call_0")
+        assert "call_0-2" == helper.parent_call_id
+        helper.append(Message("assistant", "Sunny in Rome."))
+        parent.merge(helper, mode="result")
+        assert ("call_0-2", "Sunny in Rome.") == (parent.messages[-1].tool_call_id, parent.messages[-1].text())
+        assert () == check_messages(parent.assembled())
+
     def test_a_fork_inherits_the_routes(self):
         """
         A fork taken while the re-keyed call waits routes its result too.

@@ -620,6 +620,7 @@ class WorkingContext:
         """
         if for_call is not None:
             _checks.check_instance(for_call, "for_call", str, "a tool call id (a str)")
+            for_call = self._routed_id(for_call)  # the old id of a call a merge re-keyed names it too
         parent = self._tail
         with parent.lock:
             # the marks towards older ancestors are positions in the shared lineage log
@@ -794,11 +795,11 @@ class WorkingContext:
         recorded: a journal entry ``{"kind": "merge", "mode": ..., "rekeyed":
         [[old, new], ...]}`` and, on a recorded context, the merge entry's
         ``rekeyed``. A result that comes later under the old id for a call
-        re-keyed while it was pending (``append``, ``extend``,
+        re-keyed while it was pending (``append``, ``extend``, ``append_result``,
         :func:`~workingctx.reducers.add_messages_to`,
         :meth:`~workingctx.reducers.ToolResult.apply_to`, or a later merge)
         answers it under the new id, as long as the old id is not pending
-        itself.
+        itself; ``fork(for_call=old id)`` forks for it too.
 
         >>> from workingctx import ToolCall
         >>> parent = WorkingContext().append(Message("user", "Compare Oslo and Rome."))
