@@ -27,7 +27,7 @@ from workingctx.messages import Message, ToolCall, Usage
 from workingctx.persistence import Checkpoint, InMemoryStore, SQLiteStore
 from workingctx.prefix import PrefixContext
 from workingctx.reducers import add_messages
-from workingctx.scopes import LastNTurns, RoleFilter, Since, TokenBudget, WholeExchanges, explain
+from workingctx.scopes import LastNTurns, RoleFilter, Since, TokenBudget, ValidRequest, WholeExchanges, explain
 from workingctx.snapshot import FrozenContext
 from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
 
@@ -50,6 +50,7 @@ __all__ = [
     "TokenBudgetContextManager",
     "ToolCall",
     "Usage",
+    "ValidRequest",
     "WholeExchanges",
     "WorkingContext",
     "__version__",

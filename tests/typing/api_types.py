@@ -21,6 +21,7 @@ from workingctx import (
     TokenBudget,
     TokenBudgetContextManager,
     ToolCall,
+    ValidRequest,
     WorkingContext,
     thaw,
 )
@@ -50,6 +51,8 @@ async def check_context() -> None:
     assert_type(ctx.replace_tail(ctx.messages), WorkingContext)
     assert_type(ctx.tail_view(), TailView)
     assert_type(ctx.slice(LastNTurns(2) & ~RoleFilter({"system"})), WorkingContext)
+    assert_type(ctx.slice(ValidRequest(LastNTurns(2) & TokenBudget(300))), WorkingContext)
+    assert_type(ctx.tail_view().prefix_messages, tuple[Message, ...])
     assert_type(surviving_indices(TokenBudget(100), ctx.tail_view()), frozenset[int])
     assert_type(TokenBudgetContextManager(1000).trim_context(ctx), WorkingContext)
     assert_type(await MessageContextManager(10).atrim_context(ctx), WorkingContext)
