@@ -1428,11 +1428,13 @@ class TestMergeRekeys:
 
     def test_a_refused_merge_changes_nothing_and_keeps_no_route(self):
         """
-        A merge refused for another reason (a plain fork's messages between a
-        pending call and its result) re-keys nothing and records nothing.
+        A merge refused for another reason (a user message between a pending
+        call and its result) re-keys nothing and records nothing.
         """
         parent = WorkingContext().append(Message("user", "q"), Message("assistant", tool_calls=[ToolCall("d1", "go")]))
-        child = WorkingContext().append(Message("assistant", tool_calls=[ToolCall("d1", "go", {"x": 1})]))
+        child = WorkingContext().append(
+            Message("user", "meanwhile"), Message("assistant", tool_calls=[ToolCall("d1", "go", {"x": 1})])
+        )
         before = parent.freeze()
         with pytest.raises(MergeError, match="dangling-call"):
             parent.merge(child, mode="union")
