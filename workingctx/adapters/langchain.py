@@ -190,7 +190,7 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
     kind = data.get("type")
     role = _ROLES.get(kind) if isinstance(kind, str) else None
     if role is None and state and kind in _STATE_ROLES:
-        return _state_message(data, kind)  # type: ignore[arg-type]  # a key of _STATE_ROLES
+        return _state_message(data, kind)
     if role is None:
         msg = (
             f"messages[{position}] is a LangChain {kind!r} message; read takes system, human, ai and tool "

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import json
 import threading
 import uuid
@@ -135,17 +136,17 @@ def _entry(info: CheckpointInfo) -> _Entry | None:
     tag = info.metadata.get(_TAG)
     if not isinstance(tag, Mapping) or tag.get("kind") != "checkpoint":
         return None
-    ids = [tag.get("thread_id"), tag.get("checkpoint_ns"), tag.get("checkpoint_id")]
-    if not all(isinstance(v, str) for v in ids):
+    thread_id, ns, checkpoint_id = tag.get("thread_id"), tag.get("checkpoint_ns"), tag.get("checkpoint_id")
+    if not (isinstance(thread_id, str) and isinstance(ns, str) and isinstance(checkpoint_id, str)):
         return None
     parent = tag.get("parent_checkpoint_id")
     metadata = tag.get("metadata")
     return _Entry(
         key=info.id,
         parent_key=info.parent,
-        thread_id=ids[0],
-        ns=ids[1],
-        checkpoint_id=ids[2],
+        thread_id=thread_id,
+        ns=ns,
+        checkpoint_id=checkpoint_id,
         parent_id=parent if isinstance(parent, str) else None,
         metadata=None if metadata is None else thaw(metadata),
         created_at=info.created_at,
@@ -295,7 +296,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
             with self._lock:
                 self._heads[name] = checkpoint.id
             return checkpoint
-        msg = f"cannot save {what}: the head of store thread {name!r} kept moving ({_RETRIES} tries); nothing was written"
+        msg = (
+            f"cannot save {what}: the head of store thread {name!r} kept moving ({_RETRIES} tries); nothing was written"
+        )
         raise CheckpointError(msg, path="$.parent")
 
     def put(
@@ -362,9 +365,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
             raise CheckpointError(msg, path=exc.path) from exc
         with self._lock:
             before = self._latest.get(saved.parent or "")
-            self._latest[key] = (
-                before if before is not None and self._id_of(before) > checkpoint_id else key
-            )
+            self._latest[key] = before if before is not None and self._id_of(before) > checkpoint_id else key
         return self._config(thread_id, ns, checkpoint_id)
 
     @staticmethod
@@ -495,14 +496,12 @@ class ContextSaver(BaseCheckpointSaver[int]):
             raise TypeError(msg)
         if note["transcript"]:
             checkpoint["channel_values"][self.channel] = lc.write(saved.snapshot, state=True)
-        if "metadata" in note:
-            metadata = self.serde.loads_typed(_decode(note["metadata"]))
-        else:
-            metadata = thaw(tag["metadata"])
+        serialized = "metadata" in note
+        metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
         parent_id = tag.get("parent_checkpoint_id")
         return CheckpointTuple(
             config=self._config(thread_id, ns, checkpoint_id),
-            checkpoint=checkpoint,
+            checkpoint=checkpoint,  # type: ignore[arg-type]  # a dict, checked above
             metadata=metadata,
             parent_config=None if parent_id is None else self._config(thread_id, ns, parent_id),
             pending_writes=self._writes(thread_id, ns, checkpoint_id),
@@ -680,7 +679,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 keep = max(entries, key=lambda entry: entry.checkpoint_id).key if strategy == "keep_latest" else None
                 self._remove(thread_id, ns, {entry.key for entry in entries if entry.key != keep})
 
-    def delete_threads_before(self, when: datetime) -> list[str]:
+    def delete_threads_before(self, when: datetime) -> builtins.list[str]:
         """
         Delete every thread whose newest checkpoint was made before *when*
         (timezone-aware), and return their ids, oldest first.
@@ -751,7 +750,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         :meth:`list`, run in a worker thread.
         """
-        found = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        found = await asyncio.to_thread(lambda: [*self.list(config, filter=filter, before=before, limit=limit)])
         for item in found:
             yield item
 
