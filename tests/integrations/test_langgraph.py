@@ -29,7 +29,7 @@ from langgraph.types import Command, interrupt
 from tests.stores import KINDS, PERSISTENT, Raw, Stores, kind_params
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
-from workingctx.integrations.langgraph import ContextSaver
+from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -396,7 +396,7 @@ class TestBadInput:
         """
         store = stores.new()
         foreign = Checkpoint.capture(WorkingContext().append(Message("user", "not langgraph")))
-        store.save(foreign, thread='langgraph:["t", ""]')
+        store.save(foreign, thread=_log_name("t", ""))
         saver = ContextSaver(store)
         count = len(store.list())
         with pytest.raises(CheckpointError, match=r"thread 't'.*not a LangGraph checkpoint"):
@@ -414,7 +414,7 @@ class TestBadInput:
         saver = ContextSaver(store)
         saved = put_checkpoint(saver, "t", [HumanMessage("hi", id="1")])
         checkpoint_id = saved["configurable"]["checkpoint_id"]
-        key = f'langgraph:["t", "", "{checkpoint_id}"]'
+        key = _checkpoint_key("t", "", checkpoint_id)
         kept = store.load(key)
         store.save(
             Checkpoint(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import hashlib
 import json
 import threading
 import uuid
@@ -39,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from workingctx import Checkpoint, WorkingContext, thaw
+from workingctx import Checkpoint, Message, WorkingContext, thaw
 from workingctx.adapters import langchain as lc
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError
 from workingctx.persistence import CheckpointInfo, CheckpointStore
@@ -68,22 +69,35 @@ _NOTE = "langgraph"
 _RETRIES = 64
 
 
+def _name(kind: str, *parts: str) -> str:
+    """
+    A short store name for LangGraph ids (22 characters of a sha256 after *kind*):
+    the readable ids ride in each checkpoint's metadata.
+    """
+    digest = hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).digest()
+    return kind + base64.urlsafe_b64encode(digest[:16]).decode("ascii").rstrip("=")
+
+
 def _log_name(thread_id: str, ns: str) -> str:
     """
     The store thread whose head is the newest checkpoint put to a LangGraph thread and namespace.
     """
-    return "langgraph:" + json.dumps([thread_id, ns])
+    return _name("lg-thread:", thread_id, ns)
 
 
 def _checkpoint_key(thread_id: str, ns: str, checkpoint_id: str) -> str:
-    return "langgraph:" + json.dumps([thread_id, ns, checkpoint_id])
+    return _name("lg:", thread_id, ns, checkpoint_id)
 
 
 def _writes_name(thread_id: str, ns: str, checkpoint_id: str) -> str:
     """
     The store thread of the pending writes of one checkpoint, one record per ``put_writes``.
     """
-    return "langgraph-writes:" + json.dumps([thread_id, ns, checkpoint_id])
+    return _name("lg-writes:", thread_id, ns, checkpoint_id)
+
+
+def _record_key() -> str:
+    return "lg-w:" + base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
 def _encode(typed: tuple[str, bytes]) -> list[str]:
@@ -105,6 +119,43 @@ def _json_exact(value: Any) -> bool:
         return bool(json.loads(json.dumps(value, allow_nan=False)) == value)
     except (TypeError, ValueError, RecursionError):
         return False
+
+
+def _convert(items: list[Any]) -> list[Message] | None:
+    """
+    workingctx messages for LangChain messages, or None when LangChain would not give them back equal.
+    """
+    if not items:
+        return []
+    read = lc.read(items, state=True)
+    converted = [*read.prefix.grounding, *read.messages]
+    return converted if lc.write(converted, state=True) == items else None
+
+
+def _spec(parts: list[tuple[str | None, list[Message]]], start: int) -> tuple[list[list[Any]], int]:
+    """
+    Where each carried list lies in a transcript that holds them from *start* on: ``[key, start, count]`` each.
+    """
+    spec = []
+    for key, messages in parts:
+        spec.append([key, start, len(messages)])
+        start += len(messages)
+    return spec, start
+
+
+def _restore(messages: Sequence[Message], spec: Any) -> Any:
+    """
+    The value :func:`_spec` described: a list of LangChain messages, or a dict of them.
+    """
+    parts = {}
+    for key, start, count in spec:
+        if not (isinstance(start, int) and isinstance(count, int) and 0 <= start <= start + count <= len(messages)):
+            msg = f"a carried value lies at messages[{start!r}:{start!r}+{count!r}], outside the transcript"
+            raise ValueError(msg)
+        parts[key] = lc.write(list(messages[start : start + count]), state=True)
+    if list(parts) == [None]:
+        return parts[None]
+    return dict(parts)
 
 
 def _is_messages(value: Any) -> bool:
@@ -213,7 +264,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self.channel = channel
         self._lock = threading.Lock()
         self._heads: dict[str, str | None] = {}  # store thread -> the head this saver last saw or wrote
-        self._latest: dict[str, str] = {}  # head key -> key of the newest LangGraph checkpoint up to it
+        # head key -> (key, id) of the newest LangGraph checkpoint (the greatest id) up to it
+        self._latest: dict[str, tuple[str, str]] = {}
         self._cached: dict[str, _Cached] = {}  # log name -> the last transcript put there
 
     def __repr__(self) -> str:
@@ -252,14 +304,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
             objects = cached.objects
             if all(a is b for a, b in zip(objects, value, strict=False)):
                 start = len(objects)
-        new = value[start:]
-        if new:
-            read = lc.read(new, state=True)
-            converted = [*read.prefix.grounding, *read.messages]
-            if lc.write(converted, state=True) != new:
-                return None
-        else:
-            converted = []
+        converted = _convert(value[start:])
+        if converted is None:
+            return None
         if start and cached is not None:
             ctx = cached.ctx.fork()
             ctx.extend(converted)
@@ -268,6 +315,28 @@ class ContextSaver(BaseCheckpointSaver[int]):
         with self._lock:
             self._cached[log] = _Cached(list(value), ctx)
         return ctx.fork()
+
+    @staticmethod
+    def _carry(value: Any) -> list[tuple[str | None, list[Message]]] | None:
+        """
+        The messages of a value that is a list of LangChain messages (or a dict
+        of such lists, as a graph's input is), converted, each list with its
+        key; None for any other value, or when LangChain would not give one
+        back equal (the value is serialized instead).
+        """
+        if _is_messages(value):
+            parts: list[tuple[str | None, list[Any]]] = [(None, value)]
+        elif type(value) is dict and value and all(type(k) is str and _is_messages(v) for k, v in value.items()):
+            parts = list(value.items())
+        else:
+            return None
+        out: list[tuple[str | None, list[Message]]] = []
+        for key, items in parts:
+            converted = _convert(items)
+            if converted is None:
+                return None
+            out.append((key, converted))
+        return out
 
     def _head(self, name: str, *, fresh: bool = False) -> str | None:
         with self._lock:
@@ -327,19 +396,28 @@ class ContextSaver(BaseCheckpointSaver[int]):
             raise CheckpointError(msg, path="$.configurable.checkpoint_id")
         values = dict(checkpoint["channel_values"])
         ctx: WorkingContext | None = None
+        carried: list[list[Any]] = []
         if self.channel in values and _is_messages(values[self.channel]):
             ctx = self._transcript(log, values[self.channel])
             if ctx is not None:
+                carried.append([self.channel, [[None, 0, len(ctx.messages)]]])
                 del values[self.channel]
+        ctx = WorkingContext() if ctx is None else ctx
+        for channel in sorted(values):  # other channels holding messages (a graph's input) share them too
+            parts = self._carry(values[channel])
+            if parts is not None:
+                spec, _ = _spec(parts, len(ctx.messages))
+                ctx.extend(message for _, messages in parts for message in messages)
+                carried.append([channel, spec])
+                del values[channel]
         rest = {**checkpoint, "channel_values": values}
         graph_metadata = dict(get_serializable_checkpoint_metadata(config, metadata))
         as_json = _json_exact(graph_metadata)
-        note: dict[str, Any] = {"checkpoint": _encode(self.serde.dumps_typed(rest)), "transcript": ctx is not None}
+        note: dict[str, Any] = {"checkpoint": _encode(self.serde.dumps_typed(rest)), "carried": carried}
         if not as_json:
             note["metadata"] = _encode(self.serde.dumps_typed(graph_metadata))
-        snapshot_ctx = ctx if ctx is not None else WorkingContext()
-        snapshot_ctx.note(_NOTE, note)
-        snapshot = snapshot_ctx.freeze()
+        ctx.note(_NOTE, note)
+        snapshot = ctx.freeze()
         tag = {
             "kind": "checkpoint",
             "thread_id": thread_id,
@@ -365,12 +443,10 @@ class ContextSaver(BaseCheckpointSaver[int]):
             raise CheckpointError(msg, path=exc.path) from exc
         with self._lock:
             before = self._latest.get(saved.parent or "")
-            self._latest[key] = before if before is not None and self._id_of(before) > checkpoint_id else key
+            self._latest[key] = before if before is not None and before[1] > checkpoint_id else (key, checkpoint_id)
+            # a checkpoint this saver just wrote has no writes yet: its first put_writes needs no head
+            self._heads.setdefault(_writes_name(thread_id, ns, checkpoint_id), None)
         return self._config(thread_id, ns, checkpoint_id)
-
-    @staticmethod
-    def _id_of(key: str) -> str:
-        return str(json.loads(key.removeprefix("langgraph:"))[2])
 
     def put_writes(
         self,
@@ -388,17 +464,22 @@ class ContextSaver(BaseCheckpointSaver[int]):
         if checkpoint_id is None:
             msg = f"put_writes needs config['configurable']['checkpoint_id'] (thread {thread_id!r})"
             raise CheckpointError(msg, path="$.configurable.checkpoint_id")
-        items = [
-            [WRITES_IDX_MAP.get(channel, index), channel, *_encode(self.serde.dumps_typed(value))]
-            for index, (channel, value) in enumerate(writes)
-        ]
+        ctx = WorkingContext()
+        items: list[list[Any]] = []
+        for index, (channel, value) in enumerate(writes):
+            parts = self._carry(value)
+            if parts is None:
+                items.append([WRITES_IDX_MAP.get(channel, index), channel, *_encode(self.serde.dumps_typed(value))])
+            else:  # messages written to a channel share the transcript's items
+                spec, _ = _spec(parts, len(ctx.messages))
+                ctx.extend(message for _, messages in parts for message in messages)
+                items.append([WRITES_IDX_MAP.get(channel, index), channel, "carried", spec])
         if not items:
             return
-        note = {"task_id": str(task_id), "task_path": str(task_path), "writes": items}
-        ctx = WorkingContext().note(_NOTE, note)
+        ctx.note(_NOTE, {"task_id": str(task_id), "task_path": str(task_path), "writes": items})
         snapshot = ctx.freeze()
         name = _writes_name(thread_id, ns, checkpoint_id)
-        key = "langgraph-writes:" + json.dumps([thread_id, ns, checkpoint_id, str(task_id), uuid.uuid4().hex])
+        key = _record_key()
         tag = {
             "kind": "writes",
             "thread_id": thread_id,
@@ -441,13 +522,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
         key = _checkpoint_key(thread_id, ns, checkpoint_id)
         with self._lock:
             head = self._heads.get(_log_name(thread_id, ns))
-            if head is not None and key in {head, self._latest.get(head)}:
+            if head is not None and key in {head, self._latest.get(head, (None,))[0]}:
                 return True
         return any(entry.key == key for entry in self._log(thread_id, ns))
 
-    def _latest_key(self, thread_id: str, ns: str) -> str | None:
+    def _latest_key(self, thread_id: str, ns: str) -> tuple[str, str] | None:
         """
-        The key of the thread's newest checkpoint (the greatest id, as LangGraph orders them).
+        The key and id of the thread's newest checkpoint (the greatest id, as LangGraph orders them).
         """
         head = self._head(_log_name(thread_id, ns), fresh=True)
         if head is None:
@@ -461,8 +542,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
             return None
         newest = max(entries, key=lambda entry: entry.checkpoint_id)
         with self._lock:
-            self._latest[entries[-1].key] = newest.key
-        return newest.key
+            self._latest[entries[-1].key] = (newest.key, newest.checkpoint_id)
+        return newest.key, newest.checkpoint_id
 
     def _load(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
         key = _checkpoint_key(thread_id, ns, checkpoint_id)
@@ -474,6 +555,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
             raise CheckpointError(msg, path=exc.path) from exc
         try:
             return self._tuple(saved, thread_id, ns, checkpoint_id)
+        except CheckpointError as exc:  # a damaged record of its writes
+            msg = f"cannot load the pending writes of {where}: {exc}"
+            raise CheckpointError(msg, path=exc.path) from exc
         except (KeyError, TypeError, ValueError) as exc:
             msg = (
                 f"cannot load {where}: store checkpoint {key!r} is not a LangGraph checkpoint ContextSaver "
@@ -494,8 +578,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
             msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
             raise TypeError(msg)
-        if note["transcript"]:
-            checkpoint["channel_values"][self.channel] = lc.write(saved.snapshot, state=True)
+        for channel, spec in note["carried"]:
+            checkpoint["channel_values"][channel] = _restore(saved.snapshot.messages, spec)
         serialized = "metadata" in note
         metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
         parent_id = tag.get("parent_checkpoint_id")
@@ -515,19 +599,21 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         The pending writes of a checkpoint, by LangGraph's rules, in ``writes_sort_key`` order.
         """
-        kept: dict[tuple[str, int], tuple[str, str, str, Any]] = {}
+        kept: dict[tuple[str, int], tuple[str, str, Any]] = {}
         for info in self._write_records(thread_id, ns, checkpoint_id):
-            note = dict(self.store.load(info.id).snapshot.scratchpad)[_NOTE]
+            snapshot = self.store.load(info.id).snapshot
+            note = dict(snapshot.scratchpad)[_NOTE]
             task_id, task_path = note["task_id"], note["task_path"]
             for index, channel, kind, data in note["writes"]:
                 if index >= 0 and (task_id, index) in kept:
                     continue
-                kept[task_id, index] = (task_path, channel, kind, data)
+                if kind == "carried":
+                    value = _restore(snapshot.messages, data)
+                else:
+                    value = self.serde.loads_typed(_decode([kind, data]))
+                kept[task_id, index] = (task_path, channel, value)
         ordered = sorted(kept.items(), key=lambda item: (item[1][0], item[0][0], item[0][1]))
-        return [
-            (task_id, channel, self.serde.loads_typed(_decode([kind, data])))
-            for (task_id, _), (_, channel, kind, data) in ordered
-        ]
+        return [(task_id, channel, value) for (task_id, _), (_, channel, value) in ordered]
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """
@@ -540,10 +626,10 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         thread_id, ns, checkpoint_id = self._ids(config)
         if checkpoint_id is None:
-            key = self._latest_key(thread_id, ns)
-            if key is None:
+            latest = self._latest_key(thread_id, ns)
+            if latest is None:
                 return None
-            checkpoint_id = self._id_of(key)
+            checkpoint_id = latest[1]
         elif not self._holds(thread_id, ns, checkpoint_id):
             return None
         return self._load(thread_id, ns, checkpoint_id)
@@ -716,9 +802,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 for info in self._write_records(source, ns, entry.checkpoint_id):
                     record = self.store.load(info.id)
                     record_tag = {**thaw(record.metadata[_TAG]), "thread_id": target}
-                    record_key = "langgraph-writes:" + json.dumps(
-                        [target, ns, entry.checkpoint_id, record_tag.get("task_id"), uuid.uuid4().hex]
-                    )
+                    record_key = _record_key()
                     self._save_to(
                         _writes_name(target, ns, entry.checkpoint_id),
                         lambda head, record=record, record_tag=record_tag, record_key=record_key: Checkpoint(
