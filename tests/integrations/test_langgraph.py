@@ -188,6 +188,70 @@ class TestTranscript:
         assert 1 == len(list(saver.list(config("t"), filter={"when": when})))
         assert 0 == len(list(saver.list(config("t"), filter={"when": datetime.now(UTC)})))
 
+    def test_a_message_edited_in_place_is_stored_as_edited(self, stores: Stores):
+        """
+        A message whose field was set again in place (the same object, as a
+        node that edits the last message and returns it to replace itself
+        does) is stored as it is now.
+        """
+        saver = ContextSaver(stores.new())
+        messages = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
+        parent = put_checkpoint(saver, "t", messages)["configurable"]["checkpoint_id"]
+        messages[1].content = "b, edited"
+        put_checkpoint(saver, "t", list(messages), parent)
+        stored = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert "b, edited" == stored[1].content
+        first = saver.get_tuple(config("t", checkpoint_ns="", checkpoint_id=parent)).checkpoint
+        assert "b" == first["channel_values"]["messages"][1].content
+
+    def test_messages_in_writes_share_the_transcript(self, persistent: Stores):
+        """
+        Messages a task writes (and a graph's input carries) are stored once
+        with the transcript, and come back equal in the pending writes.
+        """
+        store = persistent.new()
+        saver = ContextSaver(store)
+        human, ai = HumanMessage("hi", id="1"), AIMessage("hello", id="2")
+        saved = put_checkpoint(saver, "t", [human, ai], __start__={"messages": [human]})
+        saver.put_writes(saved, [("messages", [ai]), ("other", {"n": 3}), ("__start__", {"messages": [human]})], "task")
+        assert 2 == Raw(persistent.kind, store).message_count()
+        loaded = ContextSaver(persistent.again(store)).get_tuple(saved)
+        assert [
+            ("task", "messages", [ai]),
+            ("task", "other", {"n": 3}),
+            ("task", "__start__", {"messages": [human]}),
+        ] == (loaded.pending_writes)
+        assert {"messages": [human]} == loaded.checkpoint["channel_values"]["__start__"]
+
+    def test_put_again_keeps_the_thread_in_order(self, stores: Stores):
+        """
+        Putting an older checkpoint again replaces it where it is: the thread
+        lists every checkpoint once, newest first, and its newest stays newest.
+        """
+        saver = ContextSaver(stores.new())
+        first = put_checkpoint(saver, "t", [HumanMessage("a", id="1")])
+        second = put_checkpoint(saver, "t", [HumanMessage("a", id="1")], first["configurable"]["checkpoint_id"])
+        checkpoint = saver.get_tuple(first).checkpoint
+        checkpoint["channel_values"]["messages"] = [HumanMessage("a, again", id="1")]
+        saver.put(config("t", checkpoint_ns=""), checkpoint, {"source": "update", "step": 0}, {})
+        ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("t"))]
+        assert [second["configurable"]["checkpoint_id"], first["configurable"]["checkpoint_id"]] == ids
+        assert second["configurable"]["checkpoint_id"] == saver.get_tuple(config("t")).checkpoint["id"]
+        again = saver.get_tuple(first)
+        assert "a, again" == again.checkpoint["channel_values"]["messages"][0].content
+
+    def test_copy_thread_twice(self, stores: Stores):
+        """
+        Copying a thread again leaves the copy as it was: each checkpoint once, in order.
+        """
+        saver = ContextSaver(stores.new())
+        first = put_checkpoint(saver, "src", [HumanMessage("a", id="1")])
+        put_checkpoint(saver, "src", [HumanMessage("a", id="1")], first["configurable"]["checkpoint_id"])
+        saver.copy_thread("src", "dst")
+        saver.copy_thread("src", "dst")
+        src = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("src"))]
+        assert src == [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("dst"))]
+
     def test_a_message_changed_in_place_is_stored_as_it_is(self, stores: Stores):
         """
         A put after the list was rebuilt (a message replaced by id, as

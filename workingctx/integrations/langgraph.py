@@ -207,15 +207,33 @@ def _entry(info: CheckpointInfo) -> _Entry | None:
 class _Cached:
     """
     The last transcript put to one LangGraph thread and namespace: the LangGraph
-    message objects, and a live context holding their workingctx messages, so
-    the next put converts and hashes only the messages added since.
+    message objects, their fields as they were then, and a live context
+    holding their workingctx messages, so the next put converts and hashes
+    only the messages added since.
+
+    A message is reused when it is the same object with the same fields: a
+    field set again in place (``message.content = ...``, then the message
+    returned to replace itself by id) makes it new. A change deep inside a
+    field's own dict or list, which LangChain's messages never make, is not seen.
     """
 
-    __slots__ = ("ctx", "objects")
+    __slots__ = ("ctx", "fields", "objects")
 
     def __init__(self, objects: list[Any], ctx: WorkingContext) -> None:
         self.objects = objects
+        self.fields = [dict(vars(item)) for item in objects]
         self.ctx = ctx
+
+    def reusable(self, value: list[Any]) -> int:
+        """
+        How many leading messages of *value* this transcript holds unchanged.
+        """
+        count = 0
+        for item, before, fields in zip(value, self.objects, self.fields, strict=False):
+            if item is not before or vars(item) != fields:
+                break
+            count += 1
+        return count
 
 
 class ContextSaver(BaseCheckpointSaver[int]):
@@ -301,9 +319,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
             cached = self._cached.get(log)
         start = 0
         if cached is not None and len(cached.objects) <= len(value):
-            objects = cached.objects
-            if all(a is b for a, b in zip(objects, value, strict=False)):
-                start = len(objects)
+            reused = cached.reusable(value)
+            start = reused if reused == len(cached.objects) else 0
         converted = _convert(value[start:])
         if converted is None:
             return None
@@ -370,6 +387,30 @@ class ContextSaver(BaseCheckpointSaver[int]):
         )
         raise CheckpointError(msg, path="$.parent")
 
+    def _split(self, log: str, channel_values: Mapping[str, Any]) -> tuple[WorkingContext, dict[str, Any], list[Any]]:
+        """
+        A context whose transcript holds the checkpoint's messages (the
+        *channel* first, then those other channels carry), the channels left
+        to serialize, and where each carried channel lies in the transcript.
+        """
+        values = dict(channel_values)
+        ctx: WorkingContext | None = None
+        carried: list[list[Any]] = []
+        if self.channel in values and _is_messages(values[self.channel]):
+            ctx = self._transcript(log, values[self.channel])
+            if ctx is not None:
+                carried.append([self.channel, [[None, 0, ctx.size()]]])
+                del values[self.channel]
+        ctx = WorkingContext() if ctx is None else ctx
+        for channel in sorted(values):  # other channels holding messages (a graph's input) share them too
+            parts = self._carry(values[channel])
+            if parts is not None:
+                spec, _ = _spec(parts, ctx.size())
+                ctx.extend(message for _, messages in parts for message in messages)
+                carried.append([channel, spec])
+                del values[channel]
+        return ctx, values, carried
+
     def put(
         self,
         config: RunnableConfig,
@@ -394,22 +435,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 "continue from a checkpoint get_tuple or list returns. Nothing was written"
             )
             raise CheckpointError(msg, path="$.configurable.checkpoint_id")
-        values = dict(checkpoint["channel_values"])
-        ctx: WorkingContext | None = None
-        carried: list[list[Any]] = []
-        if self.channel in values and _is_messages(values[self.channel]):
-            ctx = self._transcript(log, values[self.channel])
-            if ctx is not None:
-                carried.append([self.channel, [[None, 0, len(ctx.messages)]]])
-                del values[self.channel]
-        ctx = WorkingContext() if ctx is None else ctx
-        for channel in sorted(values):  # other channels holding messages (a graph's input) share them too
-            parts = self._carry(values[channel])
-            if parts is not None:
-                spec, _ = _spec(parts, len(ctx.messages))
-                ctx.extend(message for _, messages in parts for message in messages)
-                carried.append([channel, spec])
-                del values[channel]
+        ctx, values, carried = self._split(log, checkpoint["channel_values"])
         rest = {**checkpoint, "channel_values": values}
         graph_metadata = dict(get_serializable_checkpoint_metadata(config, metadata))
         as_json = _json_exact(graph_metadata)
@@ -437,6 +463,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
             return Checkpoint(id=key, snapshot=snapshot, created_at=created_at, parent=parent, metadata={_TAG: tag})
 
         try:
+            known = self._put_again(thread_id, ns, key, checkpoint_id)
+            if known is not None:  # an older checkpoint put again is replaced where it is, never moved
+                saved = Checkpoint(
+                    id=key, snapshot=snapshot, created_at=created_at, parent=known.parent_key, metadata={_TAG: tag}
+                )
+                self.store.save(saved)
+                return self._config(thread_id, ns, checkpoint_id)
             saved = self._save_to(log, build, where)
         except CheckpointError as exc:
             msg = f"cannot put {where}: {exc}"
@@ -447,6 +480,19 @@ class ContextSaver(BaseCheckpointSaver[int]):
             # a checkpoint this saver just wrote has no writes yet: its first put_writes needs no head
             self._heads.setdefault(_writes_name(thread_id, ns, checkpoint_id), None)
         return self._config(thread_id, ns, checkpoint_id)
+
+    def _put_again(self, thread_id: str, ns: str, key: str, checkpoint_id: str) -> _Entry | None:
+        """
+        The thread's entry for *key* when a put repeats a checkpoint older than
+        the thread's newest (LangGraph's ids grow, so a new checkpoint is never
+        older, and costs no lookup); None otherwise.
+        """
+        with self._lock:
+            head = self._heads.get(_log_name(thread_id, ns))
+            latest = None if head is None else self._latest.get(head)
+        if latest is None or checkpoint_id >= latest[1]:
+            return None
+        return next((entry for entry in self._log(thread_id, ns)[:-1] if entry.key == key), None)
 
     def put_writes(
         self,
@@ -471,7 +517,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
             if parts is None:
                 items.append([WRITES_IDX_MAP.get(channel, index), channel, *_encode(self.serde.dumps_typed(value))])
             else:  # messages written to a channel share the transcript's items
-                spec, _ = _spec(parts, len(ctx.messages))
+                spec, _ = _spec(parts, ctx.size())
                 ctx.extend(message for _, messages in parts for message in messages)
                 items.append([WRITES_IDX_MAP.get(channel, index), channel, "carried", spec])
         if not items:
@@ -629,10 +675,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
             latest = self._latest_key(thread_id, ns)
             if latest is None:
                 return None
-            checkpoint_id = latest[1]
-        elif not self._holds(thread_id, ns, checkpoint_id):
-            return None
-        return self._load(thread_id, ns, checkpoint_id)
+            return self._load(thread_id, ns, latest[1])
+        try:
+            return self._load(thread_id, ns, checkpoint_id)
+        except CheckpointError:
+            if not self._holds(thread_id, ns, checkpoint_id):
+                return None  # LangGraph's contract: an id the thread does not hold reads as None
+            raise
 
     def _entries(self, config: RunnableConfig | None) -> list[_Entry]:
         if config is None:
@@ -742,7 +791,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
             return
         doomed: dict[tuple[str, str], set[str]] = {}
         for entry in self._scan():
-            if str(self._metadata_of(entry).get("run_id")) in runs:
+            run = self._metadata_of(entry).get("run_id")
+            if run is not None and str(run) in runs:
                 doomed.setdefault((entry.thread_id, entry.ns), set()).add(entry.key)
         for (thread_id, ns), keys in doomed.items():
             self._remove(thread_id, ns, keys)
@@ -788,10 +838,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         source, target = str(source_thread_id), str(target_thread_id)
         for ns in self._namespaces(source):
+            present = {entry.key for entry in self._log(target, ns)}
             for entry in self._log(source, ns):
+                key = _checkpoint_key(target, ns, entry.checkpoint_id)
+                if key in present:  # copied before: the target keeps its own
+                    continue
                 saved = self.store.load(entry.key)
                 tag = {**thaw(saved.metadata[_TAG]), "thread_id": target}
-                key = _checkpoint_key(target, ns, entry.checkpoint_id)
                 self._save_to(
                     _log_name(target, ns),
                     lambda head, saved=saved, tag=tag, key=key: Checkpoint(
