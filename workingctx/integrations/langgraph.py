@@ -285,6 +285,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         # head key -> (key, id) of the newest LangGraph checkpoint (the greatest id) up to it
         self._latest: dict[str, tuple[str, str]] = {}
         self._cached: dict[str, _Cached] = {}  # log name -> the last transcript put there
+        # log name -> the checkpoint this saver last saved there: read back from memory while it is the head
+        self._saved: dict[str, Checkpoint] = {}
 
     def __repr__(self) -> str:
         return f"ContextSaver({self.store!r}, channel={self.channel!r})"
@@ -471,6 +473,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 self.store.save(saved)
                 return self._config(thread_id, ns, checkpoint_id)
             saved = self._save_to(log, build, where)
+            with self._lock:
+                self._saved[log] = saved
         except CheckpointError as exc:
             msg = f"cannot put {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
@@ -591,11 +595,18 @@ class ContextSaver(BaseCheckpointSaver[int]):
             self._latest[entries[-1].key] = (newest.key, newest.checkpoint_id)
         return newest.key, newest.checkpoint_id
 
-    def _load(self, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
+    def _load(self, thread_id: str, ns: str, checkpoint_id: str, *, head: str | None = None) -> CheckpointTuple:
+        """
+        A checkpoint as LangGraph reads it. When *head* (the thread's head, just
+        read) is the checkpoint this saver saved last, it is read from memory,
+        as the store keeps the items it wrote; its pending writes always come from the store.
+        """
         key = _checkpoint_key(thread_id, ns, checkpoint_id)
         where = f"checkpoint {checkpoint_id!r} of LangGraph thread {thread_id!r} (namespace {ns!r})"
+        with self._lock:
+            mine = self._saved.get(_log_name(thread_id, ns))
         try:
-            saved = self.store.load(key)
+            saved = mine if mine is not None and head == mine.id == key else self.store.load(key)
         except CheckpointError as exc:
             msg = f"cannot load {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
@@ -675,7 +686,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
             latest = self._latest_key(thread_id, ns)
             if latest is None:
                 return None
-            return self._load(thread_id, ns, latest[1])
+            with self._lock:
+                head = self._heads.get(_log_name(thread_id, ns))
+            return self._load(thread_id, ns, latest[1], head=head)
         try:
             return self._load(thread_id, ns, checkpoint_id)
         except CheckpointError:
@@ -770,6 +783,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         with self._lock:
             self._heads.pop(name, None)
             self._cached.pop(name, None)
+            self._saved.pop(name, None)
             for entry in entries:
                 self._latest.pop(entry.key, None)
 
