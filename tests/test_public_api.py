@@ -358,6 +358,7 @@ NOT_VALUES = {
     "workingctx.context.ContextLock": "a lock",
     "workingctx.context.TailView": "a view of a live context",
     "workingctx.history.NotesEdit": "a live edit of a context's notes",
+    "workingctx.integrations.langgraph.ContextSaver": "a LangGraph checkpointer: holds a store",
     "workingctx.history.Recorder": "the live recorder of a context",
     "workingctx.journal.MutationJournal": "live and mutable: it pickles through FrozenContext.journal",
     "workingctx.managers.BaseContextManager": "an abstract base",

@@ -13,3 +13,5 @@ imports its framework only when the module itself is imported.
 
 ``import workingctx`` imports none of them.
 """
+
+__all__: list[str] = []
