@@ -331,6 +331,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
             ctx.extend(converted)
         else:
             ctx = WorkingContext(messages=converted)
+        # the digest chain is computed here, once: the next put's fork shares it and hashes only what it adds
+        ctx.digest()
         with self._lock:
             self._cached[log] = _Cached(list(value), ctx)
         return ctx.fork()
