@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import statistics
 import tempfile
 import time
 import uuid
@@ -128,6 +129,7 @@ def _sqlite_ours(directory: Path) -> Iterator[tuple[Any, Callable[[], int]]]:
     from workingctx import SQLiteStore  # noqa: PLC0415
     from workingctx.integrations.langgraph import ContextSaver  # noqa: PLC0415
 
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "ours.db"
     store = SQLiteStore(path)
     closed = False
@@ -151,6 +153,7 @@ def _sqlite_peer(directory: Path) -> Iterator[tuple[Any, Callable[[], int]]]:
 
     from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: PLC0415
 
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "peer.db"
     conn = sqlite3.connect(path, check_same_thread=False)
     closed = False
@@ -204,6 +207,25 @@ def _measure(make: Any, turns: int) -> tuple[float, float, int, int]:
         return wall / steps, saver_seconds / steps, steps, size()
 
 
+def _pair(ours: Callable[[int], Any], peer: Callable[[int], Any], turns: int, rounds: int) -> tuple[Any, Any]:
+    """
+    Both savers measured *rounds* times, alternately (so a busy machine slows
+    both alike): the median step times, and the bytes of the first round.
+    """
+    runs: list[tuple[Any, Any]] = [(_measure(ours(n), turns), _measure(peer(n), turns)) for n in range(rounds)]
+
+    def median(side: int) -> Any:
+        first = runs[0][side]
+        return (
+            statistics.median(r[side][0] for r in runs),
+            statistics.median(r[side][1] for r in runs),
+            first[2],
+            first[3],
+        )
+
+    return median(0), median(1)
+
+
 def _rows(table: Table, backend: str, peer_name: str, turns: int, ours: Any, peer: Any) -> None:
     size = f"{turns} turns, ~2 KB each"
     step, saver_step, steps, ours_bytes = ours
@@ -234,20 +256,28 @@ def _rows(table: Table, backend: str, peer_name: str, turns: int, ours: Any, pee
 
 
 def run(table: Table, quick: bool) -> None:
-    sizes = [120] if quick else [120, 1000]
+    sizes = [(120, 3)] if quick else [(120, 3), (1000, 1)]  # (turns, rounds)
     tag = uuid.uuid4().hex[:8]
-    for turns in sizes:
+    for turns, rounds in sizes:
         with tempfile.TemporaryDirectory(prefix="workingctx-bench-langgraph.") as name:
             directory = Path(name)
-            ours = _measure(_sqlite_ours(directory), turns)
-            peer = _measure(_sqlite_peer(directory), turns)
+            ours, peer = _pair(
+                lambda n, d=directory: _sqlite_ours(d / f"ours-{n}"),
+                lambda n, d=directory: _sqlite_peer(d / f"peer-{n}"),
+                turns,
+                rounds,
+            )
         _rows(table, "SQLite", "SqliteSaver", turns, ours, peer)
     with _servers() as servers:
         dsn = servers.get("postgres") or os.environ.get("WORKINGCTX_POSTGRES_DSN")
         if not dsn:
             print("langgraph: no PostgreSQL server (set WORKINGCTX_POSTGRES_DSN or install postgresql); rows left out")
             return
-        for turns in sizes:
-            ours = _measure(_postgres_ours(dsn, f"bench_lgctx_{tag}_{turns}"), turns)
-            peer = _measure(_postgres_peer(dsn, f"bench_lgpeer_{tag}_{turns}"), turns)
+        for turns, rounds in sizes:
+            ours, peer = _pair(
+                lambda n, t=turns: _postgres_ours(dsn, f"bench_lgctx_{tag}_{t}_{n}"),
+                lambda n, t=turns: _postgres_peer(dsn, f"bench_lgpeer_{tag}_{t}_{n}"),
+                turns,
+                rounds,
+            )
             _rows(table, "PostgreSQL", "PostgresSaver", turns, ours, peer)
