@@ -219,9 +219,11 @@ class _Cached:
 
     __slots__ = ("ctx", "fields", "objects")
 
-    def __init__(self, objects: list[Any], ctx: WorkingContext) -> None:
+    def __init__(self, objects: list[Any], ctx: WorkingContext, before: _Cached | None = None, kept: int = 0) -> None:
         self.objects = objects
-        self.fields = [dict(vars(item)) for item in objects]
+        # the fields of the first *kept* messages are *before*'s: the same objects, found unchanged
+        known = [] if before is None else before.fields[:kept]
+        self.fields = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
         self.ctx = ctx
 
     def reusable(self, value: list[Any]) -> int:
@@ -334,7 +336,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         # the digest chain is computed here, once: the next put's fork shares it and hashes only what it adds
         ctx.digest()
         with self._lock:
-            self._cached[log] = _Cached(list(value), ctx)
+            self._cached[log] = _Cached(list(value), ctx, cached, start)
         return ctx.fork()
 
     @staticmethod
