@@ -222,8 +222,8 @@ class _Cached:
     def __init__(self, objects: list[Any], ctx: WorkingContext, before: _Cached | None = None, kept: int = 0) -> None:
         self.objects = objects
         # the fields of the first *kept* messages are *before*'s: the same objects, found unchanged
-        known = [] if before is None else before.fields[:kept]
-        self.fields = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
+        known: list[dict[str, Any]] = [] if before is None else before.fields[:kept]
+        self.fields: list[dict[str, Any]] = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
         self.ctx = ctx
 
     def reusable(self, value: list[Any]) -> int:
