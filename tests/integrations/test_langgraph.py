@@ -386,6 +386,35 @@ class TestGraphs:
         stored = saver.get_tuple(config("agent")).checkpoint["channel_values"]["messages"]
         assert out["messages"] == stored
 
+    def test_parallel_nodes(self, stores: Stores):
+        """
+        Two nodes of one step write at once (their pending writes race for the
+        checkpoint's record): both writes are kept, and the step's state holds both replies.
+        """
+        saver = ContextSaver(stores.new())
+
+        def left(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage("left", id=f"l{len(state['messages'])}")]}
+
+        def right(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage("right", id=f"r{len(state['messages'])}")]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("left", left)
+        builder.add_node("right", right)
+        builder.add_edge(START, "left")
+        builder.add_edge(START, "right")
+        graph = builder.compile(checkpointer=saver)
+        for turn in range(3):
+            graph.invoke({"messages": [HumanMessage(f"go {turn}", id=f"go{turn}")]}, config("p"))
+        contents = [m.content for m in graph.get_state(config("p")).values["messages"]]
+        assert ["go 0", "left", "right", "go 1", "left", "right", "go 2", "left", "right"] == contents
+        before_step = [t for t in saver.list(config("p")) if t.metadata["step"] in {0, 3, 6}]
+        assert 3 == len(before_step)
+        for tuple_ in before_step:  # the writes both tasks put to the checkpoint before their step
+            writers = {task for task, channel, _ in tuple_.pending_writes if channel == "messages"}
+            assert 2 == len(writers)
+
     def test_async_graph(self, stores: Stores):
         """
         The async methods drive a graph run with ``ainvoke``.
