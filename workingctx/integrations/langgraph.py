@@ -32,6 +32,7 @@ import base64
 import builtins
 import hashlib
 import json
+import operator
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -226,16 +227,15 @@ class _Cached:
         self.fields: list[dict[str, Any]] = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
         self.ctx = ctx
 
-    def reusable(self, value: list[Any]) -> int:
+    def continued_by(self, value: list[Any]) -> bool:
         """
-        How many leading messages of *value* this transcript holds unchanged.
+        Whether *value* starts with this transcript's messages, unchanged.
         """
-        count = 0
-        for item, before, fields in zip(value, self.objects, self.fields, strict=False):
-            if item is not before or vars(item) != fields:
-                break
-            count += 1
-        return count
+        count = len(self.objects)
+        head = value[:count]
+        return (
+            len(head) == count and all(map(operator.is_, head, self.objects)) and list(map(vars, head)) == self.fields
+        )
 
 
 class ContextSaver(BaseCheckpointSaver[int]):
@@ -321,10 +321,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         with self._lock:
             cached = self._cached.get(log)
-        start = 0
-        if cached is not None and len(cached.objects) <= len(value):
-            reused = cached.reusable(value)
-            start = reused if reused == len(cached.objects) else 0
+        start = len(cached.objects) if cached is not None and cached.continued_by(value) else 0
+        if not _is_messages(value[start:]):
+            return None
         converted = _convert(value[start:])
         if converted is None:
             return None
@@ -402,7 +401,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         values = dict(channel_values)
         ctx: WorkingContext | None = None
         carried: list[list[Any]] = []
-        if self.channel in values and _is_messages(values[self.channel]):
+        if self.channel in values and type(values[self.channel]) is list:
             ctx = self._transcript(log, values[self.channel])
             if ctx is not None:
                 carried.append([self.channel, [[None, 0, ctx.size()]]])
