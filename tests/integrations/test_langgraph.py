@@ -26,7 +26,7 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
-from tests.stores import KINDS, PERSISTENT, Raw, Stores, kind_params
+from tests.stores import PERSISTENT, Raw, Stores, kind_params
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
 from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name
@@ -611,10 +611,3 @@ def test_import_workingctx_does_not_import_langgraph():
     code = "import sys, workingctx, workingctx.integrations; print('langgraph' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert "False" == out.stdout.strip()
-
-
-def test_kinds_cover_every_store():
-    """
-    The shared store kinds are the four the issue names.
-    """
-    assert ("memory", "sqlite", "postgres", "redis") == KINDS
