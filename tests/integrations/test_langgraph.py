@@ -204,6 +204,35 @@ class TestTranscript:
         first = saver.get_tuple(config("t", checkpoint_ns="", checkpoint_id=parent)).checkpoint
         assert "b" == first["channel_values"]["messages"][1].content
 
+    def test_a_state_changed_by_its_reader_is_read_as_stored(self, stores: Stores):
+        """
+        Messages a reader of the state edits in place never change what a
+        later read returns: it gives the checkpoint as it was stored.
+        """
+        saver = ContextSaver(stores.new())
+        put_checkpoint(saver, "t", [HumanMessage("a", id="1"), AIMessage("b", id="2")])
+        first = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        first[1].content = "edited by a reader"
+        again = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert ["a", "b"] == [m.content for m in again]
+
+    def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores):
+        """
+        After a read of the thread's newest checkpoint (as a run starts), a put
+        continuing it converts only the messages added: the same message
+        objects come back, and the store gains only the new message.
+        """
+        store = stores.new()
+        put_checkpoint(ContextSaver(store), "t", [HumanMessage("a", id="1"), AIMessage("b", id="2")])
+        saver = ContextSaver(stores.again(store))
+        latest = saver.get_tuple(config("t"))
+        messages = latest.checkpoint["channel_values"]["messages"]
+        grown = [*messages, HumanMessage("c", id="3")]
+        put_checkpoint(saver, "t", grown, latest.config["configurable"]["checkpoint_id"])
+        assert grown == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        back = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert all(a is b for a, b in zip(grown, back, strict=True))
+
     def test_messages_in_writes_share_the_transcript(self, persistent: Stores):
         """
         Messages a task writes (and a graph's input carries) are stored once

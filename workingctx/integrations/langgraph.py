@@ -218,7 +218,7 @@ class _Cached:
     field's own dict or list, which LangChain's messages never make, is not seen.
     """
 
-    __slots__ = ("ctx", "fields", "objects")
+    __slots__ = ("ctx", "fields", "last", "objects")
 
     def __init__(self, objects: list[Any], ctx: WorkingContext, before: _Cached | None = None, kept: int = 0) -> None:
         self.objects = objects
@@ -226,6 +226,20 @@ class _Cached:
         known: list[dict[str, Any]] = [] if before is None else before.fields[:kept]
         self.fields: list[dict[str, Any]] = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
         self.ctx = ctx
+        messages = ctx.messages
+        self.last: Message | None = messages[-1] if messages else None
+
+    def holds(self, messages: Sequence[Message], count: int) -> bool:
+        """
+        Whether this transcript is the first *count* of *messages* (the same
+        values, as a checkpoint taken from it holds them), its LangChain
+        messages still unchanged: then they can be handed out again.
+        """
+        return (
+            len(self.objects) == count
+            and (count == 0 or self.last is messages[count - 1])
+            and list(map(vars, self.objects)) == self.fields
+        )
 
     def continued_by(self, value: list[Any]) -> bool:
         """
@@ -288,7 +302,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self._latest: dict[str, tuple[str, str]] = {}
         self._cached: dict[str, _Cached] = {}  # log name -> the last transcript put there
         # log name -> the checkpoint this saver last saved there: read back from memory while it is the head
-        self._saved: dict[str, Checkpoint] = {}
+        self._saved: dict[str, tuple[Checkpoint, _Cached | None]] = {}
 
     def __repr__(self) -> str:
         return f"ContextSaver({self.store!r}, channel={self.channel!r})"
@@ -441,6 +455,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
             )
             raise CheckpointError(msg, path="$.configurable.checkpoint_id")
         ctx, values, carried = self._split(log, checkpoint["channel_values"])
+        with self._lock:  # the transcript this put made, when the channel is one
+            transcript = self._cached.get(log) if carried and carried[0][0] == self.channel else None
         rest = {**checkpoint, "channel_values": values}
         graph_metadata = dict(get_serializable_checkpoint_metadata(config, metadata))
         as_json = _json_exact(graph_metadata)
@@ -477,7 +493,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 return self._config(thread_id, ns, checkpoint_id)
             saved = self._save_to(log, build, where)
             with self._lock:
-                self._saved[log] = saved
+                self._saved[log] = (saved, transcript)
         except CheckpointError as exc:
             msg = f"cannot put {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
@@ -598,23 +614,29 @@ class ContextSaver(BaseCheckpointSaver[int]):
             self._latest[entries[-1].key] = (newest.key, newest.checkpoint_id)
         return newest.key, newest.checkpoint_id
 
-    def _load(self, thread_id: str, ns: str, checkpoint_id: str, *, head: str | None = None) -> CheckpointTuple:
+    def _load(
+        self, thread_id: str, ns: str, checkpoint_id: str, *, head: str | None = None, resume: bool = False
+    ) -> CheckpointTuple:
         """
         A checkpoint as LangGraph reads it. When *head* (the thread's head, just
         read) is the checkpoint this saver saved last, it is read from memory,
-        as the store keeps the items it wrote; its pending writes always come from the store.
+        as the store keeps the items it wrote; its pending writes always come
+        from the store. With *resume* (a run continues from it), the
+        transcript is remembered, so the run's next put adds only its new messages.
         """
         key = _checkpoint_key(thread_id, ns, checkpoint_id)
         where = f"checkpoint {checkpoint_id!r} of LangGraph thread {thread_id!r} (namespace {ns!r})"
         with self._lock:
-            mine = self._saved.get(_log_name(thread_id, ns))
+            mine, transcript = self._saved.get(_log_name(thread_id, ns), (None, None))
+        if mine is None or not head == mine.id == key:
+            mine, transcript = None, None
         try:
-            saved = mine if mine is not None and head == mine.id == key else self.store.load(key)
+            saved = mine if mine is not None else self.store.load(key)
         except CheckpointError as exc:
             msg = f"cannot load {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
         try:
-            return self._tuple(saved, thread_id, ns, checkpoint_id)
+            return self._tuple(saved, thread_id, ns, checkpoint_id, transcript=transcript, resume=resume)
         except CheckpointError as exc:  # a damaged record of its writes
             msg = f"cannot load the pending writes of {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
@@ -625,7 +647,16 @@ class ContextSaver(BaseCheckpointSaver[int]):
             )
             raise CheckpointError(msg, path="$.snapshot.scratchpad.langgraph") from exc
 
-    def _tuple(self, saved: Checkpoint, thread_id: str, ns: str, checkpoint_id: str) -> CheckpointTuple:
+    def _tuple(
+        self,
+        saved: Checkpoint,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        *,
+        transcript: _Cached | None = None,
+        resume: bool = False,
+    ) -> CheckpointTuple:
         tag = saved.metadata.get(_TAG)
         if not isinstance(tag, Mapping) or tag.get("kind") != "checkpoint":
             msg = "its metadata has no langgraph checkpoint record"
@@ -639,7 +670,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
             msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
             raise TypeError(msg)
         for channel, spec in note["carried"]:
-            checkpoint["channel_values"][channel] = _restore(saved.snapshot.messages, spec)
+            checkpoint["channel_values"][channel] = self._carried(
+                saved.snapshot.messages, channel, spec, _log_name(thread_id, ns), transcript, resume=resume
+            )
         serialized = "metadata" in note
         metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
         parent_id = tag.get("parent_checkpoint_id")
@@ -650,6 +683,33 @@ class ContextSaver(BaseCheckpointSaver[int]):
             parent_config=None if parent_id is None else self._config(thread_id, ns, parent_id),
             pending_writes=self._writes(thread_id, ns, checkpoint_id),
         )
+
+    def _carried(
+        self,
+        messages: Sequence[Message],
+        channel: str,
+        spec: Any,
+        log: str,
+        transcript: _Cached | None,
+        *,
+        resume: bool,
+    ) -> Any:
+        """
+        A carried channel's value. The transcript channel comes from
+        *transcript* when it still holds it unchanged (the very LangChain
+        messages the last put was given, so the next put finds them as they
+        were); otherwise it is built anew, and with *resume* remembered.
+        """
+        main = channel == self.channel and len(spec) == 1 and spec[0][0] is None and spec[0][1] == 0
+        if main and transcript is not None and transcript.holds(messages, spec[0][2]):
+            return list(transcript.objects)
+        value = _restore(messages, spec)
+        if main and resume:
+            ctx = WorkingContext(messages=list(messages[: spec[0][2]]))
+            ctx.digest()
+            with self._lock:
+                self._cached[log] = _Cached(list(value), ctx)
+        return value
 
     def _write_records(self, thread_id: str, ns: str, checkpoint_id: str) -> list[CheckpointInfo]:
         head = self.store.head(_writes_name(thread_id, ns, checkpoint_id))
@@ -691,9 +751,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 return None
             with self._lock:
                 head = self._heads.get(_log_name(thread_id, ns))
-            return self._load(thread_id, ns, latest[1], head=head)
+            return self._load(thread_id, ns, latest[1], head=head, resume=True)
         try:
-            return self._load(thread_id, ns, checkpoint_id)
+            return self._load(thread_id, ns, checkpoint_id, resume=True)
         except CheckpointError:
             if not self._holds(thread_id, ns, checkpoint_id):
                 return None  # LangGraph's contract: an id the thread does not hold reads as None
