@@ -1,7 +1,6 @@
 """
-Collects the examples in README.md, the pages under docs/ (docs/*.md and one folder
-down, such as docs/integrations/*.md) and the package's docstrings as tests, so no
-example can go stale.
+Collects the examples in README.md, docs/**/*.md and the package's docstrings as tests,
+so no example can go stale.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ _FLAGS = ELLIPSIS | NORMALIZE_WHITESPACE
 
 _markdown = Sybil(
     parsers=[PythonCodeBlockParser(doctest_optionflags=_FLAGS)],
-    patterns=["README.md", "docs/*.md", "docs/**/*.md"],  # Path.match: ** is one folder before Python 3.13
+    patterns=["README.md", "docs/*.md", "docs/**/*.md"],  # "docs/**/*.md" alone misses the top level
 )
 _docstrings = Sybil(
     parsers=[DocTestParser(optionflags=_FLAGS)],

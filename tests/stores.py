@@ -211,6 +211,53 @@ class Raw:
             return
         self._sql("UPDATE @.checkpoints SET metadata = %s WHERE id = %s", (text, checkpoint_id))
 
+    def damage_row(self, checkpoint_id: str) -> None:
+        """
+        Make a checkpoint row unreadable: its metadata no longer JSON (SQL), the row no longer JSON (Redis).
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                client.set(self._key("cp:" + checkpoint_id), '["not a row"')
+            return
+        self._sql("UPDATE @.checkpoints SET metadata = %s WHERE id = %s", ("{not json", checkpoint_id))
+
+    def damage_context(self, context_id: str) -> None:
+        """
+        Make a saved context's row unreadable: a field changed without its seal (SQL), not JSON (Redis).
+        """
+        if self.kind == "redis":
+            with self._redis() as client:
+                client.set(self._key("ctx:" + context_id), "{not json")
+            return
+        self._sql("UPDATE @.contexts SET turn = 99 WHERE id = %s", (context_id,))
+
+    def redis_bytes(self, command: str, suffix: bytes, *values: Any) -> None:
+        """
+        Run a Redis write *command* on the key ``<namespace>:<suffix>`` with raw byte values.
+        """
+        import redis  # noqa: PLC0415  # only with a Redis server
+
+        with redis.Redis.from_url(server_address("redis")) as client:
+            client.execute_command(command, self.store.namespace.encode() + b":" + suffix, *values)
+
+    def state(self) -> Any:
+        """
+        Everything the store holds, byte for byte, to show an operation changed nothing.
+        """
+        if self.kind == "sqlite":
+            with contextlib.closing(sqlite3.connect(self.store.path)) as db:
+                return list(db.iterdump())
+        if self.kind == "redis":
+            import redis  # noqa: PLC0415  # only with a Redis server
+
+            with redis.Redis.from_url(server_address("redis")) as client:
+                prefix = self.store.namespace.encode() + b":"
+                return {key: client.dump(key) for key in sorted(client.scan_iter(match=prefix + b"*"))}
+        tables = self._sql(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s ORDER BY 1", (self.store.schema,)
+        )
+        return {table: sorted(map(repr, self._sql(f'SELECT * FROM @."{table}"'))) for (table,) in tables}  # noqa: S608
+
     def remove_marker(self) -> None:
         """
         Remove the store's marker (its format and schema version).

@@ -118,6 +118,12 @@ annotation_refs = st.builds(
     AnnotationRef, url=opt_texts, file_id=opt_texts, page=opt_ints, index=opt_ints, title=opt_texts
 )
 
+unparsable_arguments: st.SearchStrategy[str] = st.one_of(
+    st.sampled_from(['{"path": "/tmp/a', "[1,2]", "null", "", '"text"', "{", "1"]),
+    json_objects.map(json.dumps).map(lambda raw: raw[:-1]),
+)
+"""Tool-call argument texts that are not the text of a JSON object."""
+
 provider_datas: st.SearchStrategy[dict[str, Any]] = st.just({}) | st.dictionaries(
     st.sampled_from(["openai", "anthropic", "google"]), json_objects, max_size=2
 )
@@ -128,6 +134,8 @@ tool_calls = st.one_of(
     json_objects.map(json.dumps).flatmap(
         lambda raw: st.builds(ToolCall, id=ids, name=short_names, arguments_json=st.just(raw))
     ),
+    # text that is not a JSON object (a reply cut off by max_tokens, a list, null) is kept as data
+    st.builds(ToolCall, id=ids, name=short_names, arguments_json=unparsable_arguments),
 )
 
 text_blocks = st.builds(
@@ -291,6 +299,67 @@ def transcripts(draw: st.DrawFn, *, max_turns: int = 6, allow_pending: bool = Tr
     return out
 
 
+call_id_pool = st.sampled_from(["call_0", "call_1", "call_0-2"])
+"""Call ids as OpenAI-compatible and local servers number them in every response
+(and one that looks like a re-keyed name already)."""
+
+
+@st.composite
+def reused_id_exchanges(draw: st.DrawFn, *, tag: str, final: bool = True) -> list[Message]:
+    """
+    One tool exchange whose ids every response reuses (:data:`call_id_pool`):
+    an assistant message asking for one or two calls, as ``tool_calls`` with a
+    tool message per result (Chat Completions) or as tool-call blocks with one
+    user message of result blocks (Anthropic); then, when *final*, an answer.
+    Not *final*: the calls wait for their results (some of them, in Chat form).
+    Texts carry *tag*, so two agents' exchanges differ in what they found.
+    """
+    count = draw(st.integers(1, 2))
+    call_ids = draw(st.lists(call_id_pool, min_size=count, max_size=count, unique=True))
+    names = [draw(st.sampled_from(["search", "weather"])) for _ in call_ids]
+    args = [{"q": draw(st.sampled_from(["a", "b"]))} for _ in call_ids]
+    if draw(st.booleans()):
+        calls = tuple(ToolCall(i, n, a) for i, n, a in zip(call_ids, names, args, strict=True))
+        out = [Message("assistant", "", tool_calls=calls)]
+        results = [Message("tool", f"{tag} {i}", tool_call_id=i) for i in call_ids]
+        out.extend(results if final else results[: draw(st.integers(0, count - 1))])
+    else:
+        blocks = tuple(ToolCallBlock(i, n, a) for i, n, a in zip(call_ids, names, args, strict=True))
+        out = [Message("assistant", (TextBlock("Looking."), *blocks))]
+        if final:
+            out.append(Message("user", tuple(ToolResultBlock(i, f"{tag} {i}") for i in call_ids)))
+    if final:
+        out.append(Message("assistant", f"{tag} answered"))
+    return out
+
+
+@st.composite
+def reused_id_forks(
+    draw: st.DrawFn, *, children: int = 2, pending: bool = True
+) -> tuple[list[Message], list[list[Message]]]:
+    """
+    A parent transcript and what each of its *children* sub-agents appends
+    after forking from it, every one numbering its calls from the same pool
+    (the parent too, so a fork's shared history reuses them). The last
+    child's work may end with calls still waiting (*pending*).
+    """
+    parent = [Message("user", "Research both.")]
+    if draw(st.booleans()):
+        parent.extend(draw(reused_id_exchanges(tag="parent")))
+    work: list[list[Message]] = []
+    for child in range(children):
+        own: list[Message] = []
+        if draw(st.booleans()):
+            own.append(Message("user", f"child {child}: go"))
+        steps = draw(st.integers(1, 3))
+        for step in range(steps):
+            last = child == children - 1 and step == steps - 1
+            final = not (pending and last and draw(st.booleans()))
+            own.extend(draw(reused_id_exchanges(tag=f"child {child} step {step}", final=final)))
+        work.append(own)
+    return parent, work
+
+
 # -- scopes ---------------------------------------------------------------------------
 
 
@@ -371,6 +440,27 @@ def scope_trees(*, positional: bool = True, max_leaves: int = 6) -> st.SearchStr
         return combined
 
     return st.recursive(leaves, extend, max_leaves=max_leaves)
+
+
+def bounded_scopes(budget: Any, *, max_leaves: int = 4) -> st.SearchStrategy[Any]:
+    """
+    Scope trees that *budget* (a ``TokenBudget``) bounds: the budget, ``&``
+    with any scope tree, and the wrappers that only take away
+    (``ValidRequest(..., user_first=False)``, ``WholeExchanges(..., mode="drop")``).
+    """
+    from workingctx.scopes import AllOf, ValidRequest, WholeExchanges  # noqa: PLC0415  # see above
+
+    others = scope_trees(max_leaves=3)
+
+    def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.one_of(
+            st.builds(lambda bound, other: AllOf((bound, other)), children, others),
+            st.builds(lambda other, bound: AllOf((other, bound)), others, children),
+            st.builds(lambda bound: ValidRequest(bound, user_first=False), children),
+            st.builds(lambda bound: WholeExchanges(bound, mode="drop"), children),
+        )
+
+    return st.recursive(st.just(budget), extend, max_leaves=max_leaves)
 
 
 @st.composite

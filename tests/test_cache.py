@@ -269,6 +269,23 @@ class TestBreakpointsOnBlocks:
         sim = simulate(turns, provider="anthropic", model="claude-sonnet-4-6", cache=_only_blocks)
         assert sim.requests[1].usage.cache_read_tokens >= 3_000
 
+    def test_a_breakpoint_that_moves_keeps_the_prefix(self):
+        """
+        A breakpoint says where to cache, not what is sent: the block the last request
+        marked, unmarked in the next one, still begins the prefix that one reads.
+        """
+
+        class MarkLast:
+            def trim_context(self, ctx: WorkingContext) -> WorkingContext:
+                tail = [Message(m.role, (TextBlock(m.text()),)) for m in ctx.messages]
+                tail[-1] = Message(tail[-1].role, (TextBlock(tail[-1].text(), cache=CacheBreakpoint()),))
+                return ctx.replace_tail(tail)
+
+        turns = [[Message.user(_big(2_000)), Message.assistant("a1")], [Message.user("q2"), Message.assistant("a2")]]
+        sim = simulate(turns, provider="anthropic", model="claude-sonnet-4-6", manager=MarkLast(), cache=_only_blocks)
+        first = sim.requests[0].usage
+        assert first.cache_write_tokens == sim.requests[1].usage.cache_read_tokens >= 2_000
+
 
 def _only_blocks(ctx: WorkingContext, _previous: CachePlan | None) -> CachePlan:
     made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")

@@ -772,18 +772,18 @@ class TestOutputFiles:
         )
         return path
 
-    def test_trim_output_keeps_lone_surrogates(self, capsys, lone, tmp_path):
+    def test_trim_output_refuses_lone_surrogates(self, capsys, lone, tmp_path):
         """
-        A request holding lone surrogates is inspected, trimmed and written back
-        with the same texts (JSON escapes), and the printed table escapes them.
+        A request holding lone surrogates is inspected, its table escaping them;
+        trimming it to a request is refused naming each message and offset (no
+        SDK could send it), and nothing is written.
         """
         out_file = tmp_path / "out.json"
         status, out, err = run(capsys, "trim", str(lone), "--budget", "1000", "-o", str(out_file))
-        assert (0, "") == (status, err)
-        assert "half \\ud800 an emoji" in out
-        before, after = read_file(str(lone)).last, read_file(str(out_file)).last
-        assert (before.prefix, before.messages) == (after.prefix, after.messages)
-        assert "half \ud800 an emoji \\\udfff" == after.messages[0].text()
+        assert 1 == status
+        assert "message 0: unencodable-text" in err
+        assert "message 1: unencodable-text: content holds the lone surrogate '\\ud800' at character 5" in err
+        assert not out_file.exists()
         status, out, err = run(capsys, "inspect", str(lone))
         assert (0, "") == (status, err)
         assert "rules \\ud83d" in out

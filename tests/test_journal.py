@@ -150,26 +150,3 @@ class TestFrozenEntries:
         with pytest.raises(PayloadTypeError):
             journal.apply(["fine", object()])
         assert ("first",) == tuple(journal)
-
-
-class TestDeprecatedSpellings:
-    def test_size_warns_and_counts_like_len(self):
-        """
-        size() is len(journal), with a DeprecationWarning naming len().
-        """
-        journal: MutationJournal[str] = MutationJournal(["a"])
-        journal.record("b")
-        with pytest.warns(DeprecationWarning, match=r"size\(\) is deprecated: use len\(journal\)"):
-            assert len(journal) == journal.size() == 2
-
-    def test_view_warns_and_copies_like_tuple(self):
-        """
-        view() is tuple(journal), a copy later records do not reach, with a
-        DeprecationWarning naming tuple(journal).
-        """
-        journal: MutationJournal[str] = MutationJournal(["a"])
-        with pytest.warns(DeprecationWarning, match=r"view\(\) is deprecated: use tuple\(journal\)"):
-            view = journal.view()
-        journal.record("b")
-        assert ("a",) == view
-        assert ("a", "b") == tuple(journal)

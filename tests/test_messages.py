@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import assert_identical, blocks, messages, prefixes, tool_calls, usages
+from tests.strategies import assert_identical, blocks, messages, prefixes, tool_calls, unparsable_arguments, usages
 from workingctx import Message, PrefixContext, ToolCall, Usage, thaw
 from workingctx.exceptions import (
     FrozenPayloadError,
@@ -383,20 +383,6 @@ class TestConstructors:
         assert Message("tool", "r", tool_call_id="c1", name="f") == Message.tool("r", call_id="c1", name="f")
         assert Message("user", "[notice] tests ran") == Message.notice("tests ran")
 
-    def test_flipped_constructors_are_deprecated(self):
-        """
-        text_message and multimodal_message (content first, then role) still
-        build the same values as Message(role, content), with a DeprecationWarning
-        that names the spelling to use.
-        """
-        with pytest.warns(DeprecationWarning, match=r"use Message\('user', text\)"):
-            assert Message("user", "hi", id="m1") == Message.text_message("hi", id="m1")
-        with pytest.warns(DeprecationWarning, match=r"use Message\('assistant', text\)"):
-            assert Message("assistant", "hi") == Message.text_message("hi", role="assistant")
-        blocks = (TextBlock("a"),)
-        with pytest.warns(DeprecationWarning, match=r"use Message\('system', blocks\)"):
-            assert Message("system", blocks) == Message.multimodal_message(blocks, role="system")
-
     def test_tool_message_takes_its_call_id_from_the_block(self):
         """
         A tool message from one result block carries that block's call id.
@@ -569,3 +555,61 @@ def test_deep_freeze_roundtrip_on_arguments(arguments):
     """
     assert arguments == thaw(ToolCall("c", "f", arguments).arguments)
     assert deep_freeze(arguments) == ToolCall("c", "f", arguments).arguments
+
+
+class TestUnparsableArguments:
+    """
+    A call whose arguments text is not a JSON object keeps the text verbatim, as data.
+    """
+
+    @pytest.mark.parametrize("text", ['{"path": "/tmp/a', "[1,2]", "null", "", '"text"'])
+    def test_the_text_is_kept_and_the_arguments_stay_empty(self, text):
+        """
+        The text is kept as it came, ``arguments`` stays empty and ``arguments_parsed`` says so.
+        """
+        call = ToolCall("c1", "read", arguments_json=text)
+
+        assert text == call.arguments_json
+        assert {} == call.arguments
+        assert call.arguments_parsed is False
+        assert ToolCall("c1", "read", arguments_json='{"path": "/tmp/a"}').arguments_parsed is True
+        assert ToolCall("c1", "read").arguments_parsed is True
+        assert ToolCall("c1", "read", arguments_json="{}").arguments_parsed is True
+
+    def test_arguments_beside_text_that_is_not_an_object_are_refused(self):
+        """
+        Arguments given with text that does not decode to them are refused, naming the text.
+        """
+        with pytest.raises(InvalidMessageError, match=r"'\[1,2\]' is not the text of a JSON object") as info:
+            ToolCall("c1", "read", {"path": "/srv/a"}, arguments_json="[1,2]")
+        assert "arguments_json" == info.value.argument
+
+    @given(unparsable_arguments)
+    def test_every_value_path_keeps_the_text(self, text):
+        """
+        Equality, digest, repr, serialization and the stored canonical text all
+        keep the text: a cut call never becomes the call with no arguments.
+        """
+        call = ToolCall("c1", "read", arguments_json=text)
+        message = Message("assistant", tool_calls=[call])
+        empty = Message("assistant", tool_calls=[ToolCall("c1", "read")])
+
+        assert message != empty
+        assert message.digest() != empty.digest()
+        assert call == eval(repr(call), {"ToolCall": ToolCall})  # noqa: S307  # the repr of a value
+        assert message == structure(unstructure(message), Message)
+        assert text == structure(unstructure(message), Message).tool_calls[0].arguments_json
+
+    def test_a_store_keeps_the_text(self, tmp_path):
+        """
+        A context saved with a cut call loads back with the same text, unparsed.
+        """
+        from workingctx import SQLiteStore, WorkingContext  # noqa: PLC0415  # stores only here
+
+        cut = Message("assistant", tool_calls=[ToolCall("c1", "read", arguments_json='{"path": "/tmp/a')])
+        ctx = WorkingContext(messages=[Message("user", "read it"), cut], record=True)
+        with SQLiteStore(tmp_path / "s.db") as store:
+            loaded = store.load_context(store.save_context(ctx))
+
+        assert ctx.messages == loaded.messages
+        assert loaded.messages[1].tool_calls[0].arguments_parsed is False

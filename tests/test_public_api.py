@@ -1,8 +1,7 @@
 """
 The public API: a small front door, public submodules for the rest, every
-public class named by the module users import it from, old import paths kept
-for one release with a DeprecationWarning, and pickles that name public
-modules only (and still load when written by an earlier version).
+public class named by the module users import it from, and pickles that name
+public modules only (and still load when written by an earlier version).
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from tests.strategies import (
     working_contexts,
 )
 from workingctx import (
-    _MOVED,  # the table of names moved from the top level
     ApproxTokenCounter,
     Checkpoint,
     LastNTurns,
@@ -58,6 +56,7 @@ from workingctx import (
     pricing,
     validity,
 )
+from workingctx.exceptions import CheckpointError
 from workingctx.frozen import FrozenDict, FrozenList, deep_freeze
 from workingctx.messages import (
     AnnotationBlock,
@@ -77,7 +76,7 @@ from workingctx.messages import (
     ToolResultBlock,
     VideoBlock,
 )
-from workingctx.persistence import CheckpointInfo, ContextInfo
+from workingctx.persistence import CheckpointInfo, ContextInfo, Listing
 from workingctx.reducers import ToolResult
 from workingctx.scopes import AllOf, AnyOf, CompletedToolSequences, Newest, Not, PendingCalls, Tagged, ValidRequest
 from workingctx.serialization import to_json
@@ -150,39 +149,21 @@ class TestFrontDoor:
         exported = importlib.import_module(module).__all__
         assert set(names) <= set(exported)
 
-    def test_every_moved_name_lives_in_its_public_module(self):
-        """
-        Each name the top level no longer exports is exported by the module the warning names.
-        """
-        for name, module in _MOVED.items():
-            assert name not in workingctx.__all__
-            assert name in importlib.import_module(f"workingctx.{module}").__all__, (name, module)
+
+# -- top-level names ------------------------------------------------------------------
 
 
-# -- old import paths -----------------------------------------------------------------
-
-
-class TestOldImportPaths:
-    @pytest.mark.parametrize("name", sorted(_MOVED))
-    def test_a_moved_name_still_imports_and_says_where_it_went(self, name):
+class TestTopLevelNames:
+    @pytest.mark.parametrize("name", ["TextBlock", "MergeError", "AllOf", "rehydrate", "deep_freeze"])
+    def test_a_name_of_a_submodule_is_not_a_top_level_name(self, name):
         """
-        ``workingctx.<moved name>`` is the same object as in its public module, with a
-        DeprecationWarning naming the import to use.
+        A name that lives in a submodule is imported from there: the top level
+        does not know it, and says so by name.
         """
-        module = _MOVED[name]
-        with pytest.warns(DeprecationWarning, match=rf"use `from workingctx\.{module} import {name}`"):
-            value = getattr(workingctx, name)
-        assert value is getattr(importlib.import_module(f"workingctx.{module}"), name)
-
-    def test_the_from_import_statement_warns_from_the_importing_line(self):
-        """
-        ``from workingctx import TextBlock`` still works, and the warning points at that line.
-        """
-        namespace: dict[str, Any] = {}
-        with pytest.warns(DeprecationWarning, match="workingctx.messages import TextBlock") as caught:
-            exec(compile("from workingctx import TextBlock", "old_code.py", "exec"), namespace)  # noqa: S102
-        assert namespace["TextBlock"] is TextBlock
-        assert {"old_code.py"} == {w.filename for w in caught}
+        assert name not in workingctx.__all__
+        assert not hasattr(workingctx, name)
+        with pytest.raises(ImportError, match=name):
+            exec(f"from workingctx import {name}", {})  # noqa: S102
 
     def test_an_unknown_name_is_an_attribute_error(self):
         """
@@ -281,6 +262,10 @@ def _examples() -> list[Any]:
         ctx.diff(later),
         Checkpoint.capture(ctx, metadata={"run": 1}),
         CheckpointInfo("c" * 64, None, datetime(2026, 1, 1, tzinfo=UTC), 4, "d" * 64),
+        Listing(
+            [CheckpointInfo("c" * 64, None, datetime(2026, 1, 1, tzinfo=UTC), 4, "d" * 64)],
+            damaged={"e" * 64: CheckpointError("the checkpoint row does not match its seal", path="$")},
+        ),
         ContextInfo(
             "run-1",
             "plan the trip",
@@ -360,6 +345,9 @@ NOT_VALUES = {
     "workingctx.history.NotesEdit": "a live edit of a context's notes",
     "workingctx.integrations.langgraph.ContextSaver": "a LangGraph checkpointer: holds a store",
     "workingctx.history.Recorder": "the live recorder of a context",
+    "workingctx.integrations.langchain.ContextMiddleware": "live middleware: remembers recent conversations",
+    "workingctx.integrations.langchain.SummarizingMiddleware": "live middleware of an agent",
+    "workingctx.integrations.langchain.SummaryState": "an agent's state schema (a TypedDict)",
     "workingctx.journal.MutationJournal": "live and mutable: it pickles through FrozenContext.journal",
     "workingctx.managers.BaseContextManager": "an abstract base",
     "workingctx.managers.Summarizer": "a protocol",
@@ -368,6 +356,7 @@ NOT_VALUES = {
     "workingctx.media.InMemoryMediaStore": "a store",
     "workingctx.media.SQLiteMediaStore": "a store: holds a connection",
     "workingctx.persistence.histories.ContextStore": "a protocol",
+    "workingctx.integrations.openai_agents.ContextSession": "a session: holds a store and a live window",
     "workingctx.persistence.stores.CheckpointStore": "a protocol",
     "workingctx.persistence.stores.InMemoryStore": "a store",
     "workingctx.persistence.postgres.PostgresStore": "a store: holds a connection pool",

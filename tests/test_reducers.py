@@ -21,8 +21,8 @@ from workingctx.reducers import (
     append_items,
     remove_tool_messages,
     replace_messages,
-    replace_value,
 )
+from workingctx.validity import check_messages
 
 ids = st.none() | st.sampled_from(["m1", "m2", "m3", 1, 2])
 tagged_messages = st.builds(
@@ -159,6 +159,79 @@ class TestAddMessages:
 # -- the other message reducers ------------------------------------------------------
 
 
+class TestAddMessagesRekeys:
+    """
+    add_messages gives a new call whose id a different call uses a new id, with its results.
+    """
+
+    @staticmethod
+    def history() -> list[Message]:
+        return [
+            Message("user", "Weather in Oslo, then Rome?"),
+            Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Oslo"})]),
+            Message("tool", "rain", tool_call_id="call_0"),
+        ]
+
+    def test_a_reused_id_is_rekeyed_with_its_result(self):
+        """
+        A local server's second response numbers its call call_0 again: it
+        comes in as call_0-2, its result too, and the list is valid.
+        """
+        step = [
+            Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})]),
+            Message("tool", "sun", tool_call_id="call_0"),
+        ]
+        merged = add_messages(self.history(), step)
+        assert ["call_0-2", "call_0-2"] == [merged[3].tool_calls[0].id, merged[4].tool_call_id]
+        assert () == check_messages(merged)
+        assert merged == add_messages(self.history(), step)  # the same lists, the same ids
+
+    def test_a_later_result_on_a_list_answers_the_pending_new_name(self):
+        """
+        A plain list keeps no map: a result for call_0 while call_0-2 waits
+        (and call_0 does not) answers call_0-2.
+        """
+        history = add_messages(
+            self.history(), [Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})])]
+        )
+        history = add_messages(history, [Message("tool", "sun", tool_call_id="call_0")])
+        assert "call_0-2" == history[-1].tool_call_id
+        assert () == check_messages(history)
+
+    def test_the_same_message_by_id_stays_one(self):
+        """
+        A message whose explicit id is here is skipped, so its calls are not re-keyed either.
+        """
+        call = Message("assistant", tool_calls=[ToolCall("call_0", "weather")], id="a1")
+        left = [Message("user", "q"), call, Message("tool", "r", tool_call_id="call_0")]
+        assert left == add_messages(left, [call])
+
+    def test_add_messages_to_rekeys_and_routes_in_place(self):
+        """
+        On a live context the same: the new call is call_0-2, and the result
+        that comes under call_0 answers it.
+        """
+        ctx = WorkingContext(messages=self.history())
+        add_messages_to(ctx, Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})]))
+        add_messages_to(ctx, Message("tool", "sun", tool_call_id="call_0"))
+        assert ["call_0-2", "call_0-2"] == [ctx.messages[3].call_ids[0], ctx.messages[4].tool_call_id]
+        assert () == check_messages(ctx.assembled())
+
+    @given(st.lists(st.sampled_from(["call_0", "call_1"]), min_size=1, max_size=6))
+    def test_a_server_numbering_every_response_from_zero(self, numbering):
+        """
+        Any run of single-call exchanges whose ids repeat, added one response
+        at a time, stays valid, each result with its own call.
+        """
+        history: list[Message] = [Message("user", "go")]
+        for n, call_id in enumerate(numbering):
+            history = add_messages(history, [Message("assistant", tool_calls=[ToolCall(call_id, "step", {"n": n})])])
+            history = add_messages(history, [Message("tool", f"r{n}", tool_call_id=call_id)])
+        assert () == check_messages(history)
+        pairs = [(history[i].tool_calls[0].arguments["n"], history[i + 1].text()) for i in range(1, len(history), 2)]
+        assert [(n, f"r{n}") for n in range(len(numbering))] == pairs
+
+
 class TestReplaceMessages:
     def test_plain_function(self):
         """
@@ -253,22 +326,6 @@ class TestValueReducers:
         ctx.merge(second, scratchpad={"findings": append_items})
 
         assert ["from parent", "from first", "from second"] == ctx.get("findings")
-
-    def test_replace_value_is_a_deprecated_spelling_of_the_last_write(self):
-        """
-        replace_value still returns the new value, as a function and as a
-        policy, and warns that merge's default says the same.
-        """
-        with pytest.warns(DeprecationWarning, match=r"replace_value is deprecated.*scratchpad='last_write_wins'"):
-            assert "final" == replace_value("draft", "final")
-        ctx = WorkingContext().note("status", "draft")
-        other = WorkingContext().note("status", "final")
-        with pytest.warns(DeprecationWarning, match="replace_value is deprecated"):
-            ctx.merge(other, scratchpad=replace_value)
-        assert "final" == ctx.get("status")
-        plain = WorkingContext().note("status", "draft")
-        plain.merge(other)
-        assert ctx.get("status") == plain.get("status")
 
     def test_remove_tool_messages_drops_a_call_whose_results_never_came(self):
         """

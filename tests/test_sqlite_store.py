@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -594,8 +595,8 @@ class TestKeyedSeal:
     def test_a_row_forged_without_the_key_is_refused(self, scratch_dir):
         """
         Whoever can write the file but lacks the key can reseal a row, or add a
-        whole checkpoint of their own: a keyed store refuses both, on load and
-        on list.
+        whole checkpoint of their own: a keyed store refuses both on load, and
+        list() leaves both out and names them.
         """
         path = fresh_path(scratch_dir)
         ctx = WorkingContext().append(Message("user", "hello"))
@@ -610,8 +611,10 @@ class TestKeyedSeal:
             for checkpoint_id in (genuine.id, planted.id):
                 with pytest.raises(CheckpointError, match="not sealed with this store's key"):
                     store.load(checkpoint_id)
-            with pytest.raises(CheckpointError, match="not sealed with this store's key"):
-                store.list()
+            listing = store.list()
+            assert [] == listing
+            assert {genuine.id, planted.id} == set(listing.damaged)
+            assert all("not sealed with this store's key" in str(error) for error in listing.damaged.values())
 
     def test_a_wrong_key_or_no_key_is_refused_clearly(self, scratch_dir):
         """
@@ -729,6 +732,280 @@ class TestReadOnlyStorage:
         assert before == file_state(path)
 
 
+KILLED_WRITER = """
+import os, signal, sys
+from workingctx import Checkpoint, Message, SQLiteStore, WorkingContext
+ctx, parent = WorkingContext(), None
+def turns(store, count):
+    global parent
+    for _ in range(count):
+        ctx.append(Message("user", f"question {len(ctx.freeze().messages)}"), Message("assistant", "answer"))
+        parent = Checkpoint.capture(ctx, parent=parent)
+        store.save(parent, thread="run")
+        print(parent.id, flush=True)
+with SQLiteStore(sys.argv[1]) as store:  # closed: these three are in the file itself
+    turns(store, 3)
+turns(SQLiteStore(sys.argv[1]), 3)  # these three only in its write-ahead log
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+WAL_READER = """
+import json, sys
+from workingctx import SQLiteStore
+from workingctx.exceptions import CheckpointError
+try:
+    with SQLiteStore(sys.argv[1], **json.loads(sys.argv[2])) as store:
+        infos = store.list()
+        last = store.load(infos[-1].id)
+        print(json.dumps({"read_only": store.read_only, "ids": [info.id for info in infos],
+                          "head": store.head("run"), "messages": len(last.snapshot.messages)}))
+except CheckpointError as exc:
+    print(json.dumps({"refused": str(exc), "path": exc.path}))
+"""
+
+
+def python(script: str, *args: str, cwd: Path, wrap: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """
+    Run *script* in a new Python process (inside *wrap*, a command that runs
+    what follows it), with this checkout importable.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), *sys.path])}
+    command = [*(wrap or []), sys.executable, "-c", script, *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd, env=env, timeout=120)
+
+
+def killed_writers_archive(tmp_path: Path, shm: str = "none") -> tuple[Path, list[str]]:
+    """
+    A writer that saved six checkpoints (three checkpointed into the file,
+    three only in its write-ahead log) and was killed with SIGKILL; its file
+    and its ``-wal`` (not its ``-shm``) copied to an archive directory, as a
+    backup of a crashed run is; with *shm* ``"copied"`` its ``-shm`` too, with
+    ``"zeroed"`` an ``-shm`` of zeros in its place (a stale or damaged index).
+    Returns the copy and the ids, in order.
+    """
+    live = tmp_path / "live"
+    live.mkdir()
+    result = python(KILLED_WRITER, str(live / "run.db"), cwd=tmp_path)
+    assert -signal.SIGKILL == result.returncode, result.stderr
+    ids = result.stdout.split()
+    assert 6 == len(ids)
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    for name in ("run.db", "run.db-wal"):
+        shutil.copyfile(live / name, archive / name)
+    if shm == "copied":
+        shutil.copyfile(live / "run.db-shm", archive / "run.db-shm")
+    elif shm == "zeroed":
+        (archive / "run.db-shm").write_bytes(bytes((live / "run.db-shm").stat().st_size))
+    assert (archive / "run.db-wal").stat().st_size > 0
+    # the file alone (what opening it as immutable shows) holds the first three only
+    uri = (archive / "run.db").absolute().as_uri() + "?mode=ro&immutable=1"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        assert 3 == db.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    return archive / "run.db", ids
+
+
+def read_only_mount() -> list[str] | None:
+    """
+    A command that runs what follows it with ``$0`` remounted read-only in a
+    mount namespace of its own (root writes through file modes), or None.
+    """
+    unshare = shutil.which("unshare")
+    if unshare is None or 0 != subprocess.run([unshare, "-rm", "true"], check=False).returncode:
+        return None
+    remount = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+    return [unshare, "-rm", "sh", "-c", remount]
+
+
+class TestReadOnlyWriteAheadLog:
+    """
+    Issue 26, point 7: a read-only store with a ``-wal`` beside it shows
+    everything the log holds, or is refused saying why, never an older head.
+    """
+
+    @pytest.mark.parametrize("shm", ["none", "copied", "zeroed"])
+    def test_read_only_storage_shows_every_checkpoint_the_log_holds(self, tmp_path, shm):
+        """
+        A killed writer's file and -wal on read-only storage (with no -shm, and
+        none can be made; with its -shm copied too; with an -shm of zeros): the
+        store opens read-only by itself and with read_only=True, lists all six
+        checkpoints with the newest head, loads the newest, and creates or
+        changes no file; read_only=False is refused, saying why.
+        """
+        path, ids = killed_writers_archive(tmp_path, shm)
+        names = sorted(item.name for item in path.parent.iterdir())
+        before = file_state(path)
+        mount = read_only_mount()
+        if mount is None:
+            if os.geteuid() == 0:
+                pytest.skip("running as root without user namespaces: cannot make storage unwritable")
+            path.chmod(0o444)
+            Path(f"{path}-wal").chmod(0o444)
+            path.parent.chmod(0o555)
+        try:
+            for options in ("{}", '{"read_only": true}'):
+                wrap = None if mount is None else [*mount, str(path.parent)]
+                result = python(WAL_READER, str(path), options, cwd=tmp_path, wrap=wrap)
+                assert 0 == result.returncode, result.stderr
+                shown = json.loads(result.stdout)
+                assert {"read_only": True, "ids": ids, "head": ids[-1], "messages": 12} == shown
+            refused = python(WAL_READER, str(path), '{"read_only": false}', cwd=tmp_path, wrap=wrap)
+            assert "cannot open the checkpoint store" in json.loads(refused.stdout)["refused"]
+            assert "for writing" in json.loads(refused.stdout)["refused"]
+        finally:
+            path.parent.chmod(0o755)
+        assert names == sorted(item.name for item in path.parent.iterdir())
+        assert before == file_state(path)
+
+    def test_read_only_true_beside_a_log_shows_every_checkpoint(self, tmp_path):
+        """
+        The same copy on writable storage, opened with read_only=True: all six
+        checkpoints and the newest head; the file and its log are not changed.
+        """
+        path, ids = killed_writers_archive(tmp_path)
+        before = file_state(path)
+        with SQLiteStore(path, read_only=True) as store:
+            assert ids == [info.id for info in store.list()]
+            assert ids[-1] == store.head("run")
+            assert 12 == len(store.load(ids[-1]).snapshot.messages)
+        assert before == file_state(path)
+
+    def test_a_log_that_cannot_be_read_is_refused_saying_why(self, tmp_path):
+        """
+        A -wal SQLite cannot read (here a directory in its place) is not
+        skipped: opening read-only raises CheckpointError naming the log and
+        saying to copy both files to writable storage; nothing is created.
+        """
+        path, _ = killed_writers_archive(tmp_path)
+        wal = Path(f"{path}-wal")
+        wal.unlink()
+        wal.mkdir()
+        (wal / "x").write_text("not a log")
+        before = path.read_bytes()
+        with pytest.raises(CheckpointError, match=r"write-ahead log .*run\.db-wal.* older head\. Copy") as info:
+            SQLiteStore(path, read_only=True)
+        assert "-wal" == info.value.path
+        assert before == path.read_bytes()
+        assert not Path(f"{path}-shm").is_file()
+
+    def test_an_empty_log_is_nothing_to_miss(self, tmp_path):
+        """
+        A store closed cleanly beside an empty -wal on read-only storage reads as it is.
+        """
+        path = tmp_path / "archive" / "run.db"
+        path.parent.mkdir()
+        first, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
+        Path(f"{path}-wal").write_bytes(b"")
+        mount = read_only_mount()
+        if mount is None:
+            pytest.skip("needs a mount namespace to make storage unwritable")
+        result = python(WAL_READER, str(path), "{}", cwd=tmp_path, wrap=[*mount, str(path.parent)])
+        assert 0 == result.returncode, result.stderr
+        shown = json.loads(result.stdout)
+        assert [first.id, second.id] == shown["ids"]
+        assert shown["read_only"]
+
+
+def raw_rows(path: Path) -> dict[str, list[str]]:
+    """
+    Every row of every table, read as bytes (text that is not UTF-8 included).
+    """
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        db.text_factory = bytes
+        return {table: sorted(map(repr, db.execute(f'SELECT * FROM "{table}"'))) for table in tables}  # noqa: S608
+
+
+class TestRowsDamagedByHand:
+    """
+    Issue 26, point 7: one row damaged by hand never hides the others.
+    """
+
+    @pytest.mark.parametrize(
+        ("statement", "match"),
+        [
+            ("UPDATE checkpoints SET metadata = '{bad json' WHERE id = ?", "does not match its seal"),
+            ("UPDATE checkpoints SET message_count = 'many' WHERE id = ?", "does not match its seal"),
+            ("UPDATE checkpoints SET digest = '0000' WHERE id = ?", "does not match its seal"),
+            ("UPDATE checkpoints SET created_at = 5 WHERE id = ?", "does not match its seal"),
+            ("UPDATE checkpoints SET id = X'FF' || id WHERE id = ?", "does not match its seal"),
+        ],
+        ids=["bad-json", "wrong-type", "bad-digest", "number-for-time", "id-not-text"],
+    )
+    def test_list_returns_the_intact_rows_and_names_the_damaged_one(self, scratch_dir, statement, match):
+        """
+        A row edited by hand (bad JSON, a wrong type, a bad digest, an id that
+        is not text) is left out of list() and named with the error that says
+        what is wrong; the other row lists and loads; nothing changes.
+        """
+        path = fresh_path(scratch_dir)
+        first, second = saved_pair(path, WorkingContext().append(Message("user", "hi")))
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute(statement, (first.id,))
+        before = raw_rows(path)
+        with SQLiteStore(path) as store:
+            listing = store.list()
+            assert [second.id] == [info.id for info in listing]
+            [(name, error)] = listing.damaged.items()
+            assert first.id in name
+            assert re.search(match, str(error))
+            assert name in str(error)
+            assert second == store.load(second.id)
+            assert [second.id] == [info.id for info in store.lineage(second.id)]
+        assert before == raw_rows(path)
+
+    @pytest.mark.parametrize("value", ["CAST(X'FF31' AS TEXT)", "X'31'", "'9' || printf('%.5000c', '9')", "'1e0'"])
+    def test_an_unreadable_schema_version_is_a_checkpoint_error(self, scratch_dir, value):
+        """
+        A schema version that is not UTF-8 text, not text at all, 5,001
+        digits long or a float is refused on opening with CheckpointError
+        naming the marker, and the file is not changed.
+        """
+        path = fresh_path(scratch_dir)
+        saved_pair(path, WorkingContext().append(Message("user", "hi")))
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute(f"UPDATE workingctx_store SET value = {value} WHERE key = 'schema_version'")  # noqa: S608
+        before = raw_rows(path)
+        for read_only in (None, True):
+            with pytest.raises(CheckpointError, match="damaged schema version") as info:
+                SQLiteStore(path, read_only=read_only)
+            assert "workingctx_store.schema_version" == info.value.path
+        assert before == raw_rows(path)
+
+    def test_a_resealed_bad_digest_lists_and_fails_to_load(self, scratch_dir):
+        """
+        A digest rewritten and resealed (as anyone who can write the file can)
+        reads as a descriptor, since list() reads no snapshot; load() raises
+        CheckpointError naming the checkpoint and the digest.
+        """
+        path = fresh_path(scratch_dir)
+        first, second = saved_pair(path, WorkingContext().append(Message("user", "hi")))
+        reseal(path, first.id, digest="0" * 64)
+        with SQLiteStore(path) as store:
+            assert [first.id, second.id] == [info.id for info in store.list()]
+            with pytest.raises(CheckpointError, match=f"'{first.id}'.*snapshot does not match its digest"):
+                store.load(first.id)
+
+    def test_a_damaged_context_row_is_named_by_list_contexts(self, tmp_path):
+        """
+        A saved context's row edited by hand is left out of list_contexts()
+        and named; the other context lists and loads.
+        """
+        path = tmp_path / "contexts.db"
+        with SQLiteStore(path) as store:
+            for context_id in ("a", "b"):
+                store.save_context(WorkingContext(record=True, id=context_id).append(Message("user", context_id)))
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("UPDATE contexts SET created_at = 'yesterday' WHERE id = 'a'")
+        with SQLiteStore(path) as store:
+            listing = store.list_contexts()
+            assert ["b"] == [info.id for info in listing]
+            assert ["a"] == list(listing.damaged)
+            with pytest.raises(CheckpointError, match="cannot load context 'a'"):
+                store.load_context("a")
+            assert "b" == store.load_context("b").freeze().messages[0].content
+
+
 DEEP_TEXT = '{"k": ' + "[" * 10_000 + "]" * 10_000 + "}"
 
 
@@ -746,24 +1023,27 @@ class TestCraftedRows:
         ],
         ids=["deep", "nan", "infinity", "array", "time", "count", "overflow"],
     )
-    def test_list_and_lineage_raise_checkpoint_error(self, scratch_dir, columns, match):
+    def test_list_and_lineage_name_the_row_and_keep_the_rest(self, scratch_dir, columns, match):
         """
         list() and lineage() on a row whose seal holds but whose content is
-        damaged (nested 10,000 levels deep, NaN, wrong types) raise
-        CheckpointError naming the checkpoint, never RecursionError, and change nothing.
+        damaged (nested 10,000 levels deep, NaN, wrong types) leave it out and
+        name it with a CheckpointError saying what is wrong (never a
+        RecursionError); load() raises that error; nothing changes.
         """
         path = fresh_path(scratch_dir)
         first, second = saved_pair(path, WorkingContext().append(Message("user", "hi")))
         reseal(path, first.id, **columns)
         before = dump(path)
         with SQLiteStore(path) as store:
-            with pytest.raises(CheckpointError, match=match) as listed:
-                store.list()
-            assert first.id in str(listed.value)
+            for listing in (store.list(), store.lineage(second.id)):
+                assert [second.id] == [info.id for info in listing]
+                assert [first.id] == list(listing.damaged)
+                assert re.search(match, str(listing.damaged[first.id]))
+                assert first.id in str(listing.damaged[first.id])
             with pytest.raises(CheckpointError, match=match):
-                store.lineage(second.id)
-            with pytest.raises(CheckpointError):
                 store.load(first.id)
+            with pytest.raises(CheckpointError, match=match):
+                store.lineage(first.id)
             assert second == store.load(second.id)
         assert before == dump(path)
 

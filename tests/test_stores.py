@@ -9,6 +9,7 @@ restarts are in test_store_processes.py.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import tempfile
 import uuid
@@ -26,7 +27,7 @@ from tests.strategies import json_objects, working_contexts
 from tests.test_sqlite_store import mutation
 from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
 from workingctx.exceptions import CheckpointError, HeadConflictError, StoreUnavailableError
-from workingctx.persistence import CheckpointStore, PostgresStore, RedisStore
+from workingctx.persistence import CheckpointStore, Listing, PostgresStore, RedisStore
 from workingctx.serialization import to_json
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -354,17 +355,20 @@ class TestDamagedStorage:
             persistent.again(store).load(saved[-1].id)
         assert saved[1] == persistent.again(store).load(saved[1].id)
 
-    def test_unsealed_row_refused_by_load_list_and_lineage(self, persistent):
+    def test_unsealed_row_refused_by_load_and_named_by_list_and_lineage(self, persistent):
         """
-        A checkpoint row changed behind the store's back fails its seal
-        everywhere it is read; other checkpoints still load.
+        A checkpoint row changed behind the store's back fails its seal: load
+        raises, list and lineage leave it out and name it with that error;
+        other checkpoints still load.
         """
         store, saved, raw = self.saved(persistent)
         raw.rewrite_metadata(saved[1].id, '{"turn": 99}')
         fresh = persistent.again(store)
-        for operation in (lambda: fresh.load(saved[1].id), fresh.list, lambda: fresh.lineage(saved[2].id)):
-            with pytest.raises(CheckpointError, match="does not match its seal"):
-                operation()
+        with pytest.raises(CheckpointError, match="does not match its seal"):
+            fresh.load(saved[1].id)
+        for listing in (fresh.list(), fresh.lineage(saved[2].id)):
+            assert [saved[1].id] == list(listing.damaged)
+            assert "does not match its seal" in str(listing.damaged[saved[1].id])
         assert saved[2] == fresh.load(saved[2].id)
 
     @pytest.mark.parametrize(
@@ -399,6 +403,245 @@ class TestDamagedStorage:
         with pytest.raises(CheckpointError, match="not a workingctx checkpoint store") as info:
             opener()
         assert "workingctx_store" == info.value.path
+
+
+def recorded(context_id: str, text: str) -> WorkingContext:
+    """
+    A recorded context of one exchange.
+    """
+    return WorkingContext(record=True, id=context_id).append(Message("user", text), Message("assistant", "ok"))
+
+
+class TestDamagedRows:
+    """
+    Issue 26, point 7: a damaged row never hides the intact ones.
+    """
+
+    def test_every_listing_is_a_listing_naming_what_it_could_not_read(self, stores):
+        """
+        list(), lineage() and list_contexts() of every store return a Listing:
+        a list equal to the plain list of descriptors, with nothing damaged.
+        """
+        store = stores.new()
+        saved = run(store, 2)
+        store.save_context(recorded("a", "hello"))
+        for listing in (store.list(), store.lineage(saved[-1].id), store.list_contexts()):
+            assert isinstance(listing, Listing)
+            assert {} == listing.damaged
+            assert list(listing) == listing
+        assert [c.id for c in saved] == [info.id for info in store.list()]
+
+    def test_a_damaged_row_never_hides_the_intact_ones(self, persistent, caplog):
+        """
+        One unreadable checkpoint row: list() returns every other checkpoint
+        in order and names the damaged id with the very error load() raises;
+        lineage() past it starts after it and names it; a warning names it;
+        nothing stored changes; deleting it clears it.
+        """
+        store = persistent.new()
+        saved = run(store, 4)
+        raw = Raw(persistent.kind, store)
+        raw.damage_row(saved[1].id)
+        before = raw.state()
+        fresh = persistent.again(store)
+        with caplog.at_level(logging.WARNING, logger="workingctx.persistence"):
+            listing = fresh.list()
+        assert [saved[0].id, saved[2].id, saved[3].id] == [info.id for info in listing]
+        assert [saved[1].id] == list(listing.damaged)
+        assert saved[1].id in caplog.text
+        with pytest.raises(CheckpointError) as loaded:
+            fresh.load(saved[1].id)
+        assert saved[1].id in str(loaded.value)
+        assert str(loaded.value) == str(listing.damaged[saved[1].id])
+        lineage = fresh.lineage(saved[3].id)
+        assert [saved[2].id, saved[3].id] == [info.id for info in lineage]
+        assert [saved[1].id] == list(lineage.damaged)
+        with pytest.raises(CheckpointError, match=saved[1].id):
+            fresh.lineage(saved[1].id)
+        assert saved[3] == fresh.load(saved[3].id)
+        assert before == raw.state()
+        fresh.delete(saved[1].id)
+        assert {} == fresh.list().damaged
+        assert saved[3] == persistent.again(store).load(saved[3].id)
+
+    def test_a_damaged_context_row_never_hides_the_others(self, persistent):
+        """
+        One unreadable saved-context row: list_contexts() returns the others
+        and names it with the error load_context() raises; nothing changes.
+        """
+        store = persistent.new()
+        for context_id in ("first", "second", "third"):
+            store.save_context(recorded(context_id, f"hello {context_id}"))
+        raw = Raw(persistent.kind, store)
+        raw.damage_context("second")
+        before = raw.state()
+        fresh = persistent.again(store)
+        listing = fresh.list_contexts()
+        assert {"first", "third"} == {info.id for info in listing}
+        assert ["second"] == list(listing.damaged)
+        with pytest.raises(CheckpointError, match="cannot load context 'second'"):
+            fresh.load_context("second")
+        assert "cannot load context 'second'" in str(listing.damaged["second"])
+        assert "hello third" == fresh.load_context("third").freeze().messages[0].content
+        assert before == raw.state()
+
+
+UNREADABLE_VERSIONS = ["9" * 5000, "one", "-1", "1.0", "\u00b2", "", " 1", "0x1"]
+
+
+class TestUnreadableSchemaVersion:
+    @pytest.mark.parametrize("version", UNREADABLE_VERSIONS, ids=lambda v: f"{v[:8]!r}")
+    def test_every_operation_raises_checkpoint_error_and_changes_nothing(self, persistent, version):
+        """
+        A schema version that is not a whole number (5,000 digits, a word, a
+        negative, a float, a superscript digit) is a CheckpointError naming
+        the marker, from opening, load, list, lineage, head, delete and
+        save alike, never a builtin ValueError; nothing stored changes.
+        """
+        store = persistent.new()
+        saved = run(store, 2, thread="t")
+        store.save_context(recorded("a", "hello"))
+        raw = Raw(persistent.kind, store)
+        raw.set_marker("schema_version", version)
+        before = raw.state()
+        operations = [
+            lambda: store.load(saved[0].id),
+            store.list,
+            lambda: store.lineage(saved[1].id),
+            lambda: store.head("t"),
+            lambda: store.delete(saved[0].id),
+            lambda: store.save(Checkpoint.capture(turns(WorkingContext(), 7, 1))),
+            store.list_contexts,
+            lambda: store.load_context("a"),
+            lambda: store.delete_context("a"),
+            lambda: persistent.again(store),
+        ]
+        for operation in operations:
+            with pytest.raises(CheckpointError, match="damaged schema version") as info:
+                operation()
+            assert "workingctx_store.schema_version" == info.value.path
+        assert before == raw.state()
+        raw.set_marker("schema_version", "1")
+        assert [c.id for c in saved] == [info.id for info in store.list()]
+
+
+@pytest.mark.server
+class TestRedisBytes:
+    """
+    Keys and values that are not UTF-8 text in a Redis store's namespace.
+    """
+
+    @pytest.fixture
+    def saved(self, scratch_dir: Path) -> Iterator[tuple[Any, list[Checkpoint], Raw, Stores]]:
+        made = Stores("redis", scratch_dir)
+        store = made.new()
+        saved = run(store, 3, thread="t")
+        store.save_context(recorded("a", "hello"))
+        yield store, saved, Raw("redis", store), made
+        made.close()
+
+    def test_an_id_that_is_not_utf8_is_named_and_the_rest_listed(self, saved):
+        """
+        A checkpoint listed under an id that is not UTF-8 text: list() returns
+        the others and names it (its invalid bytes escaped); delete() of
+        another checkpoint still works.
+        """
+        store, checkpoints, raw, _ = saved
+        raw.redis_bytes("ZADD", b"order", 0, b"\xff\xfe")
+        raw.redis_bytes("SET", b"cp:\xff\xfe", b"x")
+        listing = store.list()
+        assert [c.id for c in checkpoints] == [info.id for info in listing]
+        assert ["\\xff\\xfe"] == list(listing.damaged)
+        store.delete(checkpoints[0].id)
+        assert checkpoints[2] == store.load(checkpoints[2].id)
+
+    def test_a_row_that_is_not_utf8_is_a_checkpoint_error(self, saved):
+        """
+        A checkpoint row that is not UTF-8 text: load() raises CheckpointError
+        naming the id; list() names it and returns the others; lineage()
+        stops there; nothing changes; delete() removes it.
+        """
+        store, checkpoints, raw, _ = saved
+        raw.redis_bytes("SET", b"cp:" + checkpoints[1].id.encode(), b"\xff\xfe[")
+        before = raw.state()
+        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[1].id}'.*not UTF-8"):
+            store.load(checkpoints[1].id)
+        listing = store.list()
+        assert [checkpoints[0].id, checkpoints[2].id] == [info.id for info in listing]
+        assert [checkpoints[1].id] == list(listing.damaged)
+        assert [checkpoints[1].id] == list(store.lineage(checkpoints[2].id).damaged)
+        assert before == raw.state()
+        store.delete(checkpoints[1].id)
+        assert {} == store.list().damaged
+
+    @pytest.mark.parametrize("space", [b"m:", b"ml:"])
+    def test_an_item_or_link_that_is_not_utf8_fails_only_its_load(self, saved, space):
+        """
+        A message or a link that is not UTF-8 text: load() of a checkpoint
+        that uses it raises CheckpointError naming that checkpoint; list()
+        is untouched (it reads rows only); nothing changes.
+        """
+        store, checkpoints, raw, made = saved
+        snapshot = checkpoints[2].snapshot
+        key = snapshot.messages[-4].digest() if space == b"m:" else snapshot.chain_digest()  # only its own
+        raw.redis_bytes("SET", space + key.encode(), b"\xff\xfe")
+        before = raw.state()
+        what = "not UTF-8" if space == b"m:" else "expected 12 links, found 0"
+        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[2].id}'.*{what}"):
+            made.again(store).load(checkpoints[2].id)
+        assert checkpoints[0] == made.again(store).load(checkpoints[0].id)
+        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
+        assert before == raw.state()
+
+    def test_a_context_id_or_row_that_is_not_utf8_is_named(self, saved):
+        """
+        A saved context listed under an id that is not UTF-8 text, or whose
+        row is not: list_contexts() names both and returns the others.
+        """
+        store, _, raw, _ = saved
+        store.save_context(recorded("b", "hi"))
+        raw.redis_bytes("SADD", b"contexts", b"\xff")
+        raw.redis_bytes("SET", b"ctx:\xff", b"[]")
+        raw.redis_bytes("SET", b"ctx:b", b"\xff\xfe")
+        listing = store.list_contexts()
+        assert ["a"] == [info.id for info in listing]
+        assert {"\\xff", "b"} == set(listing.damaged)
+        with pytest.raises(CheckpointError, match="'b'"):
+            store.load_context("b")
+
+    @pytest.mark.parametrize("space", [b"m:", b"ml:", b"b:", b"h:", b"x"])
+    def test_a_stray_key_that_is_not_utf8_is_collected_or_ignored(self, saved, space):
+        """
+        A key that is not UTF-8 text beside the store's own: load, list and
+        delete work; delete collects it when it is under a space the store
+        collects (no checkpoint can use it).
+        """
+        store, checkpoints, raw, _ = saved
+        raw.redis_bytes("SET", space + b"\xff\xfe", b"\xff")
+        assert checkpoints[2] == store.load(checkpoints[2].id)
+        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
+        store.delete(checkpoints[0].id)
+        stray = store.namespace.encode() + b":" + space + b"\xff\xfe"
+        assert (space == b"x") == (stray in raw.state())
+
+    def test_a_head_or_marker_that_is_not_utf8_is_a_checkpoint_error(self, saved):
+        """
+        A thread head that is not UTF-8 text makes head() raise CheckpointError
+        naming the thread; a schema version that is not makes every operation
+        raise CheckpointError naming the marker; nothing changes.
+        """
+        store, checkpoints, raw, made = saved
+        raw.redis_bytes("SET", b"head:t", b"\xff")
+        with pytest.raises(CheckpointError, match=r"thread 't'.*not UTF-8"):
+            store.head("t")
+        raw.redis_bytes("HSET", b"store", b"schema_version", b"\xff")
+        before = raw.state()
+        for operation in (lambda: store.load(checkpoints[0].id), store.list, lambda: store.delete(checkpoints[0].id)):
+            with pytest.raises(CheckpointError, match="damaged schema version"):
+                operation()
+        with pytest.raises(CheckpointError, match="damaged schema version"):
+            made.again(store)
+        assert before == raw.state()
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -141,20 +141,18 @@ class TestDelta:
 
 
 class TestMergeRefusals:
-    def test_duplicate_call_ids_are_refused_and_nothing_changes(self):
+    def test_siblings_reusing_a_call_id_are_rekeyed(self):
         """
-        Two siblings that used one call id: the second merge is refused, naming the id.
+        Two siblings that used one call id both merge back: the second one's
+        call and result take the next free name, and the transcript stays valid.
         """
         parent = parent_with_history()
         one = parent.fork().append(Message("user", "x"), call("dup"), result("dup"), Message("assistant", "1"))
         two = parent.fork().append(Message("user", "y"), call("dup"), result("dup"), Message("assistant", "2"))
-        parent.merge(one, mode="delta")
-        before, notes = parent.messages, dict(parent.scratchpad)
-        two.note("seen", "yes")
-        with pytest.raises(MergeError, match="'dup'") as info:
-            parent.merge(two, mode="delta")
-        assert ("dup",) == info.value.ids
-        assert (before, notes) == (parent.messages, dict(parent.scratchpad))
+        parent.merge(one, mode="delta").merge(two, mode="delta")
+        assert ["dup", "dup-2"] == [m.call_ids[0] for m in parent.messages if m.call_ids][-2:]
+        assert ["dup", "dup-2"] == [m.tool_call_id for m in parent.messages if m.role == "tool"][-2:]
+        assert [] == valid_everywhere(parent.assembled())
 
     def test_an_orphan_result_is_refused(self):
         """
@@ -373,10 +371,12 @@ class TestManagersAlwaysValid:
 
 
 class TestFit:
-    def test_fit_counts_the_prefix_a_scope_does_not(self):
+    def test_fit_and_a_budget_through_the_context_both_count_the_prefix(self):
         """
-        ctx.fit(n) is a new context whose whole request (prefix included) fits n;
-        the scope TokenBudget(n) counts only the messages it is given.
+        ctx.fit(n) is a new context whose whole request (prefix included) fits
+        n, and so is ctx.slice(TokenBudget(n)): a budget applied through a
+        context counts the prefix. On a bare list the same scope counts only
+        the messages it is given.
         """
         ctx = WorkingContext(prefix=PrefixContext(system_prompt="rules " * 40))
         for n in range(10):
@@ -385,8 +385,9 @@ class TestFit:
         assert fitted.count_tokens() <= 200
         assert 20 == ctx.size()
         scoped = ctx.slice(TokenBudget(200))
-        assert scoped.count_tokens() > 200
-        assert len(surviving_indices(TokenBudget(200), ctx.messages)) == scoped.size()
+        assert scoped.count_tokens() <= 200
+        assert len(surviving_indices(TokenBudget(200), ctx.tail_view())) == scoped.size()
+        assert len(surviving_indices(TokenBudget(200), ctx.messages)) > scoped.size()
         assert [] == valid_everywhere(fitted.assembled(), allow_pending=False)
 
     def test_fit_merges_back_like_a_slice(self):

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, precondition, rule
 
-from workingctx import FrozenContext, Message, ToolCall, WorkingContext
+from workingctx import FrozenContext, Message, ToolCall, WorkingContext, _rekey
 from workingctx._tail import Tail
 from workingctx.context import TailView
 from workingctx.exceptions import MergeError
@@ -64,6 +64,13 @@ class Model:
 
     def child(self, me: int, messages: list[Message]) -> Model:
         return Model(messages, list(self.log), {**self.marks, me: len(self.log)})
+
+
+def _without_ids(message: Message) -> Message:
+    """
+    *message* with its call and result ids blanked: what a re-key keeps.
+    """
+    return _rekey.rename(message, dict.fromkeys(message.call_ids, "?"), dict.fromkeys(message.result_ids, "?"))
 
 
 def _same(expected: list[Message], actual: Any) -> None:
@@ -206,10 +213,16 @@ class SharedTailMachine(RuleBasedStateMachine):
         try:
             self.contexts[i].merge(self.contexts[j], mode="delta" if delta else "concat")
         except MergeError:
-            # it would break the tool rules (a call id twice, a result without its call): nothing changed
+            # it would break the tool rules (a result without its call): nothing changed
             _same(mine.messages, self.contexts[i].messages)
             return
-        mine.appended(incoming)
+        # a call whose id is used here already comes in re-keyed, with its results: a new message
+        # equal but for its ids; every other message is the very object merged
+        arrived = list(self.contexts[i].messages[len(mine.messages) :])
+        assert len(incoming) == len(arrived)
+        for want, have in zip(incoming, arrived, strict=True):
+            assert want is have or (_without_ids(want) == _without_ids(have) and want != have)
+        mine.appended(arrived)
         if delta:
             theirs.marks[i] = len(theirs.log)
 
@@ -279,7 +292,12 @@ class SharedTailMachine(RuleBasedStateMachine):
             _same(model.messages, ctx.messages)
             fresh = WorkingContext(messages=model.messages)
             assert fresh.digest() == ctx.digest()
-            assert fresh.freeze() == ctx.freeze()
+            built, snapshot = fresh.freeze(), ctx.freeze()  # its journal holds what merges re-keyed
+            assert (built.prefix, built.messages, built.scratchpad) == (
+                snapshot.prefix,
+                snapshot.messages,
+                snapshot.scratchpad,
+            )
         for view, expected in self.views:
             _same(expected, view)
             _same(expected, view[:])

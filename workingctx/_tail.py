@@ -60,9 +60,12 @@ class TailView(Sequence[Message]):
 
     Attributes:
         system_positions: The indices of the system messages, ascending.
+        prefix_messages: The messages of the context's prefix, sent before
+            these with every request (empty unless the context gave them): a
+            :class:`~workingctx.TokenBudget` counts them first.
     """
 
-    __slots__ = ("_index", "_items", "_running", "_size", "_tail", "system_positions")
+    __slots__ = ("_index", "_items", "_running", "_size", "_tail", "prefix_messages", "system_positions")
     __module__ = "workingctx.context"  # where users import it from
 
     def __init__(self, items: list[Message], size: int, system_positions: tuple[int, ...], tail: Tail) -> None:
@@ -72,6 +75,7 @@ class TailView(Sequence[Message]):
         self._tail = tail
         self._index: TailIndex | None = None
         self._running: RunningCount | None = None
+        self.prefix_messages: tuple[Message, ...] = ()
 
     @property
     def tail_index(self) -> TailIndex:

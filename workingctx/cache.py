@@ -353,7 +353,25 @@ _ROOT_KEY = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
 
 
 def _next_key(head: str, message: Message) -> str:
-    return hashlib.sha256(f"{head}:{message.digest()}".encode("ascii")).hexdigest()
+    return hashlib.sha256(f"{head}:{_unmarked(message).digest()}".encode("ascii")).hexdigest()
+
+
+def _unmarked(message: Message) -> Message:
+    """
+    *message* without the breakpoints on its blocks: a breakpoint says where to
+    cache, not what is sent, so moving one (the last block of one request is
+    not the last of the next) leaves the prefix the provider caches as it was.
+    """
+    content = message.content
+    if isinstance(content, str) or all(getattr(b, "cache", None) is None for b in content):
+        return message
+    blocks = tuple(
+        attrs.evolve(b, cache=None)  # type: ignore[arg-type]  # only blocks with a cache field carry one
+        if getattr(b, "cache", None) is not None
+        else b
+        for b in content
+    )
+    return attrs.evolve(message, content=blocks)
 
 
 def _layout(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from workingctx import _checks
+from workingctx import _checks, _rekey
 from workingctx import history as _records
 from workingctx._lock import ContextLock
 from workingctx._notes import Notes, NotesMark, copy_notes, prepare_notes
@@ -130,6 +130,7 @@ class WorkingContext:
         "_parent_call",
         "_prefix",
         "_prefix_tokens",
+        "_routes",
         "_scratch_base",
         "_scratchpad",
         "_tail",
@@ -225,6 +226,9 @@ class WorkingContext:
         self._scratch_base: dict[object, dict[str, Any]] = {} if bases is None else bases
         # the history of a recorded context (None: not recorded)
         self._history = None
+        # old id -> new id of each call a merge re-keyed while it was pending: its result may
+        # still come under the old id (see _rekey.route_results); kept while the call is pending
+        self._routes: dict[str, str] = {}
 
     # -- construction from other states ----------------------------------------
 
@@ -255,6 +259,8 @@ class WorkingContext:
         # the baselines towards older ancestors are shared: they are never changed, only replaced
         bases = {**self._scratch_base, self._token: base} if self._scratch_base else {self._token: base}
         child._init(self._prefix, tail, scratchpad, self.journal._seed(), marks, bases)
+        if self._routes:
+            child._routes = dict(self._routes)
         child.limit = self.limit
         child.shared = self.shared
         return child
@@ -335,12 +341,16 @@ class WorkingContext:
     def tail_view(self) -> TailView:
         """
         A read-only view of the tail as it is now, in O(1), that also knows
-        where the system messages are (found incrementally, once per message).
+        where the system messages are (found incrementally, once per message)
+        and carries the prefix's messages (``prefix_messages``).
 
         Positional scopes such as :class:`~workingctx.TokenBudget` use it to
-        avoid a pass over the whole tail; :meth:`slice` passes one.
+        avoid a pass over the whole tail, and a budget counts the prefix it
+        carries; :meth:`slice` passes one.
         """
-        return self._tail.view()
+        view = self._tail.view()
+        view.prefix_messages = tuple(self._prefix.as_messages())
+        return view
 
     def has_id(self, message_id: str | int) -> bool:
         """
@@ -358,6 +368,8 @@ class WorkingContext:
             TypeError: an argument is not a :class:`Message` (nothing is appended).
         """
         _check_messages(messages, "append()")
+        if self._routes:
+            messages = tuple(self._routed(messages))
         if self._history is not None:
             self._history.append(self, messages)
             return self
@@ -377,6 +389,8 @@ class WorkingContext:
             )
         items = list(messages)
         _check_messages(items, "extend()")
+        if self._routes:
+            items = self._routed(items)
         if self._history is not None:
             self._history.append(self, items)
             return self
@@ -418,6 +432,48 @@ class WorkingContext:
 
     def _replace(self, items: list[Message]) -> None:
         self._tail.replace(items)
+
+    # -- results for re-keyed calls --------------------------------------------------
+
+    def _routed(self, messages: Sequence[Message]) -> list[Message]:
+        """
+        *messages* with the results for calls a merge re-keyed while they were
+        pending sent to the calls' new names (see :meth:`merge`).
+        """
+        with self._tail.lock:
+            pending = _rules(self._tail.view()).pending()[1]
+            return _rekey.route_results(messages, self._routes, pending)
+
+    def _routed_id(self, call_id: str) -> str:
+        """
+        The name the pending call a result for *call_id* answers goes by here.
+        """
+        if not self._routes:
+            return call_id
+        with self._tail.lock:
+            pending = _rules(self._tail.view()).pending()[1]
+            new = self._routes.get(call_id)
+            return new if new is not None and new in pending and call_id not in pending else call_id
+
+    def _remember_routes(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """
+        Keep the route of every re-keyed call still pending (and only those).
+        """
+        if not pairs and not self._routes:
+            return
+        with self._tail.lock:
+            pending = set(_rules(self._tail.view()).pending()[1])
+            routes = {old: new for old, new in self._routes.items() if new in pending}
+            routes.update((old, new) for old, new in pairs if new in pending)
+            self._routes = routes
+
+    def _rekeyed(self, messages: Sequence[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:
+        """
+        *messages* as they join the tail: calls whose ids are in use re-keyed,
+        results following them, and what was re-keyed. Call under the tail lock.
+        """
+        engine = _rekey.Rekeyer(_rules(self._tail.view()), messages, self._routes)
+        return [engine.take(message) for message in messages], tuple(engine.pairs)
 
     def _set_notes(self, notes: Mapping[str, Any], removed: Iterable[str], *, replace: bool = False) -> None:
         """
@@ -564,6 +620,7 @@ class WorkingContext:
         """
         if for_call is not None:
             _checks.check_instance(for_call, "for_call", str, "a tool call id (a str)")
+            for_call = self._routed_id(for_call)  # the old id of a call a merge re-keyed names it too
         parent = self._tail
         with parent.lock:
             # the marks towards older ancestors are positions in the shared lineage log
@@ -638,9 +695,15 @@ class WorkingContext:
         scratchpad and journal are copied as by :meth:`fork`, writes to the
         slice never reach this context, and ``merge(slice, mode="delta")``
         brings back what the slice appended.
+
+        The slice keeps the prefix, so a :class:`~workingctx.TokenBudget` in
+        *scope* counts the prefix first: ``ctx.slice(TokenBudget(n))`` is a
+        request of at most *n* tokens, as the budget counts them (unless the
+        prefix and the system messages alone are more). Wrap the scope in
+        :class:`~workingctx.ValidRequest` for a request a provider accepts.
         """
         with self._tail.lock:
-            view = self._tail.view()
+            view = self.tail_view()
             notes, base = self._scratchpad.fork()
             appended = self._tail.appended
         kept = surviving_indices(scope, view)
@@ -664,9 +727,7 @@ class WorkingContext:
         the newest whole exchanges that fit (from a user turn when one fits),
         and a user message first; a valid request, even when that means going
         over (see :class:`~workingctx.TokenBudgetContextManager`). This context
-        is left as it is, and the result merges back like a slice. A
-        :class:`~workingctx.TokenBudget` scope, by contrast, counts only the
-        messages it is given: ``ctx.slice(TokenBudget(n))`` leaves the prefix out.
+        is left as it is, and the result merges back like a slice.
 
         Raises:
             TypeError: *max_tokens* is not an int, or *pin* is not a scope.
@@ -723,13 +784,43 @@ class WorkingContext:
         and marked committed there, as is the delta mode's watermark: merging
         the same child twice does not apply its work twice.
 
+        Call ids are local names. An incoming tool call whose id a *different*
+        call here already uses (two sub-agents both numbering their calls
+        ``call_0``) comes in under a new id, and so does every result that
+        answers it: :func:`~workingctx.callids.fresh_call_id` of the old id,
+        given every id the merged tail uses (``call_0`` -> ``call_0-2``), so
+        the same merge gives the same ids in every process. The same call
+        (same id, same call, such as the history a fork shares with its
+        parent under ``"union"`` and ``"delta"``) stays one call. The map is
+        recorded: a journal entry ``{"kind": "merge", "mode": ..., "rekeyed":
+        [[old, new], ...]}`` and, on a recorded context, the merge entry's
+        ``rekeyed``. A result that comes later under the old id for a call
+        re-keyed while it was pending (``append``, ``extend``, ``append_result``,
+        :func:`~workingctx.reducers.add_messages_to`,
+        :meth:`~workingctx.reducers.ToolResult.apply_to`, or a later merge)
+        answers it under the new id, as long as the old id is not pending
+        itself; ``fork(for_call=old id)`` forks for it too.
+
+        >>> from workingctx import ToolCall
+        >>> parent = WorkingContext().append(Message("user", "Compare Oslo and Rome."))
+        >>> oslo, rome = parent.fork(), parent.fork()
+        >>> _ = oslo.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Oslo"})]))
+        >>> _ = oslo.append(Message("tool", "rain", tool_call_id="call_0"))
+        >>> _ = rome.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})]))
+        >>> _ = parent.merge(oslo, mode="delta").merge(rome, mode="delta")
+        >>> [c.id for c in parent.pending_calls], list(parent.journal)[-1]["rekeyed"]
+        (['call_0-2'], [['call_0', 'call_0-2']])
+        >>> _ = parent.append(Message("tool", "sun", tool_call_id="call_0"))  # Rome's result, under its old id
+        >>> parent.messages[-1].tool_call_id
+        'call_0-2'
+
         Raises:
             MergeError: ``"delta"`` with a context that is not a fork of this one,
                 ``"result"`` with one not forked for a call of this one (or a
                 call no longer pending, or a child without an answer), a merge
-                that would leave two calls with one id, a result whose call is
-                nowhere or a call without its result (``ids`` names them), an
-                unknown mode, or a conflicting note under ``scratchpad="raise"``.
+                that would leave a result whose call is nowhere, a second result
+                for one call, or a call without its result (``ids`` names them),
+                an unknown mode, or a conflicting note under ``scratchpad="raise"``.
                 Nothing changes.
             PayloadError: A merged note (as a reducer made it, or as it was
                 changed in place in *other*) is one no note can keep (see
@@ -748,7 +839,7 @@ class WorkingContext:
             own = other._tail.appended_since(since) if since is not None and mode in ("delta", "result") else []
             position = other._tail.appended
         with self._tail.lock:
-            incoming, whole, base = self._incoming_messages(other, theirs, since, mode, own, result)
+            incoming, whole, base, rekeyed = self._incoming_messages(other, theirs, since, mode, own, result)
             if whole and self._tail.kept(incoming) == len(self._tail):
                 # a reducer that kept the tail as it was appends the rest
                 incoming, whole = incoming[len(self._tail) :], False
@@ -757,7 +848,7 @@ class WorkingContext:
 
             if self._history is not None:
                 appended, replacement = (None, incoming) if whole else (incoming, None)
-                self._history.merge(self, other, mode, appended, replacement, notes)
+                self._history.merge(self, other, mode, appended, replacement, notes, rekeyed)
             else:
                 prepared = prepare_notes(notes.items())  # a note no context can keep is refused here
                 # Everything is checked: apply.
@@ -766,7 +857,11 @@ class WorkingContext:
                 else:
                     self._tail.extend(incoming)
                 self._scratchpad._put_all(prepared)
+                self._remember_routes(rekeyed)
             self.journal.apply(other.journal.diff())
+            if rekeyed:
+                name = mode if isinstance(mode, str) else "reducer"
+                self.journal.record({"kind": "merge", "mode": name, "rekeyed": [list(pair) for pair in rekeyed]})
         other.journal.mark_committed()
         if base is not None:
             with other._tail.lock:
@@ -808,22 +903,16 @@ class WorkingContext:
         mode: MergeMode,
         own: list[Message],
         given: str | Message | None,
-    ) -> tuple[list[Message], bool, int | None]:
+    ) -> tuple[list[Message], bool, int | None, tuple[tuple[str, str], ...]]:
         """
         The messages a merge brings, whether they are the whole new tail (a
-        reducer's result) rather than an append, and the delta watermark.
+        reducer's result) rather than an append, the delta watermark, and the
+        calls re-keyed on the way in (old id, new id).
         """
         if mode == "concat":
-            return list(theirs), False, None
+            return self._appended(theirs, None)
         if mode == "union":
-            present = Counter(self._tail.messages())
-            added: list[Message] = []
-            for message in theirs:
-                if present[message] > 0:
-                    present[message] -= 1
-                else:
-                    added.append(message)
-            return added, False, None
+            return self._union(theirs)
         if mode == "delta":
             if since is None:
                 msg = (
@@ -831,18 +920,95 @@ class WorkingContext:
                     f"{other!r} was not forked from {self!r}; use mode='union' to merge an unrelated context"
                 )
                 raise MergeError(msg)
-            return own, False, since
+            return self._appended(own, since)
         if mode == "result":
-            return [self._result_message(other, own, given)], False, since
+            return [self._result_message(other, own, given)], False, since, ()
         if callable(mode):
+            for reducer, twin in _rekey.REKEYING_REDUCERS.items():
+                if reducer is mode:  # add_messages: it re-keys, and says what
+                    added, engine = twin(self._tail.messages(), theirs, _rules(self._tail.view()), self._routes)
+                    return added, False, None, tuple(engine.pairs)
             result = list(mode(self._tail.messages(), theirs))
             _check_messages(result, f"merge reducer {mode!r} returned")
-            return result, True, None
+            return result, True, None, ()
         msg = (
             f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta', 'result' "
             "or a reducer (left, right) -> messages"
         )
         raise MergeError(msg)
+
+    def _appended(
+        self, messages: Sequence[Message], since: int | None
+    ) -> tuple[list[Message], bool, int | None, tuple[tuple[str, str], ...]]:
+        """
+        What a ``"concat"`` or ``"delta"`` merge appends: every message, re-keyed.
+        """
+        added, rekeyed = self._rekeyed(messages)
+        return added, False, since, rekeyed
+
+    def _union(self, theirs: Sequence[Message]) -> tuple[list[Message], bool, None, tuple[tuple[str, str], ...]]:
+        """
+        What a ``"union"`` merge appends: the messages not here already, by
+        value, as a multiset, an exchange at a time.
+
+        An exchange (a call and the results right after it) found here whole,
+        under its own ids or under the ones an earlier merge gave it, adds
+        nothing. One whose call is here and still pending adds the results
+        not here yet. Any other comes in whole, its calls re-keyed when their
+        ids are in use: the same call answered differently is another call.
+        """
+        view = self._tail.view()
+        state = _rules(view)
+        present = Counter(self._tail.messages())
+        engine = _rekey.Rekeyer(state, theirs, self._routes)
+        added: list[Message] = []
+        position, size = 0, len(theirs)
+        while position < size:
+            head = theirs[position]
+            end = _rekey.exchange_end(theirs, position)
+            if end == position:  # a message that asks for no call
+                position += 1
+                if present[head] > 0:
+                    present[head] -= 1
+                else:
+                    added.append(engine.take(head))
+                continue
+            unit = list(theirs[position:end])
+            position = end
+            match = self._union_match(unit, view, state, present)
+            if match is None:
+                added.extend(engine.take(message) for message in unit)
+                continue
+            names, here = match
+            engine.alias({call_id: names.get(call_id, call_id) for call_id in head.call_ids})
+            present[here[0]] -= 1
+            for message, found in zip(unit[1:], here[1:], strict=True):
+                if present[found] > 0:
+                    present[found] -= 1
+                else:
+                    added.append(engine.take(message))
+        return added, False, None, tuple(engine.pairs)
+
+    @staticmethod
+    def _union_match(
+        unit: list[Message], view: TailView, state: RuleState, present: Counter[Message]
+    ) -> tuple[dict[str, str], list[Message]] | None:
+        """
+        Where the exchange *unit* is here already: the names its calls go by
+        here and its messages under them. A copy that holds it whole comes
+        first; else the pending call at the end, whose results are still
+        coming; else None (it is another exchange).
+        """
+        at, waiting = state.pending()
+        partial = None
+        for names in _rekey.matchings(unit[0], view, state, lambda message: present[message] > 0):
+            here = [_rekey.rename(message, names, names) for message in unit]
+            if all(present[message] >= count for message, count in Counter(here).items()):
+                return names, here
+            first = here[0].call_ids[0]
+            if partial is None and waiting and state.asked.get(first) == at:
+                partial = names, here
+        return partial
 
     def _result_message(self, other: WorkingContext, own: list[Message], result: str | Message | None) -> Message:
         """
@@ -1047,6 +1213,8 @@ class WorkingContext:
             raise HistoryError(msg)
         if self._history is None:
             return self.append(message)
+        if self._routes:
+            message = self._routed([message])[0]
         self._history.append(self, [message], outcome)
         return self
 
@@ -1186,16 +1354,18 @@ class WorkingContext:
                 raise
             return result
 
-    def _undo_point(self) -> tuple[Mark, NotesMark, tuple[int, int]]:
+    def _undo_point(self) -> tuple[Mark, NotesMark, tuple[int, int], dict[str, str]]:
         with self._tail.lock:
-            return self._tail.mark(), self._scratchpad.mark(), (len(self.journal), self.journal.committed)
+            journal = (len(self.journal), self.journal.committed)
+            return self._tail.mark(), self._scratchpad.mark(), journal, dict(self._routes)
 
-    def _roll_back(self, undo: tuple[Mark, NotesMark, tuple[int, int]]) -> None:
-        mark, notes, (size, committed) = undo
+    def _roll_back(self, undo: tuple[Mark, NotesMark, tuple[int, int], dict[str, str]]) -> None:
+        mark, notes, (size, committed), routes = undo
         with self._tail.lock:
             self._tail.restore(mark)
             self._scratchpad.restore(notes)
             self.journal._truncate(size, committed)
+            self._routes = dict(routes)
 
     def __repr__(self) -> str:
         keys = sorted(self._scratchpad)

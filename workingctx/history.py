@@ -225,6 +225,10 @@ class Merged:
         child: The id of the merged context, when it was recorded.
         models: That usage by model: ``(model name, usage)`` pairs, the name
             ``""`` for replies that named no model (see :meth:`~workingctx.WorkingContext.cost`).
+        rekeyed: The calls the merge gave new ids, because a different call
+            here used theirs: ``(old id, new id)`` pairs, in order. A result
+            that comes later under the old id for one still pending answers it
+            under the new one.
     """
 
     mode: str
@@ -233,6 +237,7 @@ class Merged:
     usage: Usage = attrs.field(factory=Usage)
     child: str | None = None
     models: tuple[tuple[str, Usage], ...] = ()
+    rekeyed: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -610,7 +615,7 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     :attr:`WorkingContext.pending_calls`, the one notion of a pending call (a
     call other messages already followed without its result is broken, not pending).
     """
-    view = ctx.tail_view()
+    view = ctx._tail.view()  # the tail alone: no prefix to render
     if not view:
         return ()
     last = view[-1]
@@ -829,6 +834,7 @@ class Recorder:
                 self.final_answer = content.answer
         elif isinstance(content, Merged):
             self._retail(ctx, build_tail(ctx.messages, content.tail))
+            ctx._remember_routes(content.rekeyed)
             ctx._set_notes(content.notes, ())
             for name, usage in content.models:
                 _add_usage(self.by_model, name, usage)
@@ -949,9 +955,10 @@ class Recorder:
         appended: Sequence[Message] | None,
         replacement: Sequence[Message] | None,
         notes: Mapping[str, Any],
+        rekeyed: Sequence[tuple[str, str]] = (),
     ) -> None:
         """
-        Record and apply a merge whose messages and notes *ctx* has worked out.
+        Record and apply a merge whose messages, notes and re-keyed calls *ctx* has worked out.
         """
         with ctx._tail.lock:
             self._open("merge()")
@@ -979,7 +986,9 @@ class Recorder:
             brought = tuple((model, usage) for model, usage in sorted(models.items()) if usage != Usage())
             name = mode if isinstance(mode, str) else "reducer"
             total = sum((usage for _, usage in brought), Usage())
-            self.commit(ctx, [self._entry("merge", Merged(name, pieces, frozen, total, child, brought))])
+            self.commit(
+                ctx, [self._entry("merge", Merged(name, pieces, frozen, total, child, brought, tuple(rekeyed)))]
+            )
             if theirs is not None:
                 theirs.reported[ctx._token] = dict(theirs.by_model)
 

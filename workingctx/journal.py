@@ -18,7 +18,6 @@ False
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar, cast
 
@@ -99,30 +98,6 @@ class MutationJournal(Generic[EntryT]):
             PayloadTypeError: An entry is not JSON data; nothing is applied.
         """
         self._add(entries)
-
-    def size(self) -> int:
-        """
-        The number of entries: ``len(journal)``.
-
-        .. deprecated:: Unreleased
-            Use ``len(journal)``; ``size()`` goes in the next release.
-        """
-        warnings.warn("MutationJournal.size() is deprecated: use len(journal)", DeprecationWarning, stacklevel=2)
-        return len(self._entries)
-
-    def view(self) -> tuple[EntryT, ...]:
-        """
-        Every entry, oldest first, as a tuple: ``tuple(journal)``.
-
-        .. deprecated:: Unreleased
-            Use ``tuple(journal)`` (or iterate the journal); ``view()`` goes in the next release.
-        """
-        warnings.warn(
-            "MutationJournal.view() is deprecated: use tuple(journal), or iterate the journal",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return tuple(self._entries)
 
     def diff(self) -> tuple[EntryT, ...]:
         """

@@ -21,7 +21,6 @@ import json
 import mimetypes
 import os
 import stat
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
@@ -30,6 +29,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx._canonical import message_digest
+from workingctx._wire import wire_errors
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict, freeze_json, is_json_payload
 
@@ -605,12 +605,26 @@ class ToolCall:
 
     The arguments are deep-frozen, so a message carrying tool calls hashes.
     ``arguments_json`` keeps the exact text the model wrote, when there is one,
-    so that it is sent back byte for byte; it must decode to ``arguments``.
+    so that it is sent back byte for byte. Text that is the text of a JSON
+    object decodes to ``arguments``; any other text (a reply cut off by
+    ``max_tokens``, ``'[1,2]'``, ``'null'``) is kept verbatim as data, with
+    ``arguments`` empty and :attr:`arguments_parsed` False: no tool should run
+    it. The OpenAI formats send the text back as it came; the formats that take
+    arguments as an object refuse it (the ``unparsable-arguments`` problem)
+    rather than send ``{}``.
 
     >>> ToolCall("c1", "openssl", {"host": "example.com"}).arguments
     {'host': 'example.com'}
     >>> ToolCall("c1", "openssl", arguments_json='{"host":"example.com"}').arguments
     {'host': 'example.com'}
+    >>> cut = ToolCall("c2", "read", arguments_json='{"path": "/tmp/a')
+    >>> cut.arguments, cut.arguments_json, cut.arguments_parsed
+    ({}, '{"path": "/tmp/a', False)
+
+    Raises:
+        InvalidMessageError: ``arguments`` and ``arguments_json`` disagree (the
+            text decodes to other arguments, or is not a JSON object while
+            ``arguments`` is not empty).
     """
 
     id: str = attrs.field(validator=_nonempty_str)
@@ -623,16 +637,15 @@ class ToolCall:
         raw = self.arguments_json
         if raw is None:
             return
-        try:
-            decoded = json.loads(raw)
-        except (ValueError, RecursionError):
-            decoded = None
-        if not isinstance(decoded, dict):
-            msg = (
-                f"arguments_json must be the text of a JSON object, got {raw[:60]!r}; "
-                "leave it None and pass arguments=... for calls whose text is not a JSON object"
-            )
-            raise InvalidMessageError(msg)
+        decoded = _json_object_text(raw)
+        if decoded is None:
+            if self.arguments:
+                msg = (
+                    f"arguments_json {raw[:60]!r} is not the text of a JSON object, so arguments must stay empty, "
+                    f"got {dict(self.arguments)!r}; pass the text alone (kept as data) or arguments alone"
+                )
+                raise InvalidMessageError(msg, argument="arguments_json", value=raw)
+            return
         if not self.arguments:
             object.__setattr__(self, "arguments", _json_object(decoded, "arguments_json"))
         elif decoded != self.arguments:
@@ -641,6 +654,27 @@ class ToolCall:
                 "pass one of them, or both in agreement"
             )
             raise InvalidMessageError(msg)
+
+    @property
+    def arguments_parsed(self) -> bool:
+        """
+        Whether ``arguments`` holds what the model asked for: False when
+        ``arguments_json`` is text that is not a JSON object (kept verbatim,
+        ``arguments`` then empty).
+        """
+        raw = self.arguments_json
+        return raw is None or bool(self.arguments) or _json_object_text(raw) is not None
+
+
+def _json_object_text(raw: str) -> dict[str, Any] | None:
+    """
+    The object *raw* is the JSON text of, or None for any other text.
+    """
+    try:
+        decoded = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
@@ -779,6 +813,7 @@ class Usage:
         return Usage(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=True)))
 
     @classmethod
+    @wire_errors("OpenAI usage")
     def from_openai(cls, usage: Any) -> Usage:
         """
         Read an OpenAI usage object (Chat Completions or Responses shape), a dict
@@ -804,6 +839,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("Anthropic usage")
     def from_anthropic(cls, usage: Any) -> Usage:
         """
         Read an Anthropic usage object, a dict or the SDK's object
@@ -827,6 +863,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("Gemini usage")
     def from_google(cls, usage: Any) -> Usage:
         """
         Read a Gemini ``usage_metadata`` (snake_case or camelCase, a dict or the
@@ -850,6 +887,7 @@ class Usage:
         )
 
     @classmethod
+    @wire_errors("LangChain usage")
     def from_langchain(cls, usage: Any) -> Usage:
         """
         Read LangChain's ``usage_metadata`` (``input_tokens`` includes cache
@@ -1148,22 +1186,6 @@ class Message:
         return cls("user", f"[notice] {text}", id=id)
 
     @classmethod
-    def text_message(cls, text: str, role: Role = "user", *, id: str | int | None = None) -> Message:  # noqa: A002
-        """
-        A text message of any role: ``Message(role, text)``.
-
-        .. deprecated:: Unreleased
-            Use ``Message(role, text)`` (or ``Message.user``, ``Message.system``,
-            ``Message.assistant``); ``text_message`` goes in the next release.
-        """
-        warnings.warn(
-            f"Message.text_message(text, role) is deprecated: use Message({role!r}, text)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return cls(role, text, id=id)
-
-    @classmethod
     def tool_message(
         cls,
         content: Iterable[ContentBlock],
@@ -1179,27 +1201,6 @@ class Message:
         results = [b for b in blocks if isinstance(b, ToolResultBlock)]
         call_id = results[0].call_id if len(results) == 1 else None
         return cls("tool", blocks, tool_call_id=call_id, id=id, metadata=metadata or {})
-
-    @classmethod
-    def multimodal_message(
-        cls,
-        content_blocks: Iterable[ContentBlock],
-        role: Role = "user",
-        *,
-        id: str | int | None = None,  # noqa: A002
-    ) -> Message:
-        """
-        A message from blocks of your own: ``Message(role, blocks)``.
-
-        .. deprecated:: Unreleased
-            Use ``Message(role, blocks)``; ``multimodal_message`` goes in the next release.
-        """
-        warnings.warn(
-            f"Message.multimodal_message(blocks, role) is deprecated: use Message({role!r}, blocks)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return cls(role, tuple(content_blocks), id=id)
 
     @classmethod
     def image_message(

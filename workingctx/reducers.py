@@ -17,19 +17,19 @@ plain function.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import attrs
 
-from workingctx import _checks
+from workingctx import _checks, _rekey
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
 from workingctx.frozen import FrozenDict, deep_freeze, thaw
 from workingctx.messages import Message, ToolResultBlock, _as_tuple
 from workingctx.scopes import surviving_indices
 from workingctx.scopes._tools import WITHOUT_COMPLETED_TOOL_SEQUENCES
+from workingctx.validity import RuleState
 
 __all__ = [
     "ToolResult",
@@ -38,7 +38,6 @@ __all__ = [
     "append_items",
     "remove_tool_messages",
     "replace_messages",
-    "replace_value",
 ]
 
 
@@ -74,6 +73,19 @@ def _new_messages(right: Iterable[Message], present: Callable[[str | int], bool]
 # -- message reducers -------------------------------------------------------------
 
 
+def _added(
+    left: Sequence[Message], right: Sequence[Message], state: RuleState, routes: Mapping[str, str]
+) -> tuple[list[Message], _rekey.Rekeyer]:
+    """
+    The new messages of *right*, re-keyed against *left* (whose rule state is
+    *state*), and the engine that did it (its ``pairs`` say what it re-keyed).
+    """
+    ids = {m.id for m in left if m.id is not None}
+    new = _new_messages(right, ids.__contains__)
+    engine = _rekey.Rekeyer(state, new, routes)
+    return [engine.take(message) for message in new], engine
+
+
 def add_messages(left: Sequence[Message], right: Sequence[Message]) -> list[Message]:
     """
     *left* followed by the messages of *right* that are new: append-only history.
@@ -82,6 +94,15 @@ def add_messages(left: Sequence[Message], right: Sequence[Message]) -> list[Mess
     *left* (or earlier in *right*), and when it is a streaming chunk
     (``delta=True``). Messages without an id are always added. On a live
     context use :func:`add_messages_to`, which costs O(1) per message.
+
+    A new tool call whose id a *different* call of *left* already uses (two
+    sub-agents both numbering their calls ``call_0``) gets a new id, and so do
+    the results that answer it (``call_0`` -> ``call_0-2``, see
+    :func:`~workingctx.callids.fresh_call_id`): the same lists give the same
+    ids every time. A result for ``call_0`` that comes later, while
+    ``call_0-2`` waits for its result and ``call_0`` does not, answers
+    ``call_0-2``. Through ``ctx.merge(other, mode=add_messages)`` the merge
+    records what was re-keyed (see :meth:`~workingctx.WorkingContext.merge`).
 
     Args:
         left: The messages already there.
@@ -99,10 +120,17 @@ def add_messages(left: Sequence[Message], right: Sequence[Message]) -> list[Mess
     >>> [m.text() for m in add_messages(left, right)]
     ['hi', 'hello']
     """
+    routes = left._routes if isinstance(left, WorkingContext) else None
     old = _message_list(left, "add_messages(left)")
     new = _message_list(right, "add_messages(right)")
-    ids = {m.id for m in old if m.id is not None}
-    return old + _new_messages(new, ids.__contains__)
+    state = RuleState()
+    for message in old:
+        state.feed(message)
+    added, _ = _added(old, new, state, _rekey.derived_routes(state) if routes is None else routes)
+    return old + added
+
+
+_rekey.REKEYING_REDUCERS[add_messages] = _added
 
 
 def add_messages_to(ctx: WorkingContext, *messages: Message) -> WorkingContext:
@@ -110,7 +138,9 @@ def add_messages_to(ctx: WorkingContext, *messages: Message) -> WorkingContext:
     :func:`add_messages` on a live context: append the new *messages* in place.
 
     Whether an id is already present is answered by the context's id index, so
-    each call costs the messages added, not the length of the context.
+    each call costs the messages added, not the length of the context. Calls
+    are re-keyed as :func:`add_messages` re-keys them, and a result for a
+    re-keyed call still pending answers it under its new id.
 
     Args:
         ctx: The context to add to.
@@ -138,7 +168,11 @@ def add_messages_to(ctx: WorkingContext, *messages: Message) -> WorkingContext:
         fix="for plain lists use add_messages(left, right)",
     )
     items = _message_list(messages, "add_messages_to(messages)")
-    return ctx.extend(_new_messages(items, ctx.has_id))
+    with ctx._tail.lock:
+        added, rekeyed = ctx._rekeyed(_new_messages(items, ctx.has_id))
+        ctx.extend(added)
+        ctx._remember_routes(rekeyed)
+    return ctx
 
 
 def replace_messages(left: Sequence[Message], right: Sequence[Message]) -> list[Message]:  # noqa: ARG001  # reducer signature
@@ -221,26 +255,6 @@ def append_items(old: Iterable[Any] | None, new: Iterable[Any] | None) -> list[A
             break
         shared += 1
     return before + after[shared:]
-
-
-def replace_value(old: Any, new: Any) -> Any:  # noqa: ARG001  # reducer signature
-    """
-    *new*: the last write wins. Deprecated: the last write is what ``merge`` does already.
-
-    ``merge(other, scratchpad="last_write_wins")`` (the default) is the one
-    spelling of this policy, and a key left out of a mapping of reducers takes
-    the last write too. Kept for one release.
-
-    Warns:
-        DeprecationWarning: On every call, naming the replacement.
-    """
-    warnings.warn(
-        "replace_value is deprecated and will be removed in the next release: the last write is what merge does "
-        "already; pass scratchpad='last_write_wins' (the default), or leave the key out of the reducer mapping",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return new
 
 
 # -- ToolResult -------------------------------------------------------------------
@@ -374,6 +388,8 @@ class ToolResult:
                 too). Nothing changes.
         """
         _checks.check_instance(ctx, "ctx", WorkingContext, "a WorkingContext", label="apply_to()", verb="takes")
+        self.to_message(call_id, name=name)  # checks call_id
+        call_id = ctx._routed_id(call_id)  # a call re-keyed by a merge while pending answers to its old id too
         message = self.to_message(call_id, name=name)
         # One lock around the check and the change: two threads answering one
         # call cannot both pass the check. The tail indexes calls and answers,

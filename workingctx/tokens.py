@@ -52,6 +52,7 @@ from workingctx.messages import (
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
+    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
@@ -378,7 +379,7 @@ def _parts(message: Message, images: ImageRule = "openai") -> tuple[list[str], i
     if message.tool_call_id is not None:
         parts.append(message.tool_call_id)
     for call in message.tool_calls:
-        parts += (call.id, call.name, _json(call.arguments))
+        parts += (call.id, call.name, _call_arguments(call))
     calls += len(message.tool_calls)
     return parts, calls, media
 
@@ -399,9 +400,19 @@ def _approx_count(message: Message, images: ImageRule = "openai") -> int:
     tool_calls = message.tool_calls
     if tool_calls:
         for call in tool_calls:
-            chars += len(call.id) + len(call.name) + len(_json(call.arguments))
+            chars += len(call.id) + len(call.name) + len(_call_arguments(call))
         calls += len(tool_calls)
     return chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * calls + media
+
+
+def _call_arguments(call: ToolCall) -> str:
+    """
+    A call's arguments as counted: their wire JSON, or, for a call whose
+    arguments text is not a JSON object (kept as data), that text.
+    """
+    if call.arguments or call.arguments_json is None or call.arguments_parsed:
+        return _json(call.arguments)
+    return call.arguments_json
 
 
 def _not_a_message(value: object, position: int) -> TypeError:
@@ -527,7 +538,7 @@ def _count_cache(key: str, compute: Callable[[Message], int], *, approx: bool = 
             if answered is not None:
                 chars += len(answered)
             for call in calls:
-                chars += len(call.id) + len(call.name) + len(_json(call.arguments))
+                chars += len(call.id) + len(call.name) + len(_call_arguments(call))
             tokens = chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls)
         else:
             tokens = compute(message)
@@ -643,9 +654,9 @@ def _count_fresh(messages: list[Message], images: ImageRule) -> list[int]:
         if calls:
             for call in calls:
                 try:  # _json(), inlined: the C encoder is all but always enough
-                    chars += len("".join(encode(call.arguments, 0)))
+                    chars += len("".join(encode(call.arguments, 0)) if call.arguments else _call_arguments(call))
                 except (TypeError, ValueError, RecursionError):
-                    chars += len(_json(call.arguments))
+                    chars += len(_call_arguments(call))
                 chars += len(call.id) + len(call.name)
             append(chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(calls))
         else:

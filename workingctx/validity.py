@@ -38,8 +38,13 @@ rule                  what is wrong                                             
 ``dangling-call``     a call without its result, with messages after it         all
 ``pending-at-end``    the conversation ends with unanswered calls               all
                       (not reported with ``allow_pending=True``)
-``duplicate-call-id`` two tool calls share one id                               all
-``first-not-user``    the first message after the system messages is not a     anthropic, gemini
+``duplicate-call-id`` two tool calls share one id while either waits for its    all
+                      result (in one message, or an id asked again before its
+                      result came): no result could say which call it answers
+``reused-call-id``    a call reuses the id of an earlier call that was          anthropic, gemini
+                      answered already (a new exchange); adapters for formats
+                      that need unique ids re-key it when writing
+``first-not-user``    the first message after the system messages is not a     gemini
                       user message
 ``no-user-message``   no user message at all                                    anthropic, gemini
 ``empty-content``     a user or assistant message with no content and no calls  anthropic, gemini
@@ -47,8 +52,9 @@ rule                  what is wrong                                             
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``unresolved-media`` and ``unsendable``
-(every format); :data:`RULES` describes each.
+``trailing-whitespace`` (Anthropic), ``unresolved-media``, ``unsendable``,
+``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
+:data:`RULES` describes each and names the providers that enforce it.
 
 ``provider=None`` applies every rule. A dropped system message is not in the
 list: it is a property of a transformation (what went in, what came out), not
@@ -95,6 +101,7 @@ Rule: TypeAlias = Literal[
     "dangling-call",
     "pending-at-end",
     "duplicate-call-id",
+    "reused-call-id",
     "first-not-user",
     "no-user-message",
     "empty-content",
@@ -104,6 +111,9 @@ Rule: TypeAlias = Literal[
     "blank-text",
     "trailing-whitespace",
     "unsendable",
+    "continued-result",
+    "unparsable-arguments",
+    "unencodable-text",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -118,8 +128,9 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "result-without-id": ("a tool message names no call", _ALL),
     "dangling-call": ("a tool call has no result, and messages follow it", _ALL),
     "pending-at-end": ("the conversation ends with tool calls that have no result yet", _ALL),
-    "duplicate-call-id": ("two tool calls share one id", _ALL),
-    "first-not-user": ("the first message after the system messages is not a user message", _TURNS),
+    "duplicate-call-id": ("two tool calls share one id while either waits for its result", _ALL),
+    "reused-call-id": ("a call reuses the id of an earlier, answered call (a new exchange)", _TURNS),
+    "first-not-user": ("the first message after the system messages is not a user message", frozenset({"gemini"})),
     "no-user-message": ("the conversation holds no user message", _TURNS),
     "empty-content": ("a user or assistant message has no content and asks for no tool", _TURNS),
     "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
@@ -131,6 +142,15 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"anthropic"}),
     ),
     "unsendable": ("a block the wire format has no place for, which writing would lose (adapters)", _ALL),
+    "continued-result": ("a result answering a call of a stored Responses response (adapters)", _ALL),
+    "unparsable-arguments": (
+        "a tool call's arguments text is not a JSON object (cut off by max_tokens) where the wire takes an object",
+        _TURNS,
+    ),
+    "unencodable-text": (
+        "text holds a lone surrogate (cut inside an emoji), which UTF-8 cannot encode (adapters)",
+        _ALL,
+    ),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 
@@ -241,6 +261,7 @@ class RuleState:
         "answered",
         "asked",
         "broken",
+        "calls_at",
         "first",
         "first_role",
         "open",
@@ -257,6 +278,7 @@ class RuleState:
         self.answered: MutableMapping[str, None] = {}
         self.open: list[str] = []
         self.open_at = -1
+        self.calls_at = -1  # the index of the latest message, when it was an assistant's calls
         self.problems: list[Problem] = []
         self.broken = 0
         self.first = -1
@@ -279,6 +301,7 @@ class RuleState:
         state.answered = ChainMap({}, self.answered)
         state.open = list(self.open)
         state.open_at = self.open_at
+        state.calls_at = self.calls_at
         state.problems = []
         state.broken = 0
         state.first = self.first
@@ -328,26 +351,47 @@ class RuleState:
                 )
             for answered in results:
                 self._answer(i, answered)
-        else:
-            self._close()
         calls = _raw_call_ids(message) if role == "assistant" or message.content.__class__ is not str else ()
-        if calls:
+        # Assistant turns that only call, one right after another, are one
+        # exchange (Anthropic and Gemini join consecutive turns of a role):
+        # their results may follow them all.
+        joined = bool(calls) and role == "assistant" and i > 0 and self.calls_at == i - 1 and not results
+        if not (results or role == "tool" or joined):
             self._close()
+        if calls:
+            if not joined:
+                self._close()
             seen: set[str] = set()
             for call in calls:
-                if call in self.asked or call in seen:
+                if call in seen or (call in self.asked and (call not in self.answered or call in self.open)):
                     self._report(
                         Problem(
                             i,
                             "duplicate-call-id",
-                            f"the call id {call!r} is used by an earlier call too; give every call its own id",
+                            f"the call id {call!r} is used by an earlier call too, and a result could not say "
+                            "which one it answers; give every call its own id",
+                            (call,),
+                        )
+                    )
+                elif call in self.asked:
+                    self._report(
+                        Problem(
+                            i,
+                            "reused-call-id",
+                            f"the call id {call!r} was used by the call at message {self.asked[call]}, answered "
+                            "already; Anthropic and Gemini need each id once per request (their adapters re-key "
+                            "it when writing)",
                             (call,),
                         )
                     )
                 seen.add(call)
                 self.asked[call] = i
-            self.open = list(dict.fromkeys(calls))
-            self.open_at = i
+            if joined:
+                self.open.extend(c for c in dict.fromkeys(calls) if c not in self.open)
+            else:
+                self.open = list(dict.fromkeys(calls))
+                self.open_at = i
+            self.calls_at = i if role == "assistant" else -1
         if (role in ("user", "assistant")) and _is_empty(message):
             self._report(
                 Problem(
@@ -423,7 +467,7 @@ class RuleState:
                     self.first,
                     "first-not-user",
                     f"the first message after the system messages is a {self.first_role!r} message; "
-                    "Anthropic and Gemini want a user message first: keep the user's task in front of it",
+                    "Gemini wants a user message first: keep the user's task in front of it",
                 )
             )
         if self.users == 0:
@@ -514,10 +558,10 @@ def require_valid(
 
     >>> from workingctx import Message
     >>> require_valid([Message("user", "hi")], provider="anthropic")
-    >>> require_valid([Message("assistant", "hi")], provider="anthropic")
+    >>> require_valid([Message("assistant", "hi")], provider="gemini")
     Traceback (most recent call last):
     ...
-    workingctx.exceptions.ProviderError: the conversation breaks 2 anthropic rule(s):
+    workingctx.exceptions.ProviderError: the conversation breaks 2 gemini rule(s):
       message 0: first-not-user: ...
       conversation: no-user-message: ...
     """

@@ -21,6 +21,7 @@ from workingctx import (
     TokenBudget,
     TokenBudgetContextManager,
     ToolCall,
+    ValidRequest,
     WorkingContext,
     thaw,
 )
@@ -50,6 +51,8 @@ async def check_context() -> None:
     assert_type(ctx.replace_tail(ctx.messages), WorkingContext)
     assert_type(ctx.tail_view(), TailView)
     assert_type(ctx.slice(LastNTurns(2) & ~RoleFilter({"system"})), WorkingContext)
+    assert_type(ctx.slice(ValidRequest(LastNTurns(2) & TokenBudget(300))), WorkingContext)
+    assert_type(ctx.tail_view().prefix_messages, tuple[Message, ...])
     assert_type(surviving_indices(TokenBudget(100), ctx.tail_view()), frozenset[int])
     assert_type(TokenBudgetContextManager(1000).trim_context(ctx), WorkingContext)
     assert_type(await MessageContextManager(10).atrim_context(ctx), WorkingContext)
@@ -59,6 +62,7 @@ async def check_context() -> None:
 def check_values() -> None:
     call = ToolCall("c1", "f", {"a": 1})
     assert_type(call.arguments, FrozenDict)
+    assert_type(call.arguments_parsed, bool)
     message = Message.assistant(tool_calls=[call])
     assert_type(message.call_ids, tuple[str, ...])
     assert_type(message.text(), str)
@@ -110,7 +114,9 @@ def check_checkpoint_stores() -> None:
     from workingctx.persistence import (  # noqa: PLC0415
         CheckpointInfo,
         CheckpointStore,
+        ContextInfo,
         ContextStore,
+        Listing,
         PostgresStore,
         RedisStore,
     )
@@ -125,6 +131,10 @@ def check_checkpoint_stores() -> None:
         assert_type(store.save(checkpoint, thread="t"), str)
         assert_type(store.head("t"), str | None)
         assert_type(store.lineage(checkpoint.id), list[CheckpointInfo])
+    listing = SQLiteStore(":memory:").list()
+    assert_type(listing, Listing[CheckpointInfo])
+    assert_type(listing.damaged, FrozenDict)
+    assert_type(RedisStore("redis://127.0.0.1").list_contexts(), Listing[ContextInfo])
     contexts: list[ContextStore] = [PostgresStore("postgresql://127.0.0.1/db"), RedisStore("redis://127.0.0.1")]
     assert_type(contexts[0].load_context("run"), WorkingContext)
     conflict = HeadConflictError("lost", thread="t", expected=None, actual="a")

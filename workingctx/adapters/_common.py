@@ -6,6 +6,7 @@ context, the provider rules and their repair, and request keys.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -13,10 +14,12 @@ from typing import Any
 import attrs
 
 from workingctx._canonical import canonical_json
-from workingctx.exceptions import ArgumentTypeError, ProviderError
-from workingctx.messages import MediaRef, Message, ToolResultBlock
+from workingctx._wire import wire_errors
+from workingctx.callids import fresh_call_id
+from workingctx.exceptions import ArgumentTypeError, InvalidMessageError, ProviderError
+from workingctx.messages import MediaRef, Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
 from workingctx.prefix import PrefixContext
-from workingctx.validity import STRUCTURAL_RULES, Problem, Provider
+from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider
 from workingctx.validity import check_messages as validity_check
 
 __all__ = [
@@ -30,10 +33,21 @@ __all__ = [
     "refuse",
     "repair_messages",
     "request_key_of",
+    "wire_errors",
 ]
 
 
-_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end"})
+_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end", "reused-call-id"})
+
+REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end", "unencodable-text"})
+"""The rules ``repair=True`` fixes: it drops results whose call is nowhere,
+closes unanswered calls and replaces lone surrogates. A request whose every
+problem is one of these is the only one whose error advises it."""
+
+CONTINUES = "_previous_response_id"
+"""The key (under ``openai_responses``) of the ``previous_response_id`` of a
+Responses request that continues a stored response, kept on the results it
+starts with (their calls are in that response) or else on its first message."""
 
 
 def ordered(problems: Iterable[Problem]) -> tuple[Problem, ...]:
@@ -49,9 +63,12 @@ def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
     helps when it does (it fixes tool exchanges, not turns or blocks).
     """
     error = ProviderError.from_problems(ordered(problems), provider=provider)
-    if not any(p.rule in _TOOL_RULES for p in problems):
-        return error
-    hint = "pass repair=True to drop orphan results and close unanswered calls with an error result"
+    if not all(p.rule in REPAIRED for p in problems):
+        return error  # repair would not make it sendable: the error does not advise it
+    hint = (
+        "pass repair=True to drop orphan results, close unanswered calls with an error result "
+        "and replace lone surrogates with U+FFFD"
+    )
     return ProviderError(f"{error}\n{hint}", problems=error.problems, provider=provider)
 
 
@@ -60,10 +77,187 @@ def check_messages(
 ) -> tuple[Problem, ...]:
     """
     The tool-exchange rules of :func:`workingctx.validity.check_messages` (the
-    one rule set), which every wire format enforces whatever its turn rules.
+    one rule set), which every wire format enforces whatever its turn rules,
+    and the data every format must be able to send (:func:`data_problems`).
     """
     found = validity_check(messages, provider=provider, allow_pending=allow_pending)
-    return tuple(p for p in found if p.rule in _TOOL_RULES)
+    # A reused id is a problem of a request to a provider that needs unique ids, whose
+    # writer re-keys it; a list of framework messages (provider None) keeps ids as they are.
+    rules = _TOOL_RULES if provider is not None else _TOOL_RULES - {"reused-call-id"}
+    data = (p for p in data_problems(messages) if provider is None or provider in RULES[p.rule][1])
+    return ordered((*(_continued(p, messages) for p in found if p.rule in rules), *data))
+
+
+def continued(message: Message) -> str | None:
+    """
+    The id of the stored response a Responses request continues
+    (``previous_response_id``), kept on its leading results (whose calls are
+    in that response) or else on its first message; None for other messages.
+    """
+    found = message.provider_data.get("openai_responses", {}).get(CONTINUES)
+    return found if isinstance(found, str) else None
+
+
+def _continued(problem: Problem, messages: Sequence[Message]) -> Problem:
+    """
+    An orphan result that answers a call of a stored Responses response, named as such.
+    """
+    if problem.rule != "orphan-result" or problem.index is None:
+        return problem
+    previous = continued(messages[problem.index])
+    if previous is None:
+        return problem
+    return Problem(
+        problem.index,
+        "continued-result",
+        f"this result answers the call {', '.join(map(repr, problem.ids))} of the stored response {previous!r} "
+        "(the request continues it with previous_response_id), and only the OpenAI Responses API holds that call; "
+        "send it with openai_responses, or add the assistant message that made the call before it",
+        problem.ids,
+    )
+
+
+_SENT = ("content", "name", "tool_call_id", "tool_calls", "provider_data")
+"""The fields of a message a provider receives (its id, metadata, usage and delta stay local)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: half of a character cut in two (inside an emoji), which UTF-8 cannot encode."""
+
+
+def _strings(value: Any, path: str) -> Iterable[tuple[str, str]]:
+    """
+    (path, text) for every str in *value* (keys of JSON objects included), walking
+    JSON data, tuples of blocks and the fields of attrs values.
+    """
+    if value.__class__ is str:
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}[{key!r}]"
+            if isinstance(key, str):
+                yield f"{where} (the key)", key
+            yield from _strings(item, where)
+    elif isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            yield from _strings(item, f"{path}[{position}]")
+    elif attrs.has(value.__class__):
+        for field in attrs.fields(value.__class__):
+            if field.init:
+                yield from _strings(getattr(value, field.name), f"{path}.{field.name}")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    if not attrs.has(value.__class__):
+        msg = f"not JSON data: {value!r}"
+        raise TypeError(msg)
+    return {field.name: getattr(value, field.name) for field in attrs.fields(value.__class__) if field.init}
+
+
+_TEXT_OF = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_fields).encode
+"""The JSON text of a field's value, blocks as their fields: one C-encoder pass finds any surrogate in it."""
+
+
+def _may_hold_surrogate(value: Any) -> bool:
+    """
+    Whether *value* may hold a lone surrogate (False is sure; True is then walked to name the place).
+    """
+    try:
+        text = value if value.__class__ is str else _TEXT_OF(value)
+    except (TypeError, ValueError, RecursionError):
+        return True
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def data_problems(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    What no wire format can carry as it is: a tool call whose arguments text is
+    not a JSON object (``unparsable-arguments``: sending it as ``{}`` would run
+    the tool with arguments the model never gave), and text holding a lone
+    surrogate (``unencodable-text``: the provider SDK fails to encode the
+    request), each named by message, field and character offset.
+    """
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        for position, call in enumerate(message.tool_calls):
+            if not call.arguments_parsed:
+                problems.append(
+                    Problem(
+                        index,
+                        "unparsable-arguments",
+                        f"tool_calls[{position}] ({call.name!r}, id {call.id!r}) has arguments text that is not a "
+                        f"JSON object, {(call.arguments_json or '')[:60]!r} (a reply cut off by max_tokens?), "
+                        "and this format sends arguments as an object, never as {}: give the call the arguments "
+                        "the tool should see (ToolCall(id, name, arguments={...})), or leave the message out "
+                        "and ask the model again",
+                        (call.id,),
+                    )
+                )
+        for field in _SENT:
+            value = getattr(message, field)
+            if not value or (value.__class__ is str and value.isascii()) or not _may_hold_surrogate(value):
+                continue  # the common case: nothing, or no surrogate anywhere in it
+            for where, text in _strings(value, field):
+                found = None if text.isascii() else _SURROGATE.search(text)
+                if found is not None:
+                    problems.append(
+                        Problem(
+                            index,
+                            "unencodable-text",
+                            f"{where} holds the lone surrogate {found.group()!r} at character {found.start()} "
+                            "(text cut inside an emoji?), which UTF-8 cannot encode, so the provider SDK fails "
+                            "to send it; replace it (repair=True puts U+FFFD in its place)",
+                        )
+                    )
+    return tuple(problems)
+
+
+def _scrubbed(value: Any) -> Any:
+    """
+    *value* with every lone surrogate replaced by U+FFFD (the same object when it holds none).
+    """
+    if value.__class__ is str:
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        pairs = [(_scrubbed(k), _scrubbed(v)) for k, v in value.items()]
+        same = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [_scrubbed(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if attrs.has(value.__class__):
+        changes = {}
+        for field in attrs.fields(value.__class__):
+            if field.init:
+                old = getattr(value, field.name)
+                new = _scrubbed(old)
+                if new is not old:
+                    changes[field.alias] = new
+        if not changes:
+            return value
+        try:
+            return attrs.evolve(value, **changes)
+        except InvalidMessageError:
+            if not isinstance(value, ToolCall):
+                raise
+            # a call whose exact text spelled the surrogate as an escape: the repaired arguments are sent
+            return attrs.evolve(value, **{**changes, "arguments_json": None})
+    return value
+
+
+def scrub_text(messages: Sequence[Message]) -> list[Message]:
+    """
+    *messages* with every lone surrogate in what a provider receives replaced by U+FFFD.
+    """
+    out = []
+    for message in messages:
+        changes = {}
+        for field in _SENT:
+            old = getattr(message, field)
+            new = _scrubbed(old)
+            if new is not old:
+                changes[field] = new
+        out.append(attrs.evolve(message, **changes) if changes else message)
+    return out
 
 
 UNANSWERED = "error: this tool call was not answered"
@@ -71,15 +265,21 @@ UNANSWERED = "error: this tool call was not answered"
 
 def repair_messages(messages: Sequence[Message]) -> list[Message]:
     """
-    *messages* with orphan results dropped and every unanswered call closed by
-    an error result placed right after the call's other results.
+    *messages* with orphan results dropped, every unanswered call closed by
+    an error result placed right after the call's other results, and every
+    lone surrogate in what is sent replaced by U+FFFD. A result that answers a
+    call elsewhere (misplaced, repeated, or of a stored Responses response) is
+    a real result and is kept: repair never discards one.
     """
+    messages = scrub_text(messages)
     called: set[str] = set()
     kept: list[Message] = []
     for message in messages:
         ids = message.result_ids
         if ids and not all(call_id in called for call_id in ids):
-            if isinstance(message.content, str) or message.role == "tool":
+            if continued(message) is not None:  # its call is in a stored response: a real result, kept
+                pass
+            elif isinstance(message.content, str) or message.role == "tool":
                 if message.tool_call_id is None or message.tool_call_id not in called:
                     continue
             else:
@@ -102,6 +302,88 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
         missing.extend(call_id for call_id in message.call_ids if call_id not in answered)
     out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
     return out
+
+
+def _renamed_message(message: Message, calls: Mapping[str, str], results: Mapping[str, str]) -> Message:
+    """
+    *message* with the ids of its calls renamed by *calls* and of its results by *results*.
+    """
+    changes: dict[str, Any] = {}
+    if message.tool_calls and any(c.id in calls for c in message.tool_calls):
+        changes["tool_calls"] = tuple(
+            attrs.evolve(c, id=calls[c.id]) if c.id in calls else c for c in message.tool_calls
+        )
+    if message.tool_call_id is not None and message.tool_call_id in results:
+        changes["tool_call_id"] = results[message.tool_call_id]
+    if not isinstance(message.content, str):
+        blocks = tuple(
+            attrs.evolve(b, id=calls[b.id])
+            if isinstance(b, ToolCallBlock | RemoteToolCallBlock) and b.id in calls
+            else attrs.evolve(b, call_id=results[b.call_id])
+            if isinstance(b, ToolResultBlock) and b.call_id in results
+            else b
+            for b in message.content
+        )
+        if blocks != message.content:
+            changes["content"] = blocks
+    return attrs.evolve(message, **changes) if changes else message
+
+
+def unique_call_ids(messages: Sequence[Message]) -> tuple[list[Message], dict[str, str]]:
+    """
+    *messages* with every call that reuses the id of an earlier, answered call
+    (a new exchange: OpenAI-compatible servers' ``call_0`` in every response)
+    given a new id by :func:`workingctx.callids.fresh_call_id`, and its results
+    with it; and the map of each new id to the context's own. The formats that
+    need an id once per request (Anthropic, Gemini, OpenAI Responses) write
+    these. Deterministic: the same messages give the same ids.
+
+    An id asked again before its call was answered is left as it is: no result
+    could say which call it answers (``duplicate-call-id``).
+    """
+    asked: set[str] = set()
+    answered: set[str] = set()
+    reused = False
+    for message in messages:
+        for call_id in message.result_ids:
+            answered.add(call_id)
+        for call_id in message.call_ids:
+            reused = reused or (call_id in asked and call_id in answered)
+            asked.add(call_id)
+    if not reused:
+        return list(messages), {}
+    taken = {i for m in messages for i in (*m.call_ids, *m.result_ids)}
+    current: dict[str, str] = {}  # the context's id -> the name its latest call is written with
+    renamed: dict[str, str] = {}
+    asked.clear()
+    answered.clear()
+    out: list[Message] = []
+    for message in messages:
+        calls: dict[str, str] = {}
+        for call_id in message.call_ids:
+            if call_id in asked and call_id in answered:
+                new = fresh_call_id(call_id, taken)
+                taken.add(new)
+                calls[call_id] = current[call_id] = new
+                renamed[new] = call_id
+                answered.discard(call_id)
+            else:
+                current.pop(call_id, None)
+            asked.add(call_id)
+        results = {i: current[i] for i in message.result_ids if i in current}
+        answered.update(message.result_ids)
+        out.append(_renamed_message(message, calls, results) if calls or results else message)
+    return out, renamed
+
+
+def original_ids(message: Message, renamed: Mapping[str, str]) -> Message:
+    """
+    *message* (a provider's reply) with each id a writer gave a reused call
+    (see :func:`unique_call_ids`) named by the context's own id again.
+    """
+    if not renamed:
+        return message
+    return _renamed_message(message, renamed, renamed)
 
 
 def _refs(blocks: Iterable[Any]) -> Iterable[Any]:

@@ -41,12 +41,14 @@ from workingctx.adapters._common import (
     media_problems,
     messages_of,
     ordered,
+    original_ids,
     plain,
     prepare,
     refuse,
     request_key_of,
-    split_system,
     store_ref_error,
+    unique_call_ids,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
@@ -220,6 +222,7 @@ def _system(raw: Any) -> list[Message]:
     return [Message("system", _content(raw))]
 
 
+@wire_errors("Anthropic Messages", "messages")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Messages request body (``{"system": ..., "messages": [...]}``),
@@ -241,21 +244,40 @@ def read(payload: Any) -> Any:
     for position, item in enumerate(expect_list(data, "messages")):
         raw = expect_mapping(item, f"messages[{position}]")
         role = raw.get("role")
-        if role not in {"user", "assistant"}:
+        if role not in {"user", "assistant", "system"}:
             msg = (
-                f"messages[{position}] has role {role!r}; Anthropic messages are 'user' or 'assistant' "
-                "(system goes in 'system')"
+                f"messages[{position}] has role {role!r}; Anthropic messages are 'user', 'assistant' or 'system' "
+                "(the SDK's SystemMessageParam)"
             )
             raise ArgumentValueError(msg, argument=f"messages[{position}]", value=raw)
         extra = {k: v for k, v in raw.items() if k not in {"role", "content"}}
+        if role == "system":  # a system message among the turns stays there, as it was sent
+            extra[_IN_MESSAGES] = True
         messages.append(
             Message(role, _content(raw.get("content", "")), provider_data={PROVIDER: extra} if extra else {})
         )
-    lead, tail = split_system(messages)
-    return context_from([*system, *lead], tail)
+    return context_from(system, messages)
 
 
 # -- writing ---------------------------------------------------------------------------
+
+
+_IN_MESSAGES = "_in_messages"  # a system message read from inside 'messages': written back there
+
+
+def _split_system(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
+    """
+    The leading system messages that go in the top-level ``system``, and the
+    rest (a system message read from inside ``messages`` stays a turn).
+    """
+    cut = 0
+    while (
+        cut < len(messages)
+        and messages[cut].role == "system"
+        and not messages[cut].provider_data.get(PROVIDER, {}).get(_IN_MESSAGES)
+    ):
+        cut += 1
+    return list(messages[:cut]), list(messages[cut:])
 
 
 def _cache_control(cache: CacheBreakpoint | None) -> dict[str, Any]:
@@ -370,6 +392,9 @@ def _turn(message: Message) -> tuple[str, Any, bool]:
         elif rest:
             results[own] = attrs.evolve(results[own], content=results[own].content + rest)
         return "user", [_write_result(b) for b in results], False
+    if message.role == "system" and message.provider_data.get(PROVIDER, {}).get(_IN_MESSAGES):
+        content = message.content
+        return "system", content if isinstance(content, str) else _blocks(content), True
     if message.role == "system":
         text = message.text()
         return "user", [{"type": "text", "text": f"<system>{text}</system>"}], False
@@ -417,7 +442,7 @@ def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], lis
         if content in ("", []) and not (position == len(messages) - 1 and role == "assistant"):
             merge_next = True  # Anthropic refuses empty turns: leave it out and join its neighbours
             continue
-        extra = {k: thaw(v) for k, v in message.provider_data.get(PROVIDER, {}).items()}
+        extra = {k: thaw(v) for k, v in message.provider_data.get(PROVIDER, {}).items() if k != _IN_MESSAGES}
         if out and out[-1]["role"] == role and (not native or merge_next):
             blocks = [*_as_blocks(out[-1]["content"]), *_as_blocks(content)]
             results = [b for b in blocks if b.get("type") == "tool_result"]
@@ -507,6 +532,7 @@ def _content_blocks(message: Message) -> tuple[ContentBlock, ...]:
     return (TextBlock(message.content),) if isinstance(message.content, str) else message.content
 
 
+@wire_errors("Anthropic Messages", "messages")
 def write(
     source: Any, *, repair: bool = False, cache: Any = None, store: Any = None, upload: Any = None
 ) -> dict[str, Any]:
@@ -556,8 +582,9 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     The body for *messages*, and every problem Anthropic would reject in it
     (positions are those of *messages*).
     """
+    messages = unique_call_ids(messages)[0]  # Anthropic needs each tool_use id once per request
     unresolved = media_problems(messages)
-    system, tail = split_system(
+    system, tail = _split_system(
         keyed_messages(messages) if unresolved else messages
     )  # store references stand in, never sent
     body: dict[str, Any] = {}
@@ -677,7 +704,7 @@ def wire_problems(
     messages: Sequence[Mapping[str, Any]], *, origins: Sequence[Sequence[int]] | None = None
 ) -> tuple[Problem, ...]:
     """
-    Rules of the Anthropic wire format itself: a user turn first, no empty
+    Rules of the Anthropic wire format itself: no empty
     turn or blank text, no trailing whitespace in a prefill, ids, results first.
 
     Problem indexes are positions in *messages*, or with *origins* (for each
@@ -687,16 +714,6 @@ def wire_problems(
     if not messages:
         problems.append(
             Problem(None, "empty", "there is no Anthropic turn to send (no message with content); add a user message")
-        )
-    elif messages[0].get("role") != "user":
-        index, where = _where(0, origins)
-        problems.append(
-            Problem(
-                index,
-                "first-not-user",
-                f"{where} is an {messages[0].get('role')!r} turn, and Anthropic wants a user turn first: "
-                "keep the user message that comes before it, or start the conversation with one",
-            )
         )
     for position, message in enumerate(messages):
         index, where = _where(position, origins)
@@ -730,6 +747,7 @@ def wire_problems(
     return tuple(problems)
 
 
+@wire_errors("Anthropic Messages", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -743,6 +761,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return ordered((*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw)))
 
 
+@wire_errors("Anthropic Messages", "messages")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -753,10 +772,15 @@ def request_key(source: Any, **fields: Any) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
-def read_response(response: Any) -> Message:
+@wire_errors("Anthropic Messages")
+def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The assistant message of a Messages response (SDK object or dict), with its
     usage (5-minute and 1-hour cache writes apart) and the model in ``metadata``.
+
+    With *context* (the context, snapshot or messages the request was written
+    from), an id in the reply that ``write`` gave a reused call (see
+    :func:`workingctx.adapters._common.unique_call_ids`) is the context's own id again.
     """
     data = expect_mapping(response, "an Anthropic message")
     if data.get("type", "message") != "message" or "content" not in data:
@@ -772,4 +796,5 @@ def read_response(response: Any) -> Message:
         blocks.append(_block(item))
     usage = Usage.from_anthropic(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
-    return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    message = Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    return message if context is None else original_ids(message, unique_call_ids(messages_of(context))[1])

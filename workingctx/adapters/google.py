@@ -18,12 +18,14 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
+from workingctx._canonical import canonical_json
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
@@ -37,6 +39,7 @@ from workingctx.adapters._common import (
     media_problems,
     messages_of,
     ordered,
+    original_ids,
     parse_data_url,
     plain,
     prepare,
@@ -44,7 +47,10 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    unique_call_ids,
+    wire_errors,
 )
+from workingctx.callids import fresh_call_id
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
@@ -111,11 +117,33 @@ def _media_block(media: MediaRef, extra: dict[str, Any]) -> ContentBlock | None:
 class _Reader:
     """
     Reads parts, giving id-less calls an id and linking id-less responses to them by name.
+
+    An id-less call is named ``gemini-call-<n>``, the first *n* from 1 whose
+    name is not in *taken* (a payload numbers its calls in order; a response
+    read with its context goes on from the context's calls). With a *seed*
+    (a response read without its context) the name is ``gemini-call-<seed>``,
+    the seed drawn from the response's content, and the reply's further calls
+    take :func:`~workingctx.callids.fresh_call_id` names after it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, taken: Container[str] = (), seed: str | None = None) -> None:
         self.count = 0
+        self.taken = taken
+        self.seed = seed
+        self.named: set[str] = set()
         self.pending: dict[str, list[str]] = {}
+
+    def _new_id(self) -> str:
+        if self.seed is not None:
+            base = f"gemini-call-{self.seed}"
+            name = base if base not in self.named else fresh_call_id(base, self.named)
+        else:
+            self.count += 1
+            while f"gemini-call-{self.count}" in self.taken or f"gemini-call-{self.count}" in self.named:
+                self.count += 1
+            name = f"gemini-call-{self.count}"
+        self.named.add(name)
+        return name
 
     def part(self, part: Mapping[str, Any]) -> ContentBlock:
         keys = set(part)
@@ -175,8 +203,7 @@ class _Reader:
             data["_no_args"] = True
         call_id = raw.get("id")
         if not call_id:
-            self.count += 1
-            call_id = f"gemini-call-{self.count}"
+            call_id = self._new_id()
             data["_no_id"] = True
         self.pending.setdefault(raw["name"], []).append(call_id)
         return ToolCallBlock(call_id, raw["name"], args, provider_data={PROVIDER: data} if data else {})
@@ -224,6 +251,7 @@ def _system(raw: Any) -> Message:
     return Message("system", parts, provider_data={PROVIDER: extra} if extra else {})
 
 
+@wire_errors("Gemini", "contents")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a body (``system_instruction`` first) or of a bare list of contents.
@@ -258,6 +286,7 @@ def read_messages(payload: Any) -> list[Message]:
     return messages
 
 
+@wire_errors("Gemini", "contents")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Gemini body (``{"system_instruction": ..., "contents": [...]}``),
@@ -449,7 +478,8 @@ def _write_turns(messages: Sequence[Message], *, bypass: bool = True) -> tuple[l
         role = "model" if message.role == "assistant" else "user"
         extra = dict(thaw(message.provider_data.get(PROVIDER, {})))
         no_role = extra.pop("_no_role", False)
-        if not parts and not native:
+        if not parts:  # Gemini refuses a content without parts: it sends nothing, so it is left out
+            merge_next = merge_next or native
             continue
         if out and out[-1].get("role") == role and (not native or merge_next):
             out[-1]["parts"].extend(parts)
@@ -525,6 +555,7 @@ def _build(messages: list[Message], *, bypass: bool = True) -> tuple[dict[str, A
     The body for *messages*, and every problem Gemini would reject in it
     (positions are those of *messages*).
     """
+    messages = unique_call_ids(messages)[0]  # Gemini matches a response to its call by a unique id
     unresolved = media_problems(messages)
     system, tail = split_system(
         keyed_messages(messages) if unresolved else messages
@@ -542,6 +573,7 @@ def _build(messages: list[Message], *, bypass: bool = True) -> tuple[dict[str, A
     return body, problems
 
 
+@wire_errors("Gemini", "contents")
 def write(
     source: Any,
     *,
@@ -588,6 +620,7 @@ def _write_system(system: Sequence[Message]) -> Any:
     return {"parts": parts, **extra}
 
 
+@wire_errors("Gemini", "contents")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -601,6 +634,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return ordered((*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw)))
 
 
+@wire_errors("Gemini", "contents")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -608,18 +642,47 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(write(keyed_messages(source)), fields)
 
 
-def read_response(response: Any) -> Message:
+@wire_errors("Gemini")
+def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The model message of a GenerateContentResponse (SDK object or dict, snake or
-    camel case): the first candidate's parts, with usage and the model version.
+    camel case): the first candidate's parts, with usage, the model version and
+    the finish reason (``metadata["finish_reason"]``, e.g. ``"MAX_TOKENS"`` for
+    a reply cut with no parts: an empty message, which ``write`` leaves out).
+
+    Gemini may send calls without ids. Pass *context* (the context, snapshot
+    or messages the request was written from) and each such call is named
+    ``gemini-call-<n>``, the first free *n* in the context, so a tool loop never
+    gives two calls one id; an id in the reply that ``write`` gave a reused call
+    is the context's own id again. Without *context*, an id-less call is named
+    after the reply's content (``gemini-call-<sha256 prefix>``), so different
+    replies give different ids.
+
+    >>> from workingctx import Message, WorkingContext
+    >>> reply = {"candidates": [{"content": {"role": "model", "parts": [
+    ...     {"function_call": {"name": "weather", "args": {"city": "Oslo"}}}]}}]}
+    >>> ctx = WorkingContext(messages=[Message.user("Weather in Oslo, twice?")])
+    >>> ctx = ctx.append(read_response(reply, context=ctx)).append(Message.tool("4C", call_id="gemini-call-1"))
+    >>> read_response(reply, context=ctx).call_ids
+    ('gemini-call-2',)
     """
     data = snake_case(plain(response))
     if not isinstance(data, Mapping) or not data.get("candidates"):
         msg = "not a Gemini response with candidates; pass the result of models.generate_content"
         raise ArgumentValueError(msg, argument="response", value=response)
-    content = expect_mapping(data["candidates"][0].get("content") or {}, "candidates[0].content")
-    reader = _Reader()
-    parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
+    candidate = expect_mapping(data["candidates"][0], "candidates[0]")
+    content = expect_mapping(candidate.get("content") or {}, "candidates[0].content")
+    if context is None:
+        seed = hashlib.sha256(canonical_json(content).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        reader = _Reader(seed=seed)
+        renamed: dict[str, str] = {}
+    else:
+        messages = messages_of(context)
+        reader = _Reader(taken={i for m in messages for i in (*m.call_ids, *m.result_ids)})
+        renamed = unique_call_ids(messages)[1]
+    parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts") or [], "parts"))
     usage = Usage.from_google(data["usage_metadata"]) if data.get("usage_metadata") is not None else None
     metadata = {"model": data["model_version"]} if "model_version" in data else {}
-    return Message("assistant", parts, usage=usage, metadata=metadata)
+    if isinstance(candidate.get("finish_reason"), str):
+        metadata["finish_reason"] = candidate["finish_reason"]
+    return original_ids(Message("assistant", parts, usage=usage, metadata=metadata), renamed)

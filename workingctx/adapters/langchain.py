@@ -36,6 +36,7 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
@@ -245,6 +246,7 @@ def _data(item: Any) -> Mapping[str, Any]:
     raise ArgumentTypeError(msg, argument="payload", value=item, expected="a LangChain message")
 
 
+@wire_errors("LangChain", "messages")
 def read_messages(payload: Any, *, state: bool = False) -> list[Message]:
     """
     workingctx messages for LangChain messages (or a state mapping with ``messages``).
@@ -262,6 +264,7 @@ def read_messages(payload: Any, *, state: bool = False) -> list[Message]:
     return [_message(_data(item), position, state=state) for position, item in enumerate(items)]
 
 
+@wire_errors("LangChain", "messages")
 def read(payload: Any, *, state: bool = False) -> Any:
     """
     A WorkingContext from LangChain messages; leading system messages become the prefix.
@@ -327,7 +330,17 @@ def _write(core: Any, message: Message) -> list[Any]:
     if message.name is not None:
         fields["name"] = message.name
     before: list[Any] = []
-    calls = [{"name": c.name, "args": thaw(c.arguments), "id": c.id, "type": "tool_call"} for c in message.tool_calls]
+    calls = [
+        {"name": c.name, "args": thaw(c.arguments), "id": c.id, "type": "tool_call"}
+        for c in message.tool_calls
+        if c.arguments_parsed
+    ]
+    # a call whose arguments text is not a JSON object is what LangChain calls an invalid tool call: text, never {}
+    invalid = [
+        {"name": c.name, "args": c.arguments_json, "id": c.id, "error": None, "type": "invalid_tool_call"}
+        for c in message.tool_calls
+        if not c.arguments_parsed
+    ]
     content: Any
     if isinstance(message.content, str):
         content = message.content
@@ -356,6 +369,8 @@ def _write(core: Any, message: Message) -> list[Any]:
     if message.role == "assistant":
         if calls and "tool_calls" not in fields:
             fields["tool_calls"] = calls
+        if invalid and "invalid_tool_calls" not in fields:
+            fields["invalid_tool_calls"] = invalid
         if message.usage is not None and "usage_metadata" not in fields:
             fields["usage_metadata"] = {
                 "input_tokens": message.usage.input_tokens
@@ -379,6 +394,7 @@ def write_messages(messages: Sequence[Message]) -> list[Any]:
     return out
 
 
+@wire_errors("LangChain", "messages")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, state: bool = False
 ) -> list[Any]:
@@ -421,6 +437,7 @@ def _lost(block: Any, _message: Message, _in_result: bool) -> tuple[str, str] | 
     return None
 
 
+@wire_errors("LangChain", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context or for LangChain messages.
@@ -429,6 +446,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     return (*check_messages(messages), *media_problems(messages), *lost(messages))
 
 
+@wire_errors("LangChain", "messages")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for what reaches the model: the messages without their ids and
@@ -438,11 +456,13 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(sent, fields)
 
 
-def read_response(response: Any) -> Message:
+@wire_errors("LangChain")
+def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: ARG001  # the shared signature
     """
     The assistant message of an ``AIMessage`` (what a chat model's ``invoke``
     returns), with usage from ``usage_metadata`` and the model from
-    ``response_metadata``.
+    ``response_metadata``. *context* is taken as every adapter takes it;
+    LangChain messages keep their ids, so there is nothing to map back.
     """
     data = _data(response)
     if data.get("type") != "ai":

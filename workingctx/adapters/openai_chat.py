@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,8 +42,9 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    wire_errors,
 )
-from workingctx.exceptions import ArgumentValueError, InvalidMessageError
+from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
 from workingctx.messages import (
     AudioBlock,
@@ -68,6 +70,7 @@ PROVIDER = "openai_chat"  # the key of what only this format carries
 OPENAI = "openai"  # what both OpenAI formats share: the developer role
 _KNOWN = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 _CONTENT_FORM = "_content"  # how an empty content was sent: "absent", "null" or "empty"
+_REFUSAL = "_refusal"  # the text is a refusal; how its content was sent: "absent" or "null"
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -122,11 +125,12 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
     if raw.get("type", "function") != "function" or function.keys() != _FUNCTION_KEYS:
         extra["_call"] = dict(raw)
     arguments = function.get("arguments", "{}")
-    try:  # the call decodes its argument text once, and refuses text that is not a JSON object
+    if isinstance(arguments, str):  # text that is not a JSON object is kept verbatim, as data
         call = ToolCall(raw["id"], function["name"], arguments_json=arguments)
-    except (InvalidMessageError, TypeError):  # such text rides as it came
+    else:  # arguments given as data, not text: sent back as they came, and read as what they are
         extra["_call"] = dict(raw)
-        call = ToolCall(raw["id"], function["name"])
+        text = json.dumps(thaw(arguments), ensure_ascii=False, separators=(",", ":"))
+        call = ToolCall(raw["id"], function["name"], arguments_json=text)
     return (
         call
         if not extra
@@ -150,7 +154,13 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         )
         raise ArgumentValueError(msg, argument=f"messages[{position}]", value=raw)
     content: str | tuple[ContentBlock, ...]
-    if "content" not in raw:
+    refusal = extra.get("refusal")
+    if role == "assistant" and isinstance(refusal, str) and raw.get("content") is None and not raw.get("tool_calls"):
+        # a refusal is what the model said: its text is the message's, so every format sends it
+        del extra["refusal"]
+        extra[_REFUSAL] = "absent" if "content" not in raw else "null"
+        content = refusal
+    elif "content" not in raw:
         content, extra[_CONTENT_FORM] = "", "absent"
     elif raw["content"] is None:
         content = ""
@@ -174,6 +184,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
     )
 
 
+@wire_errors("Chat Completions", "messages")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a request body or of a bare list of messages, as workingctx values.
@@ -188,6 +199,7 @@ def read_messages(payload: Any) -> list[Message]:
     return [_message(expect_mapping(item, f"messages[{i}]"), i) for i, item in enumerate(items)]
 
 
+@wire_errors("Chat Completions", "messages")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Chat Completions body (``{"messages": [...]}``), a
@@ -352,6 +364,17 @@ def _write_plain(message: Message) -> dict[str, Any]:
     return body
 
 
+def _write_refusal(message: Message, form: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    The assistant message of a refusal, as it came: ``content: null`` (or none) and ``refusal``.
+    """
+    body: dict[str, Any] = {"role": message.role, **({"content": None} if form == "null" else {})}
+    body["refusal"] = message.content
+    if message.name is not None:
+        body["name"] = message.name
+    return {**body, **{k: thaw(v) for k, v in extra.items()}}
+
+
 def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """
     The Chat Completions messages of one message, and the user messages that
@@ -360,6 +383,9 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
     extra = dict(message.provider_data.get(PROVIDER, {}))
     form = extra.pop(_CONTENT_FORM, None)
     extra_calls = extra.pop("_tool_calls", None)
+    refused = extra.pop(_REFUSAL, None)
+    if refused is not None and isinstance(message.content, str) and not message.tool_calls:
+        return [_write_refusal(message, refused, extra)], []
     body: dict[str, Any] = {"role": message.provider_data.get(OPENAI, {}).get("role", message.role)}
     calls = [_write_call(call) for call in message.tool_calls]
     before: list[dict[str, Any]] = []  # tool results held as blocks go first, as tool messages
@@ -381,12 +407,14 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
                 kept.append(block)
         value = _parts(kept)
         if message.role == "tool":  # media a tool returned follow as a user message, as results' do
-            media_parts = [p for p in value if p.get("type") not in {"text", "refusal"}]
+            media_parts = [p for p in value if p.get("type") not in ("text", "refusal")]
             if media_parts:
                 after.append({"role": "user", "content": media_parts})
         if message.role != "user":
-            value = [p for p in value if p.get("type") in {"text", "refusal"}]
-        if not value and (kept or before or calls):  # what was there is not carried by this format
+            value = [p for p in value if p.get("type") in ("text", "refusal")]
+        # what was there is not carried by this format; an assistant message with
+        # nothing (a reply cut before its first word) is sent as "", which OpenAI takes
+        if not value and (kept or before or calls or message.role == "assistant"):
             if before and message.role in {"user", "tool"} and message.tool_call_id is None:
                 return before, after
             value = ""
@@ -450,7 +478,37 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
         pending_at.extend([position] * len(after))
     out.extend(pending)
     origins.extend(pending_at)
-    return out, origins
+    return _join_calls(out, origins)
+
+
+def _join_calls(out: list[dict[str, Any]], origins: list[int]) -> tuple[list[dict[str, Any]], list[int]]:
+    """
+    Assistant messages that only call, one right after another, as one message
+    holding all their calls: OpenAI wants a call's results right after the
+    message that made it, and Anthropic and Gemini transcripts hold one turn
+    per call before one turn of results.
+    """
+    if not any(
+        a.get("tool_calls") and b.get("tool_calls") and a.get("role") == b.get("role") == "assistant"
+        for a, b in itertools.pairwise(out)
+    ):
+        return out, origins
+    joined: list[dict[str, Any]] = []
+    joined_origins: list[int] = []
+    for message, origin in zip(out, origins, strict=True):
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and last.get("role") == message.get("role") == "assistant"
+            and last.get("tool_calls")
+            and message.get("tool_calls")
+            and not message.get("content")
+        ):
+            joined[-1] = {**last, "tool_calls": [*last["tool_calls"], *message["tool_calls"]]}
+            continue
+        joined.append(message)
+        joined_origins.append(origin)
+    return joined, joined_origins
 
 
 def wire_problems(
@@ -472,7 +530,7 @@ def wire_problems(
         where = f"messages[{position}]" if origins is None else f"messages[{position}] (from message {index})"
         role = message.get("role")
         content = message.get("content")
-        if content is None and role == "assistant" and not message.get("tool_calls"):
+        if content is None and role == "assistant" and not message.get("tool_calls") and not message.get("refusal"):
             problems.append(
                 Problem(
                     index,
@@ -517,6 +575,7 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return {"messages": written}, problems
 
 
+@wire_errors("Chat Completions", "messages")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
 ) -> dict[str, Any]:
@@ -551,6 +610,7 @@ def write(
     return body
 
 
+@wire_errors("Chat Completions", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
@@ -566,6 +626,7 @@ def check(source: Any) -> tuple[Problem, ...]:
     )
 
 
+@wire_errors("Chat Completions", "messages")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...):
@@ -578,10 +639,14 @@ def request_key(source: Any, **fields: Any) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
-def read_response(response: Any) -> Message:
+@wire_errors("Chat Completions")
+def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: ARG001  # the shared signature
     """
     The assistant message of a Chat Completion (SDK object or dict), with its
-    usage and model name in ``metadata``.
+    usage and model name in ``metadata``. A refusal (``content: null`` and
+    ``refusal``) is the message's text, written back as it came by ``write``
+    and as text by the other formats. *context* is taken as every adapter
+    takes it; Chat Completions keeps reused ids, so there is nothing to map back.
 
     Raises:
         ValueError: the response has no choices.
@@ -595,6 +660,8 @@ def read_response(response: Any) -> Message:
     for key in ("annotations", "refusal", "audio", "function_call"):
         if raw.get(key) in (None, []):
             raw.pop(key, None)
+    if "refusal" in raw:  # an SDK object leaves its null content out: a refusal is sent back with it
+        raw.setdefault("content", None)
     message = _message(raw, 0)
     usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}

@@ -24,12 +24,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from workingctx.adapters._common import (
+    CONTINUES,
     Problem,
     ProviderError,
     cache_hinted,
     check_messages,
     context_from,
+    continued,
     expect_list,
     expect_mapping,
     is_workingctx,
@@ -38,6 +42,7 @@ from workingctx.adapters._common import (
     media_problems,
     messages_of,
     ordered,
+    original_ids,
     parse_data_url,
     plain,
     prepare,
@@ -45,6 +50,8 @@ from workingctx.adapters._common import (
     request_key_of,
     split_system,
     store_ref_error,
+    unique_call_ids,
+    wire_errors,
 )
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -60,11 +67,13 @@ from workingctx.messages import (
     ReasoningBlock,
     RemoteToolCallBlock,
     TextBlock,
+    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     Usage,
     VideoBlock,
 )
+from workingctx.validity import check_messages as every_rule
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
@@ -132,7 +141,8 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     """
     kind = item.get("type")
     if kind == "reasoning":
-        summary = [s.get("text", "") for s in item.get("summary") or () if isinstance(s, Mapping)]
+        parts = expect_list(item.get("summary") or [], "a reasoning item's summary")
+        summary = [expect_mapping(s, "a summary part").get("text", "") for s in parts]
         extra = _envelope(item, {"encrypted_content"})
         return [
             ReasoningBlock(
@@ -178,6 +188,7 @@ def _is_output(item: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and kind.endswith("_call")
 
 
+@wire_errors("Responses", "input")
 def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a Responses body (``instructions`` first) or of a bare item list.
@@ -193,21 +204,63 @@ def read_messages(payload: Any) -> list[Message]:
             messages.append(Message("system", data["instructions"], provider_data={PROVIDER: {"_instructions": True}}))
         items = data["input"]
         if isinstance(items, str):
-            messages.append(Message("user", items, provider_data={PROVIDER: {"_input_text": True}}))
+            text = {"_input_text": True}
+            if isinstance(data.get("previous_response_id"), str):
+                text[CONTINUES] = data["previous_response_id"]
+            messages.append(Message("user", items, provider_data={PROVIDER: text}))
             return messages
+    previous = data.get("previous_response_id") if isinstance(data, Mapping) else None
     run: list[ContentBlock] = []
+    calls: list[ToolCall] = []  # calls whose arguments text is not a JSON object, kept as data
     for position, raw in enumerate(expect_list(items, "input")):
         item = expect_mapping(raw, f"input[{position}]")
         if _is_output(item):
-            run.extend(_output_blocks(item))
+            cut = _unparsed_call(item, len(run))
+            if cut is None:
+                run.extend(_output_blocks(item))
+            else:
+                calls.append(cut)
+            previous = None
             continue
-        if run:
-            messages.append(Message("assistant", tuple(run)))
-            run = []
-        messages.append(_input_item(item, position))
-    if run:
-        messages.append(Message("assistant", tuple(run)))
+        if run or calls:
+            messages.append(Message("assistant", tuple(run), tool_calls=calls))
+            run, calls = [], []
+        message = _input_item(item, position)
+        if isinstance(previous, str) and message.role != "system":
+            # a continuation's leading results answer calls of the stored response; its
+            # first message keeps the id even when no result leads, so it is sent back
+            message = _continuing(message, previous)
+            if message.role != "tool":
+                previous = None
+        messages.append(message)
+    if run or calls:
+        messages.append(Message("assistant", tuple(run), tool_calls=calls))
     return messages
+
+
+def _continuing(message: Message, previous: str) -> Message:
+    """
+    *message* marked as a message of a request that continues the stored response *previous*.
+    """
+    data = {**message.provider_data, PROVIDER: {**message.provider_data.get(PROVIDER, {}), CONTINUES: previous}}
+    return attrs.evolve(message, provider_data=data)
+
+
+def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
+    """
+    A ``function_call`` whose arguments text is not a JSON object (a reply cut
+    off by ``max_tokens``) as a call keeping that text verbatim, and the
+    position *at* (the blocks before it) it is written back to; None for any other item.
+    """
+    arguments = item.get("arguments")
+    if item.get("type") != "function_call" or not isinstance(arguments, str):
+        return None
+    call = ToolCall(item["call_id"], item["name"], arguments_json=arguments)
+    if call.arguments_parsed:
+        return None
+    extra = _envelope(item, {"call_id", "name", "arguments"})
+    data = {PROVIDER: {"item": extra, "_at": at}}
+    return ToolCall(call.id, call.name, arguments_json=arguments, provider_data=data)
 
 
 def _input_item(item: Mapping[str, Any], position: int) -> Message:
@@ -232,6 +285,7 @@ def _input_item(item: Mapping[str, Any], position: int) -> Message:
     return Message("user", (ProviderBlock(PROVIDER, item),), provider_data={PROVIDER: {"_item": True}})
 
 
+@wire_errors("Responses", "input")
 def read(payload: Any) -> Any:
     """
     A WorkingContext from a Responses body (``{"instructions": ..., "input": [...]}``),
@@ -326,7 +380,14 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     blocks: Sequence[ContentBlock] = (TextBlock(content),) if isinstance(content, str) and content else ()
     if not isinstance(content, str):
         blocks = content
-    for block in blocks:
+    placed: dict[int, list[ToolCall]] = {}  # calls kept as data go back where they were read, else last
+    for call in message.tool_calls:
+        at = call.provider_data.get(PROVIDER, {}).get("_at")
+        placed.setdefault(at if at.__class__ is int and 0 <= at < len(blocks) else len(blocks), []).append(call)
+    for position, block in enumerate(blocks):
+        if position in placed:
+            items.extend(map(_tool_call_item, placed.pop(position)))
+            current = None
         data = block.provider_data.get(PROVIDER, {}) if hasattr(block, "provider_data") else {}
         if isinstance(block, TextBlock):
             envelope = data.get("item")
@@ -367,10 +428,17 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             items.append(_call_item(envelope, block.id, block.name, arguments))
         elif isinstance(block, ProviderBlock) and block.provider == PROVIDER:
             items.append(dict(thaw(block.data)))
-    for call in message.tool_calls:
-        arguments = call.arguments_json or json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
-        items.append(_call_item({"type": "function_call"}, call.id, call.name, arguments))
+    for calls in placed.values():
+        items.extend(map(_tool_call_item, calls))
     return items
+
+
+def _tool_call_item(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments_json
+    if arguments is None:
+        arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
+    envelope = dict(thaw(call.provider_data.get(PROVIDER, {}).get("item", {"type": "function_call"})))
+    return _call_item(envelope, call.id, call.name, arguments)
 
 
 def _call_item(envelope: dict[str, Any], call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -402,6 +470,7 @@ def _result_item(call_id: str, content: str | tuple[ContentBlock, ...], extra: M
 
 def _items(message: Message) -> list[dict[str, Any]]:
     extra = dict(message.provider_data.get(PROVIDER, {}))
+    extra.pop(CONTINUES, None)  # a field of the request (previous_response_id), not of an item
     if message.role == "assistant":
         return _assistant_items(message)
     if message.role == "tool":
@@ -435,6 +504,7 @@ def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
     return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
 
 
+@wire_errors("Responses", "input")
 def write(
     source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, cache: Any = None
 ) -> dict[str, Any]:
@@ -467,9 +537,17 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     """
     The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
     """
+    messages = unique_call_ids(messages)[0]  # Responses wants one function_call_output per call_id
     unresolved = media_problems(messages)
-    problems: list[Problem] = [*check_messages(messages, provider="openai"), *unresolved, *lost(messages)]
+    problems: list[Problem] = [
+        *(p for p in check_messages(messages, provider="openai") if p.rule != "continued-result"),
+        *unresolved,
+        *lost(messages),
+    ]
     body: dict[str, Any] = {}
+    previous = next((found for m in messages if (found := continued(m)) is not None), None)
+    if previous is not None:  # the request continues a stored response, whose calls these results answer
+        body["previous_response_id"] = previous
     sent = keyed_messages(messages) if unresolved else messages  # store references stand in, never sent
     rest = sent
     if sent and sent[0].role == "system" and isinstance(sent[0].content, str):
@@ -491,14 +569,21 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
     return body, tuple(problems)
 
 
+@wire_errors("Responses", "input")
 def check(source: Any) -> tuple[Problem, ...]:
     """
-    The problems ``write`` would raise for a context, or for a wire payload.
+    The problems ``write`` would raise for a context, or for a wire payload
+    (a payload giving one ``call_id`` to two calls is refused by OpenAI as it
+    stands: ``reused-call-id``; ``write`` re-keys it).
     """
-    messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return ordered(_build(messages)[1])
+    if is_workingctx(source):
+        return ordered(_build(messages_of(source))[1])
+    messages = read_messages(source)
+    reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
+    return ordered((*_build(messages)[1], *reused))
 
 
+@wire_errors("Responses", "input")
 def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
@@ -506,19 +591,30 @@ def request_key(source: Any, **fields: Any) -> str:
     return request_key_of(write(keyed_messages(source)), fields)
 
 
-def read_response(response: Any) -> Message:
+@wire_errors("Responses")
+def read_response(response: Any, *, context: Any = None) -> Message:
     """
     The assistant message of a Response (SDK object or dict): its output items
     as one assistant message, with usage and the model in ``metadata``.
+
+    With *context* (the context, snapshot or messages the request was written
+    from), a ``call_id`` in the reply that ``write`` gave a reused call is the
+    context's own id again.
     """
     data = expect_mapping(response, "a response")
     if "output" not in data:
         msg = "not a Responses response: it has no 'output'; pass the result of responses.create"
         raise ArgumentValueError(msg, argument="response", value=response)
     blocks: list[ContentBlock] = []
+    calls: list[ToolCall] = []
     for raw in expect_list(data["output"], "output"):
         item = dict(expect_mapping(raw, "an output item"))
-        blocks.extend(_output_blocks(item))
+        cut = _unparsed_call(item, len(blocks))
+        if cut is None:
+            blocks.extend(_output_blocks(item))
+        else:
+            calls.append(cut)
     usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
     metadata = {"model": data["model"]} if "model" in data else {}
-    return Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
+    message = Message("assistant", tuple(blocks), tool_calls=calls, usage=usage, metadata=metadata)
+    return message if context is None else original_ids(message, unique_call_ids(messages_of(context))[1])

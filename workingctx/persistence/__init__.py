@@ -22,6 +22,7 @@ False
 
 from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
 from workingctx.persistence.histories import ContextInfo, ContextStore
+from workingctx.persistence.listing import Listing
 from workingctx.persistence.postgres import PostgresStore
 from workingctx.persistence.redis import RedisStore
 from workingctx.persistence.sqlite import SQLiteStore
@@ -34,6 +35,7 @@ __all__ = [
     "ContextInfo",
     "ContextStore",
     "InMemoryStore",
+    "Listing",
     "PostgresStore",
     "RedisStore",
     "SQLiteStore",

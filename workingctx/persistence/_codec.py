@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn, cast
@@ -37,6 +38,7 @@ from workingctx.frozen import FrozenDict
 from workingctx.messages import Message
 from workingctx.persistence import _items
 from workingctx.persistence.checkpoint import Checkpoint, journal_chain
+from workingctx.persistence.listing import Listing, listed
 from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
 from workingctx.serialization import converter, from_json, structure, to_json
@@ -106,6 +108,9 @@ def step(previous: str, digest: str) -> str:
 def scratchpad_digest(notes: dict[str, Any]) -> str:
     return sha256("scratchpad:" + canonical_json(notes))
 
+
+_VERSION = re.compile(r"[0-9]{1,18}")
+"""A schema version as a marker holds it: a whole number in ASCII digits, small enough to read."""
 
 KEYED = "hmac-sha256:"
 """How a seal made with a key starts (a seal without one is a bare hex sha256)."""
@@ -431,6 +436,39 @@ def read_info(row: Sequence[Any], table: str = "table checkpoints", key: bytes |
         digest=str(digest),
         metadata=decode_json(metadata, FrozenDict, "$.metadata", table),
     )
+
+
+def lineage(
+    rows: Mapping[Any, Sequence[Any]],
+    checkpoint_id: str,
+    read: Callable[[Sequence[Any]], CheckpointInfo],
+    where: str,
+) -> Listing[CheckpointInfo]:
+    """
+    The lineage of *checkpoint_id* from *rows* (by id, the rows of it and its
+    ancestors), root first: each row read by *read*, following parent ids
+    while the parent is among them. An ancestor whose row does not read ends
+    the walk, and is named in the listing's ``damaged``.
+
+    Raises:
+        CheckpointError: The row of *checkpoint_id* itself does not read.
+    """
+    chain: list[CheckpointInfo] = []
+    damaged: dict[str, CheckpointError] = {}
+    seen: set[str] = set()
+    current: str | None = checkpoint_id
+    while current is not None and current not in seen and current in rows:
+        seen.add(current)
+        try:
+            info = read(rows[current])
+        except CheckpointError as exc:
+            if not chain:
+                raise
+            damaged[current] = exc
+            break
+        chain.append(info)
+        current = info.parent
+    return listed(chain[::-1], damaged, "ancestor row", where)
 
 
 def check_count(count: object, head: object, root: str, path: str, table: str) -> int:
@@ -904,8 +942,18 @@ def check_marker(found: Mapping[Any, Any], where: str, newest: int) -> None:
         )
         raise CheckpointError(msg, path="workingctx_store.format")
     version = found.get("schema_version")
-    if not isinstance(version, str) or not version.isdigit():
-        msg = f"{where} has a damaged schema version {version!r}; expected {newest}"
+    # ASCII digits only ("²".isdigit() holds, and int() refuses it), and few
+    # enough of them for int(): the limit on digits raises a builtin ValueError
+    if not isinstance(version, str) or _VERSION.fullmatch(version) is None:
+        shown = (
+            f"{version[:40]!r}... ({len(version)} characters)"
+            if isinstance(version, str) and len(version) > 40
+            else repr(version)
+        )
+        msg = (
+            f"{where} has a damaged schema version {shown}: expected a whole number such as {newest}. "
+            "Nothing was changed"
+        )
         raise CheckpointError(msg, path="workingctx_store.schema_version")
     if int(version) > newest:
         msg = (

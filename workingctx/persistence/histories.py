@@ -22,6 +22,7 @@ import attrs
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
 from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step, replay
+from workingctx.persistence.listing import Listing, listed, shown
 
 if TYPE_CHECKING:
     from workingctx.context import WorkingContext
@@ -101,7 +102,9 @@ class ContextStore(Protocol):
 
     def list_contexts(self) -> list[ContextInfo]:
         """
-        A descriptor of every saved context, oldest first, without replaying any.
+        A descriptor of every saved context, oldest first, without replaying any
+        (the stores workingctx ships return a :class:`~workingctx.persistence.Listing`,
+        which names a damaged one in ``damaged`` instead of failing).
         """
         ...
 
@@ -369,28 +372,32 @@ def _check(rows: Sequence[Sequence[Any]], count: int, table: str) -> list[Entry]
     return entries
 
 
-def sqlite_list(db: sqlite3.Connection, where: str) -> list[ContextInfo]:
+def sqlite_list(db: sqlite3.Connection, where: str) -> Listing[ContextInfo]:
     """
     The descriptor of every saved context, oldest first.
     """
     if not _has_tables(db):
-        return []
+        return Listing()
     return read_infos(db.execute(f"SELECT {_COLUMNS} FROM contexts").fetchall(), where)  # noqa: S608  # constant columns
 
 
-def read_infos(rows: Sequence[Sequence[Any]], where: str, table: str = "table") -> list[ContextInfo]:
+def read_infos(rows: Sequence[Sequence[Any]], where: str, table: str = "table") -> Listing[ContextInfo]:
     """
-    The descriptors of context rows, checked, oldest first.
+    The descriptors of context rows, checked, oldest first; a row that does
+    not read is left out and named in the listing's ``damaged``, with the
+    error loading it raises.
     """
     infos = []
+    unreadable: dict[str, CheckpointError] = {}
     for row in rows:
+        name = shown(row[0]) if row else "?"
         try:
             infos.append(_info(row, table))
         except _Damage as exc:
-            msg = f"cannot list context {row[0]!r} in {where}: {exc.what}"
-            raise CheckpointError(msg, path=exc.path) from None
-    infos.sort(key=lambda info: (info.created_at, info.id))
-    return infos
+            msg = f"cannot load context {name!r} from {where}: {exc.what} at {exc.path}; nothing was changed"
+            unreadable[name] = CheckpointError(msg, path=exc.path)
+    infos.sort(key=lambda info: (info.created_at.timestamp(), info.id))  # naive and aware times both order
+    return listed(infos, unreadable, "context row", where)
 
 
 def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:

@@ -34,6 +34,7 @@ from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kin
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import _COLUMNS as _CONTEXT_COLUMNS
 from workingctx.persistence.histories import ContextInfo
+from workingctx.persistence.listing import Listing, listed, shown
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -568,40 +569,51 @@ class PostgresStore:
 
     # -- listing, threads and deleting --------------------------------------------
 
-    def list(self) -> builtins.list[CheckpointInfo]:
+    def list(self) -> Listing[CheckpointInfo]:
         """
         A descriptor of every checkpoint, oldest first (by creation time, then
         by the order they were saved in), read without loading any snapshot.
 
-        Raises:
-            CheckpointError: A checkpoint row is damaged (it names which).
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
+        the error that loading it raises (and a warning is logged).
         """
 
-        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[CheckpointInfo]:
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[Any]:
             self._enter(cur, exclusive=None)
             cur.execute(self._q(f"SELECT {_ROW} FROM @.checkpoints ORDER BY created_ts, seq"))  # noqa: S608
-            return [self._checked_info(row) for row in cur.fetchall()]
+            return cur.fetchall()
 
-        result: builtins.list[CheckpointInfo] = self._run(body, write=False)
-        return result
+        rows: builtins.list[Any] = self._run(body, write=False)
+        infos: builtins.list[CheckpointInfo] = []
+        damaged: dict[str, CheckpointError] = {}
+        for row in rows:
+            try:
+                infos.append(self._checked_info(row))
+            except CheckpointError as exc:
+                damaged[shown(row[0])] = exc
+        return listed(infos, damaged, "checkpoint row", f"the PostgreSQL store {self._where}")
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
             return _codec.read_info(row)
         except Damage as exc:
-            raise self._error(str(row[0]), exc.what, exc.path) from None
+            raise self._error(shown(row[0]), exc.what, exc.path) from None
 
-    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included,
         oldest first, following parent ids while the parent is in the store.
 
+        An ancestor whose row is damaged ends the walk: the lineage starts
+        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
+
         Raises:
-            CheckpointError: No checkpoint has that id, or a row is damaged.
+            CheckpointError: No checkpoint has that id, or its own row is damaged.
         """
         _check_id(checkpoint_id)
 
-        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[CheckpointInfo]:
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> dict[Any, Any]:
             self._enter(cur, exclusive=None)
             cur.execute(
                 self._q(
@@ -611,19 +623,12 @@ class PostgresStore:
                 ),
                 (checkpoint_id,),
             )
-            rows = {row[0]: row for row in cur.fetchall()}
-            if checkpoint_id not in rows:
-                raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
-            chain: builtins.list[CheckpointInfo] = []
-            current: str | None = checkpoint_id
-            while current is not None and current in rows:
-                info = self._checked_info(rows.pop(current))
-                chain.append(info)
-                current = info.parent
-            return chain[::-1]
+            return {row[0]: row for row in cur.fetchall()}
 
-        result: builtins.list[CheckpointInfo] = self._run(body, write=False)
-        return result
+        rows: dict[Any, Any] = self._run(body, write=False)
+        if checkpoint_id not in rows:
+            raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
+        return _codec.lineage(rows, checkpoint_id, self._checked_info, f"the PostgreSQL store {self._where}")
 
     def head(self, thread: str) -> str | None:
         """
@@ -774,18 +779,21 @@ class PostgresStore:
         result: WorkingContext = self._run(body, write=False)
         return result
 
-    def list_contexts(self) -> builtins.list[ContextInfo]:
+    def list_contexts(self) -> Listing[ContextInfo]:
         """
         A descriptor of every saved context, oldest first, without replaying any.
+
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
         """
 
-        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[ContextInfo]:
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[Any]:
             self._enter(cur, exclusive=None)
             cur.execute(self._q(f"SELECT {_CONTEXT_COLUMNS} FROM @.contexts"))  # noqa: S608  # constant columns
-            return histories.read_infos(cur.fetchall(), self._where)
+            return cur.fetchall()
 
-        result: builtins.list[ContextInfo] = self._run(body, write=False)
-        return result
+        rows: builtins.list[Any] = self._run(body, write=False)
+        return histories.read_infos(rows, self._where)
 
     def delete_context(self, context_id: str) -> None:
         """

@@ -33,7 +33,7 @@ import contextlib
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from workingctx import _checks
@@ -43,6 +43,7 @@ from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
+from workingctx.persistence.listing import Listing, listed, shown
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -207,6 +208,12 @@ class RedisStore:
             except errors.RedisError as exc:
                 msg = f"the checkpoint store {self._where} failed ({exc}); it was left as it was"
                 raise CheckpointError(msg) from None
+            except UnicodeDecodeError as exc:
+                msg = (
+                    f"the checkpoint store {self._where} holds a key or value that is not UTF-8 text "
+                    f"(damaged: {exc.object[max(0, exc.start - 20) : exc.end + 20]!r}); it was left as it was"
+                )
+                raise CheckpointError(msg) from None
         msg = f"the checkpoint store {self._where} stayed busy after {_ATTEMPTS} attempts; nothing was written"
         raise CheckpointError(msg)
 
@@ -227,7 +234,7 @@ class RedisStore:
                 pipe.multi()
                 pipe.hset(marker, mapping={"format": FORMAT, "schema_version": str(SCHEMA_VERSION)})
                 pipe.execute()
-        self._check_format(self._client.hgetall(marker))
+        self._check_format(_raw(self._client, "HGETALL", marker))
 
     def _any_key(self, pipe: Any) -> str | None:
         """
@@ -237,17 +244,30 @@ class RedisStore:
         """
         cursor = 0
         while True:
-            cursor, found = pipe.scan(cursor, match=self._p + "*", count=10_000)
+            cursor, found = _raw(pipe, "SCAN", cursor, "MATCH", self._p + "*", "COUNT", 10_000)
             if found:
-                return str(found[0])
+                return shown(found[0])
             if int(cursor) == 0:
                 return None
+
+    def _scan(self, pattern: str) -> Iterator[bytes]:
+        """
+        Every key matching *pattern*, as bytes (a key that is not UTF-8 text included).
+        """
+        cursor = 0
+        while True:
+            cursor, found = _raw(self._client, "SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+            yield from found
+            if int(cursor) == 0:
+                return
 
     def _check_format(self, found: Any) -> None:
         if not found:
             msg = f"{self._where} holds no workingctx checkpoint store (its marker key is gone). Nothing was changed"
             raise CheckpointError(msg, path="workingctx_store")
-        _codec.check_marker(found, self._where, SCHEMA_VERSION)
+        # read as bytes: a field that is not UTF-8 is a damaged marker, not a UnicodeDecodeError
+        marker = {_decoded(key): _decoded(value, value) for key, value in dict(found).items()}
+        _codec.check_marker(marker, self._where, SCHEMA_VERSION)
 
     # -- saving -------------------------------------------------------------------
 
@@ -286,7 +306,7 @@ class RedisStore:
             pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
                 p + "gc", row_key, *([] if head_key is None else [head_key])
             )
-            self._check_format(pipe.hgetall(p + "store"))
+            self._check_format(_raw(pipe, "HGETALL", p + "store"))
             if thread is not None and head_key is not None:
                 current = _text(pipe.get(head_key))
                 if not _head_allows(current, checkpoint):
@@ -391,9 +411,9 @@ class RedisStore:
     def _load_once(self, checkpoint_id: str) -> Checkpoint:
         p = self._p
         with self._client.pipeline(transaction=False) as pipe:
-            pipe.hgetall(p + "store")
+            _raw(pipe, "HGETALL", p + "store")
             pipe.get(p + "gc")
-            pipe.get(p + "cp:" + checkpoint_id)
+            _raw(pipe, "GET", p + "cp:" + checkpoint_id)
             marker, generation, text = pipe.execute()
         self._check_format(marker)
         if text is None:
@@ -407,6 +427,10 @@ class RedisStore:
                 raise self._error(checkpoint_id, exc.what, exc.path) from None
             if isinstance(exc, SerializationError):
                 raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
+            if isinstance(exc, UnicodeDecodeError):
+                bad = exc.object[exc.start : exc.end + 8]
+                what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
+                raise self._error(checkpoint_id, what, "$") from None
             raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
 
     def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
@@ -418,6 +442,11 @@ class RedisStore:
         """
         A stored checkpoint row: the fields of ``ROW_FIELDS``, then the creation timestamp and the save number.
         """
+        if isinstance(text, bytes):
+            decoded = _decoded(text)
+            if decoded is None:
+                damage("the checkpoint row is not UTF-8 text (key cp:, damaged)", "$")
+            text = decoded
         try:
             row = json.loads(str(text))
         except ValueError:
@@ -483,27 +512,36 @@ class RedisStore:
 
     # -- listing, threads and deleting --------------------------------------------
 
-    def _rows(self) -> dict[str, list[Any]]:
+    def _rows(self) -> tuple[dict[str, list[Any]], dict[str, CheckpointError]]:
         """
-        Every checkpoint row, by id.
+        Every checkpoint row that reads, by id, and the error of each that
+        does not (an id or a row that is not UTF-8 text, a row that is not a
+        JSON row), by id as text.
         """
         p = self._p
         with self._client.pipeline(transaction=False) as pipe:
-            pipe.hgetall(p + "store")
-            pipe.zrange(p + "order", 0, -1)
+            _raw(pipe, "HGETALL", p + "store")
+            _raw(pipe, "ZRANGE", p + "order", 0, -1)
             marker, ids = pipe.execute()
         self._check_format(marker)
         rows: dict[str, list[Any]] = {}
+        damaged: dict[str, CheckpointError] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            for checkpoint_id, text in zip(chunk, self._client.mget([p + "cp:" + i for i in chunk]), strict=True):
+            texts = _raw(self._client, "MGET", *[p.encode() + b"cp:" + bytes(i) for i in chunk])
+            for member, text in zip(chunk, texts, strict=True):
                 if text is None:
                     continue  # deleted between the two reads
+                checkpoint_id = _decoded(member)
+                if checkpoint_id is None:
+                    what = "its id in the key order is not UTF-8 text (key order, damaged)"
+                    damaged[shown(member)] = self._error(shown(member), what, "$.id")
+                    continue
                 try:
                     rows[checkpoint_id] = self._row(text)
                 except Damage as exc:
-                    raise self._error(checkpoint_id, exc.what, exc.path) from None
-        return rows
+                    damaged[checkpoint_id] = self._error(checkpoint_id, exc.what, exc.path)
+        return rows, damaged
 
     def _checked_info(self, checkpoint_id: str, row: Sequence[Any]) -> CheckpointInfo:
         try:
@@ -514,55 +552,72 @@ class RedisStore:
             raise self._error(checkpoint_id, f"the row is checkpoint {info.id!r}'s (key cp:, damaged)", "$.id")
         return info
 
-    def list(self) -> builtins.list[CheckpointInfo]:
+    def list(self) -> Listing[CheckpointInfo]:
         """
         A descriptor of every checkpoint, oldest first (by creation time, then
         by the order they were saved in), read without loading any snapshot.
 
-        Raises:
-            CheckpointError: A checkpoint row is damaged (it names which).
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
+        the error that loading it raises (and a warning is logged).
         """
 
-        def body() -> builtins.list[CheckpointInfo]:
-            rows = self._rows()
+        def body() -> Listing[CheckpointInfo]:
+            rows, damaged = self._rows()
             ordered = sorted(rows.items(), key=lambda item: (_number(item[1][-2]), _number(item[1][-1])))
-            return [self._checked_info(checkpoint_id, row) for checkpoint_id, row in ordered]
+            infos: builtins.list[CheckpointInfo] = []
+            for checkpoint_id, row in ordered:
+                try:
+                    infos.append(self._checked_info(checkpoint_id, row))
+                except CheckpointError as exc:
+                    damaged[checkpoint_id] = exc
+            return listed(infos, damaged, "checkpoint row", f"the Redis store {self._where}")
 
-        result: builtins.list[CheckpointInfo] = self._call(body)
+        result: Listing[CheckpointInfo] = self._call(body)
         return result
 
-    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included,
         oldest first, following parent ids while the parent is in the store.
 
+        An ancestor whose row is damaged ends the walk: the lineage starts
+        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
+
         Raises:
-            CheckpointError: No checkpoint has that id, or a row is damaged.
+            CheckpointError: No checkpoint has that id, or its own row is damaged.
         """
         _check_id(checkpoint_id)
 
-        def body() -> builtins.list[CheckpointInfo]:
-            self._check_format(self._client.hgetall(self._p + "store"))
-            chain: builtins.list[CheckpointInfo] = []
-            seen: set[str] = set()
-            current: str | None = checkpoint_id
+        def read(current: str) -> CheckpointInfo:
+            text = _raw(self._client, "GET", self._p + "cp:" + current)
+            if text is None:
+                raise _missing(current, f"the Redis store {self._where}")
+            try:
+                row = self._row(text)
+            except Damage as exc:
+                raise self._error(current, exc.what, exc.path) from None
+            return self._checked_info(current, row)
+
+        def body() -> Listing[CheckpointInfo]:
+            self._check_format(_raw(self._client, "HGETALL", self._p + "store"))
+            chain: builtins.list[CheckpointInfo] = [read(checkpoint_id)]
+            damaged: dict[str, CheckpointError] = {}
+            seen = {checkpoint_id}
+            current = chain[0].parent
             while current is not None and current not in seen:
-                text = self._client.get(self._p + "cp:" + current)
-                if text is None:
-                    break
                 seen.add(current)
                 try:
-                    row = self._row(text)
-                except Damage as exc:
-                    raise self._error(current, exc.what, exc.path) from None
-                info = self._checked_info(current, row)
+                    info = read(current)
+                except CheckpointError as exc:
+                    if current in self:  # damaged, not missing: name it
+                        damaged[current] = exc
+                    break
                 chain.append(info)
                 current = info.parent
-            if not chain:
-                raise _missing(checkpoint_id, f"the Redis store {self._where}")
-            return chain[::-1]
+            return listed(chain[::-1], damaged, "ancestor row", f"the Redis store {self._where}")
 
-        result: builtins.list[CheckpointInfo] = self._call(body)
+        result: Listing[CheckpointInfo] = self._call(body)
         return result
 
     def head(self, thread: str) -> str | None:
@@ -576,11 +631,17 @@ class RedisStore:
 
         def body() -> str | None:
             with self._client.pipeline(transaction=False) as pipe:
-                pipe.hgetall(self._p + "store")
-                pipe.get(self._p + "head:" + thread)
+                _raw(pipe, "HGETALL", self._p + "store")
+                _raw(pipe, "GET", self._p + "head:" + thread)
                 marker, found = pipe.execute()
             self._check_format(marker)
-            return None if found is None else str(found)
+            if found is None:
+                return None
+            head: str | None = _decoded(found)
+            if head is None:
+                msg = f"the head of thread {thread!r} in {self._where} is not UTF-8 text ({found[:40]!r}, damaged)"
+                raise CheckpointError(msg, path="$.head")
+            return head
 
         result: str | None = self._call(body)
         return result
@@ -609,15 +670,17 @@ class RedisStore:
             pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
                 p + "saves", p + "gc"
             )
-            self._check_format(pipe.hgetall(p + "store"))
+            self._check_format(_raw(pipe, "HGETALL", p + "store"))
             parent: str | None = None
             if checkpoint_id is not None:
-                text = _text(pipe.get(p + "cp:" + checkpoint_id))
-                if text is None:
+                found = _raw(pipe, "GET", p + "cp:" + checkpoint_id)
+                if found is None:
                     raise _missing(checkpoint_id, f"the Redis store {self._where}")
+                text = _decoded(found, "")  # a row that is not UTF-8 names no parent
                 with_parent = json.loads(text) if _is_json_list(text) else [None, None]
                 parent = with_parent[1] if isinstance(with_parent[1], str) else None
-            rows = {i: row for i, row in self._rows().items() if i != checkpoint_id}
+            # a row that does not read (named by list()) names nothing, so keeps nothing alive
+            rows = {i: row for i, row in self._rows()[0].items() if i != checkpoint_id}
             live: set[str] = set()
             for key in self._context_heads():
                 flat = self._walk_script(args=[p + "h:", key, 1_000_000_000, 2])
@@ -634,26 +697,27 @@ class RedisStore:
                         parts = str(flat[index + 1]).split(" ")
                         if len(parts) == 3:
                             live.add(p + item + parts[1])
+            # keys read as bytes: one that is not UTF-8 text is no key of ours, and no checkpoint uses it
             dead = [
                 key
                 for kind in ("ml:", "m:", "el:", "e:", "b:", "h:")
-                for key in self._client.scan_iter(match=p + kind + "*", count=1000)
-                if key not in live
+                for key in self._scan(p + kind + "*")
+                if _decoded(key) not in live
             ]
-            heads = {
-                key: value
-                for key in self._client.scan_iter(match=p + "head:*", count=1000)
-                if (value := self._client.get(key)) == checkpoint_id and checkpoint_id is not None
-            }
+            heads = [
+                head_key
+                for head_key in self._scan(p + "head:*")
+                if checkpoint_id is not None and _raw(self._client, "GET", head_key) == checkpoint_id.encode()
+            ]
             pipe.multi()
             if checkpoint_id is not None:
                 pipe.delete(p + "cp:" + checkpoint_id)
                 pipe.zrem(p + "order", checkpoint_id)
-            for key in heads:
+            for head_key in heads:
                 if parent is not None and parent in rows:
-                    pipe.set(key, parent)
+                    pipe.set(head_key, parent)
                 else:
-                    pipe.delete(key)
+                    pipe.delete(head_key)
             for start in range(0, len(dead), 500):
                 pipe.delete(*dead[start : start + 500])
             pipe.incr(p + "gc")
@@ -665,11 +729,12 @@ class RedisStore:
         """
         The head of every saved context's history.
         """
-        ids = sorted(str(i) for i in self._client.smembers(self._p + "contexts"))
+        ids = sorted(bytes(i) for i in _raw(self._client, "SMEMBERS", self._p + "contexts"))
         heads = []
         for start in range(0, len(ids), 500):
-            for text in self._client.mget([self._p + "ctx:" + i for i in ids[start : start + 500]]):
-                row = _json_list(text)
+            keys = [self._p.encode() + b"ctx:" + i for i in ids[start : start + 500]]
+            for text in _raw(self._client, "MGET", *keys):
+                row = _json_list(_decoded(text))
                 if row is not None and len(row) > 1 and isinstance(row[1], str):
                     heads.append(row[1])
         return heads
@@ -693,7 +758,7 @@ class RedisStore:
                 pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
                     p + "gc", p + "ctx:" + context_id
                 )
-                self._check_format(pipe.hgetall(p + "store"))
+                self._check_format(_raw(pipe, "HGETALL", p + "store"))
                 saved_row = _json_list(_text(pipe.get(p + "ctx:" + context_id)))
                 saved = None if saved_row is None or len(saved_row) < 3 else (saved_row[1], saved_row[2])
 
@@ -736,14 +801,14 @@ class RedisStore:
 
         def body() -> WorkingContext:
             with self._client.pipeline(transaction=False) as pipe:
-                pipe.hgetall(self._p + "store")
+                _raw(pipe, "HGETALL", self._p + "store")
                 pipe.get(self._p + "gc")
-                pipe.get(self._p + "ctx:" + context_id)
+                _raw(pipe, "GET", self._p + "ctx:" + context_id)
                 marker, generation, text = pipe.execute()
             self._check_format(marker)
             if text is None:
                 raise histories.missing(context_id, self._where)
-            row = _json_list(text)
+            row = _json_list(_decoded(text))
             try:
                 return histories.read_context(row if row is not None else [], walk, context_id, self._where, "key")
             except CheckpointError:
@@ -754,26 +819,30 @@ class RedisStore:
         result: WorkingContext = self._call(body)
         return result
 
-    def list_contexts(self) -> builtins.list[ContextInfo]:
+    def list_contexts(self) -> Listing[ContextInfo]:
         """
         A descriptor of every saved context, oldest first, without replaying any.
+
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
         """
 
-        def body() -> builtins.list[ContextInfo]:
-            self._check_format(self._client.hgetall(self._p + "store"))
-            ids = sorted(str(i) for i in self._client.smembers(self._p + "contexts"))
+        def body() -> Listing[ContextInfo]:
+            self._check_format(_raw(self._client, "HGETALL", self._p + "store"))
+            ids = sorted(bytes(i) for i in _raw(self._client, "SMEMBERS", self._p + "contexts"))
             rows = []
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
-                for context_id, text in zip(
-                    chunk, self._client.mget([self._p + "ctx:" + i for i in chunk]), strict=True
-                ):
+                texts = _raw(self._client, "MGET", *[self._p.encode() + b"ctx:" + i for i in chunk])
+                for member, text in zip(chunk, texts, strict=True):
                     if text is not None:
-                        row = _json_list(text)
-                        rows.append(row if row is not None else [context_id])
+                        # an id or a row that is not UTF-8 text is a row that does not read
+                        context_id = _decoded(member)
+                        row = _json_list(_decoded(text)) if context_id is not None else None
+                        rows.append(row if row is not None else [shown(member)])
             return histories.read_infos(rows, self._where, "key")
 
-        result: builtins.list[ContextInfo] = self._call(body)
+        result: Listing[ContextInfo] = self._call(body)
         return result
 
     def delete_context(self, context_id: str) -> None:
@@ -791,7 +860,7 @@ class RedisStore:
                 pipe.watch(  # type: ignore[no-untyped-call]  # redis-py leaves watch untyped
                     p + "ctx:" + context_id
                 )
-                self._check_format(pipe.hgetall(p + "store"))
+                self._check_format(_raw(pipe, "HGETALL", p + "store"))
                 if not pipe.exists(p + "ctx:" + context_id):
                     raise histories.missing(context_id, self._where)
                 pipe.multi()
@@ -818,7 +887,7 @@ class RedisStore:
         """
 
         def body() -> None:
-            keys = list(self._client.scan_iter(match=self._p + "*", count=1000))
+            keys = list(self._scan(self._p + "*"))
             for start in range(0, len(keys), 500):
                 self._client.delete(*keys[start : start + 500])
 
@@ -852,6 +921,27 @@ class RedisStore:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _raw(target: Any, *command: Any) -> Any:
+    """
+    Run (or, on a pipeline, queue) *command* with its reply left as bytes, so
+    that a key or value that is not UTF-8 text reaches the store as data to
+    refuse, never as a UnicodeDecodeError from the client.
+    """
+    return target.execute_command(*command, NEVER_DECODE=True)
+
+
+def _decoded(value: object, default: Any = None) -> Any:
+    """
+    *value* read as bytes, as text; *default* when it is None or not UTF-8.
+    """
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return default
+    return default if value is None else value
 
 
 def _json_list(text: object) -> builtins.list[Any] | None:

@@ -33,7 +33,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CheckpointError, SerializationError
@@ -42,6 +42,7 @@ from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
+from workingctx.persistence.listing import Listing, listed, shown
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -64,6 +65,8 @@ SCHEMA_VERSION = 1
 _checksum = checksum  # the name the damage tests use
 
 _first = operator.itemgetter(0)
+
+_T = TypeVar("_T")
 
 _HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL) WITHOUT ROWID"
 
@@ -107,6 +110,9 @@ _CHAINS = {
 
 _SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
+_NO_LOCKS = "win32-none" if os.name == "nt" else "unix-none"
+"""SQLite's VFS that takes no file locks; with ``locking_mode=EXCLUSIVE`` it reads a log without ``-shm``."""
+
 # SQLite's primary result codes for "this file or directory cannot be written"
 # (the extended codes add bits above the low byte).
 _SQLITE_READONLY = 8
@@ -122,6 +128,27 @@ class _CannotWrite(Exception):  # noqa: N818  # internal: the store falls back t
 def _cannot_write(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
+
+
+def _escaped(data: bytes) -> str:
+    return data.decode("utf-8", "backslashreplace")
+
+
+def _leniently(db: sqlite3.Connection, read: Callable[[sqlite3.Connection], _T]) -> _T:
+    """
+    ``read(db)``; when text it reads is not UTF-8 (a damaged row: SQLite
+    keeps whatever bytes it is given), ``read(db)`` again with such text's
+    invalid bytes escaped as ``\\x..``, so that the row is named as damaged
+    instead of failing the whole query. Intact text is read the fast way.
+    """
+    try:
+        return read(db)
+    except sqlite3.OperationalError:
+        db.text_factory = _escaped
+        try:
+            return read(db)
+        finally:
+            db.text_factory = str
 
 
 def _check_key(key: object) -> bytes | None:
@@ -207,6 +234,18 @@ class SQLiteStore:
         if read_only:
             self._open_read_only(timeout)
             return
+        if self.path != ":memory:" and Path(self.path).is_file() and not os.access(self.path, os.W_OK):
+            # SQLite may open a file on read-only storage for writing (when its -shm
+            # is there to read) and fail only at the first write: look first
+            if read_only is False:
+                msg = (
+                    f"cannot open the checkpoint store {self.path!r} for writing: the file cannot be written "
+                    "(read-only storage or its mode); nothing was changed"
+                )
+                raise CheckpointError(msg)
+            self._why_read_only = "the file cannot be written: read-only storage or its mode"
+            self._open_read_only(timeout)
+            return
         try:
             self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -233,25 +272,45 @@ class SQLiteStore:
 
     def _open_read_only(self, timeout: float) -> None:
         """
-        Open the file for reading only: first as a file others may still write,
-        then, when even that needs a write (a WAL database whose side files
-        cannot be made), as an immutable archive.
+        Open the file for reading only, seeing every checkpoint its write-ahead
+        log (``-wal``) holds, or refuse it saying why; never an older head in silence.
+
+        1. ``mode=ro``: as a file others may still write. SQLite reads the log
+           through its index, the ``-shm`` file, which it creates beside the
+           file when missing (or reads, when it may not write it).
+        2. When ``-shm`` can be neither created nor read (read-only storage
+           holding a ``-wal`` and no ``-shm``: a killed writer's files copied to
+           an archive): with no file locks and the log's index in this
+           process's memory (the ``-none`` VFS and ``locking_mode=EXCLUSIVE``),
+           which reads the log as SQLite's recovery does and creates no file.
+        3. When there is no ``-wal`` beside the file, so nothing to miss: as an
+           immutable file.
+
+        With a ``-wal`` that none of these can read, reading the file alone
+        would show the checkpoints of before the log: the store is refused.
         """
         self.read_only = True
         if self.path == ":memory:" or not Path(self.path).exists():
             msg = f"cannot open the checkpoint store {self.path!r} read-only: there is no such file"
             raise CheckpointError(msg)
-        uri = Path(self.path).absolute().as_uri() + "?mode=ro"
+        uri = Path(self.path).absolute().as_uri()
+        wal = Path(f"{self.path}-wal")
+        logged = wal.exists() and not (wal.is_file() and wal.stat().st_size == 0)  # an empty log holds nothing
+        attempts = [(f"{uri}?mode=ro", False), (f"{uri}?mode=ro&vfs={_NO_LOCKS}", True)]
+        if not logged:
+            attempts.append((f"{uri}?mode=ro&immutable=1", False))
         failure: sqlite3.Error | None = None
-        for suffix in ("", "&immutable=1"):
+        for address, exclusive in attempts:
             try:
                 self._db = sqlite3.connect(
-                    uri + suffix, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
+                    address, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
                 )
             except sqlite3.Error as exc:
                 failure = exc
                 continue
             try:
+                if exclusive:  # before the first read: the log's index is then kept in memory, not in -shm
+                    self._db.execute("PRAGMA locking_mode=EXCLUSIVE").fetchall()
                 self._tables()
             except sqlite3.Error as exc:
                 self._db.close()
@@ -263,6 +322,14 @@ class SQLiteStore:
                 self._db.close()
                 raise
             return
+        if logged:
+            msg = (
+                f"cannot read the checkpoint store {self.path!r} read-only: its write-ahead log {str(wal)!r} "
+                f"may hold checkpoints the file does not, and SQLite cannot read it here ({failure}); "
+                f"the file alone would show an older head. Copy {Path(self.path).name!r} and "
+                f"{wal.name!r} together to writable storage and open the copy. Nothing was changed"
+            )
+            raise CheckpointError(msg, path="-wal")
         msg = f"{self.path!r} is not a readable SQLite database ({failure}); nothing was changed"
         raise CheckpointError(msg)
 
@@ -305,7 +372,10 @@ class SQLiteStore:
         Refuse a database that is not a workingctx store, or is of a newer schema.
         """
         try:
-            found = dict(self._db.execute("SELECT key, value FROM workingctx_store").fetchall())
+            # a version that is not UTF-8 text is a damaged one
+            found = dict(
+                _leniently(self._db, lambda db: db.execute("SELECT key, value FROM workingctx_store").fetchall())
+            )
         except sqlite3.OperationalError:
             msg = (
                 f"{self.path!r} is a SQLite database but not a workingctx checkpoint store "
@@ -455,8 +525,9 @@ class SQLiteStore:
                 the key and the path inside the checkpoint. Nothing is changed.
         """
         _check_id(checkpoint_id)
+        query = f"SELECT {_ROW} FROM checkpoints WHERE id = ?"  # noqa: S608  # constant columns
         with self._transaction(write=False) as db:
-            row = db.execute(f"SELECT {_ROW} FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()  # noqa: S608  # constant columns
+            row = _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchone())
             if row is None:
                 raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
             try:
@@ -594,49 +665,55 @@ class SQLiteStore:
 
     # -- listing and deleting -----------------------------------------------------------
 
-    def list(self) -> list[CheckpointInfo]:
+    def list(self) -> Listing[CheckpointInfo]:
         """
         A descriptor of every checkpoint, oldest first (by creation time, then
         by the order they were saved in), read without loading any snapshot.
 
-        Raises:
-            CheckpointError: A checkpoint row is damaged (it names which).
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
+        the error that loading it raises (and a warning is logged).
         """
+        query = f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq"  # noqa: S608  # constant columns
         with self._transaction(write=False) as db:
-            rows = db.execute(f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq").fetchall()  # noqa: S608  # constant columns
-            return [self._checked_info(row) for row in rows]
+            rows = _leniently(db, lambda db: db.execute(query).fetchall())
+        infos: builtins.list[CheckpointInfo] = []
+        damaged: dict[str, CheckpointError] = {}
+        for row in rows:
+            try:
+                infos.append(self._checked_info(row))
+            except CheckpointError as exc:
+                damaged[shown(row[0])] = exc
+        return listed(infos, damaged, "checkpoint row", f"the SQLite store {self.path!r}")
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
             return _codec.read_info(row, key=self._key)
         except Damage as exc:
-            raise self._error(str(row[0]), exc.what, exc.path) from None
+            raise self._error(shown(row[0]), exc.what, exc.path) from None
 
-    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included,
         oldest first, following parent ids while the parent is in the store.
 
+        An ancestor whose row is damaged ends the walk: the lineage starts
+        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
+
         Raises:
-            CheckpointError: No checkpoint has that id, or a row is damaged.
+            CheckpointError: No checkpoint has that id, or its own row is damaged.
         """
         _check_id(checkpoint_id)
+        query = (
+            "WITH RECURSIVE up (id) AS (SELECT ? UNION SELECT c.parent FROM checkpoints AS c"  # noqa: S608  # constant columns
+            " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
+            f" SELECT {_ROW} FROM checkpoints WHERE id IN (SELECT id FROM up)"
+        )
         with self._transaction(write=False) as db:
-            query = (
-                "WITH RECURSIVE up (id) AS (SELECT ? UNION SELECT c.parent FROM checkpoints AS c"  # noqa: S608  # constant columns
-                " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
-                f" SELECT {_ROW} FROM checkpoints WHERE id IN (SELECT id FROM up)"
-            )
-            rows = {row[0]: row for row in db.execute(query, (checkpoint_id,)).fetchall()}
-            if checkpoint_id not in rows:
-                raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
-            chain: list[CheckpointInfo] = []
-            current: str | None = checkpoint_id
-            while current is not None and current in rows:
-                info = self._checked_info(rows.pop(current))
-                chain.append(info)
-                current = info.parent
-            return chain[::-1]
+            rows = {row[0]: row for row in _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchall())}
+        if checkpoint_id not in rows:
+            raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
+        return _codec.lineage(rows, checkpoint_id, self._checked_info, f"the SQLite store {self.path!r}")
 
     def delete(self, checkpoint_id: str) -> None:
         """
@@ -722,14 +799,17 @@ class SQLiteStore:
         """
         histories.check_context_id(context_id)
         with self._transaction(write=False) as db:
-            return histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}")
+            return _leniently(db, lambda db: histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}"))
 
-    def list_contexts(self) -> builtins.list[ContextInfo]:
+    def list_contexts(self) -> Listing[ContextInfo]:
         """
         A descriptor of every saved context, oldest first, read without replaying any.
+
+        A damaged row never hides the others: it is left out, and named in
+        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
         """
         with self._transaction(write=False) as db:
-            return histories.sqlite_list(db, f"the SQLite store {self.path!r}")
+            return _leniently(db, lambda db: histories.sqlite_list(db, f"the SQLite store {self.path!r}"))
 
     def delete_context(self, context_id: str) -> None:
         """

@@ -16,6 +16,7 @@ from workingctx.exceptions import CheckpointError, HeadConflictError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo, check_context_id, check_recorded, diverged, missing
+from workingctx.persistence.listing import Listing
 
 if TYPE_CHECKING:
     from workingctx.context import WorkingContext
@@ -101,6 +102,10 @@ class CheckpointStore(Protocol):
     def list(self) -> list[CheckpointInfo]:
         """
         A descriptor of every checkpoint, oldest first, without loading snapshots.
+
+        One damaged record never hides the others: the stores workingctx
+        ships return a :class:`~workingctx.persistence.Listing`, which leaves
+        it out and names it in ``damaged``.
         """
         ...
 
@@ -114,7 +119,8 @@ class CheckpointStore(Protocol):
     def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included,
-        oldest first, following parent ids while the parent is in the store.
+        oldest first, following parent ids while the parent is in the store
+        (and can be read: a damaged ancestor ends it, named in the listing's ``damaged``).
         """
         ...
 
@@ -224,16 +230,17 @@ class InMemoryStore:
             raise _missing(checkpoint_id, "this InMemoryStore")
         return found
 
-    def list(self) -> list[CheckpointInfo]:
+    def list(self) -> Listing[CheckpointInfo]:
         """
         A descriptor of every checkpoint, oldest first (by creation time, then
-        by the order they were saved in).
+        by the order they were saved in). Checkpoints in memory are values,
+        never damaged: the listing's ``damaged`` is always empty.
         """
         with self._lock:
             held = list(self._checkpoints.values())
         order = {checkpoint.id: position for position, checkpoint in enumerate(held)}
         held.sort(key=lambda checkpoint: (checkpoint.created_at, order[checkpoint.id]))
-        return [CheckpointInfo.of(checkpoint) for checkpoint in held]
+        return Listing(CheckpointInfo.of(checkpoint) for checkpoint in held)
 
     def head(self, thread: str) -> str | None:
         """
@@ -263,7 +270,7 @@ class InMemoryStore:
                 else:
                     del self._heads[thread]
 
-    def lineage(self, checkpoint_id: str) -> builtins.list[CheckpointInfo]:
+    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         """
         The checkpoints from the root to *checkpoint_id*, itself included, oldest first.
 
@@ -282,7 +289,7 @@ class InMemoryStore:
                 current = checkpoint.parent
         if not chain:
             raise _missing(checkpoint_id, "this InMemoryStore")
-        return [CheckpointInfo.of(checkpoint) for checkpoint in reversed(chain)]
+        return Listing(CheckpointInfo.of(checkpoint) for checkpoint in reversed(chain))
 
     # -- recorded contexts ------------------------------------------------------------
 
@@ -323,13 +330,14 @@ class InMemoryStore:
             raise missing(context_id, "this InMemoryStore")
         return replay(saved[0])
 
-    def list_contexts(self) -> builtins.list[ContextInfo]:
+    def list_contexts(self) -> Listing[ContextInfo]:
         """
-        A descriptor of every saved context, oldest first, without replaying any.
+        A descriptor of every saved context, oldest first, without replaying any
+        (the listing's ``damaged`` is always empty).
         """
         with self._lock:
             infos = [info for _, info in self._contexts.values()]
-        return sorted(infos, key=lambda info: (info.created_at, info.id))
+        return Listing(sorted(infos, key=lambda info: (info.created_at, info.id)))
 
     def delete_context(self, context_id: str) -> None:
         """

@@ -70,6 +70,12 @@ class TokenBudget(_ScopeOps):
     A result whose call is nowhere earlier in the list is counted like any
     other message; wrap the scope in :class:`WholeExchanges` to drop it.
 
+    Applied through a context (``ctx.slice(scope)``, ``explain(scope, ctx)``,
+    ``surviving_indices(scope, ctx.tail_view())``), the budget counts the
+    context's prefix first, as managers and ``ctx.fit`` do: every request
+    sends it, so the slice's whole request fits *max_tokens*. A bare list of
+    messages has no prefix, and only its messages are counted.
+
     Args:
         max_tokens: The budget, 0 or more.
         counter: A :class:`~workingctx.tokens.MessageCounter`
@@ -122,7 +128,7 @@ class TokenBudget(_ScopeOps):
         count = counting(self.counter)
         size = len(messages)
         system: list[int] = []
-        budget = self.max_tokens
+        budget = self.max_tokens - prefix_tokens(messages, count)
         if self.include_system:
             # A context's tail view knows its system messages already (found once
             # per message); a plain list needs the pass.
@@ -177,7 +183,7 @@ class TokenBudget(_ScopeOps):
         system_before = [0]
         for position in system:
             system_before.append(system_before[-1] + upto(position + 1) - upto(position))
-        budget = self.max_tokens - system_before[-1]
+        budget = self.max_tokens - system_before[-1] - prefix_tokens(messages, counting(counter))
         if budget < 0:
             return frozenset(system)
         total = upto(size)
@@ -288,6 +294,15 @@ class TokenBudget(_ScopeOps):
         if not self.include_system:
             parts.append("include_system=False")
         return f"TokenBudget({', '.join(parts)})"
+
+
+def prefix_tokens(messages: Sequence[Message], count: Callable[[Message], int]) -> int:
+    """
+    The tokens of the prefix sent before *messages*: the ``prefix_messages`` a
+    context's tail view carries (none for a bare list).
+    """
+    prefix: Sequence[Message] = getattr(messages, "prefix_messages", ())
+    return sum(count(message) for message in prefix)
 
 
 def _orphan_results(messages: Sequence[Message]) -> frozenset[tuple[int, str]]:

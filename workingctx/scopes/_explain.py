@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -102,7 +102,9 @@ def explain(scope: Scope, messages: object, counter: MessageCounter | None = Non
 
     Nothing is changed. Messages are numbered as in the tail, and the kept and
     saved tokens are the tail's; a context's prefix is kept by every slice, so it
-    is counted apart, in ``prefix_tokens``, and always stays cached.
+    is counted apart, in ``prefix_tokens``, and always stays cached. Given a
+    context, the scope decides as ``ctx.slice(scope)`` does: a
+    :class:`~workingctx.TokenBudget` in it counts the prefix first.
 
     Args:
         scope: Any scope.
@@ -126,7 +128,7 @@ def explain(scope: Scope, messages: object, counter: MessageCounter | None = Non
     cached prefix: breaks at message 1; the 7 tokens before it stay cached
     """
     items = _messages_of(messages)
-    kept_set = surviving_indices(scope, items)
+    kept_set = surviving_indices(scope, _as_request(messages, items))
     count = counting(counter)
     counts = [count(message) for message in items]
     kept = tuple(sorted(kept_set))
@@ -146,6 +148,41 @@ def explain(scope: Scope, messages: object, counter: MessageCounter | None = Non
         cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
         prefix_tokens=sum(count(message) for message in prefix_messages),
     )
+
+
+class _Request(Sequence[Message]):
+    """
+    A context's messages with its prefix's messages beside them, as
+    ``ctx.tail_view()`` carries them: what a budget counts.
+    """
+
+    __slots__ = ("_items", "prefix_messages")
+
+    def __init__(self, items: Sequence[Message], prefix: Sequence[Message]) -> None:
+        self._items = items
+        self.prefix_messages = tuple(prefix)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items[index]
+
+
+def _as_request(value: object, items: Sequence[Message]) -> Sequence[Message]:
+    """
+    What a scope decides over for *value*: a context's tail view (or its
+    messages with its prefix), else the messages as they are.
+    """
+    view = getattr(value, "tail_view", None)
+    if callable(view) and not isinstance(value, Sequence):
+        found = view()
+        if isinstance(found, Sequence) and len(found) == len(items):
+            return found
+    prefix = getattr(value, "prefix", None)
+    if isinstance(prefix, PrefixContext) and not isinstance(value, Sequence):
+        return _Request(items, prefix.as_messages())
+    return items
 
 
 def _messages_of(value: object) -> Sequence[Message]:

@@ -12,12 +12,14 @@ import attrs
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ScopeError
 from workingctx.scopes._algebra import (
+    AllOf,
     Scope,
     _ScopeOps,
     check_nesting,
     scope_field,
     surviving_indices,
 )
+from workingctx.scopes._budget import TokenBudget, prefix_tokens
 from workingctx.scopes._exchanges import (
     call_ids,
     completed_tool_sequences,
@@ -26,10 +28,11 @@ from workingctx.scopes._exchanges import (
     result_ids,
     starts_turn,
 )
+from workingctx.tokens import counting
 from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from workingctx.messages import Message
 
@@ -289,6 +292,13 @@ class ValidRequest(_ScopeOps):
       user message before the kept ones is kept in front of them; without
       one, what comes before the first kept user message is dropped.
 
+    A budget keeps its promise through it: when *scope* is bounded by a
+    :class:`~workingctx.TokenBudget` (the budget itself, or an ``&`` with it,
+    at any depth), bringing a user message in front is done only if the
+    request still fits; otherwise what comes before the first kept user
+    message is dropped. Only when the kept messages hold no user message at
+    all is one brought in over the budget: a request must have one.
+
     Every context manager's :meth:`scope_for` ends in this scope:
     :meth:`repair` says which rules it had to enforce.
 
@@ -337,7 +347,7 @@ class ValidRequest(_ScopeOps):
             kept: The inner scope's answer, when the caller has it already.
         """
         inner = surviving_indices(self.scope, messages) if kept is None else kept
-        return _valid(messages, inner, user_first=self.user_first)
+        return _valid(messages, inner, user_first=self.user_first, fits=_fits(messages, _bounds(self.scope)))
 
     def surviving_indices(self, messages: Sequence[Message]) -> frozenset[int]:
         """
@@ -363,10 +373,50 @@ def _newest_turn_before(messages: Sequence[Message], position: int) -> int | Non
     return None
 
 
-def _valid(messages: Sequence[Message], kept: Iterable[int], *, user_first: bool) -> tuple[list[int], list[str]]:
+def _bounds(scope: Scope) -> list[TokenBudget]:
+    """
+    The budgets whose promise binds what *scope* keeps: the scope itself, the
+    members of an ``AllOf``, and what the scopes that only drop (a valid
+    request, whole exchanges in ``"drop"`` mode) wrap.
+    """
+    if isinstance(scope, TokenBudget):
+        return [scope]
+    if isinstance(scope, AllOf):
+        return [bound for inner in scope.scopes for bound in _bounds(inner)]
+    if isinstance(scope, ValidRequest) or (isinstance(scope, WholeExchanges) and scope.mode == "drop"):
+        return _bounds(scope.scope)
+    return []
+
+
+def _fits(messages: Sequence[Message], bounds: list[TokenBudget]) -> Callable[[list[int]], bool] | None:
+    """
+    Whether the kept indices, with the prefix the messages carry, fit every
+    budget in *bounds* as each counts; None when nothing binds.
+    """
+    if not bounds:
+        return None
+
+    def fits(keep: list[int]) -> bool:
+        for bound in bounds:
+            count = counting(bound.counter)
+            if prefix_tokens(messages, count) + sum(count(messages[i]) for i in keep) > bound.max_tokens:
+                return False
+        return True
+
+    return fits
+
+
+def _valid(
+    messages: Sequence[Message],
+    kept: Iterable[int],
+    *,
+    user_first: bool,
+    fits: Callable[[list[int]], bool] | None = None,
+) -> tuple[list[int], list[str]]:
     """
     *kept*, made a valid request: every system message, broken exchanges dropped
-    whole, and (with *user_first*) a user message first.
+    whole, and (with *user_first*) a user message first, brought in front only
+    when the result *fits* (or the kept messages hold no user message).
 
     Returns:
         The indices to keep, ascending, and the rule ids of what was repaired.
@@ -397,17 +447,20 @@ def _valid(messages: Sequence[Message], kept: Iterable[int], *, user_first: bool
             keep[j] for j in range(len(sub)) if sub[j].role == "system" or (j not in alone and unit[j] not in units)
         ]
     if user_first:
-        keep, fixed = _open_with_user(messages, keep)
+        keep, fixed = _open_with_user(messages, keep, fits)
         if fixed:
             repaired.append(fixed)
     return keep, list(dict.fromkeys(repaired))
 
 
-def _open_with_user(messages: Sequence[Message], keep: list[int]) -> tuple[list[int], str | None]:
+def _open_with_user(
+    messages: Sequence[Message], keep: list[int], fits: Callable[[list[int]], bool] | None = None
+) -> tuple[list[int], str | None]:
     """
     *keep* with a user message first: the newest user turn before the window
-    is kept in front of it; without one, what comes before the first kept user
-    turn goes; a window with nothing but system messages gets the newest user turn.
+    is kept in front of it (when the result *fits*); else what comes before
+    the first kept user turn goes; a window with no user turn at all gets the
+    newest one before it, fitting or not.
     """
     first = next((j for j, i in enumerate(keep) if messages[i].role != "system"), None)
     if first is None:
@@ -419,9 +472,10 @@ def _open_with_user(messages: Sequence[Message], keep: list[int]) -> tuple[list[
     if starts_turn(messages[at]):
         return keep, None
     before = _newest_turn_before(messages, at)
-    if before is not None:
-        return sorted([*keep, before]), "first-not-user"
+    pinned = None if before is None else sorted([*keep, before])
+    if pinned is not None and (fits is None or fits(pinned)):
+        return pinned, "first-not-user"
     later = next((j for j in range(first, len(keep)) if starts_turn(messages[keep[j]])), None)
     if later is None:
-        return keep, None
+        return (keep, None) if pinned is None else (pinned, "first-not-user")
     return [i for j, i in enumerate(keep) if j >= later or messages[i].role == "system"], "first-not-user"

@@ -1,0 +1,624 @@
+"""
+workingctx.integrations.openai_agents: ContextSession and input_filter, with
+the Agents SDK's own types and runner, and a scripted model offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from agents import Agent, ModelResponse, RunConfig, Runner, Usage, function_tool, set_tracing_disabled
+from agents.memory import Session, SessionABC, SessionSettings
+from agents.models.interface import Model
+from agents.run_config import CallModelData, ModelInputData
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseInputItemParam,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+)
+from pydantic import TypeAdapter
+
+from tests.stores import ROOT, Stores, kind_params
+from workingctx import (
+    ApproxTokenCounter,
+    LastNTurns,
+    MessageContextManager,
+    SummaryContextManager,
+    TokenBudgetContextManager,
+)
+from workingctx.adapters import openai_responses
+from workingctx.exceptions import ArgumentTypeError
+from workingctx.integrations.openai_agents import ContextSession, input_filter
+
+set_tracing_disabled(True)
+
+_ITEM = TypeAdapter(ResponseInputItemParam)
+
+
+@pytest.fixture(params=kind_params())
+def stores(request, tmp_path):
+    made = Stores(request.param, tmp_path)
+    yield made
+    made.close()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+# -- item shapes, as the SDK stores them (to_input_item(): model_dump(exclude_unset=True)) ---------
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"content": text, "role": "user"}
+
+
+def reasoning(n: int) -> dict[str, Any]:
+    return ResponseReasoningItem(id=f"rs_{n}", summary=[], type="reasoning", encrypted_content=f"gAAAA{n}").model_dump(
+        exclude_unset=True
+    )
+
+
+def call(call_id: str, n: int = 0, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    return ResponseFunctionToolCall(
+        arguments=json.dumps(args or {"city": "Paris", "n": n}),
+        call_id=call_id,
+        name="weather",
+        type="function_call",
+        id=f"fc_{n}",
+        status="completed",
+    ).model_dump(exclude_unset=True)
+
+
+def output(call_id: str, text: str = "18C") -> dict[str, Any]:
+    return {"call_id": call_id, "output": text, "type": "function_call_output"}
+
+
+def answer(n: int, text: str = "It is 18C.") -> dict[str, Any]:
+    return ResponseOutputMessage(
+        id=f"msg_{n}",
+        content=[ResponseOutputText(annotations=[], text=text, type="output_text", logprobs=[])],
+        role="assistant",
+        status="completed",
+        type="message",
+    ).model_dump(exclude_unset=True)
+
+
+@st.composite
+def turns(draw: Any, max_turns: int = 6) -> list[dict[str, Any]]:
+    """
+    A tool-heavy conversation as Responses items: each turn a question, then
+    rounds of (reasoning, one or more function calls, their outputs), then an answer.
+    """
+    items: list[dict[str, Any]] = []
+    counter = 0
+    for turn in range(draw(st.integers(1, max_turns))):
+        items.append(user(draw(st.text(min_size=1, max_size=30)) + f" #{turn}"))
+        for _ in range(draw(st.integers(0, 2))):
+            counter += 1
+            calls = [f"call_{counter}_{k}" for k in range(draw(st.integers(1, 3)))]
+            if draw(st.booleans()):
+                items.append(reasoning(counter))
+            items.extend(call(c, counter) for c in calls)
+            items.extend(output(c, draw(st.text(max_size=40))) for c in calls)
+        counter += 1
+        items.append(answer(counter, draw(st.text(min_size=1, max_size=60))))
+    return items
+
+
+@st.composite
+def broken_turns(draw: Any) -> list[dict[str, Any]]:
+    """
+    A conversation with up to three items lost: outputs without calls, calls without outputs, no question.
+    """
+    items = draw(turns())
+    lost = draw(st.sets(st.integers(0, len(items) - 1), max_size=3))
+    return [item for position, item in enumerate(items) if position not in lost]
+
+
+def ordered(items: list[Any]) -> list[Any]:
+    """
+    *items* with every dict's key order made visible, so equality checks it too.
+    """
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return [(k, walk(v)) for k, v in value.items()]
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(items)
+
+
+def problems(items: list[Any], instructions: str | None = None) -> list[str]:
+    """
+    What a model would refuse in *items*: an output with no call before it, a
+    call with no output after it, a first non-system item that is not the user's.
+    """
+    found: list[str] = []
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for index, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "function_call":
+            calls.add(item["call_id"])
+        elif kind == "function_call_output":
+            if item["call_id"] not in calls:
+                found.append(f"{index}: orphaned output {item['call_id']}")
+            answered.add(item["call_id"])
+    found.extend(f"unanswered call {c}" for c in sorted(calls - answered))
+    firsts = [i for i in items if i.get("role") not in {"system", "developer"}]
+    if firsts and firsts[0].get("role") != "user":
+        found.append(f"first item is {firsts[0]!r}, not the user's")
+    body = {"input": items} if instructions is None else {"instructions": instructions, "input": items}
+    found.extend(f"{p.index}: {p.rule}" for p in openai_responses.check(body))
+    return found
+
+
+def tokens(items: list[Any], instructions: str | None) -> int:
+    return openai_responses.read({"instructions": instructions, "input": items}).count_tokens()
+
+
+# -- the protocol --------------------------------------------------------------------------
+
+
+class TestProtocol:
+    def test_is_a_session(self):
+        """
+        ContextSession satisfies the SDK's runtime-checkable Session protocol without subclassing SessionABC.
+        """
+        session = ContextSession("s")
+        assert isinstance(session, Session)
+        assert not isinstance(session, SessionABC)
+        assert session.session_id == "s"
+        assert session.session_settings is None
+
+    def test_settings_limit(self):
+        """
+        The SDK's SessionSettings(limit=...) applies when get_items is given no limit.
+        """
+        session = ContextSession("s", session_settings=SessionSettings(limit=2))
+        items = [user("a"), answer(1), user("b"), answer(2)]
+        run(session.add_items(items))
+        assert items[2:] == run(session.get_items())
+        assert items == run(session.get_items(limit=10))
+
+    @pytest.mark.parametrize(
+        ("kwargs", "name"),
+        [
+            ({"session_id": ""}, "session_id"),
+            ({"session_id": 42}, "session_id"),
+            ({"session_id": "s", "store": {}}, "store"),
+            ({"session_id": "s", "manager": LastNTurns(2)}, "manager"),
+            ({"session_id": "s", "manager": 8000}, "manager"),
+        ],
+    )
+    def test_wrong_types_refused(self, kwargs, name):
+        """
+        A session id, store or manager of the wrong type is refused at construction, naming the parameter.
+        """
+        with pytest.raises(TypeError, match=name) as info:
+            ContextSession(**kwargs)
+        assert isinstance(info.value, ArgumentTypeError)
+        assert name == info.value.argument
+
+    @pytest.mark.parametrize(("items", "name"), [("hi", "items"), ([user("ok"), 42], "items[1]")])
+    def test_items_not_items_refused(self, items, name):
+        """
+        add_items refuses what is not a list of items, naming the offending one, and stores nothing.
+        """
+        session = ContextSession("s")
+        with pytest.raises(TypeError, match=re.escape(name)) as info:
+            run(session.add_items(items))
+        assert name == info.value.argument
+        assert [] == run(session.get_items())
+
+    def test_filter_wrong_manager_refused(self):
+        """
+        input_filter refuses what is not a manager, naming the parameter.
+        """
+        with pytest.raises(TypeError, match="manager must be a workingctx context manager"):
+            input_filter(LastNTurns(3))  # type: ignore[arg-type]
+
+    def test_import_is_lazy(self):
+        """
+        Importing workingctx (and this module) imports neither the Agents SDK nor pydantic-ai.
+        """
+        code = (
+            "import sys, workingctx, workingctx.integrations.openai_agents;"
+            "print(sorted(m for m in ('agents', 'pydantic_ai', 'openai') if m in sys.modules))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env={"PYTHONPATH": "."}
+        )
+        assert "[]" == out.stdout.strip()
+
+
+# -- items come back as added ---------------------------------------------------------------
+
+
+class TestItems:
+    @settings(max_examples=25, deadline=None)
+    @given(items=turns(), cut=st.integers(0, 100))
+    def test_round_trip_memory(self, items, cut):
+        """
+        Items added in any batches come back equal, keys in their order, and valid for the SDK's own item type.
+        """
+        for item in items:
+            _ITEM.validate_python(item)
+        session = ContextSession("s")
+        cut = cut % (len(items) + 1)
+        run(session.add_items(items[:cut]))
+        run(session.add_items(items[cut:]))
+        got = run(session.get_items())
+        assert ordered(items) == ordered(got)
+
+    def test_round_trip_reopened(self, stores):
+        """
+        On every store, a session opened again on the same storage gives back the very items.
+        """
+        items = [
+            user("Weather in Paris?"),
+            reasoning(1),
+            call("call_1", 1),
+            call("call_2", 1),
+            output("call_1"),
+            output("call_2", "windy"),
+            answer(2),
+            {"role": "developer", "content": "Prefer metric."},
+            user("And Rome?"),
+        ]
+        store = stores.new()
+        session = ContextSession("s", store)
+        run(session.add_items(items[:3]))
+        run(session.add_items(items[3:]))
+        again = ContextSession("s", stores.again(store))
+        assert ordered(items) == ordered(run(again.get_items()))
+        assert ordered(items[-3:]) == ordered(run(again.get_items(limit=3)))
+        assert ordered(items[-3:]) == ordered(run(again.get_items(limit=4)))  # not the output of a cut-off call
+
+    def test_returned_items_are_copies(self):
+        """
+        Changing what get_items returned changes nothing stored.
+        """
+        session = ContextSession("s")
+        run(session.add_items([user("hi")]))
+        run(session.get_items())[0]["content"] = "changed"
+        assert [user("hi")] == run(session.get_items())
+
+    def test_pop_and_clear(self, stores):
+        """
+        pop_item removes the newest item, also from inside a run of output items; clear_session empties it.
+        """
+        store = stores.new()
+        session = ContextSession("s", store)
+        items = [user("q"), reasoning(1), call("call_1", 1)]
+        run(session.add_items(items))
+        assert items[-1] == run(session.pop_item())
+        assert items[:2] == run(session.get_items())
+        run(session.add_items([call("call_9", 9)]))
+        assert [*items[:2], call("call_9", 9)] == run(ContextSession("s", stores.again(store)).get_items())
+        run(session.clear_session())
+        assert [] == run(session.get_items())
+        assert run(session.pop_item()) is None
+        run(session.add_items([user("again")]))
+        assert [user("again")] == run(ContextSession("s", stores.again(store)).get_items())
+
+    def test_sessions_share_a_store(self):
+        """
+        Two sessions in one store keep their own items.
+        """
+        a = ContextSession("a")
+        b = ContextSession("b", a.store)
+        run(a.add_items([user("for a")]))
+        run(b.add_items([user("for b")]))
+        assert [user("for a")] == run(a.get_items())
+        assert [user("for b")] == run(b.get_items())
+
+    def test_two_writers_lose_nothing(self, stores):
+        """
+        Two handles on one session writing in turn (each with a stale head) lose no item.
+        """
+        store = stores.new()
+        first = ContextSession("s", store)
+        second = ContextSession("s", stores.again(store))
+        run(first.add_items([user("1")]))
+        run(second.add_items([answer(1)]))
+        run(first.add_items([user("2")]))
+        assert [user("1"), answer(1), user("2")] == run(second.get_items())
+
+    def test_concurrent_writers_lose_nothing(self, stores):
+        """
+        Writers on two handles of one session, adding at once from worker threads, lose no item:
+        the one that loses the race for the head applies its items again.
+        """
+        store = stores.new()
+        handles = [ContextSession("s", store), ContextSession("s", stores.again(store))]
+
+        async def write() -> None:
+            await asyncio.gather(*(handles[n % 2].add_items([user(f"m{n}")]) for n in range(12)))
+
+        run(write())
+        got = run(ContextSession("s", stores.again(store)).get_items())
+        assert sorted(f"m{n}" for n in range(12)) == sorted(item["content"] for item in got)
+
+    @settings(max_examples=25, deadline=None)
+    @given(items=turns(), limit=st.integers(1, 40))
+    def test_limit_never_starts_with_an_orphan(self, items, limit):
+        """
+        get_items(limit) gives at most *limit* of the newest items, never an output whose call it cut off,
+        never a call cut from its reasoning.
+        """
+        session = ContextSession("s")
+        run(session.add_items(items))
+        got = run(session.get_items(limit=limit))
+        assert len(got) <= limit
+        assert got == items[len(items) - len(got) :]
+        assert not [p for p in problems(got) if "orphaned" in p]
+        if (
+            got and len(got) < len(items) and got[0].get("type") == "function_call"
+        ):  # a run of calls is taken whole, with its reasoning
+            before = items[len(items) - len(got) - 1]
+            assert before.get("type") not in {"function_call", "reasoning"}
+
+    def test_orphan_in_store_is_left_out_and_logged(self, caplog):
+        """
+        A stored history that is broken (an output whose call is nowhere) is never passed on: logged, left out.
+        """
+        session = ContextSession("s")
+        run(session.add_items([user("q"), output("call_404"), answer(1)]))
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.openai_agents"):
+            got = run(session.get_items())
+        assert [user("q"), answer(1)] == got
+        assert "answer no call" in caplog.text
+
+
+# -- a manager -------------------------------------------------------------------------------
+
+
+class TestManager:
+    @settings(max_examples=25, deadline=None)
+    @given(items=turns(max_turns=8), budget=st.integers(60, 400))
+    def test_trimmed_valid_and_store_keeps_everything(self, items, budget):
+        """
+        With a manager, get_items is a valid request within the budget (when its newest exchange fits),
+        made of the very items added, while the store keeps every item.
+        """
+        manager = TokenBudgetContextManager(budget)
+        session = ContextSession("s", manager=manager)
+        run(session.add_items(items))
+        got = run(session.get_items())
+        assert [] == problems(got)
+        assert all(any(ordered([g]) == ordered([i]) for i in items) for g in got)
+        assert got == [i for i in items if i in got]  # in their order
+        if not manager.last_trim.over_budget:
+            assert tokens(got, None) <= budget
+        assert ordered(items) == ordered(run(ContextSession("s", session.store).get_items()))
+
+    def test_summary_is_an_item(self):
+        """
+        A summary the manager writes comes first as a system item (written by the adapter), then a valid
+        window; the store keeps every item.
+        """
+
+        async def summarize(messages, *, prompt, max_tokens):  # noqa: ARG001  # the Summarizer protocol
+            return "Earlier: weather questions."
+
+        session = ContextSession("s", manager=SummaryContextManager(summarize, max_messages=8, keep_recent=4))
+        items = []
+        for n in range(4):
+            items += [user(f"q{n}"), call(f"call_{n}", n), output(f"call_{n}"), answer(n)]
+        run(session.add_items(items))
+        got = run(session.get_items())
+        assert {"role": "system", "content": "Earlier: weather questions."} == got[0]
+        assert [] == problems(got)
+        assert got[1:] == items[len(items) - len(got) + 1 :]
+        assert items == run(ContextSession("s", session.store).get_items())
+
+    def test_bad_history_is_repaired_and_logged(self, caplog):
+        """
+        A manager never passes on a broken exchange: the orphaned output goes, with a warning.
+        """
+        session = ContextSession("s", manager=MessageContextManager(50))
+        run(session.add_items([user("q"), output("call_404"), answer(1), user("next")]))
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.openai_agents"):
+            got = run(session.get_items())
+        assert [user("q"), answer(1), user("next")] == got
+        assert "orphan-result" in caplog.text
+
+
+# -- the input filter -------------------------------------------------------------------------
+
+
+def _data(items: list[Any], instructions: str | None = "Be brief.") -> CallModelData[Any]:
+    agent = Agent(name="a")
+    return CallModelData(model_data=ModelInputData(input=items, instructions=instructions), agent=agent, context=None)
+
+
+class TestInputFilter:
+    @settings(max_examples=25, deadline=None)
+    @given(items=turns(max_turns=8), budget=st.integers(80, 400))
+    def test_output_valid_and_the_same_objects(self, items, budget):
+        """
+        The filter's output is a valid request within the budget, made of the very item objects given.
+        """
+        manager = TokenBudgetContextManager(budget)
+        out = run(input_filter(manager)(_data(items)))
+        assert isinstance(out, ModelInputData)
+        assert "Be brief." == out.instructions
+        assert [] == problems(out.input, out.instructions)
+        ids = {id(i) for i in items}
+        assert all(id(i) in ids for i in out.input)
+        if not manager.last_trim.over_budget:
+            assert tokens(out.input, out.instructions) <= budget
+
+    @settings(max_examples=40, deadline=None)
+    @given(items=broken_turns(), budget=st.sampled_from([150, 10**6]))
+    def test_broken_input_never_passed_on(self, items, budget):
+        """
+        Whatever items a broken input lost, what the filter passes on is a valid request (user first
+        when there is a user message at all), and any broken exchange is reported on the module's logger.
+        """
+        logs: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: logs.append(record.getMessage())  # type: ignore[method-assign]
+        log = logging.getLogger("workingctx.integrations.openai_agents")
+        log.addHandler(handler)
+        try:
+            out = run(input_filter(TokenBudgetContextManager(budget))(_data(items)))
+        finally:
+            log.removeHandler(handler)
+        found = problems(out.input, out.instructions)
+        if not any(i.get("role") == "user" for i in items):  # no question at all: none can come first
+            found = [p for p in found if "not the user's" not in p]
+        assert [] == found
+        if [p for p in problems(items) if "orphaned" in p or "unanswered" in p]:
+            assert logs
+
+    def test_orphan_is_dropped_and_logged(self, caplog):
+        """
+        An input that arrives broken reaches the model repaired, and the repair is logged.
+        """
+        items = [user("q"), output("call_404"), answer(1), user("next")]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.openai_agents"):
+            out = run(input_filter(MessageContextManager(50))(_data(items)))
+        assert [user("q"), answer(1), user("next")] == out.input
+        assert "orphan-result" in caplog.text
+
+    def test_pending_call_at_the_end_is_left_out(self, caplog):
+        """
+        An input that ends in a call without its output is not sent so: that exchange is left out, logged.
+        """
+        items = [user("q"), reasoning(1), call("call_1", 1)]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.openai_agents"):
+            out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items)))
+        assert [user("q")] == out.input
+        assert "without results (call_1)" in caplog.text
+
+
+# -- end to end: the SDK's runner with a scripted model ---------------------------------------------
+
+
+class ScriptedModel(Model):
+    """
+    An Agents SDK model that answers from a script, offline: a question gets a
+    reasoning item and one or two function calls, a tool output gets either
+    another call or the answer. It records what each call received.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str | None, list[Any]]] = []
+        self.calls = 0
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[Any],  # noqa: A002  # the SDK's parameter name
+        *args: Any,  # noqa: ARG002  # the rest of the SDK's signature: settings, tools, ...
+        **kwargs: Any,  # noqa: ARG002
+    ) -> ModelResponse:
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else json.loads(json.dumps(input))
+        self.received.append((system_instructions, items))
+        n = len(self.received)
+        asked = sum(1 for i in reversed(items) if i.get("type") == "function_call_output")
+        if items[-1].get("type") != "function_call_output" or (asked < 3 and n % 3 == 0):
+            count = 1 + n % 2
+            self.calls += count
+            out: list[Any] = [ResponseReasoningItem(id=f"rs_{n}", summary=[], type="reasoning", encrypted_content="e")]
+            out += [
+                ResponseFunctionToolCall(
+                    arguments=json.dumps({"city": f"city {n}.{k}"}),
+                    call_id=f"call_{n}_{k}",
+                    name="weather",
+                    type="function_call",
+                    id=f"fc_{n}_{k}",
+                    status="completed",
+                )
+                for k in range(count)
+            ]
+        else:
+            text = ResponseOutputText(annotations=[], text=f"answer {n} " * 12, type="output_text")
+            out = [
+                ResponseOutputMessage(
+                    id=f"msg_{n}", content=[text], role="assistant", status="completed", type="message"
+                )
+            ]
+        return ModelResponse(output=out, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+@function_tool
+def weather(city: str) -> str:
+    """
+    The weather in a city.
+    """
+    return f"{city}: 18C, light wind from the west, " + "clear skies " * 8
+
+
+TURNS = 24
+
+
+class TestEndToEnd:
+    @pytest.mark.parametrize("where", ["session", "filter"])
+    def test_long_run(self, where, stores, capsys):
+        """
+        24 turns with tools through Runner.run: every model call receives a valid request (each tool
+        output answers a call before it, the user speaks first) within the manager's budget, and the
+        session's store holds every item of the run.
+        """
+        budget = 900
+        model = ScriptedModel()
+        agent = Agent(name="weather", instructions="Answer with the weather.", model=model, tools=[weather])
+        store = stores.new()
+        manager = TokenBudgetContextManager(budget, counter=ApproxTokenCounter())
+        if where == "session":
+            session = ContextSession("run", store, manager=manager)
+            config = RunConfig()
+        else:
+            session = ContextSession("run", store)
+            config = RunConfig(call_model_input_filter=input_filter(manager))
+        finals = []
+        for turn in range(TURNS):
+            result = run(Runner.run(agent, f"Weather, turn {turn}?", session=session, run_config=config))
+            finals.append(result.final_output)
+        for instructions, items in model.received:
+            assert [] == problems(items, instructions)
+            assert items[0] == {"content": items[0]["content"], "role": "user"}
+            if where == "filter":
+                assert tokens(items, instructions) <= budget
+            else:  # a session trims the history a run starts from; the run's own items come on top of it
+                start = max(i for i, item in enumerate(items) if item.get("role") == "user")
+                assert tokens(items[:start], None) <= budget
+        if where == "session":  # what the session hands the runner fits the budget
+            assert tokens(run(session.get_items()), None) <= budget
+        stored = run(ContextSession("run", stores.again(store)).get_items())
+        questions = [i for i in stored if i.get("role") == "user"]
+        assert [f"Weather, turn {t}?" for t in range(TURNS)] == [q["content"] for q in questions]
+        assert model.calls == sum(1 for i in stored if i.get("type") == "function_call")
+        assert model.calls == sum(1 for i in stored if i.get("type") == "function_call_output")
+        assert [] == problems(stored)
+        assert TURNS == len(finals)
+        assert max(len(items) for _, items in model.received) < len(stored)  # trimmed: never the whole history
+        # between cuts each request continues the one before (the provider's prompt cache keeps hitting)
+        cuts = sum(1 for (_, a), (_, b) in itertools.pairwise(model.received) if b[: len(a)] != a)
+        assert 0 < cuts <= len(model.received) // 4
+        with capsys.disabled():
+            print(
+                f"\n[{where}/{stores.kind}] {TURNS} turns, {model.calls} tool calls, "
+                f"{len(model.received)} model calls, {cuts} cuts"
+            )

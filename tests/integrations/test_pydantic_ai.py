@@ -1,0 +1,461 @@
+"""
+workingctx.integrations.pydantic_ai: trim_history as pydantic-ai's ProcessHistory
+capability, with pydantic-ai's own message types, TestModel and FunctionModel, offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+import subprocess
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+    repair_messages,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
+
+from tests.stores import ROOT
+from workingctx import (
+    LastNTurns,
+    MessageContextManager,
+    RoleFilter,
+    Since,
+    SummaryContextManager,
+    TokenBudget,
+    TokenBudgetContextManager,
+    WorkingContext,
+)
+from workingctx.exceptions import ArgumentTypeError
+from workingctx.integrations.pydantic_ai import to_workingctx, trim_history
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def tokens(messages: list[ModelMessage]) -> int:
+    return WorkingContext(messages=to_workingctx(messages)).count_tokens()
+
+
+def problems(messages: list[ModelMessage]) -> list[str]:
+    """
+    What a model would refuse: a tool return with no call before it, a call
+    never answered, a first message that is not the user's request.
+    """
+    found: list[str] = []
+    open_calls: set[str] = set()
+    for index, message in enumerate(messages):
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                open_calls.add(part.tool_call_id)
+            elif isinstance(part, ToolReturnPart):
+                if part.tool_call_id not in open_calls:
+                    found.append(f"{index}: return for {part.tool_call_id} answers no open call")
+                open_calls.discard(part.tool_call_id)
+    found.extend(f"call {c} never answered" for c in sorted(open_calls))
+    first = messages[0] if messages else None
+    if not isinstance(first, ModelRequest):
+        found.append("the history does not start with a request")
+    else:
+        opening = list(itertools.takewhile(lambda m: isinstance(m, ModelRequest), messages))  # sent as one
+        speakers = [p for m in opening for p in m.parts if not isinstance(p, SystemPromptPart)]
+        if not speakers or not isinstance(speakers[0], UserPromptPart):
+            found.append(f"the first request opens with {speakers[:1]!r}, not the user's prompt")
+    if messages and not isinstance(messages[-1], ModelRequest):
+        found.append("the history does not end with a request")
+    return found
+
+
+# -- histories as pydantic-ai keeps them ------------------------------------------------------
+
+
+@st.composite
+def histories(draw: Any, max_turns: int = 6) -> list[ModelMessage]:
+    """
+    A valid, tool-heavy pydantic-ai history ending in a request: each turn a
+    prompt, then steps of (thinking, parallel tool calls with usage) answered
+    by returns or retries, then a text answer. Call ids are reused across turns,
+    as TestModel reuses them.
+    """
+    messages: list[ModelMessage] = []
+    system = [SystemPromptPart("Be brief.", timestamp=T0)] if draw(st.booleans()) else []
+    turns = draw(st.integers(1, max_turns))
+    for turn in range(turns):
+        prompt = UserPromptPart(draw(st.text(min_size=1, max_size=30)) + f" #{turn}", timestamp=T0)
+        pending: list[Any] = []
+        messages.append(ModelRequest(parts=[*(system if turn == 0 else []), prompt], timestamp=T0))
+        for _ in range(draw(st.integers(0, 3))):
+            names = draw(st.lists(st.sampled_from(["weather", "time", "news"]), min_size=1, max_size=3, unique=True))
+            parts: list[Any] = []
+            if draw(st.booleans()):
+                parts.append(ThinkingPart(draw(st.text(max_size=40)), signature="sig", provider_name="anthropic"))
+            parts += [ToolCallPart(n, {"city": draw(st.text(max_size=12))}, tool_call_id=f"call_{n}") for n in names]
+            usage = RequestUsage(input_tokens=draw(st.integers(0, 999)), output_tokens=7)
+            messages.append(ModelResponse(parts=parts, usage=usage, model_name="m", timestamp=T0))
+            pending = [
+                ToolReturnPart(
+                    n,
+                    draw(st.text(max_size=50)),
+                    tool_call_id=f"call_{n}",
+                    timestamp=T0,
+                    outcome=draw(st.sampled_from(["success", "retried", "failed"])),
+                )
+                for n in names
+            ]
+            messages.append(ModelRequest(parts=pending, timestamp=T0))
+        if turn < turns - 1:
+            messages.append(ModelResponse(parts=[TextPart(draw(st.text(max_size=60)))], model_name="m", timestamp=T0))
+    return repair_messages(messages)  # how pydantic-ai hands a history over: already clean
+
+
+@st.composite
+def broken_histories(draw: Any) -> list[ModelMessage]:
+    """
+    A history with up to three parts or messages lost (returns without calls, calls never answered),
+    ending in a request, as a broken store or another processor could hand it over.
+    """
+    history = draw(histories())
+    out: list[ModelMessage] = []
+    for message in history:
+        parts = [p for p in message.parts if draw(st.integers(0, 9)) > 0]
+        if parts and draw(st.integers(0, 9)) > 0:
+            out.append(dataclasses.replace(message, parts=parts))
+    if not out or not isinstance(out[-1], ModelRequest):
+        out.append(ModelRequest(parts=[UserPromptPart("And now?", timestamp=T0)], timestamp=T0))
+    return out
+
+
+def trimmers() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.integers(40, 600).map(TokenBudgetContextManager),
+        st.integers(2, 12).map(MessageContextManager),
+        st.integers(1, 4).map(LastNTurns),
+        st.integers(40, 400).map(TokenBudget),
+        st.just(~RoleFilter({"tool"})),
+        st.just(Since(0)),
+    )
+
+
+class TestConstruction:
+    @pytest.mark.parametrize("value", [42, "LastNTurns(3)", None, TokenBudgetContextManager])
+    def test_wrong_type_refused(self, value):
+        """
+        What is neither a manager nor a scope is refused at construction, naming the parameter.
+        """
+        with pytest.raises(TypeError, match="manager_or_scope must be") as info:
+            trim_history(value)
+        assert isinstance(info.value, ArgumentTypeError)
+        assert "manager_or_scope" == info.value.argument
+
+    def test_import_is_lazy(self):
+        """
+        Importing this module imports no pydantic-ai.
+        """
+        code = "import sys, workingctx.integrations.pydantic_ai; print('pydantic_ai' in sys.modules)"
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env={"PYTHONPATH": "."}
+        )
+        assert "False" == out.stdout.strip()
+
+
+class TestProcessor:
+    @settings(max_examples=60, deadline=None)
+    @given(history=histories(), trimmer=trimmers())
+    def test_repair_has_nothing_to_do(self, history, trimmer):
+        """
+        Over random tool-heavy histories and any manager or scope, pydantic-ai's own repair leaves the
+        output unchanged; the output is valid, ends in the request in flight, and is made of the very
+        objects given (a request kept in part holds the very parts).
+        """
+        assert repair_messages(history) == history
+        out = run(trim_history(trimmer)(list(history)))
+        assert repair_messages(out) == out
+        assert [] == problems(out)
+        assert out[-1].parts[-1] is history[-1].parts[-1]
+        given_parts = {id(p) for m in history for p in m.parts}
+        for message in out:
+            if isinstance(message, ModelResponse):
+                assert any(message is m for m in history)
+            else:
+                assert all(id(p) in given_parts for p in message.parts)
+
+    @settings(max_examples=40, deadline=None)
+    @given(history=histories(), budget=st.integers(60, 600))
+    def test_fits_the_budget(self, history, budget):
+        """
+        With a token budget manager the output fits the budget, unless the messages always kept do not.
+        """
+        manager = TokenBudgetContextManager(budget)
+        out = run(trim_history(manager)(list(history)))
+        if not manager.last_trim.over_budget:
+            assert tokens(out) <= budget
+
+    @settings(max_examples=30, deadline=None)
+    @given(history=histories())
+    def test_nothing_cut_is_lossless(self, history):
+        """
+        When nothing needs cutting, the output is the input: the very objects, usage, thinking,
+        calls and returns untouched, and it serializes to the same JSON.
+        """
+        out = run(trim_history(TokenBudgetContextManager(10**9))(list(history)))
+        assert len(history) == len(out)
+        assert all(a is b for a, b in zip(history, out, strict=True))
+        assert ModelMessagesTypeAdapter.dump_json(history) == ModelMessagesTypeAdapter.dump_json(out)
+
+    def test_sync_and_ctx_forms_are_not_needed(self):
+        """
+        The processor is an async function of the messages alone, the form ProcessHistory runs directly.
+        """
+        processor = trim_history(LastNTurns(1))
+        assert asyncio.iscoroutinefunction(processor)
+        assert ["messages"] == list(processor.__code__.co_varnames[: processor.__code__.co_argcount])
+
+    @settings(max_examples=60, deadline=None)
+    @given(history=broken_histories(), trimmer=trimmers())
+    def test_broken_history_never_passed_on(self, history, trimmer):
+        """
+        Whatever a broken history lost, the output is valid (the user's prompt first when there is one)
+        and leaves pydantic-ai's repair passes nothing to do.
+        """
+        out = run(trim_history(trimmer)(list(history)))
+        found = problems(out)
+        if not any(isinstance(p, UserPromptPart) for m in history for p in m.parts):  # no prompt can come first
+            found = [p for p in found if "not the user's prompt" not in p and "not start with" not in p]
+        assert [] == found
+        assert repair_passes_idle(history, out)
+
+    def test_runs_as_the_capability(self):
+        """
+        The processor runs as ProcessHistory's own function (pydantic-ai reads its signature at run time).
+        """
+        agent = Agent(TestModel(), capabilities=[ProcessHistory(trim_history(LastNTurns(1)))])
+        history: list[ModelMessage] = []
+        for turn in range(3):
+            history = run(agent.run(f"turn {turn}", message_history=history)).all_messages()
+        prompts = [p.content for m in history for p in m.parts if isinstance(p, UserPromptPart)]
+        assert ["turn 2"] == prompts  # the run's history is what the processor kept
+
+    def test_orphan_is_repaired_and_logged(self, caplog):
+        """
+        A history handed over broken (a return whose call is nowhere) reaches the model without the
+        orphan, and the repair is logged.
+        """
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("q", timestamp=T0)], timestamp=T0),
+            ModelResponse(parts=[TextPart("a")], model_name="m", timestamp=T0),
+            ModelRequest(
+                parts=[ToolReturnPart("weather", "18C", tool_call_id="gone", timestamp=T0), UserPromptPart("next")],
+                timestamp=T0,
+            ),
+        ]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.pydantic_ai"):
+            out = run(trim_history(MessageContextManager(20))(history))
+        assert [] == problems(out)
+        assert repair_messages(out) == out
+        assert ["q", "a", "next"] == [p.content for m in out for p in m.parts]
+        assert "orphan-result" in caplog.text
+
+    def test_summary_goes_into_a_request(self):
+        """
+        A system prompt the manager adds (a summary) is sent inside a request, never as a request of its own.
+        """
+
+        async def summarize(messages, *, prompt, max_tokens):  # noqa: ARG001  # the Summarizer protocol
+            return "Earlier: the user asked about the weather."
+
+        history = [*run(_scripted_history(8)), ModelRequest(parts=[UserPromptPart("And tomorrow?")])]
+        manager = SummaryContextManager(summarize, max_messages=6, keep_recent=3)
+        out = run(trim_history(manager)(history))
+        assert repair_messages(out) == out
+        assert [] == problems(out)
+        summaries = [p for m in out for p in m.parts if isinstance(p, SystemPromptPart) and "Earlier" in p.content]
+        assert 1 == len(summaries)
+
+
+async def _scripted_history(turns: int) -> list[ModelMessage]:
+    agent = Agent(FunctionModel(_scripted), system_prompt="Be brief.")
+    agent.tool_plain(weather)
+    history: list[ModelMessage] = []
+    for turn in range(turns):
+        history = (await agent.run(f"turn {turn}", message_history=history)).all_messages()
+    return history
+
+
+# -- end to end --------------------------------------------------------------------------------
+
+
+def weather(city: str) -> str:
+    """
+    The weather in a city.
+    """
+    return f"{city}: 18C, light wind from the west, " + "clear skies " * 6
+
+
+def _scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:  # noqa: ARG001  # FunctionModel's
+    """
+    FunctionModel's script: a prompt gets two parallel calls, their returns one more call, then the answer.
+    """
+    last = messages[-1]
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    step = sum(1 for m in messages if isinstance(m, ModelResponse))
+    if not returns:
+        parts: list[Any] = [ThinkingPart("Which cities?", signature="s")]
+        parts += [ToolCallPart("weather", {"city": f"city {step}.{k}"}, tool_call_id=f"w{k}") for k in range(2)]
+        return ModelResponse(parts=parts, usage=RequestUsage(input_tokens=100, output_tokens=20))
+    if len(returns) == 2:
+        return ModelResponse(parts=[ToolCallPart("weather", {"city": "Rome"}, tool_call_id="w0")])
+    return ModelResponse(parts=[TextPart(f"All sunny (step {step}). " * 3)])
+
+
+class Answer(BaseModel):
+    city: str
+    celsius: int
+
+
+class Recorder:
+    """
+    Wraps a processor: keeps what it was given and gave back each time, to check pydantic-ai's repair on it.
+    """
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+        self.calls: list[tuple[list[ModelMessage], list[ModelMessage]]] = []
+
+    async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        given = list(messages)
+        out = await self.processor(messages)
+        self.calls.append((given, out))
+        return out
+
+
+def meet(first: ModelMessage, second: ModelMessage, a: ModelMessage, b: ModelMessage) -> bool:
+    """
+    Whether *first* ends with a part of *a* and *second* starts with a part of *b* (or is *b*).
+    """
+    ends = bool(first.parts) and any(first.parts[-1] is p for p in a.parts)
+    starts = second is b or (bool(second.parts) and any(second.parts[0] is p for p in b.parts))
+    return (ends or first is a) and starts
+
+
+def repair_passes_idle(handed: list[ModelMessage], out: list[ModelMessage]) -> bool:
+    """
+    Whether pydantic-ai's repair passes (orphaned returns dropped, dangling calls answered) have nothing
+    to do on *out*, and the only join its merge pass would make is of two requests that pydantic-ai
+    itself handed over in a row (a new prompt after a history ending in tool returns).
+    """
+    from pydantic_ai.messages import (  # noqa: PLC0415  # the repair passes repair_messages runs, one by one
+        _drop_orphaned_tool_results,
+        _repair_dangling_tool_calls,
+    )
+
+    if _drop_orphaned_tool_results(out) is not out:
+        return False
+    if _repair_dangling_tool_calls(out, repair_last_response=True) is not out:
+        return False
+    for first, second in itertools.pairwise(out):
+        if isinstance(first, ModelRequest) and isinstance(second, ModelRequest):
+            pairs = itertools.pairwise(handed)
+            if not any(meet(first, second, a, b) for a, b in pairs):
+                return False
+    return True
+
+
+TURNS = 22
+
+
+class TestEndToEnd:
+    def test_function_model(self, capsys):
+        """
+        22 turns with FunctionModel, three tool calls a turn in two steps: every model request is valid,
+        user-first, within the budget, needed no repair; the history the application keeps
+        (each run's new messages) is complete.
+        """
+        budget = 700
+        received: list[list[ModelMessage]] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            received.append(list(messages))
+            return _scripted(messages, info)
+
+        recorder = Recorder(trim_history(TokenBudgetContextManager(budget)))
+        agent = Agent(FunctionModel(model), system_prompt="Be brief.", capabilities=[ProcessHistory(recorder)])
+        agent.tool_plain(weather)
+        history: list[ModelMessage] = []
+        kept: list[ModelMessage] = []
+        for turn in range(TURNS):
+            result = run(agent.run(f"Weather, turn {turn}?", message_history=history))
+            history = result.all_messages()
+            kept += result.new_messages()
+        for messages in received:
+            assert [] == problems(messages)
+            assert tokens(messages) <= budget
+        assert all(repair_messages(out) == out for _, out in recorder.calls)
+        calls = [p for m in kept for p in m.parts if isinstance(p, ToolCallPart)]
+        returns = [p for m in kept for p in m.parts if isinstance(p, ToolReturnPart)]
+        prompts = [p.content for m in kept for p in m.parts if isinstance(p, UserPromptPart)]
+        assert [f"Weather, turn {t}?" for t in range(TURNS)] == prompts
+        assert 3 * TURNS == len(calls) == len(returns)
+        assert max(len(m) for m in received) < len(kept)  # trimmed: the model never got the whole history
+        # between cuts each request continues the one before (the provider's prompt cache keeps hitting)
+        cuts = sum(1 for a, b in itertools.pairwise(received) if b[: len(a)] != a)
+        assert 0 < cuts <= len(received) // 4
+        with capsys.disabled():
+            print(
+                f"\n[FunctionModel] {TURNS} turns, {len(calls)} tool calls, {len(received)} model requests, {cuts} cuts"
+            )
+
+    def test_test_model(self, capsys):
+        """
+        22 turns with TestModel, a structured output (an output tool call every turn, under the same
+        call id every time) and a function tool: every processed history is valid, left pydantic-ai's
+        repair passes nothing to do, fits the budget; the history the application keeps is complete.
+        """
+        budget = 400
+        recorder = Recorder(trim_history(TokenBudgetContextManager(budget)))
+        agent = Agent(
+            TestModel(), output_type=Answer, system_prompt="Be brief.", capabilities=[ProcessHistory(recorder)]
+        )
+        agent.tool_plain(weather)
+        history: list[ModelMessage] = []
+        kept: list[ModelMessage] = []
+        for turn in range(TURNS):
+            result = run(agent.run(f"Weather, turn {turn}? " * 4, message_history=history))
+            assert isinstance(result.output, Answer)
+            history = result.all_messages()
+            kept += result.new_messages()
+        for handed, out in recorder.calls:
+            assert repair_passes_idle(handed, out)
+            assert [] == problems(out)
+            assert tokens(out) <= budget
+        calls = [p for m in kept for p in m.parts if isinstance(p, ToolCallPart)]
+        returns = [p for m in kept for p in m.parts if isinstance(p, ToolReturnPart)]
+        assert len(calls) == len(returns) >= TURNS + 1
+        assert TURNS == sum(1 for m in kept for p in m.parts if isinstance(p, UserPromptPart))
+        assert len(history) < len(kept)
+        with capsys.disabled():
+            print(f"\n[TestModel] {TURNS} turns, {len(calls)} tool calls, {len(recorder.calls)} model requests")

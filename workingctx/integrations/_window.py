@@ -1,0 +1,238 @@
+"""
+What the framework integrations share: checking a manager or a scope, giving
+reused call ids local names, and the live window a manager trims.
+
+A framework hands its history over whole before every model call. The
+:class:`Window` keeps one live :class:`~workingctx.WorkingContext` per
+integration object and appends only what is new since the last call, so a
+manager with watermarks (:class:`~workingctx.TokenBudgetContextManager`) cuts
+rarely and the request grows at its end between cuts, as the provider's prompt
+cache needs. A history that does not continue the last one (a rewind, a
+cleared session, another agent's instructions) starts a new window.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import attrs
+
+from workingctx.callids import fresh_call_id
+from workingctx.context import WorkingContext
+from workingctx.exceptions import ArgumentTypeError
+from workingctx.managers import BaseContextManager
+from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
+from workingctx.prefix import PrefixContext
+from workingctx.scopes import ContextScope, PositionalScope, Scope, Since, ValidRequest, WholeExchanges
+from workingctx.validity import STRUCTURAL_RULES, Problem, check_messages
+
+__all__ = ["CallNames", "Window", "broken", "check_manager", "is_scope"]
+
+
+def is_scope(value: object) -> bool:
+    """
+    Whether *value* is a scope (a predicate or a positional scope).
+    """
+    return isinstance(value, ContextScope | PositionalScope)
+
+
+def check_manager(value: object, argument: str, owner: str, *, scopes: bool = False) -> None:
+    """
+    Refuse what is not a context manager (or, with *scopes*, a scope), naming *argument*.
+
+    Raises:
+        ArgumentTypeError: *value* is of the wrong type (a ``TypeError``).
+    """
+    if isinstance(value, BaseContextManager) or (scopes and is_scope(value)):
+        return
+    expected = "a workingctx context manager or a scope" if scopes else "a workingctx context manager"
+    msg = (
+        f"{owner}: {argument} must be {expected}, got {value!r} of type {type(value).__name__}; "
+        "pass e.g. TokenBudgetContextManager(8_000)" + (" or a scope such as LastNTurns(10)" if scopes else "")
+    )
+    raise ArgumentTypeError(msg, argument=argument, value=value, expected=expected)
+
+
+class CallNames:
+    """
+    Gives every tool call a name no other call of the window has.
+
+    Frameworks reuse call ids (pydantic-ai's test model names every call of a
+    tool after the tool; OpenAI-compatible servers start at ``call_0`` in every
+    response). Inside workingctx a call id means "the result that answers this
+    call", so a call whose id an earlier call already took is renamed with
+    :func:`~workingctx.callids.fresh_call_id`, and the results that follow it
+    answer the new name. The names only live inside the window: what goes back
+    to the framework is its own objects.
+    """
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+        self._current: dict[str, str] = {}
+
+    def rename(self, message: Message) -> Message:
+        """
+        *message* with its calls and results under their local names (itself when none change).
+        """
+        if message.result_ids:
+            message = self._results(message)
+        if message.call_ids:
+            message = self._calls(message)
+        return message
+
+    def _name(self, call_id: str) -> str:
+        name = call_id if call_id not in self._taken else fresh_call_id(call_id, self._taken)
+        self._taken.add(name)
+        self._current[call_id] = name
+        return name
+
+    def _calls(self, message: Message) -> Message:
+        names: dict[str, str] = {}
+        for call_id in message.call_ids:
+            names[call_id] = self._name(call_id)
+        if all(old == new for old, new in names.items()):
+            return message
+        calls = tuple(attrs.evolve(c, id=names[c.id]) if isinstance(c, ToolCall) else c for c in message.tool_calls)
+        content = message.content
+        if not isinstance(content, str):
+            content = tuple(
+                attrs.evolve(b, id=names[b.id]) if isinstance(b, ToolCallBlock | RemoteToolCallBlock) else b
+                for b in content
+            )
+        return attrs.evolve(message, content=content, tool_calls=calls)
+
+    def _results(self, message: Message) -> Message:
+        def local(call_id: str) -> str:
+            return self._current.get(call_id, call_id)
+
+        changes: dict[str, object] = {}
+        if message.tool_call_id is not None and local(message.tool_call_id) != message.tool_call_id:
+            changes["tool_call_id"] = local(message.tool_call_id)
+        content = message.content
+        if not isinstance(content, str) and any(
+            isinstance(b, ToolResultBlock) and local(b.call_id) != b.call_id for b in content
+        ):
+            changes["content"] = tuple(
+                attrs.evolve(b, call_id=local(b.call_id)) if isinstance(b, ToolResultBlock) else b for b in content
+            )
+        return attrs.evolve(message, **changes) if changes else message  # type: ignore[arg-type]
+
+
+def broken(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    The tool-exchange problems of *messages* (a result without its call, a call
+    answered after other messages, ...), trailing unanswered calls allowed.
+    """
+    return tuple(p for p in check_messages(messages, allow_pending=True) if p.rule in STRUCTURAL_RULES)
+
+
+class Window:
+    """
+    The live context a manager (or a scope) trims, fed the framework's history call after call.
+
+    Args:
+        manager: A :class:`~workingctx.managers.BaseContextManager`, or a scope
+            (kept messages made a valid request with
+            :class:`~workingctx.scopes.ValidRequest`).
+        logger: Where a history that arrives broken is reported.
+    """
+
+    def __init__(self, manager: BaseContextManager[WorkingContext] | Scope, logger: logging.Logger) -> None:
+        self.manager = manager
+        self._logger = logger
+        self._seen: list[Message] = []
+        self._prefix: PrefixContext | None = None
+        self._view: WorkingContext | None = None
+        self._names = CallNames()
+
+    def reset(self) -> None:
+        """
+        Forget the window: the next history starts a new one.
+        """
+        self._seen = []
+        self._view = None
+
+    def _continues(self, messages: Sequence[Message], prefix: PrefixContext) -> bool:
+        seen = self._seen
+        return (
+            self._view is not None
+            and prefix == self._prefix
+            and len(messages) >= len(seen)
+            and all(a == b for a, b in zip(messages, seen, strict=False))
+        )
+
+    async def trim(
+        self,
+        messages: Sequence[Message],
+        prefix: PrefixContext | None = None,
+        *,
+        keep: int = 0,
+        sendable: bool = False,
+    ) -> list[Message]:
+        """
+        The messages the model gets for *messages* (the framework's whole
+        history, in its order): what the manager keeps of the live window,
+        after the messages new since the last call were appended to it.
+
+        Args:
+            messages: The whole history, as workingctx messages.
+            prefix: What the model gets first (counted by a manager's budget).
+            keep: For a scope, how many of the newest messages are always
+                kept, with the calls they answer (the request in flight).
+            sendable: The result is sent as it is, so it cannot end in calls
+                still waiting for their results: such an exchange is left out
+                (and logged). A session's state may end so; a request may not.
+        """
+        prefix = PrefixContext() if prefix is None else prefix
+        if not self._continues(messages, prefix):
+            self._view = WorkingContext(prefix=prefix)
+            self._names = CallNames()
+            self._prefix = prefix
+            self._seen = []
+        view = self._view
+        assert view is not None  # noqa: S101  # set just above
+        view.extend(self._names.rename(m) for m in messages[len(self._seen) :])
+        self._seen = list(messages)
+        problems = broken(view.messages)
+        if problems:
+            self._logger.warning(
+                "the history handed over breaks tool exchanges (%s): each broken exchange is dropped whole "
+                "before the model sees it",
+                "; ".join(f"message {p.index}: {p.rule}" for p in problems),
+            )
+        if isinstance(self.manager, BaseContextManager):
+            await self.manager.atrim_context(view)
+            if broken(view.messages):  # a manager of your own that left a broken exchange
+                view.replace_tail(_valid(view.messages, ValidRequest(Since(0), user_first=False)))
+            kept = list(view.messages)
+        else:  # a scope decides anew over the whole window each call
+            scope: Scope = self.manager
+            if keep:
+                scope = scope | WholeExchanges(Since(max(len(view.messages) - keep, 0)), mode="expand")
+            kept = _valid(view.messages, ValidRequest(scope, user_first=True))
+        return _closed(kept, self._logger) if sendable else kept
+
+
+def _closed(messages: list[Message], logger: logging.Logger) -> list[Message]:
+    """
+    *messages* without a trailing exchange whose calls wait for results (the
+    calls and the results they already have).
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        calls = messages[index].call_ids
+        if calls:
+            answered = {i for m in messages[index + 1 :] for i in m.result_ids}
+            if all(c in answered for c in calls):
+                return messages
+            logger.warning(
+                "the history handed over ends in tool calls without results (%s): left out of the request",
+                ", ".join(c for c in calls if c not in answered),
+            )
+            return messages[:index]
+    return messages
+
+
+def _valid(messages: Sequence[Message], scope: ValidRequest) -> list[Message]:
+    kept, _ = scope.repair(messages)
+    return [messages[i] for i in kept]

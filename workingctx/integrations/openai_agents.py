@@ -1,0 +1,442 @@
+"""
+The OpenAI Agents SDK on workingctx: a session over any workingctx store, and a model-input filter.
+
+:class:`ContextSession` is a drop-in for the SDK's ``SQLiteSession``: it
+implements the SDK's ``Session`` protocol (``get_items``, ``add_items``,
+``pop_item``, ``clear_session``) over an :class:`~workingctx.InMemoryStore`,
+a :class:`~workingctx.SQLiteStore`, a
+:class:`~workingctx.persistence.PostgresStore` or a
+:class:`~workingctx.persistence.RedisStore`. Items come back exactly as they
+were added (equal dicts, keys in their order), also from a store opened
+again. With a *manager*, ``get_items`` returns the trimmed history a model
+should get, always a valid request, while the store keeps every item.
+
+:func:`input_filter` makes a ``RunConfig.call_model_input_filter`` of a
+manager: every model call of a run gets the trimmed, valid input.
+
+Items are read into workingctx messages with
+:mod:`workingctx.adapters.openai_responses` (a run of output items, such as a
+reasoning item and its function calls, is one assistant message, so an
+exchange is never split from its reasoning); each message keeps the items it
+was read from, which is what is given back.
+
+The SDK is imported only when a filter runs (extra ``workingctx[openai-agents]``).
+
+>>> import asyncio
+>>> from workingctx.integrations.openai_agents import ContextSession
+>>> session = ContextSession("user-42")
+>>> asyncio.run(session.add_items([{"role": "user", "content": "Weather in Paris?"}]))
+>>> asyncio.run(session.get_items())
+[{'role': 'user', 'content': 'Weather in Paris?'}]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from workingctx.adapters import openai_responses
+from workingctx.context import WorkingContext
+from workingctx.exceptions import ArgumentTypeError, HeadConflictError, WorkingCtxError
+from workingctx.frozen import thaw
+from workingctx.integrations._window import Window, check_manager
+from workingctx.managers import BaseContextManager
+from workingctx.messages import Message, ProviderBlock
+from workingctx.persistence import Checkpoint, CheckpointStore, InMemoryStore
+from workingctx.prefix import PrefixContext
+
+if TYPE_CHECKING:
+    from agents.memory import SessionSettings
+    from agents.run_config import CallModelData, ModelInputData
+
+__all__ = ["ContextSession", "input_filter"]
+
+logger = logging.getLogger(__name__)
+
+KEY = "openai_agents"
+"""The metadata key under which a message keeps the items it was read from."""
+
+_THREAD = "openai-agents:"
+_RETRIES = 20  # compare-and-set attempts against other writers of the same session
+
+
+# -- items and messages ----------------------------------------------------------------
+
+
+def _plain(item: Any, position: int) -> dict[str, Any]:
+    if isinstance(item, Mapping):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        data = dump(exclude_unset=True)
+        if isinstance(data, dict):
+            return data
+    msg = (
+        f"items[{position}] must be a Responses input item (a dict), got {item!r} of type "
+        f"{type(item).__name__}; pass run items through their to_input_item()"
+    )
+    raise ArgumentTypeError(msg, argument=f"items[{position}]", value=item, expected="a Responses input item")
+
+
+def _read(group: Sequence[dict[str, Any]]) -> Message:
+    """
+    The one message *group* reads as (a run of output items, or one input item).
+
+    What the adapter cannot read (an item of a shape it does not know) is kept
+    as a user message holding the items as provider blocks, so a session never
+    refuses what the SDK hands it.
+    """
+    try:
+        messages: list[Message] = openai_responses.read(list(group)).assembled()
+    except (WorkingCtxError, KeyError, TypeError, ValueError):
+        messages = []
+    if len(messages) == 1:
+        return messages[0]
+    return Message("user", tuple(ProviderBlock(openai_responses.PROVIDER, item) for item in group))
+
+
+def _groups(items: Sequence[dict[str, Any]]) -> list[tuple[int, int, Message]]:
+    """
+    ``(start, stop, message)`` for each message *items* read as, in order.
+    """
+    singles = [_read([item]) for item in items]
+    groups: list[tuple[int, int, Message]] = []
+    start = 0
+    while start < len(items):
+        stop = start + 1
+        if singles[start].role == "assistant":
+            while stop < len(items) and singles[stop].role == "assistant":
+                stop += 1
+        message = singles[start] if stop == start + 1 else _read(items[start:stop])
+        groups.append((start, stop, message))
+        start = stop
+    return groups
+
+
+def _tagged(message: Message, data: Mapping[str, Any]) -> Message:
+    return attrs.evolve(message, metadata={**thaw(message.metadata), KEY: dict(data)})
+
+
+def _stored(items: Sequence[dict[str, Any]]) -> list[Message]:
+    """
+    The messages a session stores for *items*: each keeps its items verbatim.
+    """
+    return [_tagged(m, {"items": list(items[a:b])}) for a, b, m in _groups(items)]
+
+
+def _written(message: Message) -> list[dict[str, Any]]:
+    """
+    The items of a message workingctx made (a summary), written by the adapter.
+    """
+    body = openai_responses.write(WorkingContext(messages=[Message("user", "-"), message]))
+    return list(body["input"][1:])
+
+
+def _items_of(messages: Sequence[Message], source: Sequence[Any] | None = None) -> list[Any]:
+    """
+    The items of *messages*: those each was read from (the very objects of
+    *source* for a filter), or, for one workingctx made, the adapter's.
+    """
+    items: list[Any] = []
+    for message in messages:
+        data = message.metadata.get(KEY)
+        if data is None:
+            items.extend(_written(message))
+        elif source is not None and "at" in data:
+            items.extend(source[i] for i in data["at"])
+        else:
+            items.extend(thaw(data["items"]))
+    return items
+
+
+def _answered(items: Sequence[Any]) -> tuple[list[Any], int]:
+    """
+    *items* without the outputs (``function_call_output``, ``computer_call_output``,
+    ...) whose call is not before them, and how many were dropped.
+    """
+    calls: set[str] = set()
+    kept: list[Any] = []
+    for item in items:
+        call_id = item.get("call_id") if isinstance(item, Mapping) else None
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if isinstance(call_id, str) and isinstance(kind, str):
+            if kind.endswith("_output"):
+                if call_id not in calls:
+                    continue
+            else:
+                calls.add(call_id)
+        kept.append(item)
+    return kept, len(items) - len(kept)
+
+
+def _newest(runs: Sequence[list[Any]], limit: int) -> list[Any]:
+    """
+    The items of the newest whole messages that hold at most *limit* items (a
+    run of output items is never split from its reasoning), without the
+    outputs whose call is cut off.
+    """
+    taken = 0
+    start = len(runs)
+    while start > 0 and taken + len(runs[start - 1]) <= limit:
+        start -= 1
+        taken += len(runs[start])
+    return _answered([item for run in runs[start:] for item in run])[0]
+
+
+def _loop_lock(locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]) -> asyncio.Lock:
+    """
+    The lock of the running event loop in *locks* (made on first use).
+    """
+    loop = asyncio.get_running_loop()
+    lock = locks.get(loop)
+    if lock is None:
+        lock = locks[loop] = asyncio.Lock()
+    return lock
+
+
+# -- the session -------------------------------------------------------------------------
+
+
+class ContextSession:
+    """
+    An Agents SDK session kept in a workingctx store, optionally trimmed by a manager.
+
+    It implements the SDK's ``Session`` protocol structurally (the SDK asks
+    third parties not to subclass ``SessionABC``). Each change saves a
+    checkpoint on the store thread :attr:`thread` (``"openai-agents:" +
+    session_id``); messages are content-addressed, so each is stored once
+    however many checkpoints hold it. Several processes may share a session:
+    a writer that loses the race to the thread's head reloads it and applies
+    its change again.
+
+    Args:
+        session_id: The conversation's id.
+        store: Any workingctx checkpoint store; an
+            :class:`~workingctx.InMemoryStore` when None.
+        manager: A context manager (such as
+            :class:`~workingctx.TokenBudgetContextManager`); ``get_items`` then
+            returns what it keeps, a valid request that fits its budget. The
+            store keeps everything.
+        session_settings: The SDK's ``SessionSettings`` (or a dict of them);
+            its ``limit`` applies when ``get_items`` is given none.
+
+    Raises:
+        TypeError: *session_id* is not a non-empty str, *store* is not a
+            checkpoint store, or *manager* is not a context manager (the error
+            names the argument).
+
+    History that arrives broken (a ``function_call_output`` whose call is not
+    before it) is never passed on: the orphaned output is left out of what
+    ``get_items`` returns, and a warning is logged on this module's logger.
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        store: CheckpointStore | None = None,
+        *,
+        manager: BaseContextManager[WorkingContext] | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            msg = f"ContextSession: session_id must be a non-empty str, got {session_id!r}"
+            raise ArgumentTypeError(msg, argument="session_id", value=session_id, expected="a non-empty str")
+        if store is not None and not isinstance(store, CheckpointStore):
+            msg = (
+                f"ContextSession: store must be a workingctx checkpoint store, got {store!r} of type "
+                f"{type(store).__name__}; pass InMemoryStore(), SQLiteStore(path), PostgresStore(dsn) or "
+                "RedisStore(url)"
+            )
+            raise ArgumentTypeError(msg, argument="store", value=store, expected="a checkpoint store")
+        if manager is not None:
+            check_manager(manager, "manager", "ContextSession")
+        self.session_id = session_id
+        self.store: CheckpointStore = InMemoryStore() if store is None else store
+        self.manager = manager
+        self.thread = _THREAD + session_id
+        if session_settings is not None:
+            from agents.memory.session_settings import coerce_session_settings  # noqa: PLC0415  # the [openai-agents] extra
+
+            self.session_settings = coerce_session_settings(session_settings)  # type: ignore[arg-type]
+        self._window = None if manager is None else Window(manager, logger)
+        self._head: str | None = None
+        self._messages: list[Message] = []
+        # one lock per event loop (an asyncio lock belongs to the loop it first waits in)
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        manager = "" if self.manager is None else f", manager={self.manager!r}"
+        return f"ContextSession({self.session_id!r}, {self.store!r}{manager})"
+
+    def _lock(self) -> asyncio.Lock:
+        return _loop_lock(self._locks)
+
+    # -- the store, synchronous (run in a worker thread) ---------------------------------
+
+    def _load(self) -> tuple[str | None, list[Message]]:
+        head = self.store.head(self.thread)
+        if head is None:
+            return None, []
+        if head != self._head:
+            self._head, self._messages = head, list(self.store.load(head).snapshot.messages)
+        return head, self._messages
+
+    def _commit(self, change: Callable[[list[Message]], list[Message] | None]) -> None:
+        """
+        Apply *change* to the stored messages and save the result as the new head, retrying on a lost race.
+        """
+        for _ in range(_RETRIES):
+            head, messages = self._load()
+            new = change(list(messages))
+            if new is None:
+                return
+            checkpoint = Checkpoint.capture(
+                WorkingContext(messages=new), parent=head, metadata={"session_id": self.session_id}
+            )
+            try:
+                self.store.save(checkpoint, thread=self.thread)
+            except HeadConflictError:
+                continue
+            self._head, self._messages = checkpoint.id, new
+            return
+        msg = f"ContextSession {self.session_id!r}: other writers kept moving the head; nothing was saved"
+        raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
+
+    def _add(self, items: list[dict[str, Any]]) -> None:
+        def change(messages: list[Message]) -> list[Message]:
+            new = _stored(items)
+            last = messages[-1] if messages else None
+            if last is not None and last.role == "assistant" and new[0].role == "assistant":
+                # the output items of one response arrived in two calls: one message, as read together
+                run = [*thaw(last.metadata[KEY]["items"]), *thaw(new[0].metadata[KEY]["items"])]
+                return [*messages[:-1], *_stored(run), *new[1:]]
+            return [*messages, *new]
+
+        self._commit(change)
+
+    def _pop(self) -> Any:
+        popped: list[Any] = []
+
+        def change(messages: list[Message]) -> list[Message] | None:
+            popped.clear()
+            if not messages:
+                return None
+            items = thaw(messages[-1].metadata[KEY]["items"])
+            popped.append(items[-1])
+            return [*messages[:-1], *_stored(items[:-1])]
+
+        self._commit(change)
+        return popped[0] if popped else None
+
+    def _clear(self) -> None:
+        head = self.store.head(self.thread)
+        if head is not None:
+            for info in reversed(self.store.lineage(head)):
+                self.store.delete(info.id)
+        self._head, self._messages = None, []
+        if self._window is not None:
+            self._window.reset()
+
+    # -- the Session protocol -----------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """
+        The session's items, oldest first: all of them, or, with a manager,
+        those it keeps; with *limit* (or the settings' limit), at most the
+        newest *limit* of those, never starting with an output whose call is
+        cut off, nor with a function call cut from the reasoning item before it.
+        """
+        async with self._lock():
+            _, messages = await asyncio.to_thread(self._load)
+            kept = messages if self._window is None else await self._window.trim(messages)
+        runs = [_items_of([message]) for message in kept]
+        items, dropped = _answered([item for run in runs for item in run])
+        if dropped:
+            logger.warning(
+                "ContextSession %r: %d stored tool output(s) answer no call before them; left out of get_items()",
+                self.session_id,
+                dropped,
+            )
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        return items if limit is None else _newest(runs, limit)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """
+        Append *items* (Responses input items) to the session, as they are.
+        """
+        if not isinstance(items, Sequence) or isinstance(items, str | bytes):
+            msg = f"add_items: items must be a list of Responses input items, got {type(items).__name__}"
+            raise ArgumentTypeError(msg, argument="items", value=items, expected="a list of items")
+        plain = [_plain(item, position) for position, item in enumerate(items)]
+        if not plain:
+            return
+        async with self._lock():
+            await asyncio.to_thread(self._add, plain)
+
+    async def pop_item(self) -> Any:
+        """
+        Remove the newest item and return it (None when the session is empty).
+        """
+        async with self._lock():
+            return await asyncio.to_thread(self._pop)
+
+    async def clear_session(self) -> None:
+        """
+        Remove every item: the session's checkpoints are deleted from the store.
+        """
+        async with self._lock():
+            await asyncio.to_thread(self._clear)
+
+
+# -- the model-input filter ---------------------------------------------------------------
+
+
+def input_filter(
+    manager: BaseContextManager[WorkingContext],
+) -> Callable[[CallModelData[Any]], Awaitable[ModelInputData]]:
+    """
+    A ``RunConfig.call_model_input_filter`` that trims each model call's input with *manager*.
+
+    The instructions are the context's prefix (a manager's budget counts
+    them). What the model gets is always a valid request: no output without
+    its call before it, no call separated from its reasoning, the first
+    message after the system ones the user's. Items kept are the very objects
+    the SDK passed. The filter keeps one live window, so a manager with
+    watermarks cuts rarely and the cached prefix of the requests holds
+    between cuts; an input that does not continue the last one starts a new
+    window.
+
+    An input that arrives broken (an orphaned ``function_call_output``) has
+    its broken exchange dropped whole, and a warning is logged.
+
+    Raises:
+        TypeError: *manager* is not a context manager (the error names it).
+    """
+    check_manager(manager, "manager", "input_filter()")
+    window = Window(manager, logger)
+    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+    async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
+        from agents.run_config import ModelInputData  # noqa: PLC0415  # the [openai-agents] extra
+
+        model_data = data.model_data
+        source = list(model_data.input)
+        plain = [_plain(item, position) for position, item in enumerate(source)]
+        messages = [_tagged(m, {"at": list(range(a, b))}) for a, b, m in _groups(plain)]
+        prefix = PrefixContext(system_prompt=model_data.instructions)
+        async with _loop_lock(locks):
+            kept = await window.trim(messages, prefix, sendable=True)
+        items, dropped = _answered(_items_of(kept, source))
+        if dropped:
+            logger.warning("input_filter: %d tool output(s) answer no call before them; left out", dropped)
+        return ModelInputData(input=items, instructions=model_data.instructions)
+
+    return call_model_input_filter

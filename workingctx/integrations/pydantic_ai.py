@@ -1,0 +1,254 @@
+"""
+pydantic-ai on workingctx: a history processor that trims with a manager or a scope.
+
+:func:`trim_history` makes the function pydantic-ai's ``ProcessHistory``
+capability runs before every model request:
+``Agent(model, capabilities=[ProcessHistory(trim_history(manager))])``.
+
+Each ``ModelMessage`` part becomes a workingctx message (a system prompt, a
+user prompt, a tool return or tool retry answering its call; a model response
+is one assistant message with its text, thinking and tool calls), the manager
+or scope decides which to keep, and what comes back is pydantic-ai's own
+objects: a message kept whole is the very object given, a request kept in part
+is a copy holding the parts kept. The output needs nothing from pydantic-ai's
+own repair (``pydantic_ai.messages.repair_messages``): no tool return without
+its call, no call without its return, no two requests in a row.
+
+A history that arrives broken (a tool return whose call is nowhere, a call
+never answered) has each broken exchange dropped whole before the model sees
+it, and a warning is logged on this module's logger.
+
+pydantic-ai is imported only when the processor runs (extra ``workingctx[pydantic-ai]``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from workingctx.context import WorkingContext
+from workingctx.integrations._window import Window, check_manager
+from workingctx.managers import BaseContextManager
+from workingctx.messages import ContentBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
+from workingctx.scopes import Scope
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["trim_history"]
+
+logger = logging.getLogger(__name__)
+
+KEY = "pydantic_ai"
+"""The metadata key under which a workingctx message names its origin: ``[message, part]``."""
+
+
+def _text(value: Any) -> str:
+    """
+    The text a part's content amounts to, for counting (media by their kind).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return "\n".join(_text(item) for item in value)
+    kind = getattr(value, "kind", None)
+    if isinstance(kind, str) and not isinstance(value, dict):
+        return f"[{kind}]"
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _part_text(part: Any) -> str:
+    for name in ("model_response_str", "model_response"):
+        method = getattr(part, name, None)
+        if callable(method):
+            try:
+                return str(method())
+            except Exception:  # noqa: BLE001,S112  # a part that cannot render itself: count its content
+                continue
+    return _text(getattr(part, "content", ""))
+
+
+def _request_messages(index: int, request: Any) -> list[Message]:
+    from pydantic_ai.messages import RetryPromptPart, SystemPromptPart, ToolReturnPart, UserPromptPart  # noqa: PLC0415
+
+    messages: list[Message] = []
+    for position, part in enumerate(request.parts):
+        origin = {KEY: [index, position]}
+        if isinstance(part, SystemPromptPart):
+            messages.append(Message("system", part.content, metadata=origin))
+        elif isinstance(part, ToolReturnPart) or (
+            isinstance(part, RetryPromptPart) and part.tool_name is not None  # a retry answers its call
+        ):
+            messages.append(Message("tool", _part_text(part), tool_call_id=part.tool_call_id, metadata=origin))
+        elif isinstance(part, UserPromptPart):
+            messages.append(Message("user", _text(part.content), metadata=origin))
+        else:  # feedback, tool availability, ...: what the request says besides the user
+            messages.append(Message("user", _part_text(part), metadata=origin))
+    if not messages:  # an empty request still holds its place
+        messages.append(Message("user", "", metadata={KEY: [index, -1]}))
+    return messages
+
+
+def _response_message(index: int, response: Any) -> Message:
+    from pydantic_ai.messages import TextPart, ThinkingPart, ToolCallPart  # noqa: PLC0415
+
+    blocks: list[ContentBlock] = []
+    for part in response.parts:
+        if isinstance(part, ToolCallPart):
+            args = part.args_as_dict()
+            blocks.append(ToolCallBlock(part.tool_call_id, part.tool_name, args if isinstance(args, dict) else {}))
+        elif isinstance(part, ThinkingPart):
+            blocks.append(ReasoningBlock(part.content, signature=part.signature, provider=part.provider_name))
+        elif isinstance(part, TextPart):
+            blocks.append(TextBlock(part.content))
+        else:  # native tool calls and returns, files, ...: counted by their text
+            blocks.append(TextBlock(_part_text(part)))
+    return Message("assistant", tuple(blocks), metadata={KEY: [index, -1]})
+
+
+def to_workingctx(messages: Sequence[ModelMessage]) -> list[Message]:
+    """
+    The workingctx messages of a pydantic-ai history, each naming its origin in ``metadata``.
+    """
+    from pydantic_ai.messages import ModelResponse  # noqa: PLC0415
+
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            out.append(_response_message(index, message))
+        else:
+            out.extend(_request_messages(index, message))
+    return out
+
+
+def from_workingctx(kept: Sequence[Message], messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """
+    The pydantic-ai history for the workingctx messages *kept* out of *messages*.
+
+    A message whose every part is kept is the very object; a request kept in
+    part is a copy with those parts. System prompts workingctx made (a
+    summary) and those whose request was cut go into the next request, so two
+    requests never follow each other.
+    """
+    from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart  # noqa: PLC0415
+
+    parts: dict[int, list[int]] = {}
+    made: dict[int, list[Any]] = {}  # system prompts workingctx made, before the origin they precede
+    pending: list[Any] = []
+    for message in kept:
+        origin = message.metadata.get(KEY)
+        if origin is None:
+            pending.append(SystemPromptPart(message.text()))
+            continue
+        index, position = origin
+        if pending:
+            made.setdefault(index, []).extend(pending)
+            pending = []
+        parts.setdefault(index, []).append(position)
+    out: list[tuple[int | None, Any]] = []  # (where it was in *messages*, the message)
+    for index, positions in parts.items():
+        original = messages[index]
+        extra = made.get(index, [])
+        if isinstance(original, ModelResponse):
+            if extra:
+                out.append((None, ModelRequest(parts=extra)))
+            out.append((index, original))
+            continue
+        if positions == [-1] or (len(positions) == len(original.parts) and not extra):
+            out.append(
+                (index, original if not extra else dataclasses.replace(original, parts=[*extra, *original.parts]))
+            )
+            continue
+        chosen = [original.parts[p] for p in positions if p >= 0]
+        out.append((index, dataclasses.replace(original, parts=[*extra, *chosen])))
+    if pending:
+        out.append((None, ModelRequest(parts=pending)))
+    return _alternating(out)
+
+
+def _synthetic(message: Any) -> bool:
+    return message.provider_response_id is None and message.provider_name is None and message.model_name is None
+
+
+def _alternating(messages: list[tuple[int | None, Any]]) -> list[Any]:
+    """
+    The messages with no two requests in a row that the trim put together
+    (the first's parts go to the front of the second) and no two synthetic
+    responses in a row (joined, as pydantic-ai joins them).
+
+    Two requests that were already next to each other in the history handed
+    over (a run's new prompt after a history that ends in tool returns) stay
+    as they are: pydantic-ai joins them on the copy it sends, and keeping them
+    apart keeps its record of which messages each run added.
+    """
+    from pydantic_ai.messages import ModelRequest, ModelResponse  # noqa: PLC0415
+
+    out: list[tuple[int | None, Any]] = []
+    for index, message in messages:
+        last_index, last = out[-1] if out else (None, None)
+        if isinstance(last, ModelRequest) and isinstance(message, ModelRequest):
+            if last_index is not None and index == last_index + 1:
+                out.append((index, message))
+            else:
+                out[-1] = (index, dataclasses.replace(message, parts=[*last.parts, *message.parts]))
+        elif (
+            isinstance(last, ModelResponse)
+            and isinstance(message, ModelResponse)
+            and _synthetic(last)
+            and _synthetic(message)
+        ):
+            out[-1] = (index, dataclasses.replace(last, parts=[*last.parts, *message.parts]))
+        else:
+            out.append((index, message))
+    return [message for _, message in out]
+
+
+def trim_history(
+    manager_or_scope: BaseContextManager[WorkingContext] | Scope,
+) -> Callable[[list[ModelMessage]], Awaitable[list[ModelMessage]]]:
+    """
+    A history processor for pydantic-ai's ``ProcessHistory`` that keeps what a manager or a scope keeps.
+
+    Args:
+        manager_or_scope: A context manager (such as
+            :class:`~workingctx.TokenBudgetContextManager`), or a scope (such as
+            ``LastNTurns(10)``), whose kept messages are made a valid request
+            (:class:`~workingctx.scopes.ValidRequest`); the request in flight
+            (the newest ``ModelRequest``) is always kept.
+
+    Returns:
+        An async function ``(messages) -> messages``. It replaces the run's
+        history, so the next request continues from what it kept, and a
+        manager with watermarks cuts rarely.
+
+    Raises:
+        TypeError: *manager_or_scope* is neither (the error names it).
+    """
+    check_manager(manager_or_scope, "manager_or_scope", "trim_history()", scopes=True)
+    window = Window(manager_or_scope, logger)
+
+    # Annotated with Any: pydantic-ai reads the processor's type hints at run time,
+    # and this module names pydantic-ai's types only for the type checker.
+    async def process_history(messages: list[Any]) -> list[Any]:
+        from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
+
+        converted = to_workingctx(messages)
+        keep = 0
+        if messages and isinstance(messages[-1], ModelRequest):
+            last = len(messages) - 1
+            keep = sum(1 for m in converted if m.metadata[KEY][0] == last)
+        window.reset()  # pydantic-ai keeps what this returns: the next history continues from it
+        kept = await window.trim(converted, keep=keep, sendable=True)
+        out = from_workingctx(kept, messages)
+        if keep and (not out or not isinstance(out[-1], ModelRequest)):
+            # every part of the request in flight answered nothing: it stays, empty, as pydantic-ai keeps it
+            out.append(dataclasses.replace(messages[-1], parts=[]))
+        return out
+
+    return process_history
