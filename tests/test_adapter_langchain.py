@@ -152,3 +152,47 @@ def test_read_response():
     assert message.metadata["model"] == "claude-sonnet-4-6"
     with pytest.raises(ValueError, match="takes an AIMessage"):
         langchain.read_response(HumanMessage("x"))
+
+
+class TestState:
+    """
+    ``read(..., state=True)`` and ``write(..., state=True)``: a runtime's state, never refused.
+    """
+
+    @given(langchain_messages())
+    def test_round_trip(self, messages):
+        """
+        Any transcript, with a trailing call whose result has not run yet, comes back equal.
+        """
+        pending = AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": "x"}, "id": "pending_1"}], id="last")
+        state = [*messages, pending]
+        assert state == langchain.write(langchain.read(state, state=True), state=True)
+
+    def test_other_kinds_kept_whole(self):
+        """
+        Streaming chunks, chat, function and remove messages are read, and written back as their own class.
+        """
+        from langchain_core.messages import AIMessageChunk, FunctionMessage, RemoveMessage  # noqa: PLC0415
+
+        state = [
+            HumanMessage("hi", id="h"),
+            AIMessageChunk("Let", id="c", tool_call_chunks=[{"name": "f", "args": '{"a"', "id": "x", "index": 0}]),
+            ChatMessage("note", role="critic", id="n"),
+            FunctionMessage("42", name="f", id="fn"),
+            RemoveMessage(id="h"),
+        ]
+        back = langchain.write(langchain.read(state, state=True), state=True)
+        assert state == back
+        assert [type(m) for m in state] == [type(m) for m in back]
+
+    def test_request_mode_still_checks(self):
+        """
+        Without ``state``, a chunk is refused and a trailing unanswered call is an error, as before.
+        """
+        from langchain_core.messages import AIMessageChunk  # noqa: PLC0415
+
+        with pytest.raises(ValueError, match="AIMessageChunk"):
+            langchain.read([AIMessageChunk("x")])
+        pending = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "pending_1"}])
+        with pytest.raises(ProviderError):
+            langchain.write(langchain.read([HumanMessage("q"), pending]))

@@ -343,6 +343,7 @@ NOT_VALUES = {
     "workingctx.context.ContextLock": "a lock",
     "workingctx.context.TailView": "a view of a live context",
     "workingctx.history.NotesEdit": "a live edit of a context's notes",
+    "workingctx.integrations.langgraph.ContextSaver": "a LangGraph checkpointer: holds a store",
     "workingctx.history.Recorder": "the live recorder of a context",
     "workingctx.integrations.langchain.ContextMiddleware": "live middleware: remembers recent conversations",
     "workingctx.integrations.langchain.SummarizingMiddleware": "live middleware of an agent",

@@ -65,6 +65,19 @@ PROVIDER = "langchain"
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 _MODELLED = frozenset({"content", "type", "id", "name", "tool_calls", "tool_call_id"})
 _NOT_SENT = frozenset({"id", "response_metadata", "usage_metadata"})
+# What a runtime's state may hold beside the four kinds (streaming chunks, chat, function and
+# LangGraph's remove messages): read only with state=True, kept whole, written back as the same class.
+_STATE_ROLES = {
+    "AIMessageChunk": "assistant",
+    "HumanMessageChunk": "user",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "ChatMessageChunk": "user",
+    "FunctionMessageChunk": "tool",
+    "chat": "user",
+    "function": "tool",
+    "remove": "user",
+}
 
 
 def _core() -> Any:
@@ -174,9 +187,11 @@ def _default(key: str, value: Any) -> bool:
     return value is None or value in ({}, []) or (key == "status" and value == "success")
 
 
-def _message(data: Mapping[str, Any], position: int) -> Message:
+def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> Message:
     kind = data.get("type")
     role = _ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None and state and kind in _STATE_ROLES:
+        return _state_message(data, kind)
     if role is None:
         msg = (
             f"messages[{position}] is a LangChain {kind!r} message; read takes system, human, ai and tool "
@@ -206,6 +221,23 @@ def _message(data: Mapping[str, Any], position: int) -> Message:
     )
 
 
+def _state_message(data: Mapping[str, Any], kind: str) -> Message:
+    """
+    A message of another LangChain kind kept whole: its fields (its type under ``_type``) ride
+    in ``metadata["langchain"]``, so that writing gives back the same class.
+    """
+    raw = data.get("content", "")
+    content: str | tuple[ContentBlock, ...] = raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
+    rest = {k: v for k, v in data.items() if k not in {"content", "type", "id"} and not _default(k, v)}
+    message_id = data.get("id")
+    return Message(
+        _STATE_ROLES[kind],  # type: ignore[arg-type]  # a role
+        content,
+        id=message_id if isinstance(message_id, str) else None,
+        metadata={PROVIDER: {**rest, "_type": kind}},
+    )
+
+
 def _data(item: Any) -> Mapping[str, Any]:
     dump = getattr(item, "model_dump", None)
     if callable(dump):
@@ -215,10 +247,11 @@ def _data(item: Any) -> Mapping[str, Any]:
 
 
 @wire_errors("LangChain", "messages")
-def read_messages(payload: Any) -> list[Message]:
+def read_messages(payload: Any, *, state: bool = False) -> list[Message]:
     """
     workingctx messages for LangChain messages (or a state mapping with ``messages``).
     Dicts and tuples are converted with LangChain's ``convert_to_messages`` first.
+    With *state*, streaming chunks and the other kinds a runtime holds are kept whole.
     """
     if isinstance(payload, Mapping) and "messages" in payload:
         payload = payload["messages"]
@@ -228,17 +261,22 @@ def read_messages(payload: Any) -> list[Message]:
     items = list(payload)
     if any(not callable(getattr(item, "model_dump", None)) for item in items):
         items = list(_core().convert_to_messages(items))
-    return [_message(_data(item), position) for position, item in enumerate(items)]
+    return [_message(_data(item), position, state=state) for position, item in enumerate(items)]
 
 
 @wire_errors("LangChain", "messages")
-def read(payload: Any) -> Any:
+def read(payload: Any, *, state: bool = False) -> Any:
     """
     A WorkingContext from LangChain messages; leading system messages become the prefix.
     LangChain's own fields (``response_metadata``, ``additional_kwargs``, ...) ride in
     ``metadata["langchain"]`` and the message id in ``id``.
+
+    With ``state=True``, *payload* is a runtime's state rather than a request: every
+    kind of message it may hold (``AIMessageChunk`` and the other chunks, chat,
+    function and ``RemoveMessage``) is read, kept whole, and ``write(..., state=True)``
+    gives it back as the same class.
     """
-    system, tail = split_system(read_messages(payload))
+    system, tail = split_system(read_messages(payload, state=state))
     return context_from(system, tail)
 
 
@@ -279,6 +317,13 @@ def _write_block(block: ContentBlock) -> Any:
 
 def _write(core: Any, message: Message) -> list[Any]:
     rest = dict(thaw(message.metadata.get(PROVIDER, {}))) if isinstance(message.metadata.get(PROVIDER), Mapping) else {}
+    kind = rest.pop("_type", None)
+    if isinstance(kind, str) and kind in _STATE_ROLES:  # a kind kept whole by read(..., state=True)
+        raw: Any = message.content
+        if not isinstance(raw, str):
+            raw = [b for b in map(_write_block, raw) if b is not None]
+        data = {**rest, "content": raw, "id": None if message.id is None else str(message.id)}
+        return list(core.messages_from_dict([{"type": kind, "data": data}]))
     fields: dict[str, Any] = {**rest}
     if message.id is not None:
         fields["id"] = str(message.id)
@@ -350,15 +395,24 @@ def write_messages(messages: Sequence[Message]) -> list[Any]:
 
 
 @wire_errors("LangChain", "messages")
-def write(source: Any, *, repair: bool = False, store: Any = None, upload: Any = None) -> list[Any]:
+def write(
+    source: Any, *, repair: bool = False, store: Any = None, upload: Any = None, state: bool = False
+) -> list[Any]:
     """
     LangChain messages (``SystemMessage``, ``HumanMessage``, ``AIMessage``,
     ``ToolMessage``) for a context, a snapshot or a list of messages.
+
+    With ``state=True`` the messages are a runtime's state, not a request: they
+    are written as they are, unchecked (a trailing call whose result has not run
+    yet stays), and the kinds ``read(..., state=True)`` kept whole come back as
+    their own class.
 
     Raises:
         ProviderError: an orphan result or an unanswered call; ``repair=True``
             drops and closes them instead.
     """
+    if state:
+        return write_messages(messages_of(source))
     messages = checked(messages_of(source), provider=None, repair=repair, store=store, upload=upload)
     problems = lost(messages)
     if problems:

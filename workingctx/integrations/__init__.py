@@ -2,6 +2,8 @@
 Agent runtimes, each in its own module and behind its own extra; importing
 ``workingctx`` imports none of them.
 
+* :mod:`workingctx.integrations.langgraph`: ``ContextSaver``, a LangGraph checkpointer over any
+  workingctx store (``graph.compile(checkpointer=ContextSaver(store))``), extra ``[langgraph]``.
 * :mod:`workingctx.integrations.langchain`: LangChain v1 agent middleware
   (``create_agent(..., middleware=[ContextMiddleware(manager)])``), extra ``[langchain]``.
 * :mod:`workingctx.integrations.openai_agents`: an OpenAI Agents SDK session over any

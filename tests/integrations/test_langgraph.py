@@ -1,0 +1,642 @@
+"""
+``workingctx.integrations.langgraph.ContextSaver``: LangGraph's conformance
+suite on every store, real graphs driven by LangChain's fake chat models,
+retention, bad input and concurrent writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import Command, interrupt
+
+from tests.stores import PERSISTENT, Raw, Stores, kind_params
+from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
+from workingctx.exceptions import CheckpointError
+from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def scratch_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
+
+
+@pytest.fixture(params=kind_params())
+def stores(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
+    made = Stores(request.param, scratch_dir)
+    yield made
+    made.close()
+
+
+@pytest.fixture(params=kind_params(PERSISTENT))
+def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
+    made = Stores(request.param, scratch_dir)
+    yield made
+    made.close()
+
+
+class ToolModel(GenericFakeChatModel):
+    """
+    LangChain's generic fake chat model, able to be bound to tools (``create_agent`` binds them).
+    """
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # noqa: ARG002  # the fake answers from its script
+        return self
+
+
+def config(thread: str, **more: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, **more}}
+
+
+def chat_graph(saver: ContextSaver, replies: list[str]) -> Any:
+    """
+    A one-node ``StateGraph(MessagesState)`` whose node asks a fake chat model.
+    """
+    model = GenericFakeChatModel(messages=iter(replies))
+
+    def chat(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("chat", chat)
+    graph.add_edge(START, "chat")
+    return graph.compile(checkpointer=saver)
+
+
+def put_checkpoint(
+    saver: ContextSaver, thread: str, messages: list[Any], parent: str | None = None, **extra: Any
+) -> Any:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"messages": messages, **extra}
+    cfg = config(thread, checkpoint_ns="")
+    if parent is not None:
+        cfg["configurable"]["checkpoint_id"] = parent
+    return saver.put(cfg, checkpoint, {"source": "loop", "step": len(messages)}, {})
+
+
+# -- conformance ------------------------------------------------------------------------
+
+
+class TestConformance:
+    def test_full_suite(self, stores: Stores):
+        """
+        LangGraph's conformance suite passes in full, base and extended
+        capabilities (delete_for_runs, copy_thread, prune), on every store.
+        """
+
+        @checkpointer_test(name=f"ContextSaver({stores.kind})")
+        async def factory() -> AsyncIterator[ContextSaver]:
+            yield ContextSaver(stores.new())
+
+        report = asyncio.run(validate(factory))
+        failures = {name: result.failures for name, result in report.results.items() if not result.passed}
+        assert {} == failures
+        assert report.passed_all_base()
+        assert report.passed_all()
+        assert {cap.value for cap in ALL_CAPABILITIES} == {
+            name for name, result in report.results.items() if result.detected and result.passed
+        }
+
+
+# -- what is stored -----------------------------------------------------------------------
+
+
+class TestTranscript:
+    def test_each_message_stored_once(self, persistent: Stores):
+        """
+        Checkpointing every turn of a run stores each message once: the store
+        holds as many messages as the run has, not the sum of every checkpoint's.
+        """
+        store = persistent.new()
+        saver = ContextSaver(store)
+        messages: list[Any] = []
+        parent = None
+        for turn in range(12):
+            messages = [
+                *messages,
+                HumanMessage(f"question {turn}", id=f"h{turn}"),
+                AIMessage(f"answer {turn}", id=f"a{turn}"),
+            ]
+            parent = put_checkpoint(saver, "t", messages, parent)["configurable"]["checkpoint_id"]
+        assert 24 == Raw(persistent.kind, store).message_count()
+        assert messages == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert 12 == len(list(saver.list(config("t"))))
+
+    def test_runtime_state_is_never_refused(self, stores: Stores):
+        """
+        What a runtime's state holds between steps (a trailing call whose
+        result has not run yet, a streaming chunk, a system message) is kept
+        and comes back equal, as the same classes.
+        """
+        saver = ContextSaver(stores.new())
+        messages = [
+            SystemMessage("Be brief.", id="s"),
+            HumanMessage("Weather in Paris?", id="h"),
+            AIMessageChunk(
+                "Let me", id="c", tool_call_chunks=[{"name": "weather", "args": '{"ci', "id": "x", "index": 0}]
+            ),
+            AIMessage("", id="a", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "call_1"}]),
+        ]
+        saved = put_checkpoint(saver, "t", messages)
+        back = saver.get_tuple(saved).checkpoint["channel_values"]["messages"]
+        assert messages == back
+        assert [type(m) for m in messages] == [type(m) for m in back]
+
+    def test_other_values_use_the_serializer(self, stores: Stores):
+        """
+        A channel named ``messages`` that does not hold LangChain messages, and
+        every other channel, go through LangGraph's serializer and come back equal.
+        """
+        saver = ContextSaver(stores.new())
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {
+            "messages": "not a list",
+            "plan": {"steps": [1, 2]},
+            "when": datetime(2026, 1, 1, tzinfo=UTC),
+        }
+        saved = saver.put(config("t", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, {})
+        assert checkpoint["channel_values"] == saver.get_tuple(saved).checkpoint["channel_values"]
+
+    def test_metadata_that_is_not_json(self, stores: Stores):
+        """
+        Metadata JSON cannot carry (a datetime) comes back equal, and can still be filtered on.
+        """
+        saver = ContextSaver(stores.new())
+        checkpoint = empty_checkpoint()
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+        saved = saver.put(config("t", checkpoint_ns=""), checkpoint, {"source": "loop", "step": 1, "when": when}, {})
+        assert when == saver.get_tuple(saved).metadata["when"]
+        assert 1 == len(list(saver.list(config("t"), filter={"when": when})))
+        assert 0 == len(list(saver.list(config("t"), filter={"when": datetime.now(UTC)})))
+
+    def test_a_message_edited_in_place_is_stored_as_edited(self, stores: Stores):
+        """
+        A message whose field was set again in place (the same object, as a
+        node that edits the last message and returns it to replace itself
+        does) is stored as it is now.
+        """
+        saver = ContextSaver(stores.new())
+        messages = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
+        parent = put_checkpoint(saver, "t", messages)["configurable"]["checkpoint_id"]
+        messages[1].content = "b, edited"
+        put_checkpoint(saver, "t", list(messages), parent)
+        stored = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert "b, edited" == stored[1].content
+        first = saver.get_tuple(config("t", checkpoint_ns="", checkpoint_id=parent)).checkpoint
+        assert "b" == first["channel_values"]["messages"][1].content
+
+    def test_a_state_changed_by_its_reader_is_read_as_stored(self, stores: Stores):
+        """
+        Messages a reader of the state edits in place never change what a
+        later read returns: it gives the checkpoint as it was stored.
+        """
+        saver = ContextSaver(stores.new())
+        put_checkpoint(saver, "t", [HumanMessage("a", id="1"), AIMessage("b", id="2")])
+        first = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        first[1].content = "edited by a reader"
+        again = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert ["a", "b"] == [m.content for m in again]
+
+    def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores):
+        """
+        After a read of the thread's newest checkpoint (as a run starts), a put
+        continuing it converts only the messages added: the same message
+        objects come back, and the store gains only the new message.
+        """
+        store = stores.new()
+        put_checkpoint(ContextSaver(store), "t", [HumanMessage("a", id="1"), AIMessage("b", id="2")])
+        saver = ContextSaver(stores.again(store))
+        latest = saver.get_tuple(config("t"))
+        messages = latest.checkpoint["channel_values"]["messages"]
+        grown = [*messages, HumanMessage("c", id="3")]
+        put_checkpoint(saver, "t", grown, latest.config["configurable"]["checkpoint_id"])
+        assert grown == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        back = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        assert all(a is b for a, b in zip(grown, back, strict=True))
+
+    def test_messages_in_writes_share_the_transcript(self, persistent: Stores):
+        """
+        Messages a task writes (and a graph's input carries) are stored once
+        with the transcript, and come back equal in the pending writes.
+        """
+        store = persistent.new()
+        saver = ContextSaver(store)
+        human, ai = HumanMessage("hi", id="1"), AIMessage("hello", id="2")
+        saved = put_checkpoint(saver, "t", [human, ai], __start__={"messages": [human]})
+        saver.put_writes(saved, [("messages", [ai]), ("other", {"n": 3}), ("__start__", {"messages": [human]})], "task")
+        assert 2 == Raw(persistent.kind, store).message_count()
+        loaded = ContextSaver(persistent.again(store)).get_tuple(saved)
+        assert [
+            ("task", "messages", [ai]),
+            ("task", "other", {"n": 3}),
+            ("task", "__start__", {"messages": [human]}),
+        ] == (loaded.pending_writes)
+        assert {"messages": [human]} == loaded.checkpoint["channel_values"]["__start__"]
+
+    def test_put_again_keeps_the_thread_in_order(self, stores: Stores):
+        """
+        Putting an older checkpoint again replaces it where it is: the thread
+        lists every checkpoint once, newest first, and its newest stays newest.
+        """
+        saver = ContextSaver(stores.new())
+        first = put_checkpoint(saver, "t", [HumanMessage("a", id="1")])
+        second = put_checkpoint(saver, "t", [HumanMessage("a", id="1")], first["configurable"]["checkpoint_id"])
+        checkpoint = saver.get_tuple(first).checkpoint
+        checkpoint["channel_values"]["messages"] = [HumanMessage("a, again", id="1")]
+        saver.put(config("t", checkpoint_ns=""), checkpoint, {"source": "update", "step": 0}, {})
+        ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("t"))]
+        assert [second["configurable"]["checkpoint_id"], first["configurable"]["checkpoint_id"]] == ids
+        assert second["configurable"]["checkpoint_id"] == saver.get_tuple(config("t")).checkpoint["id"]
+        again = saver.get_tuple(first)
+        assert "a, again" == again.checkpoint["channel_values"]["messages"][0].content
+
+    def test_copy_thread_twice(self, stores: Stores):
+        """
+        Copying a thread again leaves the copy as it was: each checkpoint once, in order.
+        """
+        saver = ContextSaver(stores.new())
+        first = put_checkpoint(saver, "src", [HumanMessage("a", id="1")])
+        put_checkpoint(saver, "src", [HumanMessage("a", id="1")], first["configurable"]["checkpoint_id"])
+        saver.copy_thread("src", "dst")
+        saver.copy_thread("src", "dst")
+        src = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("src"))]
+        assert src == [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("dst"))]
+
+    def test_a_message_changed_in_place_is_stored_as_it_is(self, stores: Stores):
+        """
+        A put after the list was rebuilt (a message replaced by id, as
+        LangGraph's reducer does) stores the new transcript, not the cached one.
+        """
+        saver = ContextSaver(stores.new())
+        first = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
+        parent = put_checkpoint(saver, "t", first)["configurable"]["checkpoint_id"]
+        second = [HumanMessage("a", id="1"), AIMessage("b, edited", id="2")]
+        put_checkpoint(saver, "t", second, parent)
+        assert second == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        first_config = config("t", checkpoint_ns="", checkpoint_id=parent)
+        assert first == saver.get_tuple(first_config).checkpoint["channel_values"]["messages"]
+
+
+# -- end to end --------------------------------------------------------------------------
+
+
+class TestGraphs:
+    def test_state_survives_reopening_the_store(self, scratch_dir: Path):
+        """
+        A ``StateGraph(MessagesState)`` checkpointed in a SQLite file continues
+        where it stopped after the store is closed and opened again.
+        """
+        path = scratch_dir / "graph.db"
+        store = SQLiteStore(path)
+        graph = chat_graph(ContextSaver(store), ["Hello!", "Paris."])
+        graph.invoke({"messages": [HumanMessage("Hi")]}, config("chat"))
+        graph.invoke({"messages": [HumanMessage("Capital of France?")]}, config("chat"))
+        before = graph.get_state(config("chat")).values["messages"]
+        store.close()
+
+        reopened = SQLiteStore(path)
+        try:
+            graph = chat_graph(ContextSaver(reopened), ["Berlin."])
+            assert before == graph.get_state(config("chat")).values["messages"]
+            out = graph.invoke({"messages": [HumanMessage("And of Germany?")]}, config("chat"))
+            assert ["Hi", "Hello!", "Capital of France?", "Paris.", "And of Germany?", "Berlin."] == [
+                m.content for m in out["messages"]
+            ]
+        finally:
+            reopened.close()
+
+    def test_history_walks_back_and_a_fork_branches(self, stores: Stores):
+        """
+        ``get_state_history`` walks every checkpoint back, newest first; resuming
+        from an older checkpoint starts a branch whose parent is that
+        checkpoint, and the main line stays in the history.
+        """
+        saver = ContextSaver(stores.new())
+        graph = chat_graph(saver, ["one", "two", "branch"])
+        graph.invoke({"messages": [HumanMessage("first")]}, config("h"))
+        graph.invoke({"messages": [HumanMessage("second")]}, config("h"))
+        history = list(graph.get_state_history(config("h")))
+        # each turn: its input, then the model's reply; the first also starts from an empty state
+        assert [4, 3, 2, 2, 1, 0] == [len(state.values.get("messages", [])) for state in history]
+        assert all(
+            newer.parent_config["configurable"]["checkpoint_id"] == older.config["configurable"]["checkpoint_id"]
+            for newer, older in itertools.pairwise(history)
+        )
+        (after_first,) = [state for state in history if state.metadata["step"] == 1]  # the first reply
+        out = graph.invoke({"messages": [HumanMessage("other")]}, after_first.config)
+        assert ["first", "one", "other", "branch"] == [m.content for m in out["messages"]]
+        state = graph.get_state(config("h"))
+        walk = []
+        cursor = state
+        while cursor.parent_config is not None:
+            walk.append(cursor.parent_config["configurable"]["checkpoint_id"])
+            cursor = graph.get_state(cursor.parent_config)
+        assert after_first.config["configurable"]["checkpoint_id"] in walk
+        assert (
+            len(list(graph.get_state_history(config("h")))) == len(history) + 3
+        )  # the branch's input, its start step and the reply; the main line stays
+
+    def test_interrupt_resumes_after_reopening(self, scratch_dir: Path):
+        """
+        A graph interrupted for a human's answer resumes with ``Command(resume=...)``
+        from a new saver over the same SQLite file.
+        """
+
+        def ask(_state: MessagesState) -> dict[str, Any]:
+            answer = interrupt("approve?")
+            return {"messages": [AIMessage(f"approved: {answer}")]}
+
+        def build(saver: ContextSaver) -> Any:
+            graph = StateGraph(MessagesState)
+            graph.add_node("ask", ask)
+            graph.add_edge(START, "ask")
+            return graph.compile(checkpointer=saver)
+
+        path = scratch_dir / "interrupt.db"
+        store = SQLiteStore(path)
+        first = build(ContextSaver(store)).invoke({"messages": [HumanMessage("deploy")]}, config("i"))
+        assert "approve?" == first["__interrupt__"][0].value
+        store.close()
+        reopened = SQLiteStore(path)
+        try:
+            out = build(ContextSaver(reopened)).invoke(Command(resume="yes"), config("i"))
+            assert ["deploy", "approved: yes"] == [m.content for m in out["messages"]]
+        finally:
+            reopened.close()
+
+    def test_create_agent_with_a_tool(self, stores: Stores):
+        """
+        LangChain's ``create_agent`` with a tool, driven by a fake chat model,
+        checkpointed by ContextSaver: the call, its result and the answer are
+        kept, and the next turn continues the thread.
+        """
+        from langchain.agents import create_agent  # noqa: PLC0415  # LangChain's agents load slowly
+
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return f"18C in {city}"
+
+        model = ToolModel(
+            messages=iter(
+                [
+                    AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "call_1"}]),
+                    AIMessage("It is 18C in Paris."),
+                    AIMessage("You asked about Paris."),
+                ]
+            )
+        )
+        saver = ContextSaver(stores.new())
+        agent = create_agent(model, [weather], system_prompt="Be brief.", checkpointer=saver)
+        agent.invoke({"messages": [HumanMessage("Weather in Paris?")]}, config("agent"))
+        out = agent.invoke({"messages": [HumanMessage("What did I ask?")]}, config("agent"))
+        assert [HumanMessage, AIMessage, ToolMessage, AIMessage, HumanMessage, AIMessage] == [
+            type(m) for m in out["messages"]
+        ]
+        assert "18C in Paris" == out["messages"][2].content
+        stored = saver.get_tuple(config("agent")).checkpoint["channel_values"]["messages"]
+        assert out["messages"] == stored
+
+    def test_parallel_nodes(self, stores: Stores):
+        """
+        Two nodes of one step write at once (their pending writes race for the
+        checkpoint's record): both writes are kept, and the step's state holds both replies.
+        """
+        saver = ContextSaver(stores.new())
+
+        def left(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage("left", id=f"l{len(state['messages'])}")]}
+
+        def right(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage("right", id=f"r{len(state['messages'])}")]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("left", left)
+        builder.add_node("right", right)
+        builder.add_edge(START, "left")
+        builder.add_edge(START, "right")
+        graph = builder.compile(checkpointer=saver)
+        for turn in range(3):
+            graph.invoke({"messages": [HumanMessage(f"go {turn}", id=f"go{turn}")]}, config("p"))
+        contents = [m.content for m in graph.get_state(config("p")).values["messages"]]
+        assert ["go 0", "left", "right", "go 1", "left", "right", "go 2", "left", "right"] == contents
+        before_step = [t for t in saver.list(config("p")) if t.metadata["step"] in {0, 3, 6}]
+        assert 3 == len(before_step)
+        for tuple_ in before_step:  # the writes both tasks put to the checkpoint before their step
+            writers = {task for task, channel, _ in tuple_.pending_writes if channel == "messages"}
+            assert 2 == len(writers)
+
+    def test_async_graph(self, stores: Stores):
+        """
+        The async methods drive a graph run with ``ainvoke``.
+        """
+        saver = ContextSaver(stores.new())
+        graph = chat_graph(saver, ["async hello"])
+
+        async def run() -> Any:
+            await graph.ainvoke({"messages": [HumanMessage("hi")]}, config("a"))
+            return await graph.aget_state(config("a"))
+
+        assert ["hi", "async hello"] == [m.content for m in asyncio.run(run()).values["messages"]]
+
+
+# -- retention ---------------------------------------------------------------------------
+
+
+class TestRetention:
+    def test_prune_frees_what_only_pruned_checkpoints_used(self, persistent: Stores):
+        """
+        ``prune(keep_latest)`` removes the older checkpoints and the messages
+        only they held; a message the kept checkpoint holds stays.
+        """
+        store = persistent.new()
+        saver = ContextSaver(store)
+        raw = Raw(persistent.kind, store)
+        parent = None
+        for turn in range(5):  # a run whose transcript is trimmed each turn: old messages leave it
+            messages = [HumanMessage("system rules", id="rules"), HumanMessage(f"turn {turn}", id=f"t{turn}")]
+            parent = put_checkpoint(saver, "p", messages, parent)["configurable"]["checkpoint_id"]
+        put_checkpoint(saver, "other", [HumanMessage("system rules", id="rules")])
+        assert 6 == raw.message_count()
+        saver.prune(["p"], strategy="keep_latest")
+        assert 2 == raw.message_count()  # "rules" (shared with the kept and the other thread) and "turn 4"
+        assert [parent] == [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("p"))]
+        assert 1 == len(list(saver.list(config("other"))))
+        saver.prune(["p", "other"], strategy="delete")
+        assert 0 == raw.message_count()
+
+    def test_delete_threads_before_a_date(self, stores: Stores):
+        """
+        ``delete_threads_before(when)`` drops the threads whose newest
+        checkpoint is older than *when*, and keeps the others whole.
+        """
+        saver = ContextSaver(stores.new())
+        old, new = datetime(2025, 1, 1, tzinfo=UTC), datetime.now(UTC)
+        for thread, when in (("old", old), ("new", new)):
+            checkpoint = empty_checkpoint()
+            checkpoint["ts"] = when.isoformat()
+            checkpoint["channel_values"] = {"messages": [HumanMessage(thread, id=thread)]}
+            saver.put(config(thread, checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, {})
+        assert ["old"] == saver.delete_threads_before(new - timedelta(days=1))
+        assert saver.get_tuple(config("old")) is None
+        assert saver.get_tuple(config("new")) is not None
+
+    def test_delete_threads_before_needs_an_aware_datetime(self):
+        """
+        A naive datetime is refused with the fix.
+        """
+        with pytest.raises(TypeError, match="timezone-aware"):
+            ContextSaver(InMemoryStore()).delete_threads_before(datetime(2026, 1, 1))  # noqa: DTZ001  # the bad input
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+class TestBadInput:
+    def test_foreign_checkpoint_where_one_is_expected(self, stores: Stores):
+        """
+        A store thread holding a checkpoint ContextSaver did not write raises
+        CheckpointError naming the LangGraph thread; nothing is written.
+        """
+        store = stores.new()
+        foreign = Checkpoint.capture(WorkingContext().append(Message("user", "not langgraph")))
+        store.save(foreign, thread=_log_name("t", ""))
+        saver = ContextSaver(store)
+        count = len(store.list())
+        with pytest.raises(CheckpointError, match=r"thread 't'.*not a LangGraph checkpoint"):
+            saver.get_tuple(config("t"))
+        with pytest.raises(CheckpointError, match="thread 't'"):
+            put_checkpoint(saver, "t", [], parent="nope")
+        assert count == len(store.list())
+
+    def test_foreign_record_under_a_checkpoint_key(self, stores: Stores):
+        """
+        A checkpoint whose record does not hold what ContextSaver writes raises
+        CheckpointError naming the thread and the id.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        saved = put_checkpoint(saver, "t", [HumanMessage("hi", id="1")])
+        checkpoint_id = saved["configurable"]["checkpoint_id"]
+        key = _checkpoint_key("t", "", checkpoint_id)
+        kept = store.load(key)
+        store.save(
+            Checkpoint(
+                id=key,
+                snapshot=WorkingContext().freeze(),
+                created_at=kept.created_at,
+                parent=kept.parent,
+                metadata=kept.metadata,
+            )
+        )
+        with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' of LangGraph thread 't'"):
+            saver.get_tuple(saved)
+
+    def test_damaged_transcript(self, persistent: Stores):
+        """
+        A stored message rewritten behind the store's back fails its digest on
+        load: CheckpointError naming the thread and the checkpoint id.
+        """
+        store = persistent.new()
+        saver = ContextSaver(store)
+        saved = put_checkpoint(saver, "t", [HumanMessage("hi", id="1"), AIMessage("hello", id="2")])
+        digest = Message("assistant", "hello", id="2").digest()
+        Raw(persistent.kind, store).rewrite_message(digest, '{"role":"assistant","content":"forged","id":"2"}')
+        checkpoint_id = saved["configurable"]["checkpoint_id"]
+        with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' of LangGraph thread 't'"):
+            ContextSaver(persistent.again(store)).get_tuple(saved)
+
+    def test_missing_checkpoint_id(self, stores: Stores):
+        """
+        Reading a checkpoint id the thread does not hold gives None (LangGraph's
+        contract); continuing from one raises CheckpointError naming the thread
+        and the id, and writes nothing.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        put_checkpoint(saver, "t", [HumanMessage("hi", id="1")])
+        assert saver.get_tuple(config("t", checkpoint_ns="", checkpoint_id="missing")) is None
+        count = len(store.list())
+        with pytest.raises(
+            CheckpointError, match=r"parent checkpoint 'missing' is not in the thread.*thread 't'|thread 't'.*'missing'"
+        ):
+            put_checkpoint(saver, "t", [HumanMessage("hi", id="1")], parent="missing")
+        assert count == len(store.list())
+
+    def test_not_a_store(self):
+        """
+        ContextSaver takes a workingctx store, and says so.
+        """
+        with pytest.raises(TypeError, match="workingctx checkpoint store"):
+            ContextSaver({})  # type: ignore[arg-type]
+
+    def test_unknown_prune_strategy(self):
+        """
+        An unknown prune strategy is refused with the two known ones.
+        """
+        with pytest.raises(ValueError, match="'keep_latest' or 'delete'"):
+            ContextSaver(InMemoryStore()).prune(["t"], strategy="oldest")
+
+
+# -- concurrency ---------------------------------------------------------------------------
+
+
+class TestConcurrentWriters:
+    @pytest.mark.parametrize("kind", kind_params(("postgres", "redis")))
+    def test_writers_on_one_thread_lose_nothing(self, kind: str, scratch_dir: Path):
+        """
+        Four savers, each on its own connection, put checkpoints to one thread
+        at once: every checkpoint is listed, none lost.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            savers = [ContextSaver(made.again(store)) for _ in range(4)]
+            errors: list[BaseException] = []
+
+            def write(number: int, saver: ContextSaver) -> None:
+                try:
+                    for step in range(10):
+                        put_checkpoint(saver, "shared", [HumanMessage(f"{number}-{step}", id=f"{number}-{step}")])
+                except BaseException as exc:  # reported by the test
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=write, args=(n, s)) for n, s in enumerate(savers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert [] == errors
+            assert 40 == len(list(ContextSaver(made.again(store)).list(config("shared"))))
+        finally:
+            made.close()
+
+
+# -- packaging ---------------------------------------------------------------------------
+
+
+def test_import_workingctx_does_not_import_langgraph():
+    """
+    ``import workingctx`` (and its integrations package) never imports LangGraph.
+    """
+    code = "import sys, workingctx, workingctx.integrations; print('langgraph' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "False" == out.stdout.strip()

@@ -1,0 +1,1028 @@
+"""
+LangGraph checkpoints in any workingctx store: :class:`ContextSaver`.
+
+LangGraph's own savers write the whole message list into every checkpoint, so
+a run's storage grows with the square of its length. ``ContextSaver`` keeps the
+``messages`` channel (``MessagesState``, the state of LangChain's
+``create_agent``) as a workingctx transcript: each message is stored once, by
+its digest, however many checkpoints and threads hold it, and every checkpoint
+points into the chain. The other channels, the metadata and the pending writes
+go through LangGraph's own serializer.
+
+Install the ``[langgraph]`` extra; this module imports LangGraph, ``import
+workingctx`` does not.
+
+>>> from langchain_core.messages import HumanMessage
+>>> from workingctx import InMemoryStore
+>>> from workingctx.integrations.langgraph import ContextSaver
+>>> saver = ContextSaver(InMemoryStore())
+>>> config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+>>> from langgraph.checkpoint.base import empty_checkpoint
+>>> checkpoint = empty_checkpoint()
+>>> checkpoint["channel_values"] = {"messages": [HumanMessage("hi", id="m1")]}
+>>> saved = saver.put(config, checkpoint, {"source": "input", "step": -1}, {})
+>>> saver.get_tuple(saved).checkpoint["channel_values"]["messages"]
+[HumanMessage(content='hi', additional_kwargs={}, response_metadata={}, id='m1')]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import builtins
+import hashlib
+import json
+import operator
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from workingctx import Checkpoint, Message, WorkingContext, thaw
+from workingctx.adapters import langchain as lc
+from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError
+from workingctx.persistence import CheckpointInfo, CheckpointStore
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_serializable_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.base import Checkpoint as GraphCheckpoint
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as exc:  # pragma: no cover - the dev extra installs it
+    msg = f"workingctx.integrations.langgraph needs LangGraph ({exc}): pip install 'workingctx[langgraph]'"
+    raise ImportError(msg) from exc
+
+__all__ = ["ContextSaver"]
+
+_TAG = "langgraph"
+_NOTE = "langgraph"
+_RETRIES = 64
+
+
+def _name(kind: str, *parts: str) -> str:
+    """
+    A short store name for LangGraph ids (22 characters of a sha256 after *kind*):
+    the readable ids ride in each checkpoint's metadata.
+    """
+    digest = hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).digest()
+    return kind + base64.urlsafe_b64encode(digest[:16]).decode("ascii").rstrip("=")
+
+
+def _log_name(thread_id: str, ns: str) -> str:
+    """
+    The store thread whose head is the newest checkpoint put to a LangGraph thread and namespace.
+    """
+    return _name("lg-thread:", thread_id, ns)
+
+
+def _checkpoint_key(thread_id: str, ns: str, checkpoint_id: str) -> str:
+    return _name("lg:", thread_id, ns, checkpoint_id)
+
+
+def _writes_name(thread_id: str, ns: str, checkpoint_id: str) -> str:
+    """
+    The store thread of the pending writes of one checkpoint, one record per ``put_writes``.
+    """
+    return _name("lg-writes:", thread_id, ns, checkpoint_id)
+
+
+def _record_key() -> str:
+    return "lg-w:" + base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+def _encode(typed: tuple[str, bytes]) -> list[str]:
+    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
+
+
+def _decode(value: Any) -> tuple[str, bytes]:
+    if not (isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        msg = f"expected a [type, base64] pair, got {value!r}"
+        raise ValueError(msg)
+    return value[0], base64.b64decode(value[1].encode("ascii"), validate=True)
+
+
+def _json_exact(value: Any) -> bool:
+    """
+    Whether *value* comes back equal from JSON (then it is kept as JSON, where it can be filtered on).
+    """
+    try:
+        return bool(json.loads(json.dumps(value, allow_nan=False)) == value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _convert(items: list[Any]) -> list[Message] | None:
+    """
+    workingctx messages for LangChain messages, or None when LangChain would not give them back equal.
+    """
+    if not items:
+        return []
+    read = lc.read(items, state=True)
+    converted = [*read.prefix.grounding, *read.messages]
+    return converted if lc.write(converted, state=True) == items else None
+
+
+def _spec(parts: list[tuple[str | None, list[Message]]], start: int) -> tuple[list[list[Any]], int]:
+    """
+    Where each carried list lies in a transcript that holds them from *start* on: ``[key, start, count]`` each.
+    """
+    spec = []
+    for key, messages in parts:
+        spec.append([key, start, len(messages)])
+        start += len(messages)
+    return spec, start
+
+
+def _restore(messages: Sequence[Message], spec: Any) -> Any:
+    """
+    The value :func:`_spec` described: a list of LangChain messages, or a dict of them.
+    """
+    parts = {}
+    for key, start, count in spec:
+        if not (isinstance(start, int) and isinstance(count, int) and 0 <= start <= start + count <= len(messages)):
+            msg = f"a carried value lies at messages[{start!r}:{start!r}+{count!r}], outside the transcript"
+            raise ValueError(msg)
+        parts[key] = lc.write(list(messages[start : start + count]), state=True)
+    if list(parts) == [None]:
+        return parts[None]
+    return dict(parts)
+
+
+def _is_messages(value: Any) -> bool:
+    return type(value) is list and all(
+        isinstance(getattr(item, "type", None), str) and callable(getattr(item, "model_dump", None)) for item in value
+    )
+
+
+@attrs.frozen
+class _Entry:
+    """
+    What a store's descriptor says of one LangGraph checkpoint, read without loading it.
+    """
+
+    key: str
+    parent_key: str | None
+    thread_id: str
+    ns: str
+    checkpoint_id: str
+    parent_id: str | None
+    metadata: Any  # the LangGraph metadata as JSON, or None when it rides serialized in the note
+    created_at: datetime
+
+
+def _entry(info: CheckpointInfo) -> _Entry | None:
+    """
+    The LangGraph checkpoint a store descriptor describes, or None for anything else.
+    """
+    tag = info.metadata.get(_TAG)
+    if not isinstance(tag, Mapping) or tag.get("kind") != "checkpoint":
+        return None
+    thread_id, ns, checkpoint_id = tag.get("thread_id"), tag.get("checkpoint_ns"), tag.get("checkpoint_id")
+    if not (isinstance(thread_id, str) and isinstance(ns, str) and isinstance(checkpoint_id, str)):
+        return None
+    parent = tag.get("parent_checkpoint_id")
+    metadata = tag.get("metadata")
+    return _Entry(
+        key=info.id,
+        parent_key=info.parent,
+        thread_id=thread_id,
+        ns=ns,
+        checkpoint_id=checkpoint_id,
+        parent_id=parent if isinstance(parent, str) else None,
+        metadata=None if metadata is None else thaw(metadata),
+        created_at=info.created_at,
+    )
+
+
+class _Cached:
+    """
+    The last transcript put to one LangGraph thread and namespace: the LangGraph
+    message objects, their fields as they were then, and a live context
+    holding their workingctx messages, so the next put converts and hashes
+    only the messages added since.
+
+    A message is reused when it is the same object with the same fields: a
+    field set again in place (``message.content = ...``, then the message
+    returned to replace itself by id) makes it new. A change deep inside a
+    field's own dict or list, which LangChain's messages never make, is not seen.
+    """
+
+    __slots__ = ("ctx", "fields", "last", "objects")
+
+    def __init__(self, objects: list[Any], ctx: WorkingContext, before: _Cached | None = None, kept: int = 0) -> None:
+        self.objects = objects
+        # the fields of the first *kept* messages are *before*'s: the same objects, found unchanged
+        known: list[dict[str, Any]] = [] if before is None else before.fields[:kept]
+        self.fields: list[dict[str, Any]] = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
+        self.ctx = ctx
+        messages = ctx.messages
+        self.last: Message | None = messages[-1] if messages else None
+
+    def holds(self, messages: Sequence[Message], count: int) -> bool:
+        """
+        Whether this transcript is the first *count* of *messages* (the same
+        values, as a checkpoint taken from it holds them), its LangChain
+        messages still unchanged: then they can be handed out again.
+        """
+        return (
+            len(self.objects) == count
+            and (count == 0 or self.last is messages[count - 1])
+            and list(map(vars, self.objects)) == self.fields
+        )
+
+    def continued_by(self, value: list[Any]) -> bool:
+        """
+        Whether *value* starts with this transcript's messages, unchanged.
+        """
+        count = len(self.objects)
+        head = value[:count]
+        return (
+            len(head) == count and all(map(operator.is_, head, self.objects)) and list(map(vars, head)) == self.fields
+        )
+
+
+class ContextSaver(BaseCheckpointSaver[int]):
+    """
+    A LangGraph checkpointer over a workingctx store: swap it in for
+    ``InMemorySaver``, ``SqliteSaver`` or ``PostgresSaver`` in one line.
+
+    Each LangGraph checkpoint is one workingctx :class:`~workingctx.Checkpoint`.
+    The *channel* (``"messages"`` by default) is its transcript, so each
+    message is stored once, by digest, and checked against its digest on load;
+    a channel value that is not a list of LangChain messages, or that LangChain
+    would not give back equal, goes through the serializer like every other
+    channel. A store thread per LangGraph thread and namespace keeps the order
+    checkpoints were put in, with a compare-and-set head, so writers sharing a
+    thread on PostgreSQL or Redis lose nothing.
+
+    Args:
+        store: Any workingctx store: :class:`~workingctx.InMemoryStore`,
+            :class:`~workingctx.SQLiteStore`, ``PostgresStore``, ``RedisStore``.
+        serde: LangGraph's serializer for the other channels and the writes
+            (LangGraph's default when None).
+        channel: The channel kept as a transcript.
+
+    Raises:
+        TypeError: *store* is not a checkpoint store.
+
+    Every method raises :class:`~workingctx.exceptions.CheckpointError`,
+    naming the thread and the checkpoint id, when the store holds something
+    other than a LangGraph checkpoint where one is expected or a damaged
+    transcript, and when a put continues a checkpoint the thread does not
+    hold; nothing is written then. The async methods run the store's calls in
+    a worker thread.
+    """
+
+    def __init__(
+        self, store: CheckpointStore, *, serde: SerializerProtocol | None = None, channel: str = "messages"
+    ) -> None:
+        if not isinstance(store, CheckpointStore):
+            msg = (
+                f"ContextSaver takes a workingctx checkpoint store (InMemoryStore, SQLiteStore, PostgresStore, "
+                f"RedisStore), got {store!r} of type {type(store).__name__}"
+            )
+            raise ArgumentTypeError(msg, argument="store", value=store, expected="a workingctx checkpoint store")
+        super().__init__(serde=serde)
+        self.store = store
+        self.channel = channel
+        self._lock = threading.Lock()
+        self._heads: dict[str, str | None] = {}  # store thread -> the head this saver last saw or wrote
+        # head key -> (key, id) of the newest LangGraph checkpoint (the greatest id) up to it
+        self._latest: dict[str, tuple[str, str]] = {}
+        self._cached: dict[str, _Cached] = {}  # log name -> the last transcript put there
+        # log name -> the checkpoint this saver last saved there: read back from memory while it is the head
+        self._saved: dict[str, tuple[Checkpoint, _Cached | None]] = {}
+
+    def __repr__(self) -> str:
+        return f"ContextSaver({self.store!r}, channel={self.channel!r})"
+
+    # -- config ---------------------------------------------------------------------
+
+    @staticmethod
+    def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
+        configurable = config.get("configurable") or {}
+        if "thread_id" not in configurable:
+            msg = f"a LangGraph config names its thread: config['configurable']['thread_id'] is missing in {config!r}"
+            raise CheckpointError(msg, path="$.configurable.thread_id")
+        checkpoint_id = configurable.get("checkpoint_id")
+        return (
+            str(configurable["thread_id"]),
+            str(configurable.get("checkpoint_ns") or ""),
+            None if checkpoint_id is None else str(checkpoint_id),
+        )
+
+    @staticmethod
+    def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+    # -- saving ---------------------------------------------------------------------
+
+    def _transcript(self, log: str, value: list[Any]) -> WorkingContext | None:
+        """
+        A live context holding *value*'s messages, or None when LangChain would
+        not give one of them back equal (the channel is serialized instead).
+        """
+        with self._lock:
+            cached = self._cached.get(log)
+        start = len(cached.objects) if cached is not None and cached.continued_by(value) else 0
+        if not _is_messages(value[start:]):
+            return None
+        converted = _convert(value[start:])
+        if converted is None:
+            return None
+        if start and cached is not None:
+            ctx = cached.ctx.fork()
+            ctx.extend(converted)
+        else:
+            ctx = WorkingContext(messages=converted)
+        # the digest chain is computed here, once: the next put's fork shares it and hashes only what it adds
+        ctx.digest()
+        with self._lock:
+            self._cached[log] = _Cached(list(value), ctx, cached, start)
+        return ctx.fork()
+
+    @staticmethod
+    def _carry(value: Any) -> list[tuple[str | None, list[Message]]] | None:
+        """
+        The messages of a value that is a list of LangChain messages (or a dict
+        of such lists, as a graph's input is), converted, each list with its
+        key; None for any other value, or when LangChain would not give one
+        back equal (the value is serialized instead).
+        """
+        if _is_messages(value):
+            parts: list[tuple[str | None, list[Any]]] = [(None, value)]
+        elif type(value) is dict and value and all(type(k) is str and _is_messages(v) for k, v in value.items()):
+            parts = list(value.items())
+        else:
+            return None
+        out: list[tuple[str | None, list[Message]]] = []
+        for key, items in parts:
+            converted = _convert(items)
+            if converted is None:
+                return None
+            out.append((key, converted))
+        return out
+
+    def _head(self, name: str, *, fresh: bool = False) -> str | None:
+        with self._lock:
+            if not fresh and name in self._heads:
+                return self._heads[name]
+        head = self.store.head(name)
+        with self._lock:
+            self._heads[name] = head
+        return head
+
+    def _save_to(self, name: str, build: Any, what: str) -> Checkpoint:
+        """
+        Save the checkpoint ``build(parent)`` makes to the store thread *name*,
+        continuing its head; on a lost race, continue the new head and save again.
+        """
+        head = self._head(name)
+        for _ in range(_RETRIES):
+            checkpoint: Checkpoint = build(head)
+            try:
+                self.store.save(checkpoint, thread=name)
+            except HeadConflictError as exc:
+                head = exc.actual
+                with self._lock:
+                    self._heads[name] = head
+                continue
+            with self._lock:
+                self._heads[name] = checkpoint.id
+            return checkpoint
+        msg = (
+            f"cannot save {what}: the head of store thread {name!r} kept moving ({_RETRIES} tries); nothing was written"
+        )
+        raise CheckpointError(msg, path="$.parent")
+
+    def _split(self, log: str, channel_values: Mapping[str, Any]) -> tuple[WorkingContext, dict[str, Any], list[Any]]:
+        """
+        A context whose transcript holds the checkpoint's messages (the
+        *channel* first, then those other channels carry), the channels left
+        to serialize, and where each carried channel lies in the transcript.
+        """
+        values = dict(channel_values)
+        ctx: WorkingContext | None = None
+        carried: list[list[Any]] = []
+        if self.channel in values and type(values[self.channel]) is list:
+            ctx = self._transcript(log, values[self.channel])
+            if ctx is not None:
+                carried.append([self.channel, [[None, 0, ctx.size()]]])
+                del values[self.channel]
+        ctx = WorkingContext() if ctx is None else ctx
+        for channel in sorted(values):  # other channels holding messages (a graph's input) share them too
+            parts = self._carry(values[channel])
+            if parts is not None:
+                spec, _ = _spec(parts, ctx.size())
+                ctx.extend(message for _, messages in parts for message in messages)
+                carried.append([channel, spec])
+                del values[channel]
+        return ctx, values, carried
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: GraphCheckpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,  # noqa: ARG002  # every channel is kept whole: versions need no blobs
+    ) -> RunnableConfig:
+        """
+        Store a checkpoint: its transcript adds only the messages the store lacks.
+
+        Raises:
+            CheckpointError: The config names a parent checkpoint the thread does
+                not hold, or the store refused the checkpoint; nothing was written.
+        """
+        thread_id, ns, parent_id = self._ids(config)
+        checkpoint_id = str(checkpoint["id"])
+        log = _log_name(thread_id, ns)
+        where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (namespace {ns!r})"
+        if parent_id is not None and not self._holds(thread_id, ns, parent_id):
+            msg = (
+                f"cannot put {where}: its parent checkpoint {parent_id!r} is not in the thread; "
+                "continue from a checkpoint get_tuple or list returns. Nothing was written"
+            )
+            raise CheckpointError(msg, path="$.configurable.checkpoint_id")
+        ctx, values, carried = self._split(log, checkpoint["channel_values"])
+        with self._lock:  # the transcript this put made, when the channel is one
+            transcript = self._cached.get(log) if carried and carried[0][0] == self.channel else None
+        rest = {**checkpoint, "channel_values": values}
+        graph_metadata = dict(get_serializable_checkpoint_metadata(config, metadata))
+        as_json = _json_exact(graph_metadata)
+        note: dict[str, Any] = {"checkpoint": _encode(self.serde.dumps_typed(rest)), "carried": carried}
+        if not as_json:
+            note["metadata"] = _encode(self.serde.dumps_typed(graph_metadata))
+        ctx.note(_NOTE, note)
+        snapshot = ctx.freeze()
+        tag = {
+            "kind": "checkpoint",
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+            "parent_checkpoint_id": parent_id,
+            "metadata": graph_metadata if as_json else None,
+        }
+        created_at = _timestamp(checkpoint.get("ts"))
+        key = _checkpoint_key(thread_id, ns, checkpoint_id)
+
+        def build(head: str | None) -> Checkpoint:
+            parent = head
+            if head == key:  # put again: it keeps its place in the thread
+                lineage = self.store.lineage(key)
+                parent = lineage[-2].id if len(lineage) > 1 else None
+            return Checkpoint(id=key, snapshot=snapshot, created_at=created_at, parent=parent, metadata={_TAG: tag})
+
+        try:
+            known = self._put_again(thread_id, ns, key, checkpoint_id)
+            if known is not None:  # an older checkpoint put again is replaced where it is, never moved
+                saved = Checkpoint(
+                    id=key, snapshot=snapshot, created_at=created_at, parent=known.parent_key, metadata={_TAG: tag}
+                )
+                self.store.save(saved)
+                return self._config(thread_id, ns, checkpoint_id)
+            saved = self._save_to(log, build, where)
+            with self._lock:
+                self._saved[log] = (saved, transcript)
+        except CheckpointError as exc:
+            msg = f"cannot put {where}: {exc}"
+            raise CheckpointError(msg, path=exc.path) from exc
+        with self._lock:
+            before = self._latest.get(saved.parent or "")
+            self._latest[key] = before if before is not None and before[1] > checkpoint_id else (key, checkpoint_id)
+            # a checkpoint this saver just wrote has no writes yet: its first put_writes needs no head
+            self._heads.setdefault(_writes_name(thread_id, ns, checkpoint_id), None)
+        return self._config(thread_id, ns, checkpoint_id)
+
+    def _put_again(self, thread_id: str, ns: str, key: str, checkpoint_id: str) -> _Entry | None:
+        """
+        The thread's entry for *key* when a put repeats a checkpoint older than
+        the thread's newest (LangGraph's ids grow, so a new checkpoint is never
+        older, and costs no lookup); None otherwise.
+        """
+        with self._lock:
+            head = self._heads.get(_log_name(thread_id, ns))
+            latest = None if head is None else self._latest.get(head)
+        if latest is None or checkpoint_id >= latest[1]:
+            return None
+        return next((entry for entry in self._log(thread_id, ns)[:-1] if entry.key == key), None)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """
+        Store the writes of one task, linked to a checkpoint. A write already
+        stored under the same task and index is kept (the first one wins); the
+        special channels (errors, interrupts, ...) overwrite, as LangGraph's rules say.
+        """
+        thread_id, ns, checkpoint_id = self._ids(config)
+        if checkpoint_id is None:
+            msg = f"put_writes needs config['configurable']['checkpoint_id'] (thread {thread_id!r})"
+            raise CheckpointError(msg, path="$.configurable.checkpoint_id")
+        ctx = WorkingContext()
+        items: list[list[Any]] = []
+        for index, (channel, value) in enumerate(writes):
+            parts = self._carry(value)
+            if parts is None:
+                items.append([WRITES_IDX_MAP.get(channel, index), channel, *_encode(self.serde.dumps_typed(value))])
+            else:  # messages written to a channel share the transcript's items
+                spec, _ = _spec(parts, ctx.size())
+                ctx.extend(message for _, messages in parts for message in messages)
+                items.append([WRITES_IDX_MAP.get(channel, index), channel, "carried", spec])
+        if not items:
+            return
+        ctx.note(_NOTE, {"task_id": str(task_id), "task_path": str(task_path), "writes": items})
+        snapshot = ctx.freeze()
+        name = _writes_name(thread_id, ns, checkpoint_id)
+        key = _record_key()
+        tag = {
+            "kind": "writes",
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+            "task_id": str(task_id),
+        }
+        now = datetime.now(UTC)
+        self._save_to(
+            name,
+            lambda head: Checkpoint(id=key, snapshot=snapshot, created_at=now, parent=head, metadata={_TAG: tag}),
+            f"the writes of task {task_id!r} for checkpoint {checkpoint_id!r} of thread {thread_id!r}",
+        )
+
+    # -- loading --------------------------------------------------------------------
+
+    def _log(self, thread_id: str, ns: str) -> list[_Entry]:
+        """
+        The checkpoints put to a thread and namespace, in the order they were put.
+        """
+        name = _log_name(thread_id, ns)
+        head = self.store.head(name)
+        with self._lock:
+            self._heads[name] = head
+        if head is None:
+            return []
+        entries = []
+        for info in self.store.lineage(head):
+            entry = _entry(info)
+            if entry is None:
+                msg = (
+                    f"store thread {name!r} of LangGraph thread {thread_id!r} (namespace {ns!r}) holds checkpoint "
+                    f"{info.id!r}, which is not a LangGraph checkpoint; use another store, or another thread id"
+                )
+                raise CheckpointError(msg, path="$.metadata.langgraph")
+            entries.append(entry)
+        return entries
+
+    def _holds(self, thread_id: str, ns: str, checkpoint_id: str) -> bool:
+        key = _checkpoint_key(thread_id, ns, checkpoint_id)
+        with self._lock:
+            head = self._heads.get(_log_name(thread_id, ns))
+            if head is not None and key in {head, self._latest.get(head, (None,))[0]}:
+                return True
+        return any(entry.key == key for entry in self._log(thread_id, ns))
+
+    def _latest_key(self, thread_id: str, ns: str) -> tuple[str, str] | None:
+        """
+        The key and id of the thread's newest checkpoint (the greatest id, as LangGraph orders them).
+        """
+        head = self._head(_log_name(thread_id, ns), fresh=True)
+        if head is None:
+            return None
+        with self._lock:
+            known = self._latest.get(head)
+        if known is not None:
+            return known
+        entries = self._log(thread_id, ns)
+        if not entries:
+            return None
+        newest = max(entries, key=lambda entry: entry.checkpoint_id)
+        with self._lock:
+            self._latest[entries[-1].key] = (newest.key, newest.checkpoint_id)
+        return newest.key, newest.checkpoint_id
+
+    def _load(
+        self, thread_id: str, ns: str, checkpoint_id: str, *, head: str | None = None, resume: bool = False
+    ) -> CheckpointTuple:
+        """
+        A checkpoint as LangGraph reads it. When *head* (the thread's head, just
+        read) is the checkpoint this saver saved last, it is read from memory,
+        as the store keeps the items it wrote; its pending writes always come
+        from the store. With *resume* (a run continues from it), the
+        transcript is remembered, so the run's next put adds only its new messages.
+        """
+        key = _checkpoint_key(thread_id, ns, checkpoint_id)
+        where = f"checkpoint {checkpoint_id!r} of LangGraph thread {thread_id!r} (namespace {ns!r})"
+        with self._lock:
+            mine, transcript = self._saved.get(_log_name(thread_id, ns), (None, None))
+        if mine is None or not head == mine.id == key:
+            mine, transcript = None, None
+        try:
+            saved = mine if mine is not None else self.store.load(key)
+        except CheckpointError as exc:
+            msg = f"cannot load {where}: {exc}"
+            raise CheckpointError(msg, path=exc.path) from exc
+        try:
+            return self._tuple(saved, thread_id, ns, checkpoint_id, transcript=transcript, resume=resume)
+        except CheckpointError as exc:  # a damaged record of its writes
+            msg = f"cannot load the pending writes of {where}: {exc}"
+            raise CheckpointError(msg, path=exc.path) from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = (
+                f"cannot load {where}: store checkpoint {key!r} is not a LangGraph checkpoint ContextSaver "
+                f"wrote ({type(exc).__name__}: {exc}); nothing was changed"
+            )
+            raise CheckpointError(msg, path="$.snapshot.scratchpad.langgraph") from exc
+
+    def _tuple(
+        self,
+        saved: Checkpoint,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        *,
+        transcript: _Cached | None = None,
+        resume: bool = False,
+    ) -> CheckpointTuple:
+        tag = saved.metadata.get(_TAG)
+        if not isinstance(tag, Mapping) or tag.get("kind") != "checkpoint":
+            msg = "its metadata has no langgraph checkpoint record"
+            raise ValueError(msg)
+        if [tag.get("thread_id"), tag.get("checkpoint_ns"), tag.get("checkpoint_id")] != [thread_id, ns, checkpoint_id]:
+            msg = f"its record names another checkpoint: {dict(thaw(tag))!r}"
+            raise ValueError(msg)
+        note = dict(saved.snapshot.scratchpad)[_NOTE]
+        checkpoint = self.serde.loads_typed(_decode(note["checkpoint"]))
+        if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
+            msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
+            raise TypeError(msg)
+        for channel, spec in note["carried"]:
+            checkpoint["channel_values"][channel] = self._carried(
+                saved.snapshot.messages, channel, spec, _log_name(thread_id, ns), transcript, resume=resume
+            )
+        serialized = "metadata" in note
+        metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
+        parent_id = tag.get("parent_checkpoint_id")
+        return CheckpointTuple(
+            config=self._config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,  # type: ignore[arg-type]  # a dict, checked above
+            metadata=metadata,
+            parent_config=None if parent_id is None else self._config(thread_id, ns, parent_id),
+            pending_writes=self._writes(thread_id, ns, checkpoint_id),
+        )
+
+    def _carried(
+        self,
+        messages: Sequence[Message],
+        channel: str,
+        spec: Any,
+        log: str,
+        transcript: _Cached | None,
+        *,
+        resume: bool,
+    ) -> Any:
+        """
+        A carried channel's value. The transcript channel comes from
+        *transcript* when it still holds it unchanged (the very LangChain
+        messages the last put was given, so the next put finds them as they
+        were); otherwise it is built anew, and with *resume* remembered.
+        """
+        main = channel == self.channel and len(spec) == 1 and spec[0][0] is None and spec[0][1] == 0
+        if main and transcript is not None and transcript.holds(messages, spec[0][2]):
+            return list(transcript.objects)
+        value = _restore(messages, spec)
+        if main and resume:
+            ctx = WorkingContext(messages=list(messages[: spec[0][2]]))
+            ctx.digest()
+            with self._lock:
+                self._cached[log] = _Cached(list(value), ctx)
+        return value
+
+    def _write_records(self, thread_id: str, ns: str, checkpoint_id: str) -> list[CheckpointInfo]:
+        head = self.store.head(_writes_name(thread_id, ns, checkpoint_id))
+        return [] if head is None else self.store.lineage(head)
+
+    def _writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[tuple[str, str, Any]]:
+        """
+        The pending writes of a checkpoint, by LangGraph's rules, in ``writes_sort_key`` order.
+        """
+        kept: dict[tuple[str, int], tuple[str, str, Any]] = {}
+        for info in self._write_records(thread_id, ns, checkpoint_id):
+            snapshot = self.store.load(info.id).snapshot
+            note = dict(snapshot.scratchpad)[_NOTE]
+            task_id, task_path = note["task_id"], note["task_path"]
+            for index, channel, kind, data in note["writes"]:
+                if index >= 0 and (task_id, index) in kept:
+                    continue
+                if kind == "carried":
+                    value = _restore(snapshot.messages, data)
+                else:
+                    value = self.serde.loads_typed(_decode([kind, data]))
+                kept[task_id, index] = (task_path, channel, value)
+        ordered = sorted(kept.items(), key=lambda item: (item[1][0], item[0][0], item[0][1]))
+        return [(task_id, channel, value) for (task_id, _), (_, channel, value) in ordered]
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """
+        The checkpoint the config names, or the thread's newest one; None when there is none.
+
+        Raises:
+            CheckpointError: The store holds something else under that
+                checkpoint, or its transcript is damaged (the error names the
+                thread and the id).
+        """
+        thread_id, ns, checkpoint_id = self._ids(config)
+        if checkpoint_id is None:
+            latest = self._latest_key(thread_id, ns)
+            if latest is None:
+                return None
+            with self._lock:
+                head = self._heads.get(_log_name(thread_id, ns))
+            return self._load(thread_id, ns, latest[1], head=head, resume=True)
+        try:
+            return self._load(thread_id, ns, checkpoint_id, resume=True)
+        except CheckpointError:
+            if not self._holds(thread_id, ns, checkpoint_id):
+                return None  # LangGraph's contract: an id the thread does not hold reads as None
+            raise
+
+    def _entries(self, config: RunnableConfig | None) -> list[_Entry]:
+        if config is None:
+            return self._scan()
+        thread_id, _, _ = self._ids(config)
+        configurable = config.get("configurable") or {}
+        if "checkpoint_ns" in configurable:
+            return self._log(thread_id, str(configurable["checkpoint_ns"] or ""))
+        return [entry for ns in self._namespaces(thread_id) for entry in self._log(thread_id, ns)]
+
+    def _scan(self) -> list[_Entry]:
+        """
+        Every LangGraph checkpoint in the store.
+        """
+        return [entry for entry in map(_entry, self.store.list()) if entry is not None]
+
+    def _namespaces(self, thread_id: str) -> list[str]:
+        return sorted({entry.ns for entry in self._scan() if entry.thread_id == thread_id})
+
+    def _metadata_of(self, entry: _Entry) -> Any:
+        if entry.metadata is not None:
+            return entry.metadata
+        return self._load(entry.thread_id, entry.ns, entry.checkpoint_id).metadata
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002  # LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """
+        The checkpoints of a thread (all threads when *config* is None), newest
+        first; *filter* keeps those whose metadata holds its items, *before*
+        those older than a checkpoint, *limit* the first so many.
+        """
+        entries = self._entries(config)
+        wanted = None if config is None else get_checkpoint_id(config)
+        cursor = None if before is None else get_checkpoint_id(before)
+        chosen = [
+            entry
+            for entry in entries
+            if (wanted is None or entry.checkpoint_id == wanted) and (cursor is None or entry.checkpoint_id < cursor)
+        ]
+        chosen.sort(key=lambda entry: entry.checkpoint_id, reverse=True)
+        count = 0
+        for entry in chosen:
+            if limit is not None and count >= limit:
+                return
+            if filter:
+                metadata = self._metadata_of(entry)
+                if not all(metadata.get(k) == v for k, v in filter.items()):
+                    continue
+            count += 1
+            yield self._load(entry.thread_id, entry.ns, entry.checkpoint_id)
+
+    # -- removing and copying -----------------------------------------------------------
+
+    def _drop_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
+        for info in reversed(self._write_records(thread_id, ns, checkpoint_id)):
+            self.store.delete(info.id)
+        with self._lock:
+            self._heads.pop(_writes_name(thread_id, ns, checkpoint_id), None)
+
+    def _remove(self, thread_id: str, ns: str, doomed: set[str]) -> None:
+        """
+        Delete the checkpoints of a thread and namespace whose keys are in
+        *doomed*, with their writes; the survivors are linked again in the
+        order they were put, so the thread lists them all.
+        """
+        entries = self._log(thread_id, ns)
+        for entry in reversed(entries):
+            if entry.key in doomed:
+                self._drop_writes(thread_id, ns, entry.checkpoint_id)
+                self.store.delete(entry.key)
+        survivors = [entry for entry in entries if entry.key not in doomed]
+        previous: str | None = None
+        for entry in survivors:
+            if entry.parent_key != previous:
+                self.store.save(attrs.evolve(self.store.load(entry.key), parent=previous))
+            previous = entry.key
+        name = _log_name(thread_id, ns)
+        if survivors and self.store.head(name) != previous:
+            self.store.save(self.store.load(survivors[-1].key), thread=name)
+        with self._lock:
+            self._heads.pop(name, None)
+            self._cached.pop(name, None)
+            self._saved.pop(name, None)
+            for entry in entries:
+                self._latest.pop(entry.key, None)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """
+        Delete every checkpoint and write of a thread, in every namespace; what
+        no other checkpoint uses (messages included) leaves the store.
+        """
+        thread_id = str(thread_id)
+        for ns in self._namespaces(thread_id):
+            self._remove(thread_id, ns, {entry.key for entry in self._log(thread_id, ns)})
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """
+        Delete the checkpoints (and their writes) whose metadata names one of *run_ids*.
+        """
+        runs = {str(run) for run in run_ids}
+        if not runs:
+            return
+        doomed: dict[tuple[str, str], set[str]] = {}
+        for entry in self._scan():
+            run = self._metadata_of(entry).get("run_id")
+            if run is not None and str(run) in runs:
+                doomed.setdefault((entry.thread_id, entry.ns), set()).add(entry.key)
+        for (thread_id, ns), keys in doomed.items():
+            self._remove(thread_id, ns, keys)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """
+        Keep only the newest checkpoint of each namespace of each thread
+        (``"keep_latest"``), or none (``"delete"``). Messages only the pruned
+        checkpoints used leave the store; a message a kept checkpoint holds stays.
+
+        Raises:
+            ValueError: An unknown *strategy*.
+        """
+        if strategy not in {"keep_latest", "delete"}:
+            msg = f"prune's strategy is 'keep_latest' or 'delete', got {strategy!r}"
+            raise ValueError(msg)
+        for thread_id in map(str, thread_ids):
+            for ns in self._namespaces(thread_id):
+                entries = self._log(thread_id, ns)
+                keep = max(entries, key=lambda entry: entry.checkpoint_id).key if strategy == "keep_latest" else None
+                self._remove(thread_id, ns, {entry.key for entry in entries if entry.key != keep})
+
+    def delete_threads_before(self, when: datetime) -> builtins.list[str]:
+        """
+        Delete every thread whose newest checkpoint was made before *when*
+        (timezone-aware), and return their ids, oldest first.
+        """
+        if not isinstance(when, datetime) or when.tzinfo is None:
+            msg = f"delete_threads_before takes a timezone-aware datetime, got {when!r}; use datetime.now(UTC)"
+            raise TypeError(msg)
+        newest: dict[str, datetime] = {}
+        for entry in self._scan():
+            newest[entry.thread_id] = max(entry.created_at, newest.get(entry.thread_id, entry.created_at))
+        old = sorted((at, thread_id) for thread_id, at in newest.items() if at < when)
+        for _, thread_id in old:
+            self.delete_thread(thread_id)
+        return [thread_id for _, thread_id in old]
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """
+        Copy every checkpoint and write of a thread to another thread, in order;
+        the copies share the source's messages (nothing is stored twice).
+        """
+        source, target = str(source_thread_id), str(target_thread_id)
+        for ns in self._namespaces(source):
+            present = {entry.key for entry in self._log(target, ns)}
+            for entry in self._log(source, ns):
+                key = _checkpoint_key(target, ns, entry.checkpoint_id)
+                if key in present:  # copied before: the target keeps its own
+                    continue
+                saved = self.store.load(entry.key)
+                tag = {**thaw(saved.metadata[_TAG]), "thread_id": target}
+                self._save_to(
+                    _log_name(target, ns),
+                    lambda head, saved=saved, tag=tag, key=key: Checkpoint(
+                        id=key, snapshot=saved.snapshot, created_at=saved.created_at, parent=head, metadata={_TAG: tag}
+                    ),
+                    f"the copy of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
+                )
+                for info in self._write_records(source, ns, entry.checkpoint_id):
+                    record = self.store.load(info.id)
+                    record_tag = {**thaw(record.metadata[_TAG]), "thread_id": target}
+                    record_key = _record_key()
+                    self._save_to(
+                        _writes_name(target, ns, entry.checkpoint_id),
+                        lambda head, record=record, record_tag=record_tag, record_key=record_key: Checkpoint(
+                            id=record_key,
+                            snapshot=record.snapshot,
+                            created_at=record.created_at,
+                            parent=head,
+                            metadata={_TAG: record_tag},
+                        ),
+                        f"the copy of the writes of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
+                    )
+
+    # -- async ------------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """
+        :meth:`get_tuple`, run in a worker thread.
+        """
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002  # LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """
+        :meth:`list`, run in a worker thread.
+        """
+        found = await asyncio.to_thread(lambda: [*self.list(config, filter=filter, before=before, limit=limit)])
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: GraphCheckpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """
+        :meth:`put`, run in a worker thread.
+        """
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """
+        :meth:`put_writes`, run in a worker thread.
+        """
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """
+        :meth:`delete_thread`, run in a worker thread.
+        """
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """
+        :meth:`delete_for_runs`, run in a worker thread.
+        """
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """
+        :meth:`copy_thread`, run in a worker thread.
+        """
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """
+        :meth:`prune`, run in a worker thread.
+        """
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _timestamp(ts: object) -> datetime:
+    if isinstance(ts, str):
+        try:
+            when = datetime.fromisoformat(ts)
+        except ValueError:
+            return datetime.now(UTC)
+        if when.tzinfo is not None:
+            return when
+    return datetime.now(UTC)
