@@ -15,7 +15,7 @@ _FLAGS = ELLIPSIS | NORMALIZE_WHITESPACE
 
 _markdown = Sybil(
     parsers=[PythonCodeBlockParser(doctest_optionflags=_FLAGS)],
-    patterns=["README.md", "docs/*.md"],
+    patterns=["README.md", "docs/*.md", "docs/**/*.md"],
 )
 _docstrings = Sybil(
     parsers=[DocTestParser(optionflags=_FLAGS)],

@@ -104,11 +104,18 @@ def page(browser: object) -> Iterator[object]:
     """
     opened = browser.new_page()  # type: ignore[attr-defined]
     opened.failures = []
+
+    def record(response: object) -> None:
+        if response.status >= 400:  # type: ignore[attr-defined]
+            opened.failures.append(f"{response.url}: {response.status}")  # type: ignore[attr-defined]
+
+    def local_only(request: object) -> None:
+        if urlparse(request.url).hostname not in {"127.0.0.1", None}:  # type: ignore[attr-defined]
+            opened.failures.append(f"{request.url}: a request outside the site")  # type: ignore[attr-defined]
+
     opened.on("requestfailed", lambda request: opened.failures.append(f"{request.url}: {request.failure}"))
-    opened.on(
-        "response",
-        lambda response: response.status >= 400 and opened.failures.append(f"{response.url}: {response.status}"),
-    )
+    opened.on("response", record)
+    opened.on("request", local_only)
     try:
         yield opened
     finally:
@@ -204,3 +211,23 @@ def test_the_api_reference_documents_the_algebra(served, page):
     assert ":class:" not in article
     page.goto(urljoin(served, "reference/scopes/"))
     assert "TokenBudget" in page.locator("article").first.inner_text()
+
+
+def test_examples_are_fenced_and_roles_shown_as_code():
+    """
+    The API reference's docstring hook shows each run of ``>>>`` lines as a
+    ``pycon`` block (at its indentation, leaving fenced code alone) and a
+    cross-reference role as the code it names.
+    """
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("doctest_fences", ROOT / "docs" / "_hooks" / "doctest_fences.py")
+    assert spec is not None
+    assert spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    text = "Sum.\n\n    >>> f(\n    ...   1)\n    ['a']\n\n```\n>>> kept\n```\nSee :class:`~workingctx.Usage`."
+    fenced = "Sum.\n\n    ```pycon\n    >>> f(\n    ...   1)\n    ['a']\n    ```\n\n"
+    assert fenced + "```\n>>> kept\n```\nSee :class:`~workingctx.Usage`." == hooks.fence(text)
+    assert "See `Usage`." == hooks.unrole("See :class:`~workingctx.Usage`.")
+    assert "`workingctx.cache.plan`" == hooks.unrole(":func:`workingctx.cache.plan`")
