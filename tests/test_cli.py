@@ -1059,6 +1059,19 @@ class TestModelFromTheFile:
         assert len({r["cost"] for r in mixed}) > 1
         assert "gpt-4o" == run_json(capsys, "inspect", str(log))["model"]  # the last line's
 
+    def test_a_file_naming_a_model_of_another_provider(self, capsys, tmp_path):
+        """
+        An Anthropic body naming an OpenAI model is refused (status 2) with the
+        file's model named as such, and the fixes: ``--provider`` or ``--model``.
+        """
+        path = _with_model(tmp_path, "anthropic", model="gpt-4.1")
+        status, _, err = run(capsys, "replay", path)
+        assert 2 == status
+        assert "the file's model gpt-4.1 is a model of openai" in err
+        assert "--provider openai" in err
+        assert "--model with a model of anthropic" in err
+        assert 0 == run(capsys, "replay", path, "--model", "claude-sonnet-4-6")[0]
+
     def test_a_file_without_a_model_asks_for_one(self, capsys):
         """
         ``replay`` and ``report`` of a file that names no model exit 2 saying

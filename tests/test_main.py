@@ -92,7 +92,10 @@ class TestBadFiles:
             ),
             (b"[1, 2]", "messages[0] must be a JSON object, got 1"),
             (b'{"messages": [], "scratchpad": {"n": [1, NaN]}}', ":1: NaN is not JSON; write a number or null"),
-            (b'{"messages": [{"role": "user", "content": "x", "metadata": {"m": -1e999}}]}', "the number -1e999 is too large for a float"),
+            (
+                b'{"messages": [{"role": "user", "content": "x", "metadata": {"m": -1e999}}]}',
+                "the number -1e999 is too large for a float",
+            ),
             (
                 b'{"messages": [{"role": "user", "content": "hi", "metadata": '
                 + b'{"a":' * 5000

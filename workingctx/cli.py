@@ -111,9 +111,10 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     model = _model(args, doc)
     owner = None if model is None else model_provider(model)
     if doc.provider is not None and owner is not None and owner != doc.provider:
+        named = f"--model {model}" if getattr(args, "model", None) is not None else f"the file's model {model}"
         msg = (
-            f"--model {model} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
-            f"pass --provider {owner} to replay it under {owner}'s cache, or a model of {doc.provider}"
+            f"{named} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
+            f"pass --provider {owner} to replay it under {owner}'s cache, or --model with a model of {doc.provider}"
         )
         raise UsageError(msg)
     return doc.provider
