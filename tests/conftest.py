@@ -36,6 +36,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """
+    One line for every skipped test, grouped by reason, instead of one line
+    each (``-rfE`` in the options leaves skips out of the short summary): the
+    server tests skipped without a server would otherwise fill the last screen
+    and hide the line that says whether the suite passed.
+    """
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    grouped = "; ".join(
+        f"{count} {_shorter(reason)}" for reason, count in sorted(reasons.items(), key=lambda item: -item[1])
+    )
+    terminalreporter.write_line(f"{len(skipped)} skipped: {grouped} (pytest -rs lists them)")
+
+
+def _shorter(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 @pytest.fixture
 def fast_switching() -> Iterator[None]:
     """

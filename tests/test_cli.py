@@ -6,6 +6,7 @@ and bad usage reported in one line with the right exit status.
 
 from __future__ import annotations
 
+import argparse
 import errno
 import importlib
 import io
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
 from workingctx import Message, WorkingContext
-from workingctx._files import FORMATS, detect, read_file
+from workingctx._files import FORMATS, PROVIDERS, detect, read_file
 from workingctx._output import Table, emit, progress
 from workingctx.cli import _write_trimmed, describe, main, model_provider, trim_facts
 from workingctx.exceptions import ProviderError
@@ -455,7 +456,7 @@ class TestBadUsage:
             ["trim", "x.json"],
             ["trim", "x.json", "--budget", "-5"],
             ["trim", "x.json", "--budget", "ten"],
-            ["replay", "x.json"],
+            ["replay", sample("anthropic")],
             ["check", "x.json", "--provider", "acme"],
             ["inspect", "x.json", "--format", "yaml"],
         ],
@@ -613,7 +614,7 @@ def test_trim_output_keeps_the_request_fields(capsys, fmt, tmp_path):
     (model, tools, sampling settings), in their order; only the messages change.
     """
     body = json.loads(Path(sample(fmt)).read_text(encoding="utf-8"))
-    extras = {"model": "some-model", "max_tokens": 512, "tools": [{"name": "f"}], "temperature": 0.25}
+    extras = {"model": MODELS[PROVIDERS[fmt]], "max_tokens": 512, "tools": [{"name": "f"}], "temperature": 0.25}
     source = tmp_path / f"full.{fmt}.json"
     source.write_text(json.dumps({"model": extras["model"], **body, **extras}), encoding="utf-8")
     out_file = tmp_path / f"out.{fmt}.json"
@@ -977,3 +978,319 @@ class TestOutputFiles:
         process.stderr.close()
         assert 1 == process.wait(timeout=120)
         assert b"" == err
+
+
+def _with_model(tmp_path, fmt: str, **fields) -> str:
+    """
+    The shipped sample of *fmt* with *fields* (a model, ...) added to its body, written to a file.
+    """
+    body = json.loads(Path(sample(fmt)).read_text(encoding="utf-8"))
+    path = tmp_path / f"named.{fmt}.json"
+    path.write_text(json.dumps({**fields, **body}), encoding="utf-8")
+    return str(path)
+
+
+class TestModelFromTheFile:
+    @pytest.mark.parametrize(
+        ("fmt", "fields", "model"),
+        [
+            ("openai_chat", {"model": "gpt-4.1"}, "gpt-4.1"),
+            ("openai_responses", {"model": "gpt-4o"}, "gpt-4o"),
+            ("anthropic", {"model": "claude-haiku-4-5"}, "claude-haiku-4-5"),
+            ("google", {"model": "models/gemini-2.5-pro"}, "gemini-2.5-pro"),
+            ("google", {"model_version": "gemini-2.5-flash"}, "gemini-2.5-flash"),
+            ("google", {"modelVersion": "gemini-2.5-flash"}, "gemini-2.5-flash"),
+        ],
+    )
+    def test_every_command_takes_the_model_the_file_names(self, capsys, tmp_path, fmt, fields, model):
+        """
+        ``inspect``, ``replay`` and ``report`` price a file with the model it
+        names (a body's ``model``, a Gemini model path or ``model_version``),
+        giving what ``--model`` with that name gives; no ``--model`` is needed.
+        """
+        path = _with_model(tmp_path, fmt, **fields)
+        named = run_json(capsys, "inspect", path)
+        given = run_json(capsys, "inspect", sample(fmt), "--model", model)
+        assert model == named["model"]
+        assert given["cost"] == named["cost"]
+        assert given["breakpoints"] == named["breakpoints"]
+        replayed = run_json(capsys, "replay", path, "--window", "1700")
+        assert model == replayed["model"]
+        assert run_json(capsys, "replay", sample(fmt), "--model", model, "--window", "1700") == {
+            **replayed,
+            "file": sample(fmt),
+        }
+        page = tmp_path / "page.html"
+        status, _, err = run(capsys, "report", path, "-o", str(page))
+        assert 0 == status, err
+        assert model in page.read_text(encoding="utf-8")
+
+    def test_model_overrides_the_file(self, capsys, tmp_path):
+        """
+        ``--model`` wins over the model the file names.
+        """
+        path = _with_model(tmp_path, "anthropic", model="claude-haiku-4-5")
+        facts = run_json(capsys, "inspect", path, "--model", "claude-sonnet-4-6")
+        assert "claude-sonnet-4-6" == facts["model"]
+        assert run_json(capsys, "inspect", sample("anthropic"), "--model", "claude-sonnet-4-6")["cost"] == facts["cost"]
+
+    def test_a_log_prices_each_line_with_its_own_model(self, capsys, tmp_path):
+        """
+        In a ``.jsonl`` log each request is priced with the model its line
+        names: a log whose lines alternate two models costs, line by line,
+        what each line costs replayed under its own model.
+        """
+        lines = Path(sample("openai_chat", "jsonl")).read_text(encoding="utf-8").splitlines()
+        names = ["gpt-4o" if number % 2 else "gpt-4.1-mini" for number in range(len(lines))]
+        log = tmp_path / "mixed.jsonl"
+        log.write_text(
+            "".join(
+                json.dumps({"model": name, **json.loads(line)}) + "\n" for name, line in zip(names, lines, strict=True)
+            ),
+            encoding="utf-8",
+        )
+        mixed = run_json(capsys, "replay", str(log))["strategies"][0]["requests"]
+        for model in set(names):
+            alone = run_json(capsys, "replay", sample("openai_chat", "jsonl"), "--model", model)
+            rows = alone["strategies"][0]["requests"]
+            for number, name in enumerate(names):
+                if name == model:
+                    assert rows[number] == mixed[number]
+        assert len({r["cost"] for r in mixed}) > 1
+        assert "gpt-4o" == run_json(capsys, "inspect", str(log))["model"]  # the last line's
+
+    def test_a_file_naming_a_model_of_another_provider(self, capsys, tmp_path):
+        """
+        An Anthropic body naming an OpenAI model is refused (status 2) with the
+        file's model named as such, and the fixes: ``--provider`` or ``--model``.
+        """
+        path = _with_model(tmp_path, "anthropic", model="gpt-4.1")
+        status, _, err = run(capsys, "replay", path)
+        assert 2 == status
+        assert "the file's model gpt-4.1 is a model of openai" in err
+        assert "--provider openai" in err
+        assert "--model with a model of anthropic" in err
+        assert 0 == run(capsys, "replay", path, "--model", "claude-sonnet-4-6")[0]
+
+    def test_a_file_without_a_model_asks_for_one(self, capsys):
+        """
+        ``replay`` and ``report`` of a file that names no model exit 2 saying
+        to give ``--model``; ``inspect`` says the cost needs it.
+        """
+        for argv in (["replay", sample("anthropic")], ["report", sample("anthropic"), "-o", "page.html"]):
+            status, _, err = run(capsys, *argv)
+            assert 2 == status
+            assert "names no model" in err
+            assert "--model" in err
+        status, out, _ = run(capsys, "inspect", sample("anthropic"))
+        assert 0 == status
+        assert "the file names no model: give --model for the cost" in out
+
+
+class TestDemoOfAnyFormat:
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_demo_reads_every_format(self, capsys, fmt):
+        """
+        ``demo FILE`` reads the samples of every format, and reports the same
+        conversation (the same token total) for each.
+        """
+        status, out, err = run(capsys, "demo", sample(fmt))
+        assert 0 == status, err
+        assert f"tail messages: {read_file(sample(fmt)).last.size()} " in out
+
+    def test_demo_reads_provider_shapes(self, capsys, tmp_path):
+        """
+        An Anthropic request with ``tool_use`` blocks and an OpenAI request
+        with ``content: null`` beside its tool calls (both valid bodies, as the
+        SDK types say) are read by ``demo``.
+        """
+        anthropic_body = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 256,
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18 C"}]},
+            ],
+        }
+        openai_body = {
+            "model": "gpt-4.1",
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_0",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city": "Paris"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_0", "content": "18 C"},
+            ],
+        }
+        from anthropic.types import MessageCreateParams  # noqa: PLC0415
+        from openai.types.chat import CompletionCreateParams  # noqa: PLC0415
+        from pydantic import TypeAdapter  # noqa: PLC0415
+
+        TypeAdapter(MessageCreateParams).validate_python(anthropic_body)
+        TypeAdapter(CompletionCreateParams).validate_python(openai_body)
+        for name, body in (("a.json", anthropic_body), ("o.json", openai_body)):
+            path = tmp_path / name
+            path.write_text(json.dumps(body), encoding="utf-8")
+            status, out, err = run(capsys, "demo", str(path))
+            assert 0 == status, err
+            assert 'weather({"city": "Paris"})' in out
+            assert "tail messages: 3" in out
+
+
+class TestTrimKeepsWhatFits:
+    def test_without_low_the_cut_keeps_as_much_as_fits(self, capsys):
+        """
+        ``trim --budget N`` keeps as much as fits N: on the sample (user turns
+        at 0, 4, 8 and 16), 300 tokens over the prefix keep the exchanges from
+        message 8 (296 tokens), and those from message 4 would not have fitted.
+        With ``--low`` the cut goes down to that watermark instead (fewer kept),
+        which was the default cut: half the budget, leaving one message.
+        """
+        totals = run_json(capsys, "inspect", sample("anthropic"))["totals"]
+        budget = totals["prefix_tokens"] + 300
+        full = run_json(capsys, "trim", sample("anthropic"), "--budget", str(budget))
+        assert list(range(8, 17)) == full["kept"]
+        assert totals["prefix_tokens"] + 296 == full["tokens_after"] <= budget
+        ctx = read_file(sample("anthropic")).last
+        counter = ctx.counter
+        assert totals["prefix_tokens"] + sum(counter.count_message(m) for m in ctx.messages[4:]) > budget
+        explicit = run_json(capsys, "trim", sample("anthropic"), "--budget", str(budget), "--low", str(budget))
+        assert full == {**explicit, "low": None}
+        low = run_json(capsys, "trim", sample("anthropic"), "--budget", str(budget), "--low", str(budget // 2))
+        assert [16] == low["kept"]
+
+
+def _documented_synopsis() -> list[str]:
+    """
+    The lines of the first ``sh`` block of docs/cli.md: one per command.
+    """
+    text = (Path(__file__).parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+class TestHelpAndDocsAgree:
+    def test_the_synopsis_is_in_the_help(self, capsys):
+        """
+        Every line of the synopsis in docs/cli.md is printed by ``--help`` as it is written.
+        """
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        shown = [line.strip() for line in capsys.readouterr().out.splitlines()]
+        for line in _documented_synopsis():
+            assert line in shown
+
+    def test_required_and_optional_options_agree(self):
+        """
+        For each command, the options docs/cli.md writes bare are exactly the
+        ones the parser requires, those in brackets exist and are optional,
+        and every command of the parser is documented.
+        """
+        from workingctx.cli import _parser  # noqa: PLC0415
+
+        parser = _parser()
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices  # noqa: SLF001
+        documented = {}
+        for line in _documented_synopsis():
+            usage = line.split("#", 1)[0].split()
+            assert "workingctx" == usage[0]
+            documented[usage[1]] = usage[2:]
+        assert set(commands) == set(documented)
+        for name, words in documented.items():
+            sub = commands[name]
+            options = {o: a for a in sub._actions for o in a.option_strings}  # noqa: SLF001
+            required = {a.option_strings[0] for a in sub._actions if a.required and a.option_strings}  # noqa: SLF001
+            positional = [a for a in sub._actions if not a.option_strings]  # noqa: SLF001
+            bare = {w for w in words if w.startswith("-")}
+            bracketed = {w.strip("[]") for w in words if w.startswith("[-")}
+            assert {options[o].option_strings[0] for o in bare} == required, name
+            for option in bracketed:
+                assert option in options, (name, option)
+                assert not options[option].required, (name, option)
+            shown_positional = [w for w in words if w in {"FILE", "[FILE]", "A", "B"}]
+            assert len(positional) == len(shown_positional), name
+
+
+class TestCheckAsWritten:
+    @pytest.mark.parametrize(
+        ("body", "rules"),
+        [
+            (
+                {
+                    "system": "Be brief.",
+                    "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Sure "}],
+                },
+                {"trailing-whitespace"},
+            ),
+            (
+                {
+                    "system": "Be brief.",
+                    "messages": [
+                        {"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": [{"type": "tool_use", "id": "a.b", "name": "f", "input": {}}]},
+                        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a.b", "content": "r"}]},
+                    ],
+                },
+                {"id-format"},
+            ),
+            ({"messages": [{"role": "user", "content": []}, {"role": "user", "content": "x"}]}, {"empty-content"}),
+        ],
+    )
+    def test_check_reports_what_the_adapter_reports(self, capsys, tmp_path, body, rules):
+        """
+        A body its reader takes but its adapter's ``check(payload)`` refuses
+        (a prefill ending in a space, an id outside Anthropic's alphabet, an
+        empty content list) is reported by ``check`` with the same problems,
+        and exits 1.
+        """
+        from workingctx._files import detect  # noqa: PLC0415
+
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps(body), encoding="utf-8")
+        fmt = detect(body)
+        expected = importlib.import_module(f"workingctx.adapters.{fmt}").check(body)
+        assert rules == {p.rule for p in expected}
+        facts = run_json(capsys, "check", str(path))
+        assert not facts["valid"]
+        assert [p.rule for p in expected] == [p["rule"] for p in facts["requests"][0]["problems"]]
+        assert [p.index for p in expected] == [p["index"] for p in facts["requests"][0]["problems"]]
+        status, out, _ = run(capsys, "check", str(path))
+        assert 1 == status
+        for rule in rules:
+            assert rule in out
+
+
+class TestEscapedHeaders:
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["inspect", "{f}"],
+            ["trim", "{f}", "--budget", "1700"],
+            ["diff", "{f}", "{f}"],
+            ["replay", "{f}", "--model", "claude-sonnet-4-6"],
+        ],
+    )
+    def test_a_file_name_with_a_line_feed_is_escaped_in_headers(self, capsys, tmp_path, argv):
+        """
+        A file name holding a line feed and an escape character is shown in
+        every header as the error lines show it (``\\x0a``, ``\\x1b``), never
+        splitting the header or reaching the terminal raw.
+        """
+        path = tmp_path / "a\nb\x1bc.json"
+        shutil.copy(sample("anthropic"), path)
+        status, out, err = run(capsys, *(str(path) if a == "{f}" else a for a in argv))
+        assert 0 == status, err
+        assert "\x1b" not in out
+        assert "a\\x0ab\\x1bc.json" in out.splitlines()[0]

@@ -60,7 +60,7 @@ class TestFiles:
         A message with an unknown role exits 1 with an error naming where it is.
         """
         path = tmp_path / "bad.json"
-        path.write_text(json.dumps({"messages": [{"role": "robot", "content": "x"}]}))
+        path.write_text(json.dumps({"prefix": {}, "messages": [{"role": "robot", "content": "x"}]}))
         assert 1 == main([str(path)])
         err = capsys.readouterr().err
         assert err.startswith("error: ")
@@ -81,18 +81,21 @@ class TestBadFiles:
         [
             (
                 b'{"messages": [], "scratchpad": ["a", "b"]}',
-                "the scratchpad is a JSON object of notes, got list at $.scratchpad",
+                "$.scratchpad: not a workingctx request: the scratchpad is a JSON object of notes, got list",
             ),
             (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', ":1: not UTF-8 text: byte 0xe9 at offset 46"),
             (b'{"messages": [\n' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested too deeply"),
-            (b'{"messages": [], "scratchpad": {"k": 1, "k": 2}}', "repeats the key 'k' at $.scratchpad.k"),
+            (b'{"messages": [], "scratchpad": {"k": 1, "k": 2}}', "the key 'k' appears twice in one object"),
             (
                 b'{"messages": [\n  {"role": "user",\n   "content": }]}',
-                "not valid JSON (Expecting value: line 3 column",
+                ":3: not valid JSON: Expecting value (column 15)",
             ),
-            (b"[1, 2]", "a transcript file holds a JSON object, got list at $"),
-            (b'{"messages": [], "scratchpad": {"n": [1, NaN]}}', "the number at $.scratchpad.n[1] is nan"),
-            (b'{"messages": [{"role": "user", "content": "x", "metadata": {"m": -1e999}}]}', "is -inf"),
+            (b"[1, 2]", "messages[0] must be a JSON object, got 1"),
+            (b'{"messages": [], "scratchpad": {"n": [1, NaN]}}', ":1: NaN is not JSON; write a number or null"),
+            (
+                b'{"messages": [{"role": "user", "content": "x", "metadata": {"m": -1e999}}]}',
+                "the number -1e999 is too large for a float",
+            ),
             (
                 b'{"messages": [{"role": "user", "content": "hi", "metadata": '
                 + b'{"a":' * 5000

@@ -121,3 +121,22 @@ class TestInstalledPackage:
         )
         assert 0 == result.returncode, result.stderr
         assert "snapshot digest:" in result.stdout
+
+
+def test_the_all_extra_holds_every_feature_extra():
+    """
+    ``pip install ".[all]"`` installs every optional feature: the ``all`` extra
+    names every extra but the tool sets (``dev``, ``bench``, ``docs``), and the
+    README's install table lists every extra.
+    """
+    import tomllib  # noqa: PLC0415
+
+    if not (ROOT / "pyproject.toml").is_file():
+        pytest.skip(f"no checkout beside the tests at {ROOT}")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    (everything,) = extras["all"]
+    named = set(everything.removeprefix("workingctx[").removesuffix("]").split(","))
+    assert set(extras) - {"all", "dev", "bench", "docs"} == named
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for extra in extras:
+        assert f"| `{extra}` |" in readme, extra

@@ -16,7 +16,7 @@ from tests.strategies import usages
 from workingctx import Message, Usage, WorkingContext
 from workingctx.cache import RULES
 from workingctx.exceptions import PricingError, WorkingCtxError
-from workingctx.pricing import BUILTIN_PRICES, Price, add_price, cost, find_price, prices, remove_price
+from workingctx.pricing import BUILTIN_PRICES, Price, add_price, close_names, cost, find_price, prices, remove_price
 
 
 class TestClaudeSonnetCosts:
@@ -120,10 +120,46 @@ class TestErrors:
             return real_import(name, *args, **kwargs)
 
         monkeypatch.setattr(builtins, "__import__", no_genai)
-        with pytest.raises(PricingError, match=r"'my-model'.*add_price\('my-model'.*workingctx\[prices\]") as info:
+        with pytest.raises(
+            PricingError, match=r"'my-model'.*add_price\('my-model'.*pip install \"\.\[prices\]\""
+        ) as info:
             cost("my-model", Usage(input_tokens=1))
         assert isinstance(info.value, ValueError)
         assert isinstance(info.value, WorkingCtxError)
+        with pytest.raises(PricingError, match=r"close names: gpt-4\.1-mini, gpt-4o-mini"):
+            cost("gpt4.1-mini", Usage(input_tokens=1))
+
+    @pytest.mark.parametrize(
+        "model",
+        [
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "gpt-4o",
+            "gpt-4o-mini",
+            "o4-mini",
+            "claude-sonnet-4-6",
+            "claude-opus-4-1",
+            "claude-haiku-4-5",
+            "gemini-2.5-pro",
+            "gemini-2.5-flash",
+        ],
+    )
+    def test_the_models_people_use_need_no_extra(self, monkeypatch, model):
+        """
+        The models people use are in the built-in table, so they are priced
+        without genai-prices (the command line's ``cli`` extra alone).
+        """
+        real_import = builtins.__import__
+
+        def no_genai(name: str, *args: Any, **kwargs: Any) -> Any:
+            if name.startswith("genai_prices"):
+                raise ImportError(name)
+            return real_import(name, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "__import__", no_genai)
+        assert model in BUILTIN_PRICES
+        usage = Usage(input_tokens=1_000, output_tokens=100, cache_read_tokens=2_000)
+        assert cost(model, usage) == BUILTIN_PRICES[model].cost(usage) > 0
 
     def test_model_unknown_everywhere(self):
         """
@@ -131,6 +167,17 @@ class TestErrors:
         """
         with pytest.raises(PricingError, match=r"'surely-no-such-model-xyz'.*add_price"):
             cost("surely-no-such-model-xyz", Usage(input_tokens=1))
+
+    def test_close_names_of_a_misspelt_model(self):
+        """
+        A misspelt model's error lists the priced names closest to it, best
+        first, found in the table and in genai-prices (provider prefix and
+        date suffix left out).
+        """
+        with pytest.raises(PricingError, match=r"close names: claude-sonnet-4-6\b"):
+            cost("anthropic/claude-sonet-4-6-20260101", Usage(input_tokens=1))
+        assert "gemini-2.5-flash" == close_names("gemini-2.5-flsh")[0]
+        assert [] == close_names("zzzz")
 
     @pytest.mark.parametrize(
         ("args", "kwargs", "error", "match"),
@@ -170,8 +217,9 @@ class TestGenaiPrices:
         A model outside the table is priced by genai-prices, which is given total input tokens.
         """
         usage = Usage(input_tokens=1_000, cache_read_tokens=1_000, output_tokens=1_000)
-        # gpt-4o: $2.50 input, $1.25 cached input, $10 output per million.
-        assert Decimal("0.01375") == cost("gpt-4o", usage)
+        # o1: $15 input, $7.50 cached input, $60 output per million.
+        assert "o1" not in BUILTIN_PRICES
+        assert Decimal("0.0825") == cost("o1", usage)
 
     @pytest.mark.parametrize("model", sorted(BUILTIN_PRICES))
     @given(
@@ -243,6 +291,19 @@ class TestContextCost:
             ctx.cost()
 
 
+OLDER_READ_MULTIPLIERS = {
+    "gpt-4.1": Decimal("0.25"),
+    "gpt-4.1-mini": Decimal("0.25"),
+    "gpt-4.1-nano": Decimal("0.25"),
+    "o3": Decimal("0.25"),
+    "o4-mini": Decimal("0.25"),
+    "gpt-4o": Decimal("0.5"),
+    "gpt-4o-mini": Decimal("0.5"),
+    "gemini-2.0-flash": Decimal("0.25"),
+}
+"""Models of older families, whose cache reads their providers discount less than the current rules state."""
+
+
 class TestRulesAgreeWithPrices:
     @pytest.mark.parametrize("model", sorted(BUILTIN_PRICES))
     def test_multipliers_match_the_table(self, model):
@@ -251,13 +312,16 @@ class TestRulesAgreeWithPrices:
         price its provider's caching rules state (long-context rates included), so the
         two tables cannot drift apart unnoticed.
         """
-        provider = "anthropic" if model.startswith("claude") else "openai" if model.startswith("gpt") else "gemini"
+        provider = (
+            "anthropic" if model.startswith("claude") else "openai" if model.startswith(("gpt", "o")) else "gemini"
+        )
         rules = RULES[provider]
         price = BUILTIN_PRICES[model]
+        read = OLDER_READ_MULTIPLIERS.get(model, rules.read_multiplier)
         for rates in (price, price.long_context):
             if rates is None:
                 continue
-            assert rates.cache_read == rates.input * rules.read_multiplier
+            assert rates.cache_read == rates.input * read
             assert rates.cache_write_5m == rates.input * rules.write_multipliers["5m"]
             one_hour = rules.write_multipliers.get("1h", rules.write_multipliers["5m"])
             assert rates.cache_write_1h == rates.input * one_hour

@@ -2,9 +2,10 @@
 python -m workingctx: build a context from a transcript and report on it.
 
 With no argument it uses the sample incident transcript shipped in the package.
-"python -m workingctx path/to/transcript.json" reads your own file, in the same
-shape: {"prefix": {...}, "messages": [...], "scratchpad": {...}}, as the
-workingctx.serialization module writes it.
+"python -m workingctx path/to/transcript.json" reads your own file: a request
+body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini, or workingctx JSON
+({"prefix": {...}, "messages": [...], "scratchpad": {...}}, as the
+workingctx.serialization module writes it); a .jsonl log's last request.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import sys
 from importlib import resources
 from typing import Any
 
-from workingctx._files import InputError, read_text
-from workingctx._output import printable
+from workingctx._files import InputError, read_file
+from workingctx._output import printable, shown_path
+from workingctx.cli import describe
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError
 from workingctx.managers import TokenBudgetContextManager
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import explain
-from workingctx.serialization import parse_json, structure
+from workingctx.serialization import structure
 from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
 
 __all__ = ["load_context", "main"]
@@ -67,18 +69,6 @@ def _sample() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def _short(text: str, width: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _describe(message: Message) -> str:
-    if message.tool_calls:
-        calls = ", ".join(f"{c.name}({json.dumps(dict(c.arguments), sort_keys=True)})" for c in message.tool_calls)
-        return _short(f"{message.text()} → {calls}".strip(" →"))
-    return _short(message.text())
-
-
 def report(ctx: WorkingContext) -> str:
     """
     A plain-text report: every message of the request with its token count,
@@ -94,7 +84,7 @@ def report(ctx: WorkingContext) -> str:
     for label, message in numbered:
         lines.append(
             f"{label:>3}  {message.role:<9} {approx.count_message(message):>6} "
-            f"{exact.count_message(message):>6}  {_describe(message)}"
+            f"{exact.count_message(message):>6}  {describe(message)}"
         )
     total_exact = exact.count(ctx.assembled())
     label = "cl100k" if exact.exact else "cl100k unavailable, approximated"
@@ -124,18 +114,18 @@ def report(ctx: WorkingContext) -> str:
     return "\n".join(lines)
 
 
-def demo(path: str | None = None) -> int:
+def demo(path: str | None = None, fmt: str | None = None) -> int:
     """
-    Print the report on the sample transcript, or on the workingctx JSON file at *path*; returns the exit status.
+    Print the report on the sample transcript, or on the file at *path* (any
+    format the command line reads, detected unless *fmt* names it); returns the exit status.
     """
-    source = "the shipped sample" if path is None else path
+    source = "the shipped sample" if path is None else shown_path(path)
     try:
         if path is None:
-            data = _sample()
+            ctx = load_context(_sample())
             print("workingctx: the sample incident transcript shipped in the package\n")
         else:
-            data = _read(path)
-        ctx = load_context(data)
+            ctx = read_file(path, fmt).last
         text = report(ctx)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -158,23 +148,6 @@ def main(argv: list[str] | None = None) -> int:
     from workingctx.cli import main as run  # noqa: PLC0415  # the command imports this module for demo()
 
     return run(argv)
-
-
-def _read(path: str) -> Any:
-    """
-    The JSON data of a transcript file.
-
-    Raises:
-        InputError: The file cannot be read, is not UTF-8 text, or is not
-            JSON (the message names the file, and the line or the JSON path;
-            a NaN, an Infinity or a number too large for a float is not JSON).
-    """
-    text = read_text(path)
-    try:
-        data = parse_json(text)
-    except SerializationError as exc:
-        raise InputError(path, str(exc)) from None
-    return data
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ __all__ = [
     "InputError",
     "OutputError",
     "detect",
+    "model_of",
     "read_file",
     "read_text",
     "to_context",
@@ -98,6 +99,8 @@ class Document:
         requests: One context for a JSON file; one per line for a ``.jsonl`` log.
         lines: The line each request starts on.
         payloads: The parsed JSON of each request, as the file holds it.
+        models: The model each request names (see :func:`model_of`), or None.
+        formats: The format of each request.
     """
 
     path: str
@@ -105,6 +108,15 @@ class Document:
     requests: tuple[WorkingContext, ...]
     lines: tuple[int, ...]
     payloads: tuple[Any, ...] = attrs.field(eq=False, repr=False)
+    models: tuple[str | None, ...] = attrs.field(default=(), eq=False, repr=False)
+    formats: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
+
+    @property
+    def model(self) -> str | None:
+        """
+        The model the last request names, or None when it names none.
+        """
+        return self.models[-1] if self.models else None
 
     @property
     def provider(self) -> str | None:
@@ -348,6 +360,38 @@ def detect(payload: Any) -> str | None:
     return "workingctx" if not messages else "openai_chat"
 
 
+_MODEL_KEYS: Final = ("model", "model_version", "modelVersion")
+"""Where a request body (or a logged request or response) names its model."""
+
+
+def model_of(payload: Any) -> str | None:
+    """
+    The model a request body names, or None: ``model`` in an OpenAI or
+    Anthropic body, the model path or ``model_version`` of a Gemini request or
+    response (``models/gemini-2.5-flash`` and ``.../models/gemini-2.5-flash:generateContent``
+    are both ``gemini-2.5-flash``).
+
+    >>> model_of({"model": "gpt-4.1", "messages": []})
+    'gpt-4.1'
+    >>> model_of({"model": "projects/p/locations/us/publishers/google/models/gemini-2.5-pro:generateContent"})
+    'gemini-2.5-pro'
+    >>> model_of({"modelVersion": "gemini-2.5-flash", "candidates": []})
+    'gemini-2.5-flash'
+    >>> model_of({"messages": []}) is None
+    True
+    """
+    if not isinstance(payload, Mapping):
+        return None
+    for key in _MODEL_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            name = value.strip()
+            if "models/" in name:  # a Gemini model path: the name after the last "models/", without the method
+                name = name.rpartition("models/")[2].partition(":")[0]
+            return name or None
+    return None
+
+
 def _adapter(fmt: str) -> Any:
     return importlib.import_module(f"workingctx.adapters.{fmt}")
 
@@ -427,4 +471,6 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         requests=tuple(requests),
         lines=tuple(number for number, _ in chunks),
         payloads=tuple(payloads),
+        models=tuple(model_of(payload) for payload in payloads),
+        formats=tuple(formats),
     )

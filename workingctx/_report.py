@@ -12,6 +12,7 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
+from workingctx._output import shown_path
 from workingctx.cli import strategy_rows
 
 __all__ = ["render"]
@@ -172,7 +173,7 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
         else f'<p id="no-problems">No problem under {escape(str(inspected["provider"] or "any"))} rules.</p>'
     )
     totals = inspected["totals"]
-    title = f"workingctx report: {replayed['file']}"
+    title = f"workingctx report: {shown_path(replayed['file'])}"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>{_CSS}</style></head><body>

@@ -3,17 +3,19 @@ The workingctx command: look inside transcripts, check them against a
 provider's rules, trim them, compare them, and replay a run's cost under the
 provider's prompt cache.
 
-    workingctx demo [FILE]                        the report on the shipped sample (or FILE)
-    workingctx inspect FILE [--model M]           tokens per message, problems, cache breakpoints, cost
-    workingctx check FILE [--provider P]          the provider's rules; exit status 1 on a problem
-    workingctx trim FILE --budget N [--pin role:user] what a token budget keeps and drops
-    workingctx diff A B                           what changed from A to B, and the shared prefix
-    workingctx replay FILE --model M --window N [--gap SECONDS] cost and cache reuse request by request
-    workingctx report FILE -o report.html         all of it on one self-contained page
+    workingctx demo [FILE]                             # the report on the shipped sample, or on FILE
+    workingctx inspect FILE [--model M]                # tokens per message, problems, cache breakpoints, cost
+    workingctx check FILE [--provider P]               # the file as written, under a provider's rules
+    workingctx trim FILE --budget N [--low N] [--pin role:user] [-o OUT]  # what fits N tokens
+    workingctx diff A B                                # what changed, and the prefix a cache serves
+    workingctx replay FILE [--model M] [--window N] [--gap SECONDS]  # cost and cache reuse per request
+    workingctx report FILE [--model M] -o report.html  # all of it on one self-contained page
 
 FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
 or workingctx JSON (detected; --format forces one); a .jsonl file is a log of
-requests, one body per line. --json prints the same facts as JSON for scripts.
+requests, one body per line. The model is the one the file names (a body's
+"model", a Gemini model path or model_version, each line's own in a log);
+--model overrides it. --json prints the same facts as JSON for scripts.
 Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
 failed check, 2 bad usage.
 """
@@ -21,6 +23,7 @@ failed check, 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -30,7 +33,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
-from workingctx._files import FORMATS, Document, InputError, read_file, write_text
+from workingctx._files import FORMATS, PROVIDERS, Document, InputError, read_file, write_text
 from workingctx._output import Table, emit, printable, progress, shown_path
 from workingctx.cache import Strategy
 from workingctx.context import WorkingContext
@@ -93,19 +96,32 @@ def model_provider(model: str) -> str | None:
     return next((provider for prefix, provider in _MODEL_FAMILIES if name.startswith(prefix)), None)
 
 
+def _model(args: argparse.Namespace, doc: Document) -> str | None:
+    """
+    The model to price with: ``--model``, else the one the file names (the last request's, for a log).
+    """
+    given: str | None = getattr(args, "model", None)
+    return given if given is not None else doc.model
+
+
 def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     given: str | None = getattr(args, "provider", None)
     if given is not None:
         return given
-    model: str | None = getattr(args, "model", None)
+    model = _model(args, doc)
     owner = None if model is None else model_provider(model)
     if doc.provider is not None and owner is not None and owner != doc.provider:
+        named = f"--model {model}" if getattr(args, "model", None) is not None else f"the file's model {model}"
         msg = (
-            f"--model {model} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
-            f"pass --provider {owner} to replay it under {owner}'s cache, or a model of {doc.provider}"
+            f"{named} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
+            f"pass --provider {owner} to replay it under {owner}'s cache, or --model with a model of {doc.provider}"
         )
         raise UsageError(msg)
     return doc.provider
+
+
+_ADAPTER_OF = {"openai": "openai_chat", "anthropic": "anthropic", "gemini": "google"}
+"""The adapter that writes requests for each provider."""
 
 
 def _money(value: Decimal) -> str:
@@ -200,7 +216,7 @@ def _show_inspect(facts: dict[str, Any]) -> list[Table | str]:
     rows = tuple((r["index"], r["role"], r["tokens"], r["text"]) for r in facts["messages"])
     totals = facts["totals"]
     out: list[Table | str] = [
-        Table(f"messages of {facts['file']} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
+        Table(f"messages of {shown_path(facts['file'])} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
         (
             f"prefix: {totals['prefix_messages']} messages (marked P), {totals['prefix_tokens']} tokens; "
             f"tail: {totals['tail_messages']} messages, {totals['tail_tokens']} tokens; "
@@ -222,7 +238,7 @@ def _show_inspect(facts: dict[str, Any]) -> list[Table | str]:
     if facts["cost"] is not None:
         out.append(f"input cost without cache on {facts['model']}: ${facts['cost']['input_uncached']}")
     elif facts["model"] is None:
-        out.append("give --model for the cost and the cache breakpoints")
+        out.append("the file names no model: give --model for the cost and the cache breakpoints")
     return out
 
 
@@ -237,13 +253,35 @@ def _show_problems(problems: Sequence[dict[str, Any]], provider: str | None) -> 
 # -- check -----------------------------------------------------------------------------
 
 
+def _as_rows(problems: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"index": p.index, "rule": p.rule, "message": p.message, "ids": list(p.ids)} for p in problems]
+
+
+def _file_problems(payload: Any, fmt: str, ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
+    """
+    The problems of one request: for a request to its own provider, what its
+    adapter's ``check`` reports on the body as written (not on the context the
+    reader made of it, which may have repaired it); for another provider, what
+    that provider's adapter would refuse to write; for workingctx JSON without
+    a provider, every provider's rules.
+    """
+    own = PROVIDERS.get(fmt)
+    if own is not None and provider in {None, own}:
+        return _as_rows(importlib.import_module(f"workingctx.adapters.{fmt}").check(payload))
+    if provider is None:
+        return _problems(ctx, None)
+    return _as_rows(importlib.import_module(f"workingctx.adapters.{_ADAPTER_OF[provider]}").check(ctx))
+
+
 def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
     """
-    The facts ``workingctx check`` prints: every problem of every request under the provider's rules.
+    The facts ``workingctx check`` prints: every problem of every request, as
+    written in the file, under the provider's rules.
     """
     requests = []
-    for line, ctx in zip(doc.lines, doc.requests, strict=True):
-        requests.append({"line": line, "problems": _problems(ctx, provider)})
+    formats = doc.formats or (doc.format,) * len(doc.requests)
+    for line, ctx, payload, fmt in zip(doc.lines, doc.requests, doc.payloads, formats, strict=True):
+        requests.append({"line": line, "problems": _file_problems(payload, fmt, ctx, provider)})
     return {
         "file": doc.path,
         "format": doc.format,
@@ -292,7 +330,8 @@ def _pin(specs: Sequence[str]) -> Any:
 def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str], exact: bool) -> dict[str, Any]:
     """
     The facts ``workingctx trim`` prints: what the token-budget manager keeps and
-    drops on the last request, and what that saves.
+    drops on the last request, and what that saves. The cut keeps as much as
+    fits *budget*; with *low*, it goes down to that low watermark instead.
     """
     from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415
     from workingctx.scopes import ScopeReport  # noqa: PLC0415
@@ -300,7 +339,7 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
     ctx = doc.last
     counter = _counter(exact)
     pinned = _pin(pin)
-    options: dict[str, Any] = {"low_watermark": low, "counter": counter}
+    options: dict[str, Any] = {"low_watermark": budget if low is None else low, "counter": counter}
     if pinned is not None:
         options["pin"] = pinned
     try:
@@ -356,7 +395,7 @@ def _show_trim(facts: dict[str, Any]) -> list[Table | str]:
         (m["index"], "kept" if m["index"] in kept else "dropped", m["role"], m["text"]) for m in facts["messages"]
     )
     return [
-        Table(f"trim of {facts['file']} to {facts['budget']} tokens", ("#", "", "role", "text"), rows),
+        Table(f"trim of {shown_path(facts['file'])} to {facts['budget']} tokens", ("#", "", "role", "text"), rows),
         facts["explain"],
         f"tokens with the prefix: {facts['tokens_before']} -> {facts['tokens_after']}"
         + ("" if facts["fits"] else f" (over the budget of {facts['budget']}: the newest exchange alone is larger)"),
@@ -395,7 +434,8 @@ def diff_facts(a: Document, b: Document, *, exact: bool) -> dict[str, Any]:
 def _show_diff(facts: dict[str, Any]) -> list[Table | str]:
     rows = tuple(("+", m["role"], m["text"]) for m in facts["messages_added"])
     rows += tuple(("-", m["role"], m["text"]) for m in facts["messages_removed"])
-    out: list[Table | str] = [Table(f"from {facts['a']} to {facts['b']}", ("", "role", "text"), rows)]
+    title = f"from {shown_path(facts['a'])} to {shown_path(facts['b'])}"
+    out: list[Table | str] = [Table(title, ("", "role", "text"), rows)]
     out.append(f"prefix: {'changed' if facts['prefix_changed'] else 'unchanged'}")
     if facts["notes_changed"] or facts["notes_removed"]:
         changed = ", ".join(facts["notes_changed"]) or "-"
@@ -479,6 +519,7 @@ def replay_facts(
     low: int | None,
     exact: bool,
     gap: float | None = None,
+    models: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """
     The facts ``workingctx replay`` prints.
@@ -490,6 +531,8 @@ def replay_facts(
     manager), with the provider's cache rules. With *gap*, that many seconds
     pass between two requests, and cache entries older than their lifetime
     are written again (``simulate(..., gaps=...)``); without it no time passes.
+    *models* prices each request of a log with its own model (the one its
+    line names); without it every request is priced with *model*.
     """
     from workingctx import cache  # noqa: PLC0415  # loaded only by commands that price
 
@@ -502,10 +545,11 @@ def replay_facts(
             previous = None
             for number, ctx in enumerate(doc.requests):
                 wait = gap or 0.0
+                priced = model if models is None else models[number]
                 if previous is None:
-                    made = cache.report(WorkingContext(), ctx, provider=provider, model=model, counter=counter)
+                    made = cache.report(WorkingContext(), ctx, provider=provider, model=priced, counter=counter)
                 else:
-                    made = cache.report(previous, ctx, provider=provider, model=model, counter=counter, elapsed=wait)
+                    made = cache.report(previous, ctx, provider=provider, model=priced, counter=counter, elapsed=wait)
                 reports.append(made)
                 at = number * wait
                 row = _request_row(
@@ -589,7 +633,7 @@ def _show_replay(facts: dict[str, Any]) -> list[Table | str]:
         )
         for r in main_strategy["requests"]
     )
-    title = f"replay of {facts['file']} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
+    title = f"replay of {shown_path(facts['file'])} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
     if timed:
         title += f", {_seconds(facts['gap'])} s between requests"
         head += ("at s", "expired")
@@ -681,18 +725,23 @@ def _parser() -> argparse.ArgumentParser:
         return sub
 
     demo = commands.add_parser("demo", help="the report on the shipped sample transcript, or on FILE")
-    demo.add_argument("file", nargs="?", help="a workingctx transcript JSON file (default: the shipped sample)")
+    demo.add_argument(
+        "file", nargs="?", help="a request body in any format the other commands read (default: the shipped sample)"
+    )
+    demo.add_argument("--format", choices=FORMATS, help="read the file as this format instead of detecting it")
 
     sub = file_command("inspect", "tokens per message, problems, cache breakpoints and cost of a request")
     sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose rules (default: the file's format's)")
-    sub.add_argument("--model", help="price the request and plan its cache breakpoints for this model")
+    sub.add_argument(
+        "--model", help="price the request and plan its cache breakpoints for this model (default: the file's)"
+    )
 
     sub = file_command("check", "check requests against a provider's rules; exit status 1 on a problem")
     sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose rules (default: the file's format's)")
 
     sub = file_command("trim", "what a token budget keeps and drops, never splitting a tool exchange")
     sub.add_argument("--budget", type=_positive, required=True, help="the window, in tokens (the prefix counts)")
-    sub.add_argument("--low", type=_positive, help="cut down to this many tokens (default: the manager's)")
+    sub.add_argument("--low", type=_positive, help="cut down to this many tokens (default: keep as much as fits)")
     sub.add_argument("--pin", action="append", default=[], help="always keep: role:ROLE or tag:NAME (repeatable)")
     sub.add_argument("-o", "--output", help="write the trimmed request here, in the file's format")
 
@@ -707,7 +756,9 @@ def _parser() -> argparse.ArgumentParser:
     ):
         sub = file_command(name, text)
         sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose cache (default: the file's format's)")
-        sub.add_argument("--model", required=True, help="the model whose prices and cache minimums apply")
+        sub.add_argument(
+            "--model", help="the model whose prices and cache minimums apply (default: the one the file names)"
+        )
         sub.add_argument("--window", type=_positive, help="the context window the managers keep to, in tokens")
         sub.add_argument("--low", type=_positive, help="the low watermark the manager cuts down to")
         sub.add_argument(
@@ -788,7 +839,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in {None, "demo"}:
         from workingctx.__main__ import demo  # noqa: PLC0415  # the report python -m workingctx has always printed
 
-        return demo(getattr(args, "file", None))
+        return demo(getattr(args, "file", None), getattr(args, "format", None))
     if args.command == "diff":
         facts = diff_facts(read_file(args.a, args.format), read_file(args.b, args.format), exact=exact)
         return _finish(args, facts, _show_diff)
@@ -800,8 +851,9 @@ def _run(args: argparse.Namespace) -> int:
         )
         raise UsageError(msg)
     provider = _provider(args, doc)
+    model = _model(args, doc)
     if args.command == "inspect":
-        return _finish(args, inspect_facts(doc, provider=provider, model=args.model, exact=exact), _show_inspect)
+        return _finish(args, inspect_facts(doc, provider=provider, model=model, exact=exact), _show_inspect)
     if args.command == "check":
         facts = check_facts(doc, provider=provider)
         _finish(args, facts, _show_check)
@@ -814,6 +866,12 @@ def _run(args: argparse.Namespace) -> int:
     if provider is None:
         msg = f"{shown_path(args.file)} is workingctx JSON: say whose cache to replay with --provider"
         raise UsageError(msg)
+    if model is None:
+        msg = (
+            f"{shown_path(args.file)} names no model (no 'model' field): "
+            "give the model whose prices and cache rules apply with --model, such as --model gpt-4.1"
+        )
+        raise UsageError(msg)
     _check_window(args.window, args.low)
     if args.window is not None and len(doc.requests) > 1:
         msg = (
@@ -821,14 +879,17 @@ def _run(args: argparse.Namespace) -> int:
             "replayed as they were sent; the window applies to one transcript, whose run replay trims with the managers"
         )
         raise UsageError(msg)
+    models = None
+    if args.model is None and len(doc.requests) > 1:  # a log: each line priced with the model it names
+        models = [line_model or model for line_model in doc.models]
     facts = replay_facts(
-        doc, provider=provider, model=args.model, window=args.window, low=args.low, exact=exact, gap=args.gap
+        doc, provider=provider, model=model, window=args.window, low=args.low, exact=exact, gap=args.gap, models=models
     )
     if args.command == "replay":
         return _finish(args, facts, _show_replay)
     from workingctx._report import render  # noqa: PLC0415  # only the report command draws a page
 
-    page = render(facts, inspect_facts(doc, provider=provider, model=args.model, exact=exact))
+    page = render(facts, inspect_facts(doc, provider=provider, model=model, exact=exact))
     size = write_text(args.output, page)
     if args.json:
         _print_json({"file": args.file, "output": args.output, "bytes": size})

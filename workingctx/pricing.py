@@ -5,8 +5,10 @@ Prices: what a model call cost, in US dollars, from its :class:`~workingctx.Usag
 prices (fresh input, output, cache read, five-minute and one-hour cache
 writes), in the prices you added with :func:`add_price`, and, when the
 ``workingctx[prices]`` extra is installed, in the ``genai-prices`` package,
-which knows most other models. Amounts are :class:`~decimal.Decimal`, so sums
-over thousands of calls do not drift.
+which knows most other models. The table holds the models people use (GPT-4.1,
+GPT-4o, o3, o4-mini, GPT-5, Claude 4, Gemini 2.x), so they are priced without
+it. Amounts are :class:`~decimal.Decimal`, so sums over thousands of calls do
+not drift.
 
 A 20,000-token prefix re-sent on each of 30 turns, fresh and then read from
 the cache:
@@ -20,6 +22,7 @@ the cache:
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
 from collections.abc import Mapping
@@ -38,13 +41,14 @@ __all__ = [
     "PRICES_AS_OF",
     "Price",
     "add_price",
+    "close_names",
     "cost",
     "find_price",
     "prices",
     "remove_price",
 ]
 
-PRICES_AS_OF = "2026-12-01"
+PRICES_AS_OF = "2026-12-04"
 """The day the built-in prices were checked against the providers' price pages."""
 
 _MTOK = Decimal(1_000_000)
@@ -178,10 +182,12 @@ def _anthropic(input_: str, output: str, read: str, write_5m: str, write_1h: str
     return Price(input_, output, cache_read=read, cache_write_5m=write_5m, cache_write_1h=write_1h, **tier)
 
 
-# Checked on PRICES_AS_OF against the providers' price pages (Anthropic's model
-# pricing table, OpenAI's API pricing page, Google's Gemini API pricing page) and
-# against genai-prices 0.2.3. Providers that do not charge cache writes bill them
-# at the input price (the default).
+# Source: the providers' price pages (Anthropic's model pricing table, OpenAI's
+# API pricing page, Google's Gemini API pricing page), checked on PRICES_AS_OF
+# against the data of genai-prices 0.2.3 (its standard tier, text input), which
+# tests/test_pricing.py compares every entry with. The table holds the models
+# people use, so the command line prices them without the prices extra.
+# Providers that do not charge cache writes bill them at the input price (the default).
 BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
     {
         # Anthropic: writes 1.25x (5 m) and 2x (1 h) the input price.
@@ -190,7 +196,17 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
         "claude-opus-5": _anthropic("5", "25", "0.50", "6.25", "10"),
         "claude-opus-4-8": _anthropic("5", "25", "0.50", "6.25", "10"),
         "claude-haiku-4-5": _anthropic("1", "5", "0.10", "1.25", "2"),
+        "claude-opus-4-1": _anthropic("15", "75", "1.50", "18.75", "30"),
+        "claude-opus-4-0": _anthropic("15", "75", "1.50", "18.75", "30"),
+        "claude-sonnet-4-0": _anthropic("3", "15", "0.30", "3.75", "6"),
         # OpenAI: no write charge before the GPT-5.6 family.
+        "gpt-4.1": Price("2", "8", cache_read="0.50"),
+        "gpt-4.1-mini": Price("0.40", "1.60", cache_read="0.10"),
+        "gpt-4.1-nano": Price("0.10", "0.40", cache_read="0.025"),
+        "gpt-4o": Price("2.50", "10", cache_read="1.25"),
+        "gpt-4o-mini": Price("0.15", "0.60", cache_read="0.075"),
+        "o4-mini": Price("1.10", "4.40", cache_read="0.275"),
+        "o3": Price("2", "8", cache_read="0.50"),
         "gpt-5": Price("1.25", "10", cache_read="0.125"),
         "gpt-5-mini": Price("0.25", "2", cache_read="0.025"),
         "gpt-5.4": Price(
@@ -209,6 +225,8 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
         ),
         # Google Gemini: implicit caching, no write charge.
         "gemini-2.5-flash": Price("0.30", "2.50", cache_read="0.03"),
+        "gemini-2.5-flash-lite": Price("0.10", "0.40", cache_read="0.01"),
+        "gemini-2.0-flash": Price("0.10", "0.40", cache_read="0.025"),
         "gemini-2.5-pro": Price(
             "1.25",
             "10",
@@ -324,6 +342,31 @@ def cost(model: str, usage: Usage) -> Decimal:
     return _genai_cost(model, usage)
 
 
+def close_names(model: str, *, limit: int = 5) -> list[str]:
+    """
+    The priced model names closest to *model* (by :func:`difflib.get_close_matches`,
+    without its provider prefix and date suffix), best first: the table's, and
+    genai-prices' when it is installed.
+
+    >>> close_names("gpt4.1-mini")[:2]
+    ['gpt-4.1-mini', 'gpt-4o-mini']
+    """
+    names = set(prices())
+    try:
+        from genai_prices import data  # noqa: PLC0415  # an optional extra
+    except ImportError:
+        pass
+    else:
+        names.update(m.id for provider in data.providers for m in provider.models)
+    wanted = _names(model)[-1].lower()
+    return difflib.get_close_matches(wanted, sorted(names), n=limit, cutoff=0.6)
+
+
+def _did_you_mean(model: str) -> str:
+    close = close_names(model)
+    return f" (close names: {', '.join(close)})" if close else ""
+
+
 def _genai_cost(model: str, usage: Usage) -> Decimal:
     how = (
         f"add one with workingctx.pricing.add_price({model!r}, Price(input, output, cache_read=..., "
@@ -333,8 +376,9 @@ def _genai_cost(model: str, usage: Usage) -> Decimal:
         import genai_prices  # noqa: PLC0415  # an optional extra
     except ImportError:
         msg = (
-            f"no price for model {model!r}: it is not in workingctx's table and genai-prices is not installed; "
-            f"{how}, or install workingctx[prices] to price it with genai-prices"
+            f"no price for model {model!r}{_did_you_mean(model)}: it is not in workingctx's table and genai-prices "
+            f'is not installed; {how}, or install the prices extra (pip install ".[prices]" in a checkout, '
+            "workingctx[prices] from an index) to price it with genai-prices"
         )
         raise PricingError(msg) from None
     # genai-prices counts input_tokens as every input token, cache reads and writes included.
@@ -348,6 +392,9 @@ def _genai_cost(model: str, usage: Usage) -> Decimal:
     try:
         calculation = genai_prices.calc_price(theirs, model)
     except LookupError as error:
-        msg = f"no price for model {model!r}: neither workingctx's table nor genai-prices knows it ({error}); {how}"
+        msg = (
+            f"no price for model {model!r}: neither workingctx's table nor genai-prices "
+            f"knows it ({error}); {how}{_did_you_mean(model)}"
+        )
         raise PricingError(msg) from None
     return Decimal(calculation.total_price)

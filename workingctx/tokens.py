@@ -1140,7 +1140,9 @@ class TiktokenCounter:
         try:
             import tiktoken as tiktoken_module  # noqa: PLC0415  # optional: imported only when a counter is built
         except ImportError as exc:
-            self._fall_back(f"tiktoken is not installed ({exc}); pip install 'workingctx[tiktoken]'")
+            self._fall_back(
+                f"tiktoken is not installed ({exc}); install the tiktoken extra (pip install '.[tiktoken]')"
+            )
             return
         try:
             if path is not None:
