@@ -2,9 +2,9 @@
 Hypothesis settings profiles: ``default`` for CI, ``quick`` for local runs
 (``HYPOTHESIS_PROFILE=quick``), ``thorough`` for a long hunt.
 
-Under ``CI=true`` a test marked ``server`` that skipped (no PostgreSQL or
-Redis server to run against) fails instead: CI must run the store suite on
-real servers.
+Under ``CI=true`` a test marked ``server`` or ``browser`` that skipped (no
+PostgreSQL or Redis server, or no Chromium, to run against) fails instead:
+CI must run the store suite on real servers and the site in a real browser.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:  # noqa: ARG001  # pytest passes it by name
     """
-    Turn a skipped server test into a failure when ``CI=true``.
+    Turn a skipped server or browser test into a failure when ``CI=true``.
     """
     report = yield
-    if report.skipped and os.environ.get("CI") == "true" and item.get_closest_marker("server") is not None:
+    needs = next((m for m in ("server", "browser") if item.get_closest_marker(m) is not None), None)
+    if report.skipped and os.environ.get("CI") == "true" and needs is not None:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
-        report.longrepr = f"a server test skipped under CI=true, which must run it: {reason}"
+        report.longrepr = f"a {needs} test skipped under CI=true, which must run it: {reason}"
     return report
 
 

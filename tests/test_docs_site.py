@@ -32,6 +32,7 @@ CHROMIUM_ARGS = [
 ]
 
 pytestmark = [
+    pytest.mark.browser,
     pytest.mark.skipif(not (ROOT / "mkdocs.yml").is_file(), reason=f"no checkout with mkdocs.yml at {ROOT}"),
     pytest.mark.skipif(
         shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),

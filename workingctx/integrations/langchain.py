@@ -572,9 +572,13 @@ class SummarizingMiddleware(_RequestMiddleware):
         summarizer: A LangChain chat model (asked with the summary prompt and
             the transcript as text) or a workingctx summarizer, an async callable
             ``(messages, *, prompt, max_tokens) -> str``.
-        max_messages, token_budget, keep_recent, remove_tool_msgs,
-        summary_prompt, max_summary_tokens, pin: As for
-            :class:`~workingctx.managers.SummaryContextManager`.
+        max_messages: As for :class:`~workingctx.managers.SummaryContextManager`.
+        token_budget: As for :class:`~workingctx.managers.SummaryContextManager`.
+        keep_recent: As for :class:`~workingctx.managers.SummaryContextManager`.
+        remove_tool_msgs: As for :class:`~workingctx.managers.SummaryContextManager`.
+        summary_prompt: As for :class:`~workingctx.managers.SummaryContextManager`.
+        max_summary_tokens: As for :class:`~workingctx.managers.SummaryContextManager`.
+        pin: As for :class:`~workingctx.managers.SummaryContextManager`.
         cache: ``"auto"`` or ``False``, as for :class:`ContextMiddleware`.
 
     Raises:
