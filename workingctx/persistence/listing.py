@@ -5,7 +5,7 @@ What a store's listings return: the records it could read, and the ids of those 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from workingctx.exceptions import CheckpointError
@@ -71,6 +71,23 @@ def listed(items: Iterable[_T], damaged: Mapping[str, CheckpointError], what: st
             ", ".join(repr(name) for name in damaged),
         )
     return Listing(items, damaged)
+
+
+def listed_rows(
+    rows: Iterable[Sequence[object]], read: Callable[[Sequence[object]], _T], what: str, where: str
+) -> Listing[_T]:
+    """
+    The listing of what *read* makes of each row (its first column the id),
+    naming each row *read* refuses with :class:`CheckpointError`.
+    """
+    items: list[_T] = []
+    damaged: dict[str, CheckpointError] = {}
+    for row in rows:
+        try:
+            items.append(read(row))
+        except CheckpointError as exc:
+            damaged[shown(row[0])] = exc
+    return listed(items, damaged, what, where)
 
 
 def shown(key: object) -> str:

@@ -34,7 +34,7 @@ from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kin
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import _COLUMNS as _CONTEXT_COLUMNS
 from workingctx.persistence.histories import ContextInfo
-from workingctx.persistence.listing import Listing, listed, shown
+from workingctx.persistence.listing import Listing, listed_rows, shown
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -585,14 +585,7 @@ class PostgresStore:
             return cur.fetchall()
 
         rows: builtins.list[Any] = self._run(body, write=False)
-        infos: builtins.list[CheckpointInfo] = []
-        damaged: dict[str, CheckpointError] = {}
-        for row in rows:
-            try:
-                infos.append(self._checked_info(row))
-            except CheckpointError as exc:
-                damaged[shown(row[0])] = exc
-        return listed(infos, damaged, "checkpoint row", f"the PostgreSQL store {self._where}")
+        return listed_rows(rows, self._checked_info, "checkpoint row", f"the PostgreSQL store {self._where}")
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:

@@ -42,7 +42,7 @@ from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
-from workingctx.persistence.listing import Listing, listed, shown
+from workingctx.persistence.listing import Listing, listed_rows, shown
 from workingctx.persistence.stores import (
     CheckpointInfo,
     _check_checkpoint,
@@ -677,14 +677,7 @@ class SQLiteStore:
         query = f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq"  # noqa: S608  # constant columns
         with self._transaction(write=False) as db:
             rows = _leniently(db, lambda db: db.execute(query).fetchall())
-        infos: builtins.list[CheckpointInfo] = []
-        damaged: dict[str, CheckpointError] = {}
-        for row in rows:
-            try:
-                infos.append(self._checked_info(row))
-            except CheckpointError as exc:
-                damaged[shown(row[0])] = exc
-        return listed(infos, damaged, "checkpoint row", f"the SQLite store {self.path!r}")
+        return listed_rows(rows, self._checked_info, "checkpoint row", f"the SQLite store {self.path!r}")
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
