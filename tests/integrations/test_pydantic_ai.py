@@ -49,7 +49,9 @@ from workingctx import (
     WorkingContext,
 )
 from workingctx.exceptions import ArgumentTypeError
+from workingctx.integrations._window import CallNames
 from workingctx.integrations.pydantic_ai import to_workingctx, trim_history
+from workingctx.validity import check_messages
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -279,6 +281,49 @@ class TestProcessor:
         assert repair_messages(out) == out
         assert ["q", "a", "next"] == [p.content for m in out for p in m.parts]
         assert "orphan-result" in caplog.text
+
+    @pytest.mark.parametrize("trimmer", [MessageContextManager(20), LastNTurns(3)], ids=["manager", "scope"])
+    @pytest.mark.parametrize(
+        ("ids", "answered"),
+        [
+            (("call_a", "call_b"), ("call_a", "call_b")),
+            (("call_a", "call_b"), ("call_b",)),
+            (("call_w", "call_w"), ("call_w",)),
+        ],
+        ids=["both-answered", "first-pending", "reused-id"],
+    )
+    def test_joined_call_turns_are_a_broken_exchange(self, trimmer, ids, answered, caplog):
+        """
+        Two responses in a row that only call, then one request with returns, are one exchange (a
+        trailing one may wait for results) for workingctx, but pydantic-ai needs each response's calls
+        answered by the next request: the first response is dropped whole with its returns and logged,
+        the second stays with its return, and pydantic-ai's repair has nothing to do.
+        """
+        call_a = ToolCallPart("weather", {"city": "Oslo"}, tool_call_id=ids[0])
+        call_b = ToolCallPart("weather", {"city": "Rome"}, tool_call_id=ids[1])
+        returns = [ToolReturnPart("weather", f"{i}C", tool_call_id=i, timestamp=T0) for i in answered]
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("q", timestamp=T0)], timestamp=T0),
+            ModelResponse(parts=[call_a], model_name="m", timestamp=T0),
+            ModelResponse(parts=[call_b], model_name="m", timestamp=T0),
+            ModelRequest(parts=returns, timestamp=T0),
+        ]
+        names = CallNames()  # reused ids get local names, as the window gives them
+        local = [names.rename(m) for m in to_workingctx(history)]
+        assert () == check_messages(local, allow_pending=True)  # one exchange for workingctx
+        if answered != ids:  # the shapes pydantic-ai itself would repair (answer the first call)
+            assert not repair_passes_idle(history, history)
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.pydantic_ai"):
+            out = run(trim_history(trimmer)(list(history)))
+        assert repair_passes_idle(history, out)
+        assert repair_messages(out) == out
+        assert [] == problems(out)
+        assert 3 == len(out)
+        assert out[0] is history[0]
+        assert out[1] is history[2]
+        assert [returns[-1]] == out[2].parts
+        assert out[2].parts[0] is returns[-1]
+        assert "message 1: dangling-call" in caplog.text
 
     def test_summary_goes_into_a_request(self):
         """

@@ -119,12 +119,66 @@ class CallNames:
         return attrs.evolve(message, **changes) if changes else message  # type: ignore[arg-type]
 
 
-def broken(messages: Sequence[Message]) -> tuple[Problem, ...]:
+def broken(messages: Sequence[Message], *, joined: bool = True) -> tuple[Problem, ...]:
     """
     The tool-exchange problems of *messages* (a result without its call, a call
     answered after other messages, ...), trailing unanswered calls allowed.
+
+    Args:
+        messages: The messages to check.
+        joined: Assistant turns that only call, one right after another, are
+            one exchange whose results follow them all (as workingctx and the
+            providers see them). ``False`` for a framework that needs each
+            turn's calls answered by the very next message (pydantic-ai): each
+            such turn but the last is then a broken exchange (``dangling-call``).
     """
-    return tuple(p for p in check_messages(messages, allow_pending=True) if p.rule in STRUCTURAL_RULES)
+    problems = tuple(p for p in check_messages(messages, allow_pending=True) if p.rule in STRUCTURAL_RULES)
+    if joined:
+        return problems
+    reported = {p.index for p in problems}
+    split = tuple(
+        Problem(
+            i,
+            "dangling-call",
+            f"the tool call(s) {', '.join(map(repr, messages[i].call_ids))} are followed by another turn of calls, "
+            "not by their results; this framework needs each turn's calls answered by the next message",
+            messages[i].call_ids,
+        )
+        for i in _joined_turns(messages)
+        if i not in reported
+    )
+    return tuple(sorted((*problems, *split), key=lambda p: -1 if p.index is None else p.index))
+
+
+def _joined_turns(messages: Sequence[Message]) -> list[int]:
+    """
+    Where an assistant turn that calls is followed right away by another that calls.
+    """
+    return [
+        i
+        for i in range(len(messages) - 1)
+        if messages[i].role == "assistant"
+        and messages[i].call_ids
+        and messages[i + 1].role == "assistant"
+        and messages[i + 1].call_ids
+        and not messages[i + 1].result_ids
+    ]
+
+
+def _split(messages: Sequence[Message]) -> list[Message]:
+    """
+    *messages* without each call turn followed right away by another call turn
+    (see :func:`broken`), and without the results answering its calls.
+    """
+    turns = set(_joined_turns(messages))
+    if not turns:
+        return list(messages)
+    calls = {c for i in turns for c in messages[i].call_ids}
+    return [
+        m
+        for i, m in enumerate(messages)
+        if i not in turns and not (m.result_ids and all(r in calls for r in m.result_ids))
+    ]
 
 
 class Window:
@@ -136,11 +190,17 @@ class Window:
             (kept messages made a valid request with
             :class:`~workingctx.scopes.ValidRequest`).
         logger: Where a history that arrives broken is reported.
+        joined: Whether the framework takes turns that only call, one right
+            after another, as one exchange (see :func:`broken`); with
+            ``False`` each such turn but the last is dropped, with its results.
     """
 
-    def __init__(self, manager: BaseContextManager[WorkingContext] | Scope, logger: logging.Logger) -> None:
+    def __init__(
+        self, manager: BaseContextManager[WorkingContext] | Scope, logger: logging.Logger, *, joined: bool = True
+    ) -> None:
         self.manager = manager
         self._logger = logger
+        self._joined = joined
         self._seen: list[Message] = []
         self._prefix: PrefixContext | None = None
         self._view: WorkingContext | None = None
@@ -194,24 +254,36 @@ class Window:
         assert view is not None  # noqa: S101  # set just above
         view.extend(self._names.rename(m) for m in messages[len(self._seen) :])
         self._seen = list(messages)
-        problems = broken(view.messages)
+        problems = broken(view.messages, joined=self._joined)
         if problems:
             self._logger.warning(
                 "the history handed over breaks tool exchanges (%s): each broken exchange is dropped whole "
                 "before the model sees it",
                 "; ".join(f"message {p.index}: {p.rule}" for p in problems),
             )
+            if not self._joined:
+                view.replace_tail(_split(view.messages))
         if isinstance(self.manager, BaseContextManager):
             await self.manager.atrim_context(view)
-            if broken(view.messages):  # a manager of your own that left a broken exchange
-                view.replace_tail(_valid(view.messages, ValidRequest(Since(0), user_first=False)))
+            if broken(view.messages, joined=self._joined):  # a manager of your own that left a broken exchange
+                view.replace_tail(self._repaired(view.messages, user_first=False))
             kept = list(view.messages)
         else:  # a scope decides anew over the whole window each call
             scope: Scope = self.manager
             if keep:
                 scope = scope | WholeExchanges(Since(max(len(view.messages) - keep, 0)), mode="expand")
             kept = _valid(view.messages, ValidRequest(scope, user_first=True))
+            if broken(kept, joined=self._joined):  # what the scope kept joins call turns
+                kept = self._repaired(kept, user_first=True)
         return _closed(kept, self._logger) if sendable else kept
+
+    def _repaired(self, messages: Sequence[Message], *, user_first: bool) -> list[Message]:
+        """
+        *messages* without their broken exchanges (joined call turns too, when the framework needs them apart).
+        """
+        if not self._joined:
+            messages = _split(messages)
+        return _valid(messages, ValidRequest(Since(0), user_first=user_first))
 
 
 def _closed(messages: list[Message], logger: logging.Logger) -> list[Message]:

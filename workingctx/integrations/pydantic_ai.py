@@ -15,8 +15,9 @@ own repair (``pydantic_ai.messages.repair_messages``): no tool return without
 its call, no call without its return, no two requests in a row.
 
 A history that arrives broken (a tool return whose call is nowhere, a call
-never answered) has each broken exchange dropped whole before the model sees
-it, and a warning is logged on this module's logger.
+never answered, a response with calls followed by another response rather
+than by the request with their returns) has each broken exchange dropped
+whole before the model sees it, and a warning is logged on this module's logger.
 
 pydantic-ai is imported only when the processor runs (extra ``workingctx[pydantic-ai]``).
 """
@@ -231,7 +232,7 @@ def trim_history(
         TypeError: *manager_or_scope* is neither (the error names it).
     """
     check_manager(manager_or_scope, "manager_or_scope", "trim_history()", scopes=True)
-    window = Window(manager_or_scope, logger)
+    window = Window(manager_or_scope, logger, joined=False)  # each response answered by the next request
 
     # Annotated with Any: pydantic-ai reads the processor's type hints at run time,
     # and this module names pydantic-ai's types only for the type checker.
