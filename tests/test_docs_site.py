@@ -7,12 +7,11 @@ anchor is broken.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import shutil
+import socket
 import subprocess
 import sys
-import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
@@ -60,26 +59,35 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002  # the base class names it so
-        pass
-
-
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
     """
-    The built site served over HTTP on 127.0.0.1 (a free port); yields its address.
+    The built site served over HTTP on 127.0.0.1 (a free port) by a server in
+    a process of its own (a thread of the test's process would share its
+    interpreter with the browser driver's waits); yields its address.
     """
-    handler = functools.partial(_Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(  # this interpreter, serving the built site
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/"
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+        server.terminate()
+        server.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +194,21 @@ def test_search_finds_the_operations(served, page, term, page_expected):
     """
     page.goto(served)
     page.locator("label.md-search__icon, .md-search__input").first.click()
-    page.locator("input.md-search__input").fill(term)
+    box = page.locator("input.md-search__input")
     results = page.locator(".md-search-result__item a")
-    results.first.wait_for(timeout=15_000)
+    # A query typed before the search worker has built its index is dropped (the
+    # box keeps saying "Type to start searching"), as it is for a person who
+    # types that fast: type it again until the worker answers.
+    deadline = time.monotonic() + 60
+    while True:
+        box.fill("")
+        box.press_sequentially(term)
+        try:
+            results.first.wait_for(timeout=2_000)
+            break
+        except Exception:  # Playwright's TimeoutError: not answered yet
+            if time.monotonic() > deadline:
+                raise
     hrefs = results.evaluate_all("nodes => nodes.map(n => n.href)")
     assert any(urljoin(served, page_expected) in href for href in hrefs), hrefs
     text = page.locator(".md-search-result").inner_text().lower()
