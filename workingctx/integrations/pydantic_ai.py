@@ -210,6 +210,39 @@ def _alternating(messages: list[tuple[int | None, Any]]) -> list[Any]:
     return [message for _, message in out]
 
 
+def _opening_with_a_request(messages: list[Any]) -> list[Any]:
+    """
+    *messages* (the history handed over) from their first request on:
+    responses before it, whose calls were answered after the user's prompt,
+    are left out with the returns that answer their calls, and logged, since
+    pydantic-ai sends a history that opens with a request.
+    """
+    from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
+
+    first = next((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), len(messages))
+    if first == 0:
+        return messages
+    dropped = {str(p.tool_call_id) for m in messages[:first] for p in m.parts if getattr(p, "tool_call_id", None)}
+    logger.warning(
+        "the history handed over opens with %d response(s) before any request: left out, with the returns "
+        "answering their calls (%s)",
+        first,
+        ", ".join(sorted(dropped)) or "none",
+    )
+    out: list[Any] = []
+    for message in messages[first:]:
+        parts = [p for p in message.parts if getattr(p, "tool_call_id", None) not in dropped or _is_call(p)]
+        if len(parts) == len(message.parts):
+            out.append(message)
+        elif parts:  # a request left with nothing is left out, as pydantic-ai's own repair leaves it
+            out.append(dataclasses.replace(message, parts=parts))
+    return out
+
+
+def _is_call(part: Any) -> bool:
+    return getattr(part, "part_kind", None) == "tool-call"
+
+
 def trim_history(
     manager_or_scope: BaseContextManager[WorkingContext] | Scope,
 ) -> Callable[[list[ModelMessage]], Awaitable[list[ModelMessage]]]:
@@ -239,6 +272,7 @@ def trim_history(
     async def process_history(messages: list[Any]) -> list[Any]:
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
+        messages = _opening_with_a_request(messages)
         converted = to_workingctx(messages)
         keep = 0
         if messages and isinstance(messages[-1], ModelRequest):
