@@ -909,24 +909,6 @@ def assemble(
     )
 
 
-def stored_length(present: Callable[[str], bool], chain_at: Callable[[int], str], count: int) -> int:
-    """
-    How many leading items of a chain are stored already, given
-    ``present(chain digest) -> bool`` (links are only ever stored with all their
-    ancestors, so presence is monotone: binary search).
-    """
-    if count == 0 or present(chain_at(count)):
-        return count
-    low, high = 0, count - 1
-    while low < high:
-        middle = (low + high + 1) // 2
-        if present(chain_at(middle)):
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
 def check_marker(found: Mapping[Any, Any], where: str, newest: int) -> None:
     """
     Refuse a store whose marker (``format`` and ``schema_version``) is not

@@ -15,17 +15,15 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import attrs
 
 from workingctx import _checks
+from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
 from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step, replay
 from workingctx.persistence.listing import Listing, listed, shown
-
-if TYPE_CHECKING:
-    from workingctx.context import WorkingContext
 
 __all__ = ["ContextInfo", "ContextStore"]
 
@@ -122,8 +120,6 @@ def check_recorded(ctx: object) -> tuple[Entry, ...]:
     Raises:
         TypeError: *ctx* is not a recorded :class:`~workingctx.WorkingContext`.
     """
-    from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports persistence lazily
-
     ctx = _checks.check_instance(
         ctx, "ctx", WorkingContext, "a recorded WorkingContext", label="save_context()", verb="takes"
     )
@@ -223,8 +219,6 @@ def plan_save(
             raise diverged(info.id, where)
         start = count
     else:
-        from workingctx.persistence._codec import stored_length  # noqa: PLC0415  # _codec imports the stores
-
         start = stored_length(present, lambda n: chain[n - 1], len(chain))
     previous = chain[start - 1] if start else HISTORY_ROOT
     rows = []
@@ -411,3 +405,21 @@ def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:
         " UNION SELECT h.prev FROM history_entries AS h JOIN live ON h.chain = live.chain)"
         " DELETE FROM history_entries WHERE chain NOT IN (SELECT chain FROM live)"
     )
+
+
+def stored_length(present: Callable[[str], bool], chain_at: Callable[[int], str], count: int) -> int:
+    """
+    How many leading items of a chain are stored already, given
+    ``present(chain digest) -> bool`` (links are only ever stored with all their
+    ancestors, so presence is monotone: binary search).
+    """
+    if count == 0 or present(chain_at(count)):
+        return count
+    low, high = 0, count - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if present(chain_at(middle)):
+            low = middle
+        else:
+            high = middle - 1
+    return low

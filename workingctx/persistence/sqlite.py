@@ -490,7 +490,8 @@ class SQLiteStore:
         How many leading items of a chain are stored already.
         """
         query = f"SELECT 1 FROM {table} WHERE chain = ?"  # noqa: S608  # table is a constant of this module
-        return _codec.stored_length(lambda chain: db.execute(query, (chain,)).fetchone() is not None, chain_at, count)
+        present = lambda chain: db.execute(query, (chain,)).fetchone() is not None  # noqa: E731
+        return histories.stored_length(present, chain_at, count)
 
     def _save_chain(self, db: sqlite3.Connection, kind: Kind, checkpoint: Checkpoint) -> None:
         """

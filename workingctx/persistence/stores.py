@@ -14,13 +14,13 @@ import attrs
 from workingctx import _checks
 from workingctx.exceptions import CheckpointError, HeadConflictError
 from workingctx.frozen import FrozenDict
+from workingctx.history import Entry, replay
 from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo, check_context_id, check_recorded, diverged, missing
 from workingctx.persistence.listing import Listing
 
 if TYPE_CHECKING:
     from workingctx.context import WorkingContext
-    from workingctx.history import Entry
 
 __all__ = ["CheckpointInfo", "CheckpointStore", "InMemoryStore"]
 
@@ -321,8 +321,6 @@ class InMemoryStore:
         Raises:
             CheckpointError: No context has that id.
         """
-        from workingctx.history import replay  # noqa: PLC0415  # history imports the context module
-
         check_context_id(context_id)
         with self._lock:
             saved = self._contexts.get(context_id)
