@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import sqlite3
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,13 @@ def server_address(kind: str) -> str:
             "under CI=true this skip fails the run"
         )
     return address
+
+
+def schema_version(store: Any) -> str:
+    """
+    The schema version *store*'s backend writes, as its marker holds it.
+    """
+    return str(sys.modules[type(store).__module__].SCHEMA_VERSION)
 
 
 def kind_params(kinds: tuple[str, ...] = KINDS) -> list[Any]:

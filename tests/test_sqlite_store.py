@@ -103,7 +103,7 @@ class TestRefusedDatabases:
     @pytest.mark.parametrize(
         ("key", "value", "match"),
         [
-            ("schema_version", "2", "newer workingctx .schema version 2"),
+            ("schema_version", "99", "newer workingctx .schema version 99"),
             ("schema_version", "one", "damaged schema version"),
             ("format", "someone.else", "its format is 'someone.else'"),
         ],
@@ -1176,3 +1176,156 @@ class TestChainsReadEitherWay:
             db.execute("UPDATE messages SET checksum = ? WHERE digest = ?", ("0" * 64, digest))
         with SQLiteStore(path) as store:
             assert second == store.load(second.id)
+
+
+EARLIER_LONG = Path(__file__).parent / "data" / "sqlite-store-v1-long.sql"
+"""A store of long messages written by workingctx with schema version 1 (uncompressed, WITHOUT ROWID), as SQL."""
+
+
+def long_run() -> list[Checkpoint]:
+    """
+    The run that wrote the earlier store of long messages, again: three
+    checkpoints of two messages of ~1.2 KB each per turn.
+    """
+    from datetime import UTC, datetime  # noqa: PLC0415  # only these tests need times
+
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+        "mike",
+    ]
+    ctx = WorkingContext()
+    checkpoints: list[Checkpoint] = []
+    parent = None
+    for turn in range(3):
+        ctx.append(Message("user", " ".join(words[(turn + i) % len(words)] for i in range(220))))
+        ctx.append(Message("assistant", " ".join(words[(turn * 5 + i * 3) % len(words)] for i in range(240))))
+        ctx.note("turn", turn)
+        checkpoint = Checkpoint(
+            id=f"long-{turn}",
+            snapshot=ctx.freeze(),
+            created_at=datetime(2026, 12, 1, 12, turn, tzinfo=UTC),
+            parent=parent,
+            metadata={"turn": turn},
+        )
+        checkpoints.append(checkpoint)
+        parent = checkpoint.id
+    return checkpoints
+
+
+def layout(path: Path) -> dict[str, Any]:
+    """
+    What a store's file holds: its schema version, the tables made WITHOUT
+    ROWID, and the storage type of every message and blob text.
+    """
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        version = db.execute("SELECT value FROM workingctx_store WHERE key = 'schema_version'").fetchone()[0]
+        tables = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+        kinds = {
+            table: sorted({kind for (kind,) in db.execute(f"SELECT typeof(data) FROM {table}")})  # noqa: S608
+            for table in ("messages", "blobs")
+        }
+    return {
+        "version": version,
+        "without_rowid": sorted(name for name, sql in tables if "WITHOUT ROWID" in sql),
+        "kinds": kinds,
+    }
+
+
+class TestSchemaVersions:
+    def test_a_new_store_compresses_long_texts_and_reads_them_back(self, scratch_dir):
+        """
+        A new store (schema version 2) keeps messages and blobs in rowid
+        tables and long texts compressed; every checkpoint loads equal to the
+        one saved, from this store and from a fresh one.
+        """
+        path = fresh_path(scratch_dir)
+        run = long_run()
+        with SQLiteStore(path) as store:
+            for checkpoint in run:
+                store.save(checkpoint, thread="main")
+            assert run == [store.load(checkpoint.id) for checkpoint in run]
+        found = layout(path)
+        assert "2" == found["version"]
+        assert "messages" not in found["without_rowid"]
+        assert "blobs" not in found["without_rowid"]
+        assert "blob" in found["kinds"]["messages"]
+        with SQLiteStore(path) as store:
+            assert run == [store.load(checkpoint.id) for checkpoint in run]
+            assert [c.id for c in run] == [info.id for info in store.lineage(run[-1].id)]
+
+    def test_long_messages_take_no_overflow_pages(self, scratch_dir):
+        """
+        Messages of ~1.2 KB each fit in the table's own pages: none spills
+        into an overflow page (a whole page for a few hundred bytes).
+        """
+        path = fresh_path(scratch_dir)
+        with SQLiteStore(path) as store:
+            for checkpoint in long_run():
+                store.save(checkpoint)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            try:
+                found = db.execute("SELECT count(*) FROM dbstat WHERE name = 'messages' AND pagetype = 'overflow'")
+            except sqlite3.OperationalError:
+                pytest.skip("this SQLite has no dbstat table")
+            assert 0 == found.fetchone()[0]
+
+    def test_a_damaged_compressed_message_is_named(self, scratch_dir):
+        """
+        A compressed text that no longer inflates, or inflates to another
+        text, is damage the load names; the other checkpoints still list.
+        """
+        path = fresh_path(scratch_dir)
+        run = long_run()
+        with SQLiteStore(path) as store:
+            for checkpoint in run:
+                store.save(checkpoint)
+        digest = run[-1].snapshot.messages[-1].digest()
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            (data,) = db.execute("SELECT data FROM messages WHERE digest = ?", (digest,)).fetchone()
+            assert isinstance(data, bytes)
+            db.execute("UPDATE messages SET data = ? WHERE digest = ?", (data[:-9] + b"\x01" * 9, digest))
+        with SQLiteStore(path) as store:
+            with pytest.raises(CheckpointError, match=f"message '{digest}' does not match its checksum"):
+                store.load(run[-1].id)
+            assert run[0] == store.load(run[0].id)
+            assert [c.id for c in run] == [info.id for info in store.list()]
+
+    def test_a_version_1_store_loads_and_stays_version_1(self, scratch_dir):
+        """
+        A store written with schema version 1 (long messages uncompressed, in
+        WITHOUT ROWID tables) loads every checkpoint equal to the run that
+        wrote it; saving to it again writes as version 1 did (uncompressed,
+        the marker unchanged), so an older workingctx still reads it.
+        """
+        path = fresh_path(scratch_dir)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.executescript(EARLIER_LONG.read_text(encoding="utf-8"))
+        run = long_run()
+        before = layout(path)
+        assert "1" == before["version"]
+        assert {"messages", "blobs"} <= set(before["without_rowid"])
+        with SQLiteStore(path) as store:
+            assert run == [store.load(checkpoint.id) for checkpoint in run]
+            assert run[-1].id == store.head("main")
+            more = Checkpoint.capture(
+                WorkingContext().extend(list(run[-1].snapshot.messages)).append(Message("user", "again " * 200)),
+                parent=run[-1].id,
+            )
+            store.save(more, thread="main")
+        after = layout(path)
+        assert before["version"] == after["version"]
+        assert before["without_rowid"] == after["without_rowid"]
+        assert {"messages": ["text"], "blobs": ["text"]} == after["kinds"]
+        with SQLiteStore(path) as store:
+            assert [*run, more] == [store.load(checkpoint.id) for checkpoint in [*run, more]]

@@ -26,6 +26,7 @@ import hashlib
 import hmac
 import json
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn, cast
@@ -163,6 +164,45 @@ def parse_all(texts: Mapping[str, object]) -> dict[str, Any]:
         with contextlib.suppress(ValueError):
             parsed[key] = json.loads(cast("str", texts[key]))
     return parsed
+
+
+PACKED = b"\x00"
+"""How a compressed payload starts (UTF-8 JSON text never does); zlib's stream of the text follows."""
+
+PACK_FROM = 512
+"""The length in bytes from which a store that compresses payloads tries to (shorter ones gain nothing)."""
+
+
+def pack(text: str) -> str | bytes:
+    """
+    *text* as a store that compresses writes it: :data:`PACKED` and the
+    zlib stream of its UTF-8 form, when that is shorter; else the text itself.
+    The checksums and digests stay those of the text, so a read checks it as before.
+    """
+    raw = text.encode("utf-8")
+    if len(raw) < PACK_FROM:
+        return text
+    packed = PACKED + zlib.compress(raw, 6)
+    return packed if len(packed) < len(raw) else text
+
+
+def unpack(data: object) -> object:
+    """
+    A payload as read: a compressed one as the UTF-8 bytes of its text;
+    anything else (a stream that does not inflate included: damage, which
+    the checks then name) as it is.
+    """
+    if type(data) is bytes and data[:1] == PACKED:
+        with contextlib.suppress(zlib.error):
+            return zlib.decompress(data[1:])
+    return data
+
+
+def unpacked(rows: Iterable[Row]) -> list[Row]:
+    """
+    Stored items ``(key, data, checksum)`` with compressed texts inflated.
+    """
+    return [(key, unpack(data), check) for key, data, check in rows]
 
 
 Stored = tuple[object, object]

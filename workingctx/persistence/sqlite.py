@@ -59,8 +59,12 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
-"""The schema version this workingctx writes, and the newest it reads."""
+SCHEMA_VERSION = 2
+"""The schema version this workingctx writes, and the newest it reads.
+
+Version 2 stores a long message, journal entry or blob compressed
+(:func:`~workingctx.persistence._codec.pack`); a store of version 1 is read
+and written as version 1, so that an older workingctx still reads it."""
 
 _checksum = checksum  # the name the damage tests use
 
@@ -72,19 +76,22 @@ _HEADS = "CREATE TABLE heads (thread TEXT PRIMARY KEY, checkpoint TEXT NOT NULL)
 
 _SCHEMA = (
     "CREATE TABLE workingctx_store (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE messages (digest TEXT PRIMARY KEY, data TEXT NOT NULL, checksum TEXT NOT NULL) WITHOUT ROWID",
+    # Items and blobs are rowid tables: a row of a WITHOUT ROWID table longer
+    # than about a quarter of a page spills into overflow pages, a whole page
+    # each, and a message is often that long.
+    "CREATE TABLE messages (digest TEXT PRIMARY KEY, data TEXT NOT NULL, checksum TEXT NOT NULL)",
     (
         "CREATE TABLE message_links ("
         " chain TEXT PRIMARY KEY, prev TEXT NOT NULL, message TEXT NOT NULL, position INTEGER NOT NULL"
         ") WITHOUT ROWID"
     ),
-    "CREATE TABLE journal_entries (digest TEXT PRIMARY KEY, data TEXT NOT NULL, checksum TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE journal_entries (digest TEXT PRIMARY KEY, data TEXT NOT NULL, checksum TEXT NOT NULL)",
     (
         "CREATE TABLE journal_links ("
         " chain TEXT PRIMARY KEY, prev TEXT NOT NULL, entry TEXT NOT NULL, position INTEGER NOT NULL"
         ") WITHOUT ROWID"
     ),
-    "CREATE TABLE blobs (digest TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE blobs (digest TEXT PRIMARY KEY, data TEXT NOT NULL)",
     (
         "CREATE TABLE checkpoints ("
         " seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, parent TEXT, created_at TEXT NOT NULL,"
@@ -92,10 +99,11 @@ _SCHEMA = (
         " scratchpad TEXT NOT NULL, messages_head TEXT NOT NULL, message_count INTEGER NOT NULL,"
         " journal_head TEXT NOT NULL, journal_count INTEGER NOT NULL, seal TEXT NOT NULL)"
     ),
-    "CREATE INDEX checkpoints_parent ON checkpoints (parent)",
     _HEADS,
-    "CREATE INDEX checkpoints_order ON checkpoints (created_ts, seq)",
 )
+"""The tables of a new store (schema version 2). Version 1 made the same
+tables WITHOUT ROWID, with two indexes on checkpoints, and stored every text
+uncompressed: such a file is read, and written, as it is."""
 
 _ROW = (
     "id, parent, created_at, metadata, digest, prefix, scratchpad, "
@@ -228,6 +236,7 @@ class SQLiteStore:
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
         self._data: str | None = None  # how a load selects an item's text (see _data_column)
+        self._packs = False  # whether the store compresses long texts (schema version 2)
         self.read_only: bool = False
         """Whether the store was opened read-only (``save()`` and ``delete()`` then raise)."""
         self._why_read_only = "it was opened with read_only=True"
@@ -383,6 +392,7 @@ class SQLiteStore:
             )
             raise CheckpointError(msg, path="workingctx_store") from None
         _codec.check_marker(found, repr(self.path), SCHEMA_VERSION)
+        self._packs = int(found["schema_version"]) >= 2
 
     # -- transactions -------------------------------------------------------------
 
@@ -467,9 +477,12 @@ class SQLiteStore:
                 return checkpoint.id
             if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (encoded.prefix_key,)).fetchone() is None:
                 prefix_text = _codec.payload(prefix, "$.snapshot.prefix", checkpoint, typed=True)
-                db.execute("INSERT INTO blobs (digest, data) VALUES (?, ?)", (encoded.prefix_key, prefix_text))
+                db.execute(
+                    "INSERT INTO blobs (digest, data) VALUES (?, ?)", (encoded.prefix_key, self._pack(prefix_text))
+                )
             db.execute(
-                "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)", (encoded.notes_key, encoded.notes_text)
+                "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)",
+                (encoded.notes_key, self._pack(encoded.notes_text)),
             )
             self._save_chain(db, MESSAGES, checkpoint)
             self._save_chain(db, JOURNAL, checkpoint)
@@ -483,6 +496,9 @@ class SQLiteStore:
         for message in snapshot.messages[-64:]:
             _codec.remember(self._messages, message.digest(), message)
         return checkpoint.id
+
+    def _pack(self, text: str) -> str | bytes:
+        return _codec.pack(text) if self._packs else text
 
     @staticmethod
     def _stored_length(db: sqlite3.Connection, table: str, chain_at: Callable[[int], str], count: int) -> int:
@@ -505,7 +521,7 @@ class SQLiteStore:
                 text = kind.text(item, position, checkpoint)
                 db.execute(
                     f"INSERT INTO {items} (digest, data, checksum) VALUES (?, ?, ?)",  # noqa: S608  # constant names
-                    (digest, text, checksum(digest, text)),
+                    (digest, self._pack(text), checksum(digest, text)),
                 )
             db.execute(
                 f"INSERT OR IGNORE INTO {links} (chain, prev, {column}, position) VALUES (?, ?, ?, ?)",  # noqa: S608  # constant names
@@ -561,7 +577,7 @@ class SQLiteStore:
         found = db.execute("SELECT data FROM blobs WHERE digest = ?", (key,)).fetchone()
         if found is None:
             damage(f"blob {key!r} is missing from table blobs", path)
-        return found[0]
+        return _codec.as_text(_codec.unpack(found[0]))
 
     def _data_column(self, db: sqlite3.Connection) -> str:
         """
@@ -640,7 +656,7 @@ class SQLiteStore:
                     found = [row for row in found if row[0] in wanted]
             elif wanted:
                 found = SQLiteStore._items(db, items, wanted, data)
-        return _codec.decode_items(kind, digests, found, cache, items=f"table {items}"), chain
+        return _codec.decode_items(kind, digests, _codec.unpacked(found), cache, items=f"table {items}"), chain
 
     @staticmethod
     def _most_of(db: sqlite3.Connection, table: str, wanted: int) -> bool:
