@@ -109,6 +109,12 @@ _CHAINS = {
 """Each chain's tables: its items, its links, and the links' column naming the item."""
 
 
+_Probe = tuple["psycopg.Cursor[Any] | None", dict[str, int], int]
+"""A probe of which links of a chain are stored: the query sent (None when
+the chain is empty), the chain digests it asked for by position, and the
+chain's length."""
+
+
 class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
     """
     The transaction lost a deadlock or a serialization race, or needs the lock alone.
@@ -196,21 +202,28 @@ class PostgresStore:
     # -- transactions -------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[psycopg.Cursor[Any]]:
+    def _transaction(self, *, write: bool, pipelined: bool = False) -> Iterator[psycopg.Cursor[Any]]:
         """
         One transaction (``READ COMMITTED`` for a write, a ``REPEATABLE READ``
-        snapshot for a read), rolled back on any error. A lost connection
-        becomes StoreUnavailableError, a deadlock or a serialization failure
-        _Retry, any other database error CheckpointError.
+        snapshot for a read), rolled back on any error; *pipelined*, in
+        psycopg's pipeline mode (statements sent without waiting, a round
+        trip only where a result is read, and the commit with the last
+        writes). A lost connection becomes StoreUnavailableError, a deadlock,
+        a serialization failure or a lost race to insert a key _Retry, any
+        other database error CheckpointError.
         """
         errors = self._psycopg.errors
         try:
-            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                if not write:
-                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                yield cur
-        except (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable):
+            with self._pool.connection() as conn:
+                pipeline = conn.pipeline() if pipelined else contextlib.nullcontext()
+                with pipeline, conn.transaction(), conn.cursor() as cur:
+                    if not write:
+                        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield cur
+        except (errors.DeadlockDetected, errors.SerializationFailure, errors.LockNotAvailable, errors.UniqueViolation):
             raise _Retry from None
+        except errors.UndefinedTable:
+            raise self._gone() from None
         except self._pool_timeout:
             msg = f"no connection to the PostgreSQL server of {self._where}; is it running? Nothing was written"
             raise StoreUnavailableError(msg) from None
@@ -224,7 +237,7 @@ class PostgresStore:
             msg = f"the checkpoint store {self._where} failed ({_first_line(exc)}); it was left as it was"
             raise CheckpointError(msg) from None
 
-    def _run(self, body: Callable[[psycopg.Cursor[Any], bool], Any], *, write: bool) -> Any:
+    def _run(self, body: Callable[[psycopg.Cursor[Any], bool], Any], *, write: bool, pipelined: bool = False) -> Any:
         """
         Run *body* in a transaction, again after a lost race (with the lock
         alone when it asks for it).
@@ -232,7 +245,7 @@ class PostgresStore:
         exclusive = False
         for attempt in range(_ATTEMPTS):
             try:
-                with self._transaction(write=write) as cur:
+                with self._transaction(write=write, pipelined=pipelined) as cur:
                     return body(cur, exclusive)
             except _Retry as retry:
                 exclusive = exclusive or retry.exclusive
@@ -248,15 +261,22 @@ class PostgresStore:
         if exclusive is not None:
             kind = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
             cur.execute(f"SELECT {kind}(hashtext(%s))", (self._lock_key,))
-        try:
-            cur.execute(self._q("SELECT key, value FROM @.workingctx_store"))
-        except self._psycopg.errors.UndefinedTable:
-            msg = (
-                f"{self._where} holds no workingctx checkpoint store (its workingctx_store table is gone). "
-                "Nothing was changed"
-            )
-            raise CheckpointError(msg, path="workingctx_store") from None
+        cur.execute(self._q("SELECT key, value FROM @.workingctx_store"))
+        self._check_marker(cur)
+
+    def _check_marker(self, cur: psycopg.Cursor[Any]) -> None:
+        """
+        Check the marker *cur* selected (a table that is gone raises, in
+        pipeline mode where the results are read: see :meth:`_transaction`).
+        """
         self._check_format(dict(cur.fetchall()))
+
+    def _gone(self) -> CheckpointError:
+        msg = (
+            f"{self._where} holds no workingctx checkpoint store (its workingctx_store table is gone). "
+            "Nothing was changed"
+        )
+        return CheckpointError(msg, path="workingctx_store")
 
     def _check_format(self, found: dict[Any, Any]) -> None:
         _codec.check_marker(found, self._where, SCHEMA_VERSION)
@@ -313,18 +333,48 @@ class PostgresStore:
         encoded = _codec.encode(checkpoint)
 
         def body(cur: psycopg.Cursor[Any], exclusive: bool) -> None:
-            self._enter(cur, exclusive=exclusive)
+            # Pipelined: everything the save needs to know is asked at once,
+            # read in one round trip, and the writes go with the commit.
+            conn = cur.connection
+            lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+            cur.execute(f"SELECT {lock}(hashtext(%s))", (self._lock_key,))
+            marker = conn.cursor()
+            marker.execute(self._q("SELECT key, value FROM @.workingctx_store"))
+            head = None
             if thread is not None:
-                self._move_head(cur, thread, checkpoint)
-            cur.execute(self._q("SELECT seal FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
-            existing = cur.fetchone()
+                head = conn.cursor()
+                head.execute(self._q("SELECT checkpoint FROM @.heads WHERE thread = %s FOR UPDATE"), (thread,))
+            sealed = conn.cursor()
+            sealed.execute(self._q("SELECT seal FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
+            prefix = conn.cursor()
+            prefix.execute(self._q("SELECT 1 FROM @.blobs WHERE digest = %s"), (encoded.prefix_key,))
+            probes = [(kind, self._probe(conn, kind, checkpoint)) for kind in (MESSAGES, JOURNAL)]
+            self._check_marker(marker)
+            if head is not None and thread is not None:
+                found = head.fetchone()
+                current = None if found is None else found[0]
+                if not _head_allows(current, checkpoint):
+                    raise _head_conflict(thread, checkpoint, current)
+                if found is None:  # a writer that inserts it first makes this one run again
+                    cur.execute(
+                        self._q("INSERT INTO @.heads (thread, checkpoint) VALUES (%s, %s)"), (thread, checkpoint.id)
+                    )
+                elif current != checkpoint.id:
+                    cur.execute(
+                        self._q("UPDATE @.heads SET checkpoint = %s WHERE thread = %s"), (checkpoint.id, thread)
+                    )
+            existing = sealed.fetchone()
             if existing is not None and existing[0] == encoded.seal:
                 return
             if existing is not None and not exclusive:
                 raise _Retry(exclusive=True)  # replacing collects garbage: take the lock alone
-            self._save_blobs(cur, checkpoint, encoded)
-            self._save_chain(cur, MESSAGES, checkpoint)
-            self._save_chain(cur, JOURNAL, checkpoint)
+            blobs = [(encoded.notes_key, encoded.notes_text)]
+            if prefix.fetchone() is None:
+                prefix_text = _codec.payload(checkpoint.snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
+                blobs.append((encoded.prefix_key, prefix_text))
+            self._insert(cur, "blobs", "digest, data", blobs)
+            for kind, probe in probes:
+                self._save_chain(cur, kind, checkpoint, probe)
             if existing is not None:
                 cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
             cur.execute(
@@ -334,68 +384,56 @@ class PostgresStore:
             if existing is not None:
                 self._collect_garbage(cur)
 
-        self._run(body, write=True)
+        self._run(body, write=True, pipelined=True)
         with self._local:
             for message in checkpoint.snapshot.messages[-64:]:
                 _codec.remember(self._messages, message.digest(), message)
         return checkpoint.id
 
-    def _move_head(self, cur: psycopg.Cursor[Any], thread: str, checkpoint: Checkpoint) -> None:
-        cur.execute(
-            self._q(
-                "INSERT INTO @.heads (thread, checkpoint) VALUES (%s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1"
-            ),
-            (thread, checkpoint.id),
-        )
-        if cur.fetchone() is not None:
-            return
-        cur.execute(self._q("SELECT checkpoint FROM @.heads WHERE thread = %s FOR UPDATE"), (thread,))
-        found = cur.fetchone()
-        current = None if found is None else found[0]
-        if not _head_allows(current, checkpoint):
-            raise _head_conflict(thread, checkpoint, current)
-        cur.execute(self._q("UPDATE @.heads SET checkpoint = %s WHERE thread = %s"), (checkpoint.id, thread))
-
-    def _save_blobs(self, cur: psycopg.Cursor[Any], checkpoint: Checkpoint, encoded: _codec.Encoded) -> None:
-        cur.execute(self._q("SELECT 1 FROM @.blobs WHERE digest = %s"), (encoded.prefix_key,))
-        rows = [(encoded.notes_key, encoded.notes_text)]
-        if cur.fetchone() is None:
-            prefix_text = _codec.payload(checkpoint.snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
-            rows.append((encoded.prefix_key, prefix_text))
-        rows.sort()
-        cur.execute(
-            self._q(
-                "INSERT INTO @.blobs (digest, data) SELECT * FROM unnest(%s::text[], %s::text[])"
-                " ORDER BY 1 ON CONFLICT DO NOTHING"
-            ),
-            ([key for key, _ in rows], [data for _, data in rows]),
-        )
-
-    def _stored_length(self, cur: psycopg.Cursor[Any], table: str, chain_at: Callable[[int], str], count: int) -> int:
+    def _probe(self, conn: psycopg.Connection[Any], kind: Kind, checkpoint: Checkpoint) -> _Probe:
         """
-        How many leading items of a chain are stored already: links are only
-        ever stored with their ancestors, so presence is monotone; a few rounds
-        of probes, most recent positions first.
+        Ask (without waiting) which links of the chain of *kind* are stored,
+        at the positions most likely to tell how many: the last sixteen, then
+        every power of two down.
         """
-        query = self._q(f"SELECT chain FROM @.{table} WHERE chain = ANY(%s)")  # noqa: S608  # constant names
-        low, high = 0, count + 1  # stored up to low; not stored from high
-        step = 1
-        probes: list[int] = []
-        while count - step + 1 > 0 and len(probes) < 24:
-            probes.append(count - step + 1)
+        count = len(kind.items(checkpoint.snapshot))
+        positions = list(range(count, max(count - 16, 0), -1))
+        step = 32
+        while count - step + 1 > 0 and len(positions) < 40:
+            positions.append(count - step + 1)
             step *= 2
-        while probes:
-            digests = {chain_at(position): position for position in probes}
-            cur.execute(query, (list(digests),))
-            present = [digests[row[0]] for row in cur.fetchall()]
-            absent = [position for position in probes if position not in present]
+        if not positions:
+            return None, {}, count
+        chain_at = kind.chain(checkpoint)
+        digests = {chain_at(position): position for position in positions}
+        found = conn.cursor()
+        _, links, _ = _CHAINS[kind.noun]
+        found.execute(self._q(f"SELECT chain FROM @.{links} WHERE chain = ANY(%s)"), (list(digests),))  # noqa: S608
+        return found, digests, count
+
+    def _stored_length(
+        self, cur: psycopg.Cursor[Any], table: str, chain_at: Callable[[int], str], probe: _Probe
+    ) -> int:
+        """
+        How many leading items of a chain are stored already, from the probe
+        :meth:`_probe` sent: links are only ever stored with their ancestors,
+        so presence is monotone; when the probe leaves a gap, more rounds of
+        probes inside it.
+        """
+        found, digests, count = probe
+        low, high = 0, count + 1  # stored up to low; not stored from high
+        while found is not None:
+            present = [digests[row[0]] for row in found.fetchall()]
+            absent = [position for position in digests.values() if position not in present]
             low = max([low, *present])
             high = min([high, *[position for position in absent if position > low]])
             gap = high - low - 1
             if gap <= 0:
                 break
             stride = max(1, gap // 64)
-            probes = list(range(low + 1, high, stride))
+            digests = {chain_at(position): position for position in range(low + 1, high, stride)}
+            cur.execute(self._q(f"SELECT chain FROM @.{table} WHERE chain = ANY(%s)"), (list(digests),))  # noqa: S608
+            found = cur
         return low
 
     def _insert(self, cur: psycopg.Cursor[Any], table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
@@ -417,15 +455,17 @@ class PostgresStore:
         cur.execute(self._q(f"SELECT digest FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
         return keys - {row[0] for row in cur.fetchall()}
 
-    def _save_chain(self, cur: psycopg.Cursor[Any], kind: Kind, checkpoint: Checkpoint) -> None:
+    def _save_chain(self, cur: psycopg.Cursor[Any], kind: Kind, checkpoint: Checkpoint, probe: _Probe) -> None:
         """
-        Store the items and links of *kind* the store does not hold yet.
+        Store the items and links of *kind* the store does not hold yet. The
+        items of a few new links are sent whole (the insert keeps one stored
+        already); for many, the store is asked first which it lacks.
         """
         items_table, links_table, column = _CHAINS[kind.noun]
-        count = len(kind.items(checkpoint.snapshot))
-        start = self._stored_length(cur, links_table, kind.chain(checkpoint), count)
+        start = self._stored_length(cur, links_table, kind.chain(checkpoint), probe)
         new = list(_codec.new_links(kind, checkpoint, start))
-        missing = self._missing_items(cur, items_table, {digest for _, _, _, digest, _ in new})
+        wanted = {digest for _, _, _, digest, _ in new}
+        missing = self._missing_items(cur, items_table, wanted) if len(new) > 16 else wanted
         items: dict[str, tuple[str, str, str]] = {}
         links = []
         for position, link, previous, digest, item in new:
