@@ -215,8 +215,20 @@ class PostgresStore:
         errors = self._psycopg.errors
         try:
             with self._pool.connection() as conn:
-                pipeline = conn.pipeline() if pipelined else contextlib.nullcontext()
-                with pipeline, conn.transaction(), conn.cursor() as cur:
+                if pipelined:
+                    # BEGIN and COMMIT sent by hand: psycopg's transaction
+                    # block would wait for each (a round trip apiece)
+                    try:
+                        with conn.pipeline(), conn.cursor() as cur:
+                            cur.execute("BEGIN")
+                            yield cur
+                            cur.execute("COMMIT")
+                    except BaseException:
+                        with contextlib.suppress(self._psycopg.Error):  # the connection may be gone
+                            conn.rollback()
+                        raise
+                    return
+                with conn.transaction(), conn.cursor() as cur:
                     if not write:
                         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield cur
