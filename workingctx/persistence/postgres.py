@@ -79,8 +79,6 @@ _TABLES = (
         " message_count integer NOT NULL, journal_head text NOT NULL, journal_count integer NOT NULL,"
         " seal text NOT NULL)"
     ),
-    "CREATE INDEX ON @.checkpoints (parent)",
-    "CREATE INDEX ON @.checkpoints (created_ts, seq)",
     "CREATE TABLE @.heads (thread text PRIMARY KEY, checkpoint text NOT NULL)",
 )
 
