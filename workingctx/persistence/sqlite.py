@@ -1,7 +1,7 @@
 """
 The SQLite store: the embedded default, on the standard library's ``sqlite3``.
 
-Layout (schema version 1):
+Layout (schema version 2):
 
 - ``messages``: one row per distinct message, keyed by :meth:`Message.digest`,
   holding its JSON.
@@ -15,6 +15,11 @@ Layout (schema version 1):
 - ``checkpoints``: one row per checkpoint: id, parent, creation time, metadata,
   the keys above, counts, and a seal (a digest over the row) checked on every read.
 - ``workingctx_store``: the format name and the schema version.
+
+Messages, journal entries and blobs of 512 bytes or more are stored compressed
+(zlib, when that is shorter), in rowid tables, so that a long message takes its
+bytes and not an overflow page. A file of schema version 1 (every text as it
+is, in ``WITHOUT ROWID`` tables) is read, and written, as version 1.
 
 Every save is one ``BEGIN IMMEDIATE`` transaction; the database runs in WAL
 mode with a busy timeout, so several processes can save to one file and a
