@@ -20,7 +20,7 @@ processes on many machines.
 False
 """
 
-from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
+from workingctx.checkpoint import Checkpoint, checkpoint_id, rehydrate
 from workingctx.persistence.histories import ContextInfo, ContextStore
 from workingctx.persistence.listing import Listing
 from workingctx.persistence.postgres import PostgresStore
