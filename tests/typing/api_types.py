@@ -83,12 +83,12 @@ async def check_media() -> None:
         FileMediaStore,
         InMemoryMediaStore,
         MediaStore,
-        SQLiteMediaStore,
         image_size,
         resolve_media,
         store_ref,
     )
     from workingctx.messages import MediaRef  # noqa: PLC0415
+    from workingctx.persistence import SQLiteMediaStore  # noqa: PLC0415
     from workingctx.tokens import image_tokens  # noqa: PLC0415
 
     store: MediaStore = FileMediaStore("media")
