@@ -16,18 +16,17 @@ import attrs
 
 from workingctx import _checks, _rekey
 from workingctx._notes import copy_notes, prepare_notes
-from workingctx._tail import Tail, TailView, rule_state
+from workingctx._state import ContextState
+from workingctx._tail import TailView, rule_state
 from workingctx.exceptions import (
     MergeError,
 )
-from workingctx.journal import MutationJournal
-from workingctx.messages import Message, calls_of, check_messages
+from workingctx.messages import Message, ToolCall, calls_of, check_messages
+from workingctx.scopes._exchanges import is_reasoning_only
 from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
-    from workingctx._notes import Notes
     from workingctx.context import WorkingContext
-    from workingctx.history.recorder import Recorder
 
 MessageReducer: TypeAlias = Callable[[Sequence[Message], Sequence[Message]], Sequence[Message]]
 MergeMode: TypeAlias = Literal["concat", "union", "delta", "result"] | MessageReducer
@@ -43,26 +42,98 @@ conflicting key, one reducer ``(old, new) -> value`` for every key, or one per k
 _MISSING = object()
 
 
-class MergeMethods:
+class MergeMethods(ContextState):
     """
     The merge of :class:`~workingctx.WorkingContext` (see :meth:`merge`).
     """
 
     __slots__ = ()
 
-    if TYPE_CHECKING:
-        _history: Recorder | None
-        _routes: dict[str, str]
-        _scratchpad: Notes
-        _tail: Tail
-        _token: object
-        journal: MutationJournal[Any]
-
-        def _rekeyed(self, messages: Sequence[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]: ...
-        def _remember_routes(self, pairs: Sequence[tuple[str, str]]) -> None: ...
-
     def _context(self) -> WorkingContext:
         return cast("WorkingContext", self)  # the class these methods are mixed into
+
+    # -- results for re-keyed calls --------------------------------------------------
+
+    def _routed(self, messages: Sequence[Message]) -> list[Message]:
+        """
+        *messages* with the results for calls a merge re-keyed while they were
+        pending sent to the calls' new names (see :meth:`merge`).
+        """
+        with self._tail.lock:
+            pending = rule_state(self._tail.view()).pending()[1]
+            return _rekey.route_results(messages, self._routes, pending)
+
+    def _routed_id(self, call_id: str) -> str:
+        """
+        The name the pending call a result for *call_id* answers goes by here.
+        """
+        if not self._routes:
+            return call_id
+        with self._tail.lock:
+            pending = rule_state(self._tail.view()).pending()[1]
+            new = self._routes.get(call_id)
+            return new if new is not None and new in pending and call_id not in pending else call_id
+
+    def _remember_routes(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """
+        Keep the route of every re-keyed call still pending (and only those).
+        """
+        if not pairs and not self._routes:
+            return
+        with self._tail.lock:
+            pending = set(rule_state(self._tail.view()).pending()[1])
+            routes = {old: new for old, new in self._routes.items() if new in pending}
+            routes.update((old, new) for old, new in pairs if new in pending)
+            self._routes = routes
+
+    def _rekeyed(self, messages: Sequence[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:
+        """
+        *messages* as they join the tail: calls whose ids are in use re-keyed,
+        results following them, and what was re-keyed. Call under the tail lock.
+        """
+        engine = _rekey.Rekeyer(rule_state(self._tail.view()), messages, self._routes)
+        return [engine.take(message) for message in messages], tuple(engine.pairs)
+
+    def _pending_exchange_start(self, view: TailView, call_id: str) -> int:
+        """
+        Where the exchange of the pending call *call_id* starts (its reasoning included).
+        """
+        at, ids = rule_state(view).pending()
+        if call_id not in ids:
+            known = f"the pending calls are {', '.join(map(repr, ids))}" if ids else "no call is pending"
+            msg = (
+                f"fork(for_call={call_id!r}): {call_id!r} is not a pending tool call of this context ({known}); "
+                "fork for a call the newest assistant message made and that has no result yet"
+            )
+            raise MergeError(msg, ids=(call_id,))
+        return at - 1 if at > 0 and is_reasoning_only(view[at - 1]) else at
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """
+        The tool calls that wait for their result at the end of the tail, in order.
+
+        They are the calls of the newest assistant message that asked for
+        tools, when only results (or nothing) came after it; a call that other
+        messages followed without its result is not pending but broken (see
+        :func:`workingctx.validity.check_messages`). Costs only what was
+        appended since the last look.
+        """
+        with self._tail.lock:
+            view = self._tail.view()
+            at, ids = rule_state(view).pending()
+            if not ids:
+                return ()
+            return calls_of(view[at], ids)
+
+    @property
+    def parent_call_id(self) -> str | None:
+        """
+        The id of the call this context was forked for (``fork(for_call=...)``), or None.
+        """
+        if self._parent_call is not None:
+            return self._parent_call[1]
+        return None if self._history is None else self._history.parent_call_id
 
     def merge(
         self,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-from workingctx._tail import Tail
+from workingctx._state import ContextState
 from workingctx.exceptions import (
     HistoryError,
     PricingError,
@@ -30,19 +30,14 @@ if TYPE_CHECKING:
     from workingctx.history import Entry, Outcome
 
 
-class RecordingMethods:
+class RecordingMethods(ContextState):
     """
     What a context built with ``record=True`` adds (see :mod:`workingctx.history`).
     """
 
-    __slots__ = ("_edit_lock",)
-
-    _edit_lock: threading.Lock | None
+    __slots__ = ()
 
     if TYPE_CHECKING:
-        _history: Recorder | None
-        _routes: dict[str, str]
-        _tail: Tail
 
         @property
         def messages(self) -> tuple[Message, ...]: ...

@@ -19,28 +19,24 @@ WorkingContext: what an agent knows right now, on four independent axes.
 
 from __future__ import annotations
 
-import inspect
-import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from workingctx import _checks, _rekey
+from workingctx import _checks
 from workingctx._lock import ContextLock
 from workingctx._merging import MergeMethods, MergeMode, ScratchpadPolicy
-from workingctx._notes import Notes, NotesMark
+from workingctx._notes import Notes
 from workingctx._recording import RecordingMethods
-from workingctx._tail import Mark, Tail, TailView, rule_state
+from workingctx._tail import Tail, TailView
 from workingctx.exceptions import (
     ArgumentValueError,
-    MergeError,
 )
 from workingctx.frozen import FrozenDict
-from workingctx.history.recorder import Recorder, start
+from workingctx.history.recorder import start
 from workingctx.journal import MutationJournal
-from workingctx.messages import Message, ToolCall, calls_of, check_messages
+from workingctx.messages import Message, check_messages
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import surviving_indices
-from workingctx.scopes._exchanges import is_reasoning_only
 from workingctx.snapshot import (
     ContextDiff,
     FrozenContext,
@@ -53,8 +49,6 @@ if TYPE_CHECKING:
     from workingctx.scopes import ContextScope, PositionalScope
 
 __all__ = ["ContextLock", "MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
-
-_R = TypeVar("_R")
 
 
 def _check_key(key: object) -> None:
@@ -84,26 +78,9 @@ class WorkingContext(MergeMethods, RecordingMethods):
     anything changes.
     """
 
-    __slots__ = (
-        "_history",
-        "_lock",
-        "_marks",
-        "_parent_call",
-        "_prefix",
-        "_prefix_tokens",
-        "_routes",
-        "_scratch_base",
-        "_scratchpad",
-        "_tail",
-        "_token",
-        "journal",
-        "limit",
-        "shared",
-    )
+    __slots__ = ()
 
     __hash__ = None  # type: ignore[assignment]  # the live side is not a value
-
-    _history: Recorder | None
 
     def __init__(
         self,
@@ -159,37 +136,6 @@ class WorkingContext(MergeMethods, RecordingMethods):
         self.shared = shared
         if record:
             self._history = start(self, id)
-
-    def _init(
-        self,
-        prefix: PrefixContext,
-        tail: Tail,
-        notes: Notes,
-        journal: MutationJournal[Any],
-        marks: dict[object, int] | None = None,
-        bases: dict[object, dict[str, Any]] | None = None,
-    ) -> None:
-        self._prefix = prefix
-        self._tail = tail
-        self._scratchpad = notes
-        self.journal: MutationJournal[Any] = journal
-        self._prefix_tokens: int | None = None
-        # the locks are made on first use (see lock and edit_notes()): most forks never take them
-        self._lock: ContextLock | None = None
-        self._edit_lock: threading.Lock | None = None
-        self._token = object()
-        # token of an ancestor -> the position in the lineage log when this
-        # context forked from it (or last merged into it): a delta is what was appended since
-        self._marks: dict[object, int] = {} if marks is None else marks
-        # (token of the parent, call id) for a context forked for a pending call
-        self._parent_call: tuple[object, str] | None = None
-        # token of the parent -> the notes (frozen, or copies) when this context forked from it
-        self._scratch_base: dict[object, dict[str, Any]] = {} if bases is None else bases
-        # the history of a recorded context (None: not recorded)
-        self._history = None
-        # old id -> new id of each call a merge re-keyed while it was pending: its result may
-        # still come under the old id (see _rekey.route_results); kept while the call is pending
-        self._routes: dict[str, str] = {}
 
     # -- construction from other states ----------------------------------------
 
@@ -262,23 +208,6 @@ class WorkingContext(MergeMethods, RecordingMethods):
         The token counter this context counts with.
         """
         return self._tail.counter
-
-    @property
-    def lock(self) -> ContextLock:
-        """
-        The context's lock, for sequences of mutations that must look atomic
-        to other coroutines (``async with ctx.lock: ...``).
-
-        It works under every event loop, one after another (``asyncio.run()``
-        per request) or at once on several threads.
-        """
-        lock = self._lock
-        if lock is None:
-            with self._tail.lock:  # two first uses at once make one lock
-                lock = self._lock
-                if lock is None:
-                    lock = self._lock = ContextLock()
-        return lock
 
     def size(self) -> int:
         """
@@ -393,48 +322,6 @@ class WorkingContext(MergeMethods, RecordingMethods):
 
     def _replace(self, items: list[Message]) -> None:
         self._tail.replace(items)
-
-    # -- results for re-keyed calls --------------------------------------------------
-
-    def _routed(self, messages: Sequence[Message]) -> list[Message]:
-        """
-        *messages* with the results for calls a merge re-keyed while they were
-        pending sent to the calls' new names (see :meth:`merge`).
-        """
-        with self._tail.lock:
-            pending = rule_state(self._tail.view()).pending()[1]
-            return _rekey.route_results(messages, self._routes, pending)
-
-    def _routed_id(self, call_id: str) -> str:
-        """
-        The name the pending call a result for *call_id* answers goes by here.
-        """
-        if not self._routes:
-            return call_id
-        with self._tail.lock:
-            pending = rule_state(self._tail.view()).pending()[1]
-            new = self._routes.get(call_id)
-            return new if new is not None and new in pending and call_id not in pending else call_id
-
-    def _remember_routes(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """
-        Keep the route of every re-keyed call still pending (and only those).
-        """
-        if not pairs and not self._routes:
-            return
-        with self._tail.lock:
-            pending = set(rule_state(self._tail.view()).pending()[1])
-            routes = {old: new for old, new in self._routes.items() if new in pending}
-            routes.update((old, new) for old, new in pairs if new in pending)
-            self._routes = routes
-
-    def _rekeyed(self, messages: Sequence[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:
-        """
-        *messages* as they join the tail: calls whose ids are in use re-keyed,
-        results following them, and what was re-keyed. Call under the tail lock.
-        """
-        engine = _rekey.Rekeyer(rule_state(self._tail.view()), messages, self._routes)
-        return [engine.take(message) for message in messages], tuple(engine.pairs)
 
     def _set_notes(self, notes: Mapping[str, Any], removed: Iterable[str], *, replace: bool = False) -> None:
         """
@@ -607,47 +494,6 @@ class WorkingContext(MergeMethods, RecordingMethods):
             child._history = self._history.fork(self, child, for_call)
         return child
 
-    def _pending_exchange_start(self, view: TailView, call_id: str) -> int:
-        """
-        Where the exchange of the pending call *call_id* starts (its reasoning included).
-        """
-        at, ids = rule_state(view).pending()
-        if call_id not in ids:
-            known = f"the pending calls are {', '.join(map(repr, ids))}" if ids else "no call is pending"
-            msg = (
-                f"fork(for_call={call_id!r}): {call_id!r} is not a pending tool call of this context ({known}); "
-                "fork for a call the newest assistant message made and that has no result yet"
-            )
-            raise MergeError(msg, ids=(call_id,))
-        return at - 1 if at > 0 and is_reasoning_only(view[at - 1]) else at
-
-    @property
-    def pending_calls(self) -> tuple[ToolCall, ...]:
-        """
-        The tool calls that wait for their result at the end of the tail, in order.
-
-        They are the calls of the newest assistant message that asked for
-        tools, when only results (or nothing) came after it; a call that other
-        messages followed without its result is not pending but broken (see
-        :func:`workingctx.validity.check_messages`). Costs only what was
-        appended since the last look.
-        """
-        with self._tail.lock:
-            view = self._tail.view()
-            at, ids = rule_state(view).pending()
-            if not ids:
-                return ()
-            return calls_of(view[at], ids)
-
-    @property
-    def parent_call_id(self) -> str | None:
-        """
-        The id of the call this context was forked for (``fork(for_call=...)``), or None.
-        """
-        if self._parent_call is not None:
-            return self._parent_call[1]
-        return None if self._history is None else self._history.parent_call_id
-
     def slice(self, scope: ContextScope | PositionalScope) -> WorkingContext:
         """
         A new private context holding the messages *scope* keeps, in order.
@@ -714,45 +560,6 @@ class WorkingContext(MergeMethods, RecordingMethods):
         else:
             raise _checks.wrong_type(other, "other", "a WorkingContext or a FrozenContext", owner="diff()")
         return diff_states(self._prefix, self.messages, self._scratchpad.raw(), old_prefix, old_messages, old_notes)
-
-    # -- concurrency ---------------------------------------------------------------
-
-    async def apply_locked(self, fn: Callable[[WorkingContext], Awaitable[_R] | _R]) -> _R:
-        """
-        Run ``fn(self)`` under the context's lock, awaiting it when it is async,
-        and return its result.
-
-        All or nothing: when *fn* raises (or is cancelled), the tail, the
-        scratchpad and the journal are put back as they were when it started,
-        and the error propagates. Notes are restored by value when they can be
-        copied (plain data, or objects that support ``copy.deepcopy``), otherwise
-        the keys are restored and a value *fn* changed in place stays changed.
-        Writes other code made to the context meanwhile without holding the
-        lock are undone with *fn*'s: write to a shared context under its lock.
-        """
-        async with self.lock:
-            undo = self._undo_point()
-            try:
-                result = fn(self)
-                if inspect.isawaitable(result):
-                    result = await result
-            except BaseException:
-                self._roll_back(undo)
-                raise
-            return result
-
-    def _undo_point(self) -> tuple[Mark, NotesMark, tuple[int, int], dict[str, str]]:
-        with self._tail.lock:
-            journal = (len(self.journal), self.journal.committed)
-            return self._tail.mark(), self._scratchpad.mark(), journal, dict(self._routes)
-
-    def _roll_back(self, undo: tuple[Mark, NotesMark, tuple[int, int], dict[str, str]]) -> None:
-        mark, notes, (size, committed), routes = undo
-        with self._tail.lock:
-            self._tail.restore(mark)
-            self._scratchpad.restore(notes)
-            self.journal._truncate(size, committed)
-            self._routes = dict(routes)
 
     def __repr__(self) -> str:
         keys = sorted(self._scratchpad)
