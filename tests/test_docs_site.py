@@ -228,6 +228,9 @@ def test_the_api_reference_documents_the_algebra(served, page):
     article = page.locator("article").first.inner_text()
     for name in ("WorkingContext", "fork", "merge", "freeze", "diff"):
         assert name in article
+    # each operation has its own entry, those mixed in from beside the class included
+    for name in ("fork", "merge", "freeze", "finish", "cost", "apply_locked", "pending_calls"):
+        assert page.locator(f'[id="workingctx.context.WorkingContext.{name}"]').count() == 1, name
     assert page.locator("article pre code").count() > 10
     assert ":class:" not in article
     page.goto(urljoin(served, "reference/scopes/"))

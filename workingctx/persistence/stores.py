@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 
 from workingctx import _checks
+from workingctx.checkpoint import Checkpoint
+from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError, HeadConflictError
 from workingctx.frozen import FrozenDict
-from workingctx.history import Entry, replay
-from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo, check_context_id, check_recorded, diverged, missing
 from workingctx.persistence.listing import Listing
 
 if TYPE_CHECKING:
-    from workingctx.context import WorkingContext
+    from workingctx.history import Entry
 
 __all__ = ["CheckpointInfo", "CheckpointStore", "InMemoryStore"]
 
@@ -326,7 +326,7 @@ class InMemoryStore:
             saved = self._contexts.get(context_id)
         if saved is None:
             raise missing(context_id, "this InMemoryStore")
-        return replay(saved[0])
+        return WorkingContext.replay(saved[0])
 
     def list_contexts(self) -> Listing[ContextInfo]:
         """
