@@ -12,8 +12,8 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
-from workingctx._output import shown_path
-from workingctx.cli import strategy_rows
+from workingctx.cli._facts import strategy_rows
+from workingctx.cli._output import shown_path
 
 __all__ = ["render"]
 
