@@ -344,6 +344,7 @@ class TestBadInput:
             (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
             (b"42", "no known transcript format"),
             (b'{"messages": [{"role": "wizard", "content": "hi"}]}', "not a openai_chat request"),
+            (b'{"messages": [{"role": "assistant", "tool_calls": 5}]}', "messages[0].tool_calls is 5"),
             (b'{"role": "user", "role": "system"}', "appears twice"),
             (b'{"messages": [{"role": "user", "content": NaN}]}', "NaN is not JSON"),
             (b'{"messages": [], "scratchpad": {"n": -1e400}}', "the number -1e400 is too large"),

@@ -48,23 +48,15 @@ from workingctx.cli._facts import (
 from workingctx.cli._files import FORMATS, Document, InputError, UsageError, read_file, write_context, write_text
 from workingctx.cli._output import Table, emit, printable, shown_path
 from workingctx.cli._report import render
-from workingctx.exceptions import WorkingCtxError
+from workingctx.exceptions import CacheRuleError, PricingError, WorkingCtxError
 
 __all__ = ["main"]
 
 PROVIDER_CHOICES = ("openai", "anthropic", "gemini")
 
 
-_MODEL_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("claude", "anthropic"),
-    ("gpt-", "openai"),
-    ("chatgpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
-    ("gemini", "gemini"),
-)
-"""Model name prefixes and the provider whose cache serves them."""
+_MODEL_FAMILIES = {"anthropic": ("claude",), "openai": ("gpt-", "chatgpt", "o1", "o3", "o4"), "gemini": ("gemini",)}
+"""Each provider, and the prefixes of the names of the models its cache serves."""
 
 
 def model_provider(model: str) -> str | None:
@@ -74,7 +66,7 @@ def model_provider(model: str) -> str | None:
     with or without a provider prefix; None for a name of no known family.
     """
     name = model.lower().rpartition("/")[2].rpartition(":")[2]
-    return next((provider for prefix, provider in _MODEL_FAMILIES if name.startswith(prefix)), None)
+    return next((provider for provider, prefixes in _MODEL_FAMILIES.items() if name.startswith(prefixes)), None)
 
 
 def _model(args: argparse.Namespace, doc: Document) -> str | None:
@@ -99,9 +91,6 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
         )
         raise UsageError(msg)
     return doc.provider
-
-
-# -- the program -----------------------------------------------------------------------
 
 
 def _positive(text: str) -> int:
@@ -320,10 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(1, str(exc))
     except UsageError as exc:
         _fail(2, str(exc))
+    except (PricingError, CacheRuleError) as exc:  # a model without prices or cache rules: bad usage
+        _fail(2, str(exc))
     except WorkingCtxError as exc:
-        name = type(exc).__name__
-        status = 2 if name in {"PricingError", "CacheRuleError"} else 1
-        _fail(status, str(exc))
+        _fail(1, str(exc))
     except KeyboardInterrupt:
         _fail(130, "interrupted")
     except BrokenPipeError:  # the reader went away (`| head`): nobody left to tell
@@ -333,7 +322,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("WORKINGCTX_DEBUG"):
             raise
         _fail(1, f"{type(exc).__name__}: {exc} (set WORKINGCTX_DEBUG=1 for the traceback)")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

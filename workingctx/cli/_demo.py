@@ -49,16 +49,14 @@ def report(ctx: WorkingContext) -> str:
             f"{label:>3}  {message.role:<9} {approx.count_message(message):>6} "
             f"{exact.count_message(message):>6}  {describe(message)}"
         )
-    total_exact = exact.count(ctx.assembled())
     label = "cl100k" if exact.exact else "cl100k unavailable, approximated"
-    lines.append("")
-    lines.append(
-        f"prefix messages: {len(ctx.prefix.as_messages())} (marked P), tail messages: {ctx.size()} (numbered from 0)"
-    )
-    lines.append(f"tokens: {ctx.count_tokens()} approximate, {total_exact} {label}")
-    snapshot = ctx.freeze()
-    lines.append(f"snapshot digest: {snapshot.digest()}")
-    lines.append(f"scratchpad: {json.dumps(ctx.scratchpad, sort_keys=True)}")
+    lines += [
+        "",
+        f"prefix messages: {len(ctx.prefix.as_messages())} (marked P), tail messages: {ctx.size()} (numbered from 0)",
+        f"tokens: {ctx.count_tokens()} approximate, {exact.count(ctx.assembled())} {label}",
+        f"snapshot digest: {ctx.freeze().digest()}",
+        f"scratchpad: {json.dumps(ctx.scratchpad, sort_keys=True)}",
+    ]
 
     # Fit the request into a smaller window, on a fork so the original stays whole.
     # The window holds the prefix and three quarters of the tail; a cut goes down to two thirds of it.
@@ -67,8 +65,7 @@ def report(ctx: WorkingContext) -> str:
     window = prefix_tokens + max(tail_tokens * 3 // 4, 1)
     manager = TokenBudgetContextManager(window, low_watermark=prefix_tokens + max(tail_tokens * 2 // 3, 1))
     trimmed = manager.trim_context(ctx.fork())
-    lines.append("")
-    lines.append(f"fitted to a {window}-token window with {manager!r}:")
+    lines += ["", f"fitted to a {window}-token window with {manager!r}:"]
     lines.append(f"  {explain(manager.scope_for(ctx), ctx)}".replace("\n", "\n  "))
     lines.append(
         f"  kept {trimmed.size()} of {ctx.size()} tail messages, {trimmed.count_tokens()} tokens with the prefix; "
@@ -91,14 +88,14 @@ def demo(path: str | None = None, fmt: str | None = None) -> int:
             ctx = read_file(path, fmt).last
         text = report(ctx)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        error = str(exc)
     except (SerializationError, ValueError, TypeError) as exc:
         # Every error of ours is also a ValueError or a TypeError; its text names the JSON path.
-        print(f"error: {source}: {exc}", file=sys.stderr)
-        return 1
+        error = f"{source}: {exc}"
     except RecursionError:
-        print(f"error: {source}: the transcript is nested too deeply to read", file=sys.stderr)
-        return 1
-    print(printable(text))
-    return 0
+        error = f"{source}: the transcript is nested too deeply to read"
+    else:
+        print(printable(text))
+        return 0
+    print(f"error: {error}", file=sys.stderr)
+    return 1

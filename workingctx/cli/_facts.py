@@ -510,16 +510,10 @@ def show_replay(facts: dict[str, Any]) -> list[Table | str]:
     main_strategy = facts["strategies"][-1]
     timed = facts["gap"] is not None
     head: tuple[str, ...] = ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached")
+    keys = ("request", "input_tokens", "cache_read_tokens", "cache_write_tokens", "fresh_tokens", "output_tokens")
     rows = tuple(
         (
-            r["request"],
-            r["input_tokens"],
-            r["cache_read_tokens"],
-            r["cache_write_tokens"],
-            r["fresh_tokens"],
-            r["output_tokens"],
-            r["cost"],
-            r["uncached_cost"],
+            *(r[key] for key in (*keys, "cost", "uncached_cost")),
             *((_seconds(r["at"]), r["expired_tokens"]) if timed else ()),
         )
         for r in main_strategy["requests"]

@@ -299,44 +299,22 @@ def write_text(path: str, text: str) -> int:
     return len(data)
 
 
-def _first_message(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    messages = payload.get("messages")
-    if isinstance(messages, list):
-        for message in messages:
-            if isinstance(message, Mapping):
-                return message
-    return None
-
-
 def _anthropic_blocks(messages: Sequence[Any]) -> bool:
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping) and block.get("type") in {"tool_use", "tool_result", "thinking"}:
-                    return True
-    return False
+    return any(
+        isinstance(block, Mapping) and block.get("type") in {"tool_use", "tool_result", "thinking"}
+        for message in messages
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+        for block in message["content"]
+    )
 
 
 def _workingctx_calls(messages: Sequence[Any]) -> bool:
-    for message in messages:
-        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-        if isinstance(calls, list) and any(
-            isinstance(c, Mapping) and "name" in c and "function" not in c for c in calls
-        ):
-            return True
-    return False
-
-
-def _openai_shapes(messages: Sequence[Any]) -> bool:
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        if message.get("role") in {"system", "developer", "tool"} or "tool_calls" in message:
-            calls = message.get("tool_calls")
-            if calls is None or any(isinstance(c, Mapping) and "function" in c for c in calls):
-                return True
-    return False
+    return any(
+        isinstance(call, Mapping) and "name" in call and "function" not in call
+        for message in messages
+        if isinstance(message, Mapping) and isinstance(message.get("tool_calls"), list)
+        for call in message["tool_calls"]
+    )
 
 
 def detect(payload: Any) -> str | None:
@@ -375,12 +353,7 @@ def detect(payload: Any) -> str | None:
         return "anthropic"
     if _workingctx_calls(messages):
         return "workingctx"
-    if _openai_shapes(messages):
-        return "openai_chat"
-    first = _first_message(payload)
-    if first is not None and isinstance(first.get("content"), list | str | None):
-        return "openai_chat"
-    return "workingctx" if not messages else "openai_chat"
+    return "openai_chat" if messages else "workingctx"
 
 
 _MODEL_KEYS: Final = ("model", "model_version", "modelVersion")
