@@ -107,7 +107,7 @@ class ContextMachine(RuleBasedStateMachine):
     @rule(snap=snapshots)
     def resume(self, snap: FrozenContext) -> None:
         """A context resumed from a snapshot is live again and freezes back to it."""
-        live = snap.to_context()
+        live = WorkingContext.from_snapshot(snap)
         assert snap == live.freeze()
         self.contexts.append(live)
         self.models.append((list(snap.messages), copy.deepcopy(dict(_thawed(snap)))))

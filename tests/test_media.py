@@ -32,7 +32,6 @@ from workingctx.media import (
     FileMediaStore,
     InMemoryMediaStore,
     MediaStore,
-    SQLiteMediaStore,
     image_size,
     resolve_media,
     store_ref,
@@ -47,6 +46,7 @@ from workingctx.messages import (
     ToolResultBlock,
     VideoBlock,
 )
+from workingctx.persistence import SQLiteMediaStore
 from workingctx.serialization import from_json, to_json
 
 

@@ -22,11 +22,11 @@ from hypothesis import given
 from tests.strategies import assert_identical, json_objects, working_contexts
 from workingctx import Checkpoint, InMemoryStore, Message, PrefixContext, SQLiteStore, ToolCall
 from workingctx._canonical import message_digest
+from workingctx.checkpoint import journal_chain
 from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError, FrozenPayloadError, PayloadTypeError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence import CheckpointInfo, CheckpointStore, _codec, checkpoint_id, rehydrate
-from workingctx.persistence.checkpoint import journal_chain
 from workingctx.serialization import from_json, to_json
 from workingctx.snapshot import FrozenContext
 

@@ -342,9 +342,9 @@ NOT_VALUES = {
     "workingctx.context.WorkingContext": "live and lockable: it pickles through freeze(), a FrozenContext",
     "workingctx.context.ContextLock": "a lock",
     "workingctx.context.TailView": "a view of a live context",
-    "workingctx.history.NotesEdit": "a live edit of a context's notes",
+    "workingctx.history.recorder.NotesEdit": "a live edit of a context's notes",
     "workingctx.integrations.langgraph.ContextSaver": "a LangGraph checkpointer: holds a store",
-    "workingctx.history.Recorder": "the live recorder of a context",
+    "workingctx.history.recorder.Recorder": "the live recorder of a context",
     "workingctx.integrations.langchain.ContextMiddleware": "live middleware: remembers recent conversations",
     "workingctx.integrations.langchain.SummarizingMiddleware": "live middleware of an agent",
     "workingctx.integrations.langchain.SummaryState": "an agent's state schema (a TypedDict)",
@@ -354,7 +354,7 @@ NOT_VALUES = {
     "workingctx.media.MediaStore": "a protocol",
     "workingctx.media.FileMediaStore": "a store: holds a directory",
     "workingctx.media.InMemoryMediaStore": "a store",
-    "workingctx.media.SQLiteMediaStore": "a store: holds a connection",
+    "workingctx.persistence.media.SQLiteMediaStore": "a store: holds a connection",
     "workingctx.persistence.histories.ContextStore": "a protocol",
     "workingctx.integrations.openai_agents.ContextSession": "a session: holds a store and a live window",
     "workingctx.persistence.stores.CheckpointStore": "a protocol",
@@ -502,8 +502,12 @@ def _evaluated(text: str) -> Any:
 
 
 def _live_objects(tmp_path: Any) -> list[Any]:
-    from workingctx.media import FileMediaStore, InMemoryMediaStore, SQLiteMediaStore  # noqa: PLC0415
-    from workingctx.persistence import InMemoryStore, SQLiteStore  # noqa: PLC0415
+    from workingctx.media import FileMediaStore, InMemoryMediaStore  # noqa: PLC0415
+    from workingctx.persistence import (  # noqa: PLC0415
+        InMemoryStore,
+        SQLiteMediaStore,
+        SQLiteStore,
+    )
 
     ctx = _context()
     recorded = WorkingContext(record=True).append(Message.user("hi"))

@@ -38,7 +38,7 @@ from workingctx import (
 )
 from workingctx.context import WorkingContext
 from workingctx.exceptions import PositionalScopeError, ScopeError
-from workingctx.managers import BudgetCut
+from workingctx.managers import BudgetCut, fit
 from workingctx.messages import ReasoningBlock, ToolResultBlock
 from workingctx.scopes import (
     AllOf,
@@ -1226,10 +1226,10 @@ class TestBudgetsCountTheRequest:
     def test_valid_request_and_fit_make_the_request(self):
         """
         ValidRequest(...) through a context is a valid request within the
-        budget, starting with a user message; ctx.fit(n) gives one too.
+        budget, starting with a user message; fit(ctx, n) gives one too.
         """
         ctx = support_ctx()
-        for sliced in (ctx.slice(ValidRequest(LastNTurns(4) & TokenBudget(300))), ctx.fit(300)):
+        for sliced in (ctx.slice(ValidRequest(LastNTurns(4) & TokenBudget(300))), fit(ctx, 300)):
             assert sliced.count_tokens() <= 300
             assert "user" == sliced.messages[0].role
             assert () == check_messages(sliced.assembled())

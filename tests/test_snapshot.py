@@ -92,7 +92,7 @@ class TestFreezeAndResume:
         A context rebuilt from a snapshot accepts nested writes.
         """
         snap = WorkingContext().note("plan", {"steps": ["a"]}).freeze()
-        live = snap.to_context()
+        live = WorkingContext.from_snapshot(snap)
         live.scratchpad["plan"]["steps"].append("b")
         live.note("other", 1)
         assert ["a", "b"] == live.get("plan")["steps"]
@@ -123,7 +123,6 @@ def _mutable_parts(root: object) -> dict[int, object]:
 
 
 _TO_CONTEXT: dict[str, Callable[[FrozenContext], WorkingContext]] = {
-    "FrozenContext.to_context": FrozenContext.to_context,
     "WorkingContext.from_snapshot": WorkingContext.from_snapshot,
     "rehydrate(snapshot)": rehydrate,
     "rehydrate(checkpoint)": lambda snap: rehydrate(Checkpoint.capture(snap)),
@@ -177,7 +176,7 @@ class TestFreezeLaws:
         freeze() of a context rebuilt from a snapshot equals the snapshot.
         """
         snap = ctx.freeze()
-        again = snap.to_context().freeze()
+        again = WorkingContext.from_snapshot(snap).freeze()
         assert snap == again
         assert snap.digest() == again.digest()
 

@@ -24,6 +24,7 @@ from workingctx import (
     WorkingContext,
 )
 from workingctx.exceptions import MergeError
+from workingctx.managers import fit
 from workingctx.scopes import Tagged, surviving_indices
 from workingctx.validity import PROVIDERS, check_messages
 
@@ -373,7 +374,7 @@ class TestManagersAlwaysValid:
 class TestFit:
     def test_fit_and_a_budget_through_the_context_both_count_the_prefix(self):
         """
-        ctx.fit(n) is a new context whose whole request (prefix included) fits
+        fit(ctx, n) is a new context whose whole request (prefix included) fits
         n, and so is ctx.slice(TokenBudget(n)): a budget applied through a
         context counts the prefix. On a bare list the same scope counts only
         the messages it is given.
@@ -381,7 +382,7 @@ class TestFit:
         ctx = WorkingContext(prefix=PrefixContext(system_prompt="rules " * 40))
         for n in range(10):
             ctx.append(Message("user", f"question {n} " * 3), Message("assistant", f"answer {n} " * 3))
-        fitted = ctx.fit(200)
+        fitted = fit(ctx, 200)
         assert fitted.count_tokens() <= 200
         assert 20 == ctx.size()
         scoped = ctx.slice(TokenBudget(200))
@@ -395,7 +396,7 @@ class TestFit:
         What is appended to a fitted context comes back with a delta merge.
         """
         ctx = parent_with_history()
-        fitted = ctx.fit(120).append(Message("user", "new"))
+        fitted = fit(ctx, 120).append(Message("user", "new"))
         ctx.merge(fitted, mode="delta")
         assert "new" == ctx.messages[-1].text()
 
@@ -404,9 +405,9 @@ class TestFit:
         A negative or non-int budget is refused.
         """
         with pytest.raises(TypeError):
-            WorkingContext().fit("10")  # type: ignore[arg-type]
+            fit(WorkingContext(), "10")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="0 or more"):
-            WorkingContext().fit(-1)
+            fit(WorkingContext(), -1)
 
 
 class TestAgentPrograms:

@@ -37,6 +37,7 @@ from workingctx.messages import Message
 from workingctx.scopes._index import TailIndex
 from workingctx.snapshot import Chain
 from workingctx.tokens import RunningCount, TokenCounter
+from workingctx.validity import RuleState
 
 __all__ = ["Mark", "Tail", "TailView"]
 
@@ -630,3 +631,16 @@ def _count_calls(calls: dict[str, list[int]], messages: Iterable[Message]) -> No
                 calls.setdefault(asked, [0, 0])[0] += 1
         for answered in message.result_ids:
             calls.setdefault(answered, [0, 0])[1] += 1
+
+
+def rule_state(view: TailView) -> RuleState:
+    """
+    The provider rules' state of a tail view, kept by its index.
+    """
+    index = view.tail_index
+    if index is None:  # pragma: no cover  # a context's view always has one
+        state = RuleState()
+        for message in view:
+            state.feed(message)
+        return state
+    return index.walk

@@ -21,28 +21,23 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
-
-import attrs
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workingctx import _checks, _rekey
-from workingctx import history as _records
 from workingctx._lock import ContextLock
-from workingctx._notes import Notes, NotesMark, copy_notes, prepare_notes
-from workingctx._tail import Mark, Tail, TailView
+from workingctx._merging import MergeMethods, MergeMode, ScratchpadPolicy
+from workingctx._notes import Notes, NotesMark
+from workingctx._recording import RecordingMethods
+from workingctx._tail import Mark, Tail, TailView, rule_state
 from workingctx.exceptions import (
-    ArgumentTypeError,
     ArgumentValueError,
-    HistoryError,
     MergeError,
-    PricingError,
 )
 from workingctx.frozen import FrozenDict
+from workingctx.history.recorder import Recorder, start
 from workingctx.journal import MutationJournal
-from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, Usage
+from workingctx.messages import Message, ToolCall, calls_of, check_messages
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import surviving_indices
 from workingctx.scopes._exchanges import is_reasoning_only
@@ -53,53 +48,20 @@ from workingctx.snapshot import (
     digest_of_parts,
 )
 from workingctx.tokens import ApproxTokenCounter, MessageCounter, TokenCounter, whole_counter
-from workingctx.validity import STRUCTURAL_RULES, RuleState
 
 if TYPE_CHECKING:
-    from workingctx.history import Entry, NotesEdit, Outcome
-    from workingctx.persistence.checkpoint import Checkpoint
     from workingctx.scopes import ContextScope, PositionalScope
 
 __all__ = ["ContextLock", "MergeMode", "ScratchpadPolicy", "TailView", "WorkingContext"]
 
 _R = TypeVar("_R")
 
-MessageReducer: TypeAlias = Callable[[Sequence[Message], Sequence[Message]], Sequence[Message]]
-MergeMode: TypeAlias = Literal["concat", "union", "delta", "result"] | MessageReducer
-"""How :meth:`WorkingContext.merge` combines tails: a mode name, or a reducer
-``(left, right) -> messages`` such as :func:`workingctx.reducers.add_messages`."""
-
-ValueReducer: TypeAlias = Callable[[Any, Any], Any]
-ScratchpadPolicy: TypeAlias = Literal["last_write_wins", "raise"] | ValueReducer | Mapping[str, ValueReducer]
-"""How :meth:`WorkingContext.merge` combines scratchpads: last write wins, raise on a
-conflicting key, one reducer ``(old, new) -> value`` for every key, or one per key
-(keys without a reducer: last write wins)."""
-
-_MISSING = object()
-
-
-def _check_messages(values: Sequence[object], what: str) -> None:
-    for value in values:
-        if not isinstance(value, Message):
-            break
-    else:
-        return  # all messages: the common case, checked without numbering them
-    for position, value in enumerate(values):
-        if not isinstance(value, Message):
-            hint = (
-                "; to add several messages from a list use extend()"
-                if isinstance(value, list | tuple)
-                else "; build one with Message(role, text), e.g. Message('user', 'hi')"
-            )
-            msg = f"{what}: item {position} is {value!r} of type {type(value).__name__}, not a Message{hint}"
-            raise ArgumentTypeError(msg, argument=f"{what}[{position}]", value=value, expected="a Message")
-
 
 def _check_key(key: object) -> None:
     _checks.check_instance(key, "key", str, "str", label="scratchpad keys", fix="use str(key) or a name")
 
 
-class WorkingContext:
+class WorkingContext(MergeMethods, RecordingMethods):
     """
     A live, mutable working context.
 
@@ -123,7 +85,6 @@ class WorkingContext:
     """
 
     __slots__ = (
-        "_edit_lock",
         "_history",
         "_lock",
         "_marks",
@@ -142,7 +103,7 @@ class WorkingContext:
 
     __hash__ = None  # type: ignore[assignment]  # the live side is not a value
 
-    _history: _records.Recorder | None
+    _history: Recorder | None
 
     def __init__(
         self,
@@ -165,7 +126,7 @@ class WorkingContext:
                 messages, "messages", "an iterable of Message values", fix="wrap one message in a list"
             )
         tail = list(messages)
-        _check_messages(tail, "messages")
+        check_messages(tail, "messages")
         notes = Notes()
         if scratchpad is not None:
             _checks.check_instance(scratchpad, "scratchpad", Mapping, "a mapping")
@@ -197,7 +158,7 @@ class WorkingContext:
         self.limit = limit
         self.shared = shared
         if record:
-            self._history = _records.start(self, id)
+            self._history = start(self, id)
 
     def _init(
         self,
@@ -238,8 +199,8 @@ class WorkingContext:
         A live, writable context from a snapshot: the scratchpad is thawed at
         every depth and the journal's entries start committed.
 
-        The one way from a snapshot to a context: :meth:`FrozenContext.to_context`
-        and :func:`~workingctx.persistence.rehydrate` call it. The context shares frozen
+        The one way from a snapshot to a context (:func:`~workingctx.persistence.rehydrate`
+        of a checkpoint calls it). The context shares frozen
         values with the snapshot (messages, prefix, journal entries) and no
         list, dict or set, so no write to either reaches the other.
         """
@@ -367,7 +328,7 @@ class WorkingContext:
         Raises:
             TypeError: an argument is not a :class:`Message` (nothing is appended).
         """
-        _check_messages(messages, "append()")
+        check_messages(messages, "append()")
         if self._routes:
             messages = tuple(self._routed(messages))
         if self._history is not None:
@@ -388,7 +349,7 @@ class WorkingContext:
                 messages, "messages", "an iterable of messages", owner="extend()", fix="use append() for one message"
             )
         items = list(messages)
-        _check_messages(items, "extend()")
+        check_messages(items, "extend()")
         if self._routes:
             items = self._routed(items)
         if self._history is not None:
@@ -423,7 +384,7 @@ class WorkingContext:
         if isinstance(messages, Message | str):
             raise _checks.wrong_type(messages, "messages", "an iterable of messages", owner="replace_tail()")
         items = list(messages)
-        _check_messages(items, "replace_tail()")
+        check_messages(items, "replace_tail()")
         if self._history is not None:
             self._history.replace(self, items)
             return self
@@ -441,7 +402,7 @@ class WorkingContext:
         pending sent to the calls' new names (see :meth:`merge`).
         """
         with self._tail.lock:
-            pending = _rules(self._tail.view()).pending()[1]
+            pending = rule_state(self._tail.view()).pending()[1]
             return _rekey.route_results(messages, self._routes, pending)
 
     def _routed_id(self, call_id: str) -> str:
@@ -451,7 +412,7 @@ class WorkingContext:
         if not self._routes:
             return call_id
         with self._tail.lock:
-            pending = _rules(self._tail.view()).pending()[1]
+            pending = rule_state(self._tail.view()).pending()[1]
             new = self._routes.get(call_id)
             return new if new is not None and new in pending and call_id not in pending else call_id
 
@@ -462,7 +423,7 @@ class WorkingContext:
         if not pairs and not self._routes:
             return
         with self._tail.lock:
-            pending = set(_rules(self._tail.view()).pending()[1])
+            pending = set(rule_state(self._tail.view()).pending()[1])
             routes = {old: new for old, new in self._routes.items() if new in pending}
             routes.update((old, new) for old, new in pairs if new in pending)
             self._routes = routes
@@ -472,7 +433,7 @@ class WorkingContext:
         *messages* as they join the tail: calls whose ids are in use re-keyed,
         results following them, and what was re-keyed. Call under the tail lock.
         """
-        engine = _rekey.Rekeyer(_rules(self._tail.view()), messages, self._routes)
+        engine = _rekey.Rekeyer(rule_state(self._tail.view()), messages, self._routes)
         return [engine.take(message) for message in messages], tuple(engine.pairs)
 
     def _set_notes(self, notes: Mapping[str, Any], removed: Iterable[str], *, replace: bool = False) -> None:
@@ -650,7 +611,7 @@ class WorkingContext:
         """
         Where the exchange of the pending call *call_id* starts (its reasoning included).
         """
-        at, ids = _rules(view).pending()
+        at, ids = rule_state(view).pending()
         if call_id not in ids:
             known = f"the pending calls are {', '.join(map(repr, ids))}" if ids else "no call is pending"
             msg = (
@@ -673,10 +634,10 @@ class WorkingContext:
         """
         with self._tail.lock:
             view = self._tail.view()
-            at, ids = _rules(view).pending()
+            at, ids = rule_state(view).pending()
             if not ids:
                 return ()
-            return _calls_of(view[at], ids)
+            return calls_of(view[at], ids)
 
     @property
     def parent_call_id(self) -> str | None:
@@ -716,580 +677,6 @@ class WorkingContext:
             child._history = self._history.fork(self, child)
             child._history.derived(child, "slice", view, None)
         return child
-
-    def fit(self, max_tokens: int, *, pin: ContextScope | PositionalScope | None = None) -> WorkingContext:
-        """
-        A new private context whose whole request fits *max_tokens*: the prefix
-        counts, and so does every tail message kept.
-
-        It keeps what ``TokenBudgetContextManager(max_tokens, low_watermark=max_tokens, pin=pin)``
-        keeps: every system message, the pinned messages with their exchanges,
-        the newest whole exchanges that fit (from a user turn when one fits),
-        and a user message first; a valid request, even when that means going
-        over (see :class:`~workingctx.TokenBudgetContextManager`). This context
-        is left as it is, and the result merges back like a slice.
-
-        Raises:
-            TypeError: *max_tokens* is not an int, or *pin* is not a scope.
-            ScopeError: *max_tokens* is negative.
-
-        >>> from workingctx import Message, PrefixContext, WorkingContext
-        >>> ctx = WorkingContext(prefix=PrefixContext(system_prompt="Be brief."))
-        >>> for i in range(5):
-        ...     _ = ctx.append(Message("user", f"question {i}"), Message("assistant", f"answer {i}"))
-        >>> fitted = ctx.fit(40)
-        >>> [m.text() for m in fitted.messages], fitted.count_tokens() <= 40, ctx.size()
-        (['question 3', 'answer 3', 'question 4', 'answer 4'], True, 10)
-        """
-        from workingctx.managers import TokenBudgetContextManager  # noqa: PLC0415  # managers import this module
-        from workingctx.scopes import Since  # noqa: PLC0415  # see above
-
-        manager = TokenBudgetContextManager(max_tokens, low_watermark=max_tokens, pin=pin)
-        fitted = self.slice(Since(0))
-        manager.trim_context(fitted)
-        return fitted
-
-    def merge(
-        self,
-        other: WorkingContext,
-        mode: MergeMode = "concat",
-        *,
-        scratchpad: ScratchpadPolicy = "last_write_wins",
-        result: str | Message | None = None,
-    ) -> WorkingContext:
-        """
-        Fold another context into this one (fan-in).
-
-        Args:
-            other: The context to merge, typically a fork of this one.
-            mode: ``"concat"`` appends its messages verbatim; ``"union"`` adds
-                only messages not already here (a multiset union: merging the
-                same context twice equals merging it once); ``"delta"`` appends
-                what *other* did since it forked from this context (or last
-                merged into it): the messages it appended or brought in by its
-                own merges, in order, whatever it replaced meanwhile (a trim, a
-                summary, ``replace_tail``), never one it inherited and never a
-                summary a manager wrote; ``"result"`` closes the call *other*
-                was forked for (``fork(for_call=...)``) with one tool result,
-                the child's final answer (or *result*), and leaves the child's
-                transcript out. A callable ``(left, right) -> messages``
-                decides instead (see :mod:`workingctx.reducers`).
-            scratchpad: How notes combine (see :data:`ScratchpadPolicy`). In
-                ``"delta"`` and ``"result"`` modes only notes the fork changed are considered.
-            result: With ``mode="result"``: the text of the tool result, or the
-                tool message itself; by default the child's final answer (its
-                newest assistant message without tool calls).
-
-        The other journal's uncommitted entries are applied here as they are,
-        and marked committed there, as is the delta mode's watermark: merging
-        the same child twice does not apply its work twice.
-
-        Call ids are local names. An incoming tool call whose id a *different*
-        call here already uses (two sub-agents both numbering their calls
-        ``call_0``) comes in under a new id, and so does every result that
-        answers it: :func:`~workingctx.callids.fresh_call_id` of the old id,
-        given every id the merged tail uses (``call_0`` -> ``call_0-2``), so
-        the same merge gives the same ids in every process. The same call
-        (same id, same call, such as the history a fork shares with its
-        parent under ``"union"`` and ``"delta"``) stays one call. The map is
-        recorded: a journal entry ``{"kind": "merge", "mode": ..., "rekeyed":
-        [[old, new], ...]}`` and, on a recorded context, the merge entry's
-        ``rekeyed``. A result that comes later under the old id for a call
-        re-keyed while it was pending (``append``, ``extend``, ``append_result``,
-        :func:`~workingctx.reducers.add_messages_to`,
-        :meth:`~workingctx.reducers.ToolResult.apply_to`, or a later merge)
-        answers it under the new id, as long as the old id is not pending
-        itself; ``fork(for_call=old id)`` forks for it too.
-
-        >>> from workingctx import ToolCall
-        >>> parent = WorkingContext().append(Message("user", "Compare Oslo and Rome."))
-        >>> oslo, rome = parent.fork(), parent.fork()
-        >>> _ = oslo.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Oslo"})]))
-        >>> _ = oslo.append(Message("tool", "rain", tool_call_id="call_0"))
-        >>> _ = rome.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Rome"})]))
-        >>> _ = parent.merge(oslo, mode="delta").merge(rome, mode="delta")
-        >>> [c.id for c in parent.pending_calls], list(parent.journal)[-1]["rekeyed"]
-        (['call_0-2'], [['call_0', 'call_0-2']])
-        >>> _ = parent.append(Message("tool", "sun", tool_call_id="call_0"))  # Rome's result, under its old id
-        >>> parent.messages[-1].tool_call_id
-        'call_0-2'
-
-        Raises:
-            MergeError: ``"delta"`` with a context that is not a fork of this one,
-                ``"result"`` with one not forked for a call of this one (or a
-                call no longer pending, or a child without an answer), a merge
-                that would leave a result whose call is nowhere, a second result
-                for one call, or a call without its result (``ids`` names them),
-                an unknown mode, or a conflicting note under ``scratchpad="raise"``.
-                Nothing changes.
-            PayloadError: A merged note (as a reducer made it, or as it was
-                changed in place in *other*) is one no note can keep (see
-                :meth:`note`). Nothing changes.
-        """
-        _checks.check_instance(other, "other", WorkingContext, "a WorkingContext", owner="merge()")
-        # Their messages and watermark are read together, then released, so two
-        # contexts merging into each other on two threads cannot deadlock.
-        if result is not None and mode != "result":
-            msg = f"merge(result=...) goes with mode='result' (closing the call a child was forked for), not {mode!r}"
-            raise MergeError(msg)
-        with other._tail.lock:
-            # a delta or a result reads only what the other appended: its tail is not read (nor copied)
-            theirs = () if mode in ("delta", "result") else other._tail.messages()
-            since = other._marks.get(self._token)
-            own = other._tail.appended_since(since) if since is not None and mode in ("delta", "result") else []
-            position = other._tail.appended
-        with self._tail.lock:
-            incoming, whole, base, rekeyed = self._incoming_messages(other, theirs, since, mode, own, result)
-            if whole and self._tail.kept(incoming) == len(self._tail):
-                # a reducer that kept the tail as it was appends the rest
-                incoming, whole = incoming[len(self._tail) :], False
-            self._refuse_breaks(incoming, whole=whole)
-            notes = self._incoming_notes(other, mode, scratchpad)
-
-            if self._history is not None:
-                appended, replacement = (None, incoming) if whole else (incoming, None)
-                self._history.merge(self, other, mode, appended, replacement, notes, rekeyed)
-            else:
-                prepared = prepare_notes(notes.items())  # a note no context can keep is refused here
-                # Everything is checked: apply.
-                if whole:
-                    self._tail.replace(incoming)
-                else:
-                    self._tail.extend(incoming)
-                self._scratchpad._put_all(prepared)
-                self._remember_routes(rekeyed)
-            self.journal.apply(other.journal.diff())
-            if rekeyed:
-                name = mode if isinstance(mode, str) else "reducer"
-                self.journal.record({"kind": "merge", "mode": name, "rekeyed": [list(pair) for pair in rekeyed]})
-        other.journal.mark_committed()
-        if base is not None:
-            with other._tail.lock:
-                other._marks[self._token] = position
-                other._tail.retain(min(other._marks.values()))
-                other._scratch_base[self._token] = other._scratchpad.fork(child=False)[1]
-        return self
-
-    def _refuse_breaks(self, incoming: list[Message], *, whole: bool) -> None:
-        """
-        Refuse a merge that would break a tool rule the tail does not break
-        already: *incoming* is appended, or becomes the *whole* tail.
-        """
-        view = self._tail.view()
-        if not whole:
-            if not incoming:
-                return
-            new = [p for p in _rules(view).probe(incoming).problems if p.rule in _MERGE_BREAKS]
-        else:
-            before = _broken(view)
-            after = RuleState()
-            for message in incoming:
-                after.feed(message)
-            new = [p for p in after.problems if p.rule in _MERGE_BREAKS and not before.pop((p.rule, p.ids), 0)]
-        if new:
-            ids = tuple(dict.fromkeys(i for p in new for i in p.ids))
-            lines = "; ".join(f"{p.rule} ({', '.join(map(repr, p.ids)) or 'no id'}): {p.message}" for p in new)
-            msg = (
-                f"merge refused, nothing changed: it would break the provider rules for the tool calls "
-                f"{', '.join(map(repr, ids)) or '(none)'}: {lines}"
-            )
-            raise MergeError(msg, ids=ids)
-
-    def _incoming_messages(
-        self,
-        other: WorkingContext,
-        theirs: tuple[Message, ...],
-        since: int | None,
-        mode: MergeMode,
-        own: list[Message],
-        given: str | Message | None,
-    ) -> tuple[list[Message], bool, int | None, tuple[tuple[str, str], ...]]:
-        """
-        The messages a merge brings, whether they are the whole new tail (a
-        reducer's result) rather than an append, the delta watermark, and the
-        calls re-keyed on the way in (old id, new id).
-        """
-        if mode == "concat":
-            return self._appended(theirs, None)
-        if mode == "union":
-            return self._union(theirs)
-        if mode == "delta":
-            if since is None:
-                msg = (
-                    "merge(mode='delta') needs a fork of this context (or of a fork of it): "
-                    f"{other!r} was not forked from {self!r}; use mode='union' to merge an unrelated context"
-                )
-                raise MergeError(msg)
-            return self._appended(own, since)
-        if mode == "result":
-            return [self._result_message(other, own, given)], False, since, ()
-        if callable(mode):
-            for reducer, twin in _rekey.REKEYING_REDUCERS.items():
-                if reducer is mode:  # add_messages: it re-keys, and says what
-                    added, engine = twin(self._tail.messages(), theirs, _rules(self._tail.view()), self._routes)
-                    return added, False, None, tuple(engine.pairs)
-            result = list(mode(self._tail.messages(), theirs))
-            _check_messages(result, f"merge reducer {mode!r} returned")
-            return result, True, None, ()
-        msg = (
-            f"unknown merge mode {mode!r}; use 'concat', 'union', 'delta', 'result' "
-            "or a reducer (left, right) -> messages"
-        )
-        raise MergeError(msg)
-
-    def _appended(
-        self, messages: Sequence[Message], since: int | None
-    ) -> tuple[list[Message], bool, int | None, tuple[tuple[str, str], ...]]:
-        """
-        What a ``"concat"`` or ``"delta"`` merge appends: every message, re-keyed.
-        """
-        added, rekeyed = self._rekeyed(messages)
-        return added, False, since, rekeyed
-
-    def _union(self, theirs: Sequence[Message]) -> tuple[list[Message], bool, None, tuple[tuple[str, str], ...]]:
-        """
-        What a ``"union"`` merge appends: the messages not here already, by
-        value, as a multiset, an exchange at a time.
-
-        An exchange (a call and the results right after it) found here whole,
-        under its own ids or under the ones an earlier merge gave it, adds
-        nothing. One whose call is here and still pending adds the results
-        not here yet. Any other comes in whole, its calls re-keyed when their
-        ids are in use: the same call answered differently is another call.
-        """
-        view = self._tail.view()
-        state = _rules(view)
-        present = Counter(self._tail.messages())
-        engine = _rekey.Rekeyer(state, theirs, self._routes)
-        added: list[Message] = []
-        position, size = 0, len(theirs)
-        while position < size:
-            head = theirs[position]
-            end = _rekey.exchange_end(theirs, position)
-            if end == position:  # a message that asks for no call
-                position += 1
-                if present[head] > 0:
-                    present[head] -= 1
-                else:
-                    added.append(engine.take(head))
-                continue
-            unit = list(theirs[position:end])
-            position = end
-            match = self._union_match(unit, view, state, present)
-            if match is None:
-                added.extend(engine.take(message) for message in unit)
-                continue
-            names, here = match
-            engine.alias({call_id: names.get(call_id, call_id) for call_id in head.call_ids})
-            present[here[0]] -= 1
-            for message, found in zip(unit[1:], here[1:], strict=True):
-                if present[found] > 0:
-                    present[found] -= 1
-                else:
-                    added.append(engine.take(message))
-        return added, False, None, tuple(engine.pairs)
-
-    @staticmethod
-    def _union_match(
-        unit: list[Message], view: TailView, state: RuleState, present: Counter[Message]
-    ) -> tuple[dict[str, str], list[Message]] | None:
-        """
-        Where the exchange *unit* is here already: the names its calls go by
-        here and its messages under them. A copy that holds it whole comes
-        first; else the pending call at the end, whose results are still
-        coming; else None (it is another exchange).
-        """
-        at, waiting = state.pending()
-        partial = None
-        for names in _rekey.matchings(unit[0], view, state, lambda message: present[message] > 0):
-            here = [_rekey.rename(message, names, names) for message in unit]
-            if all(present[message] >= count for message, count in Counter(here).items()):
-                return names, here
-            first = here[0].call_ids[0]
-            if partial is None and waiting and state.asked.get(first) == at:
-                partial = names, here
-        return partial
-
-    def _result_message(self, other: WorkingContext, own: list[Message], result: str | Message | None) -> Message:
-        """
-        The one tool result a ``"result"`` merge of *other* appends.
-        """
-        forked = other._parent_call
-        if forked is None or forked[0] is not self._token:
-            msg = (
-                f"merge(mode='result') takes a context forked from this one with fork(for_call=...); {other!r} "
-                "was not; use mode='delta' to bring back a plain fork's messages"
-            )
-            raise MergeError(msg)
-        call_id = forked[1]
-        view = self._tail.view()
-        at, ids = _rules(view).pending()
-        if call_id not in ids:
-            msg = (
-                f"merge(mode='result'): the call {call_id!r} is no longer pending here (it has its result "
-                "already, or other messages came after it); a sub-agent's result is merged once, right after the call"
-            )
-            raise MergeError(msg, ids=(call_id,))
-        name = _calls_of(view[at], (call_id,))[0].name
-        if result is None:
-            answers = [m for m in own if m.role == "assistant" and not m.call_ids and m.text().strip()]
-            if not answers:
-                msg = (
-                    f"merge(mode='result'): the sub-agent for {call_id!r} has no final answer (an assistant "
-                    "message without tool calls); append one, or pass result='...'"
-                )
-                raise MergeError(msg, ids=(call_id,))
-            return Message("tool", answers[-1].text(), tool_call_id=call_id, name=name)
-        if isinstance(result, str):
-            return Message("tool", result, tool_call_id=call_id, name=name)
-        if not isinstance(result, Message):
-            raise _checks.wrong_type(result, "result", "a str or a tool Message", label="merge(result=...)")
-        if result.role != "tool" or (result.tool_call_id or call_id) != call_id:
-            msg = (
-                f"merge(result=...) must be a tool message answering {call_id!r}, got a {result.role!r} message "
-                f"answering {result.tool_call_id!r}"
-            )
-            raise MergeError(msg, ids=(call_id,))
-        if result.tool_call_id is None:
-            return attrs.evolve(result, tool_call_id=call_id)
-        return result
-
-    def _incoming_notes(self, other: WorkingContext, mode: MergeMode, policy: ScratchpadPolicy) -> dict[str, Any]:
-        if not (policy in ("last_write_wins", "raise") or isinstance(policy, Mapping) or callable(policy)):
-            msg = f"unknown scratchpad policy {policy!r}; use 'last_write_wins', 'raise', a reducer or a mapping"
-            raise MergeError(msg)
-        theirs = other._scratchpad.plain()
-        if mode in ("delta", "result"):
-            before = other._scratch_base.get(self._token, {})
-            theirs = {k: v for k, v in theirs.items() if before.get(k, _MISSING) != v}
-        mine = self._scratchpad
-        notes: dict[str, Any] = {}
-        for key, new in copy_notes(theirs)[0].items():
-            if key not in mine or policy == "last_write_wins":
-                notes[key] = new
-                continue
-            old = mine.get(key)
-            if policy == "raise":
-                if old != new:
-                    msg = (
-                        f"scratchpad conflict on {key!r}: this context has {old!r}, the merged one {new!r}; "
-                        "pass scratchpad='last_write_wins' or a reducer to decide"
-                    )
-                    raise MergeError(msg)
-            elif isinstance(policy, Mapping):
-                reducer = policy.get(key)
-                notes[key] = new if reducer is None else reducer(old, new)
-            else:
-                notes[key] = policy(old, new)  # a reducer: checked on entry
-        return notes
-
-    # -- history -------------------------------------------------------------------
-
-    def _recorder(self, what: str) -> _records.Recorder:
-        if self._history is None:
-            msg = f"{what} needs a recorded context: build it with WorkingContext(record=True)"
-            raise HistoryError(msg)
-        return self._history
-
-    @classmethod
-    def replay(
-        cls, history: Iterable[Entry], *, counter: TokenCounter | None = None, limit: int | None = None
-    ) -> WorkingContext:
-        """
-        The recorded context *history* describes: its digest, notes, finished
-        state, usage and history are those of the context it was recorded from.
-
-        Raises:
-            TypeError: *history* is not a sequence of :class:`~workingctx.history.Entry`.
-            HistoryError: It does not begin with a start entry, or an entry
-                does not apply (the message names its index).
-        """
-        return _records.replay(history, ctx_type=cls, counter=counter, limit=limit)
-
-    @property
-    def history(self) -> tuple[Entry, ...]:
-        """
-        Every change to a recorded context, oldest first (see :mod:`workingctx.history`).
-        """
-        return self._recorder("history").history
-
-    @property
-    def recorded(self) -> bool:
-        """
-        Whether this context keeps a :attr:`history`.
-        """
-        return self._history is not None
-
-    @property
-    def id(self) -> str | None:
-        """
-        The name a store saves a recorded context under; None when not recorded.
-        """
-        return None if self._history is None else self._history.id
-
-    @property
-    def parent_id(self) -> str | None:
-        """
-        The id of the recorded context this one was forked from, or None.
-        """
-        return None if self._history is None else self._history.parent_id
-
-    @property
-    def turn(self) -> int:
-        """
-        How many model replies a recorded context received (0 when not recorded).
-        """
-        return 0 if self._history is None else self._history.turn
-
-    @property
-    def finished(self) -> bool:
-        """
-        Whether :meth:`finish` ended this context.
-        """
-        return self._history is not None and self._history.finished
-
-    @property
-    def answer(self) -> Any:
-        """
-        The answer given to :meth:`finish` (JSON data, frozen); otherwise the
-        text of the newest reply without tool calls; otherwise None.
-        """
-        if self._history is None:
-            return None
-        return self._history.answer(self.messages)
-
-    @property
-    def usage(self) -> Usage:
-        """
-        The token usage of every reply: on a recorded context, every reply
-        ever recorded and what merged sub-agents brought; otherwise the
-        replies in the tail.
-        """
-        if self._history is not None:
-            return self._history.usage
-        return sum((m.usage for m in self.messages if m.usage is not None), Usage())
-
-    def finish(self, answer: Any = None) -> WorkingContext:
-        """
-        End a recorded context: appends and merges raise afterwards; only
-        :meth:`restore` undoes it.
-
-        Raises:
-            TypeError: *answer* is not JSON data.
-            HistoryError: The context is not recorded.
-        """
-        self._recorder("finish()").finish(self, answer)
-        return self
-
-    def restore(self, to: int | str | Checkpoint) -> WorkingContext:
-        """
-        Bring messages, notes and the finished state back to what they were
-        after entry *to* (an index, negative from the end; a checkpoint id
-        captured from this context; or a :class:`~workingctx.Checkpoint`),
-        by adding an entry: the history never shrinks.
-
-        Raises:
-            PendingCallsError: Calls are pending.
-            HistoryError: *to* names no entry, or one in the middle of a turn.
-        """
-        self._recorder("restore()").restore(self, to)
-        return self
-
-    def append_result(self, message: Message, *, outcome: Outcome = "done") -> WorkingContext:
-        """
-        Append a tool result, recording how the call ended (``"done"``,
-        ``"error"``, ``"denied"``, ``"cancelled"`` or ``"interrupted"``).
-
-        Raises:
-            TypeError: *message* is not a message.
-            ValueError: it is not a tool result, or *outcome* is unknown.
-        """
-        _check_messages([message], "append_result()")
-        if message.role != "tool":
-            msg = f"append_result() takes a tool result (role 'tool'), got a {message.role!r} message"
-            raise HistoryError(msg)
-        if outcome not in _records.OUTCOMES:
-            msg = f"unknown outcome {outcome!r}; use one of {', '.join(_records.OUTCOMES)}"
-            raise HistoryError(msg)
-        if self._history is None:
-            return self.append(message)
-        if self._routes:
-            message = self._routed([message])[0]
-        self._history.append(self, [message], outcome)
-        return self
-
-    def close_pending(self, outcome: Outcome = "interrupted", text: str | None = None) -> WorkingContext:
-        """
-        Give every pending tool call of a recorded context a result (``text``,
-        by default ``"(<outcome>)"``) with *outcome*; messages waiting for them go in next.
-        """
-        if outcome not in _records.OUTCOMES or outcome == "done":
-            msg = f"close_pending() takes an outcome other than 'done', got {outcome!r}"
-            raise HistoryError(msg)
-        self._recorder("close_pending()").close_pending(self, outcome, text)
-        return self
-
-    def record_error(self, error: BaseException | str, *, during: str | None = None) -> WorkingContext:
-        """
-        Add an ``error`` entry to a recorded context's history (nothing else changes).
-        """
-        self._recorder("record_error()").error(self, error, during)
-        return self
-
-    def edit_notes(self) -> NotesEdit:
-        """
-        ``with ctx.edit_notes() as notes:`` edit a plain copy of the notes;
-        a normal exit commits the changes (one ``notes`` entry on a recorded
-        context), an exception commits nothing. Values must be JSON data.
-        Editors take turns (``async with`` in coroutines).
-        """
-        lock = self._edit_lock
-        if lock is None:
-            with self._tail.lock:  # two first uses at once make one lock
-                lock = self._edit_lock
-                if lock is None:
-                    lock = self._edit_lock = threading.Lock()
-        return _records.NotesEdit(self, lock)
-
-    # -- snapshots ---------------------------------------------------------------
-
-    # -- cost ----------------------------------------------------------------------
-
-    def cost(self, model: str | None = None) -> Decimal:
-        """
-        What the replies in the context's tail cost, in US dollars; on a
-        recorded context, every reply ever recorded and those merged sub-agents
-        brought, as :attr:`usage` counts them.
-
-        Each reply is priced for the model named in its ``metadata["model"]``
-        (the name the provider reported), or else for *model*.
-
-        >>> from workingctx import Usage
-        >>> ctx = WorkingContext().append(Message.assistant("a", usage=Usage(input_tokens=20_000, output_tokens=200)))
-        >>> ctx.cost("claude-sonnet-4-6")
-        Decimal('0.063')
-
-        Raises:
-            PricingError: a reply's model has no price, or a reply names no
-                model and *model* is not given (the message says which reply).
-        """
-        if self._history is not None:
-            return self._history.cost(model)
-        from workingctx.pricing import cost as price  # noqa: PLC0415  # pricing is optional to load
-
-        total = Decimal(0)
-        for position, message in enumerate(self.messages):
-            if message.usage is None:
-                continue
-            named = message.metadata.get("model", model)
-            if not isinstance(named, str):
-                msg = (
-                    f"message {position} carries usage but names no model in metadata['model']; "
-                    "pass the model to cost(model=...)"
-                )
-                raise PricingError(msg)
-            total += price(named, message.usage)
-        return total
 
     def freeze(self) -> FrozenContext:
         """
@@ -1373,41 +760,3 @@ class WorkingContext:
             f"<WorkingContext messages={len(self._tail)} scratchpad={keys!r} "
             f"journal={len(self.journal)} prefix_messages={len(self._prefix.as_messages())}>"
         )
-
-
-_MERGE_BREAKS = STRUCTURAL_RULES - {"result-without-id"}
-"""The tool rules a merge may not break: two calls with one id, a result whose
-call is nowhere (or elsewhere, or answered already), a call left without its result.
-A tool message that names no call links to nothing and is let through."""
-
-
-def _rules(view: TailView) -> RuleState:
-    """
-    The provider rules' state of a tail view, kept by its index.
-    """
-    index = view.tail_index
-    if index is None:  # pragma: no cover  # a context's view always has one
-        state = RuleState()
-        for message in view:
-            state.feed(message)
-        return state
-    return index.walk
-
-
-def _broken(view: TailView) -> Counter[tuple[str, tuple[str, ...]]]:
-    """
-    The tool-rule problems the tail has, by rule and ids.
-    """
-    return Counter((p.rule, p.ids) for p in _rules(view).problems if p.rule in _MERGE_BREAKS)
-
-
-def _calls_of(message: Message, ids: Sequence[str]) -> tuple[ToolCall, ...]:
-    """
-    The calls of *message* with these ids, in the order of *ids* (call blocks as :class:`ToolCall`).
-    """
-    calls = {call.id: call for call in message.tool_calls}
-    if not isinstance(message.content, str):
-        for block in message.content:
-            if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
-                calls[block.id] = ToolCall(block.id, block.name, block.args)
-    return tuple(calls[i] for i in ids if i in calls)

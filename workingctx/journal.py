@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar, cast
 
+from workingctx._canonical import entries_digest
 from workingctx.frozen import freeze_json
 
 __all__ = ["MutationJournal"]
@@ -123,8 +124,6 @@ class MutationJournal(Generic[EntryT]):
         canonical JSON). Entries are never rewritten, so each is hashed once,
         the first time a digest is asked for after it was recorded.
         """
-        from workingctx._canonical import entries_digest  # noqa: PLC0415  # keeps this module free of imports
-
         return entries_digest(self._entries, self._digests)
 
     def _chain(self) -> tuple[str, ...]:

@@ -67,6 +67,7 @@ __all__ = [
     "SummaryContextManager",
     "TokenBudgetContextManager",
     "TrimReport",
+    "fit",
 ]
 
 logger = logging.getLogger("workingctx.managers")
@@ -1051,3 +1052,34 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
         if self.pin is not None:
             parts.append(f"pin={self.pin!r}")
         return f"SummaryContextManager({', '.join(parts)})"
+
+
+def fit(ctx: WorkingContext, max_tokens: int, *, pin: Scope | None = None) -> WorkingContext:
+    """
+    A new private context whose whole request fits *max_tokens*: the prefix
+    counts, and so does every tail message kept.
+
+    It keeps what ``TokenBudgetContextManager(max_tokens, low_watermark=max_tokens, pin=pin)``
+    keeps: every system message, the pinned messages with their exchanges,
+    the newest whole exchanges that fit (from a user turn when one fits),
+    and a user message first; a valid request, even when that means going
+    over (see :class:`~workingctx.TokenBudgetContextManager`). *ctx* is left
+    as it is, and the result merges back like a slice.
+
+    Raises:
+        TypeError: *max_tokens* is not an int, or *pin* is not a scope.
+        ScopeError: *max_tokens* is negative.
+
+    >>> from workingctx import Message, PrefixContext, WorkingContext
+    >>> from workingctx.managers import fit
+    >>> ctx = WorkingContext(prefix=PrefixContext(system_prompt="Be brief."))
+    >>> for i in range(5):
+    ...     _ = ctx.append(Message("user", f"question {i}"), Message("assistant", f"answer {i}"))
+    >>> fitted = fit(ctx, 40)
+    >>> [m.text() for m in fitted.messages], fitted.count_tokens() <= 40, ctx.size()
+    (['question 3', 'answer 3', 'question 4', 'answer 4'], True, 10)
+    """
+    manager = TokenBudgetContextManager(max_tokens, low_watermark=max_tokens, pin=pin)
+    fitted = _check_context(ctx, "fit()").slice(Since(0))
+    manager.trim_context(fitted)
+    return fitted

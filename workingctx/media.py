@@ -28,14 +28,13 @@ import base64
 import contextlib
 import hashlib
 import os
-import sqlite3
 import struct
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -49,7 +48,6 @@ __all__ = [
     "FileMediaStore",
     "InMemoryMediaStore",
     "MediaStore",
-    "SQLiteMediaStore",
     "Uploader",
     "image_size",
     "resolve_media",
@@ -192,7 +190,7 @@ def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> Me
     )
 
 
-def _stored(data: bytes, mime_type: str, filename: str | None) -> tuple[MediaRef, bytes]:
+def stored_media(data: bytes, mime_type: str, filename: str | None) -> tuple[MediaRef, bytes]:
     """
     The reference of *data* and a copy of the bytes it names, taken before
     hashing: a bytearray changed meanwhile (by another thread) cannot make a
@@ -203,7 +201,7 @@ def _stored(data: bytes, mime_type: str, filename: str | None) -> tuple[MediaRef
     return store_ref(copy, mime_type, filename=filename), copy
 
 
-def _key(ref: object, store: object) -> str:
+def media_key(ref: object, store: object) -> str:
     """
     The sha256 of *ref*, checked to be a reference a store can serve.
     """
@@ -217,7 +215,7 @@ def _key(ref: object, store: object) -> str:
     return ref.sha256  # type: ignore[return-value]  # a store ref always has a sha256 (MediaRef checks it)
 
 
-def _missing(ref: MediaRef, where: str) -> MediaError:
+def missing_media(ref: MediaRef, where: str) -> MediaError:
     msg = (
         f"no bytes for {ref.url} ({ref.filename or ref.mime_type}) in {where}; "
         "put() them again, or point at the store they were saved in"
@@ -225,7 +223,7 @@ def _missing(ref: MediaRef, where: str) -> MediaError:
     return MediaError(msg, ref=ref, reason="missing")
 
 
-def _check(ref: MediaRef, data: bytes, where: str) -> bytes:
+def checked_media(ref: MediaRef, data: bytes, where: str) -> bytes:
     """
     *data* if it is what *ref* names, else a MediaError saying how it differs.
     """
@@ -306,8 +304,8 @@ class InMemoryMediaStore:
             TypeError: *data* is not bytes, or *mime_type* is not a str.
             ValueError: *mime_type* is not of the form ``type/subtype``.
         """
-        ref, data = _stored(data, mime_type, filename)
-        key = _key(ref, self)
+        ref, data = stored_media(data, mime_type, filename)
+        key = media_key(ref, self)
         with self._lock:
             self._blobs[key] = data
         return ref
@@ -320,18 +318,18 @@ class InMemoryMediaStore:
             TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
             MediaError: They are not here, or *ref* is not of kind ``"store"``.
         """
-        key = _key(ref, self)
+        key = media_key(ref, self)
         with self._lock:
             data = self._blobs.get(key)
         if data is None:
-            raise _missing(ref, "this InMemoryMediaStore")
-        return _check(ref, data, "this InMemoryMediaStore")
+            raise missing_media(ref, "this InMemoryMediaStore")
+        return checked_media(ref, data, "this InMemoryMediaStore")
 
     def has(self, ref: MediaRef) -> bool:
         """
         Whether bytes for *ref* are here.
         """
-        key = _key(ref, self)
+        key = media_key(ref, self)
         with self._lock:
             return key in self._blobs
 
@@ -339,7 +337,7 @@ class InMemoryMediaStore:
         """
         Forget the bytes *ref* names (nothing happens when they are not here).
         """
-        key = _key(ref, self)
+        key = media_key(ref, self)
         with self._lock:
             self._blobs.pop(key, None)
 
@@ -395,7 +393,7 @@ class FileMediaStore:
             TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
             MediaError: *ref* is not of kind ``"store"``.
         """
-        sha = _key(ref, self)
+        sha = media_key(ref, self)
         return self.directory / sha[:2] / sha
 
     def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
@@ -408,7 +406,7 @@ class FileMediaStore:
             ValueError: *mime_type* is not of the form ``type/subtype``.
             OSError: The directory cannot be written.
         """
-        ref, data = _stored(data, mime_type, filename)
+        ref, data = stored_media(data, mime_type, filename)
         target = self.path_of(ref)
         if self._intact(target, ref):
             return ref
@@ -449,11 +447,11 @@ class FileMediaStore:
         try:
             data = target.read_bytes()
         except FileNotFoundError:
-            raise _missing(ref, where) from None
+            raise missing_media(ref, where) from None
         except OSError as exc:
             msg = f"cannot read the bytes for {ref.url} in {where}: {exc.strerror or exc}"
             raise MediaError(msg, ref=ref, reason="unavailable") from exc
-        return _check(ref, data, where)
+        return checked_media(ref, data, where)
 
     def has(self, ref: MediaRef) -> bool:
         """
@@ -511,127 +509,6 @@ def _sync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(handle)
-
-
-# -- in SQLite ----------------------------------------------------------------------
-
-_MEDIA_TABLE = "CREATE TABLE IF NOT EXISTS workingctx_media (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID"
-
-
-class SQLiteMediaStore:
-    """
-    A media store in a table (``workingctx_media``) of a SQLite file, such as
-    the file of a :class:`~workingctx.SQLiteStore`, so checkpoints and their
-    media travel as one file.
-
-    The file is opened as a checkpoint store first (created when missing, and
-    refused when it is not a workingctx database), then the media table is
-    added. Deleting checkpoints never deletes media: call :meth:`delete`.
-    Every method raises :class:`~workingctx.exceptions.MediaError` with the
-    reason ``"unavailable"`` when the database cannot be used (the store is
-    closed, or another writer holds the file past *timeout*).
-
-    Args:
-        path: The database file, or ``":memory:"``.
-        timeout: Seconds to wait for another writer.
-
-    Raises:
-        CheckpointError: The file is not a workingctx database.
-
-    >>> store = SQLiteMediaStore(":memory:")
-    >>> store.get(store.put(b"abc", "application/octet-stream"))
-    b'abc'
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
-        from workingctx.persistence import SQLiteStore  # noqa: PLC0415  # persistence imports the values
-
-        self.path = os.fspath(path)
-        if self.path != ":memory:":
-            SQLiteStore(self.path, timeout=timeout).close()  # creates the file, or checks it is ours
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-        try:
-            self._db.execute(_MEDIA_TABLE)
-        except sqlite3.Error:
-            self._db.close()
-            raise
-
-    def put(self, data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
-        """
-        Keep *data* and return its reference (a damaged row is replaced).
-
-        Raises:
-            TypeError: *data* is not bytes, or *mime_type* is not a str.
-            ValueError: *mime_type* is not of the form ``type/subtype``.
-        """
-        ref, data = _stored(data, mime_type, filename)
-        self._execute(
-            ref,
-            "INSERT INTO workingctx_media (sha256, data) VALUES (?, ?)"
-            " ON CONFLICT (sha256) DO UPDATE SET data = excluded.data WHERE data != excluded.data",
-            (ref.sha256, data),
-        )
-        return ref
-
-    def _execute(self, ref: MediaRef, sql: str, parameters: tuple[Any, ...]) -> Any:
-        """
-        The first row *sql* gives, or None; a database error is a MediaError naming the store.
-        """
-        with self._lock:
-            try:
-                return self._db.execute(sql, parameters).fetchone()
-            except sqlite3.Error as exc:
-                msg = (
-                    f"cannot use the SQLiteMediaStore {self.path!r} for {ref.url}: {exc}; nothing was changed "
-                    "(a closed store: open a new one; a locked file: try again, or give a longer timeout)"
-                )
-                raise MediaError(msg, ref=ref, reason="unavailable") from exc
-
-    def get(self, ref: MediaRef) -> bytes:
-        """
-        The bytes *ref* names, checked against its sha256.
-
-        Raises:
-            TypeError: *ref* is not a :class:`~workingctx.messages.MediaRef`.
-            MediaError: They are missing or damaged, or *ref* is not of kind ``"store"``.
-        """
-        key = _key(ref, self)
-        row = self._execute(ref, "SELECT data FROM workingctx_media WHERE sha256 = ?", (key,))
-        where = f"the SQLiteMediaStore {self.path!r}"
-        if row is None:
-            raise _missing(ref, where)
-        return _check(ref, bytes(row[0]), where)
-
-    def has(self, ref: MediaRef) -> bool:
-        """
-        Whether a row is kept for *ref*.
-        """
-        key = _key(ref, self)
-        return self._execute(ref, "SELECT 1 FROM workingctx_media WHERE sha256 = ?", (key,)) is not None
-
-    def delete(self, ref: MediaRef) -> None:
-        """
-        Remove the row kept for *ref* (nothing happens when there is none).
-        """
-        key = _key(ref, self)
-        self._execute(ref, "DELETE FROM workingctx_media WHERE sha256 = ?", (key,))
-
-    def close(self) -> None:
-        """
-        Close the database.
-        """
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<SQLiteMediaStore path={self.path!r}>"
 
 
 # -- writing requests ---------------------------------------------------------------

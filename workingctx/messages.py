@@ -21,7 +21,7 @@ import json
 import mimetypes
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
@@ -1436,3 +1436,32 @@ _MESSAGE_DEFAULTS: dict[str, Any] = {
 
 for _cls in (TextBlock, ImageBlock, DocumentBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ToolCall):
     _cls.__repr__ = _quiet_repr  # type: ignore[method-assign]
+
+
+def check_messages(values: Sequence[object], what: str) -> None:
+    for value in values:
+        if not isinstance(value, Message):
+            break
+    else:
+        return  # all messages: the common case, checked without numbering them
+    for position, value in enumerate(values):
+        if not isinstance(value, Message):
+            hint = (
+                "; to add several messages from a list use extend()"
+                if isinstance(value, list | tuple)
+                else "; build one with Message(role, text), e.g. Message('user', 'hi')"
+            )
+            msg = f"{what}: item {position} is {value!r} of type {type(value).__name__}, not a Message{hint}"
+            raise ArgumentTypeError(msg, argument=f"{what}[{position}]", value=value, expected="a Message")
+
+
+def calls_of(message: Message, ids: Sequence[str]) -> tuple[ToolCall, ...]:
+    """
+    The calls of *message* with these ids, in the order of *ids* (call blocks as :class:`ToolCall`).
+    """
+    calls = {call.id: call for call in message.tool_calls}
+    if not isinstance(message.content, str):
+        for block in message.content:
+            if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
+                calls[block.id] = ToolCall(block.id, block.name, block.args)
+    return tuple(calls[i] for i in ids if i in calls)

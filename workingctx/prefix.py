@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import attrs
 
 from workingctx import _checks
+from workingctx._canonical import prefix_digest
 from workingctx.messages import Message
 
 __all__ = ["PrefixContext"]
@@ -80,7 +81,5 @@ class PrefixContext:
         The hex sha256 of the prefix's canonical encoding, stable across processes.
         """
         if self._digest is None:
-            from workingctx._canonical import prefix_digest  # noqa: PLC0415  # breaks an import cycle
-
             object.__setattr__(self, "_digest", prefix_digest(self))
         return self._digest  # type: ignore[return-value]  # set just above

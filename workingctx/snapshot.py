@@ -32,9 +32,6 @@ from workingctx.frozen import FrozenDict, check_kept, freeze_json, freeze_named
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
 
-if TYPE_CHECKING:
-    from workingctx.context import WorkingContext
-
 __all__ = [
     "ContextDiff",
     "FrozenContext",
@@ -367,20 +364,6 @@ class FrozenContext:
         What a provider would see: the prefix rendered, then the messages.
         """
         return [*self.prefix.as_messages(), *self.messages]
-
-    def to_context(self) -> WorkingContext:
-        """
-        A live, writable :class:`WorkingContext` with this snapshot's prefix,
-        messages, scratchpad (thawed at every depth) and journal (its entries
-        committed). Freezing it again gives an equal snapshot.
-
-        The same as :meth:`WorkingContext.from_snapshot` and
-        :func:`~workingctx.persistence.rehydrate`, which share one implementation: the
-        context reaches no list, dict or set of the snapshot.
-        """
-        from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports this module
-
-        return WorkingContext.from_snapshot(self)
 
 
 class _Lazy:

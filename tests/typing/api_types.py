@@ -27,6 +27,7 @@ from workingctx import (
 )
 from workingctx.context import TailView
 from workingctx.frozen import FrozenDict, deep_freeze
+from workingctx.managers import fit
 from workingctx.reducers import add_messages_to
 from workingctx.scopes import surviving_indices
 from workingctx.snapshot import ContextDiff, common_prefix_length
@@ -70,7 +71,7 @@ def check_values() -> None:
     assert_type(thaw([1, 2]), list[int])
     snap = WorkingContext().freeze()
     assert_type(common_prefix_length(snap, snap), int)
-    assert_type(snap.to_context(), WorkingContext)
+    assert_type(WorkingContext.from_snapshot(snap), WorkingContext)
     assert_type(estimate_message_tokens([message]), int)
     assert_type(ApproxTokenCounter().count([message]), int)
     journal: MutationJournal[dict[str, int]] = MutationJournal()
@@ -82,12 +83,12 @@ async def check_media() -> None:
         FileMediaStore,
         InMemoryMediaStore,
         MediaStore,
-        SQLiteMediaStore,
         image_size,
         resolve_media,
         store_ref,
     )
     from workingctx.messages import MediaRef  # noqa: PLC0415
+    from workingctx.persistence import SQLiteMediaStore  # noqa: PLC0415
     from workingctx.tokens import image_tokens  # noqa: PLC0415
 
     store: MediaStore = FileMediaStore("media")
@@ -160,7 +161,7 @@ def check_subagents() -> None:
     assert_type(ctx.fork(for_call="c1"), WorkingContext)
     assert_type(ctx.parent_call_id, str | None)
     assert_type(ctx.merge(ctx.fork(for_call="c1"), mode="result", result="done"), WorkingContext)
-    assert_type(ctx.fit(1000, pin=Tagged("task")), WorkingContext)
+    assert_type(fit(ctx, 1000, pin=Tagged("task")), WorkingContext)
     manager = TokenBudgetContextManager(1000, pin=Tagged("task"))
     assert_type(manager.last_trim, TrimReport | None)
 

@@ -41,9 +41,12 @@ from typing import Any
 
 import attrs
 
-from workingctx import Checkpoint, Message, WorkingContext, thaw
 from workingctx.adapters import langchain as lc
+from workingctx.checkpoint import Checkpoint
+from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError
+from workingctx.frozen import thaw
+from workingctx.messages import Message
 from workingctx.persistence import CheckpointInfo, CheckpointStore
 
 try:

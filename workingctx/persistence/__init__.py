@@ -20,9 +20,10 @@ processes on many machines.
 False
 """
 
-from workingctx.persistence.checkpoint import Checkpoint, checkpoint_id, rehydrate
+from workingctx.checkpoint import Checkpoint, checkpoint_id, rehydrate
 from workingctx.persistence.histories import ContextInfo, ContextStore
 from workingctx.persistence.listing import Listing
+from workingctx.persistence.media import SQLiteMediaStore
 from workingctx.persistence.postgres import PostgresStore
 from workingctx.persistence.redis import RedisStore
 from workingctx.persistence.sqlite import SQLiteStore
@@ -38,6 +39,7 @@ __all__ = [
     "Listing",
     "PostgresStore",
     "RedisStore",
+    "SQLiteMediaStore",
     "SQLiteStore",
     "checkpoint_id",
     "rehydrate",

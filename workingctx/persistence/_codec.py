@@ -33,11 +33,11 @@ from typing import Any, NoReturn, cast
 import attrs
 
 from workingctx._canonical import EMPTY_CHAIN, EMPTY_ENTRIES, ENTRY_TAG, MESSAGE_TAG, canonical_json, entry_digest
+from workingctx.checkpoint import Checkpoint, journal_chain
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import Message
 from workingctx.persistence import _items
-from workingctx.persistence.checkpoint import Checkpoint, journal_chain
 from workingctx.persistence.listing import Listing, listed
 from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext

@@ -15,17 +15,15 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import attrs
 
 from workingctx import _checks
+from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
-from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step, replay
+from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step
 from workingctx.persistence.listing import Listing, listed, shown
-
-if TYPE_CHECKING:
-    from workingctx.context import WorkingContext
 
 __all__ = ["ContextInfo", "ContextStore"]
 
@@ -341,7 +339,7 @@ def read_context(
         if info.entries <= 0:
             _damage(f"entry count {info.entries!r} is not a count ({table} contexts)")
         entries = _check(walk(row[1], info.entries), info.entries, table)
-        ctx = replay(entries)
+        ctx = WorkingContext.replay(entries)
         if ctx.id != context_id:
             _damage(f"the history replays to context {ctx.id!r}, not {context_id!r}")
     except _Damage as exc:

@@ -37,11 +37,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from workingctx import _checks
+from workingctx.checkpoint import Checkpoint
 from workingctx.exceptions import ArgumentValueError, CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
-from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed, shown
 from workingctx.persistence.stores import (

@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from workingctx import _checks
+from workingctx.checkpoint import Checkpoint
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CheckpointError, SerializationError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
-from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed_rows, shown
 from workingctx.persistence.stores import (

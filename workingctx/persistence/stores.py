@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 
 from workingctx import _checks
+from workingctx.checkpoint import Checkpoint
+from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError, HeadConflictError
 from workingctx.frozen import FrozenDict
-from workingctx.persistence.checkpoint import Checkpoint
 from workingctx.persistence.histories import ContextInfo, check_context_id, check_recorded, diverged, missing
 from workingctx.persistence.listing import Listing
 
 if TYPE_CHECKING:
-    from workingctx.context import WorkingContext
     from workingctx.history import Entry
 
 __all__ = ["CheckpointInfo", "CheckpointStore", "InMemoryStore"]
@@ -321,14 +321,13 @@ class InMemoryStore:
         Raises:
             CheckpointError: No context has that id.
         """
-        from workingctx.history import replay  # noqa: PLC0415  # history imports the context module
 
         check_context_id(context_id)
         with self._lock:
             saved = self._contexts.get(context_id)
         if saved is None:
             raise missing(context_id, "this InMemoryStore")
-        return replay(saved[0])
+        return WorkingContext.replay(saved[0])
 
     def list_contexts(self) -> Listing[ContextInfo]:
         """

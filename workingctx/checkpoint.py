@@ -7,18 +7,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from workingctx import _checks
 from workingctx._canonical import EMPTY_ENTRIES, canonical_json, entries_digest
+from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, SerializationError
 from workingctx.frozen import FrozenDict
+from workingctx.serialization import structure
 from workingctx.snapshot import FrozenContext
-
-if TYPE_CHECKING:
-    from workingctx.context import WorkingContext
 
 __all__ = ["Checkpoint", "checkpoint_id", "rehydrate"]
 
@@ -41,8 +40,6 @@ def _metadata(value: object) -> FrozenDict:
         items = dict(value)
     else:
         raise _checks.wrong_type(value, "metadata", "a mapping (a JSON object)")
-    from workingctx.serialization import structure  # noqa: PLC0415  # serialization imports the values
-
     try:
         return structure(items, FrozenDict)
     except SerializationError as exc:
@@ -140,8 +137,6 @@ class Checkpoint:
             TypeError: *source* is neither kind of context, *parent* is not a
                 checkpoint or an id, or *metadata* is not JSON data.
         """
-        from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports snapshot
-
         journal_chain: tuple[str, ...] | None = None
         if isinstance(source, WorkingContext):
             snapshot = source.freeze()
@@ -228,8 +223,6 @@ def rehydrate(checkpoint: Checkpoint | FrozenContext) -> WorkingContext:
     >>> ctx.get("plan"), dict(saved.snapshot.scratchpad)
     ({'steps': ['a', 'b']}, {'plan': {'steps': ['a']}})
     """
-    from workingctx.context import WorkingContext  # noqa: PLC0415  # context imports snapshot
-
     if isinstance(checkpoint, Checkpoint):
         snapshot = checkpoint.snapshot
     elif isinstance(checkpoint, FrozenContext):
