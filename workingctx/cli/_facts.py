@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-def _counter(exact: bool) -> Any:
+def _counter(exact: bool) -> ApproxTokenCounter | TiktokenCounter:
     return TiktokenCounter() if exact else ApproxTokenCounter()
 
 
@@ -106,8 +106,8 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
         "format": doc.format,
         "requests": len(doc.requests),
         "provider": provider,
-        "counter": counter.name if hasattr(counter, "name") else type(counter).__name__,
-        "exact": bool(getattr(counter, "exact", False)),
+        "counter": counter.name,
+        "exact": counter.exact,
         "messages": rows,
         "totals": {
             "prefix_messages": len(ctx.prefix.as_messages()),
@@ -472,11 +472,12 @@ def replay_facts(
     line names); without it every request is priced with *model*.
     """
     counter = _counter(exact)
+    strategies: list[dict[str, Any]] = []
     facts: dict[str, Any] = {"file": doc.path, "format": doc.format, "provider": provider, "model": model}
-    facts |= {"window": window, "low": low, "gap": gap, "strategies": []}
+    facts |= {"window": window, "low": low, "gap": gap, "strategies": strategies}
     if len(doc.requests) > 1:
         priced = [model] * len(doc.requests) if models is None else models
-        facts["strategies"].append(_as_logged(doc, provider=provider, models=priced, counter=counter, wait=gap or 0.0))
+        strategies.append(_as_logged(doc, provider=provider, models=priced, counter=counter, wait=gap or 0.0))
         return facts
     ctx = doc.last
     for name, manager, strategy in _strategies(window, low, counter):
@@ -491,7 +492,7 @@ def replay_facts(
             counter=counter,
             gaps=gap,
         )
-        facts["strategies"].append(
+        strategies.append(
             {
                 "name": name,
                 "requests": [_request_row(number, r, at=r.at) for number, r in enumerate(run.requests)],
