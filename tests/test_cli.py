@@ -28,9 +28,10 @@ from hypothesis import strategies as st
 
 from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
 from workingctx import Message, WorkingContext
-from workingctx._files import FORMATS, PROVIDERS, detect, read_file
-from workingctx._output import Table, emit, progress
-from workingctx.cli import _write_trimmed, describe, main, model_provider, trim_facts
+from workingctx.cli import main, model_provider
+from workingctx.cli._facts import trim_facts
+from workingctx.cli._files import FORMATS, PROVIDERS, detect, read_file, write_context
+from workingctx.cli._output import Table, describe, emit, progress
 from workingctx.exceptions import ProviderError
 from workingctx.serialization import unstructure
 
@@ -343,6 +344,7 @@ class TestBadInput:
             (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
             (b"42", "no known transcript format"),
             (b'{"messages": [{"role": "wizard", "content": "hi"}]}', "not a openai_chat request"),
+            (b'{"messages": [{"role": "assistant", "tool_calls": 5}]}', "messages[0].tool_calls is 5"),
             (b'{"role": "user", "role": "system"}', "appears twice"),
             (b'{"messages": [{"role": "user", "content": NaN}]}', "NaN is not JSON"),
             (b'{"messages": [], "scratchpad": {"n": -1e400}}', "the number -1e400 is too large"),
@@ -660,7 +662,7 @@ def test_trim_writes_what_it_trimmed(tmp_path, fmt, prefix, messages, notes, bud
         warnings.simplefilter("ignore")  # a budget below what must be kept warns
         trimmed = trim_facts(doc, budget=budget, low=None, pin=[], exact=False)["_trimmed"]
     try:
-        _write_trimmed(doc, trimmed, str(out))
+        write_context(doc, trimmed, str(out))
     except ProviderError:  # the trimmed request is one the provider refuses: nothing written
         reject()
     back = read_file(str(out), fmt).last
@@ -1255,8 +1257,6 @@ class TestCheckAsWritten:
         empty content list) is reported by ``check`` with the same problems,
         and exits 1.
         """
-        from workingctx._files import detect  # noqa: PLC0415
-
         path = tmp_path / "request.json"
         path.write_text(json.dumps(body), encoding="utf-8")
         fmt = detect(body)

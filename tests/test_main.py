@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from workingctx.__main__ import _sample, load_context, main
+from workingctx.cli import main
+from workingctx.cli._demo import _sample
+from workingctx.cli._files import load_context
 
 
 class TestSample:

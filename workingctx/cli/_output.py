@@ -1,11 +1,13 @@
 """
 Output for the command line: tables drawn with ``rich`` on a terminal, plain
-aligned text when piped (or without ``rich``), and a progress bar for long work.
+aligned text when piped (or without ``rich``), a progress bar for long work,
+and the one-line text of a message and of a path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -13,7 +15,9 @@ from typing import IO, Any
 
 import attrs
 
-__all__ = ["Table", "emit", "printable", "progress", "shown_path"]
+from workingctx.messages import Message, ToolCallBlock
+
+__all__ = ["Table", "describe", "emit", "printable", "progress", "shown_path"]
 
 
 @attrs.frozen
@@ -25,6 +29,12 @@ class Table:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
+
+    def numeric(self, column: int) -> bool:
+        """
+        Whether the cells of *column* are all numbers (or empty): those are right-aligned.
+        """
+        return all(isinstance(r[column], int | float) or r[column] is None for r in self.rows)
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -62,7 +72,7 @@ def _plain(table: Table) -> str:
         *(tuple("" if c is None else printable(str(c)) for c in r) for r in table.rows),
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(table.columns))]
-    numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in table.rows) for i in range(len(widths))]
+    numeric = [table.numeric(i) for i in range(len(widths))]
 
     def line(row: Sequence[str]) -> str:
         return "  ".join(
@@ -93,8 +103,7 @@ def emit(items: Sequence[Table | str], stream: IO[str] | None = None) -> None:
             continue
         drawn = RichTable(title=printable(item.title), title_justify="left")
         for position, column in enumerate(item.columns):
-            numeric = all(isinstance(r[position], int | float) or r[position] is None for r in item.rows)
-            drawn.add_column(printable(column), justify="right" if numeric else "left")
+            drawn.add_column(printable(column), justify="right" if item.numeric(position) else "left")
         for row in item.rows:
             drawn.add_row(*("" if c is None else printable(str(c)) for c in row))
         console.print(drawn)
@@ -125,3 +134,18 @@ def shown_path(path: str) -> str:
     as its escape, such as ``\\x0a``.
     """
     return _ANY_CONTROL.sub(_escaped, path)
+
+
+def describe(message: Message, width: int = 60) -> str:
+    """
+    One line for a message: its text, and the tools it calls, cut to *width* characters.
+    """
+    calls = [(c.name, c.arguments) for c in message.tool_calls]
+    if not isinstance(message.content, str):
+        calls += [(b.name, b.args) for b in message.content if isinstance(b, ToolCallBlock)]
+    text = message.text()
+    if calls:
+        shown = ", ".join(f"{name}({json.dumps(args, sort_keys=True, default=str)})" for name, args in calls)
+        text = f"{text} → {shown}".strip(" →")
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,15 +1,15 @@
 """
-Reading transcript files for the command line: any adapter format or
-workingctx's own JSON, detected; ``.jsonl`` files are logs of requests.
+Reading and writing transcript files for the command line: any adapter format
+or workingctx's own JSON, detected; ``.jsonl`` files are logs of requests.
 
-Every failure is an :class:`InputError` that names the file, the line and, where
-it can, the JSON path, so the command line reports it in one line.
+Every failure is an :class:`InputError` (or, writing, an :class:`OutputError`)
+that names the file, the line and, where it can, the JSON path, so the command
+line reports it in one line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import math
 import os
@@ -17,25 +17,34 @@ import secrets
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Final
 
 import attrs
 
-from workingctx._output import shown_path
+from workingctx.adapters import anthropic, google, openai_chat, openai_responses
+from workingctx.cli._output import shown_path
 from workingctx.context import WorkingContext
-from workingctx.exceptions import WorkingCtxError
+from workingctx.exceptions import SerializationError, WorkingCtxError
+from workingctx.messages import Message
+from workingctx.prefix import PrefixContext
+from workingctx.serialization import structure, unstructure
 
 __all__ = [
+    "ADAPTERS",
     "FORMATS",
     "PROVIDERS",
     "Document",
     "InputError",
     "OutputError",
+    "UsageError",
     "detect",
+    "load_context",
     "model_of",
     "read_file",
     "read_text",
     "to_context",
+    "write_context",
     "write_text",
 ]
 
@@ -44,6 +53,14 @@ FORMATS: Final = ("workingctx", "openai_chat", "openai_responses", "anthropic", 
 
 PROVIDERS: Final = {"openai_chat": "openai", "openai_responses": "openai", "anthropic": "anthropic", "google": "gemini"}
 """The provider whose rules a format's requests follow."""
+
+ADAPTERS: Final[dict[str, ModuleType]] = {
+    "openai_chat": openai_chat,
+    "openai_responses": openai_responses,
+    "anthropic": anthropic,
+    "google": google,
+}
+"""The adapter that reads, writes and checks each format's requests."""
 
 MAX_FILE_BYTES: Final = 256 * 1024 * 1024
 """The largest transcript file the command line reads (256 MiB)."""
@@ -67,6 +84,12 @@ class InputError(WorkingCtxError, ValueError):
         self.reason = reason
         place = shown_path(path) if line is None else f"{shown_path(path)}:{line}"
         super().__init__(f"{place}: {reason}" if where is None else f"{place}: {where}: {reason}")
+
+
+class UsageError(Exception):
+    """
+    A command line that asks for something impossible (exit status 2).
+    """
 
 
 class OutputError(WorkingCtxError, OSError):
@@ -276,44 +299,22 @@ def write_text(path: str, text: str) -> int:
     return len(data)
 
 
-def _first_message(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    messages = payload.get("messages")
-    if isinstance(messages, list):
-        for message in messages:
-            if isinstance(message, Mapping):
-                return message
-    return None
-
-
 def _anthropic_blocks(messages: Sequence[Any]) -> bool:
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping) and block.get("type") in {"tool_use", "tool_result", "thinking"}:
-                    return True
-    return False
+    return any(
+        isinstance(block, Mapping) and block.get("type") in {"tool_use", "tool_result", "thinking"}
+        for message in messages
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+        for block in message["content"]
+    )
 
 
 def _workingctx_calls(messages: Sequence[Any]) -> bool:
-    for message in messages:
-        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-        if isinstance(calls, list) and any(
-            isinstance(c, Mapping) and "name" in c and "function" not in c for c in calls
-        ):
-            return True
-    return False
-
-
-def _openai_shapes(messages: Sequence[Any]) -> bool:
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        if message.get("role") in {"system", "developer", "tool"} or "tool_calls" in message:
-            calls = message.get("tool_calls")
-            if calls is None or any(isinstance(c, Mapping) and "function" in c for c in calls):
-                return True
-    return False
+    return any(
+        isinstance(call, Mapping) and "name" in call and "function" not in call
+        for message in messages
+        if isinstance(message, Mapping) and isinstance(message.get("tool_calls"), list)
+        for call in message["tool_calls"]
+    )
 
 
 def detect(payload: Any) -> str | None:
@@ -352,12 +353,7 @@ def detect(payload: Any) -> str | None:
         return "anthropic"
     if _workingctx_calls(messages):
         return "workingctx"
-    if _openai_shapes(messages):
-        return "openai_chat"
-    first = _first_message(payload)
-    if first is not None and isinstance(first.get("content"), list | str | None):
-        return "openai_chat"
-    return "workingctx" if not messages else "openai_chat"
+    return "openai_chat" if messages else "workingctx"
 
 
 _MODEL_KEYS: Final = ("model", "model_version", "modelVersion")
@@ -392,8 +388,38 @@ def model_of(payload: Any) -> str | None:
     return None
 
 
-def _adapter(fmt: str) -> Any:
-    return importlib.import_module(f"workingctx.adapters.{fmt}")
+def load_context(data: dict[str, Any]) -> WorkingContext:
+    """
+    Build a context from workingctx JSON: ``{"prefix": ..., "messages": [...], "scratchpad": {...}}``.
+
+    Raises:
+        SerializationError: the data does not describe a context.
+    """
+    if not isinstance(data, dict):
+        msg = f"a transcript file holds a JSON object, got {type(data).__name__} at $"
+        raise SerializationError(msg, path="$")
+    prefix = _part(data, "prefix", {}, PrefixContext)
+    messages = _part(data, "messages", [], tuple[Message, ...])
+    notes = data.get("scratchpad")
+    if notes is None:
+        notes = {}
+    if not isinstance(notes, dict):
+        msg = f"the scratchpad is a JSON object of notes, got {type(notes).__name__} at $.scratchpad"
+        raise SerializationError(msg, path="$.scratchpad")
+    return WorkingContext(prefix=prefix, messages=messages, scratchpad=notes)
+
+
+def _part(data: dict[str, Any], key: str, default: Any, kind: Any) -> Any:
+    """
+    Structure ``data[key]``, reporting errors at their path in the whole file.
+    """
+    try:
+        return structure(data.get(key, default), kind)
+    except SerializationError as exc:
+        path = f"$.{key}{exc.path.removeprefix('$')}"
+        problems = tuple((f"$.{key}{where.removeprefix('$')}", what) for where, what in exc.problems)
+        msg = f"{problems[0][1] if problems else exc} at {path}"
+        raise SerializationError(msg, path=path, problems=problems) from exc
 
 
 def to_context(payload: Any, fmt: str) -> WorkingContext:
@@ -404,10 +430,42 @@ def to_context(payload: Any, fmt: str) -> WorkingContext:
         WorkingCtxError, ValueError, TypeError: the payload is not a request of that format.
     """
     if fmt == "workingctx":
-        from workingctx.__main__ import load_context  # noqa: PLC0415  # the program module imports this one
-
         return load_context(payload)
-    return _adapter(fmt).read(payload)  # type: ignore[no-any-return]
+    return ADAPTERS[fmt].read(payload)  # type: ignore[no-any-return]
+
+
+_MESSAGE_FIELDS: Final = {
+    "workingctx": {"prefix", "messages", "scratchpad"},
+    "openai_chat": {"messages"},
+    "openai_responses": {"input", "instructions"},
+    "anthropic": {"system", "messages"},
+    "google": {"contents", "system_instruction", "systemInstruction"},
+}
+"""The fields of a request that hold its context: what :func:`write_context` writes anew; the others are kept."""
+
+
+def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
+    """
+    Write *ctx* to the file at *path* as a request in the format of *doc*,
+    keeping the other fields (model, tools, ...) of its last request where they were.
+
+    Raises:
+        OutputError: the file cannot be written (see :func:`write_text`); nothing changed.
+    """
+    if doc.format == "workingctx":
+        payload: Any = {
+            "prefix": unstructure(ctx.prefix),
+            "messages": [unstructure(m) for m in ctx.messages],
+            "scratchpad": dict(ctx.scratchpad),
+        }
+    else:
+        payload = ADAPTERS[doc.format].write(ctx)
+    original = doc.payloads[-1]
+    if isinstance(original, dict):
+        owned = _MESSAGE_FIELDS[doc.format]
+        kept = {key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned}
+        payload = kept | payload
+    write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
 def _where(exc: BaseException) -> str | None:

@@ -12,8 +12,8 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
-from workingctx._output import shown_path
-from workingctx.cli import strategy_rows
+from workingctx.cli._facts import strategy_rows
+from workingctx.cli._output import shown_path
 
 __all__ = ["render"]
 
@@ -136,24 +136,22 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Seque
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _legend(entries: Sequence[tuple[str, str]]) -> str:
+    return "".join(
+        f'<span><i class="swatch" style="background:{color}"></i>{escape(label)}</span>' for label, color in entries
+    )
+
+
 def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
     """
     The report page for the facts of ``replay`` and ``inspect`` on one file.
     """
     strategies = replayed["strategies"]
     main = strategies[-1]
-    legend = "".join(
-        f'<span><i class="swatch" style="background:{color}"></i>{label}</span>'
-        for label, color in (
-            ("cache read", _COLORS["read"]),
-            ("cache write", _COLORS["write"]),
-            ("fresh input", _COLORS["fresh"]),
-        )
+    legend = _legend(
+        (("cache read", _COLORS["read"]), ("cache write", _COLORS["write"]), ("fresh input", _COLORS["fresh"]))
     )
-    lines_legend = "".join(
-        f'<span><i class="swatch" style="background:{_LINES[i % len(_LINES)]}"></i>{escape(s["name"])}</span>'
-        for i, s in enumerate(strategies)
-    )
+    lines_legend = _legend([(s["name"], _LINES[i % len(_LINES)]) for i, s in enumerate(strategies)])
     timed = replayed["gap"] is not None
     expiry = ("expiry misses",) if timed else ()
     summary = _table(

@@ -1,0 +1,324 @@
+"""
+The workingctx command: look inside transcripts, check them against a
+provider's rules, trim them, compare them, and replay a run's cost under the
+provider's prompt cache.
+
+    workingctx demo [FILE]                             # the report on the shipped sample, or on FILE
+    workingctx inspect FILE [--model M]                # tokens per message, problems, cache breakpoints, cost
+    workingctx check FILE [--provider P]               # the file as written, under a provider's rules
+    workingctx trim FILE --budget N [--low N] [--pin role:user] [-o OUT]  # what fits N tokens
+    workingctx diff A B                                # what changed, and the prefix a cache serves
+    workingctx replay FILE [--model M] [--window N] [--gap SECONDS]  # cost and cache reuse per request
+    workingctx report FILE [--model M] -o report.html  # all of it on one self-contained page
+
+FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
+or workingctx JSON (detected; --format forces one); a .jsonl file is a log of
+requests, one body per line. The model is the one the file names (a body's
+"model", a Gemini model path or model_version, each line's own in a log);
+--model overrides it. --json prints the same facts as JSON for scripts.
+Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
+failed check, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from workingctx.cli._demo import demo
+from workingctx.cli._facts import (
+    check_facts,
+    check_window,
+    diff_facts,
+    inspect_facts,
+    replay_facts,
+    show_check,
+    show_diff,
+    show_inspect,
+    show_replay,
+    show_trim,
+    trim_facts,
+)
+from workingctx.cli._files import FORMATS, Document, InputError, UsageError, read_file, write_context, write_text
+from workingctx.cli._output import Table, emit, printable, shown_path
+from workingctx.cli._report import render
+from workingctx.exceptions import CacheRuleError, PricingError, WorkingCtxError
+
+__all__ = ["main"]
+
+PROVIDER_CHOICES = ("openai", "anthropic", "gemini")
+
+
+_MODEL_FAMILIES = {"anthropic": ("claude",), "openai": ("gpt-", "chatgpt", "o1", "o3", "o4"), "gemini": ("gemini",)}
+"""Each provider, and the prefixes of the names of the models its cache serves."""
+
+
+def model_provider(model: str) -> str | None:
+    """
+    The provider a model name belongs to, by its family (``claude-...`` is
+    Anthropic's, ``gpt-...`` and ``o3...`` OpenAI's, ``gemini-...`` Gemini's),
+    with or without a provider prefix; None for a name of no known family.
+    """
+    name = model.lower().rpartition("/")[2].rpartition(":")[2]
+    return next((provider for provider, prefixes in _MODEL_FAMILIES.items() if name.startswith(prefixes)), None)
+
+
+def _model(args: argparse.Namespace, doc: Document) -> str | None:
+    """
+    The model to price with: ``--model``, else the one the file names (the last request's, for a log).
+    """
+    given: str | None = getattr(args, "model", None)
+    return given if given is not None else doc.model
+
+
+def _provider(args: argparse.Namespace, doc: Document) -> str | None:
+    given: str | None = getattr(args, "provider", None)
+    if given is not None:
+        return given
+    model = _model(args, doc)
+    owner = None if model is None else model_provider(model)
+    if doc.provider is not None and owner is not None and owner != doc.provider:
+        named = f"--model {model}" if getattr(args, "model", None) is not None else f"the file's model {model}"
+        msg = (
+            f"{named} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
+            f"pass --provider {owner} to replay it under {owner}'s cache, or --model with a model of {doc.provider}"
+        )
+        raise UsageError(msg)
+    return doc.provider
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        msg = f"{text!r} is not a whole number of tokens"
+        raise argparse.ArgumentTypeError(msg) from None
+    if value <= 0:
+        msg = f"{value} tokens: give a positive number"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+_FOREVER = 10**15
+"""The longest gap ``simulate`` takes, in seconds."""
+
+
+def _gap(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        msg = f"{text!r} is not a number of seconds"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not math.isfinite(value) or value < 0 or value >= _FOREVER:
+        msg = f"{text} seconds: give a finite number of seconds, zero or more (below 10**15)"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    doc = __doc__ or ""
+    parser = argparse.ArgumentParser(
+        prog="workingctx",
+        description=doc.strip().split("\n\n")[0],
+        epilog=doc.strip().split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text)
+        sub.add_argument("--json", action="store_true", help="print the facts as JSON")
+        sub.add_argument("--exact", action="store_true", help="count with cl100k (tiktoken) instead of the estimate")
+        return sub
+
+    def file_command(name: str, text: str) -> argparse.ArgumentParser:
+        sub = command(name, text)
+        sub.add_argument("file", help="a request body (.json) or a log of them (.jsonl)")
+        sub.add_argument("--format", choices=FORMATS, help="read the file as this format instead of detecting it")
+        return sub
+
+    demo = commands.add_parser("demo", help="the report on the shipped sample transcript, or on FILE")
+    demo.add_argument(
+        "file", nargs="?", help="a request body in any format the other commands read (default: the shipped sample)"
+    )
+    demo.add_argument("--format", choices=FORMATS, help="read the file as this format instead of detecting it")
+
+    sub = file_command("inspect", "tokens per message, problems, cache breakpoints and cost of a request")
+    sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose rules (default: the file's format's)")
+    sub.add_argument(
+        "--model", help="price the request and plan its cache breakpoints for this model (default: the file's)"
+    )
+
+    sub = file_command("check", "check requests against a provider's rules; exit status 1 on a problem")
+    sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose rules (default: the file's format's)")
+
+    sub = file_command("trim", "what a token budget keeps and drops, never splitting a tool exchange")
+    sub.add_argument("--budget", type=_positive, required=True, help="the window, in tokens (the prefix counts)")
+    sub.add_argument("--low", type=_positive, help="cut down to this many tokens (default: keep as much as fits)")
+    sub.add_argument("--pin", action="append", default=[], help="always keep: role:ROLE or tag:NAME (repeatable)")
+    sub.add_argument("-o", "--output", help="write the trimmed request here, in the file's format")
+
+    sub = command("diff", "what changed from A to B, and how much of B a prompt cache filled by A serves")
+    sub.add_argument("a")
+    sub.add_argument("b")
+    sub.add_argument("--format", choices=FORMATS, help="read both files as this format")
+
+    for name, text in (
+        ("replay", "cost and cache reuse request by request, under several trimming strategies"),
+        ("report", "a self-contained HTML page with charts of tokens, cuts and cost"),
+    ):
+        sub = file_command(name, text)
+        sub.add_argument("--provider", choices=PROVIDER_CHOICES, help="whose cache (default: the file's format's)")
+        sub.add_argument(
+            "--model", help="the model whose prices and cache minimums apply (default: the one the file names)"
+        )
+        sub.add_argument("--window", type=_positive, help="the context window the managers keep to, in tokens")
+        sub.add_argument("--low", type=_positive, help="the low watermark the manager cuts down to")
+        sub.add_argument(
+            "--gap",
+            type=_gap,
+            metavar="SECONDS",
+            help="seconds between two requests: cache entries older than their lifetime expire (default: none pass)",
+        )
+        if name == "report":
+            sub.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    return parser
+
+
+def _print_json(facts: dict[str, Any]) -> None:
+    print(json.dumps({k: v for k, v in facts.items() if not k.startswith("_")}, indent=2, default=str))
+
+
+def _same_file(a: str, b: str) -> bool:
+    """
+    Whether the paths *a* and *b* name one existing file (through links too).
+    """
+    try:
+        return Path(a).samefile(b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+def _run(args: argparse.Namespace) -> int:
+    exact = getattr(args, "exact", False)
+    if args.command in {None, "demo"}:
+        return demo(getattr(args, "file", None), getattr(args, "format", None))
+    if args.command == "diff":
+        facts = diff_facts(read_file(args.a, args.format), read_file(args.b, args.format), exact=exact)
+        return _finish(args, facts, show_diff)
+    doc = read_file(args.file, args.format)
+    if args.command == "report" and _same_file(args.file, args.output):
+        msg = (
+            f"-o {shown_path(args.output)} is the transcript the page reports on; "
+            "give the page another name, such as report.html"
+        )
+        raise UsageError(msg)
+    provider = _provider(args, doc)
+    model = _model(args, doc)
+    if args.command == "inspect":
+        return _finish(args, inspect_facts(doc, provider=provider, model=model, exact=exact), show_inspect)
+    if args.command == "check":
+        facts = check_facts(doc, provider=provider)
+        _finish(args, facts, show_check)
+        return 0 if facts["valid"] else 1
+    if args.command == "trim":
+        facts = trim_facts(doc, budget=args.budget, low=args.low, pin=args.pin, exact=exact)
+        if args.output:
+            write_context(doc, facts["_trimmed"], args.output)
+        return _finish(args, facts, show_trim)
+    if provider is None:
+        msg = f"{shown_path(args.file)} is workingctx JSON: say whose cache to replay with --provider"
+        raise UsageError(msg)
+    if model is None:
+        msg = (
+            f"{shown_path(args.file)} names no model (no 'model' field): "
+            "give the model whose prices and cache rules apply with --model, such as --model gpt-4.1"
+        )
+        raise UsageError(msg)
+    check_window(args.window, args.low)
+    if args.window is not None and len(doc.requests) > 1:
+        msg = (
+            f"--window {args.window}: {shown_path(args.file)} is a log of {len(doc.requests)} requests, "
+            "replayed as they were sent; the window applies to one transcript, whose run replay trims with the managers"
+        )
+        raise UsageError(msg)
+    models = None
+    if args.model is None and len(doc.requests) > 1:  # a log: each line priced with the model it names
+        models = [line_model or model for line_model in doc.models]
+    facts = replay_facts(
+        doc, provider=provider, model=model, window=args.window, low=args.low, exact=exact, gap=args.gap, models=models
+    )
+    if args.command == "replay":
+        return _finish(args, facts, show_replay)
+    page = render(facts, inspect_facts(doc, provider=provider, model=model, exact=exact))
+    size = write_text(args.output, page)
+    if args.json:
+        _print_json({"file": args.file, "output": args.output, "bytes": size})
+    else:
+        emit([f"wrote {shown_path(args.output)} ({size} bytes)"])
+    return 0
+
+
+def _finish(
+    args: argparse.Namespace, facts: dict[str, Any], show: Callable[[dict[str, Any]], list[Table | str]]
+) -> int:
+    if args.json:
+        _print_json(facts)
+    else:
+        emit(show(facts))
+    return 0
+
+
+def _fail(status: int, text: str) -> NoReturn:
+    print(f"error: {printable(text)}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def _silence_stdout() -> None:
+    """
+    Point standard output at the null device, so the interpreter's last flush
+    does not fail again on a pipe whose reader has gone.
+    """
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (captured output)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    Run the ``workingctx`` command; returns the exit status.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"demo", "inspect", "check", "trim", "diff", "replay", "report"}
+    if argv and argv[0] not in commands and argv[0].lower().endswith((".json", ".jsonl")):
+        argv = ["demo", *argv]  # `python -m workingctx FILE.json`, as before the subcommands
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except InputError as exc:
+        _fail(1, str(exc))
+    except UsageError as exc:
+        _fail(2, str(exc))
+    except (PricingError, CacheRuleError) as exc:  # a model without prices or cache rules: bad usage
+        _fail(2, str(exc))
+    except WorkingCtxError as exc:
+        _fail(1, str(exc))
+    except KeyboardInterrupt:
+        _fail(130, "interrupted")
+    except BrokenPipeError:  # the reader went away (`| head`): nobody left to tell
+        _silence_stdout()
+        return 1
+    except Exception as exc:
+        if os.environ.get("WORKINGCTX_DEBUG"):
+            raise
+        _fail(1, f"{type(exc).__name__}: {exc} (set WORKINGCTX_DEBUG=1 for the traceback)")

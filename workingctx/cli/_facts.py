@@ -1,0 +1,557 @@
+"""
+The facts each command prints, as plain data (what ``--json`` prints), and
+their tables: ``inspect``, ``check``, ``trim``, ``diff`` and ``replay``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from workingctx import cache
+from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError
+from workingctx.cli._output import Table, describe, progress, shown_path
+from workingctx.context import WorkingContext
+from workingctx.managers import TokenBudgetContextManager
+from workingctx.messages import Message, Usage
+from workingctx.pricing import cost
+from workingctx.scopes import AnyOf, RoleFilter, ScopeReport, Tagged
+from workingctx.snapshot import common_prefix_length
+from workingctx.tokens import ApproxTokenCounter, TiktokenCounter
+from workingctx.validity import check_messages
+
+__all__ = [
+    "check_facts",
+    "check_window",
+    "diff_facts",
+    "inspect_facts",
+    "replay_facts",
+    "show_check",
+    "show_diff",
+    "show_inspect",
+    "show_replay",
+    "show_trim",
+    "strategy_rows",
+    "trim_facts",
+]
+
+
+def _counter(exact: bool) -> ApproxTokenCounter | TiktokenCounter:
+    return TiktokenCounter() if exact else ApproxTokenCounter()
+
+
+_WRITER_OF = {"openai": "openai_chat", "anthropic": "anthropic", "gemini": "google"}
+"""The format of the adapter that writes requests for each provider."""
+
+
+def _money(value: Decimal) -> str:
+    return f"{value:.4f}"
+
+
+# -- inspect ---------------------------------------------------------------------------
+
+
+def _rows(problems: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"index": p.index, "rule": p.rule, "message": p.message, "ids": list(p.ids)} for p in problems]
+
+
+def _problems(ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
+    return _rows(check_messages(ctx.messages, provider=provider))  # type: ignore[arg-type]
+
+
+def _breakpoints(ctx: WorkingContext, provider: str | None, model: str | None, counter: Any) -> list[dict[str, Any]]:
+    if provider is None or model is None:
+        return []
+    made = cache.plan(ctx, provider=provider, model=model, counter=counter)
+    prefix = made.prefix_messages
+    return [
+        {
+            "message": b.message - prefix if b.message >= prefix else f"P{b.message}",
+            "block": b.block,
+            "ttl": b.ttl,
+            "tokens": b.tokens,
+        }
+        for b in made.breakpoints
+    ]
+
+
+def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exact: bool) -> dict[str, Any]:
+    """
+    The facts ``workingctx inspect`` prints: per-message tokens, totals,
+    problems under the provider's rules, the cache breakpoints a plan would set
+    and, with a model, the request's input cost.
+    """
+    ctx = doc.last
+    counter = _counter(exact)
+    rows: list[dict[str, Any]] = []
+    numbered: list[tuple[str | int, str, Message]] = [("P", "prefix", m) for m in ctx.prefix.as_messages()]
+    numbered += [(i, "tail", m) for i, m in enumerate(ctx.messages)]
+    with progress("counting", len(numbered)) as advance:
+        for label, part, message in numbered:
+            rows.append(
+                {
+                    "index": label,
+                    "part": part,
+                    "role": message.role,
+                    "tokens": counter.count_message(message),
+                    "text": describe(message),
+                }
+            )
+            advance()
+    prefix_tokens = sum(r["tokens"] for r in rows if r["part"] == "prefix")
+    tail_tokens = sum(r["tokens"] for r in rows if r["part"] == "tail")
+    facts: dict[str, Any] = {
+        "file": doc.path,
+        "format": doc.format,
+        "requests": len(doc.requests),
+        "provider": provider,
+        "counter": counter.name,
+        "exact": counter.exact,
+        "messages": rows,
+        "totals": {
+            "prefix_messages": len(ctx.prefix.as_messages()),
+            "tail_messages": ctx.size(),
+            "prefix_tokens": prefix_tokens,
+            "tail_tokens": tail_tokens,
+            "tokens": prefix_tokens + tail_tokens,
+        },
+        "digest": ctx.freeze().digest(),
+        "problems": _problems(ctx, provider),
+        "breakpoints": _breakpoints(ctx, provider, model, counter),
+        "model": model,
+        "cost": None,
+    }
+    if model is not None:
+        facts["cost"] = {"input_uncached": _money(cost(model, Usage(input_tokens=prefix_tokens + tail_tokens)))}
+    return facts
+
+
+def show_inspect(facts: dict[str, Any]) -> list[Table | str]:
+    rows = tuple((r["index"], r["role"], r["tokens"], r["text"]) for r in facts["messages"])
+    totals = facts["totals"]
+    out: list[Table | str] = [
+        Table(f"messages of {shown_path(facts['file'])} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
+        (
+            f"prefix: {totals['prefix_messages']} messages (marked P), {totals['prefix_tokens']} tokens; "
+            f"tail: {totals['tail_messages']} messages, {totals['tail_tokens']} tokens; "
+            f"total {totals['tokens']} ({facts['counter']})"
+        ),
+        f"digest: {facts['digest']}",
+    ]
+    if facts["requests"] > 1:
+        out.insert(0, f"a log of {facts['requests']} requests; the last one:")
+    out.extend(_show_problems(facts["problems"], facts["provider"]))
+    if facts["breakpoints"]:
+        out.append(
+            Table(
+                f"cache breakpoints a plan sets for {facts['provider']} {facts['model']}",
+                ("message", "block", "ttl", "tokens before"),
+                tuple((b["message"], b["block"], b["ttl"], b["tokens"]) for b in facts["breakpoints"]),
+            )
+        )
+    if facts["cost"] is not None:
+        out.append(f"input cost without cache on {facts['model']}: ${facts['cost']['input_uncached']}")
+    elif facts["model"] is None:
+        out.append("the file names no model: give --model for the cost and the cache breakpoints")
+    return out
+
+
+def _show_problems(problems: Sequence[dict[str, Any]], provider: str | None) -> list[Table | str]:
+    rules = f"{provider}'s rules" if provider else "every provider's rules"
+    if not problems:
+        return [f"valid under {rules}"]
+    rows = tuple(("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems)
+    return [Table(f"{len(problems)} problems under {rules}", ("message", "rule", "what and how to fix"), rows)]
+
+
+# -- check -----------------------------------------------------------------------------
+
+
+def _file_problems(payload: Any, fmt: str, ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
+    """
+    The problems of one request: for a request to its own provider, what its
+    adapter's ``check`` reports on the body as written (not on the context the
+    reader made of it, which may have repaired it); for another provider, what
+    that provider's adapter would refuse to write; for workingctx JSON without
+    a provider, every provider's rules.
+    """
+    own = PROVIDERS.get(fmt)
+    if own is not None and provider in {None, own}:
+        return _rows(ADAPTERS[fmt].check(payload))
+    if provider is None:
+        return _problems(ctx, None)
+    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx))
+
+
+def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
+    """
+    The facts ``workingctx check`` prints: every problem of every request, as
+    written in the file, under the provider's rules.
+    """
+    requests = []
+    formats = doc.formats or (doc.format,) * len(doc.requests)
+    for line, ctx, payload, fmt in zip(doc.lines, doc.requests, doc.payloads, formats, strict=True):
+        requests.append({"line": line, "problems": _file_problems(payload, fmt, ctx, provider)})
+    return {
+        "file": doc.path,
+        "format": doc.format,
+        "provider": provider,
+        "valid": not any(r["problems"] for r in requests),
+        "requests": requests,
+    }
+
+
+def show_check(facts: dict[str, Any]) -> list[Table | str]:
+    requests = facts["requests"]
+    if len(requests) == 1:
+        return _show_problems(requests[0]["problems"], facts["provider"])
+    out: list[Table | str] = []
+    for request in requests:
+        shown = _show_problems(request["problems"], facts["provider"])
+        if isinstance(shown[0], str):
+            out.append(f"line {request['line']}: {shown[0]}")
+        else:
+            out.append(f"line {request['line']}:")
+            out.extend(shown)
+    return out
+
+
+# -- trim ------------------------------------------------------------------------------
+
+
+def _pin(specs: Sequence[str]) -> Any:
+    scopes: list[Any] = []
+    for spec in specs:
+        kind, _, value = spec.partition(":")
+        if kind == "role" and value:
+            scopes.append(RoleFilter({value}))
+        elif kind == "tag" and value:
+            scopes.append(Tagged(value))
+        else:
+            msg = f"--pin {spec!r}: use role:ROLE (e.g. role:user) or tag:NAME (a message's name)"
+            raise UsageError(msg)
+    if not scopes:
+        return None
+    return scopes[0] if len(scopes) == 1 else AnyOf(scopes)
+
+
+def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str], exact: bool) -> dict[str, Any]:
+    """
+    The facts ``workingctx trim`` prints: what the token-budget manager keeps and
+    drops on the last request, and what that saves. The cut keeps as much as
+    fits *budget*; with *low*, it goes down to that low watermark instead.
+    """
+    ctx = doc.last
+    counter = _counter(exact)
+    pinned = _pin(pin)
+    options: dict[str, Any] = {} if pinned is None else {"pin": pinned}
+    manager = _manager(budget, budget if low is None else low, counter=counter, **options)
+    trimmed = manager.trim_context(ctx.fork())
+    # What the manager kept, read off its result (a subsequence of the tail).
+    out = trimmed.messages
+    kept: list[int] = []
+    for index, message in enumerate(ctx.messages):
+        if len(kept) < len(out) and out[len(kept)] == message:
+            kept.append(index)
+    dropped = [i for i in range(ctx.size()) if i not in set(kept)]
+    counts = [counter.count_message(m) for m in ctx.messages]
+    kept_tokens = sum(counts[i] for i in kept)
+    cache_break = dropped[0] if dropped else None
+    report = ScopeReport(
+        scope=manager,
+        total=ctx.size(),
+        kept=tuple(kept),
+        dropped=tuple(dropped),
+        kept_tokens=kept_tokens,
+        saved_tokens=sum(counts) - kept_tokens,
+        cache_break=cache_break,
+        cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
+        prefix_tokens=counter.count(ctx.prefix.as_messages()),
+    )
+    before = counter.count(ctx.assembled())
+    after = counter.count(trimmed.assembled())
+    return {
+        "file": doc.path,
+        "format": doc.format,
+        "budget": budget,
+        "low": low,
+        "scope": repr(manager),
+        "kept": kept,
+        "dropped": dropped,
+        "tokens_before": before,
+        "tokens_after": after,
+        "fits": after <= budget,
+        "cache_break": cache_break,
+        "prefix_tokens": report.prefix_tokens,
+        "explain": str(report),
+        "messages": [{"index": i, "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
+        "_trimmed": trimmed,
+    }
+
+
+def _manager(window: int, low: int | None, **options: Any) -> TokenBudgetContextManager:
+    """
+    The token-budget manager of *window* tokens cutting down to *low*; a usage error when they cannot be.
+    """
+    try:
+        return TokenBudgetContextManager(window, low_watermark=low, **options)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def check_window(window: int | None, low: int | None) -> None:
+    """
+    Refuse a ``--low`` that cannot apply: without ``--window``, or above it.
+    """
+    if window is None and low is not None:
+        msg = f"--low {low} needs --window: the low watermark is what a cut of the window goes down to"
+        raise UsageError(msg)
+    if window is not None:
+        _manager(window, low)
+
+
+def show_trim(facts: dict[str, Any]) -> list[Table | str]:
+    kept = set(facts["kept"])
+    rows = tuple(
+        (m["index"], "kept" if m["index"] in kept else "dropped", m["role"], m["text"]) for m in facts["messages"]
+    )
+    return [
+        Table(f"trim of {shown_path(facts['file'])} to {facts['budget']} tokens", ("#", "", "role", "text"), rows),
+        facts["explain"],
+        f"tokens with the prefix: {facts['tokens_before']} -> {facts['tokens_after']}"
+        + ("" if facts["fits"] else f" (over the budget of {facts['budget']}: the newest exchange alone is larger)"),
+    ]
+
+
+# -- diff ------------------------------------------------------------------------------
+
+
+def diff_facts(a: Document, b: Document, *, exact: bool) -> dict[str, Any]:
+    """
+    The facts ``workingctx diff`` prints: what changed from A's last request to
+    B's, and how much of B's request a prompt cache filled by A can serve.
+    """
+    old, new = a.last, b.last
+    change = new.diff(old)
+    counter = _counter(exact)
+    shared = common_prefix_length(old.freeze(), new.freeze())
+    assembled = new.assembled()
+    return {
+        "a": a.path,
+        "b": b.path,
+        "prefix_changed": change.prefix_changed,
+        "messages_added": [{"role": m.role, "text": describe(m)} for m in change.messages_added],
+        "messages_removed": [{"role": m.role, "text": describe(m)} for m in change.messages_removed],
+        "notes_changed": sorted(change.scratchpad_changes),
+        "notes_removed": sorted(change.scratchpad_removed),
+        "shared_prefix_messages": shared,
+        "shared_prefix_tokens": counter.count(assembled[:shared]),
+        "b_tokens": counter.count(assembled),
+    }
+
+
+def show_diff(facts: dict[str, Any]) -> list[Table | str]:
+    rows = tuple(("+", m["role"], m["text"]) for m in facts["messages_added"])
+    rows += tuple(("-", m["role"], m["text"]) for m in facts["messages_removed"])
+    title = f"from {shown_path(facts['a'])} to {shown_path(facts['b'])}"
+    out: list[Table | str] = [Table(title, ("", "role", "text"), rows)]
+    out.append(f"prefix: {'changed' if facts['prefix_changed'] else 'unchanged'}")
+    if facts["notes_changed"] or facts["notes_removed"]:
+        changed = ", ".join(facts["notes_changed"]) or "-"
+        removed = ", ".join(facts["notes_removed"]) or "-"
+        out.append(f"notes changed: {changed}; removed: {removed}")
+    out.append(
+        f"shared prefix: {facts['shared_prefix_messages']} messages, {facts['shared_prefix_tokens']} of "
+        f"{facts['b_tokens']} tokens a prompt cache filled by A can serve"
+    )
+    return out
+
+
+# -- replay ----------------------------------------------------------------------------
+
+
+class _Cuts:
+    """
+    A manager that records the requests at which it cut the context.
+    """
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self.request = 0
+        self.cuts: list[int] = []
+
+    def trim_context(self, ctx: WorkingContext) -> WorkingContext:
+        before = ctx.size()
+        out = self.manager.trim_context(ctx)
+        if ctx.size() < before:
+            self.cuts.append(self.request)
+        self.request += 1
+        return out  # type: ignore[no-any-return]
+
+
+def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple[str, Any, cache.Strategy]]:
+    out: list[tuple[str, Any, cache.Strategy]] = [("whole history, planned breakpoints", None, "plan")]
+    if window is not None:
+        every_turn = _manager(window, window, counter=counter)
+        out.append(("trim to the window every turn, one breakpoint on the last block", every_turn, "last"))
+        out.append(("watermarks, planned breakpoints", _manager(window, low, counter=counter), "plan"))
+    return out
+
+
+def _request_row(number: int, request: Any, *, at: float) -> dict[str, Any]:
+    """
+    The row of one request replayed (a :func:`cache.report` or a request of a :func:`cache.simulate` run).
+    """
+    usage = request.usage
+    return {
+        "request": number,
+        "at": at,
+        "input_tokens": usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "fresh_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost": _money(request.cost),
+        "uncached_cost": _money(request.uncached_cost),
+        "expired_tokens": request.expired_tokens,
+    }
+
+
+def _as_logged(doc: Document, *, provider: str, models: Sequence[str], counter: Any, wait: float) -> dict[str, Any]:
+    """
+    The log *doc* replayed as it was sent, *wait* seconds apart: each request
+    against the cache the one before it left, priced with its model in *models*.
+    """
+    reports = []
+    previous = WorkingContext()
+    with progress("replaying", len(doc.requests)) as advance:
+        for number, ctx in enumerate(doc.requests):
+            made = cache.report(
+                previous, ctx, provider=provider, model=models[number], counter=counter, elapsed=wait if number else 0
+            )
+            reports.append(made)
+            previous = ctx
+            advance()
+    read = sum(r.usage.cache_read_tokens for r in reports)
+    tokens = sum(r.input_tokens for r in reports)
+    return {
+        "name": "as logged",
+        "requests": [_request_row(number, made, at=number * wait) for number, made in enumerate(reports)],
+        "cuts": [],
+        "cost": _money(sum((r.cost for r in reports), Decimal(0))),
+        "uncached_cost": _money(sum((r.uncached_cost for r in reports), Decimal(0))),
+        "cached_share": round(read / tokens, 4) if tokens else 0.0,
+        "lookback_misses": sum(1 for r in reports if r.lookback_miss_tokens),
+        "expiry_misses": sum(1 for r in reports if r.expired_tokens),
+    }
+
+
+def replay_facts(
+    doc: Document,
+    *,
+    provider: str,
+    model: str,
+    window: int | None,
+    low: int | None,
+    exact: bool,
+    gap: float | None = None,
+    models: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """
+    The facts ``workingctx replay`` prints.
+
+    A ``.jsonl`` log is replayed as it was sent: each request against the cache
+    the one before it left. A single transcript is replayed as the run that
+    built it, one request before each assistant message, under each strategy
+    (the whole history; trimming to the window every turn; the watermark
+    manager), with the provider's cache rules. With *gap*, that many seconds
+    pass between two requests, and cache entries older than their lifetime
+    are written again (``simulate(..., gaps=...)``); without it no time passes.
+    *models* prices each request of a log with its own model (the one its
+    line names); without it every request is priced with *model*.
+    """
+    counter = _counter(exact)
+    strategies: list[dict[str, Any]] = []
+    facts: dict[str, Any] = {"file": doc.path, "format": doc.format, "provider": provider, "model": model}
+    facts |= {"window": window, "low": low, "gap": gap, "strategies": strategies}
+    if len(doc.requests) > 1:
+        priced = [model] * len(doc.requests) if models is None else models
+        strategies.append(_as_logged(doc, provider=provider, models=priced, counter=counter, wait=gap or 0.0))
+        return facts
+    ctx = doc.last
+    for name, manager, strategy in _strategies(window, low, counter):
+        recorder = _Cuts(manager) if manager is not None else None
+        run = cache.simulate(
+            ctx.messages,
+            provider=provider,
+            model=model,
+            manager=recorder,
+            context=WorkingContext(prefix=ctx.prefix, counter=counter),
+            cache=strategy,
+            counter=counter,
+            gaps=gap,
+        )
+        strategies.append(
+            {
+                "name": name,
+                "requests": [_request_row(number, r, at=r.at) for number, r in enumerate(run.requests)],
+                "cuts": recorder.cuts if recorder is not None else [],
+                "cost": _money(run.cost),
+                "uncached_cost": _money(run.uncached_cost),
+                "cached_share": round(run.cached_share, 4),
+                "lookback_misses": run.lookback_misses,
+                "expiry_misses": run.expiry_misses,
+            }
+        )
+    return facts
+
+
+def show_replay(facts: dict[str, Any]) -> list[Table | str]:
+    main_strategy = facts["strategies"][-1]
+    timed = facts["gap"] is not None
+    head: tuple[str, ...] = ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached")
+    keys = ("request", "input_tokens", "cache_read_tokens", "cache_write_tokens", "fresh_tokens", "output_tokens")
+    rows = tuple(
+        (
+            *(r[key] for key in (*keys, "cost", "uncached_cost")),
+            *((_seconds(r["at"]), r["expired_tokens"]) if timed else ()),
+        )
+        for r in main_strategy["requests"]
+    )
+    title = f"replay of {shown_path(facts['file'])} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
+    if timed:
+        title += f", {_seconds(facts['gap'])} s between requests"
+        head += ("at s", "expired")
+    out: list[Table | str] = [Table(title, head, rows)]
+    columns = ("strategy", "requests", "cached", "lookback misses", *(("expiry misses",) if timed else ()), "$")
+    out.append(Table("strategies", (*columns, "$ uncached"), strategy_rows(facts)))
+    return out
+
+
+def strategy_rows(facts: dict[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """
+    One row per strategy of ``replay`` facts: its name, requests, cached
+    share, lookback misses, expiry misses (when a gap was given), cost and
+    cost without a cache. The command's table and the report page show these.
+    """
+    timed = facts["gap"] is not None
+    return tuple(
+        (
+            s["name"],
+            len(s["requests"]),
+            f"{s['cached_share']:.1%}",
+            s["lookback_misses"],
+            *((s["expiry_misses"],) if timed else ()),
+            s["cost"],
+            s["uncached_cost"],
+        )
+        for s in facts["strategies"]
+    )
+
+
+def _seconds(seconds: float) -> int | float:
+    """
+    Seconds without a needless fraction: ``600`` for 600.0, ``2.5`` for 2.5.
+    """
+    return int(seconds) if seconds.is_integer() and abs(seconds) < 1e15 else seconds
