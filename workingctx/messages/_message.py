@@ -15,7 +15,6 @@ from workingctx import _checks
 from workingctx._canonical import message_digest
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict
-from workingctx.messages import _files
 from workingctx.messages._blocks import (
     BLOCK_TYPES,
     ContentBlock,
@@ -26,7 +25,13 @@ from workingctx.messages._blocks import (
     ToolResultBlock,
 )
 from workingctx.messages._fields import _as_tuple, _bool, _check_int, _metadata, _opt_str, _provider_data
-from workingctx.messages._files import MAX_INLINE_FILE_BYTES
+from workingctx.messages._files import (
+    MAX_INLINE_FILE_BYTES,
+    file_blocks,
+    image_blocks,
+    stored_file_blocks,
+    stored_image_blocks,
+)
 from workingctx.messages._usage import Usage
 
 if TYPE_CHECKING:
@@ -294,7 +299,7 @@ class Message:
         Raises:
             InvalidMessageError: neither *image_url* nor *image_base64* is given.
         """
-        return cls(role, _files.image_blocks(image_url, image_base64, mime_type, text), id=id)
+        return cls(role, image_blocks(image_url, image_base64, mime_type, text), id=id)
 
     @classmethod
     def from_file(
@@ -325,7 +330,7 @@ class Message:
                 more than *max_bytes* bytes (a ``ValueError``).
             TypeError: *max_bytes* is not an int.
         """
-        return cls(role, _files.file_blocks(file_path, mime_type, text, max_bytes), id=id)
+        return cls(role, file_blocks(file_path, mime_type, text, max_bytes), id=id)
 
     @classmethod
     async def with_image(
@@ -370,7 +375,7 @@ class Message:
         >>> ref.kind, ref.url == "workingctx://media/" + ref.sha256, (ref.width, ref.height)
         ('store', True, (640, 480))
         """
-        blocks = await _files.stored_image_blocks(data, mime_type, store, text, alt_text, detail)
+        blocks = await stored_image_blocks(data, mime_type, store, text, alt_text, detail)
         return cls(role, blocks, id=id)
 
     @classmethod
@@ -401,7 +406,7 @@ class Message:
                 device or a directory, which could block or never end).
             TypeError: The store's ``put`` did not return a :class:`MediaRef`.
         """
-        return cls(role, await _files.stored_file_blocks(file_path, store, mime_type, text), id=id)
+        return cls(role, await stored_file_blocks(file_path, store, mime_type, text), id=id)
 
 
 _MESSAGE_DEFAULTS: dict[str, Any] = {
