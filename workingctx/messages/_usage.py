@@ -46,6 +46,24 @@ def _count(data: Mapping[str, Any], *keys: str) -> int:
     return 0
 
 
+def _details(data: Mapping[str, Any], provider: str, *keys: str) -> Mapping[str, Any]:
+    """
+    The first detail object of *keys* that is set, as a mapping (empty when none is).
+    """
+    for key in keys:
+        if value := data.get(key):
+            return _usage_data(value, provider, ())
+    return {}
+
+
+def _cache_writes(total: int, split: Mapping[str, Any]) -> tuple[int, int]:
+    """
+    Every cache write (the *total*, or the 5m and 1h writes of *split* if more) and the 1h part.
+    """
+    hour = _count(split, "ephemeral_1h_input_tokens")
+    return max(total, _count(split, "ephemeral_5m_input_tokens") + hour), hour
+
+
 _nonneg_int = _checks.count(error=InvalidMessageError)
 
 
@@ -157,12 +175,10 @@ class Usage:
         """
         data = _usage_data(usage, "OpenAI", ("prompt_tokens", "input_tokens", "completion_tokens", "output_tokens"))
         prompt = _count(data, "prompt_tokens", "input_tokens")
-        details = _usage_data(data.get("prompt_tokens_details") or data.get("input_tokens_details") or {}, "OpenAI", ())
+        details = _details(data, "OpenAI", "prompt_tokens_details", "input_tokens_details")
         cached = _count(details, "cached_tokens")
         written = _count(details, "cache_write_tokens", "cache_creation_tokens")
-        out_details = _usage_data(
-            data.get("completion_tokens_details") or data.get("output_tokens_details") or {}, "OpenAI", ()
-        )
+        out_details = _details(data, "OpenAI", "completion_tokens_details", "output_tokens_details")
         return cls(
             input_tokens=max(prompt - cached - written, 0),
             output_tokens=_count(data, "completion_tokens", "output_tokens"),
@@ -183,15 +199,13 @@ class Usage:
             ValueError: *usage* has neither ``input_tokens`` nor ``output_tokens``.
         """
         data = _usage_data(usage, "Anthropic", ("input_tokens", "output_tokens"))
-        creation = _usage_data(data.get("cache_creation") or {}, "Anthropic", ())
-        written = _count(data, "cache_creation_input_tokens")
-        five = _count(creation, "ephemeral_5m_input_tokens")
-        hour = _count(creation, "ephemeral_1h_input_tokens")
+        creation = _details(data, "Anthropic", "cache_creation")
+        written, hour = _cache_writes(_count(data, "cache_creation_input_tokens"), creation)
         return cls(
             input_tokens=_count(data, "input_tokens"),
             output_tokens=_count(data, "output_tokens"),
             cache_read_tokens=_count(data, "cache_read_input_tokens"),
-            cache_write_tokens=max(written, five + hour),
+            cache_write_tokens=written,
             cache_write_1h_tokens=hour,
         )
 
@@ -211,12 +225,14 @@ class Usage:
             ("prompt_token_count", "promptTokenCount", "candidates_token_count", "candidatesTokenCount"),
         )
         cached = _count(data, "cached_content_token_count", "cachedContentTokenCount")
+        prompt = _count(data, "prompt_token_count", "promptTokenCount")
+        candidates = _count(data, "candidates_token_count", "candidatesTokenCount")
+        thoughts = _count(data, "thoughts_token_count", "thoughtsTokenCount")
         return cls(
-            input_tokens=max(_count(data, "prompt_token_count", "promptTokenCount") - cached, 0),
-            output_tokens=_count(data, "candidates_token_count", "candidatesTokenCount")
-            + _count(data, "thoughts_token_count", "thoughtsTokenCount"),
+            input_tokens=max(prompt - cached, 0),
+            output_tokens=candidates + thoughts,
             cache_read_tokens=cached,
-            reasoning_tokens=_count(data, "thoughts_token_count", "thoughtsTokenCount"),
+            reasoning_tokens=thoughts,
         )
 
     @classmethod
@@ -232,12 +248,10 @@ class Usage:
         """
         usage = getattr(usage, "usage_metadata", usage)
         data = _usage_data(usage, "LangChain", ("input_tokens", "output_tokens", "total_tokens"))
-        details = _usage_data(data.get("input_token_details") or {}, "LangChain", ())
-        out_details = _usage_data(data.get("output_token_details") or {}, "LangChain", ())
+        details = _details(data, "LangChain", "input_token_details")
+        out_details = _details(data, "LangChain", "output_token_details")
         read = _count(details, "cache_read")
-        written = _count(details, "cache_creation")
-        hour = _count(details, "ephemeral_1h_input_tokens")
-        written = max(written, _count(details, "ephemeral_5m_input_tokens") + hour)
+        written, hour = _cache_writes(_count(details, "cache_creation"), details)
         return cls(
             input_tokens=max(_count(data, "input_tokens") - read - written, 0),
             output_tokens=_count(data, "output_tokens"),
