@@ -34,6 +34,25 @@ from workingctx.messages._fields import (
 )
 from workingctx.messages._refs import AnnotationRef, CacheBreakpoint, MediaRef
 
+__all__ = [
+    "BLOCK_TYPES",
+    "AnnotationBlock",
+    "AudioBlock",
+    "ContentBlock",
+    "DataBlock",
+    "DocumentBlock",
+    "ErrorBlock",
+    "ImageBlock",
+    "ProviderBlock",
+    "ReasoningBlock",
+    "RemoteToolCallBlock",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "VideoBlock",
+]
+
 
 def _to_annotations(value: object) -> tuple[AnnotationRef, ...]:
     return _as_tuple(value, AnnotationRef, "annotations")
@@ -342,7 +361,7 @@ BLOCK_TYPES: tuple[type[Any], ...] = (
 )
 
 
-# -- tool calls and usage -----------------------------------------------------
+# -- tool calls ---------------------------------------------------------------
 
 
 @attrs.frozen(cache_hash=True, repr=False)

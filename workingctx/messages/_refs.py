@@ -12,6 +12,8 @@ import attrs
 from workingctx.exceptions import InvalidMessageError
 from workingctx.messages._fields import _one_of, _opt_int, _opt_str
 
+__all__ = ["STORE_URL_PREFIX", "AnnotationRef", "CacheBreakpoint", "MediaRef"]
+
 
 @attrs.frozen(cache_hash=True)
 class MediaRef:

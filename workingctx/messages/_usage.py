@@ -13,6 +13,8 @@ from workingctx import _checks
 from workingctx._wire import wire_errors
 from workingctx.exceptions import ArgumentValueError, InvalidMessageError
 
+__all__ = ["Usage"]
+
 
 def _usage_data(usage: Any, provider: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
     """
@@ -275,6 +277,3 @@ class Usage:
             cache_write_tokens=int(usage.get("cache_creation_input_tokens", 0) or 0),
             reasoning_tokens=int(usage.get("reasoning_tokens", 0) or 0),
         )
-
-
-# -- the message --------------------------------------------------------------
