@@ -31,6 +31,8 @@ than its lifetime (:attr:`CacheRules.lifetimes`) is gone and written again.
 
 import typing
 
+import attrs
+
 from workingctx.cache._layout import Position as _Position
 from workingctx.cache._layout import cache_blocks, can_carry_breakpoint
 from workingctx.cache._plan import Breakpoint, CachePlan, plan, prompt_cache_key
@@ -65,7 +67,7 @@ __all__ = [
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith(f"{__name__}._"):
-        if isinstance(_value, type):
+        if attrs.has(_value):
             _value.__annotations__ = typing.get_type_hints(_value)
         _value.__module__ = __name__
 del _name, _value

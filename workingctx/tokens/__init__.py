@@ -23,6 +23,11 @@ the running total of a growing transcript.
 0
 """
 
+import contextlib
+import typing
+
+import attrs
+
 from workingctx.tokens import _cache, _rules
 from workingctx.tokens._counters import (
     ApproxTokenCounter,
@@ -81,9 +86,14 @@ wire_json = _rules.wire_json
 
 # Every class and function above is defined in a private module: say where users
 # import it from, so reprs, docs and pickles name ``workingctx.tokens`` and a
-# stored counter still loads after the private modules move.
+# stored counter still loads after the private modules move. A class's annotations
+# are evaluated first, where their names are, so typing.get_type_hints and cattrs
+# still read them once the class names this module.
 for _name in __all__:
     _value = globals()[_name]
     if getattr(_value, "__module__", "").startswith(f"{__name__}._"):
+        if attrs.has(_value):
+            with contextlib.suppress(TypeError):  # array[int] before Python 3.12: no hints there, as before
+                _value.__annotations__ = typing.get_type_hints(_value)
         _value.__module__ = __name__
 del _name, _value

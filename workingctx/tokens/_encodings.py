@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import base64
 import threading
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from workingctx.exceptions import ArgumentValueError
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = ["OFFLINE_SUFFIX", "load_file", "load_named"]
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from workingctx.messages import Message
 from workingctx.tokens._cache import approx_counts, as_sequence, count_all, relocate
 from workingctx.tokens._counters import (
     ApproxTokenCounter,
@@ -24,8 +25,6 @@ from workingctx.tokens._counters import (
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-    from workingctx.messages import Message
 
 __all__ = ["RunningCount", "whole_counter"]
 
