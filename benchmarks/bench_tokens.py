@@ -46,8 +46,8 @@ import attrs
 
 from benchmarks._data import to_langchain, tool_heavy
 from benchmarks._harness import Table, measure
-from workingctx import Message, TiktokenCounter, WorkingContext, _encode
-from workingctx.tokens import RunningCount, _json, estimate_message_tokens
+from workingctx import Message, TiktokenCounter, WorkingContext
+from workingctx.tokens import RunningCount, _encode, estimate_message_tokens, wire_json
 
 GROUP = "tokens"
 PEER = "langchain count_tokens_approximately"
@@ -133,7 +133,7 @@ def _arguments_json(arguments: list[Any]) -> int:
     """
     The characters of ``json.dumps`` of each tool call's *arguments*, as the approximate count writes them.
     """
-    return sum(map(len, map(_json, arguments)))
+    return sum(map(len, map(wire_json, arguments)))
 
 
 def run(table: Table, quick: bool) -> None:

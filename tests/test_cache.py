@@ -945,7 +945,7 @@ class TestLayoutReuse:
 class _WalkedCache:
     """
     The implicit cache simulated by walking every position of every request
-    (what ``_Cache`` did before it searched): the reference for the law below.
+    (what ``SimulatedCache`` did before it searched): the reference for the law below.
     """
 
     def __init__(self, rules: CacheRules, minimum: int) -> None:
@@ -994,14 +994,15 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
     several blocks or met twice, under changing system prompts, planned
     reusing the previous request's layout, with gaps past the lifetime), the
     implicit cache's searches give what walking every position
-    of every request gives, entry for entry; and ``_seen_before`` finds the
+    of every request gives, entry for entry; and ``seen_before`` finds the
     longest prefix an earlier request sent.
     """
-    from workingctx.cache import _Cache, _rules, _seen_before  # noqa: PLC0415  # the private parts under test
+    from workingctx.cache._rules import rules_for  # noqa: PLC0415  # the private parts under test
+    from workingctx.cache._served import SimulatedCache, seen_before  # noqa: PLC0415
 
     model = "gpt-4.1" if provider == "openai" else "gemini-2.5-flash"
-    rules = _rules(provider, model)
-    ours, walked = _Cache(rules, rules.minimum_for(model)), _WalkedCache(rules, rules.minimum_for(model))
+    rules = rules_for(provider, model)
+    ours, walked = SimulatedCache(rules, rules.minimum_for(model)), _WalkedCache(rules, rules.minimum_for(model))
     ctx = _context(1_200, [])
     seen: set[str] = set()
     sent: list[Any] = []
@@ -1020,7 +1021,7 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
             assert walked.send(layout, now) == (served.read, served.expired)
             assert {k: [e.tokens, e.used] for k, e in ours.entries.items()} == walked.entries
             brute = max((p.tokens for p in layout if any(p.key in s for s in sent)), default=0)
-            assert brute == _seen_before(layout, seen)
+            assert brute == seen_before(layout, seen)
             sent.append({p.key for p in layout})
             assert seen == set().union(*sent)
 
@@ -1099,7 +1100,7 @@ def _walked_plan(
 class _WalkedExplicitCache:
     """
     The explicit cache simulated by walking every position of every request
-    (what ``_Cache.send`` did before it searched): the reference for the law below.
+    (what ``SimulatedCache.send`` did before it searched): the reference for the law below.
     """
 
     def __init__(self, rules: CacheRules, minimum: int) -> None:
@@ -1225,7 +1226,7 @@ def _planned(ctx: WorkingContext, model: str, previous: CachePlan | None, how: s
     """
     The request *ctx* planned *how*, or the message of the error it was refused with.
     """
-    from workingctx.cache import _strategy_plan  # noqa: PLC0415  # the private part under test
+    from workingctx.cache._simulate import _strategy_plan  # noqa: PLC0415  # the private part under test
 
     try:
         if how in _EXPLICIT_PLANS:
@@ -1271,10 +1272,14 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
     did; the explicit cache's searches serve each request as walking every position did,
     entry for entry; and a hand-made breakpoint is refused for the same rule.
     """
-    from workingctx.cache import _Cache, _rules  # noqa: PLC0415  # the private parts under test
+    from workingctx.cache._rules import rules_for  # noqa: PLC0415  # the private parts under test
+    from workingctx.cache._served import SimulatedCache  # noqa: PLC0415
 
-    rules = _rules("anthropic", model)
-    ours, walked = _Cache(rules, rules.minimum_for(model)), _WalkedExplicitCache(rules, rules.minimum_for(model))
+    rules = rules_for("anthropic", model)
+    ours, walked = (
+        SimulatedCache(rules, rules.minimum_for(model)),
+        _WalkedExplicitCache(rules, rules.minimum_for(model)),
+    )
     ctx = _context(1_200, [])
     now, turn = 0.0, 0
     previous: CachePlan | None = None

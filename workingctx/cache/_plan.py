@@ -1,0 +1,500 @@
+"""
+Cache plans: where a request asks the provider to cache (:class:`Breakpoint`,
+:class:`CachePlan`), placed by :func:`plan` to obey the provider's rules, and
+OpenAI's :func:`prompt_cache_key`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from operator import is_not
+from typing import Any
+
+import attrs
+
+from workingctx import _checks
+from workingctx.cache._layout import (
+    AT,
+    MESSAGE_OF,
+    Position,
+    cache_blocks,
+    find_position,
+    lay_out,
+    layout_key,
+)
+from workingctx.cache._rules import TTL, TTL_ORDER, rules_for
+from workingctx.context import WorkingContext
+from workingctx.exceptions import ArgumentTypeError, CacheRuleError
+from workingctx.messages import CacheBreakpoint, ContentBlock, Message, TextBlock, ToolCall, ToolCallBlock
+from workingctx.snapshot import FrozenContext
+from workingctx.tokens import ApproxTokenCounter, MessageCounter
+
+__all__ = ["Breakpoint", "CachePlan", "last_carrying", "marked_positions", "plan", "prompt_cache_key"]
+
+_nonneg = _checks.count(error=CacheRuleError)
+
+
+@attrs.frozen
+class Breakpoint:
+    """
+    A cache breakpoint: cache the request up to and including one block.
+
+    Attributes:
+        message: The message's index in the assembled request (prefix messages first).
+        block: The block's index in :func:`cache_blocks` of that message.
+        ttl: ``"5m"`` or ``"1h"``.
+        tokens: Request tokens up to and including the block.
+    """
+
+    message: int = attrs.field(validator=_nonneg)
+    block: int = attrs.field(validator=_nonneg)
+    ttl: TTL = attrs.field()
+    tokens: int = attrs.field(validator=_nonneg)
+
+
+def _presets(positions: Iterable[Position]) -> list[tuple[tuple[int, int], TTL]]:
+    """
+    The breakpoints the request's blocks already carry, as ((message, block), ttl),
+    of its positions (all of them, or those carrying one).
+    """
+    return [((p.message, p.block), p.preset) for p in positions if p.preset is not None]
+
+
+def _carrying_presets(plan: CachePlan) -> tuple[Position, ...]:
+    """
+    The positions of *plan*'s layout whose blocks already carry a breakpoint,
+    when the plan was not given them (:func:`lay_out` finds them as it goes).
+    """
+    return tuple(p for p in plan._layout if p.preset is not None)
+
+
+def _check_ttl_order(where: str, marks: Sequence[tuple[tuple[int, int], TTL]]) -> None:
+    seen_5m: tuple[int, int] | None = None
+    for at, ttl in sorted(marks):
+        if ttl == "5m" and seen_5m is None:
+            seen_5m = at
+        elif ttl == "1h" and seen_5m is not None:
+            msg = (
+                f"{where}: the 1h breakpoint at message {at[0]} block {at[1]} comes after the 5m one at "
+                f"message {seen_5m[0]} block {seen_5m[1]}; every 1h breakpoint must come before every 5m one"
+            )
+            raise CacheRuleError(msg)
+
+
+def _breakpoints(value: Iterable[Breakpoint]) -> tuple[Breakpoint, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise _checks.wrong_type(value, "breakpoints", "a sequence of Breakpoint values")
+    points = tuple(value)
+    for position, point in enumerate(points):
+        if not isinstance(point, Breakpoint):
+            msg = f"breakpoints hold {_checks.described(point)}, not a Breakpoint"
+            raise ArgumentTypeError(msg, argument=f"breakpoints[{position}]", value=point, expected="a Breakpoint")
+    return points
+
+
+@attrs.frozen
+class CachePlan:
+    """
+    Where one request asks the provider to cache, and what a writer needs to apply it.
+
+    Attributes:
+        provider: The provider whose rules the plan obeys.
+        model: The model it was planned for (minimums differ by model).
+        breakpoints: Explicit breakpoints in request order, one-hour ones first.
+        automatic: Whether the request also asks for the provider's automatic
+            breakpoint (Anthropic's top-level ``cache_control``), which counts
+            against the limit; for OpenAI and Gemini, whether implicit caching applies.
+        cache_key: For OpenAI, a ``prompt_cache_key`` derived from the prefix digest.
+        total_tokens: The request's input tokens.
+        prefix_messages: How many leading messages of the request are the prefix.
+
+    Raises:
+        CacheRuleError: the plan breaks a rule of its provider (too many
+            breakpoints, out of order, one-hour after five-minute, below the
+            model's minimum, or on a block that cannot carry one).
+    """
+
+    provider: str
+    model: str
+    breakpoints: tuple[Breakpoint, ...] = attrs.field(converter=_breakpoints)
+    automatic: bool = False
+    cache_key: str | None = None
+    total_tokens: int = 0
+    prefix_messages: int = 0
+    _layout: tuple[Position, ...] = attrs.field(default=(), eq=False, repr=False, alias="_layout")
+    # what a later plan() needs to reuse this layout (with prefix_messages): the
+    # prefix digest and the counter's name, and the request's tail messages
+    _signature: tuple[str, str] | None = attrs.field(default=None, eq=False, repr=False, alias="_signature")
+    _tail: tuple[Message, ...] = attrs.field(default=(), eq=False, repr=False, alias="_tail")
+    # the positions of the layout whose blocks already carry a breakpoint, in order
+    _presets: tuple[Position, ...] = attrs.field(
+        default=attrs.Factory(_carrying_presets, takes_self=True), eq=False, repr=False, alias="_presets"
+    )
+
+    def __attrs_post_init__(self) -> None:
+        rules = rules_for(self.provider, self.model)
+        where = f"cache plan for {self.provider} {self.model}"
+        # Only Anthropic reads breakpoints set on blocks; the others cache on their own.
+        presets = _presets(self._presets) if rules.explicit else []
+        count = len(self.breakpoints) + len(presets) + (1 if self.automatic and rules.explicit else 0)
+        if count > rules.max_breakpoints:
+            msg = (
+                f"{where}: {count} breakpoints ({len(presets)} already on blocks, automatic included) exceed "
+                f"the {rules.max_breakpoints} {self.provider} allows; drop some"
+            )
+            raise CacheRuleError(msg)
+        minimum = rules.minimum_for(self.model)
+        previous: Breakpoint | None = None
+        for point in self.breakpoints:
+            if point.ttl not in rules.ttls:
+                msg = f"{where}: ttl {point.ttl!r} is not one of {list(rules.ttls)}"
+                raise CacheRuleError(msg)
+            if point.tokens < minimum:
+                msg = (
+                    f"{where}: breakpoint at message {point.message} block {point.block} caches {point.tokens} "
+                    f"tokens, below the {minimum}-token minimum of {self.model}; it would cache nothing"
+                )
+                raise CacheRuleError(msg)
+            if previous is not None and (point.message, point.block) <= (previous.message, previous.block):
+                msg = f"{where}: breakpoints must be in request order without repeats, got {self.breakpoints!r}"
+                raise CacheRuleError(msg)
+            if self._layout:
+                found = find_position(self._layout, point.message, point.block)
+                position = None if found is None else self._layout[found]
+                if position is None or not position.carries:
+                    msg = (
+                        f"{where}: message {point.message} block {point.block} cannot carry a breakpoint "
+                        "(missing, empty text, thinking, citation, audio, video, data or a provider block); "
+                        "put it on the last text, image, document, tool call or tool result before it"
+                    )
+                    raise CacheRuleError(msg)
+                if position.preset is not None:
+                    msg = f"{where}: message {point.message} block {point.block} already carries a breakpoint"
+                    raise CacheRuleError(msg)
+            previous = point
+        _check_ttl_order(where, [((b.message, b.block), b.ttl) for b in self.breakpoints] + presets)
+
+    def marks(self) -> dict[int, dict[int, TTL]]:
+        """
+        The breakpoints as ``{message index: {block index: ttl}}``, for a writer.
+        """
+        out: dict[int, dict[int, TTL]] = {}
+        for point in self.breakpoints:
+            out.setdefault(point.message, {})[point.block] = point.ttl
+        return out
+
+    def apply(self, messages: Sequence[Message]) -> list[Message]:
+        """
+        The request's messages with the plan's breakpoints set on their blocks
+        (``cache=CacheBreakpoint(ttl)``), ready for an adapter to write.
+
+        Text content becomes a :class:`~workingctx.messages.TextBlock` (inside the
+        result, on a tool result); when a tool call
+        carries a breakpoint, the message's tool calls become
+        :class:`~workingctx.messages.ToolCallBlock` content in the same order. Other
+        messages are returned as they are. The automatic breakpoint and
+        OpenAI's ``cache_key`` are request options: :attr:`automatic`,
+        :attr:`cache_key`.
+
+        Raises:
+            CacheRuleError: *messages* are not the request the plan was made for
+                (pass ``ctx.assembled()`` of the planned context).
+        """
+        checked = list(messages)
+        for position, message in enumerate(checked):
+            if not isinstance(message, Message):
+                msg = f"apply() needs the request's messages, got {message!r} at {position}"
+                raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=message, expected="a Message")
+        if self._layout and layout_key(checked) != self._layout[-1].key.rsplit(":", 1)[0]:
+            msg = (
+                "apply(): these messages are not the request the plan was made for; "
+                "pass ctx.assembled() of the context given to plan()"
+            )
+            raise CacheRuleError(msg)
+        for m, marked in self.marks().items():
+            checked[m] = _marked_message(checked[m], marked)
+        return checked
+
+
+def last_carrying(layout: Sequence[Position], end: int) -> Position | None:
+    """
+    The last position that can carry a breakpoint among the first *end* messages.
+    """
+    i = _last_carrying_index(layout, end)
+    return None if i is None else layout[i]
+
+
+def _last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
+    """
+    The index of :func:`last_carrying`'s position in *layout*, or None.
+    """
+    for i in range(bisect.bisect_left(layout, end, key=MESSAGE_OF) - 1, -1, -1):
+        if layout[i].carries:
+            return i
+    return None
+
+
+def marked_positions(request: CachePlan) -> list[tuple[int, Position, TTL]]:
+    """
+    The positions of *request* that carry a breakpoint, with their indices in
+    its layout and their lifetimes, in layout order: the plan's, those already
+    on blocks, and the automatic one (last).
+    """
+    layout = request._layout
+    if not layout:
+        return []
+    ttls: dict[tuple[int, int], TTL] = {(b.message, b.block): b.ttl for b in request.breakpoints}
+    at = [*ttls, *((p.message, p.block) for p in request._presets)]
+    indices = sorted({i for i in (find_position(layout, m, k) for m, k in at) if i is not None})
+    found = [(i, layout[i], ttls.get(AT(layout[i])) or layout[i].preset or "5m") for i in indices]
+    if request.automatic and rules_for(request.provider, request.model).explicit:
+        last = _last_carrying_index(layout, layout[-1].message + 1)
+        if last is not None and last not in indices:
+            found.append((last, layout[last], "5m"))
+    return found
+
+
+def _planned_layout(
+    messages: Sequence[Message], counter: MessageCounter, previous: CachePlan | None, prefix: tuple[str, int]
+) -> tuple[tuple[tuple[Position, ...], tuple[Position, ...]], tuple[str, str] | None, tuple[Message, ...]]:
+    """
+    The layout of a request whose prefix has the digest and message count
+    *prefix*, with its positions carrying a breakpoint (see :func:`lay_out`),
+    reusing what it shares with the request *previous* was planned
+    for (the same prefix, then the same message objects, counted by a
+    counter of the same name); with what a later plan needs to reuse it.
+    """
+    name = getattr(counter, "name", None)
+    if not isinstance(name, str):  # an older counter without a name: nothing to match on
+        return lay_out(messages, counter), None, ()
+    digest, size = prefix
+    signature = (digest, name)
+    tail = tuple(messages[size:])
+    if previous is None or previous._signature != signature or previous.prefix_messages != size:
+        return lay_out(messages, counter), signature, tail
+    old = previous._tail
+    # The first message that is not the same object, compared without a Python-level loop.
+    shared = next(itertools.compress(itertools.count(), map(is_not, old, tail)), min(len(old), len(tail)))
+    return lay_out(messages, counter, previous._layout, size + shared, previous._presets), signature, tail
+
+
+def _marked_message(message: Message, marked: Mapping[int, TTL]) -> Message:
+    """
+    *message* with a breakpoint of the given lifetime on each block index of *marked*.
+    """
+    blocks = cache_blocks(message)
+    head = len(blocks) - len(message.tool_calls)
+    converted: list[ContentBlock] = []
+    for k, block in enumerate(blocks):
+        mark = CacheBreakpoint(marked[k]) if k in marked else None
+        if isinstance(block, str):
+            converted.append(TextBlock(block, cache=mark))
+        elif isinstance(block, ToolCall):
+            converted.append(ToolCallBlock(block.id, block.name, block.arguments, cache=mark))
+        elif mark is not None:
+            converted.append(attrs.evolve(block, cache=mark))  # type: ignore[arg-type]  # only blocks with a cache field are marked
+        else:
+            converted.append(block)
+    if any(k >= head for k in marked):
+        return attrs.evolve(message, content=tuple(converted), tool_calls=())
+    return attrs.evolve(message, content=tuple(converted[:head]))
+
+
+def _request(source: object) -> tuple[list[Message], int, Any, str]:
+    if isinstance(source, WorkingContext):
+        prefix = source.prefix
+        return source.assembled(), len(prefix.as_messages()), source.counter, prefix.digest()
+    if isinstance(source, FrozenContext):
+        prefix = source.prefix
+        return source.assembled(), len(prefix.as_messages()), None, prefix.digest()
+    expected = "a WorkingContext or a FrozenContext (ctx.freeze())"
+    raise _checks.wrong_type(source, "ctx", expected, label="", verb="expected")
+
+
+def plan(
+    ctx: WorkingContext | FrozenContext,
+    *,
+    provider: str,
+    model: str,
+    previous: CachePlan | None = None,
+    automatic: bool = False,
+    prefix_ttl: TTL = "1h",
+    counter: MessageCounter | None = None,
+    tail_ttl: TTL = "5m",
+) -> CachePlan:
+    """
+    Place cache breakpoints for the request *ctx* makes, obeying *provider*'s rules.
+
+    For Anthropic, up to three explicit breakpoints:
+
+    1. the end of the frozen prefix, for *prefix_ttl* (one hour by default: the
+       prefix outlives any tail, and forks and sub-agents share it);
+    2. the furthest breakpoint of *previous* (the plan of the request before)
+       that is still part of this request, so this request reads everything the
+       previous one cached however many blocks were added since (the
+       provider's own lookback reaches only about twenty blocks back);
+    3. the last block of the request that can carry one (or, with
+       *automatic*, the provider's automatic breakpoint there).
+
+    The last two live *tail_ttl*: five minutes by default, which is cheaper
+    to write (1.25 times the input price, against twice for an hour) and
+    enough while requests keep coming, since every read renews an entry. When
+    the run pauses for longer than five minutes between requests (a person
+    answering, a slow tool), ``tail_ttl="1h"`` keeps the tail cached through
+    the pause; :func:`simulate` with ``gaps=`` says which is cheaper for a cadence.
+
+    Breakpoints below the model's minimum are left out, never more than the
+    provider allows are placed, and none lands on a block that cannot carry
+    one. For OpenAI and Gemini no breakpoint is placed: the plan carries a
+    ``cache_key`` derived from the prefix digest (OpenAI's ``prompt_cache_key``).
+
+    Args:
+        ctx: The request: a live context or a snapshot of one.
+        provider: ``"anthropic"``, ``"openai"`` or ``"gemini"``.
+        model: The model name; minimums differ by model.
+        previous: The previous request's plan.
+        automatic: Use the provider's automatic breakpoint for the last block.
+        prefix_ttl: The prefix breakpoint's lifetime.
+        counter: The token counter (default: the context's, or the approximation).
+        tail_ttl: The lifetime of the other breakpoints.
+
+    Raises:
+        CacheRuleError: an unknown provider, a *prefix_ttl* or *tail_ttl* it
+            does not offer, or a one-hour tail after a five-minute prefix.
+        TypeError: *ctx* is not a context or snapshot, *previous* not a plan.
+    """
+    rules = rules_for(provider, model)
+    messages, prefix_count, own_counter, prefix_digest = _request(ctx)
+    if previous is not None:
+        _checks.check_instance(previous, "previous", CachePlan, "the CachePlan of the previous request or None")
+    if prefix_ttl not in rules.ttls and rules.explicit:
+        msg = f"prefix_ttl must be one of {list(rules.ttls)} for {provider}, got {prefix_ttl!r}"
+        raise CacheRuleError(msg, argument="prefix_ttl", value=prefix_ttl)
+    if tail_ttl not in rules.ttls and rules.explicit:
+        msg = f"tail_ttl must be one of {list(rules.ttls)} for {provider}, got {tail_ttl!r}"
+        raise CacheRuleError(msg, argument="tail_ttl", value=tail_ttl)
+    if rules.explicit and TTL_ORDER[tail_ttl] < TTL_ORDER[prefix_ttl]:
+        msg = (
+            f"tail_ttl={tail_ttl!r} after prefix_ttl={prefix_ttl!r} would put a longer-lived breakpoint after a "
+            f"shorter one, which {provider} refuses; use prefix_ttl={tail_ttl!r} too"
+        )
+        raise CacheRuleError(msg)
+    (layout, carrying), signature, tail = _planned_layout(
+        messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count)
+    )
+    total = layout[-1].tokens if layout else 0
+    if not rules.explicit:
+        return CachePlan(
+            provider,
+            model,
+            (),
+            automatic=True,
+            cache_key=f"workingctx-{prefix_digest[:32]}" if provider == "openai" else None,
+            total_tokens=total,
+            prefix_messages=prefix_count,
+            _layout=layout,
+            _signature=signature,
+            _tail=tail,
+            _presets=carrying,
+        )
+    minimum = rules.minimum_for(model)
+    where = f"cache plan for {provider} {model}"
+    presets = _presets(carrying)
+    _check_ttl_order(where, presets)
+    budget = rules.max_breakpoints - len(presets) - (1 if automatic else 0)
+    if budget < 0:
+        msg = (
+            f"{where}: the request's blocks already carry {len(presets)} breakpoints (messages "
+            f"{sorted({m for (m, _), _ in presets})}){' and the automatic one' if automatic else ''}, more than the "
+            f"{rules.max_breakpoints} {provider} allows; remove cache= from some blocks"
+        )
+        raise CacheRuleError(msg)
+    chosen: dict[tuple[int, int], tuple[Position, TTL]] = {}
+
+    def add(position: Position | None, ttl: TTL) -> None:
+        if position is None or position.tokens < minimum or len(chosen) >= budget or position.preset is not None:
+            return
+        chosen.setdefault((position.message, position.block), (position, ttl))
+
+    add(last_carrying(layout, prefix_count), prefix_ttl)
+    if previous is not None and previous.provider == provider:
+        # A key names the request up to its block, so it can only be at the same (message, block) here.
+        reached = []
+        for _i, p, _ttl in marked_positions(previous):
+            found = find_position(layout, p.message, p.block)
+            if found is not None and layout[found].key == p.key:
+                reached.append(layout[found])
+        if reached:
+            add(max(reached, key=lambda p: p.tokens), tail_ttl)
+    if not automatic:
+        add(last_carrying(layout, len(messages)), tail_ttl)
+    points = sorted(
+        (Breakpoint(m, k, ttl, position.tokens) for (m, k), (position, ttl) in chosen.items()),
+        key=lambda b: (b.message, b.block),
+    )
+    # Every 1h breakpoint must come before every 5m one, those on blocks included:
+    # a planned one before a 1h one on a block lasts an hour too, and one after a
+    # 5m one (planned or on a block) five minutes.
+    last_1h = max((at for at, ttl in presets if ttl == "1h"), default=(-1, -1))
+    first_5m = min((at for at, ttl in presets if ttl == "5m"), default=(len(messages), 0))
+    ordered: list[Breakpoint] = []
+    seen_5m = False
+    for point in points:
+        at = (point.message, point.block)
+        ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
+        seen_5m = seen_5m or ttl == "5m"
+        ordered.append(attrs.evolve(point, ttl=ttl))
+    return CachePlan(
+        provider,
+        model,
+        tuple(ordered),
+        automatic=automatic,
+        total_tokens=total,
+        prefix_messages=prefix_count,
+        _layout=layout,
+        _signature=signature,
+        _tail=tail,
+        _presets=carrying,
+    )
+
+
+def prompt_cache_key(source: object, cache: object = True) -> str | None:
+    """
+    The ``prompt_cache_key`` an OpenAI request gets for *cache*: None for
+    None or False, the key of a :class:`CachePlan`, a str as it is, and for
+    True a key derived from the prefix digest of *source* (a context or
+    snapshot), so requests that share the prefix reach the same cache.
+
+    >>> from workingctx import PrefixContext, WorkingContext
+    >>> ctx = WorkingContext(prefix=PrefixContext(system_prompt="Be brief."))
+    >>> prompt_cache_key(ctx) == plan(ctx, provider="openai", model="gpt-5").cache_key
+    True
+
+    Raises:
+        TypeError: *cache* is True but *source* has no prefix, or *cache* is of another kind.
+        CacheRuleError: a plan made for a provider without cache keys.
+    """
+    if cache is None or cache is False:
+        return None
+    if isinstance(cache, str):
+        return cache
+    if isinstance(cache, CachePlan):
+        if cache.cache_key is None:
+            msg = f"a {cache.provider} cache plan has no prompt_cache_key; plan with provider='openai'"
+            raise CacheRuleError(msg)
+        return cache.cache_key
+    if cache is True:
+        prefix = getattr(source, "prefix", None)
+        digest = getattr(prefix, "digest", None)
+        if not callable(digest):
+            msg = (
+                "cache=True derives prompt_cache_key from the prefix: pass a WorkingContext or a FrozenContext, "
+                "or give the key as a str"
+            )
+            raise ArgumentTypeError(
+                msg, argument="source", value=source, expected="a WorkingContext or a FrozenContext"
+            )
+        return f"workingctx-{str(digest())[:32]}"
+    raise _checks.wrong_type(cache, "cache", "True, False, None, a str key or a CachePlan")

@@ -1,0 +1,194 @@
+"""
+The provider's cache as a simulation sees it: entries by request identity, each
+gone once older than its lifetime, and what each request reads, writes and pays again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+import attrs
+
+from workingctx import _checks
+from workingctx.cache._layout import TOKENS_OF, Position
+from workingctx.cache._plan import CachePlan, marked_positions
+from workingctx.cache._rules import TTL, CacheRules
+from workingctx.exceptions import CacheRuleError
+
+__all__ = ["Served", "SimulatedCache", "checked_seconds", "seen_before"]
+
+_FOREVER = 10**15  # seconds; anything longer is taken for a mistake
+
+
+def checked_seconds(value: object, what: str) -> float:
+    """
+    *value* as a number of seconds: finite and not negative.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise _checks.wrong_type(value, what, "a number of seconds")
+    number: int | float | Decimal = value
+    finite = number.is_finite() if isinstance(number, Decimal) else isinstance(number, int) or math.isfinite(number)
+    if not finite or not 0 <= number < _FOREVER:
+        msg = f"{what} must be a finite, non-negative number of seconds (below 10**15), got {value!r}"
+        raise CacheRuleError(msg, argument=what, value=value)
+    return float(number)
+
+
+@attrs.define
+class _Entry:
+    """
+    One cache entry: the tokens it holds, its lifetime, and when it was last written or read.
+    """
+
+    tokens: int
+    ttl: TTL
+    used: float
+
+
+@attrs.frozen
+class Served:
+    """
+    What one request read and wrote, and what it paid again.
+    """
+
+    read: int
+    written_5m: int
+    written_1h: int
+    missed: int  # tokens a live entry held that no breakpoint's lookback reached
+    expired: int  # tokens an expired entry held beyond what was read
+
+
+@attrs.define
+class SimulatedCache:
+    """
+    The provider's cache as a simulation sees it: entries by request identity,
+    each gone once it is older than its lifetime (a read renews it).
+    """
+
+    rules: CacheRules
+    minimum: int
+    entries: dict[str, _Entry] = attrs.Factory(dict)
+
+    def _live(self, key: str, now: float) -> _Entry | None:
+        entry = self.entries.get(key)
+        if entry is None or now - entry.used > self.rules.lifetimes[entry.ttl]:
+            return None
+        return entry
+
+    def _keep(self, position: Position, ttl: TTL, now: float) -> None:
+        """
+        Write the entry ending at *position* for *ttl*, or renew the live one
+        there for its own lifetime (renewing is not billed, so it does not
+        lengthen the entry).
+        """
+        entry = self._live(position.key, now)
+        if entry is not None:
+            entry.used = now
+        else:
+            self.entries[position.key] = _Entry(position.tokens, ttl, now)
+
+    def _beyond(self, layout: Sequence[Position], read: int, now: float) -> tuple[int, int]:
+        """
+        The tokens of the longest live entry of *layout* and of the longest
+        expired one after it, where they exceed *read* (else 0): all a
+        request's misses depend on. Tokens never decrease along a layout, so
+        the positions holding more than *read* are its end, found by a binary
+        search, and the walk over them goes back from the end and stops at the
+        first live entry. (Which positions hold entries is not a prefix of the
+        layout, only marked positions are written, so no search finds them.)
+        """
+        entries, lifetimes = self.entries, self.rules.lifetimes
+        past = bisect.bisect_right(layout, read, key=TOKENS_OF)
+        expired = 0
+        for position in itertools.islice(reversed(layout), len(layout) - past):
+            if position.key in entries:
+                entry = entries[position.key]
+                if now - entry.used <= lifetimes[entry.ttl]:
+                    return position.tokens, expired
+                expired = expired or position.tokens
+        return 0, expired
+
+    def send(self, request: CachePlan, now: float = 0.0) -> Served:
+        """
+        Serve *request* at *now* (seconds since the run began).
+        """
+        layout = request._layout
+        if not layout:
+            return Served(0, 0, 0, 0, 0)
+        if not self.rules.explicit:
+            return self._implicit(layout, now)
+        marks = [(i, ttl) for i, p, ttl in marked_positions(request) if p.tokens >= self.minimum]
+        read = 0
+        hit: Position | None = None
+        for at, _ttl in marks:
+            # Each breakpoint looks back for the nearest live entry; the longest found is read.
+            for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
+                if self._live(layout[j].key, now) is not None:
+                    if layout[j].tokens > read:
+                        read, hit = layout[j].tokens, layout[j]
+                    break
+        reachable, expired = self._beyond(layout, read, now)
+        end = max((layout[i].tokens for i, _ in marks), default=0)
+        end_1h = max((layout[i].tokens for i, ttl in marks if ttl == "1h"), default=0)
+        written_1h = max(0, end_1h - read)
+        written = max(0, end - read)
+        if hit is not None:
+            self.entries[hit.key].used = now
+        for i, ttl in marks:
+            self._keep(layout[i], ttl, now)
+        return Served(
+            read, written - written_1h, written_1h, max(0, reachable - read), max(0, expired - max(read, reachable))
+        )
+
+    def _implicit(self, layout: Sequence[Position], now: float) -> Served:
+        # Every implicit request keeps all its positions, and a position's key
+        # names the whole request up to it: a request holding a key holds the
+        # keys before it. So the keys of a layout the cache holds are a prefix
+        # of it, and so are the live ones (each was used at least as recently
+        # as any after it): two binary searches find them, where the longest
+        # live one is what is shared and the longest held one what expired.
+        entries = self.entries
+        held = _prefix_where(len(layout), lambda i: layout[i].key in entries)
+        live = _prefix_where(held, lambda i: self._live(layout[i].key, now) is not None)
+        shared = layout[live - 1].tokens if live else 0
+        expired = layout[held - 1].tokens if held > live else 0
+        read = 0
+        if shared >= self.minimum:
+            read = shared - (shared - self.minimum) % self.rules.step_tokens
+        for position in layout[:live]:  # renewed, each for its own lifetime
+            entries[position.key].used = now
+        for position in layout[live:]:
+            entries[position.key] = _Entry(position.tokens, "5m", now)
+        return Served(read, 0, 0, 0, max(0, expired - max(read, shared)))
+
+
+def seen_before(layout: Sequence[Position], seen: set[str]) -> int:
+    """
+    The tokens of the longest prefix of *layout* an earlier request sent, and
+    add its keys to *seen*, which holds the keys of every earlier layout.
+    Those keys name their prefixes, so what *seen* holds of *layout* is a
+    prefix of it (see :meth:`SimulatedCache._implicit`), found by a binary search,
+    and only the keys after it are new.
+    """
+    held = _prefix_where(len(layout), lambda i: layout[i].key in seen)
+    seen.update(p.key for p in layout[held:])
+    return layout[held - 1].tokens if held else 0
+
+
+def _prefix_where(size: int, holds: Callable[[int], bool]) -> int:
+    """
+    The length of the longest prefix of ``range(size)`` where *holds* is
+    true, for a *holds* that is true up to some index and false from there on.
+    """
+    low, high = 0, size
+    while low < high:
+        middle = (low + high) // 2
+        if holds(middle):
+            low = middle + 1
+        else:
+            high = middle
+    return low

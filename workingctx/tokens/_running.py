@@ -1,0 +1,178 @@
+"""
+Running totals and whole counters: :class:`RunningCount` keeps the total of a
+growing transcript as prefix sums, and :func:`whole_counter` makes a full
+:class:`~workingctx.tokens.TokenCounter` of a counter that counts one message
+at a time.
+"""
+
+from __future__ import annotations
+
+from array import array
+from itertools import accumulate
+from typing import TYPE_CHECKING
+
+import attrs
+
+from workingctx.messages import Message
+from workingctx.tokens._cache import approx_counts, as_sequence, count_all, relocate
+from workingctx.tokens._counters import (
+    ApproxTokenCounter,
+    MessageCounter,
+    TiktokenCounter,
+    TokenCounter,
+    counting,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["RunningCount", "whole_counter"]
+
+
+@attrs.frozen
+class _WholeCounter:
+    """
+    A full :class:`TokenCounter` made of a :class:`MessageCounter` of one's
+    own: lists are the sum of their messages, async callers get the same count.
+    """
+
+    counter: MessageCounter
+
+    @property
+    def name(self) -> str:
+        return self.counter.name
+
+    @property
+    def exact(self) -> bool:
+        return getattr(self.counter, "exact", False) is True
+
+    def count_message(self, message: Message) -> int:
+        return counting(self.counter)(message)
+
+    def count(self, messages: Iterable[Message]) -> int:
+        return count_all(counting(self.counter), messages)
+
+    async def estimate(self, messages: Iterable[Message]) -> int:
+        return self.count(messages)
+
+
+def whole_counter(counter: MessageCounter) -> TokenCounter:
+    """
+    *counter* as a full :class:`TokenCounter`: itself when it is one, else
+    one that counts a list as the sum of its messages and answers async callers
+    with the same count (``exact`` is the counter's own, or False).
+
+    >>> class Words:
+    ...     name = "words"
+    ...     def count_message(self, message):
+    ...         return len(message.text().split())
+    >>> from workingctx import Message
+    >>> whole_counter(Words()).count([Message("user", "check the cert"), Message("user", "now")])
+    4
+    >>> counter = ApproxTokenCounter()
+    >>> whole_counter(counter) is counter
+    True
+    """
+    if isinstance(counter, TokenCounter):
+        return counter
+    if not isinstance(counter, MessageCounter):
+        counting(counter)  # raises the TypeError that names it
+    return _WholeCounter(counter)
+
+
+def _default_counter() -> MessageCounter:
+    return ApproxTokenCounter()
+
+
+@attrs.define
+class RunningCount:
+    """
+    The running token total of a growing transcript, kept as prefix sums.
+
+    ``extend`` counts only the new messages (each count cached on its
+    message), so the total after one append costs one message, whatever the
+    length of the transcript. ``upto(n)`` is the count of the first ``n``
+    messages, and ``truncate(n)`` forgets the rest, both without counting again.
+
+    Args:
+        counter: The counter to use; :class:`ApproxTokenCounter` by default.
+
+    >>> from workingctx import Message
+    >>> running = RunningCount()
+    >>> running.extend([Message("user", "check the cert")])
+    7
+    >>> running.extend([Message("assistant", "It expires on 2026-08-01.")])
+    17
+    >>> running.total, len(running), running.upto(1)
+    (17, 2, 7)
+    """
+
+    counter: MessageCounter = attrs.field(factory=_default_counter)
+    # prefix sums in one machine-integer buffer: compact, and freed in one step
+    _sums: array[int] = attrs.field(init=False, factory=lambda: array("q", [0]), repr=False)
+
+    @property
+    def total(self) -> int:
+        """
+        The tokens of every message counted so far.
+        """
+        return self._sums[-1]
+
+    def __len__(self) -> int:
+        return len(self._sums) - 1
+
+    def extend(self, messages: Iterable[Message]) -> int:
+        """
+        Count *messages* after the ones already counted; returns the new total.
+
+        Raises:
+            TypeError: An item is not a :class:`~workingctx.Message`; nothing is added.
+        """
+        sequence = as_sequence(messages)
+        counter = self.counter
+        if type(counter) is ApproxTokenCounter:  # not a subclass: it may count its own way
+            counts = approx_counts(sequence, counter.images)
+        else:
+            if type(counter) is TiktokenCounter:
+                counter._prefetch(sequence)  # noqa: SLF001  # a batch for the counter of this package
+            try:
+                counts = list(map(counting(counter), sequence))
+            except TypeError:
+                relocate(sequence)
+                raise
+        sums = self._sums
+        if len(counts) == 1:  # an agent's step: one new message
+            sums.append(sums[-1] + counts[0])
+            return sums[-1]
+        totals = accumulate(counts, initial=sums[-1])
+        next(totals)  # the initial total, already the last sum
+        sums.extend(totals)
+        return sums[-1]
+
+    def upto(self, n: int) -> int:
+        """
+        The tokens of the first *n* messages counted.
+
+        Raises:
+            IndexError: *n* is negative or more than the messages counted.
+        """
+        if not 0 <= n < len(self._sums):
+            msg = f"upto({n!r}) is out of range: {len(self)} messages are counted"
+            raise IndexError(msg)
+        return self._sums[n]
+
+    def truncate(self, n: int) -> None:
+        """
+        Keep the counts of the first *n* messages only.
+
+        Raises:
+            IndexError: *n* is negative or more than the messages counted.
+        """
+        self.upto(n)
+        del self._sums[n + 1 :]
+
+    def reset(self) -> None:
+        """
+        Forget every count: the total is 0 again.
+        """
+        del self._sums[1:]
