@@ -41,24 +41,6 @@ from workingctx.frozen import thaw
 from workingctx.messages import ContentBlock, MediaRef, Message, ToolCall, ToolResultBlock, Usage
 from workingctx.validity import Provider
 
-__all__ = [
-    "Format",
-    "Where",
-    "arguments_text",
-    "build",
-    "check",
-    "content_of",
-    "data_url",
-    "grouped",
-    "media_of_url",
-    "reply",
-    "request_key",
-    "result_text",
-    "sendable",
-    "unknown",
-    "write",
-]
-
 Body = Callable[[list[Message]], "tuple[dict[str, Any], Sequence[Problem]]"]
 """A format's body for checked messages, and the problems of its own wire rules (positions those of the messages)."""
 

@@ -288,8 +288,7 @@ def read(payload: Any) -> Any:
     A WorkingContext from a Gemini body (``{"system_instruction": ..., "contents": [...]}``),
     a list of contents, or SDK objects; ``system_instruction`` becomes the prefix.
     """
-    system, tail = split_system(read_messages(payload))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload)))
 
 
 # -- writing ---------------------------------------------------------------------------

@@ -83,7 +83,7 @@ _STATE_ROLES = {
 
 def _core() -> Any:
     try:
-        import langchain_core.messages as core  # noqa: PLC0415  # optional dependency, imported when used
+        import langchain_core.messages as core  # noqa: PLC0415  # an optional extra ([langchain]): imported when used
     except ImportError as exc:  # pragma: no cover - the dev extra installs it
         msg = "workingctx.adapters.langchain needs langchain-core: pip install 'workingctx[langchain]'"
         raise ImportError(msg) from exc
@@ -279,8 +279,7 @@ def read(payload: Any, *, state: bool = False) -> Any:
     function and ``RemoveMessage``) is read, kept whole, and ``write(..., state=True)``
     gives it back as the same class.
     """
-    system, tail = split_system(read_messages(payload, state=state))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload, state=state)))
 
 
 # -- writing ---------------------------------------------------------------------------

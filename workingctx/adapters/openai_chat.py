@@ -189,8 +189,7 @@ def read(payload: Any) -> Any:
         TypeError: a part of the payload has the wrong shape.
         ValueError: an unknown role.
     """
-    system, tail = split_system(read_messages(payload))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload)))
 
 
 # -- writing ---------------------------------------------------------------------------

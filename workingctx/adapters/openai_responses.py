@@ -269,8 +269,7 @@ def read(payload: Any) -> Any:
     a list of items, or SDK objects; ``instructions`` and leading system and
     developer items become the prefix.
     """
-    system, tail = split_system(read_messages(payload))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload)))
 
 
 # -- writing ---------------------------------------------------------------------------
