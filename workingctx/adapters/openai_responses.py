@@ -42,8 +42,7 @@ from workingctx.adapters._common import (
     split_system,
     wire_errors,
 )
-from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable
-from workingctx.adapters._engine import unknown as _envelope
+from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
 from workingctx.cache import prompt_cache_key
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -120,7 +119,7 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     if kind == "reasoning":
         parts = expect_list(item.get("summary") or [], "a reasoning item's summary")
         summary = [expect_mapping(s, "a summary part").get("text", "") for s in parts]
-        extra = _envelope(item, {"encrypted_content"})
+        extra = unknown(item, {"encrypted_content"})
         return [
             ReasoningBlock(
                 "\n\n".join(summary),
@@ -136,12 +135,12 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
         except (TypeError, ValueError):
             decoded = None
         if isinstance(decoded, dict):
-            extra = _envelope(item, {"call_id", "name"})
+            extra = unknown(item, {"call_id", "name"})
             return [ToolCallBlock(item["call_id"], item["name"], decoded, provider_data={PROVIDER: {"item": extra}})]
         return [ProviderBlock(PROVIDER, item)]
     if kind == "message" or (kind is None and item.get("role") == "assistant"):
         content = item.get("content")
-        envelope = _envelope(item, {"content"})
+        envelope = unknown(item, {"content"})
         if isinstance(content, str):
             return [TextBlock(content, provider_data={PROVIDER: {"item": envelope, "_text": True}})]
         blocks = [_part(expect_mapping(p, "a content part")) for p in expect_list(content, "content")]
@@ -235,7 +234,7 @@ def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
     call = ToolCall(item["call_id"], item["name"], arguments_json=arguments)
     if call.arguments_parsed:
         return None
-    extra = _envelope(item, {"call_id", "name", "arguments"})
+    extra = unknown(item, {"call_id", "name", "arguments"})
     data = {PROVIDER: {"item": extra, "_at": at}}
     return ToolCall(call.id, call.name, arguments_json=arguments, provider_data=data)
 
@@ -243,12 +242,12 @@ def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
 def _input_item(item: Mapping[str, Any], position: int) -> Message:
     kind = item.get("type")
     if kind == "function_call_output":
-        extra = _envelope(item, {"type", "call_id", "output"})
+        extra = unknown(item, {"type", "call_id", "output"})
         output = item.get("output")
         content = content_of(output, _part) if output is not None else ""
         return Message("tool", content, tool_call_id=item["call_id"], provider_data={PROVIDER: extra} if extra else {})
     if kind in {None, "message"} and item.get("role") in {"user", "system", "developer"}:
-        extra = _envelope(item, {"role", "content"})
+        extra = unknown(item, {"role", "content"})
         role = item["role"]
         shared = {}
         if role == "developer":
