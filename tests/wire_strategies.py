@@ -107,7 +107,7 @@ def chat_messages(draw: st.DrawFn, *, portable: bool = False) -> list[dict[str, 
         for _ in range(draw(st.integers(0, 2))):
             n = draw(st.integers(1, 3))
             ids = [
-                f"call_{counter + i}{s}"
+                f"call_{counter + i}_{s}"
                 for i, s in enumerate(draw(unique(st.from_regex(r"[a-zA-Z0-9]{0,6}", fullmatch=True), n)))
             ]
             counter += n
@@ -189,7 +189,7 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
         for _ in range(draw(st.integers(0, 2))):
             n = draw(st.integers(1, 3))
             ids = [
-                f"toolu_{counter + i}{s}"
+                f"toolu_{counter + i}_{s}"
                 for i, s in enumerate(draw(unique(st.from_regex(r"[a-zA-Z0-9_-]{0,6}", fullmatch=True), n)))
             ]
             counter += n

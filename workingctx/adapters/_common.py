@@ -16,7 +16,9 @@ import attrs
 from workingctx._canonical import canonical_json
 from workingctx._wire import wire_errors
 from workingctx.callids import fresh_call_id
+from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError, ProviderError
+from workingctx.media import resolve_media
 from workingctx.messages import MediaRef, Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
 from workingctx.prefix import PrefixContext
 from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider
@@ -525,8 +527,6 @@ def keyed_messages(source: Any) -> list[Message]:
     messages = messages_of(source)
     if not media_problems(messages):
         return messages
-    from workingctx.media import resolve_media  # noqa: PLC0415  # media imports the whole value layer
-
     return resolve_media(messages, _StandIns(), upload=_stand_in)
 
 
@@ -535,8 +535,6 @@ def prepare(messages: list[Message], *, store: Any = None, upload: Any = None, r
     *messages* with store references resolved through *store* and, if asked, repaired.
     """
     if store is not None:
-        from workingctx.media import resolve_media  # noqa: PLC0415  # media imports the whole value layer
-
         messages = resolve_media(messages, store, upload=upload)
     return repair_messages(messages) if repair else messages
 
@@ -625,8 +623,6 @@ def context_from(system: Sequence[Message], tail: Sequence[Message]) -> Any:
     """
     A WorkingContext whose prefix grounds the leading system messages.
     """
-    from workingctx.context import WorkingContext  # noqa: PLC0415  # the context imports much of the package
-
     return WorkingContext(prefix=PrefixContext(grounding=tuple(system)), messages=tail)
 
 

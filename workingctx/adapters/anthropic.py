@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
@@ -35,21 +36,13 @@ from workingctx.adapters._common import (
     context_from,
     expect_list,
     expect_mapping,
-    is_workingctx,
-    keyed_messages,
     lost_blocks,
-    media_problems,
     messages_of,
-    ordered,
-    original_ids,
     plain,
-    prepare,
-    refuse,
-    request_key_of,
-    store_ref_error,
-    unique_call_ids,
     wire_errors,
 )
+from workingctx.adapters._engine import Where, content_of, sendable, unknown
+from workingctx.cache import CachePlan
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
@@ -175,10 +168,6 @@ def _block(raw: Mapping[str, Any]) -> ContentBlock:
     return ProviderBlock(PROVIDER, raw)
 
 
-def _result_block(*args: Any, **kwargs: Any) -> ToolResultBlock:
-    return ToolResultBlock(*args, **kwargs)
-
-
 def _result(raw: Mapping[str, Any], cache: CacheBreakpoint | None) -> ContentBlock:
     extra: dict[str, Any] = {}
     if "is_error" in raw and raw["is_error"] is False:
@@ -188,18 +177,18 @@ def _result(raw: Mapping[str, Any], cache: CacheBreakpoint | None) -> ContentBlo
     is_error = bool(raw.get("is_error", False))
     if "content" not in raw:
         extra["_content"] = "absent"
-        block = _result_block(call_id, "", is_error, cache=cache)
+        block = ToolResultBlock(call_id, "", is_error, cache=cache)
     elif isinstance(content, str):
-        block = _result_block(call_id, content, is_error, cache=cache)
+        block = ToolResultBlock(call_id, content, is_error, cache=cache)
     else:
         inner = tuple(_block(expect_mapping(item, "tool_result content")) for item in expect_list(content, "content"))
         if any(isinstance(b, ToolResultBlock | ToolCallBlock | ReasoningBlock) for b in inner):
             return ProviderBlock(PROVIDER, raw)
         if not inner:
             extra["_content"] = "list"
-        block = _result_block(call_id, "", is_error, content=inner, cache=cache)
+        block = ToolResultBlock(call_id, "", is_error, content=inner, cache=cache)
     if extra:
-        return _result_block(
+        return ToolResultBlock(
             block.call_id,
             block.output,
             block.is_error,
@@ -210,16 +199,10 @@ def _result(raw: Mapping[str, Any], cache: CacheBreakpoint | None) -> ContentBlo
     return block
 
 
-def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
-    if isinstance(raw, str):
-        return raw
-    return tuple(_block(expect_mapping(item, "a content block")) for item in expect_list(raw, "content"))
-
-
 def _system(raw: Any) -> list[Message]:
     if raw is None:
         return []
-    return [Message("system", _content(raw))]
+    return [Message("system", content_of(raw, _block, "a content block"))]
 
 
 @wire_errors("Anthropic Messages", "messages")
@@ -250,11 +233,15 @@ def read(payload: Any) -> Any:
                 "(the SDK's SystemMessageParam)"
             )
             raise ArgumentValueError(msg, argument=f"messages[{position}]", value=raw)
-        extra = {k: v for k, v in raw.items() if k not in {"role", "content"}}
+        extra = unknown(raw, {"role", "content"})
         if role == "system":  # a system message among the turns stays there, as it was sent
             extra[_IN_MESSAGES] = True
         messages.append(
-            Message(role, _content(raw.get("content", "")), provider_data={PROVIDER: extra} if extra else {})
+            Message(
+                role,
+                content_of(raw.get("content", ""), _block, "a content block"),
+                provider_data={PROVIDER: extra} if extra else {},
+            )
         )
     return context_from(system, messages)
 
@@ -308,9 +295,7 @@ def _write_block(block: ContentBlock) -> dict[str, Any] | None:
     The content block of a block; None for what this format leaves out by design
     (other providers' reasoning and blocks). :func:`lost` names the blocks it cannot carry.
     """
-    ref = getattr(block, "media", None)
-    if ref is not None and ref.kind == "store":
-        raise store_ref_error(ref)
+    sendable(block)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text, **_cache_control(block.cache)}
     if isinstance(block, ImageBlock):
@@ -381,14 +366,14 @@ def _turn(message: Message) -> tuple[str, Any, bool]:
         if message.tool_call_id is None:
             return "user", _blocks(message.content), False
         if isinstance(message.content, str):
-            return "user", [_write_result(_result_block(message.tool_call_id, message.content))], False
+            return "user", [_write_result(ToolResultBlock(message.tool_call_id, message.content))], False
         # A tool message may carry its results as blocks: each is written as it is
         # (its output included); other blocks join the result for the message's call.
         results = [b for b in message.content if isinstance(b, ToolResultBlock)]
         rest = tuple(b for b in message.content if not isinstance(b, ToolResultBlock))
         own = next((i for i, b in enumerate(results) if b.call_id == message.tool_call_id), None)
         if own is None:
-            results.insert(0, _result_block(message.tool_call_id, "", content=rest))
+            results.insert(0, ToolResultBlock(message.tool_call_id, "", content=rest))
         elif rest:
             results[own] = attrs.evolve(results[own], content=results[own].content + rest)
         return "user", [_write_result(b) for b in results], False
@@ -428,31 +413,27 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[list[int]]]:
     """
     The Anthropic messages, and for each the positions (in *messages*) of the
-    messages written into it.
+    messages written into it; an empty turn, which Anthropic refuses, is left out.
     """
-    out: list[dict[str, Any]] = []
-    origins: list[list[int]] = []
-    merge_next = False
-    for position, message in enumerate(messages):
+
+    def turn(position: int, message: Message) -> engine.Turn:
         role, content, native = _turn(message)
         if not isinstance(content, str):
             content = [
                 b for b in content if not (b.get("type") == "text" and b.get("text") == "" and "cache_control" not in b)
             ]
         if content in ("", []) and not (position == len(messages) - 1 and role == "assistant"):
-            merge_next = True  # Anthropic refuses empty turns: leave it out and join its neighbours
-            continue
+            return role, None, native
         extra = {k: thaw(v) for k, v in message.provider_data.get(PROVIDER, {}).items() if k != _IN_MESSAGES}
-        if out and out[-1]["role"] == role and (not native or merge_next):
-            blocks = [*_as_blocks(out[-1]["content"]), *_as_blocks(content)]
-            results = [b for b in blocks if b.get("type") == "tool_result"]
-            out[-1]["content"] = results + [b for b in blocks if b.get("type") != "tool_result"]
-            origins[-1].append(position)
-        else:
-            out.append({"role": role, "content": content, **extra})
-            origins.append([position])
-        merge_next = not native
-    return out, origins
+        return role, {"role": role, "content": content, **extra}, native
+
+    return engine.grouped(messages, turn, _join, after_empty=True)
+
+
+def _join(last: dict[str, Any], turn: dict[str, Any]) -> None:
+    blocks = [*_as_blocks(last["content"]), *_as_blocks(turn["content"])]
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    last["content"] = results + [b for b in blocks if b.get("type") != "tool_result"]
 
 
 def write_system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | None:
@@ -473,8 +454,6 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
     plan (``cache.breakpoints``: items with a message ``index`` and a ``ttl``)
     on the last block of each message named.
     """
-    from workingctx.cache import CachePlan  # noqa: PLC0415  # the cache module imports the context
-
     if cache is None or cache is False or cache == "auto":
         return messages
     if isinstance(cache, CachePlan):
@@ -495,8 +474,6 @@ def _apply_cache(messages: list[Message], cache: Any) -> list[Message]:
         if not hasattr(last, "cache"):
             msg = f"message {index} ends with a {type(last).__name__}, which cannot hold a cache breakpoint"
             raise ArgumentValueError(msg, argument="cache", value=cache)
-        import attrs  # noqa: PLC0415
-
         blocks = (*blocks[:-1], attrs.evolve(last, cache=CacheBreakpoint(ttl)))
         out[index] = attrs.evolve(message, content=blocks)
     return out
@@ -568,70 +545,23 @@ def write(
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
-    messages = prepare(_hinted(source, cache), store=store, upload=upload, repair=repair)
-    body, problems = _build(messages)
+    body = engine.write(FORMAT, _hinted(source, cache), repair=repair, store=store, upload=upload)
     if cache == "auto" or getattr(cache, "automatic", False) is True:
         body["cache_control"] = {"type": "ephemeral"}
-    if problems:
-        raise refuse(problems, "anthropic")
     return body
 
 
-def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
-    """
-    The body for *messages*, and every problem Anthropic would reject in it
-    (positions are those of *messages*).
-    """
-    messages = unique_call_ids(messages)[0]  # Anthropic needs each tool_use id once per request
-    unresolved = media_problems(messages)
-    system, tail = _split_system(
-        keyed_messages(messages) if unresolved else messages
-    )  # store references stand in, never sent
+def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    system, tail = _split_system(sent)
     body: dict[str, Any] = {}
     written = write_system(system)
     if written is not None:
         body["system"] = written
     body["messages"], origins = _write_turns(tail)
-    problems = (
-        *check_messages(messages, provider="anthropic"),
-        *unresolved,
-        *lost(messages),
-        *wire_problems(body["messages"], origins=[[len(system) + i for i in turn] for turn in origins]),
-    )
-    return body, problems
+    return body, wire_problems(body["messages"], origins=engine.shifted(origins, len(system)))
 
 
-class _Where:
-    """
-    The "where" text of a wire message, written only when a problem quotes it.
-    """
-
-    __slots__ = ("index", "origins")
-
-    def __init__(self, index: int, origins: Sequence[Sequence[int]] | None) -> None:
-        self.index = index
-        self.origins = origins
-
-    def __str__(self) -> str:
-        index, origins = self.index, self.origins
-        if origins is None:
-            return f"messages[{index}]"
-        named = ", ".join(map(str, origins[index]))
-        return f"the Anthropic turn messages[{index}] (written from message(s) {named})"
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
-
-def _where(index: int, origins: Sequence[Sequence[int]] | None) -> tuple[int, _Where]:
-    """
-    (problem index, "where" text) for the wire message at *index*: with
-    *origins*, the first context message written into it.
-    """
-    return (index if origins is None else origins[index][0]), _Where(index, origins)
-
-
-def _text_problems(message: Mapping[str, Any], index: int, where: _Where, last: bool) -> list[Problem]:
+def _text_problems(message: Mapping[str, Any], index: int, where: Where, last: bool) -> list[Problem]:
     """
     Blank text and, in a final assistant turn (a prefill), trailing whitespace.
     """
@@ -689,6 +619,10 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     return lost_blocks(messages, _lost)
 
 
+# Anthropic needs each tool_use id once per request: reused ids are re-keyed
+FORMAT = engine.Format("anthropic", _body, lost, unique_ids=True, messages=lambda source: _hinted(source, None))
+
+
 def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | None:
     if isinstance(block, AudioBlock | VideoBlock | DataBlock):
         return (
@@ -716,7 +650,7 @@ def wire_problems(
             Problem(None, "empty", "there is no Anthropic turn to send (no message with content); add a user message")
         )
     for position, message in enumerate(messages):
-        index, where = _where(position, origins)
+        index, where = Where.of(position, origins, "messages", "Anthropic turn")
         content = message.get("content")
         last = position == len(messages) - 1
         if content in ("", []) and not (last and message.get("role") == "assistant"):
@@ -753,12 +687,14 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload
     (its own turns checked as they are, and what reading it gives).
     """
-    if is_workingctx(source):
-        return ordered(_build(_hinted(source, None))[1])
-    ctx = read(source)
-    data = plain(source)
+    return engine.check(FORMAT, source, _payload_problems)
+
+
+def _payload_problems(payload: Any) -> tuple[Problem, ...]:
+    ctx = read(payload)
+    data = plain(payload)
     raw = data["messages"] if isinstance(data, Mapping) else data
-    return ordered((*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw)))
+    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw))
 
 
 @wire_errors("Anthropic Messages", "messages")
@@ -766,7 +702,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(keyed_messages(_hinted(source, None))), fields)
+    return engine.request_key(FORMAT, write, source, fields)
 
 
 # -- responses ---------------------------------------------------------------------------
@@ -794,7 +730,4 @@ def read_response(response: Any, *, context: Any = None) -> Message:
         if item.get("type") == "tool_use":
             item.pop("caller", None)
         blocks.append(_block(item))
-    usage = Usage.from_anthropic(data["usage"]) if data.get("usage") is not None else None
-    metadata = {"model": data["model"]} if "model" in data else {}
-    message = Message("assistant", tuple(blocks), usage=usage, metadata=metadata)
-    return message if context is None else original_ids(message, unique_call_ids(messages_of(context))[1])
+    return engine.reply(data, tuple(blocks), usage=Usage.from_anthropic, context=context)

@@ -26,6 +26,7 @@ from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from workingctx._canonical import canonical_json
+from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
@@ -33,23 +34,18 @@ from workingctx.adapters._common import (
     context_from,
     expect_list,
     expect_mapping,
-    is_workingctx,
-    keyed_messages,
     lost_blocks,
     media_problems,
     messages_of,
-    ordered,
     original_ids,
     parse_data_url,
     plain,
-    prepare,
-    refuse,
-    request_key_of,
     split_system,
     store_ref_error,
     unique_call_ids,
     wire_errors,
 )
+from workingctx.adapters._engine import Where, unknown
 from workingctx.callids import fresh_call_id
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
@@ -247,7 +243,7 @@ def _system(raw: Any) -> Message:
     content = expect_mapping(raw, "system_instruction")
     reader = _Reader()
     parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
-    extra = {k: v for k, v in content.items() if k != "parts"}
+    extra = unknown(content, ("parts",))
     return Message("system", parts, provider_data={PROVIDER: extra} if extra else {})
 
 
@@ -276,7 +272,7 @@ def read_messages(payload: Any) -> list[Message]:
         if role not in {"user", "model", None}:
             msg = f"contents[{position}] has role {role!r}; Gemini roles are 'user' and 'model'"
             raise ArgumentValueError(msg, argument=f"contents[{position}]", value=raw)
-        extra = {k: v for k, v in content.items() if k not in {"role", "parts"}}
+        extra = unknown(content, {"role", "parts"})
         if role is None:
             extra["_no_role"] = True
         parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
@@ -292,8 +288,7 @@ def read(payload: Any) -> Any:
     A WorkingContext from a Gemini body (``{"system_instruction": ..., "contents": [...]}``),
     a list of contents, or SDK objects; ``system_instruction`` becomes the prefix.
     """
-    system, tail = split_system(read_messages(payload))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload)))
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -466,28 +461,22 @@ def write_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def _write_turns(messages: Sequence[Message], *, bypass: bool = True) -> tuple[list[dict[str, Any]], list[list[int]]]:
     """
-    The Gemini contents, and for each the positions (in *messages*) of the messages written into it.
+    The Gemini contents, and for each the positions (in *messages*) of the
+    messages written into it; a content without parts, which Gemini refuses, is left out.
     """
     writer = _Writer()
-    out: list[dict[str, Any]] = []
-    origins: list[list[int]] = []
-    merge_next = False
-    for position, message in enumerate(messages):
+
+    def turn(_position: int, message: Message) -> engine.Turn:
         native = message.role in {"user", "assistant"} and not message.tool_calls
         parts = [{"text": f"<system>{message.text()}</system>"}] if message.role == "system" else writer.parts(message)
         role = "model" if message.role == "assistant" else "user"
         extra = dict(thaw(message.provider_data.get(PROVIDER, {})))
         no_role = extra.pop("_no_role", False)
-        if not parts:  # Gemini refuses a content without parts: it sends nothing, so it is left out
-            merge_next = merge_next or native
-            continue
-        if out and out[-1].get("role") == role and (not native or merge_next):
-            out[-1]["parts"].extend(parts)
-            origins[-1].append(position)
-        else:
-            out.append({"parts": parts, **({} if no_role else {"role": role}), **extra})
-            origins.append([position])
-        merge_next = not native
+        return role, {"parts": parts, **({} if no_role else {"role": role}), **extra} if parts else None, native
+
+    out, origins = engine.grouped(
+        messages, turn, lambda last, turn: last["parts"].extend(turn["parts"]), after_empty=False
+    )
     _sign(out, bypass=bypass)
     return out, origins
 
@@ -520,11 +509,8 @@ def wire_problems(
     content, the positions of the messages written into it) the first of those.
     """
 
-    def where(position: int) -> tuple[int, str]:
-        if origins is None:
-            return position, f"contents[{position}]"
-        named = ", ".join(map(str, origins[position]))
-        return origins[position][0], f"the Gemini content contents[{position}] (written from message(s) {named})"
+    def where(position: int) -> tuple[int, Where]:
+        return Where.of(position, origins, "contents", "Gemini content")
 
     problems: list[Problem] = []
     if not contents:
@@ -550,27 +536,18 @@ def wire_problems(
     return tuple(problems)
 
 
-def _build(messages: list[Message], *, bypass: bool = True) -> tuple[dict[str, Any], tuple[Problem, ...]]:
-    """
-    The body for *messages*, and every problem Gemini would reject in it
-    (positions are those of *messages*).
-    """
-    messages = unique_call_ids(messages)[0]  # Gemini matches a response to its call by a unique id
-    unresolved = media_problems(messages)
-    system, tail = split_system(
-        keyed_messages(messages) if unresolved else messages
-    )  # store references stand in, never sent
+def _body(sent: list[Message], *, bypass: bool = True) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    system, tail = split_system(sent)
     body: dict[str, Any] = {}
     if system:
         body["system_instruction"] = _write_system(system)
     body["contents"], origins = _write_turns(tail, bypass=bypass)
-    problems = (
-        *check_messages(messages, provider="gemini"),
-        *unresolved,
-        *lost(messages),
-        *wire_problems(body["contents"], origins=[[len(system) + i for i in turn] for turn in origins]),
-    )
-    return body, problems
+    return body, wire_problems(body["contents"], origins=engine.shifted(origins, len(system)))
+
+
+# Gemini matches a response to its call by a unique id: reused ids are re-keyed
+FORMAT = engine.Format("gemini", _body, lost, unique_ids=True)
+_UNSIGNED = engine.Format("gemini", lambda sent: _body(sent, bypass=False), lost, unique_ids=True)
 
 
 @wire_errors("Gemini", "contents")
@@ -599,12 +576,8 @@ def write(
         ProviderError: the request would be refused (an unanswered call, a
             model turn first, a content without parts, ...); it lists every problem.
     """
-    body, problems = _build(
-        prepare(messages_of(source), store=store, upload=upload, repair=repair), bypass=signature_bypass
-    )
-    if problems:
-        raise refuse(problems, "gemini")
-    return body
+    fmt = FORMAT if signature_bypass else _UNSIGNED
+    return engine.write(fmt, messages_of(source), repair=repair, store=store, upload=upload)
 
 
 def _write_system(system: Sequence[Message]) -> Any:
@@ -626,12 +599,14 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload
     (its own contents checked as they are, and what reading it gives).
     """
-    if is_workingctx(source):
-        return ordered(_build(messages_of(source))[1])
-    messages = read_messages(source)
-    data = snake_case(plain(source))
+    return engine.check(FORMAT, source, _payload_problems)
+
+
+def _payload_problems(payload: Any) -> tuple[Problem, ...]:
+    messages = read_messages(payload)
+    data = snake_case(plain(payload))
     raw = data["contents"] if isinstance(data, Mapping) else data
-    return ordered((*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw)))
+    return (*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw))
 
 
 @wire_errors("Gemini", "contents")
@@ -639,7 +614,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(keyed_messages(source)), fields)
+    return engine.request_key(FORMAT, write, source, fields)
 
 
 @wire_errors("Gemini")
@@ -681,8 +656,9 @@ def read_response(response: Any, *, context: Any = None) -> Message:
         reader = _Reader(taken={i for m in messages for i in (*m.call_ids, *m.result_ids)})
         renamed = unique_call_ids(messages)[1]
     parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts") or [], "parts"))
-    usage = Usage.from_google(data["usage_metadata"]) if data.get("usage_metadata") is not None else None
-    metadata = {"model": data["model_version"]} if "model_version" in data else {}
-    if isinstance(candidate.get("finish_reason"), str):
-        metadata["finish_reason"] = candidate["finish_reason"]
-    return original_ids(Message("assistant", parts, usage=usage, metadata=metadata), renamed)
+    reason = candidate.get("finish_reason")
+    metadata = {"finish_reason": reason} if isinstance(reason, str) else {}
+    message = engine.reply(
+        data, parts, usage=Usage.from_google, usage_key="usage_metadata", model_key="model_version", metadata=metadata
+    )
+    return original_ids(message, renamed)

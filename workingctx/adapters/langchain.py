@@ -38,6 +38,7 @@ from workingctx.adapters._common import (
     store_ref_error,
     wire_errors,
 )
+from workingctx.adapters._engine import data_url
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
@@ -82,7 +83,7 @@ _STATE_ROLES = {
 
 def _core() -> Any:
     try:
-        import langchain_core.messages as core  # noqa: PLC0415  # optional dependency, imported when used
+        import langchain_core.messages as core  # noqa: PLC0415  # an optional extra ([langchain]): imported when used
     except ImportError as exc:  # pragma: no cover - the dev extra installs it
         msg = "workingctx.adapters.langchain needs langchain-core: pip install 'workingctx[langchain]'"
         raise ImportError(msg) from exc
@@ -198,8 +199,7 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
             "messages (convert chat and function messages to these first)"
         )
         raise ArgumentValueError(msg, argument=f"messages[{position}]", value=data)
-    raw = data.get("content", "")
-    content: str | tuple[ContentBlock, ...] = raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
+    content = _content(data)
     rest = {k: v for k, v in data.items() if k not in _MODELLED and not _default(k, v)}
     calls = tuple(
         ToolCall(c["id"], c["name"], c.get("args") or {}) for c in data.get("tool_calls") or () if c.get("id")
@@ -221,18 +221,21 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
     )
 
 
+def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
+    raw = data.get("content", "")
+    return raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
+
+
 def _state_message(data: Mapping[str, Any], kind: str) -> Message:
     """
     A message of another LangChain kind kept whole: its fields (its type under ``_type``) ride
     in ``metadata["langchain"]``, so that writing gives back the same class.
     """
-    raw = data.get("content", "")
-    content: str | tuple[ContentBlock, ...] = raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
     rest = {k: v for k, v in data.items() if k not in {"content", "type", "id"} and not _default(k, v)}
     message_id = data.get("id")
     return Message(
         _STATE_ROLES[kind],  # type: ignore[arg-type]  # a role
-        content,
+        _content(data),
         id=message_id if isinstance(message_id, str) else None,
         metadata={PROVIDER: {**rest, "_type": kind}},
     )
@@ -276,8 +279,7 @@ def read(payload: Any, *, state: bool = False) -> Any:
     function and ``RemoveMessage``) is read, kept whole, and ``write(..., state=True)``
     gives it back as the same class.
     """
-    system, tail = split_system(read_messages(payload, state=state))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload, state=state)))
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def _write_block(block: ContentBlock) -> Any:
         and not block.provider_data.get(PROVIDER, {}).get("_standard")
     ):
         media = block.media
-        url = media.url if media.kind == "url" else f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
+        url = media.url if media.kind == "url" else data_url(media, "image/png")
         image: dict[str, Any] = {"url": url}
         if block.detail is not None:
             image["detail"] = block.detail

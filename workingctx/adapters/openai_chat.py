@@ -17,10 +17,10 @@ True
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
@@ -29,21 +29,15 @@ from workingctx.adapters._common import (
     context_from,
     expect_list,
     expect_mapping,
-    is_workingctx,
-    keyed_messages,
     lost_blocks,
     media_problems,
     messages_of,
-    ordered,
-    parse_data_url,
     plain,
-    prepare,
-    refuse,
-    request_key_of,
     split_system,
-    store_ref_error,
     wire_errors,
 )
+from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
+from workingctx.cache import prompt_cache_key
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
 from workingctx.messages import (
@@ -82,14 +76,7 @@ def _part(part: Mapping[str, Any]) -> ContentBlock:
         return TextBlock(part["text"])
     if kind == "image_url" and set(part) == {"type", "image_url"} and set(part["image_url"]) <= {"url", "detail"}:
         image = part["image_url"]
-        url = image["url"]
-        data = parse_data_url(url)
-        media = (
-            MediaRef(kind="url", url=url)
-            if data is None
-            else MediaRef(kind="data", data_base64=data[1], mime_type=data[0])
-        )
-        return ImageBlock(media, detail=image.get("detail"))
+        return ImageBlock(media_of_url(image["url"]), detail=image.get("detail"))
     if (
         kind == "input_audio"
         and set(part) == {"type", "input_audio"}
@@ -108,19 +95,12 @@ def _part(part: Mapping[str, Any]) -> ContentBlock:
     return ProviderBlock(PROVIDER, part)
 
 
-def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
-    if isinstance(raw, str):
-        return raw
-    return tuple(_part(expect_mapping(part, "a content part")) for part in expect_list(raw, "content"))
-
-
 _CALL_KEYS = frozenset({"id", "type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
 def _call(raw: Mapping[str, Any]) -> ToolCall:
-    keys = raw.keys()
-    extra = {} if keys <= _CALL_KEYS else {k: v for k, v in raw.items() if k not in _CALL_KEYS}
+    extra = {} if raw.keys() <= _CALL_KEYS else unknown(raw, _CALL_KEYS)
     function = expect_mapping(raw.get("function"), "tool_calls[].function")
     if raw.get("type", "function") != "function" or function.keys() != _FUNCTION_KEYS:
         extra["_call"] = dict(raw)
@@ -129,8 +109,7 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
         call = ToolCall(raw["id"], function["name"], arguments_json=arguments)
     else:  # arguments given as data, not text: sent back as they came, and read as what they are
         extra["_call"] = dict(raw)
-        text = json.dumps(thaw(arguments), ensure_ascii=False, separators=(",", ":"))
-        call = ToolCall(raw["id"], function["name"], arguments_json=text)
+        call = ToolCall(raw["id"], function["name"], arguments_json=arguments_text(arguments))
     return (
         call
         if not extra
@@ -142,7 +121,7 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
 
 def _message(raw: Mapping[str, Any], position: int) -> Message:
     role = raw.get("role")
-    extra: dict[str, Any] = {} if raw.keys() <= _KNOWN else {k: v for k, v in raw.items() if k not in _KNOWN}
+    extra: dict[str, Any] = {} if raw.keys() <= _KNOWN else unknown(raw, _KNOWN)
     shared = {}
     if role == "developer":
         shared = {OPENAI: {"role": "developer"}}
@@ -167,7 +146,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         if not raw.get("tool_calls"):
             extra[_CONTENT_FORM] = "null"
     else:
-        content = _content(raw["content"])
+        content = content_of(raw["content"], _part)
         if content in ("", ()) and raw.get("tool_calls"):
             extra[_CONTENT_FORM] = "empty" if content == "" else "list"
     raw_calls = raw.get("tool_calls")
@@ -210,8 +189,7 @@ def read(payload: Any) -> Any:
         TypeError: a part of the payload has the wrong shape.
         ValueError: an unknown role.
     """
-    system, tail = split_system(read_messages(payload))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload)))
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -223,10 +201,7 @@ def _write_call(call: ToolCall) -> dict[str, Any]:
     if "_call" in extra:
         out = dict(thaw(extra["_call"]))
     else:
-        arguments = call.arguments_json
-        if arguments is None:
-            arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
-        out = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+        out = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call_text(call)}}
     out.update({k: thaw(v) for k, v in extra.items() if k != "_call"})
     return out
 
@@ -252,9 +227,7 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
     The content part of a block; None for what this format leaves out by design
     (reasoning, other providers' blocks). :func:`lost` names the blocks it cannot carry.
     """
-    ref = getattr(block, "media", None)
-    if ref is not None and ref.kind == "store":
-        raise store_ref_error(ref)
+    sendable(block)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageBlock):
@@ -262,7 +235,7 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
         if media.kind == "url":
             url = media.url
         elif media.kind == "data":
-            url = f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
+            url = data_url(media, "image/png")
         else:
             return None
         image: dict[str, Any] = {"url": url}
@@ -280,9 +253,7 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
             file["file_id"] = media.file_id
         elif media.kind == "data":
             data = media.data_base64 or ""
-            file["file_data"] = (
-                data if data.startswith("data:") else f"data:{media.mime_type or 'application/pdf'};base64,{data}"
-            )
+            file["file_data"] = data if data.startswith("data:") else data_url(media, "application/pdf")
         elif block.text is not None:
             return {"type": "text", "text": block.text}
         else:
@@ -348,8 +319,7 @@ def _result_text(block: ToolResultBlock) -> str | list[dict[str, Any]]:
         if block.is_error:  # a tool message has no error flag: its text says so
             texts.insert(0, {"type": "text", "text": "error: "})
         return texts or ""
-    text = block.output_text()
-    return f"error: {text}" if block.is_error and not text.startswith("error") else text
+    return engine.result_text(block)
 
 
 def _write_plain(message: Message) -> dict[str, Any]:
@@ -558,21 +528,12 @@ def wire_problems(
     return tuple(problems)
 
 
-def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
-    """
-    The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
-    """
-    unresolved = media_problems(messages)
-    written, origins = _write_all(
-        keyed_messages(messages) if unresolved else messages
-    )  # store references stand in, never sent
-    problems = (
-        *check_messages(messages, provider="openai"),
-        *unresolved,
-        *lost(messages),
-        *wire_problems(written, origins=origins),
-    )
-    return {"messages": written}, problems
+def _body(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+    written, origins = _write_all(messages)
+    return {"messages": written}, wire_problems(written, origins=origins)
+
+
+FORMAT = engine.Format("openai", _body, lost)
 
 
 @wire_errors("Chat Completions", "messages")
@@ -599,12 +560,8 @@ def write(
             list, ...); it lists every problem. ``repair=True`` drops orphan
             results and closes unanswered calls with an error result instead.
     """
-    from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
-
     key = prompt_cache_key(source, True if cache is None and cache_hinted(source) else cache)
-    body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
-    if problems:
-        raise refuse(problems, "openai")
+    body = engine.write(FORMAT, messages_of(source), repair=repair, store=store, upload=upload)
     if key is not None:
         body["prompt_cache_key"] = key
     return body
@@ -616,13 +573,18 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context, or for a wire payload
     (its own messages checked as they are, and what reading it gives).
     """
-    if is_workingctx(source):
-        return ordered(_build(messages_of(source))[1])
-    messages = read_messages(source)
-    data = plain(source)
+    return engine.check(FORMAT, source, _payload_problems)
+
+
+def _payload_problems(payload: Any) -> tuple[Problem, ...]:
+    messages = read_messages(payload)
+    data = plain(payload)
     raw = expect_list(data["messages"] if isinstance(data, Mapping) else data, "messages")
-    return ordered(
-        (*check_messages(messages, provider="openai"), *media_problems(messages), *lost(messages), *wire_problems(raw))
+    return (
+        *check_messages(messages, provider="openai"),
+        *media_problems(messages),
+        *lost(messages),
+        *wire_problems(raw),
     )
 
 
@@ -633,7 +595,7 @@ def request_key(source: Any, **fields: Any) -> str:
     equal for contexts that send the same bytes, whatever their ids, notes,
     usage or metadata.
     """
-    return request_key_of(write(keyed_messages(source)), fields)
+    return engine.request_key(FORMAT, write, source, fields)
 
 
 # -- responses ---------------------------------------------------------------------------
@@ -663,14 +625,12 @@ def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: AR
     if "refusal" in raw:  # an SDK object leaves its null content out: a refusal is sent back with it
         raw.setdefault("content", None)
     message = _message(raw, 0)
-    usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
-    metadata = {"model": data["model"]} if "model" in data else {}
-    return Message(
-        message.role,
+    return engine.reply(
+        data,
         message.content,
+        usage=Usage.from_openai,
+        role=message.role,
         name=message.name,
         tool_calls=message.tool_calls,
         provider_data=message.provider_data,
-        usage=usage,
-        metadata=metadata,
     )

@@ -26,33 +26,24 @@ from typing import Any
 
 import attrs
 
+from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     CONTINUES,
     Problem,
     ProviderError,
     cache_hinted,
-    check_messages,
     context_from,
     continued,
     expect_list,
     expect_mapping,
-    is_workingctx,
-    keyed_messages,
     lost_blocks,
-    media_problems,
     messages_of,
-    ordered,
-    original_ids,
-    parse_data_url,
     plain,
-    prepare,
-    refuse,
-    request_key_of,
     split_system,
-    store_ref_error,
-    unique_call_ids,
     wire_errors,
 )
+from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
+from workingctx.cache import prompt_cache_key
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
@@ -95,12 +86,7 @@ def _part(part: Mapping[str, Any]) -> ContentBlock:
         return TextBlock(part["text"], provider_data={PROVIDER: extra} if extra else {})
     if kind == "input_image" and keys <= {"type", "detail", "image_url", "file_id"}:
         if "image_url" in part and "file_id" not in part:
-            data = parse_data_url(part["image_url"])
-            media = (
-                MediaRef(kind="url", url=part["image_url"])
-                if data is None
-                else MediaRef(kind="data", data_base64=data[1], mime_type=data[0])
-            )
+            media = media_of_url(part["image_url"])
         elif "file_id" in part and "image_url" not in part:
             media = MediaRef(kind="file_id", file_id=part["file_id"])
         else:
@@ -125,16 +111,6 @@ def _part(part: Mapping[str, Any]) -> ContentBlock:
     return ProviderBlock(PROVIDER, part)
 
 
-def _content(raw: Any) -> str | tuple[ContentBlock, ...]:
-    if isinstance(raw, str):
-        return raw
-    return tuple(_part(expect_mapping(p, "a content part")) for p in expect_list(raw, "content"))
-
-
-def _envelope(item: Mapping[str, Any], known: set[str]) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if k not in known}
-
-
 def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     """
     The blocks of one output item in an assistant run.
@@ -143,7 +119,7 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
     if kind == "reasoning":
         parts = expect_list(item.get("summary") or [], "a reasoning item's summary")
         summary = [expect_mapping(s, "a summary part").get("text", "") for s in parts]
-        extra = _envelope(item, {"encrypted_content"})
+        extra = unknown(item, {"encrypted_content"})
         return [
             ReasoningBlock(
                 "\n\n".join(summary),
@@ -159,12 +135,12 @@ def _output_blocks(item: Mapping[str, Any]) -> list[ContentBlock]:
         except (TypeError, ValueError):
             decoded = None
         if isinstance(decoded, dict):
-            extra = _envelope(item, {"call_id", "name"})
+            extra = unknown(item, {"call_id", "name"})
             return [ToolCallBlock(item["call_id"], item["name"], decoded, provider_data={PROVIDER: {"item": extra}})]
         return [ProviderBlock(PROVIDER, item)]
     if kind == "message" or (kind is None and item.get("role") == "assistant"):
         content = item.get("content")
-        envelope = _envelope(item, {"content"})
+        envelope = unknown(item, {"content"})
         if isinstance(content, str):
             return [TextBlock(content, provider_data={PROVIDER: {"item": envelope, "_text": True}})]
         blocks = [_part(expect_mapping(p, "a content part")) for p in expect_list(content, "content")]
@@ -258,7 +234,7 @@ def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
     call = ToolCall(item["call_id"], item["name"], arguments_json=arguments)
     if call.arguments_parsed:
         return None
-    extra = _envelope(item, {"call_id", "name", "arguments"})
+    extra = unknown(item, {"call_id", "name", "arguments"})
     data = {PROVIDER: {"item": extra, "_at": at}}
     return ToolCall(call.id, call.name, arguments_json=arguments, provider_data=data)
 
@@ -266,19 +242,19 @@ def _unparsed_call(item: Mapping[str, Any], at: int) -> ToolCall | None:
 def _input_item(item: Mapping[str, Any], position: int) -> Message:
     kind = item.get("type")
     if kind == "function_call_output":
-        extra = _envelope(item, {"type", "call_id", "output"})
+        extra = unknown(item, {"type", "call_id", "output"})
         output = item.get("output")
-        content = _content(output) if output is not None else ""
+        content = content_of(output, _part) if output is not None else ""
         return Message("tool", content, tool_call_id=item["call_id"], provider_data={PROVIDER: extra} if extra else {})
     if kind in {None, "message"} and item.get("role") in {"user", "system", "developer"}:
-        extra = _envelope(item, {"role", "content"})
+        extra = unknown(item, {"role", "content"})
         role = item["role"]
         shared = {}
         if role == "developer":
             shared = {OPENAI: {"role": "developer"}}
             role = "system"
         extra["_item"] = True
-        return Message(role, _content(item.get("content", "")), provider_data={**shared, PROVIDER: extra})
+        return Message(role, content_of(item.get("content", ""), _part), provider_data={**shared, PROVIDER: extra})
     if kind is None:
         msg = f"input[{position}] is not a Responses item: it has no 'type' and role {item.get('role')!r}"
         raise ArgumentValueError(msg, argument=f"input[{position}]", value=item)
@@ -292,8 +268,7 @@ def read(payload: Any) -> Any:
     a list of items, or SDK objects; ``instructions`` and leading system and
     developer items become the prefix.
     """
-    system, tail = split_system(read_messages(payload))
-    return context_from(system, tail)
+    return context_from(*split_system(read_messages(payload)))
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -304,9 +279,7 @@ def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
     The content part of a block; None for what this format leaves out by design
     (other providers' reasoning and blocks). :func:`lost` names the blocks it cannot carry.
     """
-    ref = getattr(block, "media", None)
-    if ref is not None and ref.kind == "store":
-        raise store_ref_error(ref)
+    sendable(block)
     if isinstance(block, TextBlock):
         extra = {k: thaw(v) for k, v in block.provider_data.get(PROVIDER, {}).items() if k not in {"item", "_text"}}
         kind = extra.pop("_type", "output_text" if assistant else "input_text")
@@ -322,7 +295,7 @@ def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
         if media.kind == "url":
             part["image_url"] = media.url
         elif media.kind == "data":
-            part["image_url"] = f"data:{media.mime_type or 'image/png'};base64,{media.data_base64}"
+            part["image_url"] = data_url(media, "image/png")
         elif media.kind == "file_id":
             part["file_id"] = media.file_id
         else:
@@ -338,7 +311,7 @@ def _write_part(block: ContentBlock, assistant: bool) -> dict[str, Any] | None:
         elif media.kind == "data":
             data = media.data_base64 or ""
             raw = data.startswith("data:") or block.provider_data.get(PROVIDER, {}).get("_raw")
-            part["file_data"] = data if raw else f"data:{media.mime_type or 'application/pdf'};base64,{data}"
+            part["file_data"] = data if raw else data_url(media, "application/pdf")
         else:
             return None
         if media.filename is not None:
@@ -424,7 +397,7 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             envelope = dict(thaw(data.get("item", {"type": "function_call"})))
             arguments = envelope.pop("arguments", None)
             if not isinstance(arguments, str) or json.loads(arguments) != block.args:
-                arguments = json.dumps(thaw(block.args), ensure_ascii=False, separators=(",", ":"))
+                arguments = arguments_text(block.args)
             items.append(_call_item(envelope, block.id, block.name, arguments))
         elif isinstance(block, ProviderBlock) and block.provider == PROVIDER:
             items.append(dict(thaw(block.data)))
@@ -434,11 +407,8 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
 
 
 def _tool_call_item(call: ToolCall) -> dict[str, Any]:
-    arguments = call.arguments_json
-    if arguments is None:
-        arguments = json.dumps(thaw(call.arguments), ensure_ascii=False, separators=(",", ":"))
     envelope = dict(thaw(call.provider_data.get(PROVIDER, {}).get("item", {"type": "function_call"})))
-    return _call_item(envelope, call.id, call.name, arguments)
+    return _call_item(envelope, call.id, call.name, call_text(call))
 
 
 def _call_item(envelope: dict[str, Any], call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -452,10 +422,7 @@ def _block_result(block: ToolResultBlock) -> dict[str, Any]:
     if block.content:
         content = (TextBlock("error: "), *block.content) if block.is_error else block.content
         return _result_item(block.call_id, content, {})
-    text = block.output_text()
-    return _result_item(
-        block.call_id, f"error: {text}" if block.is_error and not text.startswith("error") else text, {}
-    )
+    return _result_item(block.call_id, engine.result_text(block), {})
 
 
 def _result_item(call_id: str, content: str | tuple[ContentBlock, ...], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -524,31 +491,19 @@ def write(
     Raises:
         ProviderError: the request would be refused; it lists every problem.
     """
-    from workingctx.cache import prompt_cache_key  # noqa: PLC0415  # the cache module imports the context
-
     key = prompt_cache_key(source, True if cache is None and cache_hinted(source) else cache)
-    body, problems = _build(prepare(messages_of(source), store=store, upload=upload, repair=repair))
-    if problems:
-        raise refuse(problems, "openai")
+    body = engine.write(FORMAT, messages_of(source), repair=repair, store=store, upload=upload)
     return body if key is None else {"prompt_cache_key": key, **body}
 
 
-def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
+def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """
-    The body for *messages*, and every problem OpenAI would reject in it (positions are those of *messages*).
+    The body for *sent*, and the problem of a request with nothing to send.
     """
-    messages = unique_call_ids(messages)[0]  # Responses wants one function_call_output per call_id
-    unresolved = media_problems(messages)
-    problems: list[Problem] = [
-        *(p for p in check_messages(messages, provider="openai") if p.rule != "continued-result"),
-        *unresolved,
-        *lost(messages),
-    ]
     body: dict[str, Any] = {}
-    previous = next((found for m in messages if (found := continued(m)) is not None), None)
+    previous = next((found for m in sent if (found := continued(m)) is not None), None)
     if previous is not None:  # the request continues a stored response, whose calls these results answer
         body["previous_response_id"] = previous
-    sent = keyed_messages(messages) if unresolved else messages  # store references stand in, never sent
     rest = sent
     if sent and sent[0].role == "system" and isinstance(sent[0].content, str):
         data = sent[0].provider_data.get(PROVIDER, {})
@@ -557,16 +512,20 @@ def _build(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]
             rest = sent[1:]
     if len(rest) == 1 and rest[0].provider_data.get(PROVIDER, {}).get("_input_text"):
         body["input"] = rest[0].content
-        return body, tuple(problems)
+        return body, ()
     items: list[dict[str, Any]] = []
     for message in rest:
         items.extend(_items(message))
     body["input"] = items
     if not items and "instructions" not in body:
-        problems.append(
-            Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message")
+        return body, (
+            Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
-    return body, tuple(problems)
+    return body, ()
+
+
+# Responses wants one function_call_output per call_id: reused ids are re-keyed
+FORMAT = engine.Format("openai", _body, lost, unique_ids=True, skipped=frozenset({"continued-result"}))
 
 
 @wire_errors("Responses", "input")
@@ -576,11 +535,13 @@ def check(source: Any) -> tuple[Problem, ...]:
     (a payload giving one ``call_id`` to two calls is refused by OpenAI as it
     stands: ``reused-call-id``; ``write`` re-keys it).
     """
-    if is_workingctx(source):
-        return ordered(_build(messages_of(source))[1])
-    messages = read_messages(source)
+    return engine.check(FORMAT, source, _payload_problems)
+
+
+def _payload_problems(payload: Any) -> tuple[Problem, ...]:
+    messages = read_messages(payload)
     reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
-    return ordered((*_build(messages)[1], *reused))
+    return (*engine.build(FORMAT, messages)[1], *reused)
 
 
 @wire_errors("Responses", "input")
@@ -588,7 +549,7 @@ def request_key(source: Any, **fields: Any) -> str:
     """
     A key for exactly what ``write`` sends plus *fields* (model, tools, ...).
     """
-    return request_key_of(write(keyed_messages(source)), fields)
+    return engine.request_key(FORMAT, write, source, fields)
 
 
 @wire_errors("Responses")
@@ -614,7 +575,4 @@ def read_response(response: Any, *, context: Any = None) -> Message:
             blocks.extend(_output_blocks(item))
         else:
             calls.append(cut)
-    usage = Usage.from_openai(data["usage"]) if data.get("usage") is not None else None
-    metadata = {"model": data["model"]} if "model" in data else {}
-    message = Message("assistant", tuple(blocks), tool_calls=calls, usage=usage, metadata=metadata)
-    return message if context is None else original_ids(message, unique_call_ids(messages_of(context))[1])
+    return engine.reply(data, tuple(blocks), usage=Usage.from_openai, tool_calls=calls, context=context)
