@@ -206,7 +206,7 @@ class WorkingContext:
         notes: Notes,
         journal: MutationJournal[Any],
         marks: dict[object, int] | None = None,
-        bases: dict[object, dict[str, Any]] | None = None,
+        bases: dict[object, Mapping[str, Any]] | None = None,
     ) -> None:
         self._prefix = prefix
         self._tail = tail
@@ -223,7 +223,7 @@ class WorkingContext:
         # (token of the parent, call id) for a context forked for a pending call
         self._parent_call: tuple[object, str] | None = None
         # token of the parent -> the notes (frozen, or copies) when this context forked from it
-        self._scratch_base: dict[object, dict[str, Any]] = {} if bases is None else bases
+        self._scratch_base: dict[object, Mapping[str, Any]] = {} if bases is None else bases
         # the history of a recorded context (None: not recorded)
         self._history = None
         # old id -> new id of each call a merge re-keyed while it was pending: its result may
@@ -250,7 +250,9 @@ class WorkingContext:
         )
         return ctx
 
-    def _spawn(self, tail: Tail, scratchpad: Notes, marks: dict[object, int], base: dict[str, Any]) -> WorkingContext:
+    def _spawn(
+        self, tail: Tail, scratchpad: Notes, marks: dict[object, int], base: Mapping[str, Any]
+    ) -> WorkingContext:
         """
         A child context holding *tail* and *scratchpad*, forked from this one
         when the lineage log was at *marks* and the notes were *base*.
@@ -293,7 +295,7 @@ class WorkingContext:
         """
         if self._history is not None:
             return FrozenDict(self._scratchpad.raw())
-        return self._scratchpad
+        return self._scratchpad.as_dict()
 
     @property
     def counter(self) -> TokenCounter:
