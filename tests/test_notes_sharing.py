@@ -30,6 +30,14 @@ _names = st.sampled_from(["plan", "stage", "ticket", "owner", "steps", "box"]) |
 _values = json_values(4) | st.tuples(st.integers(0, 9), st.text(max_size=3))  # tuples: open notes
 
 
+def _table_of(ctx: WorkingContext) -> _Table:
+    return ctx._scratchpad._table  # noqa: SLF001  # the structure under test
+
+
+def _filled(ctx: WorkingContext) -> bool:
+    return ctx._scratchpad._live  # noqa: SLF001  # whether the dict's storage was filled
+
+
 def _same(notes: Notes, model: dict[str, Any]) -> None:
     """
     *notes* holds *model*, in order, read without filling the dict's storage.
@@ -274,7 +282,7 @@ class TestForkIndependence:
         parent = WorkingContext(scratchpad={f"k{n}": {"n": n} for n in range(keys)})
         child = parent.fork()
         child.note(f"k{chosen}", "changed")
-        ours, theirs = child._scratchpad._table, parent._scratchpad._table
+        ours, theirs = _table_of(child), _table_of(parent)
         shared = {id(bucket) for page in theirs.pages for bucket in page}
         copied = [bucket for page in ours.pages for bucket in page if id(bucket) not in shared]
         assert len(copied) == 1
@@ -333,11 +341,11 @@ class TestLongChains:
 
     def test_a_chain_shares_the_buckets_it_did_not_change(self) -> None:
         ctx = WorkingContext(scratchpad={f"k{n}": n for n in range(5000)})
-        first = ctx._scratchpad._table
+        first = _table_of(ctx)
         for step in range(100):
             ctx = ctx.fork()
             ctx.note(f"k{step}", -step)
-        last = ctx._scratchpad._table
+        last = _table_of(ctx)
         before = {id(bucket) for page in first.pages for bucket in page}
         after = [bucket for page in last.pages for bucket in page]
         # at most one bucket per write was copied: the rest are the first table's own
@@ -349,7 +357,7 @@ class TestDictBehaviour:
     def test_a_fork_is_filled_when_handed_out(self) -> None:
         parent = WorkingContext(scratchpad={"a": {"b": [1]}, "c": 2})
         child = parent.fork()
-        assert not child._scratchpad._live
+        assert not _filled(child)
         pad = child.scratchpad
         assert isinstance(pad, dict)
         assert json.dumps(pad) == '{"a": {"b": [1]}, "c": 2}'
