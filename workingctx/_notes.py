@@ -860,13 +860,19 @@ class Notes(dict[str, Any]):
             opened = self._open
             for key in opened:
                 check_kept(table.at(key)[_VALUE], f"note {key!r}")  # changed in place since it was set?
-            if any(type(key) is not str for key in table):  # written around note(): encoded whole
+            try:
+                keys: tuple[Any, ...] | None = self._keys_sorted()
+            except TypeError:  # keys of several kinds
+                keys = None
+            if keys is None or any(type(key) is not str for key in keys):  # written around note(): encoded whole
                 return hashlib.sha256(notes_json(self.raw()).encode("utf-8", "surrogatepass")).hexdigest()
             states = self._states
             kept: list[tuple[str, str, Any]] = []
             state: Any = None
-            for position, key in enumerate(self._keys_sorted()):
-                note = table.at(key)
+            pages, mask, shift, width = table.pages, table.mask, table.shift, table.width
+            for position, key in enumerate(keys):
+                index = hash(key) & mask
+                note = pages[index >> shift][index & width][key]  # what table.at(key) does, inline
                 text = None if key in opened else note[_TEXT]
                 if text is None:
                     text = note_json(key, note[_VALUE])
