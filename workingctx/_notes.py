@@ -640,7 +640,8 @@ class Notes(dict[str, Any]):
             return self._out(key, note)
 
     def __contains__(self, key: object) -> bool:
-        return self._table.get(key) is not None
+        with self._lock:  # a table that grows changes its levels one by one
+            return self._table.get(key) is not None
 
     def __len__(self) -> int:
         return len(self._table)
