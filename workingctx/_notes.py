@@ -273,7 +273,7 @@ class _Table:
     live tables hold.
     """
 
-    __slots__ = ("mask", "pages", "shift", "size", "width", "your_buckets", "your_pages")
+    __slots__ = ("mask", "own_buckets", "own_pages", "pages", "shift", "size", "width")
 
     pages: list[list[dict[Any, _Note]]]
     mask: int  # the bits of a key's hash that pick its bucket
@@ -281,8 +281,8 @@ class _Table:
     width: int  # a bucket's place in its page: its index masked by this
     size: int
     # the pages and the buckets this table copied since it was shared; None: the root is shared too
-    your_pages: set[int] | None
-    your_buckets: set[int]
+    own_pages: set[int] | None
+    own_buckets: set[int]
 
     def __init__(self, shared: _Table | None = None) -> None:
         """
@@ -293,8 +293,8 @@ class _Table:
         else:
             self.pages, self.mask, self.shift, self.width = shared.pages, shared.mask, shared.shift, shared.width
             self.size = shared.size
-            self.your_pages = None  # (your_buckets is set by the first write, and read only after it)
-            shared.your_pages = None
+            self.own_pages = None  # (own_buckets is set by the first write, and read only after it)
+            shared.own_pages = None
 
     def _spread(self, buckets: list[dict[Any, _Note]]) -> None:
         """
@@ -308,8 +308,8 @@ class _Table:
         self.shift = shift
         self.width = width - 1  # a mask: a bucket's place in its page
         self.size = sum(map(len, buckets))
-        self.your_pages = set(range(len(self.pages)))
-        self.your_buckets = set(range(len(buckets)))
+        self.own_pages = set(range(len(self.pages)))
+        self.own_buckets = set(range(len(buckets)))
 
     def __len__(self) -> int:
         return self.size
@@ -350,22 +350,22 @@ class _Table:
         """
         at = index >> self.shift
         place = index & self.width
-        pages = self.your_pages
+        pages = self.own_pages
         if pages is None:  # the first write since the table was shared
             root = self.pages = self.pages[:]
             page = root[at] = root[at][:]
             bucket = page[place] = page[place].copy()
-            self.your_pages = {at}
-            self.your_buckets = {index}
+            self.own_pages = {at}
+            self.own_buckets = {index}
             return bucket
         page = self.pages[at]
         if at not in pages:
             page = self.pages[at] = page[:]
             pages.add(at)
-        if index in self.your_buckets:
+        if index in self.own_buckets:
             return page[place]
         bucket = page[place] = page[place].copy()
-        self.your_buckets.add(index)
+        self.own_buckets.add(index)
         return bucket
 
     def set(self, key: Any, note: _Note) -> None:
@@ -380,7 +380,7 @@ class _Table:
         Set *value* under *key* (a key already set keeps its place), and say whether the key is new.
         """
         index = hash(key) & self.mask
-        if self.your_pages is not None and index in self.your_buckets:
+        if self.own_pages is not None and index in self.own_buckets:
             bucket = self.pages[index >> self.shift][index & self.width]
         else:
             bucket = self._bucket(index)
