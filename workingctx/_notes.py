@@ -588,6 +588,8 @@ class Notes(dict[str, Any]):
         """
         table = self._table
         order = self._order
+        if order is None and self._live:  # the dict's storage keeps the order
+            order = self._order = tuple(dict.__iter__(self))
         if order is None:
             pairs = sorted(table.items(), key=_by_seq)
             self._order = tuple(key for key, _ in pairs)
@@ -744,7 +746,7 @@ class Notes(dict[str, Any]):
             if not self._table:
                 msg = "popitem(): dictionary is empty"
                 raise KeyError(msg)
-            key = self._ordered()[-1][0]
+            key = next(dict.__reversed__(self.as_dict()))
             note = self._remove(key)
             return key, thaw(note[_VALUE]) if note[_OURS] else note[_VALUE]
 
