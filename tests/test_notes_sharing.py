@@ -22,7 +22,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from tests.strategies import json_values, short_names
 from workingctx import WorkingContext
-from workingctx._notes import Notes, NotesMark, _Table
+from workingctx._notes import Notes, NotesMark
+from workingctx._notes_table import Table
 from workingctx.snapshot import freeze_scratchpad, notes_digest
 
 # a few names, so that operations meet the same keys often, and bulk names, so that tables grow
@@ -30,7 +31,7 @@ _names = st.sampled_from(["plan", "stage", "ticket", "owner", "steps", "box"]) |
 _values = json_values(4) | st.tuples(st.integers(0, 9), st.text(max_size=3))  # tuples: open notes
 
 
-def _table_of(ctx: WorkingContext) -> _Table:
+def _table_of(ctx: WorkingContext) -> Table:
     return ctx._scratchpad._table  # noqa: SLF001  # the structure under test
 
 
@@ -196,7 +197,7 @@ class TableModel(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.tables: list[_Table] = [_Table()]
+        self.tables: list[Table] = [Table()]
         self.models: list[dict[str, int]] = [{}]
 
     @rule(data=st.data(), key=st.integers(0, 3000).map(str), value=st.integers())

@@ -12,7 +12,7 @@ copied into its frozen form, and encoded at the next digest, which then hashes
 the notes' text again (the digest is one sha256 over all of it, as stores keep it).
 
 A fork shares its parent's notes instead of copying them: the notes live in
-a three-level hash trie (:class:`_Table`) that both hold, and each copies the
+a three-level hash trie (:class:`~workingctx._notes_table.Table`) that both hold, and each copies the
 few pointers on the path to a note the first time it writes there (about
 3·n^(1/3) of them with n notes, some 70 at 10,000), so a fork costs the same
 whatever the number of notes, a write costs that path, and nothing holds a
@@ -47,14 +47,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
-import itertools
 import math
 import pickle
 import threading
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Self, TypeAlias
+from typing import Any, Self
 
 from workingctx._canonical import json_str, note_json, notes_json
+from workingctx._notes_table import OURS, SEQ, TEXT, VALUE, Baseline, Note, Table, by_seq
 from workingctx.exceptions import PayloadError
 from workingctx.frozen import (
     MAX_DEPTH,
@@ -231,221 +231,8 @@ def _frozen_open(key: Any, value: Any) -> Any:
     return freeze_named(value, where)
 
 
-# -- the shared table --------------------------------------------------------------------
-
 _RLock = type(threading.RLock())
 """The class of the locks ``threading.RLock()`` makes, called directly: a fork makes one."""
-
-_SEQUENCE = itertools.count()
-"""Insertion numbers: a note set under a new key is numbered after every note that exists."""
-
-
-_Note: TypeAlias = list[Any]
-"""
-One note as a :class:`_Table` holds it, ``[value, seq, ours, text]``: its
-stored value, its insertion number (the dict's order), whether it is a sealed
-copy of ours (read back as a writable copy), and its canonical JSON once a
-digest encoded it (else None). A list, the cheapest object to make per write.
-
-Forks share notes, so a note never changes once set, but for its text: a
-cache of what the (key, value) pair encodes to, the same for every holder.
-"""
-_VALUE, _SEQ, _OURS, _TEXT = 0, 1, 2, 3
-
-
-def _by_seq(pair: tuple[Any, _Note]) -> int:
-    return int(pair[1][_SEQ])
-
-
-class _Table:
-    """
-    A map from keys to :class:`_Note` that forks share: a hash trie of three
-    levels, a root list of pages, pages of buckets, buckets (dicts) of notes.
-
-    With n notes there are about n^(2/3) buckets (a power of two), in about
-    n^(1/3) pages of about n^(1/3) buckets, each holding about n^(1/3) notes.
-    Sharing is O(1): the two tables then hold the same root, and a table
-    copies the root, a page and a bucket the first time it writes to them (it
-    owns what it copied until it is shared again). A write therefore copies
-    about 3·n^(1/3) pointers at most (some 70 at 10,000 notes), whatever the
-    chain of forks behind it; a read is a hash, two indexes and a dict lookup.
-    Nothing refers to the table it was shared from, so memory is what the
-    live tables hold.
-    """
-
-    __slots__ = ("mask", "own_buckets", "own_pages", "pages", "shift", "size", "width")
-
-    pages: list[list[dict[Any, _Note]]]
-    mask: int  # the bits of a key's hash that pick its bucket
-    shift: int  # a bucket's page: its index shifted by this
-    width: int  # a bucket's place in its page: its index masked by this
-    size: int
-    # the pages and the buckets this table copied since it was shared; None: the root is shared too
-    own_pages: set[int] | None
-    own_buckets: set[int]
-
-    def __init__(self, shared: _Table | None = None) -> None:
-        """
-        An empty table, or one sharing the notes of *shared* (see :meth:`share`).
-        """
-        if shared is None:
-            self._spread([{}])
-        else:
-            self.pages, self.mask, self.shift, self.width = shared.pages, shared.mask, shared.shift, shared.width
-            self.size = shared.size
-            self.own_pages = None  # (own_buckets is set by the first write, and read only after it)
-            shared.own_pages = None
-
-    def _spread(self, buckets: list[dict[Any, _Note]]) -> None:
-        """
-        Hold *buckets* (a power of two of them, all this table's own) in pages.
-        """
-        bits = len(buckets).bit_length() - 1
-        shift = (bits + 1) // 2
-        width = 1 << shift
-        self.pages = [buckets[at : at + width] for at in range(0, len(buckets), width)]
-        self.mask = len(buckets) - 1
-        self.shift = shift
-        self.width = width - 1  # a mask: a bucket's place in its page
-        self.size = sum(map(len, buckets))
-        self.own_pages = set(range(len(self.pages)))
-        self.own_buckets = set(range(len(buckets)))
-
-    def __len__(self) -> int:
-        return self.size
-
-    def get(self, key: Any) -> _Note | None:
-        index = hash(key) & self.mask
-        return self.pages[index >> self.shift][index & self.width].get(key)
-
-    def at(self, key: Any) -> _Note:
-        """
-        The note under *key*, one the table holds.
-        """
-        index = hash(key) & self.mask
-        return self.pages[index >> self.shift][index & self.width][key]
-
-    def _buckets(self) -> Iterator[dict[Any, _Note]]:
-        for page in self.pages:
-            yield from page
-
-    def items(self) -> Iterator[tuple[Any, _Note]]:
-        for bucket in self._buckets():
-            yield from bucket.items()
-
-    def __iter__(self) -> Iterator[Any]:
-        for bucket in self._buckets():
-            yield from bucket
-
-    def share(self) -> _Table:
-        """
-        A table of the same notes, in O(1); from now on neither writes to what they share.
-        """
-        return _Table(self)
-
-    def _bucket(self, index: int) -> dict[Any, _Note]:
-        """
-        The bucket at *index*, this table's own (copied, with its page and
-        the root, when they were shared).
-        """
-        at = index >> self.shift
-        place = index & self.width
-        pages = self.own_pages
-        if pages is None:  # the first write since the table was shared
-            root = self.pages = self.pages[:]
-            page = root[at] = root[at][:]
-            bucket = page[place] = page[place].copy()
-            self.own_pages = {at}
-            self.own_buckets = {index}
-            return bucket
-        page = self.pages[at]
-        if at not in pages:
-            page = self.pages[at] = page[:]
-            pages.add(at)
-        if index in self.own_buckets:
-            return page[place]
-        bucket = page[place] = page[place].copy()
-        self.own_buckets.add(index)
-        return bucket
-
-    def set(self, key: Any, note: _Note) -> None:
-        bucket = self._bucket(hash(key) & self.mask)
-        if key not in bucket:
-            self._added(bucket, key, note)
-            return
-        bucket[key] = note
-
-    def put(self, key: Any, value: Any, *, ours: bool) -> bool:
-        """
-        Set *value* under *key* (a key already set keeps its place), and say whether the key is new.
-        """
-        index = hash(key) & self.mask
-        if self.own_pages is not None and index in self.own_buckets:
-            bucket = self.pages[index >> self.shift][index & self.width]
-        else:
-            bucket = self._bucket(index)
-        old = bucket.get(key)
-        if old is not None:
-            bucket[key] = [value, old[_SEQ], ours, None]
-            return False
-        self._added(bucket, key, [value, next(_SEQUENCE), ours, None])
-        return True
-
-    def _added(self, bucket: dict[Any, _Note], key: Any, note: _Note) -> None:
-        """
-        Put a note under a new *key* into *bucket*, one of this table's own.
-        """
-        bucket[key] = note
-        self.size += 1
-        if self.size > 2 * (self.mask + 1) * (self.width + 1):
-            self._grow()
-
-    def delete(self, key: Any) -> None:
-        """
-        Raises:
-            KeyError: No note has *key*.
-        """
-        index = hash(key) & self.mask
-        if key not in self.pages[index >> self.shift][index & self.width]:
-            raise KeyError(key)
-        del self._bucket(index)[key]
-        self.size -= 1
-
-    def _grow(self) -> None:
-        """
-        Spread the notes over twice as many buckets (all this table's own).
-        """
-        count = 2 * (self.mask + 1)
-        mask = count - 1
-        buckets: list[dict[Any, _Note]] = [{} for _ in range(count)]
-        for key, note in self.items():
-            buckets[hash(key) & mask][key] = note
-        self._spread(buckets)
-
-
-class _Baseline(Mapping[Any, Any]):
-    """
-    The notes of *table* as they are now, for a delta merge to compare with:
-    a read-only mapping of stored values over a table that shares *table*'s
-    notes and is never written to.
-    """
-
-    __slots__ = ("_table",)
-
-    def __init__(self, table: _Table) -> None:
-        self._table = _Table(table)
-
-    def __getitem__(self, key: Any) -> Any:
-        note = self._table.get(key)
-        if note is None:
-            raise KeyError(key)
-        return note[_VALUE]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
 
 
 class NotesMark:
@@ -456,7 +243,7 @@ class NotesMark:
 
     __slots__ = ("copies", "opened", "table")
 
-    def __init__(self, table: _Table, copies: dict[Any, Any], opened: set[Any]) -> None:
+    def __init__(self, table: Table, copies: dict[Any, Any], opened: set[Any]) -> None:
         self.table = table
         self.copies = copies
         self.opened = opened
@@ -470,7 +257,7 @@ class Notes(dict[str, Any]):
     A live context's scratchpad: a ``dict`` for every reader and writer, whose
     sealed notes cost nothing to freeze, digest or fork again (see the module).
 
-    The notes live in a :class:`_Table` that forks share; the dict's own
+    The notes live in a :class:`~workingctx._notes_table.Table` that forks share; the dict's own
     storage is filled only when the notes are handed out or read whole (see
     :meth:`as_dict`), then kept in step with every write.
 
@@ -484,7 +271,7 @@ class Notes(dict[str, Any]):
     def __init__(self, notes: Mapping[str, Any] | None = None, *, writable: bool = False) -> None:
         super().__init__()
         self._lock = threading.RLock()
-        self._table = _Table()
+        self._table = Table()
         # keys whose value may change in place (or is not JSON-like data): read on every freeze
         self._open: set[Any] = set()
         # whether the dict's own storage holds the notes (stored values, in order): see as_dict()
@@ -498,7 +285,7 @@ class Notes(dict[str, Any]):
         # (key, its JSON, the hash state after it) for each note in key order, as last digested
         self._states: list[tuple[str, str, Any]] = []
         # the notes as a delta merge's baseline, while none changes: shared by the forks made meanwhile
-        self._base: _Baseline | None = None
+        self._base: Baseline | None = None
         if notes:
             for key, value in notes.items():
                 self._put(key, value, writable=writable)
@@ -554,7 +341,7 @@ class Notes(dict[str, Any]):
         if self._live:
             dict.__setitem__(self, key, value)
 
-    def _remove(self, key: Any) -> _Note:
+    def _remove(self, key: Any) -> Note:
         """
         Remove a note and return it (the caller holds the lock).
 
@@ -571,18 +358,18 @@ class Notes(dict[str, Any]):
             dict.__delitem__(self, key)
         return note
 
-    def _out(self, key: Any, note: _Note) -> Any:
+    def _out(self, key: Any, note: Note) -> Any:
         """
         The note *note*, stored under *key*, as a reader gets it: a sealed copy
         of ours becomes a writable copy, which from now on is the (open) note.
         """
-        if note[_OURS]:
-            value = thaw(note[_VALUE])
+        if note[OURS]:
+            value = thaw(note[VALUE])
             self._set(key, value, ours=False, open_=True)
             return value
-        return note[_VALUE]
+        return note[VALUE]
 
-    def _ordered(self) -> list[tuple[Any, _Note]]:
+    def _ordered(self) -> list[tuple[Any, Note]]:
         """
         The notes in insertion order (the caller holds the lock).
         """
@@ -591,7 +378,7 @@ class Notes(dict[str, Any]):
         if order is None and self._live:  # the dict's storage keeps the order
             order = self._order = tuple(dict.__iter__(self))
         if order is None:
-            pairs = sorted(table.items(), key=_by_seq)
+            pairs = sorted(table.items(), key=by_seq)
             self._order = tuple(key for key, _ in pairs)
             return pairs
         at = table.at
@@ -618,7 +405,7 @@ class Notes(dict[str, Any]):
         with self._lock:
             if not self._live:
                 dict.clear(self)
-                dict.update(self, {key: note[_VALUE] for key, note in self._ordered()})
+                dict.update(self, {key: note[VALUE] for key, note in self._ordered()})
                 self._live = True
             return self
 
@@ -682,7 +469,7 @@ class Notes(dict[str, Any]):
                 return False
             for key, note in self._table.items():
                 value = dict.get(theirs, key, _MISSING)
-                if value is _MISSING or not (value is note[_VALUE] or value == note[_VALUE]):
+                if value is _MISSING or not (value is note[VALUE] or value == note[VALUE]):
                     return False
             return True
 
@@ -736,7 +523,7 @@ class Notes(dict[str, Any]):
             if key not in self:
                 return dict.pop({}, key, *default)  # dict's own answer: the default, or KeyError
             note = self._remove(key)
-            return thaw(note[_VALUE]) if note[_OURS] else note[_VALUE]
+            return thaw(note[VALUE]) if note[OURS] else note[VALUE]
 
     def popitem(self) -> tuple[Any, Any]:
         """
@@ -748,14 +535,14 @@ class Notes(dict[str, Any]):
                 raise KeyError(msg)
             key = next(dict.__reversed__(self.as_dict()))
             note = self._remove(key)
-            return key, thaw(note[_VALUE]) if note[_OURS] else note[_VALUE]
+            return key, thaw(note[VALUE]) if note[OURS] else note[VALUE]
 
     def clear(self) -> None:
         """
         Remove every note.
         """
         with self._lock:
-            self._table = _Table()
+            self._table = Table()
             self._open.clear()
             self._order = self._sorted = ()
             self._pairs = self._sha = self._base = None
@@ -807,7 +594,7 @@ class Notes(dict[str, Any]):
         with self._lock:
             if self._live:
                 return dict(dict.items(self))
-            return {key: note[_VALUE] for key, note in self._ordered()}
+            return {key: note[VALUE] for key, note in self._ordered()}
 
     def plain(self) -> dict[Any, Any]:
         """
@@ -815,7 +602,7 @@ class Notes(dict[str, Any]):
         ours thawed (new objects), every other note as it is.
         """
         with self._lock:
-            return {key: thaw(note[_VALUE]) if note[_OURS] else note[_VALUE] for key, note in self._ordered()}
+            return {key: thaw(note[VALUE]) if note[OURS] else note[VALUE] for key, note in self._ordered()}
 
     def frozen(self) -> tuple[tuple[str, Any], ...]:
         """
@@ -834,7 +621,7 @@ class Notes(dict[str, Any]):
             at = self._table.at
             items: list[tuple[str, Any]] = []
             for key in self._keys_sorted():
-                value = at(key)[_VALUE]
+                value = at(key)[VALUE]
                 items.append((key, _frozen_open(key, value) if key in opened else value))
             pairs = tuple(items)
             if not opened:
@@ -862,7 +649,7 @@ class Notes(dict[str, Any]):
             table = self._table
             opened = self._open
             for key in opened:
-                check_kept(table.at(key)[_VALUE], f"note {key!r}")  # changed in place since it was set?
+                check_kept(table.at(key)[VALUE], f"note {key!r}")  # changed in place since it was set?
             try:
                 keys: tuple[Any, ...] | None = self._keys_sorted()
             except TypeError:  # keys of several kinds
@@ -876,11 +663,11 @@ class Notes(dict[str, Any]):
             for position, key in enumerate(keys):
                 index = hash(key) & mask
                 note = pages[index >> shift][index & width][key]  # what table.at(key) does, inline
-                text = None if key in opened else note[_TEXT]
+                text = None if key in opened else note[TEXT]
                 if text is None:
-                    text = note_json(key, note[_VALUE])
+                    text = note_json(key, note[VALUE])
                     if key not in opened:
-                        note[_TEXT] = text  # the same for every table sharing the note
+                        note[TEXT] = text  # the same for every table sharing the note
                 if state is None and position < len(states) and states[position][:2] == (key, text):
                     kept.append(states[position])  # the same notes so far: the same hash state
                     continue
@@ -919,35 +706,35 @@ class Notes(dict[str, Any]):
             if not self._open:  # every note sealed: share them all, as they are
                 base = self._base
                 if base is None:
-                    base = self._base = _Baseline(self._table)
+                    base = self._base = Baseline(self._table)
                 if not child:
                     return Notes(), base
-                return self._made(_Table(self._table), set(), known=True), base
+                return self._made(Table(self._table), set(), known=True), base
             opened = self._open
             table = self._table.share()
             others: dict[Any, Any] = {}
             for key in opened:
                 note = table.at(key)
-                if type(key) is str and _json_tree(note[_VALUE], MAX_DEPTH, set()):
-                    table.set(key, [deep_freeze(note[_VALUE]), note[_SEQ], True, None])
+                if type(key) is str and _json_tree(note[VALUE], MAX_DEPTH, set()):
+                    table.set(key, [deep_freeze(note[VALUE]), note[SEQ], True, None])
                 else:
                     others[key] = note
             if not others:
-                base = _Baseline(table)
+                base = Baseline(table)
                 if not child:
                     return Notes(), base
-                return self._made(_Table(table), set(), known=False), base
-            copies = copy_notes({key: note[_VALUE] for key, note in others.items()}, 2 if child else 1)
+                return self._made(Table(table), set(), known=False), base
+            copies = copy_notes({key: note[VALUE] for key, note in others.items()}, 2 if child else 1)
             mine = table.share()
             for key, note in others.items():
-                table.set(key, [copies[-1][key], note[_SEQ], False, None])
+                table.set(key, [copies[-1][key], note[SEQ], False, None])
             if not child:
-                return Notes(), _Baseline(table)
+                return Notes(), Baseline(table)
             for key, note in others.items():
-                mine.set(key, [copies[0][key], note[_SEQ], False, None])
-            return self._made(mine, set(others), known=False), _Baseline(table)
+                mine.set(key, [copies[0][key], note[SEQ], False, None])
+            return self._made(mine, set(others), known=False), Baseline(table)
 
-    def _made(self, table: _Table, opened: set[Any], *, known: bool) -> Notes:
+    def _made(self, table: Table, opened: set[Any], *, known: bool) -> Notes:
         """
         A fork's notes over *table* (the same keys as these), *opened* open;
         with *known*, the same notes as these, whose frozen pairs and digest hold.
@@ -973,7 +760,7 @@ class Notes(dict[str, Any]):
             copies: dict[Any, Any] = {}
             if self._open:
                 with contextlib.suppress(Exception):  # an uncopyable note: restored by key only
-                    copies = copy_notes({key: table.at(key)[_VALUE] for key in self._open})[0]
+                    copies = copy_notes({key: table.at(key)[VALUE] for key in self._open})[0]
             return NotesMark(table, copies, set(self._open))
 
     def restore(self, mark: NotesMark) -> None:
@@ -983,7 +770,7 @@ class Notes(dict[str, Any]):
         table = mark.table.share()
         for key, value in mark.copies.items():
             note = table.at(key)
-            table.set(key, [value, note[_SEQ], False, None])
+            table.set(key, [value, note[SEQ], False, None])
         with self._lock:
             self._table = table
             self._open = set(mark.opened)
