@@ -16,6 +16,11 @@ notes (the target is 10 µs: the notes cost nothing when they did not change);
 writing one note and digesting is compared with the same on the context without
 notes; a fork with one append and one note is compared with the same step on
 pyrsistent structures (a ``pvector`` of messages and a ``pmap`` of frozen notes).
+
+The scaling rows take the same fork step at 1,000 and 10,000 messages with
+scratchpads of 10, 1,000 and 10,000 small nested notes (``many_notes(k)``): a
+fork shares the parent's notes, so the step should cost the same at every size,
+as the pyrsistent step does.
 """
 
 from __future__ import annotations
@@ -76,6 +81,46 @@ def notes_5kb() -> dict[str, Any]:
     }
 
 
+def many_notes(keys: int) -> dict[str, Any]:
+    """
+    A scratchpad of *keys* small nested notes (about 60 bytes of JSON each).
+    """
+    return {f"note_{k:05d}": {"step": k, "tags": ["a", "b"], "done": k % 2 == 0} for k in range(keys)}
+
+
+def _fork_step_rows(table: Table, n: int, keys: int, notes: dict[str, Any] | None = None, label: str = "") -> None:
+    """
+    ``ctx.fork().append(msg).note("stage", "verify")`` against the same step on
+    pyrsistent (``pvector.append`` + ``pmap.set`` on a pmap of frozen notes).
+    """
+    messages = tool_heavy(n)
+    notes = many_notes(keys) if notes is None else notes
+    ctx = WorkingContext(messages=messages, scratchpad=notes)
+    extra = Message("user", "and one more?")
+
+    def fork_step() -> WorkingContext:
+        return ctx.fork().append(extra).note("stage", "verify")
+
+    state = pyrsistent.pmap({"messages": pyrsistent.pvector(messages), "notes": pyrsistent.freeze(notes)})
+
+    def peer_step(state: Any = state) -> Any:
+        return state.set("messages", state["messages"].append(extra)).set(
+            "notes", state["notes"].set("stage", "verify")
+        )
+
+    fork_step()
+    peer_step()
+    table.add(
+        GROUP,
+        "fork() + append(1) + note(1 key)",
+        label or f"{n} msgs + {keys:,} note keys",
+        measure(fork_step, repeat=9, number=200),
+        baseline="pyrsistent pvector.append + pmap.set",
+        baseline_seconds=measure(peer_step, repeat=9, number=200),
+        note="target: ratio >= 1",
+    )
+
+
 def _notes_rows(table: Table, n: int) -> None:
     messages = tool_heavy(n)
     notes = notes_5kb()
@@ -121,27 +166,7 @@ def _notes_rows(table: Table, n: int) -> None:
         note="a changed note costs that note",
     )
 
-    extra = Message("user", "and one more?")
-
-    def fork_step() -> WorkingContext:
-        return ctx.fork().append(extra).note("stage", "verify")
-
-    state = pyrsistent.pmap({"messages": pyrsistent.pvector(messages), "notes": pyrsistent.freeze(notes)})
-
-    def peer_step(state: Any = state) -> Any:
-        return state.set("messages", state["messages"].append(extra)).set(
-            "notes", state["notes"].set("stage", "verify")
-        )
-
-    table.add(
-        GROUP,
-        "fork() + append(1) + note(1 key)",
-        label,
-        measure(fork_step, repeat=9, number=number),
-        baseline="pyrsistent pvector.append + pmap.set",
-        baseline_seconds=measure(peer_step, repeat=9, number=number),
-        note="target: ratio >= 1",
-    )
+    _fork_step_rows(table, n, len(notes), notes, label)
 
 
 def _freeze_hash(table: Table, sizes: list[int]) -> None:
@@ -293,3 +318,6 @@ def run(table: Table, quick: bool) -> None:
     _fork(table, 1_000 if quick else 10_000)
     _merge_union(table, 500 if quick else 5_000)
     _notes_rows(table, 1_000)
+    for n in (1_000, 10_000):
+        for keys in (10, 1_000) if quick else (10, 1_000, 10_000):
+            _fork_step_rows(table, n, keys)

@@ -11,6 +11,16 @@ unchanged notes is kept whole. Setting a note costs that note: the value is
 copied into its frozen form, and encoded at the next digest, which then hashes
 the notes' text again (the digest is one sha256 over all of it, as stores keep it).
 
+A fork shares its parent's notes instead of copying them: the notes live in
+a three-level hash trie (:class:`~workingctx._notes_table.Table`) that both hold, and each copies the
+few pointers on the path to a note the first time it writes there (about
+3·n^(1/3) of them with n notes, some 70 at 10,000), so a fork costs the same
+whatever the number of notes, a write costs that path, and nothing holds a
+parent's table, so a long chain of forks keeps only what its live contexts
+hold. The dict's own storage, which code such as ``json.dumps`` reads
+directly, is filled only when the notes are handed out as a dict (a
+context's ``scratchpad``) or read whole, then kept in step with every write.
+
 The live-dict semantics stay: reading a sealed note through the dict (``[]``,
 ``get``, ``values()``, ``items()``, ``dict(notes)``...) gives a plain writable
 copy in its place, once, and from then on that object *is* the note, so
@@ -40,10 +50,11 @@ import hashlib
 import math
 import pickle
 import threading
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
-from typing import Any, Self, TypeAlias
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, Self
 
 from workingctx._canonical import json_str, note_json, notes_json
+from workingctx._notes_table import OURS, SEQ, TEXT, VALUE, Baseline, Note, Table, by_seq
 from workingctx.exceptions import PayloadError
 from workingctx.frozen import (
     MAX_DEPTH,
@@ -64,6 +75,7 @@ _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 _PLAIN: frozenset[type] = frozenset({str, bool, type(None)})
 _LEAVES: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes})
 _CONTAINERS: frozenset[type] = frozenset({dict, list, tuple, set, frozenset, FrozenDict, FrozenList})
+_MISSING = object()
 
 
 def is_plain(value: Any, room: int = MAX_DEPTH) -> bool:
@@ -219,12 +231,25 @@ def _frozen_open(key: Any, value: Any) -> Any:
     return freeze_named(value, where)
 
 
-NotesMark: TypeAlias = tuple[dict[Any, Any], set[Any], set[Any], dict[str, str]]
-"""The notes as they were (see :meth:`Notes.mark`): stored values, keys of ours, open keys, digests."""
+_RLock = type(threading.RLock())
+"""The class of the locks ``threading.RLock()`` makes, called directly: a fork makes one."""
 
 
-def _first(pair: tuple[str, Any]) -> str:
-    return pair[0]
+class NotesMark:
+    """
+    The notes as they were (see :meth:`Notes.mark`): a table no one writes to,
+    copies of the open notes, and the open keys.
+    """
+
+    __slots__ = ("copies", "opened", "table")
+
+    def __init__(self, table: Table, copies: dict[Any, Any], opened: set[Any]) -> None:
+        self.table = table
+        self.copies = copies
+        self.opened = opened
+
+
+# -- the scratchpad ----------------------------------------------------------------------
 
 
 class Notes(dict[str, Any]):
@@ -232,30 +257,35 @@ class Notes(dict[str, Any]):
     A live context's scratchpad: a ``dict`` for every reader and writer, whose
     sealed notes cost nothing to freeze, digest or fork again (see the module).
 
+    The notes live in a :class:`~workingctx._notes_table.Table` that forks share; the dict's own
+    storage is filled only when the notes are handed out or read whole (see
+    :meth:`as_dict`), then kept in step with every write.
+
     Args:
         notes: The first notes; with *writable*, frozen values among them read
             back as writable copies (a context rebuilt from a snapshot).
     """
 
-    __slots__ = ("_base", "_digests", "_lock", "_open", "_ours", "_pairs", "_sha", "_states")
+    __slots__ = ("_base", "_live", "_lock", "_open", "_order", "_pairs", "_sha", "_sorted", "_states", "_table")
 
     def __init__(self, notes: Mapping[str, Any] | None = None, *, writable: bool = False) -> None:
         super().__init__()
         self._lock = threading.RLock()
+        self._table = Table()
         # keys whose value may change in place (or is not JSON-like data): read on every freeze
-        self._open: set[str] = set()
-        # keys whose sealed value is a frozen copy of ours: read back as a writable copy
-        self._ours: set[str] = set()
-        # the canonical JSON of each sealed note, by key
-        self._digests: dict[str, str] = {}
+        self._open: set[Any] = set()
+        # whether the dict's own storage holds the notes (stored values, in order): see as_dict()
+        self._live = False
+        # the keys in insertion order, and sorted, while no key comes or goes (shared by forks)
+        self._order: tuple[Any, ...] | None = ()
+        self._sorted: tuple[Any, ...] | None = ()
         # the sorted (key, frozen value) pairs and the notes' digest, while no note is open
         self._pairs: tuple[tuple[str, Any], ...] | None = None
         self._sha: str | None = None
         # (key, its JSON, the hash state after it) for each note in key order, as last digested
         self._states: list[tuple[str, str, Any]] = []
-        # the notes as a plain dict, while every note is sealed: a fork's
-        # baseline, shared by every fork until a note changes (never changed itself)
-        self._base: dict[str, Any] | None = None
+        # the notes as a delta merge's baseline, while none changes: shared by the forks made meanwhile
+        self._base: Baseline | None = None
         if notes:
             for key, value in notes.items():
                 self._put(key, value, writable=writable)
@@ -276,17 +306,18 @@ class Notes(dict[str, Any]):
             or (type(value) is float and _isfinite(value))
             or (type(value) is int and _INT_LOW < value < _INT_BOUND)
         ):  # the common case (a number that cannot be kept is refused by _prepare)
-            with self._lock:  # kept short
-                dict.__setitem__(self, key, value)
-                self._ours.discard(key)
-                self._open.discard(key)
-                self._digests.pop(key, None)
+            with self._lock:  # kept short: what _set does
+                if self._table.put(key, value, ours=False):
+                    self._order = self._sorted = None
+                if self._open:
+                    self._open.discard(key)
                 self._pairs = self._sha = self._base = None
+                if self._live:
+                    dict.__setitem__(self, key, value)
             return
         value, ours, open_ = _prepare(key, value, writable=writable)
         with self._lock:
-            dict.__setitem__(self, key, value)
-            self._mark(key, ours=ours, open_=open_)
+            self._set(key, value, ours=ours, open_=open_)
 
     def _put_all(self, prepared: Iterable[tuple[Any, Any, bool, bool]]) -> None:
         """
@@ -294,56 +325,128 @@ class Notes(dict[str, Any]):
         """
         with self._lock:
             for key, value, ours, open_ in prepared:
-                dict.__setitem__(self, key, value)
-                self._mark(key, ours=ours, open_=open_)
+                self._set(key, value, ours=ours, open_=open_)
 
-    def _mark(self, key: Any, *, ours: bool, open_: bool) -> None:
-        if ours:
-            self._ours.add(key)
-        else:
-            self._ours.discard(key)
+    def _set(self, key: Any, value: Any, *, ours: bool, open_: bool) -> None:
+        """
+        Store a note as it is (the caller holds the lock): a key already set keeps its place.
+        """
+        if self._table.put(key, value, ours=ours):
+            self._order = self._sorted = None
         if open_:
             self._open.add(key)
-        else:
+        elif self._open:
             self._open.discard(key)
-        self._digests.pop(key, None)
         self._pairs = self._sha = self._base = None
-
-    def _forget(self, key: Any) -> None:
-        self._ours.discard(key)
-        self._open.discard(key)
-        self._digests.pop(key, None)
-        self._pairs = self._sha = self._base = None
-
-    def _out(self, key: Any, value: Any) -> Any:
-        """
-        *value*, stored under *key*, as a reader gets it: a sealed copy of ours
-        becomes a writable copy, which from now on is the (open) note.
-        """
-        if key in self._ours:
-            value = thaw(value)
+        if self._live:
             dict.__setitem__(self, key, value)
-            self._mark(key, ours=False, open_=True)
-        return value
+
+    def _remove(self, key: Any) -> Note:
+        """
+        Remove a note and return it (the caller holds the lock).
+
+        Raises:
+            KeyError: No note has *key*.
+        """
+        note = self._table.get(key)
+        if note is None:
+            raise KeyError(key)
+        self._table.delete(key)
+        self._open.discard(key)
+        self._order = self._sorted = self._pairs = self._sha = self._base = None
+        if self._live:
+            dict.__delitem__(self, key)
+        return note
+
+    def _out(self, key: Any, note: Note) -> Any:
+        """
+        The note *note*, stored under *key*, as a reader gets it: a sealed copy
+        of ours becomes a writable copy, which from now on is the (open) note.
+        """
+        if note[OURS]:
+            value = thaw(note[VALUE])
+            self._set(key, value, ours=False, open_=True)
+            return value
+        return note[VALUE]
+
+    def _ordered(self) -> list[tuple[Any, Note]]:
+        """
+        The notes in insertion order (the caller holds the lock).
+        """
+        table = self._table
+        order = self._order
+        if order is None and self._live:  # the dict's storage keeps the order
+            order = self._order = tuple(dict.__iter__(self))
+        if order is None:
+            pairs = sorted(table.items(), key=by_seq)
+            self._order = tuple(key for key, _ in pairs)
+            return pairs
+        at = table.at
+        return [(key, at(key)) for key in order]
+
+    def _keys_sorted(self) -> tuple[Any, ...]:
+        """
+        The keys in sorted order (the caller holds the lock).
+        """
+        keys = self._sorted
+        if keys is None:
+            keys = self._sorted = tuple(sorted(self._table))
+        return keys
+
+    def as_dict(self) -> Notes:
+        """
+        These notes, with the dict's own storage filled (stored values, in
+        order) and kept in step from now on: what code that reads a dict's
+        storage directly (``json.dumps``, ``dict.__repr__``) sees.
+
+        A context hands its scratchpad out through this; a fork's notes are
+        not filled until then, so a fork copies nothing.
+        """
+        with self._lock:
+            if not self._live:
+                dict.clear(self)
+                dict.update(self, {key: note[VALUE] for key, note in self._ordered()})
+                self._live = True
+            return self
 
     # -- dict: reading -------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
         with self._lock:
-            return self._out(key, dict.__getitem__(self, key))
+            note = self._table.get(key)
+            if note is None:
+                raise KeyError(key)
+            return self._out(key, note)
 
     def get(self, key: Any, default: Any = None) -> Any:
         """
         The note under *key* (writable, and seen by the next freeze), or *default*.
         """
         with self._lock:
-            if dict.__contains__(self, key):
-                return self._out(key, dict.__getitem__(self, key))
-            return default
+            note = self._table.get(key)
+            if note is None:
+                return default
+            return self._out(key, note)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:  # a table that grows changes its levels one by one
+            return self._table.get(key) is not None
+
+    def __len__(self) -> int:
+        return len(self._table)
 
     def __iter__(self) -> Iterator[Any]:
         # Defined so that dict(notes), {**notes} and f(**notes) read each note through __getitem__.
-        return dict.__iter__(self)
+        return dict.__iter__(self.as_dict())
+
+    def __reversed__(self) -> Iterator[Any]:
+        return dict.__reversed__(self.as_dict())
+
+    def keys(self) -> KeysView[Any]:  # type: ignore[override]  # the keys of the filled storage
+        """
+        A view of the keys, in insertion order.
+        """
+        return dict.keys(self.as_dict())
 
     def values(self) -> ValuesView[Any]:  # type: ignore[override]  # a view that reads each note as [] does
         """
@@ -357,11 +460,33 @@ class Notes(dict[str, Any]):
         """
         return ItemsView(self)
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict):
+            return NotImplemented
+        theirs = other.raw() if isinstance(other, Notes) else other
+        with self._lock:
+            if len(theirs) != len(self._table):
+                return False
+            for key, note in self._table.items():
+                value = dict.get(theirs, key, _MISSING)
+                if value is _MISSING or not (value is note[VALUE] or value == note[VALUE]):
+                    return False
+            return True
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # a dict is not hashable
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self.as_dict())
+
     def copy(self) -> dict[Any, Any]:
         """
         A plain dict of the same notes (the same objects, as ``dict.copy`` gives).
         """
-        return {key: self[key] for key in list(dict.keys(self))}
+        return {key: self[key] for key in list(self)}
 
     __copy__ = copy
 
@@ -388,50 +513,47 @@ class Notes(dict[str, Any]):
 
     def __delitem__(self, key: Any) -> None:
         with self._lock:
-            dict.__delitem__(self, key)
-            self._forget(key)
+            self._remove(key)
 
     def pop(self, key: Any, *default: Any) -> Any:
         """
         Remove the note under *key* and return it (writable), or *default*.
         """
         with self._lock:
-            if not dict.__contains__(self, key):
-                return dict.pop(self, key, *default)
-            value = dict.pop(self, key)
-            if key in self._ours:
-                value = thaw(value)
-            self._forget(key)
-            return value
+            if key not in self:
+                return dict.pop({}, key, *default)  # dict's own answer: the default, or KeyError
+            note = self._remove(key)
+            return thaw(note[VALUE]) if note[OURS] else note[VALUE]
 
     def popitem(self) -> tuple[Any, Any]:
         """
         Remove the newest note and return ``(key, note)``.
         """
         with self._lock:
-            key, value = dict.popitem(self)
-            if key in self._ours:
-                value = thaw(value)
-            self._forget(key)
-            return key, value
+            if not self._table:
+                msg = "popitem(): dictionary is empty"
+                raise KeyError(msg)
+            key = next(dict.__reversed__(self.as_dict()))
+            note = self._remove(key)
+            return key, thaw(note[VALUE]) if note[OURS] else note[VALUE]
 
     def clear(self) -> None:
         """
         Remove every note.
         """
         with self._lock:
-            dict.clear(self)
+            self._table = Table()
             self._open.clear()
-            self._ours.clear()
-            self._digests.clear()
+            self._order = self._sorted = ()
             self._pairs = self._sha = self._base = None
+            dict.clear(self)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         """
         The note under *key* (writable), after setting it to *default* when missing.
         """
         with self._lock:
-            if not dict.__contains__(self, key):
+            if key not in self:
                 self._put(key, default)
             return self[key]
 
@@ -470,7 +592,9 @@ class Notes(dict[str, Any]):
         open ones as they are (for code that only compares or freezes them).
         """
         with self._lock:
-            return dict(dict.items(self))
+            if self._live:
+                return dict(dict.items(self))
+            return {key: note[VALUE] for key, note in self._ordered()}
 
     def plain(self) -> dict[Any, Any]:
         """
@@ -478,8 +602,7 @@ class Notes(dict[str, Any]):
         ours thawed (new objects), every other note as it is.
         """
         with self._lock:
-            ours = self._ours
-            return {key: thaw(value) if key in ours else value for key, value in dict.items(self)}
+            return {key: thaw(note[VALUE]) if note[OURS] else note[VALUE] for key, note in self._ordered()}
 
     def frozen(self) -> tuple[tuple[str, Any], ...]:
         """
@@ -495,8 +618,11 @@ class Notes(dict[str, Any]):
             if pairs is not None:
                 return pairs
             opened = self._open
-            items = [(key, _frozen_open(key, value) if key in opened else value) for key, value in dict.items(self)]
-            items.sort(key=_first)
+            at = self._table.at
+            items: list[tuple[str, Any]] = []
+            for key in self._keys_sorted():
+                value = at(key)[VALUE]
+                items.append((key, _frozen_open(key, value) if key in opened else value))
             pairs = tuple(items)
             if not opened:
                 self._pairs = pairs
@@ -520,23 +646,28 @@ class Notes(dict[str, Any]):
             sha = self._sha
             if sha is not None:
                 return sha
+            table = self._table
             opened = self._open
             for key in opened:
-                check_kept(dict.__getitem__(self, key), f"note {key!r}")  # changed in place since it was set?
-            if any(type(key) is not str for key in dict.keys(self)):  # written around note(): encoded whole
+                check_kept(table.at(key)[VALUE], f"note {key!r}")  # changed in place since it was set?
+            try:
+                keys: tuple[Any, ...] | None = self._keys_sorted()
+            except TypeError:  # keys of several kinds
+                keys = None
+            if keys is None or any(type(key) is not str for key in keys):  # written around note(): encoded whole
                 return hashlib.sha256(notes_json(self.raw()).encode("utf-8", "surrogatepass")).hexdigest()
-            known = self._digests
             states = self._states
             kept: list[tuple[str, str, Any]] = []
             state: Any = None
-            for position, key in enumerate(sorted(dict.keys(self))):
-                value = dict.__getitem__(self, key)
-                cached = None if key in opened else known.get(key)
-                if cached is None:
-                    cached = note_json(key, value)
+            pages, mask, shift, width = table.pages, table.mask, table.shift, table.width
+            for position, key in enumerate(keys):
+                index = hash(key) & mask
+                note = pages[index >> shift][index & width][key]  # what table.at(key) does, inline
+                text = None if key in opened else note[TEXT]
+                if text is None:
+                    text = note_json(key, note[VALUE])
                     if key not in opened:
-                        known[key] = cached
-                text = cached
+                        note[TEXT] = text  # the same for every table sharing the note
                 if state is None and position < len(states) and states[position][:2] == (key, text):
                     kept.append(states[position])  # the same notes so far: the same hash state
                     continue
@@ -559,64 +690,65 @@ class Notes(dict[str, Any]):
         """
         return self._sha
 
-    def fork(self, *, child: bool = True) -> tuple[Notes, dict[str, Any]]:
+    def fork(self, *, child: bool = True) -> tuple[Notes, Mapping[str, Any]]:
         """
         The notes of a fork, and the baseline a delta merge compares them with.
 
-        Sealed notes are shared, frozen (a fork of unchanged notes costs the
-        number of keys, not their size); open notes are copied, frozen when
-        they are JSON-like data. Without *child*, only the baseline is made
-        (an empty :class:`Notes` stands for the child).
+        Sealed notes are shared: the fork shares this table (in O(1), whatever
+        the number of notes) and copies only what it changes. Open notes are
+        copied, frozen when they are JSON-like data. Without *child*, only the
+        baseline is made (an empty :class:`Notes` stands for the child).
 
         Raises:
             PayloadError: An open note is nested too deep to copy.
         """
         with self._lock:
             if not self._open:  # every note sealed: share them all, as they are
-                shared = self._base
-                if shared is None:
-                    shared = self._base = dict(dict.items(self))
+                base = self._base
+                if base is None:
+                    base = self._base = Baseline(self._table)
                 if not child:
-                    return Notes(), shared
-                made: Notes = Notes.__new__(Notes)
-                dict.update(made, shared)
-                made._lock = threading.RLock()
-                made._open = set()
-                made._ours = set(self._ours)
-                made._digests = dict(self._digests)
-                made._pairs, made._sha = self._pairs, self._sha
-                made._states = self._states  # never changed, only replaced
-                made._base = shared  # the same notes, until one changes
-                return made, shared
-            made = Notes()
-            base: dict[str, Any] = {}
-            others: dict[str, Any] = {}
-            order: list[Any] = []
-            for key, value in dict.items(self):
-                order.append(key)
-                if key not in self._open:
-                    base[key] = value
-                elif type(key) is str and _json_tree(value, MAX_DEPTH, set()):
-                    base[key] = deep_freeze(value)
+                    return Notes(), base
+                return self._made(Table(self._table), set(), known=True), base
+            opened = self._open
+            table = self._table.share()
+            others: dict[Any, Any] = {}
+            for key in opened:
+                note = table.at(key)
+                if type(key) is str and _json_tree(note[VALUE], MAX_DEPTH, set()):
+                    table.set(key, [deep_freeze(note[VALUE]), note[SEQ], True, None])
                 else:
-                    others[key] = value
-            copies = copy_notes(others, 2 if child else 1) if others else [{}, {}]
-            base.update(copies[-1])
+                    others[key] = note
+            if not others:
+                base = Baseline(table)
+                if not child:
+                    return Notes(), base
+                return self._made(Table(table), set(), known=False), base
+            copies = copy_notes({key: note[VALUE] for key, note in others.items()}, 2 if child else 1)
+            mine = table.share()
+            for key, note in others.items():
+                table.set(key, [copies[-1][key], note[SEQ], False, None])
             if not child:
-                return made, {key: base[key] for key in order}
-            theirs = copies[0]
-            for key in order:
-                if key in others:
-                    dict.__setitem__(made, key, theirs[key])
-                    made._open.add(key)
-                else:
-                    dict.__setitem__(made, key, base[key])
-                    if key in self._ours or key in self._open:
-                        made._ours.add(key)
-            made._digests = {key: digest for key, digest in self._digests.items() if key not in made._open}
-            if not made._open:
-                made._pairs, made._sha = self._pairs, self._sha
-            return made, {key: base[key] for key in order}
+                return Notes(), Baseline(table)
+            for key, note in others.items():
+                mine.set(key, [copies[0][key], note[SEQ], False, None])
+            return self._made(mine, set(others), known=False), Baseline(table)
+
+    def _made(self, table: Table, opened: set[Any], *, known: bool) -> Notes:
+        """
+        A fork's notes over *table* (the same keys as these), *opened* open;
+        with *known*, the same notes as these, whose frozen pairs and digest hold.
+        """
+        made: Notes = Notes.__new__(Notes)
+        made._lock = _RLock()
+        made._table = table
+        made._open = opened
+        made._live = False
+        made._order, made._sorted = self._order, self._sorted  # never changed, only replaced
+        made._pairs, made._sha = (self._pairs, self._sha) if known else (None, None)
+        made._states = self._states  # never changed, only replaced
+        made._base = None
+        return made
 
     def mark(self) -> NotesMark:
         """
@@ -624,23 +756,28 @@ class Notes(dict[str, Any]):
         (by value when they can be, otherwise kept as they are).
         """
         with self._lock:
-            stored = dict(dict.items(self))
-            opened = {key: stored[key] for key in self._open}
-            if opened:
+            table = self._table.share()
+            copies: dict[Any, Any] = {}
+            if self._open:
                 with contextlib.suppress(Exception):  # an uncopyable note: restored by key only
-                    stored.update(copy_notes(opened)[0])
-            return stored, set(self._ours), set(self._open), dict(self._digests)
+                    copies = copy_notes({key: table.at(key)[VALUE] for key in self._open})[0]
+            return NotesMark(table, copies, set(self._open))
 
     def restore(self, mark: NotesMark) -> None:
         """
         Put back the notes of a :meth:`mark`.
         """
-        stored, ours, opened, digests = mark
+        table = mark.table.share()
+        for key, value in mark.copies.items():
+            note = table.at(key)
+            table.set(key, [value, note[SEQ], False, None])
         with self._lock:
-            dict.clear(self)
-            dict.update(self, stored)
-            self._ours, self._open, self._digests = set(ours), set(opened), dict(digests)
-            self._pairs = self._sha = self._base = None
+            self._table = table
+            self._open = set(mark.opened)
+            self._order = self._sorted = self._pairs = self._sha = self._base = None
+            if self._live:
+                self._live = False
+                self.as_dict()
 
     def replace_all(self, notes: Mapping[str, Any]) -> None:
         """

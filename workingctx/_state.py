@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from workingctx._lock import ContextLock
@@ -59,7 +59,7 @@ class ContextState:
     _prefix: PrefixContext
     _prefix_tokens: int | None
     _routes: dict[str, str]
-    _scratch_base: dict[object, dict[str, Any]]
+    _scratch_base: dict[object, Mapping[str, Any]]
     _scratchpad: Notes
     _tail: Tail
     _token: object
@@ -74,7 +74,7 @@ class ContextState:
         notes: Notes,
         journal: MutationJournal[Any],
         marks: dict[object, int] | None = None,
-        bases: dict[object, dict[str, Any]] | None = None,
+        bases: dict[object, Mapping[str, Any]] | None = None,
     ) -> None:
         self._prefix = prefix
         self._tail = tail
@@ -91,7 +91,7 @@ class ContextState:
         # (token of the parent, call id) for a context forked for a pending call
         self._parent_call: tuple[object, str] | None = None
         # token of the parent -> the notes (frozen, or copies) when this context forked from it
-        self._scratch_base: dict[object, dict[str, Any]] = {} if bases is None else bases
+        self._scratch_base: dict[object, Mapping[str, Any]] = {} if bases is None else bases
         # the history of a recorded context (None: not recorded)
         self._history = None
         # old id -> new id of each call a merge re-keyed while it was pending: its result may

@@ -161,6 +161,10 @@ class TailView(Sequence[Message]):
         return f"<TailView size={self._size}>"
 
 
+_RLock = type(threading.RLock())
+"""The class of the locks ``threading.RLock()`` makes, called directly: a fork makes one."""
+
+
 class Tail:
     """
     The message list of a live context, its caches, and the lock over both.
@@ -294,7 +298,7 @@ class Tail:
         other._owned = False
         other._counter = self._counter
         other._incremental = self._incremental
-        other.lock = threading.RLock()
+        other.lock = _RLock()
         other._view = self._view
         other._chain = self._chain.share(n)
         other._running = None

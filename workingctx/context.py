@@ -157,7 +157,9 @@ class WorkingContext(MergeMethods, RecordingMethods):
         )
         return ctx
 
-    def _spawn(self, tail: Tail, scratchpad: Notes, marks: dict[object, int], base: dict[str, Any]) -> WorkingContext:
+    def _spawn(
+        self, tail: Tail, scratchpad: Notes, marks: dict[object, int], base: Mapping[str, Any]
+    ) -> WorkingContext:
         """
         A child context holding *tail* and *scratchpad*, forked from this one
         when the lineage log was at *marks* and the notes were *base*.
@@ -200,7 +202,7 @@ class WorkingContext(MergeMethods, RecordingMethods):
         """
         if self._history is not None:
             return FrozenDict(self._scratchpad.raw())
-        return self._scratchpad
+        return self._scratchpad.as_dict()
 
     @property
     def counter(self) -> TokenCounter:
