@@ -16,8 +16,11 @@ its call, no call without its return, no two requests in a row.
 
 A history that arrives broken (a tool return whose call is nowhere, a call
 never answered, a response with calls followed by another response rather
-than by the request with their returns) has each broken exchange dropped
-whole before the model sees it, and a warning is logged on this module's logger.
+than by the request with their returns, responses before the first request)
+is repaired before the trim, so the manager or scope cuts a valid history:
+each broken exchange is dropped whole, requests it leaves next to each other
+are one, and a request in flight it empties stays empty at the end, as
+pydantic-ai keeps it. A warning is logged on this module's logger.
 
 pydantic-ai is imported only when the processor runs (extra ``workingctx[pydantic-ai]``).
 """
@@ -31,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workingctx.context import WorkingContext
-from workingctx.integrations._window import Window, check_manager
+from workingctx.integrations._window import CallNames, Window, broken, check_manager, repaired, report
 from workingctx.managers import BaseContextManager
 from workingctx.messages import ContentBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
 from workingctx.scopes import Scope
@@ -215,7 +218,9 @@ def _opening_with_a_request(messages: list[Any]) -> list[Any]:
     *messages* (the history handed over) from their first request on:
     responses before it, whose calls were answered after the user's prompt,
     are left out with the returns that answer their calls, and logged, since
-    pydantic-ai sends a history that opens with a request.
+    pydantic-ai sends a history that opens with a request. A request left
+    with nothing is left out, and two requests it leaves next to each other
+    are one.
     """
     from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
@@ -229,14 +234,33 @@ def _opening_with_a_request(messages: list[Any]) -> list[Any]:
         first,
         ", ".join(sorted(dropped)) or "none",
     )
-    out: list[Any] = []
-    for message in messages[first:]:
+    out: list[tuple[int | None, Any]] = []
+    for index, message in enumerate(messages[first:], start=first):
         parts = [p for p in message.parts if getattr(p, "tool_call_id", None) not in dropped or _is_call(p)]
         if len(parts) == len(message.parts):
-            out.append(message)
+            out.append((index, message))
         elif parts:  # a request left with nothing is left out, as pydantic-ai's own repair leaves it
-            out.append(dataclasses.replace(message, parts=parts))
-    return out
+            out.append((index, dataclasses.replace(message, parts=parts)))
+    return _alternating(out)  # two requests it brings together are one
+
+
+def _without_broken_exchanges(messages: list[Any]) -> list[Any]:
+    """
+    *messages* (the history handed over) with each broken exchange dropped
+    whole, the response's calls with the returns answering them (logged): a
+    return whose call is nowhere, calls not answered by the very next request
+    (answered after the user's prompt, or by no one before the next response).
+    A request left with nothing is left out. The trim then cuts a valid
+    history, and the newest request left is the one in flight.
+    """
+    converted = to_workingctx(messages)
+    names = CallNames()  # reused call ids get local names, as the window gives them
+    local = [names.rename(m) for m in converted]
+    problems = broken(local, joined=False)
+    if not problems:
+        return messages
+    report(logger, problems)
+    return from_workingctx([converted[i] for i in repaired(local, joined=False)], messages)
 
 
 def _is_call(part: Any) -> bool:
@@ -272,7 +296,8 @@ def trim_history(
     async def process_history(messages: list[Any]) -> list[Any]:
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
-        messages = _opening_with_a_request(messages)
+        in_flight = messages[-1] if messages and isinstance(messages[-1], ModelRequest) else None
+        messages = _without_broken_exchanges(_opening_with_a_request(messages))
         converted = to_workingctx(messages)
         keep = 0
         if messages and isinstance(messages[-1], ModelRequest):
@@ -281,9 +306,9 @@ def trim_history(
         window.reset()  # pydantic-ai keeps what this returns: the next history continues from it
         kept = await window.trim(converted, keep=keep, sendable=True)
         out = from_workingctx(kept, messages)
-        if keep and (not out or not isinstance(out[-1], ModelRequest)):
+        if in_flight is not None and (not out or not isinstance(out[-1], ModelRequest)):
             # every part of the request in flight answered nothing: it stays, empty, as pydantic-ai keeps it
-            out.append(dataclasses.replace(messages[-1], parts=[]))
+            out.append(dataclasses.replace(in_flight, parts=[]))
         return out
 
     return process_history
