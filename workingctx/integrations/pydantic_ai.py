@@ -244,7 +244,7 @@ def _opening_with_a_request(messages: list[Any]) -> list[Any]:
     return _alternating(out)  # two requests it brings together are one
 
 
-def _without_broken_exchanges(messages: list[Any]) -> list[Any]:
+def _without_broken_exchanges(messages: list[Any]) -> tuple[list[Any], list[Message]]:
     """
     *messages* (the history handed over) with each broken exchange dropped
     whole, the response's calls with the returns answering them (logged): a
@@ -252,15 +252,19 @@ def _without_broken_exchanges(messages: list[Any]) -> list[Any]:
     (answered after the user's prompt, or by no one before the next response).
     A request left with nothing is left out. The trim then cuts a valid
     history, and the newest request left is the one in flight.
+
+    Returns:
+        The history, and its workingctx messages (:func:`to_workingctx`).
     """
     converted = to_workingctx(messages)
     names = CallNames()  # reused call ids get local names, as the window gives them
     local = [names.rename(m) for m in converted]
     problems = broken(local, joined=False)
     if not problems:
-        return messages
+        return messages, converted
     report(logger, problems)
-    return from_workingctx([converted[i] for i in repaired(local, joined=False)], messages)
+    fixed = from_workingctx([converted[i] for i in repaired(local, joined=False)], messages)
+    return fixed, to_workingctx(fixed)
 
 
 def _is_call(part: Any) -> bool:
@@ -297,8 +301,7 @@ def trim_history(
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
         in_flight = messages[-1] if messages and isinstance(messages[-1], ModelRequest) else None
-        messages = _without_broken_exchanges(_opening_with_a_request(messages))
-        converted = to_workingctx(messages)
+        messages, converted = _without_broken_exchanges(_opening_with_a_request(messages))
         keep = 0
         if messages and isinstance(messages[-1], ModelRequest):
             last = len(messages) - 1
