@@ -213,62 +213,46 @@ def _alternating(messages: list[tuple[int | None, Any]]) -> list[Any]:
     return [message for _, message in out]
 
 
-def _opening_with_a_request(messages: list[Any]) -> list[Any]:
+def _sendable(messages: Sequence[ModelMessage], converted: Sequence[Message]) -> list[int]:
     """
-    *messages* (the history handed over) from their first request on:
-    responses before it, whose calls were answered after the user's prompt,
-    are left out with the returns that answer their calls, and logged, since
-    pydantic-ai sends a history that opens with a request. A request left
-    with nothing is left out, and two requests it leaves next to each other
-    are one.
+    Which of *converted* (the workingctx messages of *messages*, the history
+    handed over) are left once the history is repaired (each repair logged):
+
+    - responses before the first request are left out, with the returns
+      answering their calls, since pydantic-ai sends a history that opens
+      with a request;
+    - each broken exchange (see :func:`~workingctx.integrations._window.broken`)
+      is dropped whole, the calls with the returns answering them.
+
+    The messages left keep their origin in *messages*, so requests the repair
+    brings together become one request in :func:`from_workingctx`, and
+    requests pydantic-ai handed over in a row stay apart.
     """
     from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
-    first = next((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), len(messages))
-    if first == 0:
-        return messages
-    dropped = {str(p.tool_call_id) for m in messages[:first] for p in m.parts if getattr(p, "tool_call_id", None)}
-    logger.warning(
-        "the history handed over opens with %d response(s) before any request: left out, with the returns "
-        "answering their calls (%s)",
-        first,
-        ", ".join(sorted(dropped)) or "none",
-    )
-    out: list[tuple[int | None, Any]] = []
-    for index, message in enumerate(messages[first:], start=first):
-        parts = [p for p in message.parts if getattr(p, "tool_call_id", None) not in dropped or _is_call(p)]
-        if len(parts) == len(message.parts):
-            out.append((index, message))
-        elif parts:  # a request left with nothing is left out, as pydantic-ai's own repair leaves it
-            out.append((index, dataclasses.replace(message, parts=parts)))
-    return _alternating(out)  # two requests it brings together are one
-
-
-def _without_broken_exchanges(messages: list[Any]) -> tuple[list[Any], list[Message]]:
-    """
-    *messages* (the history handed over) with each broken exchange dropped
-    whole, the response's calls with the returns answering them (logged): a
-    return whose call is nowhere, calls not answered by the very next request
-    (answered after the user's prompt, or by no one before the next response).
-    A request left with nothing is left out. The trim then cuts a valid
-    history, and the newest request left is the one in flight.
-
-    Returns:
-        The history, and its workingctx messages (:func:`to_workingctx`).
-    """
-    converted = to_workingctx(messages)
     names = CallNames()  # reused call ids get local names, as the window gives them
     local = [names.rename(m) for m in converted]
-    problems = broken(local, joined=False)
-    if not problems:
-        return messages, converted
-    report(logger, problems)
-    fixed = from_workingctx([converted[i] for i in repaired(local, joined=False)], messages)
-    return fixed, to_workingctx(fixed)
-
-
-def _is_call(part: Any) -> bool:
-    return getattr(part, "part_kind", None) == "tool-call"
+    chosen = list(range(len(local)))
+    first = next((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), len(messages))
+    if first:
+        dropped = {c for m in local if m.metadata[KEY][0] < first for c in m.call_ids}
+        logger.warning(
+            "the history handed over opens with %d response(s) before any request: left out, with the returns "
+            "answering their calls (%s)",
+            first,
+            ", ".join(sorted(dropped)) or "none",
+        )
+        chosen = [
+            i
+            for i, m in enumerate(local)
+            if m.metadata[KEY][0] >= first and not (m.result_ids and all(r in dropped for r in m.result_ids))
+        ]
+    left = [local[i] for i in chosen]
+    problems = broken(left, joined=False)
+    if problems:
+        report(logger, problems)
+        chosen = [chosen[i] for i in repaired(left, joined=False)]
+    return chosen
 
 
 def trim_history(
@@ -301,13 +285,13 @@ def trim_history(
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
         in_flight = messages[-1] if messages and isinstance(messages[-1], ModelRequest) else None
-        messages, converted = _without_broken_exchanges(_opening_with_a_request(messages))
-        keep = 0
-        if messages and isinstance(messages[-1], ModelRequest):
-            last = len(messages) - 1
-            keep = sum(1 for m in converted if m.metadata[KEY][0] == last)
+        converted = to_workingctx(messages)
+        left = [converted[i] for i in _sendable(messages, converted)]
+        keep = 0  # the newest request left is the one in flight, always kept
+        if left and isinstance(messages[last := left[-1].metadata[KEY][0]], ModelRequest):
+            keep = sum(1 for m in left if m.metadata[KEY][0] == last)
         window.reset()  # pydantic-ai keeps what this returns: the next history continues from it
-        kept = await window.trim(converted, keep=keep, sendable=True)
+        kept = await window.trim(left, keep=keep, sendable=True)
         out = from_workingctx(kept, messages)
         if in_flight is not None and (not out or not isinstance(out[-1], ModelRequest)):
             # every part of the request in flight answered nothing: it stays, empty, as pydantic-ai keeps it
