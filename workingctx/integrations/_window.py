@@ -27,7 +27,7 @@ from workingctx.prefix import PrefixContext
 from workingctx.scopes import ContextScope, PositionalScope, Scope, Since, ValidRequest, WholeExchanges
 from workingctx.validity import STRUCTURAL_RULES, Problem, check_messages
 
-__all__ = ["CallNames", "Window", "broken", "check_manager", "is_scope"]
+__all__ = ["CallNames", "Window", "broken", "check_manager", "is_scope", "repaired", "report"]
 
 
 def is_scope(value: object) -> bool:
@@ -165,20 +165,56 @@ def _joined_turns(messages: Sequence[Message]) -> list[int]:
     ]
 
 
-def _split(messages: Sequence[Message]) -> list[Message]:
+def _split(messages: Sequence[Message]) -> list[int]:
     """
-    *messages* without each call turn followed right away by another call turn
-    (see :func:`broken`), and without the results answering its calls.
+    The indices of *messages* left when each call turn followed right away by
+    another call turn (see :func:`broken`) is left out, with the results
+    answering its calls.
     """
     turns = set(_joined_turns(messages))
     if not turns:
-        return list(messages)
+        return list(range(len(messages)))
     calls = {c for i in turns for c in messages[i].call_ids}
     return [
-        m
+        i
         for i, m in enumerate(messages)
         if i not in turns and not (m.result_ids and all(r in calls for r in m.result_ids))
     ]
+
+
+def repaired(messages: Sequence[Message], *, joined: bool = True, user_first: bool = False) -> list[int]:
+    """
+    The indices of *messages* kept when each broken exchange (see
+    :func:`broken`) is dropped whole, the calls with their results: what
+    every workingctx manager does to a transcript that arrives broken.
+
+    Args:
+        messages: The messages to repair.
+        joined: As for :func:`broken`; with ``False`` each call turn followed
+            right away by another is dropped too, with its results.
+        user_first: Also make a user message the first non-system message
+            (see :class:`~workingctx.scopes.ValidRequest`).
+    """
+    scope = ValidRequest(Since(0), user_first=user_first)
+    indices = list(range(len(messages)))
+    while True:  # dropping an exchange can bring two call turns together: repeat until nothing is dropped
+        chosen = [messages[i] for i in indices]
+        step = list(range(len(chosen))) if joined else _split(chosen)
+        step = [step[i] for i in _valid_indices([chosen[i] for i in step], scope)]
+        if len(step) == len(chosen):
+            return indices
+        indices = [indices[i] for i in step]
+
+
+def report(logger: logging.Logger, problems: Sequence[Problem]) -> None:
+    """
+    Log that the history handed over breaks tool exchanges, naming each problem.
+    """
+    logger.warning(
+        "the history handed over breaks tool exchanges (%s): each broken exchange is dropped whole "
+        "before the model sees it",
+        "; ".join(f"message {p.index}: {p.rule}" for p in problems),
+    )
 
 
 class Window:
@@ -235,6 +271,11 @@ class Window:
         history, in its order): what the manager keeps of the live window,
         after the messages new since the last call were appended to it.
 
+        A window that breaks tool exchanges is repaired first (each broken
+        exchange dropped whole, see :func:`repaired`) and logged, so the
+        manager or scope never cuts a broken history: a cut that joined the
+        two halves of a broken exchange would pass it on.
+
         Args:
             messages: The whole history, as workingctx messages.
             prefix: What the model gets first (counted by a manager's budget).
@@ -255,14 +296,12 @@ class Window:
         view.extend(self._names.rename(m) for m in messages[len(self._seen) :])
         self._seen = list(messages)
         problems = broken(view.messages, joined=self._joined)
-        if problems:
-            self._logger.warning(
-                "the history handed over breaks tool exchanges (%s): each broken exchange is dropped whole "
-                "before the model sees it",
-                "; ".join(f"message {p.index}: {p.rule}" for p in problems),
-            )
-            if not self._joined:
-                view.replace_tail(_split(view.messages))
+        if problems:  # repaired before the manager cuts: a cut must not join the halves of a broken exchange
+            report(self._logger, problems)
+            size = len(view.messages)
+            indices = repaired(view.messages, joined=self._joined)
+            keep = sum(1 for i in indices if i >= size - keep)
+            view.replace_tail([view.messages[i] for i in indices])
         if isinstance(self.manager, BaseContextManager):
             await self.manager.atrim_context(view)
             if broken(view.messages, joined=self._joined):  # a manager of your own that left a broken exchange
@@ -281,9 +320,7 @@ class Window:
         """
         *messages* without their broken exchanges (joined call turns too, when the framework needs them apart).
         """
-        if not self._joined:
-            messages = _split(messages)
-        return _valid(messages, ValidRequest(Since(0), user_first=user_first))
+        return [messages[i] for i in repaired(messages, joined=self._joined, user_first=user_first)]
 
 
 def _closed(messages: list[Message], logger: logging.Logger) -> list[Message]:
@@ -305,6 +342,10 @@ def _closed(messages: list[Message], logger: logging.Logger) -> list[Message]:
     return messages
 
 
-def _valid(messages: Sequence[Message], scope: ValidRequest) -> list[Message]:
+def _valid_indices(messages: Sequence[Message], scope: ValidRequest) -> list[int]:
     kept, _ = scope.repair(messages)
-    return [messages[i] for i in kept]
+    return list(kept)
+
+
+def _valid(messages: Sequence[Message], scope: ValidRequest) -> list[Message]:
+    return [messages[i] for i in _valid_indices(messages, scope)]

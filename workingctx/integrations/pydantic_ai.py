@@ -16,8 +16,11 @@ its call, no call without its return, no two requests in a row.
 
 A history that arrives broken (a tool return whose call is nowhere, a call
 never answered, a response with calls followed by another response rather
-than by the request with their returns) has each broken exchange dropped
-whole before the model sees it, and a warning is logged on this module's logger.
+than by the request with their returns, responses before the first request)
+is repaired before the trim, so the manager or scope cuts a valid history:
+each broken exchange is dropped whole, requests it leaves next to each other
+are one, and a request in flight it empties stays empty at the end, as
+pydantic-ai keeps it. A warning is logged on this module's logger.
 
 pydantic-ai is imported only when the processor runs (extra ``workingctx[pydantic-ai]``).
 """
@@ -31,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workingctx.context import WorkingContext
-from workingctx.integrations._window import Window, check_manager
+from workingctx.integrations._window import CallNames, Window, broken, check_manager, repaired, report
 from workingctx.managers import BaseContextManager
 from workingctx.messages import ContentBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
 from workingctx.scopes import Scope
@@ -210,37 +213,46 @@ def _alternating(messages: list[tuple[int | None, Any]]) -> list[Any]:
     return [message for _, message in out]
 
 
-def _opening_with_a_request(messages: list[Any]) -> list[Any]:
+def _sendable(messages: Sequence[ModelMessage], converted: Sequence[Message]) -> list[int]:
     """
-    *messages* (the history handed over) from their first request on:
-    responses before it, whose calls were answered after the user's prompt,
-    are left out with the returns that answer their calls, and logged, since
-    pydantic-ai sends a history that opens with a request.
+    Which of *converted* (the workingctx messages of *messages*, the history
+    handed over) are left once the history is repaired (each repair logged):
+
+    - responses before the first request are left out, with the returns
+      answering their calls, since pydantic-ai sends a history that opens
+      with a request;
+    - each broken exchange (see :func:`~workingctx.integrations._window.broken`)
+      is dropped whole, the calls with the returns answering them.
+
+    The messages left keep their origin in *messages*, so requests the repair
+    brings together become one request in :func:`from_workingctx`, and
+    requests pydantic-ai handed over in a row stay apart.
     """
     from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
+    names = CallNames()  # reused call ids get local names, as the window gives them
+    local = [names.rename(m) for m in converted]
+    chosen = list(range(len(local)))
     first = next((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), len(messages))
-    if first == 0:
-        return messages
-    dropped = {str(p.tool_call_id) for m in messages[:first] for p in m.parts if getattr(p, "tool_call_id", None)}
-    logger.warning(
-        "the history handed over opens with %d response(s) before any request: left out, with the returns "
-        "answering their calls (%s)",
-        first,
-        ", ".join(sorted(dropped)) or "none",
-    )
-    out: list[Any] = []
-    for message in messages[first:]:
-        parts = [p for p in message.parts if getattr(p, "tool_call_id", None) not in dropped or _is_call(p)]
-        if len(parts) == len(message.parts):
-            out.append(message)
-        elif parts:  # a request left with nothing is left out, as pydantic-ai's own repair leaves it
-            out.append(dataclasses.replace(message, parts=parts))
-    return out
-
-
-def _is_call(part: Any) -> bool:
-    return getattr(part, "part_kind", None) == "tool-call"
+    if first:
+        dropped = {c for m in local if m.metadata[KEY][0] < first for c in m.call_ids}
+        logger.warning(
+            "the history handed over opens with %d response(s) before any request: left out, with the returns "
+            "answering their calls (%s)",
+            first,
+            ", ".join(sorted(dropped)) or "none",
+        )
+        chosen = [
+            i
+            for i, m in enumerate(local)
+            if m.metadata[KEY][0] >= first and not (m.result_ids and all(r in dropped for r in m.result_ids))
+        ]
+    left = [local[i] for i in chosen]
+    problems = broken(left, joined=False)
+    if problems:
+        report(logger, problems)
+        chosen = [chosen[i] for i in repaired(left, joined=False)]
+    return chosen
 
 
 def trim_history(
@@ -272,18 +284,18 @@ def trim_history(
     async def process_history(messages: list[Any]) -> list[Any]:
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
-        messages = _opening_with_a_request(messages)
+        in_flight = messages[-1] if messages and isinstance(messages[-1], ModelRequest) else None
         converted = to_workingctx(messages)
-        keep = 0
-        if messages and isinstance(messages[-1], ModelRequest):
-            last = len(messages) - 1
-            keep = sum(1 for m in converted if m.metadata[KEY][0] == last)
+        left = [converted[i] for i in _sendable(messages, converted)]
+        keep = 0  # the newest request left is the one in flight, always kept
+        if left and isinstance(messages[last := left[-1].metadata[KEY][0]], ModelRequest):
+            keep = sum(1 for m in left if m.metadata[KEY][0] == last)
         window.reset()  # pydantic-ai keeps what this returns: the next history continues from it
-        kept = await window.trim(converted, keep=keep, sendable=True)
+        kept = await window.trim(left, keep=keep, sendable=True)
         out = from_workingctx(kept, messages)
-        if keep and (not out or not isinstance(out[-1], ModelRequest)):
+        if in_flight is not None and (not out or not isinstance(out[-1], ModelRequest)):
             # every part of the request in flight answered nothing: it stays, empty, as pydantic-ai keeps it
-            out.append(dataclasses.replace(messages[-1], parts=[]))
+            out.append(dataclasses.replace(in_flight, parts=[]))
         return out
 
     return process_history
