@@ -25,6 +25,7 @@ OPTIONAL = {
     "genai_prices",
     "langchain",
     "langchain_core",
+    "langchain_anthropic",
     "langgraph",
     "agents",
     "openai",
