@@ -27,6 +27,7 @@ append after a fork keeps appending in place.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import threading
@@ -40,6 +41,10 @@ from workingctx.tokens import RunningCount, TokenCounter
 from workingctx.validity import RuleState
 
 __all__ = ["Mark", "Tail", "TailView"]
+
+_HEAD = 16
+"""A trim's result is carried over from the old tail's index when at most this
+many messages (the system messages it keeps) come before the newest ones it keeps."""
 
 _FEW = 64
 """Up to this many messages, the cut index of a shared list reads them through a view."""
@@ -594,10 +599,41 @@ class Tail:
             if kept == self._n:
                 self.extend(messages[kept:], logged=logged)
                 return kept
-            chain = self._chain
+            chain, items, n, index, system = self._chain, self._items, self._n, self._tail_index, self._system
             self._own(messages)
             self._reset(chain.copy(kept))
+            if index is not None and index.size == n:
+                self._rebase(items, n, index, system)
             return kept
+
+    def _rebase(self, items: list[Message], n: int, index: TailIndex, system: tuple[int, tuple[int, ...]]) -> None:
+        """
+        Carry the cut index and the system positions of the first *n* messages
+        of *items*, the list just replaced, over to the new messages when they
+        are a few messages and then the newest of the old ones (what a trim
+        keeps), instead of indexing them again (the caller holds the lock).
+        """
+        messages = self._items
+        size = len(messages)
+        if not messages or size > n or messages[-1] is not items[n - 1]:
+            return
+        # the new messages past the few leading ones are the old ones from `start` on
+        for head in range(min(size, _HEAD)):
+            start = n - size + head
+            if messages[head] is items[start]:
+                break
+        else:
+            return
+        if not all(map(operator.is_, messages[head:], items[start:n])):
+            return
+        leading = messages[:head]
+        self._tail_index = index.rebased(leading, messages[head:], start)
+        scanned, positions = system
+        if scanned == n:
+            shift = head - start
+            moved = positions[bisect.bisect_left(positions, start) :]
+            own = tuple(i for i in range(head) if leading[i].role == "system")
+            self._system = (size, own + tuple(i + shift for i in moved))
 
     def mark(self) -> Mark:
         """
