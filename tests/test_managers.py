@@ -873,9 +873,13 @@ contexts_to_trim = st.builds(
 def applied(manager: object, ctx: WorkingContext) -> list[Message]:
     """
     The tail *manager* leaves, as its scope says: the kept messages in order.
+
+    The scope is applied to the context's view, as a trim applies it: a
+    pinned TokenBudget then counts the prefix first (over ``ctx.messages``
+    alone it would not know the prefix, and could keep more than the trim).
     """
-    messages = ctx.messages
-    return [messages[i] for i in sorted(surviving_indices(manager.scope_for(ctx), messages))]  # type: ignore[attr-defined]
+    view = ctx.tail_view()
+    return [view[i] for i in sorted(surviving_indices(manager.scope_for(ctx), view))]  # type: ignore[attr-defined]
 
 
 def same(a: Sequence[Message], b: Sequence[Message]) -> bool:

@@ -157,4 +157,3 @@ class TailIndex:
         index.walk = walk
         index.size = end
         return index
-
