@@ -27,7 +27,7 @@ from workingctx.managers import (
     TokenBudgetContextManager,
     _systems_first,
 )
-from workingctx.scopes import Tagged, surviving_indices
+from workingctx.scopes import Tagged, TokenBudget, surviving_indices
 from workingctx.scopes._index import TailIndex
 from workingctx.snapshot import common_prefix_length
 
@@ -1127,3 +1127,34 @@ class TestIncrementalTrims:
             assert (carried.size, carried.blocked_by, carried.turns) == (built.size, built.blocked_by, built.turns)
             assert carried.walk.finish(allow_pending=True) == built.walk.finish(allow_pending=True)
         assert cuts >= 3
+
+
+class TestPinnedBudgetsCountThePrefix:
+    def test_every_manager_counts_the_prefix_before_a_pinned_budget(self):
+        """
+        A pinned TokenBudget counts the prefix first in every manager, as
+        explain() of the manager's scope does: under a grounding prefix the
+        budget has no room left for the user message, so no manager keeps it
+        by the pin (the summary manager used to decide over the bare messages).
+        """
+        pin = TokenBudget(12)
+
+        def make() -> WorkingContext:
+            return WorkingContext(
+                prefix=PrefixContext(grounding=[Message("user", "doc")]),
+                messages=[
+                    Message("system", ""),
+                    Message("assistant", "Hello, how can I help?"),
+                    Message("user", ""),
+                    Message("system", ""),
+                ],
+            )
+
+        summary = SummaryContextManager(_fixed, max_messages=0, keep_recent=0, pin=pin)
+        ctx = make()
+        assert len(explain(summary.scope_for(ctx), ctx).kept) == 2
+        out = summary.trim_context(ctx).messages
+        assert [(m.role, m.text()) for m in out] == [("system", ""), ("system", ""), ("system", "summary")]
+        ctx = make()
+        messages = MessageContextManager(0, pin=pin)
+        assert [m.role for m in messages.trim_context(ctx).messages] == [m.role for m in applied(messages, make())]

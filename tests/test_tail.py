@@ -119,3 +119,23 @@ def test_a_trimmed_context_keeps_its_system_positions():
     ctx.replace_tail([ctx.messages[0], *ctx.messages[3:]])
     assert ctx.tail_view().system_positions == (0, 1)
     assert ctx._tail._tail_index is not None  # noqa: SLF001  # carried over, not indexed again
+
+
+@given(runs, heads, st.data())
+def test_a_trim_carries_the_running_sums_over(run, head, data):
+    """
+    Property: a tail replaced by a few system messages and its newest messages
+    keeps running sums equal to counting the new tail, without counting it again.
+    """
+    ctx = WorkingContext(messages=run)
+    ctx.count_tokens()
+    start = data.draw(st.integers(0, len(run)))
+    kept = [*head, *run[start:]]
+    ctx.replace_tail(kept)
+    running = ctx._tail._running  # noqa: SLF001  # carried over before any read
+    if kept and start < len(run):
+        assert running is not None
+        assert [running.upto(i) for i in range(len(kept) + 1)] == [
+            ctx.counter.count(kept[:i]) for i in range(len(kept) + 1)
+        ]
+    assert ctx.count_tokens() == WorkingContext(messages=kept).count_tokens()

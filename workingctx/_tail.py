@@ -599,26 +599,35 @@ class Tail:
             if kept == self._n:
                 self.extend(messages[kept:], logged=logged)
                 return kept
-            chain, items, n, index, system = self._chain, self._items, self._n, self._tail_index, self._system
+            chain, items, n, old = self._chain, self._items, self._n, (self._tail_index, self._running, self._system)
             self._own(messages)
             self._reset(chain.copy(kept))
-            if index is not None and index.size == n:
-                self._rebase(items, n, index, system)
+            self._rebase(items, n, *old)
             return kept
 
-    def _rebase(self, items: list[Message], n: int, index: TailIndex, system: tuple[int, tuple[int, ...]]) -> None:
+    def _rebase(
+        self,
+        items: list[Message],
+        n: int,
+        index: TailIndex | None,
+        running: RunningCount | None,
+        system: tuple[int, tuple[int, ...]],
+    ) -> None:
         """
-        Carry the cut index and the system positions of the first *n* messages
-        of *items*, the list just replaced, over to the new messages when they
-        are a few messages and then the newest of the old ones (what a trim
-        keeps), instead of indexing them again (the caller holds the lock).
+        Carry the cut index, the running sums and the system positions of the
+        first *n* messages of *items*, the list just replaced, over to the new
+        messages when they are a few messages and then the newest of the old
+        ones (what a trim keeps), instead of indexing and counting them again
+        (the caller holds the lock).
         """
+        if index is None and running is None:
+            return
         messages = self._items
         size = len(messages)
-        if not messages or size > n or messages[-1] is not items[n - 1]:
+        if not messages or not n or messages[-1] is not items[n - 1]:
             return
         # the new messages past the few leading ones are the old ones from `start` on
-        for head in range(min(size, _HEAD)):
+        for head in range(max(size - n, 0), min(size, _HEAD)):
             start = n - size + head
             if messages[head] is items[start]:
                 break
@@ -627,7 +636,10 @@ class Tail:
         if not all(map(operator.is_, messages[head:], items[start:n])):
             return
         leading = messages[:head]
-        self._tail_index = index.rebased(leading, messages[head:], start)
+        if index is not None and index.size == n:
+            self._tail_index = index.rebased(leading, messages[head:], start)
+        if running is not None and len(running) >= n:
+            self._running = running.rebased(leading, start, n)
         scanned, positions = system
         if scanned == n:
             shift = head - start

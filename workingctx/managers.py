@@ -993,8 +993,11 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
     def _plan(self, ctx: WorkingContext) -> _SummaryPlan:
         """
         What a call on *ctx* does: the scope it keeps verbatim and whether it summarizes.
+
+        The scopes decide over the context's view, as every manager's do: a
+        pinned :class:`~workingctx.TokenBudget` counts the prefix first.
         """
-        given = ctx.messages
+        given = ctx.tail_view()
         user_first = _user_first(ctx)
         strip = self._stripped()
         kept_by_strip = range(len(given)) if strip is None else surviving_indices(strip, given)
