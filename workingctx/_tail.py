@@ -114,6 +114,14 @@ class TailView(Sequence[Message]):
         """
         return self._running is not None or self._tail.warm(self._items)
 
+    def extends(self, other: TailView) -> bool:
+        """
+        Whether this view's first messages are the very messages of *other*
+        (told in O(1): both view one list, which only grows in place, and this
+        one reaches at least as far).
+        """
+        return self._items is other._items and self._size >= other._size
+
     def __len__(self) -> int:
         return self._size
 
@@ -161,6 +169,10 @@ class TailView(Sequence[Message]):
     def __reversed__(self) -> Iterator[Message]:
         items = self._items
         return (items[i] for i in range(self._size - 1, -1, -1))
+
+    def __reduce__(self) -> tuple[type[tuple[Message, ...]], tuple[tuple[Message, ...]]]:
+        # pickled as the messages it views (a cache plan keeps the view of its request's tail)
+        return tuple, (tuple(self),)
 
     def __repr__(self) -> str:
         return f"<TailView size={self._size}>"
