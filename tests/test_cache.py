@@ -1352,3 +1352,25 @@ class TestLayoutsGrowInPlace:
                 WorkingContext(messages=list(ctx.messages)), provider="anthropic", model="claude-sonnet-4-6"
             )._layout
         )
+
+    @given(transcripts(max_turns=6), st.lists(st.integers(0, 3), max_size=40))
+    def test_a_layout_reused_across_appends_and_trims_is_the_layout_from_scratch(self, run, trims):
+        """
+        Property: planned request by request (appends, and now and then a trim
+        keeping the newest messages), every plan's layout equals one laid out
+        from scratch, and stays what it was when later plans extend its list.
+        """
+        ctx = WorkingContext(prefix=PrefixContext("Be brief. " * 50))
+        previous = None
+        made: list[tuple[CachePlan, list[Any]]] = []
+        for step, message in enumerate(run):
+            ctx.append(message)
+            drop = trims[step] if step < len(trims) else 0
+            if drop and drop < ctx.size():
+                ctx.replace_tail(ctx.messages[drop:])
+            previous = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
+            fresh = WorkingContext(prefix=ctx.prefix, messages=list(ctx.messages))
+            assert previous._layout == plan(fresh, provider="anthropic", model="claude-sonnet-4-6")._layout
+            made.append((previous, list(previous._layout)))
+        for each, positions in made:
+            assert list(each._layout) == positions

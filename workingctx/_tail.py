@@ -133,7 +133,10 @@ class TailView(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return self._items[: self._size][index]
+            picked = range(self._size)[index]
+            if picked.step == 1:  # one run, copied alone (not the whole list first)
+                return self._items[picked.start : picked.stop]
+            return [self._items[i] for i in picked]
         position = index + self._size if index < 0 else index
         if not 0 <= position < self._size:
             msg = f"tail index {index!r} out of range for {self._size} messages"
