@@ -252,8 +252,7 @@ def lay_out(
         m0, before, head = 0, 0, _ROOT_KEY
     count = per_message(counter)
     append = positions.append
-    for m in range(m0, len(messages)):
-        message = messages[m]
+    for m, message in enumerate(messages[m0:], m0):  # a slice: one copy, no call per message
         tokens = count(message)
         blocks = cache_blocks(message)
         head = _next_key(head, message)

@@ -331,7 +331,15 @@ class _Request(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return [*self._head, *self._tail][index]
+            picked = range(len(self))[index]
+            if picked.step != 1:
+                return [self[i] for i in picked]
+            head = len(self._head)
+            start, stop = picked.start, max(picked.start, picked.stop)
+            return [
+                *self._head[min(start, head) : min(stop, head)],
+                *self._tail[max(start - head, 0) : max(stop - head, 0)],
+            ]
         head = len(self._head)
         position = index + len(self) if index < 0 else index
         if not 0 <= position < len(self):
