@@ -39,7 +39,9 @@ The first rows say how ``simulate`` scales: its time per request over
 at 10,000), with a 30,000-token ``TokenBudgetContextManager`` cutting at every
 request past the window (low watermark = window), and with no manager; the
 ratio compares each size with the first (near 1.0x: the cost per request does
-not grow with the run).
+not grow with the run). The first 450 or so messages of a run fit the window
+uncut, so the 1,000-message run cuts at fewer of its requests: cheaper per
+request; from 10,000 messages on nearly every request is a cut.
 """
 
 from __future__ import annotations
