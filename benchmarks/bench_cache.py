@@ -33,12 +33,22 @@ request adds more blocks than Anthropic's lookback reaches. The rows marked
 "12 parallel calls" replay a run whose every turn asks for twelve calls at
 once (25 new blocks before the answer), under Anthropic's rules, where the
 lookback decides what is read.
+
+The first rows say how ``simulate`` scales: its time per request over
+``tool_heavy`` runs of 1,000, 10,000 and 40,000 messages (the quick run stops
+at 10,000), with a 30,000-token ``TokenBudgetContextManager`` cutting at every
+request past the window (low watermark = window), and with no manager; the
+ratio compares each size with the first (near 1.0x: the cost per request does
+not grow with the run). The first 450 or so messages of a run fit the window
+uncut, so the 1,000-message run cuts at fewer of its requests: cheaper per
+request; from 10,000 messages on nearly every request is a cut.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 from benchmarks._data import _call, _sentence, to_langchain, tool_heavy
@@ -203,7 +213,51 @@ SCENARIOS: tuple[tuple[str, Callable[[int], dict[tuple[str, str], Simulation]]],
 )
 
 
+SCALING_SIZES = (1_000, 10_000, 40_000)
+"""Messages of the runs the scaling rows replay (the quick run stops at 10,000)."""
+SCALING_WINDOW = 30_000
+"""The window of the scaling rows: cut down to it at every request past it (low watermark = window)."""
+
+
+def per_request(messages: int, window: int | None) -> tuple[float, int]:
+    """
+    Seconds per request of ``simulate`` over :func:`tool_heavy` (*messages*), with
+    a token-budget manager of *window* tokens cutting at every request past it
+    (None: no manager), and the number of requests.
+    """
+    msgs = tool_heavy(messages)
+    manager = None if window is None else TokenBudgetContextManager(window, low_watermark=window)
+    start = time.perf_counter()
+    sim = simulate(msgs, provider="anthropic", model="claude-sonnet-4-6", manager=manager, context=WorkingContext())
+    return (time.perf_counter() - start) / len(sim.requests), len(sim.requests)
+
+
+def scaling(table: Table, quick: bool) -> None:
+    """
+    Rows of ``simulate``'s cost per request as the run grows, with and without a
+    window; each row's baseline is the same replay at the first size, so a ratio
+    near 1.0x means the cost per request does not grow with the run.
+    """
+    sizes = SCALING_SIZES[:2] if quick else SCALING_SIZES
+    for window in (SCALING_WINDOW, None):
+        label = "no manager" if window is None else f"{window:,}-token window cut at every request"
+        first: float | None = None
+        for messages in sizes:
+            seconds, requests = per_request(messages, window)
+            first = seconds if first is None else first
+            table.add(
+                GROUP,
+                f"simulate per request, {label}",
+                f"{messages:,} msgs",
+                seconds,
+                baseline=f"same at {sizes[0]:,} msgs",
+                baseline_seconds=first,
+                note=f"{requests:,} requests",
+            )
+
+
 def run(table: Table, quick: bool) -> None:
+    scaling(table, quick)
     count = 60 if quick else 300
     size = f"{count} turns, {PREFIX_TOKENS:,}-token prefix, {WINDOW:,}-token window"
     for suffix, scenario in SCENARIOS:

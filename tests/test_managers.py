@@ -21,12 +21,14 @@ from workingctx.exceptions import InvalidMessageError, ScopeError
 from workingctx.managers import (
     SUMMARY_NAME,
     BaseContextManager,
+    BudgetCut,
     MessageContextManager,
     SummaryContextManager,
     TokenBudgetContextManager,
     _systems_first,
 )
-from workingctx.scopes import Tagged, surviving_indices
+from workingctx.scopes import Tagged, TokenBudget, surviving_indices
+from workingctx.scopes._index import TailIndex
 from workingctx.snapshot import common_prefix_length
 
 # -- helpers -------------------------------------------------------------------------
@@ -871,9 +873,13 @@ contexts_to_trim = st.builds(
 def applied(manager: object, ctx: WorkingContext) -> list[Message]:
     """
     The tail *manager* leaves, as its scope says: the kept messages in order.
+
+    The scope is applied to the context's view, as a trim applies it: a
+    pinned TokenBudget then counts the prefix first (over ``ctx.messages``
+    alone it would not know the prefix, and could keep more than the trim).
     """
-    messages = ctx.messages
-    return [messages[i] for i in sorted(surviving_indices(manager.scope_for(ctx), messages))]  # type: ignore[attr-defined]
+    view = ctx.tail_view()
+    return [view[i] for i in sorted(surviving_indices(manager.scope_for(ctx), view))]  # type: ignore[attr-defined]
 
 
 def same(a: Sequence[Message], b: Sequence[Message]) -> bool:
@@ -1031,3 +1037,124 @@ class TestManagersAreValues:
         if a == b:
             assert hash(a) == hash(b)
         assert a == attrs.evolve(a)
+
+
+# -- a trim at every request reads the context's index, and keeps what a trim from scratch keeps ----
+
+prefixes_to_trim = st.sampled_from(
+    [PrefixContext(), PrefixContext("Be brief."), PrefixContext(grounding=[Message("user", "doc")])]
+)
+runs_to_trim = st.one_of(tool_heavy_transcripts, scope_transcripts(broken=True), block_transcripts(broken=True))
+"""Runs with parallel calls, reasoning before calls, results in user messages, orphans and dangling calls."""
+
+run_managers = st.one_of(
+    st.builds(MessageContextManager, st.integers(0, 4), st.booleans(), pin=st.none() | predicate_scopes()),
+    st.integers(0, 400).flatmap(
+        lambda high: st.builds(
+            TokenBudgetContextManager,
+            st.just(high),
+            low_watermark=st.none() | st.integers(0, high),
+            counter=st.none() | st.just(ApproxTokenCounter()),
+            pin=st.none() | predicate_scopes(),
+        )
+    ),
+)
+"""Managers whose scope, applied to a plain list, is the trim from scratch."""
+
+
+class TestIncrementalTrims:
+    @given(run_managers, prefixes_to_trim, runs_to_trim)
+    def test_a_run_trimmed_at_every_message_keeps_what_a_trim_from_scratch_keeps(self, manager, prefix, run):
+        """
+        Property: a context trimmed after every message (its index and counts
+        carried over from one trim to the next) keeps the same messages as a
+        new context holding the same tail trimmed once, and as the manager's
+        scope applied to the tail as a plain list; the reports agree.
+        """
+        live = WorkingContext(prefix=prefix)
+        twin = attrs.evolve(manager)
+        for message in run:
+            live.append(message)
+            before = live.messages
+            manager.trim_context(live)
+            fresh = WorkingContext(prefix=prefix, messages=list(before))
+            scope = twin.scope_for(fresh)
+            expected = [before[i] for i in sorted(surviving_indices(scope, list(before)))]
+            twin.trim_context(fresh)
+            assert same(live.messages, fresh.messages)
+            assert manager.last_trim == twin.last_trim
+            if isinstance(manager, MessageContextManager):
+                assert same(expected, live.messages) or same(_systems_first(expected), live.messages)
+            else:
+                assert same(expected, live.messages)
+
+    @given(runs_to_trim, st.integers(0, 300), st.booleans())
+    def test_a_budget_cut_of_a_view_is_the_cut_of_the_list(self, run, budget, user_first):
+        """
+        Property: a BudgetCut read from a context's running sums and index keeps
+        what it keeps over the same messages as a plain list.
+        """
+        ctx = WorkingContext(messages=run)
+        cut = BudgetCut(budget, ctx.counter, user_first=user_first)
+        assert surviving_indices(cut, ctx.tail_view()) == surviving_indices(cut, list(run))
+
+    def test_a_trim_that_keeps_the_newest_messages_carries_the_index_over(self):
+        """
+        A cut keeping the system message and the newest turns leaves the
+        context an index told from the old one, equal to one built anew: the
+        next check walks nothing.
+        """
+        ctx = WorkingContext(messages=[Message("system", "Be brief.")])
+        manager = TokenBudgetContextManager(200, low_watermark=100)
+        cuts = 0
+        for i in range(12):
+            call = ToolCall(f"c{i}", "lookup", {"q": i})
+            ctx.append(
+                Message("user", f"question {i} " * 3),
+                Message("assistant", tool_calls=(call,)),
+                Message("tool", f"result {i} " * 3, tool_call_id=call.id),
+                Message("assistant", f"answer {i} " * 3),
+            )
+            manager.trim_context(ctx)
+            assert manager.last_trim is not None
+            if not manager.last_trim.dropped:
+                continue
+            cuts += 1
+            carried = ctx._tail._tail_index  # noqa: SLF001  # the index the trim left, before any read
+            assert carried is not None
+            built = TailIndex()
+            built.update(ctx.messages)
+            assert (carried.size, carried.blocked_by, carried.turns) == (built.size, built.blocked_by, built.turns)
+            assert carried.walk.finish(allow_pending=True) == built.walk.finish(allow_pending=True)
+        assert cuts >= 3
+
+
+class TestPinnedBudgetsCountThePrefix:
+    def test_every_manager_counts_the_prefix_before_a_pinned_budget(self):
+        """
+        A pinned TokenBudget counts the prefix first in every manager, as
+        explain() of the manager's scope does: under a grounding prefix the
+        budget has no room left for the user message, so no manager keeps it
+        by the pin (the summary manager used to decide over the bare messages).
+        """
+        pin = TokenBudget(12)
+
+        def make() -> WorkingContext:
+            return WorkingContext(
+                prefix=PrefixContext(grounding=[Message("user", "doc")]),
+                messages=[
+                    Message("system", ""),
+                    Message("assistant", "Hello, how can I help?"),
+                    Message("user", ""),
+                    Message("system", ""),
+                ],
+            )
+
+        summary = SummaryContextManager(_fixed, max_messages=0, keep_recent=0, pin=pin)
+        ctx = make()
+        assert len(explain(summary.scope_for(ctx), ctx).kept) == 2
+        out = summary.trim_context(ctx).messages
+        assert [(m.role, m.text()) for m in out] == [("system", ""), ("system", ""), ("system", "summary")]
+        ctx = make()
+        messages = MessageContextManager(0, pin=pin)
+        assert [m.role for m in messages.trim_context(ctx).messages] == [m.role for m in applied(messages, make())]

@@ -27,6 +27,7 @@ append after a fork keeps appending in place.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import threading
@@ -40,6 +41,10 @@ from workingctx.tokens import RunningCount, TokenCounter
 from workingctx.validity import RuleState
 
 __all__ = ["Mark", "Tail", "TailView"]
+
+_HEAD = 16
+"""A trim's result is carried over from the old tail's index when at most this
+many messages (the system messages it keeps) come before the newest ones it keeps."""
 
 _FEW = 64
 """Up to this many messages, the cut index of a shared list reads them through a view."""
@@ -109,6 +114,14 @@ class TailView(Sequence[Message]):
         """
         return self._running is not None or self._tail.warm(self._items)
 
+    def extends(self, other: TailView) -> bool:
+        """
+        Whether this view's first messages are the very messages of *other*
+        (told in O(1): both view one list, which only grows in place, and this
+        one reaches at least as far).
+        """
+        return self._items is other._items and self._size >= other._size
+
     def __len__(self) -> int:
         return self._size
 
@@ -120,7 +133,10 @@ class TailView(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return self._items[: self._size][index]
+            picked = range(self._size)[index]
+            if picked.step == 1:  # one run, copied alone (not the whole list first)
+                return self._items[picked.start : picked.stop]
+            return [self._items[i] for i in picked]
         position = index + self._size if index < 0 else index
         if not 0 <= position < self._size:
             msg = f"tail index {index!r} out of range for {self._size} messages"
@@ -156,6 +172,10 @@ class TailView(Sequence[Message]):
     def __reversed__(self) -> Iterator[Message]:
         items = self._items
         return (items[i] for i in range(self._size - 1, -1, -1))
+
+    def __reduce__(self) -> tuple[type[tuple[Message, ...]], tuple[tuple[Message, ...]]]:
+        # pickled as the messages it views (a cache plan keeps the view of its request's tail)
+        return tuple, (tuple(self),)
 
     def __repr__(self) -> str:
         return f"<TailView size={self._size}>"
@@ -594,10 +614,53 @@ class Tail:
             if kept == self._n:
                 self.extend(messages[kept:], logged=logged)
                 return kept
-            chain = self._chain
+            chain, items, n, old = self._chain, self._items, self._n, (self._tail_index, self._running, self._system)
             self._own(messages)
             self._reset(chain.copy(kept))
+            self._rebase(items, n, *old)
             return kept
+
+    def _rebase(
+        self,
+        items: list[Message],
+        n: int,
+        index: TailIndex | None,
+        running: RunningCount | None,
+        system: tuple[int, tuple[int, ...]],
+    ) -> None:
+        """
+        Carry the cut index, the running sums and the system positions of the
+        first *n* messages of *items*, the list just replaced, over to the new
+        messages when they are a few messages and then the newest of the old
+        ones (what a trim keeps), instead of indexing and counting them again
+        (the caller holds the lock).
+        """
+        if index is None and running is None:
+            return
+        messages = self._items
+        size = len(messages)
+        if not messages or not n or messages[-1] is not items[n - 1]:
+            return
+        # the new messages past the few leading ones are the old ones from `start` on
+        for head in range(max(size - n, 0), min(size, _HEAD)):
+            start = n - size + head
+            if messages[head] is items[start]:
+                break
+        else:
+            return
+        if not all(map(operator.is_, messages[head:], items[start:n])):
+            return
+        leading = messages[:head]
+        if index is not None and index.size == n:
+            self._tail_index = index.rebased(leading, messages[head:], start)
+        if running is not None and len(running) >= n:
+            self._running = running.rebased(leading, start, n)
+        scanned, positions = system
+        if scanned == n:
+            shift = head - start
+            moved = positions[bisect.bisect_left(positions, start) :]
+            own = tuple(i for i in range(head) if leading[i].role == "system")
+            self._system = (size, own + tuple(i + shift for i in moved))
 
     def mark(self) -> Mark:
         """

@@ -24,15 +24,18 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import bisect
 import inspect
+import itertools
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 
 from workingctx import _checks
+from workingctx._tail import TailView
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ScopeError
 from workingctx.messages import Message
@@ -54,9 +57,6 @@ from workingctx.scopes._index import TailIndex
 from workingctx.scopes._tools import WITHOUT_COMPLETED_TOOL_SEQUENCES, _newest_turn_before
 from workingctx.tokens import MessageCounter, counting
 from workingctx.validity import STRUCTURAL_RULES
-
-if TYPE_CHECKING:
-    from workingctx.context import TailView
 
 __all__ = [
     "SUMMARY_NAME",
@@ -492,6 +492,9 @@ class BudgetCut(_ScopeOps):
         """
         The messages always kept, and the newest whole exchanges that fit what is left.
         """
+        fast = self._from_index(messages)
+        if fast is not None:
+            return fast
         size = len(messages)
         count = counting(self.counter)
         counts = [count(message) for message in messages]
@@ -523,7 +526,69 @@ class BudgetCut(_ScopeOps):
         if user_cut < size:
             cut = user_cut
         if self.user_first:
-            cut = _room_for_a_user(messages, index, always, counts, rest, budget, cut)
+            cut = _room_for_a_user(messages, index, always, counts.__getitem__, rest.__getitem__, budget, cut)
+        return frozenset(always | set(range(cut, size)))
+
+    def _from_index(self, messages: Sequence[Message]) -> frozenset[int] | None:
+        """
+        :meth:`surviving_indices` of a context's view, read from the context's
+        running sums and cut index: no pass over the messages the cut drops,
+        so a trim that runs on every request costs the same however long the
+        run; None when the view cannot tell (a pin, another counter).
+        """
+        if self.pin is not None or not isinstance(messages, TailView):
+            return None
+        running = messages.running
+        if running is None or self.counter is None or running.counter != self.counter:
+            return None
+        index = messages.tail_index
+        size = len(messages)
+        if index.size < size or len(running) < size:  # pragma: no cover  # a view's sums and index reach it
+            return None
+        upto = running.upto
+
+        def count_at(i: int) -> int:
+            return upto(i + 1) - upto(i)
+
+        always = set(messages.system_positions)
+        last = size - 1
+        while last >= 0 and messages[last].role == "system":
+            last -= 1
+        if last >= 0:
+            first = next(i for i in range(size) if messages[i].role != "system")
+            # the newest exchange lies past the last cut before its last message that splits none
+            blocked_by = index.blocked_by
+            clean = last
+            while blocked_by[clean] < size:
+                clean -= 1
+            unit, _ = exchange_units(messages[clean:size])
+            newest = unit[last - clean]
+            always.update(clean + j for j in range(max(first - clean, 0), size - clean) if unit[j] == newest)
+        ordered = sorted(always)
+        # after[j]: the tokens of the messages always kept from ordered[j] on
+        after = list(itertools.accumulate(map(count_at, reversed(ordered)), initial=0))[::-1]
+        budget = self.max_tokens - after[0]
+        if budget < 0:
+            return frozenset(always)
+        total = upto(size)
+
+        def rest_at(cut: int) -> int:
+            return total - upto(cut) - after[bisect.bisect_left(ordered, cut)]
+
+        # the first cut whose rest fits (the rest only shrinks as the cut moves on)
+        low, high = 0, size
+        while low < high:
+            middle = (low + high) // 2
+            if rest_at(middle) <= budget:
+                high = middle
+            else:
+                low = middle + 1
+        cut = index.first_cut(low, size, user_turn=False)
+        user_cut = index.first_cut(cut, size, user_turn=True)
+        if user_cut < size:
+            cut = user_cut
+        if self.user_first:
+            cut = _room_for_a_user(messages, index, always, count_at, rest_at, budget, cut)
         return frozenset(always | set(range(cut, size)))
 
     _index_set = surviving_indices
@@ -543,8 +608,8 @@ def _room_for_a_user(
     messages: Sequence[Message],
     index: TailIndex,
     always: set[int],
-    counts: list[int],
-    rest: list[int],
+    count_at: Callable[[int], int],
+    rest_at: Callable[[int], int],
     budget: int,
     cut: int,
 ) -> int:
@@ -561,8 +626,8 @@ def _room_for_a_user(
         if first >= size or starts_turn(messages[first]):
             return cut
         user = _newest_turn_before(messages, first)
-        extra = 0 if user is None or user in always else counts[user]
-        if rest[cut] + extra <= budget:
+        extra = 0 if user is None or user in always else count_at(user)
+        if rest_at(cut) + extra <= budget:
             return cut
         cut = index.first_cut(cut + 1, size, user_turn=False)
     return cut
@@ -928,8 +993,11 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
     def _plan(self, ctx: WorkingContext) -> _SummaryPlan:
         """
         What a call on *ctx* does: the scope it keeps verbatim and whether it summarizes.
+
+        The scopes decide over the context's view, as every manager's do: a
+        pinned :class:`~workingctx.TokenBudget` counts the prefix first.
         """
-        given = ctx.messages
+        given = ctx.tail_view()
         user_first = _user_first(ctx)
         strip = self._stripped()
         kept_by_strip = range(len(given)) if strip is None else surviving_indices(strip, given)

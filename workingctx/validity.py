@@ -63,6 +63,7 @@ of one sequence; every manager keeps every system message by construction.
 
 from __future__ import annotations
 
+import operator
 from collections import ChainMap
 from collections.abc import MutableMapping, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -86,6 +87,8 @@ __all__ = [
     "check_messages",
     "require_valid",
 ]
+
+_ROLE = operator.attrgetter("role")
 
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
 """The providers whose rules :func:`check_messages` knows."""
@@ -309,6 +312,45 @@ class RuleState:
         state.users = self.users
         for message in messages:
             state.feed(message)
+        return state
+
+    def rebased(self, head: Sequence[Message], rest: Sequence[Message], start: int) -> RuleState | None:
+        """
+        The state of a walk over *head* and then *rest*, the messages this
+        state walked from *start* on, told without walking *rest* again; None
+        when it cannot be told so (then walk them).
+
+        It can when this walk found no problem, *head* holds only system
+        messages that neither call nor answer, calls still waiting at the end
+        were made from *start* on, and (the caller's promise) no result from
+        *start* on answers a call made before it: then every exchange of
+        *rest* is whole in *rest*, the new walk finds no problem either, and
+        each position only moves by ``len(head) - start``.
+        """
+        if self.problems or start > self.size or len(rest) != self.size - start:
+            return None
+        if self.open and self.open_at < start:
+            return None
+        state = RuleState()
+        for message in head:
+            if message.role != "system" or _raw_call_ids(message) or _raw_result_ids(message):
+                return None
+            state.feed(message)
+        shift = state.size - start
+        state.size = self.size + shift
+        asked = {call: at + shift for call, at in self.asked.items() if at >= start}
+        state.asked = asked
+        state.answered = dict.fromkeys(call for call in asked if call in self.answered)
+        state.open = list(self.open)
+        state.open_at = self.open_at + shift if self.open_at >= start else -1
+        state.calls_at = self.calls_at + shift if self.calls_at >= start else -1
+        if self.first >= start:
+            state.first, state.first_role = self.first + shift, self.first_role
+        else:
+            first = next((j for j, m in enumerate(rest) if m.role != "system"), None)
+            if first is not None:
+                state.first, state.first_role = first + state.size - len(rest), rest[first].role
+        state.users += operator.countOf(map(_ROLE, rest), "user")
         return state
 
     def _close(self) -> None:

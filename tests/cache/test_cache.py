@@ -5,6 +5,7 @@ Tests for workingctx.cache: rules, plans, reports and simulations.
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -1308,3 +1309,68 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
         assert walked.send(made, now) == attrs.astuple(served)
         assert {k: [e.tokens, e.ttl, e.used] for k, e in ours.entries.items()} == walked.entries
         previous = made
+
+
+class TestLayoutsGrowInPlace:
+    def test_a_growing_run_shares_one_layout_list_and_every_plan_keeps_its_own(self):
+        """
+        A plan of a context that only appended since the previous plan extends
+        that plan's layout in place; each plan still reads the positions it
+        had, equal to a layout made from scratch, and pickles them as a tuple.
+        """
+        ctx = WorkingContext(messages=[Message("system", "Be brief. " * 400)])
+        plans: list[tuple[CachePlan, int]] = []
+        previous = None
+        for i in range(6):
+            ctx.append(Message("user", f"question {i} " * 50), Message("assistant", f"answer {i} " * 50))
+            previous = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
+            plans.append((previous, ctx.size()))
+        lists = {id(p._layout._items) for p, _ in plans}  # type: ignore[attr-defined]  # a Layout
+        assert len(lists) == 1
+        for made, size in plans:
+            alone = plan(
+                WorkingContext(messages=list(ctx.messages[:size])), provider="anthropic", model="claude-sonnet-4-6"
+            )
+            assert made._layout == alone._layout
+            assert list(made._layout) == list(alone._layout)
+            assert pickle.loads(pickle.dumps(made))._layout == made._layout
+            assert type(pickle.loads(pickle.dumps(made))._layout) is tuple
+
+    def test_a_trimmed_context_gets_a_layout_of_its_own(self):
+        """
+        After a trim the previous layout is not extended: both stay as they were.
+        """
+        ctx = WorkingContext(messages=[Message("user", f"q{i} " * 300) for i in range(4)])
+        first = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        before = list(first._layout)
+        ctx.replace_tail(ctx.messages[2:])
+        second = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=first)
+        assert list(first._layout) == before
+        assert (
+            second._layout
+            == plan(
+                WorkingContext(messages=list(ctx.messages)), provider="anthropic", model="claude-sonnet-4-6"
+            )._layout
+        )
+
+    @given(transcripts(max_turns=6), st.lists(st.integers(0, 3), max_size=40))
+    def test_a_layout_reused_across_appends_and_trims_is_the_layout_from_scratch(self, run, trims):
+        """
+        Property: planned request by request (appends, and now and then a trim
+        keeping the newest messages), every plan's layout equals one laid out
+        from scratch, and stays what it was when later plans extend its list.
+        """
+        ctx = WorkingContext(prefix=PrefixContext("Be brief. " * 50))
+        previous = None
+        made: list[tuple[CachePlan, list[Any]]] = []
+        for step, message in enumerate(run):
+            ctx.append(message)
+            drop = trims[step] if step < len(trims) else 0
+            if drop and drop < ctx.size():
+                ctx.replace_tail(ctx.messages[drop:])
+            previous = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
+            fresh = WorkingContext(prefix=ctx.prefix, messages=list(ctx.messages))
+            assert previous._layout == plan(fresh, provider="anthropic", model="claude-sonnet-4-6")._layout
+            made.append((previous, list(previous._layout)))
+        for each, positions in made:
+            assert list(each._layout) == positions

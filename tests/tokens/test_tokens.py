@@ -250,6 +250,25 @@ class TestBadInput:
 
         assert (7, 1) == (running.total, len(running))
 
+    def test_rebased_running_sums_count_the_head_and_read_the_rest(self):
+        """
+        Sums rebased on a head and a slice of the counted messages are those of
+        the head and the slice counted anew; a slice out of range is refused.
+        """
+        messages = [Message("user", "check the cert " * i) for i in range(1, 6)]
+        running = RunningCount()
+        running.extend(messages)
+        head = [Message("system", "Be brief.")]
+        rebased = running.rebased(head, 2, 4)
+        fresh = RunningCount()
+        fresh.extend([*head, *messages[2:4]])
+        assert [rebased.upto(i) for i in range(4)] == [fresh.upto(i) for i in range(4)]
+        assert len(rebased) == 3
+        for start, stop in ((3, 2), (0, 6), (-1, 2)):
+            with pytest.raises(IndexError):
+                running.rebased(head, start, stop)
+        assert len(running) == 5
+
 
 @given(message_lists, splits)
 def test_estimate_is_additive(batch, split):

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable, Sequence
+import itertools
+import operator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
+from typing import overload
 
 import attrs
 
@@ -21,6 +25,7 @@ __all__ = [
     "AT",
     "MESSAGE_OF",
     "TOKENS_OF",
+    "Layout",
     "Position",
     "cache_blocks",
     "can_carry_breakpoint",
@@ -134,13 +139,96 @@ def _unmarked(message: Message) -> Message:
     return attrs.evolve(message, content=blocks)
 
 
+_PLACING = threading.Lock()
+"""Held while positions are appended in place at the end of a layout's list."""
+
+
+class Layout(Sequence[Position]):
+    """
+    The positions of one request: the first ``len(layout)`` items of a list
+    that only grows in place.
+
+    A request that only adds messages to the one before shares that one's
+    list: its new positions are appended in place when the list ends where the
+    earlier layout ends (else the list is copied), so laying out a growing run
+    costs the new messages, not the whole request, and every layout made so far
+    still reads the positions it had.
+    """
+
+    __slots__ = ("_items", "_size")
+
+    def __init__(self, items: list[Position], size: int) -> None:
+        self._items = items
+        self._size = size
+
+    @classmethod
+    def extending(cls, reused: Sequence[Position], cut: int, more: list[Position]) -> Layout:
+        """
+        The first *cut* positions of *reused*, then *more* (given away): in
+        place at the end of *reused*'s list when it ends there, else in a new list.
+        """
+        if isinstance(reused, Layout) and cut == reused._size:
+            items = reused._items
+            if not more:
+                return cls(items, cut)
+            with _PLACING:
+                if len(items) == cut:
+                    items.extend(more)
+                    return cls(items, cut + len(more))
+        items = list(itertools.islice(reused, cut))
+        items.extend(more)
+        return cls(items, len(items))
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> Position: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Position]: ...
+
+    def __getitem__(self, index: int | slice) -> Position | list[Position]:
+        if isinstance(index, slice):
+            picked = range(self._size)[index]
+            if picked.step == 1:
+                return self._items[picked.start : picked.stop]
+            return [self._items[i] for i in picked]
+        position = index + self._size if index < 0 else index
+        if not 0 <= position < self._size:
+            msg = f"layout index {index!r} out of range for {self._size} positions"
+            raise IndexError(msg)
+        return self._items[position]
+
+    def __iter__(self) -> Iterator[Position]:
+        return itertools.islice(self._items, self._size)
+
+    def __reversed__(self) -> Iterator[Position]:
+        items = self._items
+        return (items[i] for i in range(self._size - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Layout | tuple | list):
+            return NotImplemented
+        return len(self) == len(other) and all(map(operator.eq, self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like the tuple it stands for
+
+    def __reduce__(self) -> tuple[type[tuple[Position, ...]], tuple[tuple[Position, ...]]]:
+        # a stored plan holds its layout as a tuple, as it always has (earlier versions load it)
+        return tuple, (tuple(self),)
+
+    def __repr__(self) -> str:
+        return f"Layout({list(self)!r})"
+
+
 def lay_out(
     messages: Sequence[Message],
     counter: MessageCounter,
     reused: Sequence[Position] = (),
     start: int = 0,
     reused_presets: Sequence[Position] = (),
-) -> tuple[tuple[Position, ...], tuple[Position, ...]]:
+) -> tuple[Layout, tuple[Position, ...]]:
     """
     The positions of every block of *messages*: the request tokens through it
     (which never decrease along the layout: counts are not negative), whether
@@ -155,17 +243,16 @@ def lay_out(
     by a few messages costs those messages.
     """
     cut = bisect.bisect_left(reused, start, key=MESSAGE_OF) if start else 0
-    positions = list(reused[:cut])
+    positions: list[Position] = []  # the new ones
     presets = [p for p in reused_presets if p.message < start] if cut else []
-    if positions:
-        last = positions[-1]
+    if cut:
+        last = reused[cut - 1]
         m0, before, head = last.message + 1, last.tokens, last.key.rpartition(":")[0]
     else:
         m0, before, head = 0, 0, _ROOT_KEY
     count = per_message(counter)
     append = positions.append
-    for m in range(m0, len(messages)):
-        message = messages[m]
+    for m, message in enumerate(messages[m0:], m0):  # a slice: one copy, no call per message
         tokens = count(message)
         blocks = cache_blocks(message)
         head = _next_key(head, message)
@@ -180,7 +267,7 @@ def lay_out(
             if preset is not None:
                 presets.append(position)
         before += tokens
-    return tuple(positions), tuple(presets)
+    return Layout.extending(reused, cut, positions), tuple(presets)
 
 
 MESSAGE_OF = attrgetter("message")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import is_not
-from typing import Any
+from typing import Any, overload
 
 import attrs
 
@@ -18,6 +18,7 @@ from workingctx import _checks
 from workingctx.cache._layout import (
     AT,
     MESSAGE_OF,
+    Layout,
     Position,
     cache_blocks,
     find_position,
@@ -25,7 +26,7 @@ from workingctx.cache._layout import (
     layout_key,
 )
 from workingctx.cache._rules import TTL, TTL_ORDER, rules_for
-from workingctx.context import WorkingContext
+from workingctx.context import TailView, WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.messages import CacheBreakpoint, ContentBlock, Message, TextBlock, ToolCall, ToolCallBlock
 from workingctx.snapshot import FrozenContext
@@ -123,11 +124,11 @@ class CachePlan:
     cache_key: str | None = None
     total_tokens: int = 0
     prefix_messages: int = 0
-    _layout: tuple[Position, ...] = attrs.field(default=(), eq=False, repr=False, alias="_layout")
+    _layout: Sequence[Position] = attrs.field(default=(), eq=False, repr=False, alias="_layout")
     # what a later plan() needs to reuse this layout (with prefix_messages): the
     # prefix digest and the counter's name, and the request's tail messages
     _signature: tuple[str, str] | None = attrs.field(default=None, eq=False, repr=False, alias="_signature")
-    _tail: tuple[Message, ...] = attrs.field(default=(), eq=False, repr=False, alias="_tail")
+    _tail: Sequence[Message] = attrs.field(default=(), eq=False, repr=False, alias="_tail")
     # the positions of the layout whose blocks already carry a breakpoint, in order
     _presets: tuple[Position, ...] = attrs.field(
         default=attrs.Factory(_carrying_presets, takes_self=True), eq=False, repr=False, alias="_presets"
@@ -257,8 +258,12 @@ def marked_positions(request: CachePlan) -> list[tuple[int, Position, TTL]]:
 
 
 def _planned_layout(
-    messages: Sequence[Message], counter: MessageCounter, previous: CachePlan | None, prefix: tuple[str, int]
-) -> tuple[tuple[tuple[Position, ...], tuple[Position, ...]], tuple[str, str] | None, tuple[Message, ...]]:
+    messages: Sequence[Message],
+    counter: MessageCounter,
+    previous: CachePlan | None,
+    prefix: tuple[str, int],
+    tail: Sequence[Message],
+) -> tuple[tuple[Layout, tuple[Position, ...]], tuple[str, str] | None, Sequence[Message]]:
     """
     The layout of a request whose prefix has the digest and message count
     *prefix*, with its positions carrying a breakpoint (see :func:`lay_out`),
@@ -271,12 +276,14 @@ def _planned_layout(
         return lay_out(messages, counter), None, ()
     digest, size = prefix
     signature = (digest, name)
-    tail = tuple(messages[size:])
     if previous is None or previous._signature != signature or previous.prefix_messages != size:
         return lay_out(messages, counter), signature, tail
     old = previous._tail
-    # The first message that is not the same object, compared without a Python-level loop.
-    shared = next(itertools.compress(itertools.count(), map(is_not, old, tail)), min(len(old), len(tail)))
+    if isinstance(old, TailView) and isinstance(tail, TailView) and tail.extends(old):
+        shared = len(old)  # the context only appended since: told in O(1)
+    else:
+        # The first message that is not the same object, compared without a Python-level loop.
+        shared = next(itertools.compress(itertools.count(), map(is_not, old, tail)), min(len(old), len(tail)))
     return lay_out(messages, counter, previous._layout, size + shared, previous._presets), signature, tail
 
 
@@ -302,13 +309,62 @@ def _marked_message(message: Message, marked: Mapping[int, TTL]) -> Message:
     return attrs.evolve(message, content=tuple(converted[:head]))
 
 
-def _request(source: object) -> tuple[list[Message], int, Any, str]:
+class _Request(Sequence[Message]):
+    """
+    A context's request, its prefix's messages then its tail, read in place (made in O(1)).
+    """
+
+    __slots__ = ("_head", "_tail")
+
+    def __init__(self, head: Sequence[Message], tail: Sequence[Message]) -> None:
+        self._head = head
+        self._tail = tail
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            picked = range(len(self))[index]
+            if picked.step != 1:
+                return [self[i] for i in picked]
+            head = len(self._head)
+            start, stop = picked.start, max(picked.start, picked.stop)
+            return [
+                *self._head[min(start, head) : min(stop, head)],
+                *self._tail[max(start - head, 0) : max(stop - head, 0)],
+            ]
+        head = len(self._head)
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            msg = f"request index {index!r} out of range for {len(self)} messages"
+            raise IndexError(msg)
+        return self._head[position] if position < head else self._tail[position - head]
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.chain(self._head, self._tail)
+
+
+def _request(source: object) -> tuple[Sequence[Message], int, Any, str, Sequence[Message]]:
+    """
+    The request of *source*, its prefix's message count, counter and digest, and its tail.
+    """
     if isinstance(source, WorkingContext):
         prefix = source.prefix
-        return source.assembled(), len(prefix.as_messages()), source.counter, prefix.digest()
+        head = prefix.as_messages()
+        tail: Sequence[Message] = source.tail_view()
+        return _Request(head, tail), len(head), source.counter, prefix.digest(), tail
     if isinstance(source, FrozenContext):
         prefix = source.prefix
-        return source.assembled(), len(prefix.as_messages()), None, prefix.digest()
+        messages = source.assembled()
+        count = len(prefix.as_messages())
+        return messages, count, None, prefix.digest(), tuple(messages[count:])
     expected = "a WorkingContext or a FrozenContext (ctx.freeze())"
     raise _checks.wrong_type(source, "ctx", expected, label="", verb="expected")
 
@@ -366,7 +422,7 @@ def plan(
         TypeError: *ctx* is not a context or snapshot, *previous* not a plan.
     """
     rules = rules_for(provider, model)
-    messages, prefix_count, own_counter, prefix_digest = _request(ctx)
+    messages, prefix_count, own_counter, prefix_digest, request_tail = _request(ctx)
     if previous is not None:
         _checks.check_instance(previous, "previous", CachePlan, "the CachePlan of the previous request or None")
     if prefix_ttl not in rules.ttls and rules.explicit:
@@ -382,7 +438,7 @@ def plan(
         )
         raise CacheRuleError(msg)
     (layout, carrying), signature, tail = _planned_layout(
-        messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count)
+        messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count), request_tail
     )
     total = layout[-1].tokens if layout else 0
     if not rules.explicit:

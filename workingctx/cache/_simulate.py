@@ -174,7 +174,7 @@ def _strategy_plan(
         return plan(ctx, provider=provider, model=model, previous=previous, counter=counter)
     if strategy == "auto":
         made = plan(ctx, provider=provider, model=model, counter=counter, automatic=True, prefix_ttl="5m")
-        return attrs.evolve(made, breakpoints=(), _layout=made._layout)
+        return attrs.evolve(made, breakpoints=(), _layout=made._layout, _presets=made._presets)
     if strategy == "last":
         made = plan(ctx, provider=provider, model=model, counter=counter, prefix_ttl="5m")
         layout = made._layout
@@ -190,7 +190,7 @@ def _strategy_plan(
             and tail.tokens >= rules.minimum_for(model)
         ):
             last = (Breakpoint(tail.message, tail.block, "5m", tail.tokens),)
-        return attrs.evolve(made, breakpoints=last, _layout=layout)
+        return attrs.evolve(made, breakpoints=last, _layout=layout, _presets=made._presets)
     if callable(strategy):
         made = strategy(ctx, previous)
         if not isinstance(made, CachePlan):

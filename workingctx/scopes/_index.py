@@ -9,6 +9,7 @@ whole transcript: each message is examined once, when it is first indexed.
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from typing import TYPE_CHECKING
 
@@ -121,3 +122,38 @@ class TailIndex:
             if blocked_by[cut] >= n and (not user_turn or cut == 0 or turn_start[cut]):
                 return cut
         return n
+
+    def rebased(self, head: Sequence[Message], rest: Sequence[Message], start: int) -> TailIndex | None:
+        """
+        The index of *head* followed by *rest*, the messages indexed here from
+        *start* on, told from this one without walking *rest* again (a trim
+        that keeps the system messages and the newest messages); None when it
+        cannot be told so (then index them).
+
+        It can when *start* splits no exchange, the transcript indexed here
+        breaks no provider rule, and *head* holds only system messages that
+        neither call nor answer (see :meth:`RuleState.rebased`): every link
+        between messages of *rest* (a result to its call, a call to the
+        reasoning before it) is then the same, moved by ``len(head) - start``.
+        """
+        size = self.size
+        if not 0 <= start <= size or len(rest) != size - start or self.blocked_by[start] < size:
+            return None
+        walk = self.walk.rebased(head, rest, start)
+        if walk is None:
+            return None
+        index = TailIndex()
+        index.update(head)  # system messages that neither call nor answer: nothing is blocked
+        shift = len(head) - start
+        blocked_by = index.blocked_by
+        blocked_by.extend([b if b == NEVER else b + shift for b in self.blocked_by[start + 1 : size + 1]])
+        end = len(head) + len(rest)
+        index._next = array("q", [c if blocked_by[c] == NEVER else c + 1 for c in range(end + 1)])
+        index._next.append(end + 1)
+        index.turn_start += self.turn_start[start:size]
+        turns = self.turns
+        index.turns.extend([t + shift for t in turns[bisect.bisect_left(turns, start) :]])
+        index._call_at.update((call, at + shift) for call, at in self._call_at.items() if at >= start)
+        index.walk = walk
+        index.size = end
+        return index

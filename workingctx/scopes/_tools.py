@@ -421,10 +421,11 @@ def _valid(
     Returns:
         The indices to keep, ascending, and the rule ids of what was repaired.
     """
-    system = {i for i, m in enumerate(messages) if m.role == "system"}
+    known = getattr(messages, "system_positions", None)
+    system = set(known) if known is not None else {i for i, m in enumerate(messages) if m.role == "system"}
     keep = sorted(set(kept) | system)
     repaired: list[str] = []
-    for _ in range(4):  # dropping whole exchanges cannot break another one: one round is the rule
+    for _ in range(0 if _kept_whole(messages, keep) else 4):  # dropping whole exchanges cannot break another one
         sub = [messages[i] for i in keep]
         state = RuleState()
         for message in sub:
@@ -451,6 +452,29 @@ def _valid(
         if fixed:
             repaired.append(fixed)
     return keep, list(dict.fromkeys(repaired))
+
+
+def _kept_whole(messages: Sequence[Message], keep: list[int]) -> bool:
+    """
+    Whether *keep* breaks no tool rule, told from a context's index without
+    walking the kept messages: the transcript breaks no rule, and *keep* is
+    system messages that neither call nor answer, then every message from a
+    cut that splits no exchange on (what a trim keeps). Then every exchange
+    kept is kept whole (see :meth:`TailIndex.rebased`).
+    """
+    index = getattr(messages, "tail_index", None)
+    size = len(messages)
+    if index is None or index.size != size or index.walk.problems or not keep or keep[-1] != size - 1:
+        return False
+    # keep[j] - j never decreases: the newest messages kept in one run are where it is largest
+    run = size - len(keep)
+    j = 0
+    while keep[j] - j != run:
+        message = messages[keep[j]]
+        if message.role != "system" or call_ids(message) or result_ids(message):
+            return False
+        j += 1
+    return bool(index.blocked_by[keep[j]] >= size)
 
 
 def _open_with_user(

@@ -171,6 +171,25 @@ class RunningCount:
         self.upto(n)
         del self._sums[n + 1 :]
 
+    def rebased(self, head: Iterable[Message], start: int, stop: int) -> RunningCount:
+        """
+        New running sums: *head* counted, then the messages counted here from
+        *start* to *stop*, whose counts are read from these sums, not counted again.
+
+        Raises:
+            IndexError: *start* or *stop* is out of range, or *stop* is before *start*.
+        """
+        base = self.upto(start)
+        self.upto(stop)
+        if stop < start:
+            msg = f"rebased(start={start!r}, stop={stop!r}): stop is before start"
+            raise IndexError(msg)
+        other = RunningCount(self.counter)
+        other.extend(head)
+        shift = other.total - base
+        other._sums.extend([total + shift for total in self._sums[start + 1 : stop + 1]])
+        return other
+
     def reset(self) -> None:
         """
         Forget every count: the total is 0 again.
