@@ -68,9 +68,6 @@ SCHEMA_VERSION = 1
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 _ATTEMPTS = 50
 
-_MGET = 2000
-"""How many items one MGET of a load asks for."""
-
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
 # each step must go exactly one position down, so a damaged or crafted chain (a
@@ -108,28 +105,90 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
     """
 
 
-# _WALK for a transcript or journal chain, whose values are "<previous chain> <item
-# digest> <position>": the same walk, the same stops, returning only the values (the
-# key of each is the previous chain of the one before it, the head's is ARGV[2]),
-# each read with one pattern match.
-_WALK_LINKS = """
+# A checkpoint read in one round trip, in one atomic script: the marker, the gc
+# count and the row of checkpoint ARGV[2]; then, from the row (decoded here only to
+# know what to read: Python reads it again and checks everything), the links of its
+# transcript and of its journal, walked from their heads as _WALK walks (each step
+# exactly one position down, at most the row's count of links), each distinct item
+# they name (in the order first met, head first), and its prefix and scratchpad
+# blobs. With ARGV[3..8] (messages head and count, journal head and count, prefix and
+# scratchpad keys) those are walked and read instead of the row's.
+#
+# Returns {marker, gc, row, used, counts, values}: `used`, the six values read from,
+# as text (false when the row gives nothing to read: Python says why); `counts`,
+# "<message links> <messages> <journal links> <entries>"; `values`, every value read
+# in that order, then the two blobs, as MessagePack arrays of strings (false for a
+# missing key) made by the server's C code: thousands of values cost the client one
+# reply to parse, not one each, and the script no work per value.
+_LOAD = """
 local prefix = ARGV[1]
-local key = ARGV[2]
-local n = tonumber(ARGV[3])
-local out = {}
-local expected = nil
-for i = 1, n do
-  local value = redis.call('GET', prefix .. key)
-  if not value then break end
-  local previous, third = string.match(value, '^%s*(%S+)%s+%S+%s+(%S+)')
-  local position = tonumber(third)
-  if position == nil or (expected ~= nil and position ~= expected) then break end
-  out[#out + 1] = value
-  if position <= 0 then break end
-  expected = position - 1
-  key = previous
+local marker = redis.call('HGETALL', prefix .. 'store')
+local gc = redis.call('GET', prefix .. 'gc')
+local row = redis.call('GET', prefix .. 'cp:' .. ARGV[2])
+local used = false
+if #ARGV >= 8 then
+  used = {ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]}
+elseif row then
+  local ok, fields = pcall(cjson.decode, row)
+  if ok and type(fields) == 'table' then
+    used = {fields[8], fields[9], fields[10], fields[11], fields[6], fields[7]}
+    for i = 1, 6 do
+      local kind = type(used[i])
+      if kind == 'number' then
+        used[i] = tostring(used[i])
+      elseif kind ~= 'string' then
+        used = false
+        break
+      end
+    end
+  end
 end
-return out
+if not used then
+  return {marker, gc, row, false, false, false}
+end
+local function get(key)
+  local value = redis.pcall('GET', prefix .. key)
+  if type(value) == 'string' then return value end
+  return false
+end
+local function walk(space, key, n, items)
+  local values = {}
+  local keys = {}
+  local seen = {}
+  local expected = nil
+  for i = 1, n do
+    local value = get(space .. key)
+    if not value then break end
+    local previous, item, third = string.match(value, '^%s*(%S+)%s+(%S+)%s+(%S+)')
+    local position = tonumber(third)
+    if position == nil or (expected ~= nil and position ~= expected) then break end
+    values[#values + 1] = value
+    if not seen[item] then
+      seen[item] = true
+      keys[#keys + 1] = prefix .. items .. item
+    end
+    if position <= 0 then break end
+    expected = position - 1
+    key = previous
+  end
+  return values, keys
+end
+local message_links, messages = walk('ml:', used[1], tonumber(used[2]) or 0, 'm:')
+local journal_links, entries = walk('el:', used[3], tonumber(used[4]) or 0, 'e:')
+local arrays = {message_links, journal_links}
+for _, keys in ipairs({messages, entries}) do
+  local i = 1
+  while i <= #keys do
+    local last = math.min(#keys, i + 999)
+    local values = redis.pcall('MGET', unpack(keys, i, last))
+    if type(values) ~= 'table' or values.err then values = {} end
+    arrays[#arrays + 1] = values
+    i = last + 1
+  end
+end
+arrays[#arrays + 1] = {get('b:' .. used[5]), get('b:' .. used[6])}
+local counts = #message_links .. ' ' .. #messages .. ' ' .. #journal_links .. ' ' .. #entries
+return {marker, gc, row, used, counts, cmsgpack.pack(unpack(arrays))}
 """
 
 
@@ -179,7 +238,7 @@ class RedisStore:
             f"namespace {namespace!r} of Redis db {kwargs.get('db', 0)} on {kwargs.get('host')}:{kwargs.get('port')}"
         )
         self._walk_script = self._client.register_script(_WALK)
-        self._links_script = self._client.register_script(_WALK_LINKS)
+        self._load_script = self._client.register_script(_LOAD)
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
@@ -409,19 +468,15 @@ class RedisStore:
         return result
 
     def _load_once(self, checkpoint_id: str) -> Checkpoint:
-        p = self._p
-        with self._client.pipeline(transaction=False) as pipe:
-            _raw(pipe, "HGETALL", p + "store")
-            pipe.get(p + "gc")
-            _raw(pipe, "GET", p + "cp:" + checkpoint_id)
-            marker, generation, text = pipe.execute()
-        self._check_format(marker)
+        reply = self._read(checkpoint_id)
+        marker, generation, text = reply[0], reply[1], reply[2]
+        self._check_format(dict(zip(marker[::2], marker[1::2], strict=True)))
         if text is None:
             raise _missing(checkpoint_id, f"the Redis store {self._where}")
         try:
-            return self._build(self._row(text))
+            return self._build(checkpoint_id, self._row(text), reply)
         except (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            if self._client.get(p + "gc") != generation:
+            if self._client.get(self._p + "gc") != _decoded(generation):
                 raise _Retry from None  # a delete collected garbage while we read: read again
             if isinstance(exc, Damage):
                 raise self._error(checkpoint_id, exc.what, exc.path) from None
@@ -432,6 +487,18 @@ class RedisStore:
                 what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
                 raise self._error(checkpoint_id, what, "$") from None
             raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
+
+    def _read(self, checkpoint_id: str, *given: str) -> list[Any]:
+        """
+        The reply of the load script (``_LOAD``) for *checkpoint_id*, its
+        values as bytes: what the row names, or what *given* names.
+        """
+        args = (self._p, checkpoint_id, *given)
+        try:
+            reply: list[Any] = _raw(self._client, "EVALSHA", self._load_script.sha, 0, *args)
+        except self._redis.exceptions.NoScriptError:  # a server that has not seen it yet (or was flushed)
+            reply = _raw(self._client, "EVAL", _LOAD, 0, *args)
+        return reply
 
     def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
         msg = f"cannot load checkpoint {checkpoint_id!r} from {self._where}: {what} at {path}; nothing was changed"
@@ -455,60 +522,57 @@ class RedisStore:
             damage("the checkpoint row is not a row (key cp:, damaged)", "$")
         return row
 
-    def _build(self, row: Sequence[Any]) -> Checkpoint:
+    def _build(self, checkpoint_id: str, row: Sequence[Any], reply: list[Any]) -> Checkpoint:
+        """
+        The checkpoint of a row read by the load script, every part checked.
+        """
         fields = row[: len(_codec.ROW_FIELDS)]
         info = _codec.read_info(fields, "key cp:")
         (_, _, _, _, digest, prefix_key, notes_key, messages_head, _, journal_head, journal_count, _) = fields
-        p = self._p
+        message_count = _codec.check_count(info.message_count, messages_head, MESSAGES.root, MESSAGES.path, "key cp:")
+        journal_length = _codec.check_count(journal_count, journal_head, JOURNAL.root, JOURNAL.path, "key cp:")
+        named = [str(messages_head), str(message_count), str(journal_head), str(journal_length)]
+        named += [str(prefix_key), str(notes_key)]
+        if reply[3] is None or [_decoded(value) for value in reply[3]] != named:
+            # the script could not read the row as this does: read what this reads
+            again = self._read(checkpoint_id, *named)
+            if again[2] != reply[2]:
+                raise _Retry  # the row changed in between: read it again
+            reply = again
+        counts = [int(number) for number in reply[4].split()]
+        values = _unpacked(reply[5])
+        at = counts[0] + counts[2]
+        links = _links(values[: counts[0]], messages_head, message_count, MESSAGES, "ml:")
+        journal_links = _links(values[counts[0] : at], journal_head, journal_length, JOURNAL, "el:")
+        message_values = values[at : at + counts[1]]
+        entry_values = values[at + counts[1] : at + counts[1] + counts[3]]
+        prefix_text, notes_text = (_utf8(value) for value in values[at + counts[1] + counts[3] :])
         with self._local:
             prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
-        links = self._walk("ml:", MESSAGES.root, messages_head, info.message_count, MESSAGES.path)
-        journal_links = self._walk("el:", JOURNAL.root, journal_head, journal_count, JOURNAL.path)
-        with self._local:
-            wanted = sorted({d for _, d in links if d not in self._messages})
-            wanted_entries = sorted({d for _, d in journal_links if d not in self._entries})
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.get(p + "b:" + str(prefix_key))
-            pipe.get(p + "b:" + str(notes_key))
-            # items in a few MGETs: one reply each, rather than one per item
-            for space, keys in (("m:", wanted), ("e:", wanted_entries)):
-                for start in range(0, len(keys), _MGET):
-                    pipe.mget([p + space + key for key in keys[start : start + _MGET]])
-            found = pipe.execute()
-        prefix_text, notes_text = found[0], found[1]
-        values = [value for reply in found[2:] for value in reply]
-        texts = _split(wanted, values[: len(wanted)])
-        entry_texts = _split(wanted_entries, values[len(wanted) :])
-        if prefix is None:
-            if prefix_text is None:
-                damage(f"blob {prefix_key!r} is missing (key b:)", "$.snapshot.prefix")
+            texts = _found(links, message_values, self._messages)
+            entry_texts = _found(journal_links, entry_values, self._entries)
+        try:
+            if prefix is None:
+                if prefix_text is None:
+                    damage(f"blob {prefix_key!r} is missing (key b:)", "$.snapshot.prefix")
+                with self._local:
+                    prefix = _codec.decode_prefix(prefix_text, prefix_key, self._prefixes, "key b:")
+            if notes_text is None:
+                damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
+            notes = _codec.decode_notes(notes_text, notes_key, "key b:")
             with self._local:
-                prefix = _codec.decode_prefix(prefix_text, prefix_key, self._prefixes, "key b:")
-        if notes_text is None:
-            damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
-        notes = _codec.decode_notes(notes_text, notes_key, "key b:")
-        with self._local:
-            messages = _codec.decode_chain(MESSAGES, links, texts, self._messages, items="key m:", link_table="key ml:")
-            journal, _ = _codec.decode_chain(
-                JOURNAL, journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
-            )
-        return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
-
-    def _walk(self, kind: str, root: str, head: object, count: object, path: str) -> list[tuple[str, str]]:
-        length = _codec.check_count(count, head, root, path, "key cp:")
-        if length == 0:
-            return []
-        values = self._links_script(args=[self._p + kind, str(head), length])
-        rows: list[tuple[Any, ...]] = []
-        key = str(head)
-        for value in values:
-            parts = str(value).split(" ")
-            position = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else -1
-            item = parts[1] if len(parts) == 3 else None
-            rows.append((key, parts[0], item, position))
-            key = parts[0]
-        rows.reverse()
-        return _codec.check_links(rows, length, root, path, f"key {kind}")
+                messages = _codec.decode_chain(
+                    MESSAGES, links, texts, self._messages, items="key m:", link_table="key ml:"
+                )
+                journal, _ = _codec.decode_chain(
+                    JOURNAL, journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
+                )
+            return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
+        except Exception:
+            # an item that is not UTF-8 text is named as such, whatever else it broke
+            for _, data, check in (*texts, *entry_texts):
+                (check.encode("latin-1") + data).decode("utf-8")
+            raise
 
     # -- listing, threads and deleting --------------------------------------------
 
@@ -978,14 +1042,85 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _split(keys: Sequence[str], values: Sequence[Any]) -> list[_codec.Row]:
+def _unpacked(data: bytes) -> list[bytes | None]:
     """
-    Stored items (a checksum, then the text) as ``(key, text, checksum)``, unchecked; a missing one left out.
+    The strings of the load script's MessagePack arrays, one after another (None for false or nil).
     """
+    values: list[bytes | None] = []
+    append = values.append
+    at, end = 0, len(data)
+    while at < end:
+        tag = data[at]
+        if tag == 0xD9:  # str 8
+            size = data[at + 1]
+            at += 2
+        elif tag == 0xDA:  # str 16
+            size = data[at + 1] << 8 | data[at + 2]
+            at += 3
+        elif 0xA0 <= tag <= 0xBF:  # fixstr
+            size = tag - 0xA0
+            at += 1
+        elif tag == 0xDB:  # str 32
+            size = int.from_bytes(data[at + 1 : at + 5], "big")
+            at += 5
+        elif tag in (0xC0, 0xC2):  # nil, false: a missing key
+            append(None)
+            at += 1
+            continue
+        elif 0x90 <= tag <= 0x9F:  # fixarray: its strings follow
+            at += 1
+            continue
+        elif tag in (0xDC, 0xDD):  # array 16, array 32
+            at += 3 if tag == 0xDC else 5
+            continue
+        else:
+            msg = f"the load script replied with MessagePack tag {tag:#x} at byte {at}"
+            raise ValueError(msg)
+        append(data[at : at + size])
+        at += size
+    return values
+
+
+def _links(
+    values: Sequence[bytes | None], head: object, count: int, kind: _codec.Kind, space: str
+) -> list[tuple[str, str]]:
+    """
+    A chain's links as the load script read them, head first (each
+    ``"<previous chain> <item digest> <position>"``), checked for order and
+    length: ``(chain digest, item digest)`` pairs, root first.
+    """
+    rows: list[tuple[Any, ...]] = []
+    key = str(head)
+    for value in values:
+        parts = (value or b"").decode("utf-8").split(" ")
+        position = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else -1
+        item = parts[1] if len(parts) == 3 else None
+        rows.append((key, parts[0], item, position))
+        key = parts[0]
+    rows.reverse()
+    return _codec.check_links(rows, count, kind.root, kind.path, f"key {space}")
+
+
+def _found(links: Sequence[tuple[str, str]], values: Sequence[bytes | None], cache: dict[str, Any]) -> list[_codec.Row]:
+    """
+    The stored items of a chain's links that *cache* lacks, as ``(key, text,
+    checksum)`` (a checksum, then the text), unchecked; a missing one left
+    out. *values* holds the items in the order the load script read them: the
+    order their digests first appear, head first.
+    """
+    digests = list(dict.fromkeys(digest for _, digest in reversed(links)))
+    if len(digests) != len(values):
+        return []  # links the script read otherwise: the checks of the links name them
     found: list[_codec.Row] = []
-    for key, value in zip(keys, values, strict=True):
-        if isinstance(value, str) and len(value) >= 64:
-            found.append((key, value[64:], value[:64]))
-        elif value is not None:
-            found.append((key, value, ""))
+    for digest, value in zip(digests, values, strict=True):
+        if value is None or digest in cache:
+            continue
+        if len(value) >= 64:
+            found.append((digest, value[64:], value[:64].decode("latin-1")))
+        else:
+            found.append((digest, value, ""))
     return found
+
+
+def _utf8(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8")
