@@ -8,6 +8,9 @@ Layout, every key under ``<namespace>:``:
   journal entry: a checksum (64 hex digits), then its JSON;
 - ``ml:<chain>`` and ``el:<chain>``: one string per link,
   ``"<previous chain> <item digest> <position>"``;
+- ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: the
+  values of that link and of the 63 before it, one a line, head first (a chain
+  saved before segments existed has none, and is read link by link);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -21,7 +24,10 @@ A save is one ``MULTI``/``EXEC`` transaction under ``WATCH`` (of the thread's
 head, of ``gc`` and of the checkpoint's row): it is applied whole or not at all,
 and a save that raced a delete or another writer of its thread is run again
 (or, for the thread, refused with :class:`~workingctx.exceptions.HeadConflictError`).
-A chain is walked on the server by a small Lua script, in one round trip.
+A load is one round trip: a Lua script reads the row, walks both chains (a
+segment at a time where it can) and reads every item they name, atomically,
+and replies with every value in a few MessagePack strings; everything it read
+is then checked here against the row's digests, as before.
 
 Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import json
 import re
 import threading
@@ -67,6 +74,15 @@ SCHEMA_VERSION = 1
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 _ATTEMPTS = 50
+
+_SEGMENT = 64
+"""
+How many links a segment holds: at every link whose position is one less than
+a multiple of it, a save also writes ``ms:<chain>`` (``es:`` for the journal),
+that link and the ones before it down to the last segment, one a line, head
+first, so that a load reads a long chain in few keys. A chain saved without
+them (by an older workingctx) is read link by link.
+"""
 
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
@@ -109,18 +125,21 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
 # count and the row of checkpoint ARGV[2]; then, from the row (decoded here only to
 # know what to read: Python reads it again and checks everything), the links of its
 # transcript and of its journal, walked from their heads as _WALK walks (each step
-# exactly one position down, at most the row's count of links), each distinct item
-# they name (in the order first met, head first), and its prefix and scratchpad
-# blobs. With ARGV[3..8] (messages head and count, journal head and count, prefix and
-# scratchpad keys) those are walked and read instead of the row's.
+# exactly one position down, at most the row's count of links), a segment at a
+# time where one is stored (its header must say it holds the next positions); the
+# items named by the links read one by one (each once, in the order first met, head
+# first); and its prefix and scratchpad blobs. With ARGV[3..8] (messages head and
+# count, journal head and count, prefix and scratchpad keys) those are walked and
+# read instead of the row's; with ARGV[9] = "links", no segment is read.
 #
-# Returns {marker, gc, row, used, counts, values}: `used`, the six values read from,
-# as text (false when the row gives nothing to read: Python says why); `counts`,
-# "<message links> <messages> <journal links> <entries>"; `values`, every value read
-# in that order, then the two blobs, as MessagePack arrays of strings (false for a
-# missing key) made by the server's C code: thousands of values cost the client one
-# reply to parse, not one each, and the script no work per value.
+# Returns {marker, gc, row, used, message values, journal values, packed}: `used`,
+# the six values read from, as text (false when the row gives nothing to read:
+# Python says why); each chain's values (a link or a segment), head first; `packed`,
+# the items of the links read one by one then the two blobs, as MessagePack arrays
+# of strings (false for a missing key) made by the server's C code, so that
+# thousands of values cost the client one reply to parse, not one each.
 _LOAD = """
+local SEGMENT = @SEGMENT@
 local prefix = ARGV[1]
 local marker = redis.call('HGETALL', prefix .. 'store')
 local gc = redis.call('GET', prefix .. 'gc')
@@ -144,52 +163,70 @@ elseif row then
   end
 end
 if not used then
-  return {marker, gc, row, false, false, false}
+  return {marker, gc, row, false, false, false, false}
 end
+local segments = ARGV[9] ~= 'links'
 local function get(key)
   local value = redis.pcall('GET', prefix .. key)
   if type(value) == 'string' then return value end
   return false
 end
+local keys = {}
 local function walk(space, key, n, items)
   local values = {}
-  local keys = {}
   local seen = {}
+  local count = 0
   local expected = nil
-  for i = 1, n do
-    local value = get(space .. key)
-    if not value then break end
-    local previous, item, third = string.match(value, '^%s*(%S+)%s+(%S+)%s+(%S+)')
-    local position = tonumber(third)
-    if position == nil or (expected ~= nil and position ~= expected) then break end
-    values[#values + 1] = value
-    if not seen[item] then
-      seen[item] = true
-      keys[#keys + 1] = prefix .. items .. item
+  while count < n do
+    local taken = false
+    local at = expected or (n - 1)
+    if segments and at % SEGMENT == SEGMENT - 1 and n - count >= SEGMENT then
+      local segment = get(space:sub(1, 1) .. 's:' .. key)
+      if segment then
+        local previous, low, high = string.match(segment, '^(%S+) (%d+) (%d+)\\n')
+        if tonumber(high) == at and tonumber(low) == at - SEGMENT + 1 then
+          values[#values + 1] = segment
+          count = count + SEGMENT
+          expected = tonumber(low) - 1
+          key = previous
+          taken = true
+          if expected < 0 then break end
+        end
+      end
     end
-    if position <= 0 then break end
-    expected = position - 1
-    key = previous
+    if not taken then
+      local value = get(space .. key)
+      if not value then break end
+      local previous, item, third = string.match(value, '^%s*(%S+)%s+(%S+)%s+(%S+)')
+      local position = tonumber(third)
+      if position == nil or (expected ~= nil and position ~= expected) then break end
+      values[#values + 1] = value
+      if not seen[item] then
+        seen[item] = true
+        keys[#keys + 1] = prefix .. items .. item
+      end
+      count = count + 1
+      if position <= 0 then break end
+      expected = position - 1
+      key = previous
+    end
   end
-  return values, keys
+  return values
 end
-local message_links, messages = walk('ml:', used[1], tonumber(used[2]) or 0, 'm:')
-local journal_links, entries = walk('el:', used[3], tonumber(used[4]) or 0, 'e:')
-local arrays = {message_links, journal_links}
-for _, keys in ipairs({messages, entries}) do
-  local i = 1
-  while i <= #keys do
-    local last = math.min(#keys, i + 999)
-    local values = redis.pcall('MGET', unpack(keys, i, last))
-    if type(values) ~= 'table' or values.err then values = {} end
-    arrays[#arrays + 1] = values
-    i = last + 1
-  end
+local message_values = walk('ml:', used[1], tonumber(used[2]) or 0, 'm:')
+local journal_values = walk('el:', used[3], tonumber(used[4]) or 0, 'e:')
+local arrays = {}
+local i = 1
+while i <= #keys do
+  local last = math.min(#keys, i + 999)
+  local values = redis.pcall('MGET', unpack(keys, i, last))
+  if type(values) ~= 'table' or values.err then values = {} end
+  arrays[#arrays + 1] = values
+  i = last + 1
 end
 arrays[#arrays + 1] = {get('b:' .. used[5]), get('b:' .. used[6])}
-local counts = #message_links .. ' ' .. #messages .. ' ' .. #journal_links .. ' ' .. #entries
-return {marker, gc, row, used, counts, cmsgpack.pack(unpack(arrays))}
-"""
+return {marker, gc, row, used, message_values, journal_values, cmsgpack.pack(unpack(arrays))}
+""".replace("@SEGMENT@", str(_SEGMENT))
 
 
 class RedisStore:
@@ -394,15 +431,21 @@ class RedisStore:
         writes: list[Callable[[Any], Any]] = []
         for kind, items, links in ((MESSAGES, "m:", "ml:"), (JOURNAL, "e:", "el:")):
             count = len(kind.items(snapshot))
-            start = self._stored_length(links, kind.chain(checkpoint), count)
+            chain_at = kind.chain(checkpoint)
+            start = self._stored_length(links, chain_at, count)
             new = list(_codec.new_links(kind, checkpoint, start))
             missing = self._missing(items, {digest for _, _, _, digest, _ in new})
+            stored: dict[str, str] = {}  # the values of items written here, for their segments
             for position, link, previous, digest, item in new:
                 if digest in missing:
                     missing.discard(digest)
                     text = kind.text(item, position, checkpoint)
-                    writes.append(_setter(p + items + digest, checksum(digest, text) + text))
+                    stored[digest] = checksum(digest, text) + text
+                    writes.append(_setter(p + items + digest, stored[digest]))
                 writes.append(_setter(p + links + link, f"{previous} {digest} {position}"))
+                if position % _SEGMENT == _SEGMENT - 1:
+                    segment = _segment(kind, checkpoint, chain_at, position, stored)
+                    writes.append(_setter(p + links[0] + "s:" + link, segment))
         if not self._client.exists(p + "b:" + encoded.prefix_key):
             prefix_text = _codec.payload(snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
             writes.append(_setter(p + "b:" + encoded.prefix_key, prefix_text))
@@ -473,20 +516,35 @@ class RedisStore:
         self._check_format(dict(zip(marker[::2], marker[1::2], strict=True)))
         if text is None:
             raise _missing(checkpoint_id, f"the Redis store {self._where}")
+        failures = (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+        row = None
         try:
-            return self._build(checkpoint_id, self._row(text), reply)
-        except (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            if self._client.get(self._p + "gc") != _decoded(generation):
-                raise _Retry from None  # a delete collected garbage while we read: read again
-            if isinstance(exc, Damage):
-                raise self._error(checkpoint_id, exc.what, exc.path) from None
-            if isinstance(exc, SerializationError):
-                raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
-            if isinstance(exc, UnicodeDecodeError):
-                bad = exc.object[exc.start : exc.end + 8]
-                what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
-                raise self._error(checkpoint_id, what, "$") from None
-            raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
+            row = self._row(text)
+            return self._build(checkpoint_id, row, reply)
+        except failures as exc:
+            error = exc
+        if row is not None and any(b"\0" in value for value in (*(reply[4] or ()), *(reply[5] or ()))):
+            try:  # a segment may be what is damaged: read the links and items themselves
+                return self._build(checkpoint_id, row, reply, links_only=True)
+            except failures as exc:
+                error = exc
+        if self._client.get(self._p + "gc") != _decoded(generation):
+            raise _Retry from None  # a delete collected garbage while we read: read again
+        raise self._failure(checkpoint_id, error) from None
+
+    def _failure(self, checkpoint_id: str, exc: Exception) -> CheckpointError:
+        """
+        The error a load that failed with *exc* raises.
+        """
+        if isinstance(exc, Damage):
+            return self._error(checkpoint_id, exc.what, exc.path)
+        if isinstance(exc, SerializationError):
+            return self._error(checkpoint_id, exc.problems[0][1], exc.path)
+        if isinstance(exc, UnicodeDecodeError):
+            bad = exc.object[exc.start : exc.end + 8]
+            what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
+            return self._error(checkpoint_id, what, "$")
+        return self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$")
 
     def _read(self, checkpoint_id: str, *given: str) -> list[Any]:
         """
@@ -522,9 +580,12 @@ class RedisStore:
             damage("the checkpoint row is not a row (key cp:, damaged)", "$")
         return row
 
-    def _build(self, checkpoint_id: str, row: Sequence[Any], reply: list[Any]) -> Checkpoint:
+    def _build(
+        self, checkpoint_id: str, row: Sequence[Any], reply: list[Any], *, links_only: bool = False
+    ) -> Checkpoint:
         """
-        The checkpoint of a row read by the load script, every part checked.
+        The checkpoint of a row read by the load script, every part checked;
+        with *links_only*, read again without segments.
         """
         fields = row[: len(_codec.ROW_FIELDS)]
         info = _codec.read_info(fields, "key cp:")
@@ -533,24 +594,28 @@ class RedisStore:
         journal_length = _codec.check_count(journal_count, journal_head, JOURNAL.root, JOURNAL.path, "key cp:")
         named = [str(messages_head), str(message_count), str(journal_head), str(journal_length)]
         named += [str(prefix_key), str(notes_key)]
-        if reply[3] is None or [_decoded(value) for value in reply[3]] != named:
+        if links_only or reply[3] is None or [_decoded(value) for value in reply[3]] != named:
             # the script could not read the row as this does: read what this reads
-            again = self._read(checkpoint_id, *named)
+            again = self._read(checkpoint_id, *named, *(["links"] if links_only else []))
             if again[2] != reply[2]:
                 raise _Retry  # the row changed in between: read it again
             reply = again
-        counts = [int(number) for number in reply[4].split()]
-        values = _unpacked(reply[5])
-        at = counts[0] + counts[2]
-        links = _links(values[: counts[0]], messages_head, message_count, MESSAGES, "ml:")
-        journal_links = _links(values[counts[0] : at], journal_head, journal_length, JOURNAL, "el:")
-        message_values = values[at : at + counts[1]]
-        entry_values = values[at + counts[1] : at + counts[1] + counts[3]]
-        prefix_text, notes_text = (_utf8(value) for value in values[at + counts[1] + counts[3] :])
+        links, segment_items, singles, steps = _links(reply[4], messages_head, message_count, MESSAGES, "ml:")
+        journal_links, segment_entries, single_entries, journal_steps = _links(
+            reply[5], journal_head, journal_length, JOURNAL, "el:"
+        )
+        values = _unpacked(reply[6])
+        message_values = dict(zip(singles, values, strict=False))
+        entry_values = dict(zip(single_entries, values[len(singles) :], strict=False))
+        if len(values) != len(singles) + len(single_entries) + 2:
+            message_values, entry_values = {}, {}  # links the script read otherwise: their checks name them
+        message_values.update(segment_items)
+        entry_values.update(segment_entries)
+        prefix_text, notes_text = (_utf8(value) for value in values[-2:])
         with self._local:
             prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
-            texts = _found(links, message_values, self._messages)
-            entry_texts = _found(journal_links, entry_values, self._entries)
+            texts = _found(message_values, self._messages)
+            entry_texts = _found(entry_values, self._entries)
         try:
             if prefix is None:
                 if prefix_text is None:
@@ -560,13 +625,16 @@ class RedisStore:
             if notes_text is None:
                 damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
             notes = _codec.decode_notes(notes_text, notes_key, "key b:")
+            if not steps:
+                _codec.check_steps(MESSAGES, links, "key ml:")
+            if not journal_steps:
+                _codec.check_steps(JOURNAL, journal_links, "key el:")
             with self._local:
-                messages = _codec.decode_chain(
-                    MESSAGES, links, texts, self._messages, items="key m:", link_table="key ml:"
+                decoded = _codec.decode_items(MESSAGES, [d for _, d in links], texts, self._messages, items="key m:")
+                journal = _codec.decode_items(
+                    JOURNAL, [d for _, d in journal_links], entry_texts, self._entries, items="key e:"
                 )
-                journal, _ = _codec.decode_chain(
-                    JOURNAL, journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
-                )
+            messages = (decoded, [link for link, _ in links])
             return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
         except Exception:
             # an item that is not UTF-8 text is named as such, whatever else it broke
@@ -758,13 +826,14 @@ class RedisStore:
                     flat = self._walk_script(args=[p + kind, str(head), count, 3])
                     for index in range(0, len(flat) - 1, 2):
                         live.add(p + kind + flat[index])
+                        live.add(p + kind[0] + "s:" + flat[index])  # its segment, when it ends one
                         parts = str(flat[index + 1]).split(" ")
                         if len(parts) == 3:
                             live.add(p + item + parts[1])
             # keys read as bytes: one that is not UTF-8 text is no key of ours, and no checkpoint uses it
             dead = [
                 key
-                for kind in ("ml:", "m:", "el:", "e:", "b:", "h:")
+                for kind in ("ml:", "ms:", "m:", "el:", "es:", "e:", "b:", "h:")
                 for key in self._scan(p + kind + "*")
                 if _decoded(key) not in live
             ]
@@ -1018,6 +1087,31 @@ def _json_list(text: object) -> builtins.list[Any] | None:
     return row if isinstance(row, list) else None
 
 
+def _segment(
+    kind: _codec.Kind, checkpoint: Checkpoint, chain_at: Callable[[int], str], position: int, stored: dict[str, str]
+) -> str:
+    """
+    The segment of the :data:`_SEGMENT` links ending at *position*: a header
+    ``"<previous chain> <lowest position> <position>"``, the links one a line,
+    head first, then each one's item as its key holds it (a checksum, then its
+    text), each after a ``\\0`` (which JSON text never holds). *stored* holds
+    the values of items already made.
+    """
+    items = kind.items(checkpoint.snapshot)
+    low = position - _SEGMENT + 1
+    lines = [f"{chain_at(low)} {low} {position}"]
+    values = []
+    for at in range(position, low - 1, -1):
+        digest = kind.digest(items[at])
+        lines.append(f"{chain_at(at)} {digest} {at}")
+        value = stored.get(digest)
+        if value is None:
+            text = kind.text(items[at], at, checkpoint)
+            value = stored[digest] = checksum(digest, text) + text
+        values.append(value)
+    return "\n".join(lines) + "\0" + "\0".join(values)
+
+
 def _setter(key: str, value: str) -> Callable[[Any], Any]:
     return lambda pipe: pipe.set(key, value, nx=True)
 
@@ -1082,37 +1176,98 @@ def _unpacked(data: bytes) -> list[bytes | None]:
 
 
 def _links(
-    values: Sequence[bytes | None], head: object, count: int, kind: _codec.Kind, space: str
-) -> list[tuple[str, str]]:
+    values: Sequence[bytes] | None, head: object, count: int, kind: _codec.Kind, space: str
+) -> tuple[list[tuple[str, str]], dict[str, bytes], list[str], bool]:
     """
-    A chain's links as the load script read them, head first (each
-    ``"<previous chain> <item digest> <position>"``), checked for order and
-    length: ``(chain digest, item digest)`` pairs, root first.
+    A chain as the load script read it, head first: links (``"<previous
+    chain> <item digest> <position>"``) and segments (a header line, their
+    links one a line, then ``\\0`` and their items, ``\\0`` between them).
+
+    Returns the chain as ``(chain digest, item digest)`` pairs, root first;
+    the items the segments hold, by digest, unchecked; the digests the links
+    read one by one name, each once, in the order the script read their
+    items; and whether every chain digest was checked (:func:`~workingctx.persistence._codec.check_steps`).
+
+    Each chain digest is computed from the previous one and the item digest
+    its link names, from the root, and the last must be *head* (which the
+    sealed row names): the chain is then the one that head was made from,
+    whatever else the links say. When it is not, the links are read again
+    one field at a time and checked for order and length
+    (:func:`~workingctx.persistence._codec.check_links`), which names what is
+    wrong, and their steps are left for the caller to check.
+    """
+    digests: list[str] = []
+    held: dict[str, bytes] = {}
+    named: dict[str, None] = {}
+    for value in values or ():
+        if b"\0" in value:
+            links, *items = value.split(b"\0")
+            found = links.decode("utf-8").split()[4::3]  # after the header, the second field of each line
+            if len(found) != len(items):
+                break
+            digests += found
+            for digest, item in zip(found, items, strict=True):
+                held.setdefault(digest, item)
+        else:
+            parts = value.decode("utf-8").split(" ")
+            if len(parts) != 3:
+                break
+            digests.append(parts[1])
+            named.setdefault(parts[1])
+    else:
+        if len(digests) == count:
+            digests.reverse()
+            chain: list[str] = []
+            add = chain.append
+            new_hash = hashlib.sha256
+            previous = kind.root
+            for digest in digests:
+                previous = new_hash(f"{previous}:{digest}".encode()).hexdigest()  # _codec.step(), inline
+                add(previous)
+            if previous == head:
+                return list(zip(chain, digests, strict=True)), held, list(named), True
+    return _read_links(values or (), head, count, kind, space)
+
+
+def _read_links(
+    values: Sequence[bytes], head: object, count: int, kind: _codec.Kind, space: str
+) -> tuple[list[tuple[str, str]], dict[str, bytes], list[str], bool]:
+    """
+    :func:`_links`, one field at a time: the links checked for order and length, their steps left unchecked.
     """
     rows: list[tuple[Any, ...]] = []
+    held: dict[str, bytes] = {}
+    named: dict[str, None] = {}
     key = str(head)
     for value in values:
-        parts = (value or b"").decode("utf-8").split(" ")
-        position = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else -1
-        item = parts[1] if len(parts) == 3 else None
-        rows.append((key, parts[0], item, position))
-        key = parts[0]
+        if b"\0" in value:
+            parts = value.split(b"\0")
+            lines = parts[0].decode("utf-8").split("\n")[1:]
+            items: Sequence[bytes] = parts[1:] if len(parts) == len(lines) + 1 else ()
+        else:
+            lines, items = [value.decode("utf-8")], ()
+        for index, line in enumerate(lines):
+            fields = line.split(" ")
+            position = int(fields[2]) if len(fields) == 3 and fields[2].isdigit() else -1
+            item = fields[1] if len(fields) == 3 else None
+            rows.append((key, fields[0], item, position))
+            key = fields[0]
+            if item is not None:
+                if items:
+                    held.setdefault(item, items[index])
+                else:
+                    named.setdefault(item, None)
     rows.reverse()
-    return _codec.check_links(rows, count, kind.root, kind.path, f"key {space}")
+    return _codec.check_links(rows, count, kind.root, kind.path, f"key {space}"), held, list(named), False
 
 
-def _found(links: Sequence[tuple[str, str]], values: Sequence[bytes | None], cache: dict[str, Any]) -> list[_codec.Row]:
+def _found(values: dict[str, bytes | None], cache: dict[str, Any]) -> list[_codec.Row]:
     """
-    The stored items of a chain's links that *cache* lacks, as ``(key, text,
-    checksum)`` (a checksum, then the text), unchecked; a missing one left
-    out. *values* holds the items in the order the load script read them: the
-    order their digests first appear, head first.
+    The stored items of *values* (by digest, a checksum then the text) that
+    *cache* lacks, as ``(key, text, checksum)``, unchecked; a missing one left out.
     """
-    digests = list(dict.fromkeys(digest for _, digest in reversed(links)))
-    if len(digests) != len(values):
-        return []  # links the script read otherwise: the checks of the links name them
     found: list[_codec.Row] = []
-    for digest, value in zip(digests, values, strict=True):
+    for digest, value in values.items():
         if value is None or digest in cache:
             continue
         if len(value) >= 64:
