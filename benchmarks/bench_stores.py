@@ -29,7 +29,8 @@ Redis (one server, each in a key prefix of its own):
   bytes are the payloads' sum (without Redis's per-key overhead, so in its
   favour), its save time the median of the last 20 turns, written for real;
 * load: the last checkpoint from a freshly opened ``RedisStore``, against the
-  naive read of the same data: ``GET`` of its whole JSON + ``from_json``; and
+  naive read of the same data: ``GET`` of its whole JSON + ``from_json``, the
+  rounds of the two alternating; and
   the same at ten times the turns (10,000; 1,000 with ``--quick``), a run of
   its own saved only to a ``RedisStore``.
 
@@ -285,11 +286,22 @@ def _postgres_naive_load(dsn: str, schema: str, last: Checkpoint) -> float:
     return seconds
 
 
-def _redis_naive_load(url: str, key: str, last: Checkpoint) -> float:
+def _redis_loads(url: str, namespace: str, key: str, last: Checkpoint) -> tuple[float, float]:
     """
-    Median time to read *last* back from one key holding its whole JSON (removed afterwards).
+    Median times to load *last* from a ``RedisStore`` on *namespace* opened
+    afresh before each round (nothing cached), and to read it back naively
+    from one key holding its whole JSON (``GET`` + ``from_json``; the key
+    removed afterwards). The rounds alternate, so that both see the same
+    load on a shared machine.
     """
     import redis  # noqa: PLC0415
+
+    opened: list[RedisStore] = []
+
+    def reopen() -> None:
+        for old in opened:
+            old.close()
+        opened[:] = [RedisStore(url, namespace=namespace)]
 
     with redis.Redis.from_url(url) as client:
         client.set(key, to_json(last))
@@ -298,9 +310,17 @@ def _redis_naive_load(url: str, key: str, last: Checkpoint) -> float:
             return from_json(client.get(key), Checkpoint)  # bytes: from_json reads them
 
         assert naive() == last
-        seconds = measure(naive, repeat=5)
-        client.delete(key)
-    return seconds
+        ours: list[float] = []
+        theirs: list[float] = []
+        try:
+            for _ in range(7):
+                ours.append(measure(lambda: opened[0].load(last.id), repeat=1, setup=reopen))
+                theirs.append(measure(naive, repeat=1))
+        finally:
+            for old in opened:
+                old.close()
+            client.delete(key)
+    return statistics.median(ours), statistics.median(theirs)
 
 
 def _redis_load_at(url: str, turn_count: int, tag: str) -> tuple[str, float, float]:
@@ -313,8 +333,7 @@ def _redis_load_at(url: str, turn_count: int, tag: str) -> tuple[str, float, flo
     store = RedisStore(url, namespace=f"bench-scale-{tag}")
     try:
         _, last = _workingctx_run(store, system, turns)
-        cold = _cold_load(lambda: RedisStore(url, namespace=store.namespace), last)
-        naive = _redis_naive_load(url, f"bench-scale-naive-{tag}", last)
+        cold, naive = _redis_loads(url, store.namespace, f"bench-scale-naive-{tag}", last)
     finally:
         store.drop()
         store.close()
@@ -403,8 +422,7 @@ def _redis_rows(table: Table, url: str, run_of: tuple[str, list[list[Message]]],
         times, last = _workingctx_run(redis_store, system, turns)
         assert redis_store.load(last.id) == last
         ours = _redis_bytes(url, f"bench-wctx-{tag}:*")
-        cold = _cold_load(lambda: RedisStore(url, namespace=redis_store.namespace), last)
-        naive = _redis_naive_load(url, f"bench-naive-{tag}", last)
+        cold, naive = _redis_loads(url, redis_store.namespace, f"bench-naive-{tag}", last)
     finally:
         redis_store.drop()
         redis_store.close()

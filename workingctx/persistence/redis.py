@@ -8,9 +8,11 @@ Layout, every key under ``<namespace>:``:
   journal entry: a checksum (64 hex digits), then its JSON;
 - ``ml:<chain>`` and ``el:<chain>``: one string per link,
   ``"<previous chain> <item digest> <position>"``;
-- ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: the
-  values of that link and of the 63 before it, one a line, head first (a chain
-  saved before segments existed has none, and is read link by link);
+- ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: a
+  header ``"<previous chain> <lowest position> <position>"``, the values of
+  that link and of the 63 before it, one a line, head first, then the value of
+  each one's item, each after a ``\\0`` (a chain saved before segments existed
+  has none, and is read link by link; a damaged one is read past);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -24,10 +26,12 @@ A save is one ``MULTI``/``EXEC`` transaction under ``WATCH`` (of the thread's
 head, of ``gc`` and of the checkpoint's row): it is applied whole or not at all,
 and a save that raced a delete or another writer of its thread is run again
 (or, for the thread, refused with :class:`~workingctx.exceptions.HeadConflictError`).
-A load is one round trip: a Lua script reads the row, walks both chains (a
-segment at a time where it can) and reads every item they name, atomically,
-and replies with every value in a few MessagePack strings; everything it read
-is then checked here against the row's digests, as before.
+A load is one round trip, two for a chain long enough to have segments: a
+Lua script reads the row, walks both chains (a segment at a time where it can,
+reading only its header) and reads the items of the links it read one by one,
+atomically, replying with those in a few MessagePack strings; then one
+``MGET`` reads the segments it named. Everything read is then checked here
+against the row's digests, as before.
 
 Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
 """
@@ -79,9 +83,10 @@ _SEGMENT = 64
 """
 How many links a segment holds: at every link whose position is one less than
 a multiple of it, a save also writes ``ms:<chain>`` (``es:`` for the journal),
-that link and the ones before it down to the last segment, one a line, head
-first, so that a load reads a long chain in few keys. A chain saved without
-them (by an older workingctx) is read link by link.
+that link and the ones before it down to the last segment, with their items,
+so that a load reads a long chain in few keys (at the cost of a second copy
+of its items). A chain saved without them (by an older workingctx) is read
+link by link.
 """
 
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
@@ -126,15 +131,17 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
 # know what to read: Python reads it again and checks everything), the links of its
 # transcript and of its journal, walked from their heads as _WALK walks (each step
 # exactly one position down, at most the row's count of links), a segment at a
-# time where one is stored (its header must say it holds the next positions); the
-# items named by the links read one by one (each once, in the order first met, head
-# first); and its prefix and scratchpad blobs. With ARGV[3..8] (messages head and
+# time where one is stored (its header, read alone, must say it holds the next
+# positions); the items named by the links read one by one (each once, in the order
+# first met, head first); and its prefix and scratchpad blobs. With ARGV[3..8] (messages head and
 # count, journal head and count, prefix and scratchpad keys) those are walked and
 # read instead of the row's; with ARGV[9] = "links", no segment is read.
 #
-# Returns {marker, gc, row, used, message values, journal values, packed}: `used`,
-# the six values read from, as text (false when the row gives nothing to read:
-# Python says why); each chain's values (a link or a segment), head first; `packed`,
+# Returns {marker, gc, row, used, message values, message kinds, journal values,
+# journal kinds, packed}: `used`, the six values read from, as text (false when the
+# row gives nothing to read: Python says why); each chain's values, head first, a
+# link's value or a segment's key (the kinds say which: "l" or "s" for each, so the
+# client reads the segments whole, in one MGET, without Lua copying them); `packed`,
 # the items of the links read one by one then the two blobs, as MessagePack arrays
 # of strings (false for a missing key) made by the server's C code, so that
 # thousands of values cost the client one reply to parse, not one each.
@@ -163,7 +170,7 @@ elseif row then
   end
 end
 if not used then
-  return {marker, gc, row, false, false, false, false}
+  return {marker, gc, row, false, false, false, false, false, false}
 end
 local segments = ARGV[9] ~= 'links'
 local function get(key)
@@ -174,6 +181,7 @@ end
 local keys = {}
 local function walk(space, key, n, items)
   local values = {}
+  local kinds = {}
   local seen = {}
   local count = 0
   local expected = nil
@@ -181,11 +189,13 @@ local function walk(space, key, n, items)
     local taken = false
     local at = expected or (n - 1)
     if segments and at % SEGMENT == SEGMENT - 1 and n - count >= SEGMENT then
-      local segment = get(space:sub(1, 1) .. 's:' .. key)
-      if segment then
-        local previous, low, high = string.match(segment, '^(%S+) (%d+) (%d+)\\n')
+      local name = space:sub(1, 1) .. 's:' .. key
+      local header = redis.pcall('GETRANGE', prefix .. name, 0, 199)
+      if type(header) == 'string' then
+        local previous, low, high = string.match(header, '^(%S+) (%d+) (%d+)\\n')
         if tonumber(high) == at and tonumber(low) == at - SEGMENT + 1 then
-          values[#values + 1] = segment
+          values[#values + 1] = name
+          kinds[#kinds + 1] = 's'
           count = count + SEGMENT
           expected = tonumber(low) - 1
           key = previous
@@ -201,6 +211,7 @@ local function walk(space, key, n, items)
       local position = tonumber(third)
       if position == nil or (expected ~= nil and position ~= expected) then break end
       values[#values + 1] = value
+      kinds[#kinds + 1] = 'l'
       if not seen[item] then
         seen[item] = true
         keys[#keys + 1] = prefix .. items .. item
@@ -211,10 +222,10 @@ local function walk(space, key, n, items)
       key = previous
     end
   end
-  return values
+  return values, table.concat(kinds)
 end
-local message_values = walk('ml:', used[1], tonumber(used[2]) or 0, 'm:')
-local journal_values = walk('el:', used[3], tonumber(used[4]) or 0, 'e:')
+local message_values, message_kinds = walk('ml:', used[1], tonumber(used[2]) or 0, 'm:')
+local journal_values, journal_kinds = walk('el:', used[3], tonumber(used[4]) or 0, 'e:')
 local arrays = {}
 local i = 1
 while i <= #keys do
@@ -225,7 +236,8 @@ while i <= #keys do
   i = last + 1
 end
 arrays[#arrays + 1] = {get('b:' .. used[5]), get('b:' .. used[6])}
-return {marker, gc, row, used, message_values, journal_values, cmsgpack.pack(unpack(arrays))}
+local packed = cmsgpack.pack(unpack(arrays))
+return {marker, gc, row, used, message_values, message_kinds, journal_values, journal_kinds, packed}
 """.replace("@SEGMENT@", str(_SEGMENT))
 
 
@@ -523,7 +535,7 @@ class RedisStore:
             return self._build(checkpoint_id, row, reply)
         except failures as exc:
             error = exc
-        if row is not None and any(b"\0" in value for value in (*(reply[4] or ()), *(reply[5] or ()))):
+        if row is not None and (b"s" in (reply[5] or b"") or b"s" in (reply[7] or b"")):
             try:  # a segment may be what is damaged: read the links and items themselves
                 return self._build(checkpoint_id, row, reply, links_only=True)
             except failures as exc:
@@ -600,11 +612,14 @@ class RedisStore:
             if again[2] != reply[2]:
                 raise _Retry  # the row changed in between: read it again
             reply = again
-        links, segment_items, singles, steps = _links(reply[4], messages_head, message_count, MESSAGES, "ml:")
-        journal_links, segment_entries, single_entries, journal_steps = _links(
-            reply[5], journal_head, journal_length, JOURNAL, "el:"
+        message_links, journal_links = self._segments(reply)
+        chain, digests, segment_items, singles, steps = _links(
+            message_links, messages_head, message_count, MESSAGES, "ml:"
         )
-        values = _unpacked(reply[6])
+        journal_chain, entry_digests, segment_entries, single_entries, journal_steps = _links(
+            journal_links, journal_head, journal_length, JOURNAL, "el:"
+        )
+        values = _unpacked(reply[8])
         message_values = dict(zip(singles, values, strict=False))
         entry_values = dict(zip(single_entries, values[len(singles) :], strict=False))
         if len(values) != len(singles) + len(single_entries) + 2:
@@ -626,21 +641,34 @@ class RedisStore:
                 damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
             notes = _codec.decode_notes(notes_text, notes_key, "key b:")
             if not steps:
-                _codec.check_steps(MESSAGES, links, "key ml:")
+                _codec.check_steps(MESSAGES, list(zip(chain, digests, strict=True)), "key ml:")
             if not journal_steps:
-                _codec.check_steps(JOURNAL, journal_links, "key el:")
+                _codec.check_steps(JOURNAL, list(zip(journal_chain, entry_digests, strict=True)), "key el:")
             with self._local:
-                decoded = _codec.decode_items(MESSAGES, [d for _, d in links], texts, self._messages, items="key m:")
-                journal = _codec.decode_items(
-                    JOURNAL, [d for _, d in journal_links], entry_texts, self._entries, items="key e:"
-                )
-            messages = (decoded, [link for link, _ in links])
-            return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
+                messages = _codec.decode_items(MESSAGES, digests, texts, self._messages, items="key m:")
+                entries = _codec.decode_items(JOURNAL, entry_digests, entry_texts, self._entries, items="key e:")
+            return _codec.assemble(info, digest, prefix, notes, (messages, chain), entries, "key cp:")
         except Exception:
             # an item that is not UTF-8 text is named as such, whatever else it broke
             for _, data, check in (*texts, *entry_texts):
                 (check.encode("latin-1") + data).decode("utf-8")
             raise
+
+    def _segments(self, reply: list[Any]) -> tuple[list[bytes], list[bytes]]:
+        """
+        The values of both chains as the load script read them, head first,
+        each segment it named (by its header) read whole: one more round
+        trip, when there are any. One deleted since reads as empty, which the
+        checks of the links name.
+        """
+        chains: list[list[bytes]] = [list(reply[4] or ()), list(reply[6] or ())]
+        kinds = (bytes(reply[5] or b""), bytes(reply[7] or b""))
+        named = [(side, at) for side in (0, 1) for at, kind in enumerate(kinds[side]) if kind == ord("s")]
+        if named:
+            keys = [self._p.encode() + chains[side][at] for side, at in named]
+            for (side, at), value in zip(named, _raw(self._client, "MGET", *keys), strict=True):
+                chains[side][at] = b"" if value is None else value
+        return chains[0], chains[1]
 
     # -- listing, threads and deleting --------------------------------------------
 
@@ -1177,16 +1205,16 @@ def _unpacked(data: bytes) -> list[bytes | None]:
 
 def _links(
     values: Sequence[bytes] | None, head: object, count: int, kind: _codec.Kind, space: str
-) -> tuple[list[tuple[str, str]], dict[str, bytes], list[str], bool]:
+) -> tuple[list[str], list[str], dict[str, bytes], list[str], bool]:
     """
     A chain as the load script read it, head first: links (``"<previous
     chain> <item digest> <position>"``) and segments (a header line, their
     links one a line, then ``\\0`` and their items, ``\\0`` between them).
 
-    Returns the chain as ``(chain digest, item digest)`` pairs, root first;
-    the items the segments hold, by digest, unchecked; the digests the links
-    read one by one name, each once, in the order the script read their
-    items; and whether every chain digest was checked (:func:`~workingctx.persistence._codec.check_steps`).
+    Returns the chain digests and the item digests, root first; the items
+    the segments hold, by digest, unchecked; the digests the links read one
+    by one name, each once, in the order the script read their items; and
+    whether every chain digest was checked (:func:`~workingctx.persistence._codec.check_steps`).
 
     Each chain digest is computed from the previous one and the item digest
     its link names, from the root, and the last must be *head* (which the
@@ -1206,8 +1234,7 @@ def _links(
             if len(found) != len(items):
                 break
             digests += found
-            for digest, item in zip(found, items, strict=True):
-                held.setdefault(digest, item)
+            held.update(zip(found, items, strict=True))
         else:
             parts = value.decode("utf-8").split(" ")
             if len(parts) != 3:
@@ -1225,13 +1252,13 @@ def _links(
                 previous = new_hash(f"{previous}:{digest}".encode()).hexdigest()  # _codec.step(), inline
                 add(previous)
             if previous == head:
-                return list(zip(chain, digests, strict=True)), held, list(named), True
+                return chain, digests, held, list(named), True
     return _read_links(values or (), head, count, kind, space)
 
 
 def _read_links(
     values: Sequence[bytes], head: object, count: int, kind: _codec.Kind, space: str
-) -> tuple[list[tuple[str, str]], dict[str, bytes], list[str], bool]:
+) -> tuple[list[str], list[str], dict[str, bytes], list[str], bool]:
     """
     :func:`_links`, one field at a time: the links checked for order and length, their steps left unchecked.
     """
@@ -1258,7 +1285,8 @@ def _read_links(
                 else:
                     named.setdefault(item, None)
     rows.reverse()
-    return _codec.check_links(rows, count, kind.root, kind.path, f"key {space}"), held, list(named), False
+    pairs = _codec.check_links(rows, count, kind.root, kind.path, f"key {space}")
+    return [chain for chain, _ in pairs], [digest for _, digest in pairs], held, list(named), False
 
 
 def _found(values: dict[str, bytes | None], cache: dict[str, Any]) -> list[_codec.Row]:
@@ -1266,14 +1294,11 @@ def _found(values: dict[str, bytes | None], cache: dict[str, Any]) -> list[_code
     The stored items of *values* (by digest, a checksum then the text) that
     *cache* lacks, as ``(key, text, checksum)``, unchecked; a missing one left out.
     """
-    found: list[_codec.Row] = []
-    for digest, value in values.items():
-        if value is None or digest in cache:
-            continue
-        if len(value) >= 64:
-            found.append((digest, value[64:], value[:64].decode("latin-1")))
-        else:
-            found.append((digest, value, ""))
+    fresh = [(digest, value) for digest, value in values.items() if value is not None and digest not in cache]
+    found: list[_codec.Row] = [
+        (digest, value[64:], value[:64].decode("latin-1")) for digest, value in fresh if len(value) >= 64
+    ]
+    found += [(digest, value, "") for digest, value in fresh if len(value) < 64]
     return found
 
 
