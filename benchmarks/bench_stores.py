@@ -453,7 +453,7 @@ def _redis_rows(table: Table, url: str, run_of: tuple[str, list[list[Message]]],
         baseline_seconds=copy_seconds,
         note=f"RedisStore {_ms(times)}",
     )
-    load_note = "one round trip; every message and entry checked by its digest; the same server"
+    load_note = "one round trip, two with segments; every message and entry checked by its digest; the same server"
     table.add(
         GROUP,
         "Redis load() last checkpoint, fresh store",
