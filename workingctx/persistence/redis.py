@@ -126,16 +126,17 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
     """
 
 
-# A checkpoint read in one round trip, in one atomic script: the marker, the gc
-# count and the row of checkpoint ARGV[2]; then, from the row (decoded here only to
-# know what to read: Python reads it again and checks everything), the links of its
-# transcript and of its journal, walked from their heads as _WALK walks (each step
-# exactly one position down, at most the row's count of links), a segment at a
-# time where one is stored (its header, read alone, must say it holds the next
-# positions); the items named by the links read one by one (each once, in the order
-# first met, head first); and its prefix and scratchpad blobs. With ARGV[3..8] (messages head and
-# count, journal head and count, prefix and scratchpad keys) those are walked and
-# read instead of the row's; with ARGV[9] = "links", no segment is read.
+# A checkpoint read in one atomic script (then one MGET of the segments it names):
+# the marker, the gc count and the row of checkpoint ARGV[2]; then, from the row
+# (decoded here only to know what to read: Python reads it again and checks
+# everything), the links of its transcript and of its journal, walked from their
+# heads as _WALK walks (each step exactly one position down, at most the row's count
+# of links), a segment at a time where one is stored (its header, read alone, must
+# say it holds the next positions); the items named by the links read one by one
+# (each once, in the order first met, head first); and its prefix and scratchpad
+# blobs. With ARGV[3..8] (messages head and count, journal head and count, prefix
+# and scratchpad keys) those are walked and read instead of the row's; with
+# ARGV[9] = "links", no segment is read.
 #
 # Returns {marker, gc, row, used, message values, message kinds, journal values,
 # journal kinds, packed}: `used`, the six values read from, as text (false when the
