@@ -10,9 +10,10 @@ Layout, every key under ``<namespace>:``:
   ``"<previous chain> <item digest> <position>"``;
 - ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: a
   header ``"<previous chain> <lowest position> <position>"``, the values of
-  that link and of the 63 before it, one a line, head first, then the value of
-  each one's item, each after a ``\\0`` (a chain saved before segments existed
-  has none, and is read link by link; a damaged one is read past);
+  that link and of the 63 before it, one a line, head first, then for each
+  ``\\0``, its item's checksum, ``\\0`` and its item's text (a chain saved
+  before segments existed has none, and is read link by link; a damaged one is
+  read past);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -625,13 +626,11 @@ class RedisStore:
         entry_values = dict(zip(single_entries, values[len(singles) :], strict=False))
         if len(values) != len(singles) + len(single_entries) + 2:
             message_values, entry_values = {}, {}  # links the script read otherwise: their checks name them
-        message_values.update(segment_items)
-        entry_values.update(segment_entries)
         prefix_text, notes_text = (_utf8(value) for value in values[-2:])
         with self._local:
             prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
-            texts = _found(message_values, self._messages)
-            entry_texts = _found(entry_values, self._entries)
+            texts = _found(message_values, segment_items, self._messages)
+            entry_texts = _found(entry_values, segment_entries, self._entries)
         try:
             if prefix is None:
                 if prefix_text is None:
@@ -1122,9 +1121,10 @@ def _segment(
     """
     The segment of the :data:`_SEGMENT` links ending at *position*: a header
     ``"<previous chain> <lowest position> <position>"``, the links one a line,
-    head first, then each one's item as its key holds it (a checksum, then its
-    text), each after a ``\\0`` (which JSON text never holds). *stored* holds
-    the values of items already made.
+    head first, then for each one ``\\0``, its item's checksum, ``\\0`` and
+    its item's text (JSON text never holds a ``\\0``). *stored* holds the
+    values of items already made, as their keys hold them (the checksum, then
+    the text).
     """
     items = kind.items(checkpoint.snapshot)
     low = position - _SEGMENT + 1
@@ -1138,7 +1138,7 @@ def _segment(
             text = kind.text(items[at], at, checkpoint)
             value = stored[digest] = checksum(digest, text) + text
         values.append(value)
-    return "\n".join(lines) + "\0" + "\0".join(values)
+    return "\n".join(lines) + "".join(f"\0{value[:64]}\0{value[64:]}" for value in values)
 
 
 def _setter(key: str, value: str) -> Callable[[Any], Any]:
@@ -1206,14 +1206,15 @@ def _unpacked(data: bytes) -> list[bytes | None]:
 
 def _links(
     values: Sequence[bytes] | None, head: object, count: int, kind: _codec.Kind, space: str
-) -> tuple[list[str], list[str], dict[str, bytes], list[str], bool]:
+) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
     """
     A chain as the load script read it, head first: links (``"<previous
     chain> <item digest> <position>"``) and segments (a header line, their
-    links one a line, then ``\\0`` and their items, ``\\0`` between them).
+    links one a line, then for each ``\\0``, its item's checksum, ``\\0`` and
+    its item's text).
 
     Returns the chain digests and the item digests, root first; the items
-    the segments hold, by digest, unchecked; the digests the links read one
+    the segments hold, by digest, as their text and checksum, unchecked; the digests the links read one
     by one name, each once, in the order the script read their items; and
     whether every chain digest was checked (:func:`~workingctx.persistence._codec.check_steps`).
 
@@ -1226,22 +1227,22 @@ def _links(
     wrong, and their steps are left for the caller to check.
     """
     digests: list[str] = []
-    held: dict[str, bytes] = {}
+    held: dict[str, tuple[bytes, bytes]] = {}
     named: dict[str, None] = {}
     for value in values or ():
         if b"\0" in value:
-            links, *items = value.split(b"\0")
-            found = links.decode("utf-8").split()[4::3]  # after the header, the second field of each line
-            if len(found) != len(items):
+            parts = value.split(b"\0")
+            found = parts[0].decode("utf-8").split()[4::3]  # after the header, the second field of each line
+            if len(found) * 2 != len(parts) - 1:
                 break
             digests += found
-            held.update(zip(found, items, strict=True))
+            held.update(zip(found, zip(parts[2::2], parts[1::2], strict=True), strict=True))
         else:
-            parts = value.decode("utf-8").split(" ")
-            if len(parts) != 3:
+            fields = value.decode("utf-8").split(" ")
+            if len(fields) != 3:
                 break
-            digests.append(parts[1])
-            named.setdefault(parts[1])
+            digests.append(fields[1])
+            named.setdefault(fields[1])
     else:
         if len(digests) == count:
             digests.reverse()
@@ -1259,19 +1260,21 @@ def _links(
 
 def _read_links(
     values: Sequence[bytes], head: object, count: int, kind: _codec.Kind, space: str
-) -> tuple[list[str], list[str], dict[str, bytes], list[str], bool]:
+) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
     """
     :func:`_links`, one field at a time: the links checked for order and length, their steps left unchecked.
     """
     rows: list[tuple[Any, ...]] = []
-    held: dict[str, bytes] = {}
+    held: dict[str, tuple[bytes, bytes]] = {}
     named: dict[str, None] = {}
     key = str(head)
     for value in values:
         if b"\0" in value:
             parts = value.split(b"\0")
             lines = parts[0].decode("utf-8").split("\n")[1:]
-            items: Sequence[bytes] = parts[1:] if len(parts) == len(lines) + 1 else ()
+            items: Sequence[tuple[bytes, bytes]] = ()
+            if len(parts) == 2 * len(lines) + 1:
+                items = list(zip(parts[2::2], parts[1::2], strict=True))
         else:
             lines, items = [value.decode("utf-8")], ()
         for index, line in enumerate(lines):
@@ -1290,16 +1293,25 @@ def _read_links(
     return [chain for chain, _ in pairs], [digest for _, digest in pairs], held, list(named), False
 
 
-def _found(values: dict[str, bytes | None], cache: dict[str, Any]) -> list[_codec.Row]:
+def _found(
+    values: dict[str, bytes | None], held: dict[str, tuple[bytes, bytes]], cache: dict[str, Any]
+) -> list[_codec.Row]:
     """
-    The stored items of *values* (by digest, a checksum then the text) that
-    *cache* lacks, as ``(key, text, checksum)``, unchecked; a missing one left out.
+    The stored items that *cache* lacks, as ``(key, text, checksum)``,
+    unchecked: those the segments hold (*held*, a text and its checksum by
+    digest), then those of *values* (by digest, a checksum then the text) that
+    no segment holds; a missing one left out.
     """
-    fresh = [(digest, value) for digest, value in values.items() if value is not None and digest not in cache]
     found: list[_codec.Row] = [
-        (digest, value[64:], value[:64].decode("latin-1")) for digest, value in fresh if len(value) >= 64
+        (digest, text, check.decode("latin-1")) for digest, (text, check) in held.items() if digest not in cache
     ]
-    found += [(digest, value, "") for digest, value in fresh if len(value) < 64]
+    for digest, value in values.items():
+        if value is None or digest in cache or digest in held:
+            continue
+        if len(value) >= 64:
+            found.append((digest, value[64:], value[:64].decode("latin-1")))
+        else:
+            found.append((digest, value, ""))
     return found
 
 
