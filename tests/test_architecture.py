@@ -165,3 +165,16 @@ def test_importing_the_package_imports_no_optional_extra():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+class TestLayout:
+    def test_test_folders_are_named_after_subpackages(self):
+        """
+        Each folder of tests/ (but its data files and typing checks) is named after a
+        subpackage of workingctx, so a module's tests are found under its package's name.
+        """
+        tests = Path(__file__).parent
+        folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+        packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+        assert {"adapters", "persistence", "integrations"} <= folders
+        assert folders - {"data", "typing"} <= packages

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.persistence.test_sqlite_store import fresh_path, reseal, saved_pair
 from tests.strategies import assert_identical, deep_json_values, json_values, messages
-from tests.test_sqlite_store import fresh_path, reseal, saved_pair
 from workingctx import Checkpoint, Message, SQLiteStore, ToolCall, WorkingContext
 from workingctx._canonical import ENTRY_TAG, MESSAGE_TAG, entry_digest, message_digest, message_text
 from workingctx.exceptions import CheckpointError, PayloadError

@@ -769,7 +769,7 @@ def python(script: str, *args: str, cwd: Path, wrap: list[str] | None = None) ->
     Run *script* in a new Python process (inside *wrap*, a command that runs
     what follows it), with this checkout importable.
     """
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), *sys.path])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), *sys.path])}
     command = [*(wrap or []), sys.executable, "-c", script, *args]
     return subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd, env=env, timeout=120)
 
@@ -1048,7 +1048,7 @@ class TestCraftedRows:
         assert before == dump(path)
 
 
-EARLIER = Path(__file__).parent / "data" / "sqlite-store-v1.sql"
+EARLIER = Path(__file__).parents[1] / "data" / "sqlite-store-v1.sql"
 """A store written by workingctx before the journal had one digest (schema version 1), as SQL."""
 
 
@@ -1178,7 +1178,7 @@ class TestChainsReadEitherWay:
             assert second == store.load(second.id)
 
 
-EARLIER_LONG = Path(__file__).parent / "data" / "sqlite-store-v1-long.sql"
+EARLIER_LONG = Path(__file__).parents[1] / "data" / "sqlite-store-v1-long.sql"
 """A store of long messages written by workingctx with schema version 1 (uncompressed, WITHOUT ROWID), as SQL."""
 
 

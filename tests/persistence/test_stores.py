@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.persistence.test_sqlite_store import mutation
 from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params, schema_version, server_address
 from tests.strategies import json_objects, working_contexts
-from tests.test_sqlite_store import mutation
 from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
 from workingctx.exceptions import CheckpointError, HeadConflictError, StoreUnavailableError
 from workingctx.persistence import CheckpointStore, Listing, PostgresStore, RedisStore

@@ -1178,7 +1178,7 @@ def _documented_synopsis() -> list[str]:
     """
     The lines of the first ``sh`` block of docs/cli.md: one per command.
     """
-    text = (Path(__file__).parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
     block = text.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip()]
 

@@ -347,13 +347,15 @@ class TestCounterLaws:
     @given(calls=st.lists(tool_calls, min_size=1, max_size=3))
     def test_tool_calls_count(self, counter, calls):
         """
-        Each tool call adds its own overhead on top of at least one token of wire text.
+        Each tool call adds its own overhead on top of its wire text, which an exact
+        counter counts as at least one token (an estimate may round a few characters,
+        such as the call ``0``/``_`` with no arguments, down to none).
         """
         bare = counter.count_message(Message("assistant", ""))
         with_calls = counter.count_message(Message("assistant", "", tool_calls=calls))
 
         assert 4 == bare
-        assert with_calls >= bare + 4 * len(calls) + 1
+        assert with_calls >= bare + 4 * len(calls) + (1 if counter.exact else 0)
 
     @given(transcript=transcripts())
     def test_estimate_equals_count(self, counter, transcript):

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.persistence.test_store_processes import write
 from tests.stores import ROOT, SERVERS, kind_params
-from tests.test_store_processes import write
 from workingctx import Checkpoint, Message, WorkingContext
 from workingctx.exceptions import StoreUnavailableError
 from workingctx.persistence import PostgresStore, RedisStore, rehydrate
