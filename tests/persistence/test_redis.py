@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.persistence.test_stores import run, turns
 from tests.stores import Raw, Stores
-from tests.test_stores import run, turns
 from workingctx import Checkpoint, Message, WorkingContext
 from workingctx.checkpoint import rehydrate
 from workingctx.exceptions import CheckpointError
