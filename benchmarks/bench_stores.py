@@ -29,7 +29,10 @@ Redis (one server, each in a key prefix of its own):
   bytes are the payloads' sum (without Redis's per-key overhead, so in its
   favour), its save time the median of the last 20 turns, written for real;
 * load: the last checkpoint from a freshly opened ``RedisStore``, against the
-  naive read of the same data: ``GET`` of its whole JSON + ``from_json``.
+  naive read of the same data: ``GET`` of its whole JSON + ``from_json``, the
+  rounds of the two alternating; and
+  the same at ten times the turns (10,000; 1,000 with ``--quick``), a run of
+  its own saved only to a ``RedisStore``.
 
 Servers: ``WORKINGCTX_POSTGRES_DSN`` and ``WORKINGCTX_REDIS_URL``, or, when
 unset, throwaway ones from ``scripts/servers`` (stopped afterwards).
@@ -283,11 +286,22 @@ def _postgres_naive_load(dsn: str, schema: str, last: Checkpoint) -> float:
     return seconds
 
 
-def _redis_naive_load(url: str, key: str, last: Checkpoint) -> float:
+def _redis_loads(url: str, namespace: str, key: str, last: Checkpoint) -> tuple[float, float]:
     """
-    Median time to read *last* back from one key holding its whole JSON (removed afterwards).
+    Median times to load *last* from a ``RedisStore`` on *namespace* opened
+    afresh before each round (nothing cached), and to read it back naively
+    from one key holding its whole JSON (``GET`` + ``from_json``; the key
+    removed afterwards). The rounds alternate, so that both see the same
+    load on a shared machine.
     """
     import redis  # noqa: PLC0415
+
+    opened: list[RedisStore] = []
+
+    def reopen() -> None:
+        for old in opened:
+            old.close()
+        opened[:] = [RedisStore(url, namespace=namespace)]
 
     with redis.Redis.from_url(url) as client:
         client.set(key, to_json(last))
@@ -296,9 +310,34 @@ def _redis_naive_load(url: str, key: str, last: Checkpoint) -> float:
             return from_json(client.get(key), Checkpoint)  # bytes: from_json reads them
 
         assert naive() == last
-        seconds = measure(naive, repeat=5)
-        client.delete(key)
-    return seconds
+        ours: list[float] = []
+        theirs: list[float] = []
+        try:
+            for _ in range(7):
+                ours.append(measure(lambda: opened[0].load(last.id), repeat=1, setup=reopen))
+                theirs.append(measure(naive, repeat=1))
+        finally:
+            for old in opened:
+                old.close()
+            client.delete(key)
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def _redis_load_at(url: str, turn_count: int, tag: str) -> tuple[str, float, float]:
+    """
+    A run of *turn_count* turns saved to a ``RedisStore``, then its last
+    checkpoint loaded from a fresh store and read naively: the size, and the
+    median seconds of each (the keys removed afterwards).
+    """
+    system, turns = _turns(turn_count)
+    store = RedisStore(url, namespace=f"bench-scale-{tag}")
+    try:
+        _, last = _workingctx_run(store, system, turns)
+        cold, naive = _redis_loads(url, store.namespace, f"bench-scale-naive-{tag}", last)
+    finally:
+        store.drop()
+        store.close()
+    return f"{turn_count} turns, {sum(len(turn) for turn in turns)} msgs", cold, naive
 
 
 def _ms(times: list[float]) -> str:
@@ -368,59 +407,79 @@ def run(table: Table, quick: bool) -> None:
         if url is None:
             print("stores: no Redis server (set WORKINGCTX_REDIS_URL or install redis-server); rows left out")
             return
-        redis_store = RedisStore(url, namespace=f"bench-wctx-{tag}")
-        try:
-            times, last = _workingctx_run(redis_store, system, turns)
-            assert redis_store.load(last.id) == last
-            ours = _redis_bytes(url, f"bench-wctx-{tag}:*")
-            cold = _cold_load(lambda: RedisStore(url, namespace=redis_store.namespace), last)
-            naive = _redis_naive_load(url, f"bench-naive-{tag}", last)
-        finally:
-            redis_store.drop()
-            redis_store.close()
-        copy_seconds, copy_bytes = _whole_copy(url, f"bench-copy-{tag}:", system, turns)
-        session = _agents_session_run(url, f"bench-agents-{tag}", system, turns)
-        table.add(
-            GROUP,
-            "Redis bytes, a checkpoint every turn",
-            size,
-            None,
-            baseline="whole copy per turn",
-            note=(
-                f"RedisStore {ours / 1e6:.2f} MB vs whole copies {copy_bytes / 1e6:,.1f} MB: "
-                f"{copy_bytes / ours:,.0f}x fewer bytes"
-                + (
-                    ""
-                    if session is None
-                    else f"; Agents SDK RedisSession (latest conversation only) {session[1] / 1e6:.2f} MB"
-                )
-            ),
-        )
-        table.add(
-            GROUP,
-            "Redis save, last 20 turns (median)",
-            size,
-            statistics.median(times[-20:]),
-            baseline="whole copy: SET its JSON",
-            baseline_seconds=copy_seconds,
-            note=f"RedisStore {_ms(times)}",
-        )
-        table.add(
-            GROUP,
-            "Redis load() last checkpoint, fresh store",
-            size,
-            cold,
-            baseline="naive: GET whole JSON + from_json",
-            baseline_seconds=naive,
-            note="every message and entry checked by its digest; the same server",
-        )
-        if session is not None:
-            table.add(
-                GROUP,
-                "Redis save, every turn (median)",
-                size,
-                statistics.median(times),
-                baseline="Agents SDK RedisSession.add_items",
-                baseline_seconds=statistics.median(session[0]),
-                note=f"the session appends the turn's items and keeps no checkpoints; {_ms(session[0])}",
+        _redis_rows(table, url, (system, turns), tag)
+
+
+def _redis_rows(table: Table, url: str, run_of: tuple[str, list[list[Message]]], tag: str) -> None:
+    """
+    The Redis rows: ``RedisStore`` against a whole copy per turn and the Agents SDK's session.
+    """
+    system, turns = run_of
+    turn_count = len(turns)
+    size = f"{turn_count} turns, {sum(len(turn) for turn in turns)} msgs"
+    redis_store = RedisStore(url, namespace=f"bench-wctx-{tag}")
+    try:
+        times, last = _workingctx_run(redis_store, system, turns)
+        assert redis_store.load(last.id) == last
+        ours = _redis_bytes(url, f"bench-wctx-{tag}:*")
+        cold, naive = _redis_loads(url, redis_store.namespace, f"bench-naive-{tag}", last)
+    finally:
+        redis_store.drop()
+        redis_store.close()
+    copy_seconds, copy_bytes = _whole_copy(url, f"bench-copy-{tag}:", system, turns)
+    session = _agents_session_run(url, f"bench-agents-{tag}", system, turns)
+    table.add(
+        GROUP,
+        "Redis bytes, a checkpoint every turn",
+        size,
+        None,
+        baseline="whole copy per turn",
+        note=(
+            f"RedisStore {ours / 1e6:.2f} MB vs whole copies {copy_bytes / 1e6:,.1f} MB: "
+            f"{copy_bytes / ours:,.0f}x fewer bytes"
+            + (
+                ""
+                if session is None
+                else f"; Agents SDK RedisSession (latest conversation only) {session[1] / 1e6:.2f} MB"
             )
+        ),
+    )
+    table.add(
+        GROUP,
+        "Redis save, last 20 turns (median)",
+        size,
+        statistics.median(times[-20:]),
+        baseline="whole copy: SET its JSON",
+        baseline_seconds=copy_seconds,
+        note=f"RedisStore {_ms(times)}",
+    )
+    load_note = "one round trip, two with segments; every message and entry checked by its digest; the same server"
+    table.add(
+        GROUP,
+        "Redis load() last checkpoint, fresh store",
+        size,
+        cold,
+        baseline="naive: GET whole JSON + from_json",
+        baseline_seconds=naive,
+        note=load_note,
+    )
+    scaled_size, scaled_cold, scaled_naive = _redis_load_at(url, 10 * turn_count, tag)
+    table.add(
+        GROUP,
+        "Redis load() last checkpoint, fresh store",
+        scaled_size,
+        scaled_cold,
+        baseline="naive: GET whole JSON + from_json",
+        baseline_seconds=scaled_naive,
+        note=f"ten times the turns; {load_note}",
+    )
+    if session is not None:
+        table.add(
+            GROUP,
+            "Redis save, every turn (median)",
+            size,
+            statistics.median(times),
+            baseline="Agents SDK RedisSession.add_items",
+            baseline_seconds=statistics.median(session[0]),
+            note=f"the session appends the turn's items and keeps no checkpoints; {_ms(session[0])}",
+        )

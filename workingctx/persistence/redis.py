@@ -8,6 +8,12 @@ Layout, every key under ``<namespace>:``:
   journal entry: a checksum (64 hex digits), then its JSON;
 - ``ml:<chain>`` and ``el:<chain>``: one string per link,
   ``"<previous chain> <item digest> <position>"``;
+- ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: a
+  header ``"<previous chain> <lowest position> <position>"``, the values of
+  that link and of the 63 before it, one a line, head first, then for each
+  ``\\0``, its item's checksum, ``\\0`` and its item's text (a chain saved
+  before segments existed has none, and is read link by link; a damaged one is
+  read past);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -21,7 +27,12 @@ A save is one ``MULTI``/``EXEC`` transaction under ``WATCH`` (of the thread's
 head, of ``gc`` and of the checkpoint's row): it is applied whole or not at all,
 and a save that raced a delete or another writer of its thread is run again
 (or, for the thread, refused with :class:`~workingctx.exceptions.HeadConflictError`).
-A chain is walked on the server by a small Lua script, in one round trip.
+A load is one round trip, two for a chain long enough to have segments: a
+Lua script reads the row, walks both chains (a segment at a time where it can,
+reading only its header) and reads the items of the links it read one by one,
+atomically, replying with those in a few MessagePack strings; then one
+``MGET`` reads the segments it named. Everything read is then checked here
+against the row's digests, as before.
 
 Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
 """
@@ -30,6 +41,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import json
 import re
 import threading
@@ -68,8 +80,15 @@ SCHEMA_VERSION = 1
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 _ATTEMPTS = 50
 
-_MGET = 2000
-"""How many items one MGET of a load asks for."""
+_SEGMENT = 64
+"""
+How many links a segment holds: at every link whose position is one less than
+a multiple of it, a save also writes ``ms:<chain>`` (``es:`` for the journal),
+that link and the ones before it down to the last segment, with their items,
+so that a load reads a long chain in few keys (at the cost of a second copy
+of its items). A chain saved without them (by an older workingctx) is read
+link by link.
+"""
 
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
@@ -108,29 +127,120 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
     """
 
 
-# _WALK for a transcript or journal chain, whose values are "<previous chain> <item
-# digest> <position>": the same walk, the same stops, returning only the values (the
-# key of each is the previous chain of the one before it, the head's is ARGV[2]),
-# each read with one pattern match.
-_WALK_LINKS = """
+# A checkpoint read in one atomic script (then one MGET of the segments it names):
+# the marker, the gc count and the row of checkpoint ARGV[2]; then, from the row
+# (decoded here only to know what to read: Python reads it again and checks
+# everything), the links of its transcript and of its journal, walked from their
+# heads as _WALK walks (each step exactly one position down, at most the row's count
+# of links), a segment at a time where one is stored (its header, read alone, must
+# say it holds the next positions); the items named by the links read one by one
+# (each once, in the order first met, head first); and its prefix and scratchpad
+# blobs. With ARGV[3..8] (messages head and count, journal head and count, prefix
+# and scratchpad keys) those are walked and read instead of the row's; with
+# ARGV[9] = "links", no segment is read.
+#
+# Returns {marker, gc, row, used, message values, message kinds, journal values,
+# journal kinds, packed}: `used`, the six values read from, as text (false when the
+# row gives nothing to read: Python says why); each chain's values, head first, a
+# link's value or a segment's key (the kinds say which: "l" or "s" for each, so the
+# client reads the segments whole, in one MGET, without Lua copying them); `packed`,
+# the items of the links read one by one then the two blobs, as MessagePack arrays
+# of strings (false for a missing key) made by the server's C code, so that
+# thousands of values cost the client one reply to parse, not one each.
+_LOAD = """
+local SEGMENT = @SEGMENT@
 local prefix = ARGV[1]
-local key = ARGV[2]
-local n = tonumber(ARGV[3])
-local out = {}
-local expected = nil
-for i = 1, n do
-  local value = redis.call('GET', prefix .. key)
-  if not value then break end
-  local previous, third = string.match(value, '^%s*(%S+)%s+%S+%s+(%S+)')
-  local position = tonumber(third)
-  if position == nil or (expected ~= nil and position ~= expected) then break end
-  out[#out + 1] = value
-  if position <= 0 then break end
-  expected = position - 1
-  key = previous
+local marker = redis.call('HGETALL', prefix .. 'store')
+local gc = redis.call('GET', prefix .. 'gc')
+local row = redis.call('GET', prefix .. 'cp:' .. ARGV[2])
+local used = false
+if #ARGV >= 8 then
+  used = {ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]}
+elseif row then
+  local ok, fields = pcall(cjson.decode, row)
+  if ok and type(fields) == 'table' then
+    used = {fields[8], fields[9], fields[10], fields[11], fields[6], fields[7]}
+    for i = 1, 6 do
+      local kind = type(used[i])
+      if kind == 'number' then
+        used[i] = tostring(used[i])
+      elseif kind ~= 'string' then
+        used = false
+        break
+      end
+    end
+  end
 end
-return out
-"""
+if not used then
+  return {marker, gc, row, false, false, false, false, false, false}
+end
+local segments = ARGV[9] ~= 'links'
+local function get(key)
+  local value = redis.pcall('GET', prefix .. key)
+  if type(value) == 'string' then return value end
+  return false
+end
+local keys = {}
+local function walk(space, key, n, items)
+  local values = {}
+  local kinds = {}
+  local seen = {}
+  local count = 0
+  local expected = nil
+  while count < n do
+    local taken = false
+    local at = expected or (n - 1)
+    if segments and at % SEGMENT == SEGMENT - 1 and n - count >= SEGMENT then
+      local name = space:sub(1, 1) .. 's:' .. key
+      local header = redis.pcall('GETRANGE', prefix .. name, 0, 199)
+      if type(header) == 'string' then
+        local previous, low, high = string.match(header, '^(%S+) (%d+) (%d+)\\n')
+        if tonumber(high) == at and tonumber(low) == at - SEGMENT + 1 then
+          values[#values + 1] = name
+          kinds[#kinds + 1] = 's'
+          count = count + SEGMENT
+          expected = tonumber(low) - 1
+          key = previous
+          taken = true
+          if expected < 0 then break end
+        end
+      end
+    end
+    if not taken then
+      local value = get(space .. key)
+      if not value then break end
+      local previous, item, third = string.match(value, '^%s*(%S+)%s+(%S+)%s+(%S+)')
+      local position = tonumber(third)
+      if position == nil or (expected ~= nil and position ~= expected) then break end
+      values[#values + 1] = value
+      kinds[#kinds + 1] = 'l'
+      if not seen[item] then
+        seen[item] = true
+        keys[#keys + 1] = prefix .. items .. item
+      end
+      count = count + 1
+      if position <= 0 then break end
+      expected = position - 1
+      key = previous
+    end
+  end
+  return values, table.concat(kinds)
+end
+local message_values, message_kinds = walk('ml:', used[1], tonumber(used[2]) or 0, 'm:')
+local journal_values, journal_kinds = walk('el:', used[3], tonumber(used[4]) or 0, 'e:')
+local arrays = {}
+local i = 1
+while i <= #keys do
+  local last = math.min(#keys, i + 999)
+  local values = redis.pcall('MGET', unpack(keys, i, last))
+  if type(values) ~= 'table' or values.err then values = {} end
+  arrays[#arrays + 1] = values
+  i = last + 1
+end
+arrays[#arrays + 1] = {get('b:' .. used[5]), get('b:' .. used[6])}
+local packed = cmsgpack.pack(unpack(arrays))
+return {marker, gc, row, used, message_values, message_kinds, journal_values, journal_kinds, packed}
+""".replace("@SEGMENT@", str(_SEGMENT))
 
 
 class RedisStore:
@@ -179,7 +289,7 @@ class RedisStore:
             f"namespace {namespace!r} of Redis db {kwargs.get('db', 0)} on {kwargs.get('host')}:{kwargs.get('port')}"
         )
         self._walk_script = self._client.register_script(_WALK)
-        self._links_script = self._client.register_script(_WALK_LINKS)
+        self._load_script = self._client.register_script(_LOAD)
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
@@ -335,15 +445,21 @@ class RedisStore:
         writes: list[Callable[[Any], Any]] = []
         for kind, items, links in ((MESSAGES, "m:", "ml:"), (JOURNAL, "e:", "el:")):
             count = len(kind.items(snapshot))
-            start = self._stored_length(links, kind.chain(checkpoint), count)
+            chain_at = kind.chain(checkpoint)
+            start = self._stored_length(links, chain_at, count)
             new = list(_codec.new_links(kind, checkpoint, start))
             missing = self._missing(items, {digest for _, _, _, digest, _ in new})
+            stored: dict[str, str] = {}  # the values of items written here, for their segments
             for position, link, previous, digest, item in new:
                 if digest in missing:
                     missing.discard(digest)
                     text = kind.text(item, position, checkpoint)
-                    writes.append(_setter(p + items + digest, checksum(digest, text) + text))
+                    stored[digest] = checksum(digest, text) + text
+                    writes.append(_setter(p + items + digest, stored[digest]))
                 writes.append(_setter(p + links + link, f"{previous} {digest} {position}"))
+                if position % _SEGMENT == _SEGMENT - 1:
+                    segment = _segment(kind, checkpoint, chain_at, position, stored)
+                    writes.append(_setter(p + links[0] + "s:" + link, segment))
         if not self._client.exists(p + "b:" + encoded.prefix_key):
             prefix_text = _codec.payload(snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
             writes.append(_setter(p + "b:" + encoded.prefix_key, prefix_text))
@@ -409,29 +525,52 @@ class RedisStore:
         return result
 
     def _load_once(self, checkpoint_id: str) -> Checkpoint:
-        p = self._p
-        with self._client.pipeline(transaction=False) as pipe:
-            _raw(pipe, "HGETALL", p + "store")
-            pipe.get(p + "gc")
-            _raw(pipe, "GET", p + "cp:" + checkpoint_id)
-            marker, generation, text = pipe.execute()
-        self._check_format(marker)
+        reply = self._read(checkpoint_id)
+        marker, generation, text = reply[0], reply[1], reply[2]
+        self._check_format(dict(zip(marker[::2], marker[1::2], strict=True)))
         if text is None:
             raise _missing(checkpoint_id, f"the Redis store {self._where}")
+        failures = (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+        row = None
         try:
-            return self._build(self._row(text))
-        except (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-            if self._client.get(p + "gc") != generation:
-                raise _Retry from None  # a delete collected garbage while we read: read again
-            if isinstance(exc, Damage):
-                raise self._error(checkpoint_id, exc.what, exc.path) from None
-            if isinstance(exc, SerializationError):
-                raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
-            if isinstance(exc, UnicodeDecodeError):
-                bad = exc.object[exc.start : exc.end + 8]
-                what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
-                raise self._error(checkpoint_id, what, "$") from None
-            raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
+            row = self._row(text)
+            return self._build(checkpoint_id, row, reply)
+        except failures as exc:
+            error = exc
+        if row is not None and (b"s" in (reply[5] or b"") or b"s" in (reply[7] or b"")):
+            try:  # a segment may be what is damaged: read the links and items themselves
+                return self._build(checkpoint_id, row, reply, links_only=True)
+            except failures as exc:
+                error = exc
+        if self._client.get(self._p + "gc") != _decoded(generation):
+            raise _Retry from None  # a delete collected garbage while we read: read again
+        raise self._failure(checkpoint_id, error) from None
+
+    def _failure(self, checkpoint_id: str, exc: Exception) -> CheckpointError:
+        """
+        The error a load that failed with *exc* raises.
+        """
+        if isinstance(exc, Damage):
+            return self._error(checkpoint_id, exc.what, exc.path)
+        if isinstance(exc, SerializationError):
+            return self._error(checkpoint_id, exc.problems[0][1], exc.path)
+        if isinstance(exc, UnicodeDecodeError):
+            bad = exc.object[exc.start : exc.end + 8]
+            what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
+            return self._error(checkpoint_id, what, "$")
+        return self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$")
+
+    def _read(self, checkpoint_id: str, *given: str) -> list[Any]:
+        """
+        The reply of the load script (``_LOAD``) for *checkpoint_id*, its
+        values as bytes: what the row names, or what *given* names.
+        """
+        args = (self._p, checkpoint_id, *given)
+        try:
+            reply: list[Any] = _raw(self._client, "EVALSHA", self._load_script.sha, 0, *args)
+        except self._redis.exceptions.NoScriptError:  # a server that has not seen it yet (or was flushed)
+            reply = _raw(self._client, "EVAL", _LOAD, 0, *args)
+        return reply
 
     def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
         msg = f"cannot load checkpoint {checkpoint_id!r} from {self._where}: {what} at {path}; nothing was changed"
@@ -455,60 +594,81 @@ class RedisStore:
             damage("the checkpoint row is not a row (key cp:, damaged)", "$")
         return row
 
-    def _build(self, row: Sequence[Any]) -> Checkpoint:
+    def _build(
+        self, checkpoint_id: str, row: Sequence[Any], reply: list[Any], *, links_only: bool = False
+    ) -> Checkpoint:
+        """
+        The checkpoint of a row read by the load script, every part checked;
+        with *links_only*, read again without segments.
+        """
         fields = row[: len(_codec.ROW_FIELDS)]
         info = _codec.read_info(fields, "key cp:")
         (_, _, _, _, digest, prefix_key, notes_key, messages_head, _, journal_head, journal_count, _) = fields
-        p = self._p
+        message_count = _codec.check_count(info.message_count, messages_head, MESSAGES.root, MESSAGES.path, "key cp:")
+        journal_length = _codec.check_count(journal_count, journal_head, JOURNAL.root, JOURNAL.path, "key cp:")
+        named = [str(messages_head), str(message_count), str(journal_head), str(journal_length)]
+        named += [str(prefix_key), str(notes_key)]
+        if links_only or reply[3] is None or [_decoded(value) for value in reply[3]] != named:
+            # the script could not read the row as this does: read what this reads
+            again = self._read(checkpoint_id, *named, *(["links"] if links_only else []))
+            if again[2] != reply[2]:
+                raise _Retry  # the row changed in between: read it again
+            reply = again
+        message_links, journal_links = self._segments(reply)
+        chain, digests, segment_items, singles, steps = _links(
+            message_links, messages_head, message_count, MESSAGES, "ml:"
+        )
+        journal_chain, entry_digests, segment_entries, single_entries, journal_steps = _links(
+            journal_links, journal_head, journal_length, JOURNAL, "el:"
+        )
+        values = _unpacked(reply[8])
+        message_values = dict(zip(singles, values, strict=False))
+        entry_values = dict(zip(single_entries, values[len(singles) :], strict=False))
+        if len(values) != len(singles) + len(single_entries) + 2:
+            message_values, entry_values = {}, {}  # links the script read otherwise: their checks name them
+        prefix_text, notes_text = (_utf8(value) for value in values[-2:])
         with self._local:
             prefix = self._prefixes.get(prefix_key) if isinstance(prefix_key, str) else None
-        links = self._walk("ml:", MESSAGES.root, messages_head, info.message_count, MESSAGES.path)
-        journal_links = self._walk("el:", JOURNAL.root, journal_head, journal_count, JOURNAL.path)
-        with self._local:
-            wanted = sorted({d for _, d in links if d not in self._messages})
-            wanted_entries = sorted({d for _, d in journal_links if d not in self._entries})
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.get(p + "b:" + str(prefix_key))
-            pipe.get(p + "b:" + str(notes_key))
-            # items in a few MGETs: one reply each, rather than one per item
-            for space, keys in (("m:", wanted), ("e:", wanted_entries)):
-                for start in range(0, len(keys), _MGET):
-                    pipe.mget([p + space + key for key in keys[start : start + _MGET]])
-            found = pipe.execute()
-        prefix_text, notes_text = found[0], found[1]
-        values = [value for reply in found[2:] for value in reply]
-        texts = _split(wanted, values[: len(wanted)])
-        entry_texts = _split(wanted_entries, values[len(wanted) :])
-        if prefix is None:
-            if prefix_text is None:
-                damage(f"blob {prefix_key!r} is missing (key b:)", "$.snapshot.prefix")
+            texts = _found(message_values, segment_items, self._messages)
+            entry_texts = _found(entry_values, segment_entries, self._entries)
+        try:
+            if prefix is None:
+                if prefix_text is None:
+                    damage(f"blob {prefix_key!r} is missing (key b:)", "$.snapshot.prefix")
+                with self._local:
+                    prefix = _codec.decode_prefix(prefix_text, prefix_key, self._prefixes, "key b:")
+            if notes_text is None:
+                damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
+            notes = _codec.decode_notes(notes_text, notes_key, "key b:")
+            if not steps:
+                _codec.check_steps(MESSAGES, list(zip(chain, digests, strict=True)), "key ml:")
+            if not journal_steps:
+                _codec.check_steps(JOURNAL, list(zip(journal_chain, entry_digests, strict=True)), "key el:")
             with self._local:
-                prefix = _codec.decode_prefix(prefix_text, prefix_key, self._prefixes, "key b:")
-        if notes_text is None:
-            damage(f"blob {notes_key!r} is missing (key b:)", "$.snapshot.scratchpad")
-        notes = _codec.decode_notes(notes_text, notes_key, "key b:")
-        with self._local:
-            messages = _codec.decode_chain(MESSAGES, links, texts, self._messages, items="key m:", link_table="key ml:")
-            journal, _ = _codec.decode_chain(
-                JOURNAL, journal_links, entry_texts, self._entries, items="key e:", link_table="key el:"
-            )
-        return _codec.assemble(info, digest, prefix, notes, messages, journal, "key cp:")
+                messages = _codec.decode_items(MESSAGES, digests, texts, self._messages, items="key m:")
+                entries = _codec.decode_items(JOURNAL, entry_digests, entry_texts, self._entries, items="key e:")
+            return _codec.assemble(info, digest, prefix, notes, (messages, chain), entries, "key cp:")
+        except Exception:
+            # an item that is not UTF-8 text is named as such, whatever else it broke
+            for _, data, check in (*texts, *entry_texts):
+                (check.encode("latin-1") + data).decode("utf-8")
+            raise
 
-    def _walk(self, kind: str, root: str, head: object, count: object, path: str) -> list[tuple[str, str]]:
-        length = _codec.check_count(count, head, root, path, "key cp:")
-        if length == 0:
-            return []
-        values = self._links_script(args=[self._p + kind, str(head), length])
-        rows: list[tuple[Any, ...]] = []
-        key = str(head)
-        for value in values:
-            parts = str(value).split(" ")
-            position = int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else -1
-            item = parts[1] if len(parts) == 3 else None
-            rows.append((key, parts[0], item, position))
-            key = parts[0]
-        rows.reverse()
-        return _codec.check_links(rows, length, root, path, f"key {kind}")
+    def _segments(self, reply: list[Any]) -> tuple[list[bytes], list[bytes]]:
+        """
+        The values of both chains as the load script read them, head first,
+        each segment it named (by its header) read whole: one more round
+        trip, when there are any. One deleted since reads as empty, which the
+        checks of the links name.
+        """
+        chains: list[list[bytes]] = [list(reply[4] or ()), list(reply[6] or ())]
+        kinds = (bytes(reply[5] or b""), bytes(reply[7] or b""))
+        named = [(side, at) for side in (0, 1) for at, kind in enumerate(kinds[side]) if kind == ord("s")]
+        if named:
+            keys = [self._p.encode() + chains[side][at] for side, at in named]
+            for (side, at), value in zip(named, _raw(self._client, "MGET", *keys), strict=True):
+                chains[side][at] = b"" if value is None else value
+        return chains[0], chains[1]
 
     # -- listing, threads and deleting --------------------------------------------
 
@@ -694,13 +854,14 @@ class RedisStore:
                     flat = self._walk_script(args=[p + kind, str(head), count, 3])
                     for index in range(0, len(flat) - 1, 2):
                         live.add(p + kind + flat[index])
+                        live.add(p + kind[0] + "s:" + flat[index])  # its segment, when it ends one
                         parts = str(flat[index + 1]).split(" ")
                         if len(parts) == 3:
                             live.add(p + item + parts[1])
             # keys read as bytes: one that is not UTF-8 text is no key of ours, and no checkpoint uses it
             dead = [
                 key
-                for kind in ("ml:", "m:", "el:", "e:", "b:", "h:")
+                for kind in ("ml:", "ms:", "m:", "el:", "es:", "e:", "b:", "h:")
                 for key in self._scan(p + kind + "*")
                 if _decoded(key) not in live
             ]
@@ -954,6 +1115,32 @@ def _json_list(text: object) -> builtins.list[Any] | None:
     return row if isinstance(row, list) else None
 
 
+def _segment(
+    kind: _codec.Kind, checkpoint: Checkpoint, chain_at: Callable[[int], str], position: int, stored: dict[str, str]
+) -> str:
+    """
+    The segment of the :data:`_SEGMENT` links ending at *position*: a header
+    ``"<previous chain> <lowest position> <position>"``, the links one a line,
+    head first, then for each one ``\\0``, its item's checksum, ``\\0`` and
+    its item's text (JSON text never holds a ``\\0``). *stored* holds the
+    values of items already made, as their keys hold them (the checksum, then
+    the text).
+    """
+    items = kind.items(checkpoint.snapshot)
+    low = position - _SEGMENT + 1
+    lines = [f"{chain_at(low)} {low} {position}"]
+    values = []
+    for at in range(position, low - 1, -1):
+        digest = kind.digest(items[at])
+        lines.append(f"{chain_at(at)} {digest} {at}")
+        value = stored.get(digest)
+        if value is None:
+            text = kind.text(items[at], at, checkpoint)
+            value = stored[digest] = checksum(digest, text) + text
+        values.append(value)
+    return "\n".join(lines) + "".join(f"\0{value[:64]}\0{value[64:]}" for value in values)
+
+
 def _setter(key: str, value: str) -> Callable[[Any], Any]:
     return lambda pipe: pipe.set(key, value, nx=True)
 
@@ -978,14 +1165,155 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _split(keys: Sequence[str], values: Sequence[Any]) -> list[_codec.Row]:
+def _unpacked(data: bytes) -> list[bytes | None]:
     """
-    Stored items (a checksum, then the text) as ``(key, text, checksum)``, unchecked; a missing one left out.
+    The strings of the load script's MessagePack arrays, one after another (None for false or nil).
     """
-    found: list[_codec.Row] = []
-    for key, value in zip(keys, values, strict=True):
-        if isinstance(value, str) and len(value) >= 64:
-            found.append((key, value[64:], value[:64]))
-        elif value is not None:
-            found.append((key, value, ""))
+    values: list[bytes | None] = []
+    append = values.append
+    at, end = 0, len(data)
+    while at < end:
+        tag = data[at]
+        if tag == 0xD9:  # str 8
+            size = data[at + 1]
+            at += 2
+        elif tag == 0xDA:  # str 16
+            size = data[at + 1] << 8 | data[at + 2]
+            at += 3
+        elif 0xA0 <= tag <= 0xBF:  # fixstr
+            size = tag - 0xA0
+            at += 1
+        elif tag == 0xDB:  # str 32
+            size = int.from_bytes(data[at + 1 : at + 5], "big")
+            at += 5
+        elif tag in (0xC0, 0xC2):  # nil, false: a missing key
+            append(None)
+            at += 1
+            continue
+        elif 0x90 <= tag <= 0x9F:  # fixarray: its strings follow
+            at += 1
+            continue
+        elif tag in (0xDC, 0xDD):  # array 16, array 32
+            at += 3 if tag == 0xDC else 5
+            continue
+        else:
+            msg = f"the load script replied with MessagePack tag {tag:#x} at byte {at}"
+            raise ValueError(msg)
+        append(data[at : at + size])
+        at += size
+    return values
+
+
+def _links(
+    values: Sequence[bytes] | None, head: object, count: int, kind: _codec.Kind, space: str
+) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
+    """
+    A chain as the load script read it, head first: links (``"<previous
+    chain> <item digest> <position>"``) and segments (a header line, their
+    links one a line, then for each ``\\0``, its item's checksum, ``\\0`` and
+    its item's text).
+
+    Returns the chain digests and the item digests, root first; the items
+    the segments hold, by digest, as their text and checksum, unchecked; the digests the links read one
+    by one name, each once, in the order the script read their items; and
+    whether every chain digest was checked (:func:`~workingctx.persistence._codec.check_steps`).
+
+    Each chain digest is computed from the previous one and the item digest
+    its link names, from the root, and the last must be *head* (which the
+    sealed row names): the chain is then the one that head was made from,
+    whatever else the links say. When it is not, the links are read again
+    one field at a time and checked for order and length
+    (:func:`~workingctx.persistence._codec.check_links`), which names what is
+    wrong, and their steps are left for the caller to check.
+    """
+    digests: list[str] = []
+    held: dict[str, tuple[bytes, bytes]] = {}
+    named: dict[str, None] = {}
+    for value in values or ():
+        if b"\0" in value:
+            parts = value.split(b"\0")
+            found = parts[0].decode("utf-8").split()[4::3]  # after the header, the second field of each line
+            if len(found) * 2 != len(parts) - 1:
+                break
+            digests += found
+            held.update(zip(found, zip(parts[2::2], parts[1::2], strict=True), strict=True))
+        else:
+            fields = value.decode("utf-8").split(" ")
+            if len(fields) != 3:
+                break
+            digests.append(fields[1])
+            named.setdefault(fields[1])
+    else:
+        if len(digests) == count:
+            digests.reverse()
+            chain: list[str] = []
+            add = chain.append
+            new_hash = hashlib.sha256
+            previous = kind.root
+            for digest in digests:
+                previous = new_hash(f"{previous}:{digest}".encode()).hexdigest()  # _codec.step(), inline
+                add(previous)
+            if previous == head:
+                return chain, digests, held, list(named), True
+    return _read_links(values or (), head, count, kind, space)
+
+
+def _read_links(
+    values: Sequence[bytes], head: object, count: int, kind: _codec.Kind, space: str
+) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
+    """
+    :func:`_links`, one field at a time: the links checked for order and length, their steps left unchecked.
+    """
+    rows: list[tuple[Any, ...]] = []
+    held: dict[str, tuple[bytes, bytes]] = {}
+    named: dict[str, None] = {}
+    key = str(head)
+    for value in values:
+        if b"\0" in value:
+            parts = value.split(b"\0")
+            lines = parts[0].decode("utf-8").split("\n")[1:]
+            items: Sequence[tuple[bytes, bytes]] = ()
+            if len(parts) == 2 * len(lines) + 1:
+                items = list(zip(parts[2::2], parts[1::2], strict=True))
+        else:
+            lines, items = [value.decode("utf-8")], ()
+        for index, line in enumerate(lines):
+            fields = line.split(" ")
+            position = int(fields[2]) if len(fields) == 3 and fields[2].isdigit() else -1
+            item = fields[1] if len(fields) == 3 else None
+            rows.append((key, fields[0], item, position))
+            key = fields[0]
+            if item is not None:
+                if items:
+                    held.setdefault(item, items[index])
+                else:
+                    named.setdefault(item, None)
+    rows.reverse()
+    pairs = _codec.check_links(rows, count, kind.root, kind.path, f"key {space}")
+    return [chain for chain, _ in pairs], [digest for _, digest in pairs], held, list(named), False
+
+
+def _found(
+    values: dict[str, bytes | None], held: dict[str, tuple[bytes, bytes]], cache: dict[str, Any]
+) -> list[_codec.Row]:
+    """
+    The stored items that *cache* lacks, as ``(key, text, checksum)``,
+    unchecked: those the segments hold (*held*, a text and its checksum by
+    digest), then those of *values* (by digest, a checksum then the text) that
+    no segment holds; a missing one left out.
+    """
+    found: list[_codec.Row] = [
+        (digest, text, check.decode("latin-1")) for digest, (text, check) in held.items() if digest not in cache
+    ]
+    for digest, value in values.items():
+        if value is None or digest in cache or digest in held:
+            continue
+        if len(value) >= 64:
+            found.append((digest, value[64:], value[:64].decode("latin-1")))
+        else:
+            found.append((digest, value, ""))
     return found
+
+
+def _utf8(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8")
