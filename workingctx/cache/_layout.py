@@ -178,7 +178,10 @@ def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...]]:
     :func:`_unmarked`), and for each of its blocks (see :func:`cache_blocks`)
     whether it can carry a breakpoint and the lifetime of one it carries.
     """
-    shape = message._cache_shape  # the cache this module owns (see Message)
+    try:
+        shape = message._cache_shape  # the cache this module owns (see Message)
+    except AttributeError:  # a message unpickled from a version without the slot
+        shape = None
     if shape is None:
         facts = []
         for block in cache_blocks(message):
@@ -323,7 +326,7 @@ def lay_out(
     made = _made
     for m, message in enumerate(messages[m0:], m0):  # a slice: one copy, no call per message
         tokens = count(message)
-        shape = message._cache_shape or _shape(message)  # the cache this module owns
+        shape = _shape(message)
         head = _sha256(f"{head}:{shape[0]}".encode("ascii")).hexdigest()  # _next_key, inlined
         blocks = shape[1]
         size = len(blocks)
