@@ -42,18 +42,31 @@ ratio compares each size with the first (near 1.0x: the cost per request does
 not grow with the run). The first 450 or so messages of a run fit the window
 uncut, so the 1,000-message run cuts at fewer of its requests: cheaper per
 request; from 10,000 messages on nearly every request is a cut.
+
+The rows "workingctx replay" time the command line on a tool-heavy
+transcript of 1,000 and 5,000 turns (four messages a turn; quick: 500 and
+1,000, which stay inside the window) written as one Anthropic request body, with ``--window 100000``: it
+reads the file and replays it under its three strategies (the whole history;
+trimming to the window every turn; the watermark manager), priced with
+claude-sonnet-4-5 through genai-prices.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
+import json
 import random
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from benchmarks._data import _call, _sentence, to_langchain, tool_heavy
 from benchmarks._harness import Table
-from workingctx import Message, PrefixContext, WorkingContext
+from workingctx import Message, PrefixContext, WorkingContext, cli
+from workingctx.adapters import anthropic
 from workingctx.cache import CachePlan, Simulation, Strategy, plan, simulate
 from workingctx.managers import TokenBudgetContextManager
 
@@ -256,8 +269,56 @@ def scaling(table: Table, quick: bool) -> None:
             )
 
 
+REPLAY_SIZES = (4_000, 20_000)
+"""Messages of the command-line replay rows (four messages a turn: 1,000 and 5,000 turns; quick: 500 and 1,000)."""
+REPLAY_WINDOW = 100_000
+
+
+def replay_seconds(messages: int, directory: Path) -> float:
+    """
+    Wall seconds of ``workingctx replay FILE --window 100000 --json`` on an
+    Anthropic request body holding :func:`tool_heavy` (*messages*), in this
+    process (the file's reading, every strategy, the facts written out).
+    """
+    ctx = WorkingContext()
+    ctx.extend(tool_heavy(messages))
+    body = anthropic.write(ctx)
+    body["model"] = "claude-sonnet-4-5"
+    path = directory / f"run-{messages}.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = cli.main(["replay", str(path), "--window", str(REPLAY_WINDOW), "--json"])
+    seconds = time.perf_counter() - start
+    assert status == 0, status
+    return seconds
+
+
+def replay_scaling(table: Table, quick: bool) -> None:
+    """
+    Rows of the command line's ``replay`` time per turn (four messages) as the
+    transcript grows; the baseline is the same at the first size.
+    """
+    sizes = (REPLAY_SIZES[0] // 2, REPLAY_SIZES[0]) if quick else REPLAY_SIZES
+    first: float | None = None
+    with tempfile.TemporaryDirectory() as directory:
+        for messages in sizes:
+            per_turn = replay_seconds(messages, Path(directory)) / (messages / 4)
+            first = per_turn if first is None else first
+            table.add(
+                GROUP,
+                f"workingctx replay --window {REPLAY_WINDOW:,}, per turn",
+                f"{messages // 4:,} turns",
+                per_turn,
+                baseline=f"same at {sizes[0] // 4:,} turns",
+                baseline_seconds=first,
+                note="three strategies, claude-sonnet-4-5 (genai-prices); target <= 0.5 ms per turn",
+            )
+
+
 def run(table: Table, quick: bool) -> None:
     scaling(table, quick)
+    replay_scaling(table, quick)
     count = 60 if quick else 300
     size = f"{count} turns, {PREFIX_TOKENS:,}-token prefix, {WINDOW:,}-token window"
     for suffix, scenario in SCENARIOS:

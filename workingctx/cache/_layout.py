@@ -70,7 +70,15 @@ def can_carry_breakpoint(block: str | ContentBlock | ToolCall) -> bool:
         return True
     if isinstance(block, TextBlock):
         return bool(block.text)
-    return "cache" in attrs.fields_dict(type(block))
+    kind = type(block)
+    found = _CACHEABLE.get(kind)
+    if found is None:
+        found = _CACHEABLE[kind] = "cache" in attrs.fields_dict(kind)
+    return found
+
+
+_CACHEABLE: dict[type, bool] = {}
+"""Whether each block type has a ``cache`` field (types are few; a race only computes one twice)."""
 
 
 def _preset(block: str | ContentBlock | ToolCall) -> TTL | None:
@@ -91,6 +99,45 @@ class Position:
     carries: bool
     key: str  # identity of the request up to and including this block
     preset: TTL | None = None  # a breakpoint the block already carries
+
+
+def _position_maker() -> Callable[[int, int, int, bool, str, TTL | None], Position]:
+    """
+    A maker of positions that fills their slots directly: :func:`lay_out`
+    makes one per block of every request, where the frozen class's own
+    ``__init__`` (one ``object.__setattr__`` per field) is most of the cost.
+    Falls back to the constructor when a field is not a plain slot.
+    """
+    names = [field.name for field in attrs.fields(Position)]
+    descriptors = [Position.__dict__.get(name) for name in names]
+    if not all(type(found).__name__ == "member_descriptor" for found in descriptors) or "__attrs_post_init__" in (
+        Position.__dict__
+    ):
+        return Position
+    (
+        set_message,
+        set_block,
+        set_tokens,
+        set_carries,
+        set_key,
+        set_preset,
+    ) = (found.__set__ for found in descriptors)  # type: ignore[union-attr]  # member descriptors
+    new = object.__new__
+
+    def made(message: int, block: int, tokens: int, carries: bool, key: str, preset: TTL | None) -> Position:
+        position: Position = new(Position)
+        set_message(position, message)
+        set_block(position, block)
+        set_tokens(position, tokens)
+        set_carries(position, carries)
+        set_key(position, key)
+        set_preset(position, preset)
+        return position
+
+    return made
+
+
+_made = _position_maker()
 
 
 def per_message(counter: MessageCounter) -> Callable[[Message], int]:
@@ -118,7 +165,31 @@ _ROOT_KEY = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
 
 
 def _next_key(head: str, message: Message) -> str:
-    return hashlib.sha256(f"{head}:{_unmarked(message).digest()}".encode("ascii")).hexdigest()
+    return _sha256(f"{head}:{_shape(message)[0]}".encode("ascii")).hexdigest()
+
+
+_sha256 = hashlib.sha256
+
+
+def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...]]:
+    """
+    How *message* lays out, computed once and kept on it (a message is
+    immutable): the digest of its content without breakpoints (see
+    :func:`_unmarked`), and for each of its blocks (see :func:`cache_blocks`)
+    whether it can carry a breakpoint and the lifetime of one it carries.
+    """
+    try:
+        shape = message._cache_shape  # the cache this module owns (see Message)
+    except AttributeError:  # a message unpickled from a version without the slot
+        shape = None
+    if shape is None:
+        facts = []
+        for block in cache_blocks(message):
+            carries = can_carry_breakpoint(block)
+            facts.append((carries, _preset(block) if carries else None))
+        shape = (_unmarked(message).digest(), tuple(facts))
+        object.__setattr__(message, "_cache_shape", shape)
+    return shape
 
 
 def _unmarked(message: Message) -> Message:
@@ -252,17 +323,16 @@ def lay_out(
         m0, before, head = 0, 0, _ROOT_KEY
     count = per_message(counter)
     append = positions.append
+    made = _made
     for m, message in enumerate(messages[m0:], m0):  # a slice: one copy, no call per message
         tokens = count(message)
-        blocks = cache_blocks(message)
-        head = _next_key(head, message)
+        shape = _shape(message)
+        head = _sha256(f"{head}:{shape[0]}".encode("ascii")).hexdigest()  # _next_key, inlined
+        blocks = shape[1]
         size = len(blocks)
-        for k, block in enumerate(blocks):
+        for k, (carries, preset) in enumerate(blocks):
             # A message's tokens are shared evenly among its blocks; the last block ends the message.
-            through = before + (tokens * (k + 1)) // size
-            carries = can_carry_breakpoint(block)
-            preset = _preset(block) if carries else None
-            position = Position(m, k, through, carries, f"{head}:{k}", preset)
+            position = made(m, k, before + (tokens * (k + 1)) // size, carries, f"{head}:{k}", preset)
             append(position)
             if preset is not None:
                 presets.append(position)

@@ -166,16 +166,26 @@ class SimulatedCache:
         return Served(read, 0, 0, 0, max(0, expired - max(read, shared)))
 
 
-def seen_before(layout: Sequence[Position], seen: set[str]) -> int:
+def seen_before(layout: Sequence[Position], seen: set[bytes]) -> int:
     """
     The tokens of the longest prefix of *layout* an earlier request sent, and
-    add its keys to *seen*, which holds the keys of every earlier layout.
-    Those keys name their prefixes, so what *seen* holds of *layout* is a
-    prefix of it (see :meth:`SimulatedCache._implicit`), found by a binary search,
-    and only the keys after it are new.
+    add its messages to *seen*, which holds those of every earlier layout.
+    A position's key names the request up to it, so what *seen* holds of
+    *layout* is a prefix of it (see :meth:`SimulatedCache._implicit`), found
+    by a binary search, and only the messages after it are new.
+
+    A request holds whole messages, and the blocks of a message share the
+    chain key of the request through it, so *seen* holds one value per
+    message: the first 128 bits of that key (a run's replay may send
+    millions of prefixes; a hex key per block would hold gigabytes).
     """
-    held = _prefix_where(len(layout), lambda i: layout[i].key in seen)
-    seen.update(p.key for p in layout[held:])
+    fromhex = bytes.fromhex
+    held = _prefix_where(len(layout), lambda i: fromhex(layout[i].key[:32]) in seen)
+    last = -1
+    for position in layout[held:]:
+        if position.message != last:
+            last = position.message
+            seen.add(fromhex(position.key[:32]))
     return layout[held - 1].tokens if held else 0
 
 

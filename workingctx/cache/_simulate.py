@@ -172,11 +172,15 @@ def _strategy_plan(
 ) -> CachePlan:
     if strategy == "plan":
         return plan(ctx, provider=provider, model=model, previous=previous, counter=counter)
+    # "auto" and "last" keep only the layout of a plan made with *previous* (which
+    # lays out only what the request added to the one before); they drop its breakpoints.
     if strategy == "auto":
-        made = plan(ctx, provider=provider, model=model, counter=counter, automatic=True, prefix_ttl="5m")
+        made = plan(
+            ctx, provider=provider, model=model, previous=previous, counter=counter, automatic=True, prefix_ttl="5m"
+        )
         return attrs.evolve(made, breakpoints=(), _layout=made._layout, _presets=made._presets)
     if strategy == "last":
-        made = plan(ctx, provider=provider, model=model, counter=counter, prefix_ttl="5m")
+        made = plan(ctx, provider=provider, model=model, previous=previous, counter=counter, prefix_ttl="5m")
         layout = made._layout
         tail = last_carrying(layout, layout[-1].message + 1) if layout else None
         rules = rules_for(provider, model)
@@ -295,7 +299,7 @@ def simulate(
     served = SimulatedCache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
-    seen: set[str] = set()  # every prefix an earlier request sent, for the best cost
+    seen: set[bytes] = set()  # every prefix an earlier request sent, for the best cost
     now = 0.0
     for message in _flatten(turns):
         if message.role == "assistant":

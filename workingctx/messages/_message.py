@@ -135,6 +135,8 @@ class Message:
     _digest: str | None = attrs.field(init=False, default=None, eq=False, repr=False)
     # owned by workingctx.tokens (count_cache in its _cache module): (counter name, count, name, count, ...)
     _token_counts: tuple[str, int] | dict[str, int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    # owned by workingctx.cache (its _layout module): how the message lays out in a cached request
+    _cache_shape: tuple[Any, ...] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.tool_call_id is not None and self.role != "tool":

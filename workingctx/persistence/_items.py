@@ -272,6 +272,7 @@ _MESSAGE_FIELDS = (
     "provider_data",
     "_digest",
     "_token_counts",
+    "_cache_shape",
 )
 _CALL_FIELDS = ("id", "name", "arguments", "arguments_json", "provider_data")
 
@@ -416,6 +417,7 @@ def _message(
         set_provider_data,
         set_digest,
         set_counts,
+        set_shape,
         set_hash,
     ) = _MESSAGE_SLOTS
     message = _new(Message)
@@ -431,6 +433,7 @@ def _message(
     set_provider_data(message, EMPTY_JSON_OBJECT)
     set_digest(message, digest)
     set_counts(message, None)
+    set_shape(message, None)
     set_hash(message, None)
     return message
 
