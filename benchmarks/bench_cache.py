@@ -49,6 +49,12 @@ transcript of 1,000 and 5,000 turns (four messages a turn; quick: 500 and
 reads the file and replays it under its three strategies (the whole history;
 trimming to the window every turn; the watermark manager), priced with
 claude-sonnet-4-5 through genai-prices.
+
+The row "pricing.cost" times ``workingctx.pricing.cost`` on claude-sonnet-4-5
+(a model only genai-prices' data prices, with prices tiered by input size)
+against genai-prices' own ``calc_price`` on the same usage (the peer); the two
+amounts are checked equal first. The replay prices every request it simulates
+so.
 """
 
 from __future__ import annotations
@@ -63,12 +69,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import genai_prices
+
 from benchmarks._data import _call, _sentence, to_langchain, tool_heavy
-from benchmarks._harness import Table
-from workingctx import Message, PrefixContext, WorkingContext, cli
+from benchmarks._harness import Table, measure
+from workingctx import Message, PrefixContext, Usage, WorkingContext, cli
 from workingctx.adapters import anthropic
 from workingctx.cache import CachePlan, Simulation, Strategy, plan, simulate
 from workingctx.managers import TokenBudgetContextManager
+from workingctx.pricing import cost
 
 GROUP = "cache"
 PREFIX_TOKENS = 20_000
@@ -316,7 +325,41 @@ def replay_scaling(table: Table, quick: bool) -> None:
             )
 
 
+PRICING_MODEL = "claude-sonnet-4-5"
+PRICING_USAGE = Usage(input_tokens=1_200, output_tokens=300, cache_read_tokens=40_000, cache_write_tokens=2_000)
+
+
+def pricing_row(table: Table) -> None:
+    """
+    A row of ``pricing.cost`` on a model genai-prices prices, against
+    ``genai_prices.calc_price`` on the same usage (the same amount, checked).
+    """
+    usage = PRICING_USAGE
+    # genai-prices counts every input token as input_tokens, cache reads and writes included.
+    theirs = genai_prices.Usage(
+        input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+    amount = cost(PRICING_MODEL, usage)
+    assert amount == genai_prices.calc_price(theirs, PRICING_MODEL).total_price, amount
+    number = 2_000
+    ours = measure(lambda: cost(PRICING_MODEL, usage), number=number)
+    peer = measure(lambda: genai_prices.calc_price(theirs, PRICING_MODEL), number=number)
+    table.add(
+        GROUP,
+        f"pricing.cost on {PRICING_MODEL} (genai-prices data, tiered)",
+        "1 call",
+        ours,
+        baseline="genai_prices.calc_price",
+        baseline_seconds=peer,
+        note=f"same amount (${amount}); the replay prices every simulated request so",
+    )
+
+
 def run(table: Table, quick: bool) -> None:
+    pricing_row(table)
     scaling(table, quick)
     replay_scaling(table, quick)
     count = 60 if quick else 300
