@@ -9,11 +9,13 @@ Layout, every key under ``<namespace>:``:
 - ``ml:<chain>`` and ``el:<chain>``: one string per link,
   ``"<previous chain> <item digest> <position>"``;
 - ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: a
-  header ``"<previous chain> <lowest position> <position>"``, the values of
-  that link and of the 63 before it, one a line, head first, then for each
-  ``\\0``, its item's checksum, ``\\0`` and its item's text (a chain saved
-  before segments existed has none, and is read link by link; a damaged one is
-  read past);
+  header line ``"<previous chain> <lowest position> <position>"``, then
+  ``\\0`` and the zlib stream of its body: the values of that link and of
+  the 63 before it, one a line, head first, then for each ``\\0``, its
+  item's checksum, ``\\0`` and its item's text (a chain saved before
+  segments existed has none, and is read link by link; a segment saved before
+  their bodies were compressed has its body as it is; a damaged one is read
+  past);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -31,8 +33,8 @@ A load is one round trip, two for a chain long enough to have segments: a
 Lua script reads the row, walks both chains (a segment at a time where it can,
 reading only its header) and reads the items of the links it read one by one,
 atomically, replying with those in a few MessagePack strings; then one
-``MGET`` reads the segments it named. Everything read is then checked here
-against the row's digests, as before.
+``MGET`` reads the segments it named, whose bodies are inflated here.
+Everything read is then checked here against the row's digests, as before.
 
 Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
 """
@@ -45,6 +47,7 @@ import hashlib
 import json
 import re
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -86,9 +89,12 @@ How many links a segment holds: at every link whose position is one less than
 a multiple of it, a save also writes ``ms:<chain>`` (``es:`` for the journal),
 that link and the ones before it down to the last segment, with their items,
 so that a load reads a long chain in few keys (at the cost of a second copy
-of its items). A chain saved without them (by an older workingctx) is read
-link by link.
+of its items, compressed). A chain saved without them (by an older workingctx)
+is read link by link.
 """
+
+_LEVEL = 6
+"""The zlib level of a segment's body (JSON text and hex digits: about a third of their size)."""
 
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
@@ -667,7 +673,7 @@ class RedisStore:
         if named:
             keys = [self._p.encode() + chains[side][at] for side, at in named]
             for (side, at), value in zip(named, _raw(self._client, "MGET", *keys), strict=True):
-                chains[side][at] = b"" if value is None else value
+                chains[side][at] = b"" if value is None else _inflated(value)
         return chains[0], chains[1]
 
     # -- listing, threads and deleting --------------------------------------------
@@ -1117,18 +1123,19 @@ def _json_list(text: object) -> builtins.list[Any] | None:
 
 def _segment(
     kind: _codec.Kind, checkpoint: Checkpoint, chain_at: Callable[[int], str], position: int, stored: dict[str, str]
-) -> str:
+) -> bytes:
     """
     The segment of the :data:`_SEGMENT` links ending at *position*: a header
-    ``"<previous chain> <lowest position> <position>"``, the links one a line,
-    head first, then for each one ``\\0``, its item's checksum, ``\\0`` and
-    its item's text (JSON text never holds a ``\\0``). *stored* holds the
-    values of items already made, as their keys hold them (the checksum, then
-    the text).
+    ``"<previous chain> <lowest position> <position>"`` and a newline, then
+    :data:`~workingctx.persistence._codec.PACKED` and the zlib stream of its
+    body: the links one a line, head first, then for each one ``\\0``, its
+    item's checksum, ``\\0`` and its item's text (JSON text never holds a
+    ``\\0``). *stored* holds the values of items already made, as their keys
+    hold them (the checksum, then the text).
     """
     items = kind.items(checkpoint.snapshot)
     low = position - _SEGMENT + 1
-    lines = [f"{chain_at(low)} {low} {position}"]
+    lines = []
     values = []
     for at in range(position, low - 1, -1):
         digest = kind.digest(items[at])
@@ -1138,10 +1145,28 @@ def _segment(
             text = kind.text(items[at], at, checkpoint)
             value = stored[digest] = checksum(digest, text) + text
         values.append(value)
-    return "\n".join(lines) + "".join(f"\0{value[:64]}\0{value[64:]}" for value in values)
+    body = "\n".join(lines) + "".join(f"\0{value[:64]}\0{value[64:]}" for value in values)
+    header = f"{chain_at(low)} {low} {position}\n"
+    return header.encode() + _codec.PACKED + zlib.compress(body.encode("utf-8"), _LEVEL)
 
 
-def _setter(key: str, value: str) -> Callable[[Any], Any]:
+def _inflated(segment: bytes) -> bytes:
+    """
+    A segment as read, with its body inflated: its header line, then its
+    links and items (see :func:`_segment`). A segment written before bodies
+    were compressed is its own inflated form; one whose stream does not
+    inflate (damaged) reads as empty, which the checks of the links name.
+    """
+    end = segment.find(b"\n") + 1
+    if segment[end : end + 1] != _codec.PACKED:
+        return segment
+    try:
+        return segment[:end] + zlib.decompress(segment[end + 1 :])
+    except zlib.error:
+        return b""
+
+
+def _setter(key: str, value: str | bytes) -> Callable[[Any], Any]:
     return lambda pipe: pipe.set(key, value, nx=True)
 
 
@@ -1209,7 +1234,7 @@ def _links(
 ) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
     """
     A chain as the load script read it, head first: links (``"<previous
-    chain> <item digest> <position>"``) and segments (a header line, their
+    chain> <item digest> <position>"``) and segments, inflated (a header line, their
     links one a line, then for each ``\\0``, its item's checksum, ``\\0`` and
     its item's text).
 
