@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from tests.persistence.test_stores import run, turns
 from tests.stores import Raw, Stores, server_address
-from workingctx import Checkpoint, Message, WorkingContext
+from workingctx import Checkpoint, Message, ToolCall, WorkingContext
 from workingctx.checkpoint import rehydrate
 from workingctx.exceptions import CheckpointError
-from workingctx.persistence._codec import PACKED
+from workingctx.persistence._codec import PACKED, checksum, step
 from workingctx.persistence.redis import _SEGMENT, _inflated
 
 pytestmark = pytest.mark.server
@@ -60,6 +60,24 @@ def inflated(value: bytes) -> tuple[str, str]:
 
 def deflated(header: str, body: str) -> bytes:
     return f"{header}\n".encode() + PACKED + zlib.compress(body.encode())
+
+
+def uncompressed(value: bytes) -> bytes:
+    """
+    A segment as a store saved it before segment bodies were compressed: its
+    header line, then the values of its links, one a line, head first, then
+    for each ``\\0``, its item's checksum, ``\\0`` and its item's text.
+    """
+    header, body = inflated(value)
+    parts = body.split("\0")
+    digests, texts = parts[0].split("\n"), parts[2::2]
+    previous, low, _ = header.split(" ")
+    lines = []
+    for position, digest in enumerate(reversed(digests), int(low)):
+        lines.append(f"{previous} {digest} {position}")
+        previous = step(previous, digest)
+    items = "".join(f"\0{checksum(digest, text)}\0{text}" for digest, text in zip(digests, texts, strict=True))
+    return "\n".join([header, *lines[::-1]]).encode() + items.encode()
 
 
 def rewrite_segments(store: Any, space: str, change: Callable[[bytes], bytes], *, first_only: bool = False) -> None:
@@ -163,7 +181,7 @@ class TestSegments:
             if how == "item":
                 return deflated(header, body.replace("\0", "\0x"))
             if how == "digest":
-                return deflated(header, body.replace(lines[3].split(" ")[1], "0" * 64, 1))
+                return deflated(header, body.replace(lines[3], "0" * 64, 1))
             if how == "header":
                 return deflated("0" * 64 + header[64:], body)
             if how == "positions":
@@ -188,25 +206,32 @@ class TestSegments:
     def test_a_segment_body_is_compressed(self, made):
         """
         A segment is its header line in plain text (the load script reads
-        it alone), then its body compressed: far fewer bytes than its links
-        and items, and no message's text in the clear.
+        it alone), then its body compressed: its links' item digests, head
+        first, and their items, with a checksum only for a text with a
+        layout; far fewer bytes than its links and items, and no message's
+        text in the clear.
         """
         store = made.new()
         saved = run(store, TURNS, thread="t")
+        messages = saved[-1].snapshot.messages
         with redis.Redis.from_url(server_address("redis")) as client:
-            values = [client.get(key) for key in keys(store, "ms:")]
-        assert len(values) == len(saved[-1].snapshot.messages) // _SEGMENT
-        for value in values:
+            values = {key: client.get(key) for key in keys(store, "ms:")}
+        assert len(values) == len(messages) // _SEGMENT
+        for key, value in values.items():
             header, body = inflated(value)
             previous, low, high = header.split(" ")
             assert (int(high) - int(low) + 1, int(high) % _SEGMENT) == (_SEGMENT, _SEGMENT - 1)
-            assert len(value) * 2 < len(body.encode())
-            lines = body.split("\0")[0].split("\n")
-            assert [int(line.split(" ")[2]) for line in lines] == list(range(int(high), int(low) - 1, -1))
-            assert lines[-1].split(" ")[0] == previous
-            items = body.split("\0")[2::2]  # each message's JSON text
-            assert len(items) == _SEGMENT
-            assert all(text.encode() not in value for text in items)
+            parts = body.split("\0")
+            digests, checks, texts = parts[0].split("\n"), parts[1::2], parts[2::2]
+            assert digests == [message.digest() for message in messages[int(low) : int(high) + 1]][::-1]
+            laid = [checksum(d, t) if "\n" in t else "" for d, t in zip(digests, texts, strict=True)]
+            assert checks == laid
+            chain = previous
+            for digest in reversed(digests):
+                chain = step(chain, digest)
+            assert key.endswith(f":ms:{chain}")
+            assert len(value) * 2 < len(uncompressed(value))
+            assert all(text.encode() not in value for text in texts)
             assert _inflated(value) == (header + "\n" + body).encode()
 
     def test_segments_saved_uncompressed_still_read(self, made):
@@ -217,8 +242,8 @@ class TestSegments:
         """
         store = made.new()
         saved = run(store, TURNS, thread="t")
-        rewrite_segments(store, "ms:", lambda value: "\n".join(inflated(value)).encode())
-        rewrite_segments(store, "es:", lambda value: "\n".join(inflated(value)).encode())
+        rewrite_segments(store, "ms:", uncompressed)
+        rewrite_segments(store, "es:", uncompressed)
         fresh = made.again(store)
         sent = commands(fresh)
         assert saved[-1] == fresh.load(saved[-1].id)
@@ -264,25 +289,35 @@ class TestSegments:
 
 @settings(max_examples=12, deadline=None)
 @given(
-    texts=st.lists(st.text(max_size=300), min_size=_SEGMENT - 2, max_size=2 * _SEGMENT + 2),
+    turns=st.lists(
+        st.tuples(st.text(max_size=300), st.none() | st.dictionaries(st.text(max_size=8), st.integers(), max_size=4)),
+        min_size=_SEGMENT // 2 - 1,
+        max_size=_SEGMENT + 2,
+    ),
     repeat=st.integers(min_value=1, max_value=_SEGMENT),
 )
-def test_a_transcript_round_trips_through_compressed_segments(scratch_dir, texts, repeat):
+def test_a_transcript_round_trips_through_compressed_segments(scratch_dir, turns, repeat):
     """
-    Any texts (and a message repeated every *repeat* positions), across one or
-    two segments, load from a fresh store equal to what was saved, through the
+    Any texts, tool calls whose arguments are in any key order (saved with
+    a layout), and a message repeated every *repeat* turns, across one or two
+    segments, load from a fresh store equal to what was saved, through the
     segments alone.
     """
+    messages: list[Message] = []
+    for n, (text, arguments) in enumerate(turns):
+        messages.append(Message("user", turns[0][0] if n % repeat == 0 else text))
+        if arguments is not None:
+            call = ToolCall(id=f"call_{n}", name="f", arguments=arguments)
+            messages += [Message("assistant", text, tool_calls=[call]), Message("tool", text, tool_call_id=call.id)]
     made = Stores("redis", scratch_dir)
     try:
         store = made.new()
-        messages = [Message("user", texts[0] if n % repeat == 0 else text) for n, text in enumerate(texts)]
         checkpoint = Checkpoint.capture(WorkingContext().extend(messages))
         store.save(checkpoint)
-        assert len(texts) // _SEGMENT == len(keys(store, "ms:"))
+        assert len(messages) // _SEGMENT == len(keys(store, "ms:"))
         fresh = made.again(store)
         sent = commands(fresh)
         assert checkpoint == fresh.load(checkpoint.id)
-        assert len(sent) == 1 + (len(texts) >= _SEGMENT)
+        assert len(sent) == 1 + (len(messages) >= _SEGMENT)
     finally:
         made.close()

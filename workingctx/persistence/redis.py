@@ -10,12 +10,13 @@ Layout, every key under ``<namespace>:``:
   ``"<previous chain> <item digest> <position>"``;
 - ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: a
   header line ``"<previous chain> <lowest position> <position>"``, then
-  ``\\0`` and the zlib stream of its body: the values of that link and of
-  the 63 before it, one a line, head first, then for each ``\\0``, its
-  item's checksum, ``\\0`` and its item's text (a chain saved before
-  segments existed has none, and is read link by link; a segment saved before
-  their bodies were compressed has its body as it is; a damaged one is read
-  past);
+  ``\\0`` and the zlib stream of its body: the item digests of that link and
+  of the 63 before it, one a line, head first, then for each ``\\0``, its
+  item's checksum (only when its text has a layout), ``\\0`` and its item's
+  text (a chain saved before segments existed has none, and is read link by
+  link; a segment saved before their bodies were compressed holds the links'
+  values instead of their digests, and every checksum, as it is; a damaged
+  one is read past);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -55,7 +56,7 @@ from workingctx import _checks
 from workingctx.checkpoint import Checkpoint
 from workingctx.exceptions import ArgumentValueError, CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
-from workingctx.persistence import _codec, histories
+from workingctx.persistence import _codec, _items, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed, shown
@@ -1126,35 +1127,41 @@ def _segment(
 ) -> bytes:
     """
     The segment of the :data:`_SEGMENT` links ending at *position*: a header
-    ``"<previous chain> <lowest position> <position>"`` and a newline, then
+    line ``"<previous chain> <lowest position> <position>"``, then
     :data:`~workingctx.persistence._codec.PACKED` and the zlib stream of its
-    body: the links one a line, head first, then for each one ``\\0``, its
-    item's checksum, ``\\0`` and its item's text (JSON text never holds a
-    ``\\0``). *stored* holds the values of items already made, as their keys
-    hold them (the checksum, then the text).
+    body: the item digests of its links, one a line, head first, then for
+    each ``\\0``, its item's checksum when its text has a layout (a text
+    without one is checked by its own sha256: see
+    :func:`~workingctx.persistence._codec.decode_items`), ``\\0`` and its
+    item's text (JSON text never holds a ``\\0``). Its chain digests are
+    those of the digests, from the header's on. *stored* holds the values of
+    items already made, as their keys hold them (the checksum, then the text).
     """
     items = kind.items(checkpoint.snapshot)
     low = position - _SEGMENT + 1
-    lines = []
+    digests = []
     values = []
     for at in range(position, low - 1, -1):
         digest = kind.digest(items[at])
-        lines.append(f"{chain_at(at)} {digest} {at}")
+        digests.append(digest)
         value = stored.get(digest)
         if value is None:
             text = kind.text(items[at], at, checkpoint)
             value = stored[digest] = checksum(digest, text) + text
         values.append(value)
-    body = "\n".join(lines) + "".join(f"\0{value[:64]}\0{value[64:]}" for value in values)
+    body = "\n".join(digests) + "".join(
+        f"\0{value[:64] if _items.SEPARATOR in value[64:] else ''}\0{value[64:]}" for value in values
+    )
     header = f"{chain_at(low)} {low} {position}\n"
     return header.encode() + _codec.PACKED + zlib.compress(body.encode("utf-8"), _LEVEL)
 
 
 def _inflated(segment: bytes) -> bytes:
     """
-    A segment as read, with its body inflated: its header line, then its
-    links and items (see :func:`_segment`). A segment written before bodies
-    were compressed is its own inflated form; one whose stream does not
+    A segment as read, with its body inflated (see :func:`_segment`). A
+    segment written before bodies were compressed is its own inflated form
+    (its lines are whole links, ``"<previous chain> <item digest>
+    <position>"``, each item with its checksum); one whose stream does not
     inflate (damaged) reads as empty, which the checks of the links name.
     """
     end = segment.find(b"\n") + 1
@@ -1164,6 +1171,27 @@ def _inflated(segment: bytes) -> bytes:
         return segment[:end] + zlib.decompress(segment[end + 1 :])
     except zlib.error:
         return b""
+
+
+def _segment_lines(head: str) -> list[str] | None:
+    """
+    The links of a segment, head first, from the text before its first
+    ``\\0``: its lines, or, for a segment holding only its item digests,
+    the links those make from its header's chain digest on; None when it is
+    neither (damaged).
+    """
+    header, *lines = head.split("\n")
+    fields = header.split(" ")
+    if len(lines) != _SEGMENT or len(fields) != 3 or not fields[1].isdigit():
+        return None
+    if all(" " in line for line in lines):
+        return lines
+    previous, low = fields[0], int(fields[1])
+    made = []
+    for position, digest in enumerate(reversed(lines), low):
+        made.append(f"{previous} {digest} {position}")
+        previous = _codec.step(previous, digest)
+    return made[::-1]
 
 
 def _setter(key: str, value: str | bytes) -> Callable[[Any], Any]:
@@ -1234,9 +1262,8 @@ def _links(
 ) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
     """
     A chain as the load script read it, head first: links (``"<previous
-    chain> <item digest> <position>"``) and segments, inflated (a header line, their
-    links one a line, then for each ``\\0``, its item's checksum, ``\\0`` and
-    its item's text).
+    chain> <item digest> <position>"``) and segments, inflated (see
+    :func:`_segment` and :func:`_inflated`).
 
     Returns the chain digests and the item digests, root first; the items
     the segments hold, by digest, as their text and checksum, unchecked; the digests the links read one
@@ -1257,8 +1284,10 @@ def _links(
     for value in values or ():
         if b"\0" in value:
             parts = value.split(b"\0")
-            found = parts[0].decode("utf-8").split()[4::3]  # after the header, the second field of each line
-            if len(found) * 2 != len(parts) - 1:
+            fields = parts[0].decode("utf-8").split()
+            # after the header, each line's digest: a line of its own, or the second field of a whole link
+            found = fields[3:] if len(fields) == 3 + _SEGMENT else fields[4::3]
+            if len(found) != _SEGMENT or len(found) * 2 != len(parts) - 1:
                 break
             digests += found
             held.update(zip(found, zip(parts[2::2], parts[1::2], strict=True), strict=True))
@@ -1296,7 +1325,7 @@ def _read_links(
     for value in values:
         if b"\0" in value:
             parts = value.split(b"\0")
-            lines = parts[0].decode("utf-8").split("\n")[1:]
+            lines = _segment_lines(parts[0].decode("utf-8")) or [""]
             items: Sequence[tuple[bytes, bytes]] = ()
             if len(parts) == 2 * len(lines) + 1:
                 items = list(zip(parts[2::2], parts[1::2], strict=True))
