@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,8 @@ from workingctx.persistence._codec import PACKED, checksum, step
 from workingctx.persistence.redis import _SEGMENT, _inflated
 
 pytestmark = pytest.mark.server
+
+redis = pytest.importorskip("redis")  # the redis extra
 
 TURNS = 70
 """Turns of the run: 280 messages (four segments and 24 links) and 70 journal entries (one segment and 6 links)."""

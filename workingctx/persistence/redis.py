@@ -664,9 +664,9 @@ class RedisStore:
     def _segments(self, reply: list[Any]) -> tuple[list[bytes], list[bytes]]:
         """
         The values of both chains as the load script read them, head first,
-        each segment it named (by its header) read whole: one more round
-        trip, when there are any. One deleted since reads as empty, which the
-        checks of the links name.
+        each segment it named (by its header) read whole, its body inflated:
+        one more round trip, when there are any. One deleted since, or whose
+        body does not inflate, reads as empty, which the checks of the links name.
         """
         chains: list[list[bytes]] = [list(reply[4] or ()), list(reply[6] or ())]
         kinds = (bytes(reply[5] or b""), bytes(reply[7] or b""))
