@@ -95,7 +95,7 @@ is read link by link.
 """
 
 _LEVEL = 6
-"""The zlib level of a segment's body (JSON text and hex digits: about a third of their size)."""
+"""The zlib level of a segment's body (its JSON texts and hex digests shrink to about a quarter of their size)."""
 
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
