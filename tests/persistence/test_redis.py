@@ -1,26 +1,32 @@
 """
 ``RedisStore``'s load: one round trip, two for a chain long enough to have
-segments (``ms:`` and ``es:`` keys, read whole in one ``MGET``), with chains
-saved without segments read link by link.
+segments (``ms:`` and ``es:`` keys, read whole in one ``MGET``, their bodies
+compressed), with chains saved without segments read link by link.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.persistence.test_stores import run, turns
-from tests.stores import Raw, Stores
-from workingctx import Checkpoint, Message, WorkingContext
+from tests.stores import Raw, Stores, server_address
+from workingctx import Checkpoint, Message, ToolCall, WorkingContext
 from workingctx.checkpoint import rehydrate
 from workingctx.exceptions import CheckpointError
-from workingctx.persistence.redis import _SEGMENT
+from workingctx.persistence._codec import PACKED, checksum, step
+from workingctx.persistence.redis import _SEGMENT, _inflated
 
 pytestmark = pytest.mark.server
+
+redis = pytest.importorskip("redis")  # the redis extra
 
 TURNS = 70
 """Turns of the run: 280 messages (four segments and 24 links) and 70 journal entries (one segment and 6 links)."""
@@ -42,6 +48,47 @@ def made(scratch_dir: Path) -> Iterator[Stores]:
 def keys(store: Any, space: str) -> list[str]:
     with Raw("redis", store)._redis() as client:  # noqa: SLF001  # the test's own connection
         return sorted(client.scan_iter(match=f"{store.namespace}:{space}*", count=1000))
+
+
+def inflated(value: bytes) -> tuple[str, str]:
+    """
+    A stored segment's header line and its body, inflated.
+    """
+    header, _, body = value.partition(b"\n")
+    assert body[:1] == PACKED
+    return header.decode(), zlib.decompress(body[1:]).decode()
+
+
+def deflated(header: str, body: str) -> bytes:
+    return f"{header}\n".encode() + PACKED + zlib.compress(body.encode())
+
+
+def uncompressed(value: bytes) -> bytes:
+    """
+    A segment as a store saved it before segment bodies were compressed: its
+    header line, then the values of its links, one a line, head first, then
+    for each ``\\0``, its item's checksum, ``\\0`` and its item's text.
+    """
+    header, body = inflated(value)
+    parts = body.split("\0")
+    digests, texts = parts[0].split("\n"), parts[2::2]
+    previous, low, _ = header.split(" ")
+    lines = []
+    for position, digest in enumerate(reversed(digests), int(low)):
+        lines.append(f"{previous} {digest} {position}")
+        previous = step(previous, digest)
+    items = "".join(f"\0{checksum(digest, text)}\0{text}" for digest, text in zip(digests, texts, strict=True))
+    return "\n".join([header, *lines[::-1]]).encode() + items.encode()
+
+
+def rewrite_segments(store: Any, space: str, change: Callable[[bytes], bytes], *, first_only: bool = False) -> None:
+    """
+    Replace the value of *store*'s segments under *space* with what *change* makes of it.
+    """
+    found = keys(store, space)
+    with redis.Redis.from_url(server_address("redis")) as client:
+        for key in found[:1] if first_only else found:
+            client.set(key, change(client.get(key)))
 
 
 def commands(store: Any) -> list[tuple[Any, ...]]:
@@ -115,28 +162,99 @@ class TestSegments:
         assert later == fresh.load(later.id)
         assert saved[-1] == fresh.load(saved[-1].id)
 
-    @pytest.mark.parametrize("how", ["item", "digest", "header", "garbage"])
+    @pytest.mark.parametrize(
+        "how", ["item", "digest", "header", "positions", "garbage", "truncated", "stream", "uncompressed garbage"]
+    )
     def test_a_damaged_segment_is_read_past(self, made, how):
         """
-        A segment whose item, link or header is damaged, or that is not a
-        segment at all: the load reads the links and items themselves and
-        gives what was saved.
+        A segment whose item, link or header is damaged, whose compressed
+        body is cut short or does not inflate, or that is not a segment at
+        all: the load reads the links and items themselves and gives what
+        was saved (the script itself walks past one whose header does not
+        name the positions it should hold, or that has no header).
         """
         store = made.new()
         saved = run(store, TURNS, thread="t")
-        key = keys(store, "ms:")[0]
-        with Raw("redis", store)._redis() as client:  # noqa: SLF001
-            value = client.get(key)
-            header, *lines = value.split("\0")[0].split("\n")
+
+        def damaged(value: bytes) -> bytes:
+            header, body = inflated(value)
+            lines = body.split("\0")[0].split("\n")
             if how == "item":
-                value = value.replace("\0", "\0x")
-            elif how == "digest":
-                value = value.replace(lines[3].split(" ")[1], "0" * 64, 1)
-            elif how == "header":
-                value = value.replace(header, header.split(" ")[0] + " 0 63", 1)
-            else:
-                value = "not a segment"
-            client.set(key, value)
+                return deflated(header, body.replace("\0", "\0x"))
+            if how == "digest":
+                return deflated(header, body.replace(lines[3], "0" * 64, 1))
+            if how == "header":
+                return deflated("0" * 64 + header[64:], body)
+            if how == "positions":
+                previous, low, high = header.split(" ")
+                return deflated(f"{previous} {int(low) + 1} {high}", body)
+            if how == "truncated":
+                return value[: len(value) // 2]
+            if how == "stream":
+                cut = len(header) + 1 + len(PACKED) + 2  # past zlib's own header
+                return value[:cut] + bytes(b ^ 0xFF for b in value[cut : cut + 64]) + value[cut + 64 :]
+            if how == "uncompressed garbage":
+                return f"{header}\nnot links\0nor items".encode()
+            return b"not a segment"
+
+        rewrite_segments(store, "ms:", damaged, first_only=True)
+        fresh = made.again(store)
+        sent = commands(fresh)
+        assert saved[-1] == fresh.load(saved[-1].id)
+        again = [] if how in ("positions", "garbage") else ["EVALSHA"]  # then link by link
+        assert ["EVALSHA", "MGET", *again] == [command[0] for command in sent]
+
+    def test_a_segment_body_is_compressed(self, made):
+        """
+        A segment is its header line in plain text (the load script reads
+        it alone), then its body compressed: its links' item digests, head
+        first, and their items, with a checksum only for a text with a
+        layout; far fewer bytes than its links and items, and no message's
+        text in the clear.
+        """
+        store = made.new()
+        saved = run(store, TURNS, thread="t")
+        messages = saved[-1].snapshot.messages
+        with redis.Redis.from_url(server_address("redis")) as client:
+            values = {key: client.get(key) for key in keys(store, "ms:")}
+        assert len(values) == len(messages) // _SEGMENT
+        for key, value in values.items():
+            header, body = inflated(value)
+            previous, low, high = header.split(" ")
+            assert (int(high) - int(low) + 1, int(high) % _SEGMENT) == (_SEGMENT, _SEGMENT - 1)
+            parts = body.split("\0")
+            digests, checks, texts = parts[0].split("\n"), parts[1::2], parts[2::2]
+            assert digests == [message.digest() for message in messages[int(low) : int(high) + 1]][::-1]
+            laid = [checksum(d, t) if "\n" in t else "" for d, t in zip(digests, texts, strict=True)]
+            assert checks == laid
+            chain = previous
+            for digest in reversed(digests):
+                chain = step(chain, digest)
+            assert key.endswith(f":ms:{chain}")
+            assert len(value) * 2 < len(uncompressed(value))
+            assert all(text.encode() not in value for text in texts)
+            assert _inflated(value) == (header + "\n" + body).encode()
+
+    def test_segments_saved_uncompressed_still_read(self, made):
+        """
+        A store whose segments were saved before their bodies were compressed
+        (the same keys, each body as it is after the header) loads a segment
+        at a time, as before, and saving on from it compresses the new ones.
+        """
+        store = made.new()
+        saved = run(store, TURNS, thread="t")
+        rewrite_segments(store, "ms:", uncompressed)
+        rewrite_segments(store, "es:", uncompressed)
+        fresh = made.again(store)
+        sent = commands(fresh)
+        assert saved[-1] == fresh.load(saved[-1].id)
+        assert ["EVALSHA", "MGET"] == [command[0] for command in sent]  # no second, link by link read
+        later = Checkpoint.capture(turns(rehydrate(saved[-1]), TURNS, 20), parent=saved[-1])
+        store.save(later, thread="t")
+        with redis.Redis.from_url(server_address("redis")) as client:
+            bodies = [client.get(key).partition(b"\n")[2][:1] for key in keys(store, "ms:")]
+        assert bodies.count(PACKED) == len(bodies) - len(saved[-1].snapshot.messages) // _SEGMENT > 0
+        assert later == made.again(store).load(later.id)
         assert saved[-1] == made.again(store).load(saved[-1].id)
 
     def test_a_damaged_segment_and_link_is_a_checkpoint_error(self, made):
@@ -168,3 +286,39 @@ class TestSegments:
         store.delete(long.id)
         assert kept == keys(store, "ms:")
         assert other == made.again(store).load(other.id)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    turns=st.lists(
+        st.tuples(st.text(max_size=300), st.none() | st.dictionaries(st.text(max_size=8), st.integers(), max_size=4)),
+        min_size=_SEGMENT // 2 - 1,
+        max_size=_SEGMENT + 2,
+    ),
+    repeat=st.integers(min_value=1, max_value=_SEGMENT),
+)
+def test_a_transcript_round_trips_through_compressed_segments(scratch_dir, turns, repeat):
+    """
+    Any texts, tool calls whose arguments are in any key order (saved with
+    a layout), and a message repeated every *repeat* turns, across one or two
+    segments, load from a fresh store equal to what was saved, through the
+    segments alone.
+    """
+    messages: list[Message] = []
+    for n, (text, arguments) in enumerate(turns):
+        messages.append(Message("user", turns[0][0] if n % repeat == 0 else text))
+        if arguments is not None:
+            call = ToolCall(id=f"call_{n}", name="f", arguments=arguments)
+            messages += [Message("assistant", text, tool_calls=[call]), Message("tool", text, tool_call_id=call.id)]
+    made = Stores("redis", scratch_dir)
+    try:
+        store = made.new()
+        checkpoint = Checkpoint.capture(WorkingContext().extend(messages))
+        store.save(checkpoint)
+        assert len(messages) // _SEGMENT == len(keys(store, "ms:"))
+        fresh = made.again(store)
+        sent = commands(fresh)
+        assert checkpoint == fresh.load(checkpoint.id)
+        assert len(sent) == 1 + (len(messages) >= _SEGMENT)
+    finally:
+        made.close()

@@ -9,11 +9,14 @@ Layout, every key under ``<namespace>:``:
 - ``ml:<chain>`` and ``el:<chain>``: one string per link,
   ``"<previous chain> <item digest> <position>"``;
 - ``ms:<chain>`` and ``es:<chain>``: at every 64th link, a *segment*: a
-  header ``"<previous chain> <lowest position> <position>"``, the values of
-  that link and of the 63 before it, one a line, head first, then for each
-  ``\\0``, its item's checksum, ``\\0`` and its item's text (a chain saved
-  before segments existed has none, and is read link by link; a damaged one is
-  read past);
+  header line ``"<previous chain> <lowest position> <position>"``, then
+  ``\\0`` and the zlib stream of its body: the item digests of that link and
+  of the 63 before it, one a line, head first, then for each ``\\0``, its
+  item's checksum (only when its text has a layout), ``\\0`` and its item's
+  text (a chain saved before segments existed has none, and is read link by
+  link; a segment saved before their bodies were compressed holds the links'
+  values instead of their digests, and every checksum, as it is; a damaged
+  one is read past);
 - ``b:<digest>``: prefixes and scratchpads;
 - ``cp:<id>``: a checkpoint's sealed row (JSON), and ``order``, a sorted set of
   ids by creation time;
@@ -31,8 +34,8 @@ A load is one round trip, two for a chain long enough to have segments: a
 Lua script reads the row, walks both chains (a segment at a time where it can,
 reading only its header) and reads the items of the links it read one by one,
 atomically, replying with those in a few MessagePack strings; then one
-``MGET`` reads the segments it named. Everything read is then checked here
-against the row's digests, as before.
+``MGET`` reads the segments it named, whose bodies are inflated here.
+Everything read is then checked here against the row's digests, as before.
 
 Needs the ``redis`` extra: ``pip install 'workingctx[redis]'``.
 """
@@ -45,6 +48,7 @@ import hashlib
 import json
 import re
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -52,7 +56,7 @@ from workingctx import _checks
 from workingctx.checkpoint import Checkpoint
 from workingctx.exceptions import ArgumentValueError, CheckpointError, SerializationError, StoreUnavailableError
 from workingctx.messages import Message
-from workingctx.persistence import _codec, histories
+from workingctx.persistence import _codec, _items, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed, shown
@@ -86,9 +90,12 @@ How many links a segment holds: at every link whose position is one less than
 a multiple of it, a save also writes ``ms:<chain>`` (``es:`` for the journal),
 that link and the ones before it down to the last segment, with their items,
 so that a load reads a long chain in few keys (at the cost of a second copy
-of its items). A chain saved without them (by an older workingctx) is read
-link by link.
+of its items, compressed). A chain saved without them (by an older workingctx)
+is read link by link.
 """
+
+_LEVEL = 6
+"""The zlib level of a segment's body (its JSON texts and hex digests shrink to about a quarter of their size)."""
 
 # Follows a chain from its head for at most ARGV[3] links; returns key, value pairs,
 # head first. ARGV[4] is which space-separated field of a value holds its position:
@@ -657,9 +664,9 @@ class RedisStore:
     def _segments(self, reply: list[Any]) -> tuple[list[bytes], list[bytes]]:
         """
         The values of both chains as the load script read them, head first,
-        each segment it named (by its header) read whole: one more round
-        trip, when there are any. One deleted since reads as empty, which the
-        checks of the links name.
+        each segment it named (by its header) read whole, its body inflated:
+        one more round trip, when there are any. One deleted since, or whose
+        body does not inflate, reads as empty, which the checks of the links name.
         """
         chains: list[list[bytes]] = [list(reply[4] or ()), list(reply[6] or ())]
         kinds = (bytes(reply[5] or b""), bytes(reply[7] or b""))
@@ -667,7 +674,7 @@ class RedisStore:
         if named:
             keys = [self._p.encode() + chains[side][at] for side, at in named]
             for (side, at), value in zip(named, _raw(self._client, "MGET", *keys), strict=True):
-                chains[side][at] = b"" if value is None else value
+                chains[side][at] = b"" if value is None else _inflated(value)
         return chains[0], chains[1]
 
     # -- listing, threads and deleting --------------------------------------------
@@ -1117,31 +1124,77 @@ def _json_list(text: object) -> builtins.list[Any] | None:
 
 def _segment(
     kind: _codec.Kind, checkpoint: Checkpoint, chain_at: Callable[[int], str], position: int, stored: dict[str, str]
-) -> str:
+) -> bytes:
     """
     The segment of the :data:`_SEGMENT` links ending at *position*: a header
-    ``"<previous chain> <lowest position> <position>"``, the links one a line,
-    head first, then for each one ``\\0``, its item's checksum, ``\\0`` and
-    its item's text (JSON text never holds a ``\\0``). *stored* holds the
-    values of items already made, as their keys hold them (the checksum, then
-    the text).
+    line ``"<previous chain> <lowest position> <position>"``, then
+    :data:`~workingctx.persistence._codec.PACKED` and the zlib stream of its
+    body: the item digests of its links, one a line, head first, then for
+    each ``\\0``, its item's checksum when its text has a layout (a text
+    without one is checked by its own sha256: see
+    :func:`~workingctx.persistence._codec.decode_items`), ``\\0`` and its
+    item's text (JSON text never holds a ``\\0``). Its chain digests are
+    those of the digests, from the header's on. *stored* holds the values of
+    items already made, as their keys hold them (the checksum, then the text).
     """
     items = kind.items(checkpoint.snapshot)
     low = position - _SEGMENT + 1
-    lines = [f"{chain_at(low)} {low} {position}"]
+    digests = []
     values = []
     for at in range(position, low - 1, -1):
         digest = kind.digest(items[at])
-        lines.append(f"{chain_at(at)} {digest} {at}")
+        digests.append(digest)
         value = stored.get(digest)
         if value is None:
             text = kind.text(items[at], at, checkpoint)
             value = stored[digest] = checksum(digest, text) + text
         values.append(value)
-    return "\n".join(lines) + "".join(f"\0{value[:64]}\0{value[64:]}" for value in values)
+    body = "\n".join(digests) + "".join(
+        f"\0{value[:64] if _items.SEPARATOR in value[64:] else ''}\0{value[64:]}" for value in values
+    )
+    header = f"{chain_at(low)} {low} {position}\n"
+    return header.encode() + _codec.PACKED + zlib.compress(body.encode("utf-8"), _LEVEL)
 
 
-def _setter(key: str, value: str) -> Callable[[Any], Any]:
+def _inflated(segment: bytes) -> bytes:
+    """
+    A segment as read, with its body inflated (see :func:`_segment`). A
+    segment written before bodies were compressed is its own inflated form
+    (its lines are whole links, ``"<previous chain> <item digest>
+    <position>"``, each item with its checksum); one whose stream does not
+    inflate (damaged) reads as empty, which the checks of the links name.
+    """
+    end = segment.find(b"\n") + 1
+    if segment[end : end + 1] != _codec.PACKED:
+        return segment
+    try:
+        return segment[:end] + zlib.decompress(segment[end + 1 :])
+    except zlib.error:
+        return b""
+
+
+def _segment_lines(head: str) -> list[str] | None:
+    """
+    The links of a segment, head first, from the text before its first
+    ``\\0``: its lines, or, for a segment holding only its item digests,
+    the links those make from its header's chain digest on; None when it is
+    neither (damaged).
+    """
+    header, *lines = head.split("\n")
+    fields = header.split(" ")
+    if len(lines) != _SEGMENT or len(fields) != 3 or not fields[1].isdigit():
+        return None
+    if all(" " in line for line in lines):
+        return lines
+    previous, low = fields[0], int(fields[1])
+    made = []
+    for position, digest in enumerate(reversed(lines), low):
+        made.append(f"{previous} {digest} {position}")
+        previous = _codec.step(previous, digest)
+    return made[::-1]
+
+
+def _setter(key: str, value: str | bytes) -> Callable[[Any], Any]:
     return lambda pipe: pipe.set(key, value, nx=True)
 
 
@@ -1209,9 +1262,8 @@ def _links(
 ) -> tuple[list[str], list[str], dict[str, tuple[bytes, bytes]], list[str], bool]:
     """
     A chain as the load script read it, head first: links (``"<previous
-    chain> <item digest> <position>"``) and segments (a header line, their
-    links one a line, then for each ``\\0``, its item's checksum, ``\\0`` and
-    its item's text).
+    chain> <item digest> <position>"``) and segments, inflated (see
+    :func:`_segment` and :func:`_inflated`).
 
     Returns the chain digests and the item digests, root first; the items
     the segments hold, by digest, as their text and checksum, unchecked; the digests the links read one
@@ -1232,8 +1284,10 @@ def _links(
     for value in values or ():
         if b"\0" in value:
             parts = value.split(b"\0")
-            found = parts[0].decode("utf-8").split()[4::3]  # after the header, the second field of each line
-            if len(found) * 2 != len(parts) - 1:
+            fields = parts[0].decode("utf-8").split()
+            # after the header, each line's digest: a line of its own, or the second field of a whole link
+            found = fields[3:] if len(fields) == 3 + _SEGMENT else fields[4::3]
+            if len(found) != _SEGMENT or len(found) * 2 != len(parts) - 1:
                 break
             digests += found
             held.update(zip(found, zip(parts[2::2], parts[1::2], strict=True), strict=True))
@@ -1271,7 +1325,7 @@ def _read_links(
     for value in values:
         if b"\0" in value:
             parts = value.split(b"\0")
-            lines = parts[0].decode("utf-8").split("\n")[1:]
+            lines = _segment_lines(parts[0].decode("utf-8")) or [""]
             items: Sequence[tuple[bytes, bytes]] = ()
             if len(parts) == 2 * len(lines) + 1:
                 items = list(zip(parts[2::2], parts[1::2], strict=True))
