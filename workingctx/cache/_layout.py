@@ -12,7 +12,7 @@ import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
-from typing import overload
+from typing import Any, overload
 
 import attrs
 
@@ -27,6 +27,8 @@ __all__ = [
     "TOKENS_OF",
     "Layout",
     "Position",
+    "bisect_left",
+    "bisect_right",
     "cache_blocks",
     "can_carry_breakpoint",
     "find_position",
@@ -293,6 +295,35 @@ class Layout(Sequence[Position]):
         return f"Layout({list(self)!r})"
 
 
+def _plain(layout: Sequence[Position]) -> tuple[Sequence[Position], int]:
+    """
+    A sequence the :mod:`bisect` functions read at C speed holding *layout*'s
+    positions first, and how many of them there are: a :class:`Layout`'s
+    list (which may run on past it), any other sequence as it is.
+    """
+    if isinstance(layout, Layout):
+        return layout._items, layout._size  # the list the layout reads in place
+    return layout, len(layout)
+
+
+def bisect_left(layout: Sequence[Position], value: Any, key: Callable[[Position], Any]) -> int:
+    """
+    :func:`bisect.bisect_left` over *layout* by *key*, without a Python call per probe.
+    """
+    items, size = _plain(layout)
+    found: int = bisect.bisect_left(items, value, 0, size, key=key)
+    return found
+
+
+def bisect_right(layout: Sequence[Position], value: Any, key: Callable[[Position], Any]) -> int:
+    """
+    :func:`bisect.bisect_right` over *layout* by *key*, without a Python call per probe.
+    """
+    items, size = _plain(layout)
+    found: int = bisect.bisect_right(items, value, 0, size, key=key)
+    return found
+
+
 def lay_out(
     messages: Sequence[Message],
     counter: MessageCounter,
@@ -313,7 +344,7 @@ def lay_out(
     are and the chain goes on from the last of them, so a request that grows
     by a few messages costs those messages.
     """
-    cut = bisect.bisect_left(reused, start, key=MESSAGE_OF) if start else 0
+    cut = bisect_left(reused, start, MESSAGE_OF) if start else 0
     positions: list[Position] = []  # the new ones
     presets = [p for p in reused_presets if p.message < start] if cut else []
     if cut:
@@ -351,7 +382,7 @@ def find_position(layout: Sequence[Position], message: int, block: int) -> int |
     *layout*, or None: a layout is in (message, block) order, so a binary search.
     """
     at = (message, block)
-    i = bisect.bisect_left(layout, at, key=AT)
+    i = bisect_left(layout, at, AT)
     return i if i < len(layout) and AT(layout[i]) == at else None
 
 

@@ -6,7 +6,6 @@ OpenAI's :func:`prompt_cache_key`.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import is_not
@@ -20,6 +19,7 @@ from workingctx.cache._layout import (
     MESSAGE_OF,
     Layout,
     Position,
+    bisect_left,
     cache_blocks,
     find_position,
     lay_out,
@@ -231,7 +231,7 @@ def _last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
     """
     The index of :func:`last_carrying`'s position in *layout*, or None.
     """
-    for i in range(bisect.bisect_left(layout, end, key=MESSAGE_OF) - 1, -1, -1):
+    for i in range(bisect_left(layout, end, MESSAGE_OF) - 1, -1, -1):
         if layout[i].carries:
             return i
     return None

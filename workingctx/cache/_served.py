@@ -5,7 +5,6 @@ gone once older than its lifetime, and what each request reads, writes and pays 
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -14,7 +13,7 @@ from decimal import Decimal
 import attrs
 
 from workingctx import _checks
-from workingctx.cache._layout import TOKENS_OF, Position
+from workingctx.cache._layout import TOKENS_OF, Position, bisect_right
 from workingctx.cache._plan import CachePlan, marked_positions
 from workingctx.cache._rules import TTL, CacheRules
 from workingctx.exceptions import CacheRuleError
@@ -102,7 +101,7 @@ class SimulatedCache:
         layout, only marked positions are written, so no search finds them.)
         """
         entries, lifetimes = self.entries, self.rules.lifetimes
-        past = bisect.bisect_right(layout, read, key=TOKENS_OF)
+        past = bisect_right(layout, read, TOKENS_OF)
         expired = 0
         for position in itertools.islice(reversed(layout), len(layout) - past):
             if position.key in entries:
