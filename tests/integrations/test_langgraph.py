@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -341,6 +342,57 @@ class TestTranscript:
                 assert expected == ContextSaver(made.again(store)).get_tuple(saved).pending_writes
             assert 8 == Raw(kind, store).message_count()
             assert 8 == link_count(kind, store)
+        finally:
+            made.close()
+
+    def test_writes_put_before_their_checkpoint_wait_for_its_transcript(self, scratch_dir: Path):
+        """
+        LangGraph puts a checkpoint once the one before it is saved, and may
+        put a task's writes first, from another thread: the writes wait for
+        the checkpoint's transcript, and share its links.
+        """
+        made = Stores("sqlite", scratch_dir)
+        try:
+            store = made.new()
+            saver = ContextSaver(store)
+            first = put_checkpoint(saver, "t", [HumanMessage("q0", id="h0")])
+            checkpoints = [empty_checkpoint(), empty_checkpoint()]
+            held = [HumanMessage("q0", id="h0"), AIMessage("a0", id="a0")]
+            checkpoints[0]["channel_values"] = {"messages": held}
+            checkpoints[1]["channel_values"] = {"messages": [*held, HumanMessage("q1", id="h1")]}
+            saving, release = threading.Event(), threading.Event()
+            save = store.save
+
+            def slow_save(checkpoint: Any, **kwargs: Any) -> Any:
+                if checkpoint.id == _checkpoint_key("t", "", checkpoints[0]["id"]):
+                    saving.set()
+                    release.wait(10)
+                return save(checkpoint, **kwargs)
+
+            store.save = slow_save
+
+            def puts() -> None:  # as LangGraph's background thread: each put once the one before is saved
+                parent = first
+                for checkpoint in checkpoints:
+                    parent = saver.put(parent, checkpoint, {"source": "loop", "step": 1}, {})
+
+            putter = threading.Thread(target=puts)
+            putter.start()
+            assert saving.wait(10)
+            second = config("t", checkpoint_ns="", checkpoint_id=checkpoints[1]["id"])
+            reply = AIMessage("a1", id="a1")
+            writer = threading.Thread(target=saver.put_writes, args=(second, [("messages", [reply])], "task"))
+            writer.start()
+            time.sleep(0.05)  # the writes wait: the put before their checkpoint's is under way
+            release.set()
+            putter.join(10)
+            writer.join(10)
+            assert [("task", "messages", [reply])] == ContextSaver(made.again(store)).get_tuple(second).pending_writes
+            third = empty_checkpoint()
+            third["channel_values"] = {"messages": [*checkpoints[1]["channel_values"]["messages"], reply]}
+            saver.put(second, third, {"source": "loop", "step": 2}, {})
+            assert 4 == Raw("sqlite", store).message_count()
+            assert 4 == link_count("sqlite", store)  # the writes continued the second checkpoint, as the third does
         finally:
             made.close()
 

@@ -34,6 +34,7 @@ import hashlib
 import json
 import operator
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -76,7 +77,8 @@ _NOTE = "langgraph"
 _RETRIES = 64
 _REMEMBERED = 4096  # pending-writes records read once and kept, by id (records never change)
 _BASES = 64  # transcripts of the checkpoints put or read last, which their pending writes continue
-_WAIT = 5.0  # seconds a put_writes waits for the transcript of its checkpoint's put, under way on another thread
+_WAIT = 5.0  # seconds a put_writes waits at most for the transcript of its checkpoint's put
+_GRACE = 0.005  # seconds a put_writes waits for its checkpoint's put to start, once the put before it ended
 
 
 def _name(kind: str, *parts: str) -> str:
@@ -352,6 +354,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self.store = store
         self.channel = channel
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when a put ends or has its transcript
         self._heads: dict[str, str | None] = {}  # store thread -> the head this saver last saw or wrote
         # head key -> (key, id) of the newest LangGraph checkpoint (the greatest id) up to it
         self._latest: dict[str, tuple[str, str]] = {}
@@ -360,7 +363,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self._saved: dict[str, tuple[Checkpoint, _Cached | None]] = {}
         # checkpoint key -> a live context holding its transcript channel: its pending writes continue it
         self._bases: OrderedDict[str, WorkingContext] = OrderedDict()
-        self._converting: dict[str, threading.Event] = {}  # checkpoint key -> set once its put has its transcript
+        self._converting: set[str] = set()  # keys of the checkpoints whose puts are making their transcripts
+        self._putting: dict[str, int] = {}  # log name -> how many puts to it are under way
         # writes store thread -> (its head, the ids of its records in order), as this saver last saw it
         self._record_ids: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._records: OrderedDict[str, _Record] = OrderedDict()  # record id -> the record, read
@@ -539,6 +543,27 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 not hold, or the store refused the checkpoint; nothing was written.
         """
         thread_id, ns, parent_id = self._ids(config)
+        log = _log_name(thread_id, ns)
+        with self._lock:
+            self._putting[log] = self._putting.get(log, 0) + 1
+        try:
+            return self._put(config, thread_id, ns, parent_id, checkpoint, metadata)
+        finally:
+            with self._lock:
+                self._putting[log] -= 1
+                if not self._putting[log]:
+                    del self._putting[log]
+                self._changed.notify_all()
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        thread_id: str,
+        ns: str,
+        parent_id: str | None,
+        checkpoint: GraphCheckpoint,
+        metadata: CheckpointMetadata,
+    ) -> RunnableConfig:
         checkpoint_id = str(checkpoint["id"])
         log = _log_name(thread_id, ns)
         key = _checkpoint_key(thread_id, ns, checkpoint_id)
@@ -595,13 +620,11 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         Check a put's parent and split its channels (see :meth:`_split`); also
         the transcript it made, when the channel is one, remembered for the
-        checkpoint's writes. LangGraph may put a task's writes while the put is
-        still on its way, on another thread: they wait for this.
+        checkpoint's writes (see :meth:`_base`).
         """
         log = _log_name(thread_id, ns)
-        converting = threading.Event()
         with self._lock:
-            self._converting[key] = converting
+            self._converting.add(key)
         try:
             if parent_id is not None and not self._holds(thread_id, ns, parent_id):
                 msg = (
@@ -615,10 +638,46 @@ class ContextSaver(BaseCheckpointSaver[int]):
             self._remember_base(key, None if transcript is None else transcript.ctx)
         finally:
             with self._lock:
-                if self._converting.get(key) is converting:
-                    del self._converting[key]
-            converting.set()
+                self._converting.discard(key)
+                self._changed.notify_all()
         return ctx, values, carried, transcript
+
+    def _base(self, log: str, key: str, checkpoint_id: str) -> WorkingContext | None:
+        """
+        The transcript channel of checkpoint *key*, which its writes continue,
+        or None when this saver does not hold it.
+
+        LangGraph puts a checkpoint once the one before it is saved, and may
+        put a task's writes first, from another thread: while the checkpoint's
+        put is making its transcript, or a put to the same thread is under way
+        and the checkpoint is newer than any this saver saved there, this
+        waits for it (a few milliseconds: the writes share its links then).
+        """
+        deadline = time.monotonic() + _WAIT
+        grace: float | None = None
+        with self._changed:
+            while (base := self._bases.get(key)) is None:
+                now = time.monotonic()
+                if key in self._converting or (self._putting.get(log) and self._newer(log, checkpoint_id)):
+                    grace = now + _GRACE  # once no put is under way, the next may still take a moment to start
+                    until = deadline
+                elif grace is not None and now < grace:
+                    until = grace
+                else:
+                    return None
+                if now >= deadline:
+                    return None
+                self._changed.wait(min(until, deadline) - now)
+        return base
+
+    def _newer(self, log: str, checkpoint_id: str) -> bool:
+        """
+        Whether *checkpoint_id* is newer than the newest checkpoint this saver
+        knows in *log* (the caller holds the lock).
+        """
+        head = self._heads.get(log)
+        latest = None if head is None else self._latest.get(head)
+        return latest is None or checkpoint_id > latest[1]
 
     def _remember_base(self, key: str, ctx: WorkingContext | None) -> None:
         """
@@ -633,6 +692,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 self._bases[key] = ctx
                 while len(self._bases) > _BASES:
                     self._bases.popitem(last=False)
+            self._changed.notify_all()
 
     def _put_again(self, thread_id: str, ns: str, key: str, checkpoint_id: str) -> _Entry | None:
         """
@@ -663,13 +723,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         if checkpoint_id is None:
             msg = f"put_writes needs config['configurable']['checkpoint_id'] (thread {thread_id!r})"
             raise CheckpointError(msg, path="$.configurable.checkpoint_id")
-        checkpoint_key = _checkpoint_key(thread_id, ns, checkpoint_id)
-        with self._lock:
-            base = self._bases.get(checkpoint_key)
-            converting = None if base is not None else self._converting.get(checkpoint_key)
-        if converting is not None and converting.wait(_WAIT):  # its put is converting the transcript
-            with self._lock:
-                base = self._bases.get(checkpoint_key)
+        base = self._base(_log_name(thread_id, ns), _checkpoint_key(thread_id, ns, checkpoint_id), checkpoint_id)
         # the written messages continue the checkpoint's transcript (when this saver holds it)
         ctx = WorkingContext() if base is None else base.fork()
         items: list[list[Any]] = []
