@@ -6,8 +6,10 @@ a run's storage grows with the square of its length. ``ContextSaver`` keeps the
 ``messages`` channel (``MessagesState``, the state of LangChain's
 ``create_agent``) as a workingctx transcript: each message is stored once, by
 its digest, however many checkpoints and threads hold it, and every checkpoint
-points into the chain. The other channels, the metadata and the pending writes
-go through LangGraph's own serializer.
+points into the chain. A task's pending writes continue their checkpoint's
+transcript, so the messages a node returns share the chain the next
+checkpoint holds. The other channels and the values written to them go
+through LangGraph's own serializer.
 
 Install the ``[langgraph]`` extra; this module imports LangGraph, ``import
 workingctx`` does not.
@@ -321,7 +323,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
     would not give back equal, goes through the serializer like every other
     channel. A store thread per LangGraph thread and namespace keeps the order
     checkpoints were put in, with a compare-and-set head, so writers sharing a
-    thread on PostgreSQL or Redis lose nothing.
+    thread on PostgreSQL or Redis lose nothing; so does a store thread per
+    checkpoint for its pending writes, one record per ``put_writes``, whose
+    transcript continues the checkpoint's.
 
     Args:
         store: Any workingctx store: :class:`~workingctx.InMemoryStore`,
