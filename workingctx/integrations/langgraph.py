@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import functools
 import hashlib
 import json
 import operator
@@ -83,6 +84,7 @@ _WAIT = 5.0  # seconds a put_writes waits at most for the transcript of its chec
 _GRACE = 0.005  # seconds a put_writes waits for its checkpoint's put to start, once the put before it ended
 
 
+@functools.lru_cache(maxsize=4096)  # a run names the same thread and checkpoints on every call
 def _name(kind: str, *parts: str) -> str:
     """
     A short store name for LangGraph ids (22 characters of a sha256 after *kind*):
@@ -731,14 +733,19 @@ class ContextSaver(BaseCheckpointSaver[int]):
         # the written messages continue the checkpoint's transcript (when this saver holds it)
         ctx = WorkingContext() if base is None else base.fork()
         items: list[list[Any]] = []
+        written: list[tuple[int, str, _Parts | None, tuple[str, str] | None]] = []  # the record, as read back
         for index, (channel, value) in enumerate(writes):
             parts = self._carry(value)
+            number = WRITES_IDX_MAP.get(channel, index)
             if parts is None:
-                items.append([WRITES_IDX_MAP.get(channel, index), channel, *_encode(self.serde.dumps_typed(value))])
+                kind, data = _encode(self.serde.dumps_typed(value))
+                items.append([number, channel, kind, data])
+                written.append((number, channel, None, (kind, data)))
             else:  # messages written to a channel share the transcript's items
                 spec, _ = _spec(parts, ctx.size())
                 ctx.extend(message for _, messages in parts for message in messages)
-                items.append([WRITES_IDX_MAP.get(channel, index), channel, "carried", spec])
+                items.append([number, channel, "carried", spec])
+                written.append((number, channel, tuple((k, tuple(m)) for k, m in parts), None))
         if not items:
             return
         ctx.note(_NOTE, {"task_id": str(task_id), "task_path": str(task_path), "writes": items})
@@ -752,9 +759,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
             lambda head: Checkpoint(id=key, snapshot=snapshot, created_at=now, parent=head, metadata=_WRITES_TAG),
             f"the writes of task {task_id!r} for checkpoint {checkpoint_id!r} of thread {thread_id!r}",
         )
-        record = _Record.read(snapshot)
         with self._lock:
-            self._remember_record(key, record)
+            self._remember_record(key, _Record(str(task_id), str(task_path), tuple(written)))
             known = self._record_ids.get(name)
             if saved.parent is None:
                 self._record_ids[name] = (key, (key,))
