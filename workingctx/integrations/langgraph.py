@@ -371,6 +371,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self._bases: OrderedDict[str, WorkingContext] = OrderedDict()
         self._converting: set[str] = set()  # keys of the checkpoints whose puts are making their transcripts
         self._putting: dict[str, int] = {}  # log name -> how many puts to it are under way
+        self._ended: dict[str, float] = {}  # log name -> when the last put to it ended (time.monotonic)
         # writes store thread -> (its head, the ids of its records in order), as this saver last saw it
         self._record_ids: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._records: OrderedDict[str, _Record] = OrderedDict()  # record id -> the record, read
@@ -559,6 +560,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 self._putting[log] -= 1
                 if not self._putting[log]:
                     del self._putting[log]
+                self._ended[log] = time.monotonic()
                 self._changed.notify_all()
 
     def _put(
@@ -658,10 +660,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
         put is making its transcript, or a put to the same thread is under way
         and the checkpoint is newer than any this saver saved there, this
         waits for it (a few milliseconds: the writes share its links then).
+        A put that ended a moment ago counts as under way: the next one may
+        not have started yet.
         """
         deadline = time.monotonic() + _WAIT
-        grace: float | None = None
         with self._changed:
+            ended = self._ended.get(log)
+            grace = None if ended is None or not self._newer(log, checkpoint_id) else ended + _GRACE
             while (base := self._bases.get(key)) is None:
                 now = time.monotonic()
                 if key in self._converting or (self._putting.get(log) and self._newer(log, checkpoint_id)):
