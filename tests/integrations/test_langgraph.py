@@ -396,6 +396,21 @@ class TestTranscript:
         finally:
             made.close()
 
+    def test_writes_for_a_checkpoint_never_put_do_not_wait(self, stores: Stores):
+        """
+        Writes to a checkpoint this saver is not putting are stored at once,
+        even right after a put, and read back.
+        """
+        saver = ContextSaver(stores.new())
+        first = put_checkpoint(saver, "t", [HumanMessage("q", id="h")])
+        for checkpoint_id in (first["configurable"]["checkpoint_id"], empty_checkpoint()["id"]):
+            target = config("t", checkpoint_ns="", checkpoint_id=checkpoint_id)
+            put_checkpoint(saver, "t", [HumanMessage("q", id="h")], first["configurable"]["checkpoint_id"])
+            start = time.monotonic()
+            saver.put_writes(target, [("messages", [AIMessage("a", id="a")])], "task")
+            assert time.monotonic() - start < 1.0
+        assert [("task", "messages", [AIMessage("a", id="a")])] == saver.get_tuple(first).pending_writes
+
     def test_pending_writes_are_read_from_the_store_once(self, stores: Stores):
         """
         A record of pending writes is read from the store once per saver (it
@@ -866,6 +881,40 @@ class TestConcurrentWriters:
                 thread.join()
             assert [] == errors
             assert 40 == len(list(ContextSaver(made.again(store)).list(config("shared"))))
+        finally:
+            made.close()
+
+    @pytest.mark.parametrize("kind", kind_params(("postgres", "redis")))
+    def test_writers_of_one_checkpoint_lose_nothing(self, kind: str, scratch_dir: Path):
+        """
+        Four savers, each on its own connection, put the writes of their tasks
+        to one checkpoint at once (the saver that put it continues its
+        transcript, the others cannot): every write is kept.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            savers = [ContextSaver(made.again(store)) for _ in range(4)]
+            saved = put_checkpoint(savers[0], "shared", [HumanMessage("go", id="go")])
+            errors: list[BaseException] = []
+
+            def write(number: int, saver: ContextSaver) -> None:
+                try:
+                    for step in range(5):
+                        reply = AIMessage(f"{number}-{step}", id=f"{number}-{step}")
+                        saver.put_writes(saved, [("messages", [reply]), ("n", step)], f"task-{number}-{step}")
+                except BaseException as exc:  # reported by the test
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=write, args=(n, s)) for n, s in enumerate(savers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert [] == errors
+            writes = ContextSaver(made.again(store)).get_tuple(saved).pending_writes
+            assert {f"task-{n}-{step}" for n in range(4) for step in range(5)} == {task for task, _, _ in writes}
+            assert 40 == len(writes)
         finally:
             made.close()
 
