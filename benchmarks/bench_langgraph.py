@@ -22,6 +22,12 @@ it, the reply), each with pending writes.
   background thread, so this can exceed the wall time). The 120-turn runs
   alternate three rounds of each saver and report the medians.
 
+What ``ContextSaver`` stores per turn: three messages (the question as the
+graph received it, the question as the reducer gave it an id, the reply), each
+once with one transcript link; three checkpoint rows and two pending-writes
+records (a record's transcript continues its checkpoint's, so it adds no
+link), each with its note; and a head row per checkpoint that has writes.
+
 The 1,000-turn run of LangGraph's savers writes the whole transcript into two
 checkpoints per turn (about 2 GB on SQLite); ``--quick`` runs 120 turns only.
 Servers: ``WORKINGCTX_POSTGRES_DSN``, or throwaway ones from ``scripts/servers``.

@@ -7,11 +7,15 @@ retention, bad input and concurrent writers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import json
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,19 +23,21 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
-from tests.stores import PERSISTENT, Raw, Stores, kind_params
+from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
 from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name
+from workingctx.serialization import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
+FIRST_LAYOUT = ROOT / "tests" / "data" / "langgraph-first-layout.json"
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +86,21 @@ def chat_graph(saver: ContextSaver, replies: list[str]) -> Any:
     graph.add_node("chat", chat)
     graph.add_edge(START, "chat")
     return graph.compile(checkpointer=saver)
+
+
+def link_count(kind: str, store: Any) -> int:
+    """
+    How many transcript links a SQLite or PostgreSQL store holds.
+    """
+    if kind == "sqlite":
+        with contextlib.closing(sqlite3.connect(store.path)) as db:
+            return int(db.execute("SELECT count(*) FROM message_links").fetchone()[0])
+    import psycopg  # noqa: PLC0415  # only with a PostgreSQL server
+
+    with psycopg.connect(server_address("postgres")) as conn:
+        query = f'SELECT count(*) FROM "{store.schema}".message_links'  # noqa: S608  # the test's own schema
+        found = conn.execute(query).fetchone()  # type: ignore[arg-type]
+        return int(found[0]) if found is not None else 0
 
 
 def put_checkpoint(
@@ -294,6 +315,240 @@ class TestTranscript:
         assert second == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
         first_config = config("t", checkpoint_ns="", checkpoint_id=parent)
         assert first == saver.get_tuple(first_config).checkpoint["channel_values"]["messages"]
+
+    @pytest.mark.parametrize("kind", kind_params(("sqlite", "postgres")))
+    def test_writes_share_the_links_of_the_next_checkpoint(self, scratch_dir: Path, kind: str):
+        """
+        The messages a task writes continue its checkpoint's transcript, so
+        the next checkpoint, which holds them in the same order, shares their
+        links: the store holds one link per message, however many writes.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            saver = ContextSaver(store)
+            messages: list[Any] = []
+            parent = None
+            for turn in range(4):
+                messages = [*messages, HumanMessage(f"question {turn}", id=f"h{turn}")]
+                saved = put_checkpoint(saver, "t", messages, parent)
+                reply = AIMessage(f"answer {turn}", id=f"a{turn}")
+                saver.put_writes(saved, [("messages", [reply]), ("plan", {"turn": turn})], f"task-{turn}")
+                messages = [*messages, reply]
+                parent = put_checkpoint(saver, "t", messages, saved["configurable"]["checkpoint_id"])
+                parent = parent["configurable"]["checkpoint_id"]
+                expected = [(f"task-{turn}", "messages", [reply]), (f"task-{turn}", "plan", {"turn": turn})]
+                assert expected == saver.get_tuple(saved).pending_writes
+                assert expected == ContextSaver(made.again(store)).get_tuple(saved).pending_writes
+            assert 8 == Raw(kind, store).message_count()
+            assert 8 == link_count(kind, store)
+        finally:
+            made.close()
+
+    def test_writes_put_before_their_checkpoint_wait_for_its_transcript(self, scratch_dir: Path):
+        """
+        LangGraph puts a checkpoint once the one before it is saved, and may
+        put a task's writes first, from another thread: the writes wait for
+        the checkpoint's transcript, and share its links.
+        """
+        made = Stores("sqlite", scratch_dir)
+        try:
+            store = made.new()
+            saver = ContextSaver(store)
+            first = put_checkpoint(saver, "t", [HumanMessage("q0", id="h0")])
+            checkpoints = [empty_checkpoint(), empty_checkpoint()]
+            held = [HumanMessage("q0", id="h0"), AIMessage("a0", id="a0")]
+            checkpoints[0]["channel_values"] = {"messages": held}
+            checkpoints[1]["channel_values"] = {"messages": [*held, HumanMessage("q1", id="h1")]}
+            saving, release = threading.Event(), threading.Event()
+            save = store.save
+
+            def slow_save(checkpoint: Any, **kwargs: Any) -> Any:
+                if checkpoint.id == _checkpoint_key("t", "", checkpoints[0]["id"]):
+                    saving.set()
+                    release.wait(10)
+                return save(checkpoint, **kwargs)
+
+            store.save = slow_save
+
+            def puts() -> None:  # as LangGraph's background thread: each put once the one before is saved
+                parent = first
+                for checkpoint in checkpoints:
+                    parent = saver.put(parent, checkpoint, {"source": "loop", "step": 1}, {})
+
+            putter = threading.Thread(target=puts)
+            putter.start()
+            assert saving.wait(10)
+            second = config("t", checkpoint_ns="", checkpoint_id=checkpoints[1]["id"])
+            reply = AIMessage("a1", id="a1")
+            writer = threading.Thread(target=saver.put_writes, args=(second, [("messages", [reply])], "task"))
+            writer.start()
+            time.sleep(0.05)  # the writes wait: the put before their checkpoint's is under way
+            release.set()
+            putter.join(10)
+            writer.join(10)
+            assert [("task", "messages", [reply])] == ContextSaver(made.again(store)).get_tuple(second).pending_writes
+            third = empty_checkpoint()
+            third["channel_values"] = {"messages": [*checkpoints[1]["channel_values"]["messages"], reply]}
+            saver.put(second, third, {"source": "loop", "step": 2}, {})
+            assert 4 == Raw("sqlite", store).message_count()
+            assert 4 == link_count("sqlite", store)  # the writes continued the second checkpoint, as the third does
+        finally:
+            made.close()
+
+    def test_writes_for_a_checkpoint_never_put_do_not_wait(self, stores: Stores):
+        """
+        Writes to a checkpoint this saver is not putting are stored at once,
+        even right after a put, and read back.
+        """
+        saver = ContextSaver(stores.new())
+        first = put_checkpoint(saver, "t", [HumanMessage("q", id="h")])
+        for checkpoint_id in (first["configurable"]["checkpoint_id"], empty_checkpoint()["id"]):
+            target = config("t", checkpoint_ns="", checkpoint_id=checkpoint_id)
+            put_checkpoint(saver, "t", [HumanMessage("q", id="h")], first["configurable"]["checkpoint_id"])
+            start = time.monotonic()
+            saver.put_writes(target, [("messages", [AIMessage("a", id="a")])], "task")
+            assert time.monotonic() - start < 1.0
+        assert [("task", "messages", [AIMessage("a", id="a")])] == saver.get_tuple(first).pending_writes
+
+    def test_pending_writes_are_read_from_the_store_once(self, stores: Stores):
+        """
+        A record of pending writes is read from the store once per saver (it
+        never changes): the saver that wrote it never loads it, another loads
+        it at its first read only.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        messages = [HumanMessage("question", id="h")]
+        saved = put_checkpoint(saver, "t", messages)
+        reply = AIMessage("answer", id="a")
+        saver.put_writes(saved, [("messages", [reply])], "task")
+        other = ContextSaver(stores.again(store))
+        loaded: list[str] = []
+        for target in {id(s.store): s.store for s in (saver, other)}.values():
+            load = target.load
+
+            def counted(key: str, load: Any = load) -> Any:
+                loaded.append(key)
+                return load(key)
+
+            target.load = counted
+        key = _checkpoint_key("t", "", saved["configurable"]["checkpoint_id"])
+        for reader, records in ((saver, 0), (other, 1), (other, 0), (saver, 0)):
+            loaded.clear()
+            assert [("task", "messages", [reply])] == reader.get_tuple(saved).pending_writes
+            assert records == len([k for k in loaded if k != key])
+
+    def test_bookkeeping_comes_back_equal(self, stores: Stores):
+        """
+        A checkpoint's id, time, versions and other channels come back as
+        they were put, whether JSON carries them or not.
+        """
+        saver = ContextSaver(stores.new())
+        for ts, seen in (
+            ("2026-01-01T00:00:00+00:00", {"node": {"messages": 1}}),
+            ("2026-01-01T02:00:00+02:00", {"node": {"messages": "00000002.0.5"}}),
+            ("2026-01-01T00:00:00Z", {"node": {"messages": datetime(2026, 1, 1, tzinfo=UTC)}}),  # not JSON
+            ("not a time", {}),
+        ):
+            checkpoint = empty_checkpoint()
+            checkpoint["ts"] = ts
+            checkpoint["versions_seen"] = seen
+            checkpoint["channel_versions"] = {"messages": 3, "plan": 1}
+            checkpoint["channel_values"] = {"messages": [HumanMessage("hi", id="1")], "plan": {"steps": [1]}}
+            saved = saver.put(config("b", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, {})
+            assert checkpoint == saver.get_tuple(saved).checkpoint
+            assert checkpoint == ContextSaver(stores.again(saver.store)).get_tuple(saved).checkpoint
+
+
+def first_layout(store: Any) -> dict[str, Any]:
+    """
+    Fill *store* with what an earlier ContextSaver wrote (the fixture), and
+    return what that saver's ``list()`` gave for each thread.
+    """
+    data = json.loads(FIRST_LAYOUT.read_text(encoding="utf-8"))
+    for item in data["checkpoints"]:
+        store.save(from_json(json.dumps(item), Checkpoint))
+    for thread, head in data["heads"].items():
+        store.save(store.load(head), thread=thread)
+    expected: dict[str, Any] = data["expected"]
+    return expected
+
+
+def summary(value: Any) -> Any:
+    """
+    A value as the fixture describes it: messages as ``[type, content, id]``, anything else by its repr.
+    """
+    if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+        return [[m.type, m.content, m.id] for m in value]
+    if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()):
+        return {k: summary(v) for k, v in value.items()}
+    return repr(value)
+
+
+def listed(saver: ContextSaver, thread: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": t.config["configurable"]["checkpoint_id"],
+            "parent": None if t.parent_config is None else t.parent_config["configurable"]["checkpoint_id"],
+            "ts": t.checkpoint["ts"],
+            "metadata": t.metadata,
+            "values": {k: summary(v) for k, v in sorted(t.checkpoint["channel_values"].items())},
+            "versions": t.checkpoint["channel_versions"],
+            "writes": [[task, channel, summary(value)] for task, channel, value in t.pending_writes],
+        }
+        for t in saver.list(config(thread, checkpoint_ns=""))
+    ]
+
+
+class TestFirstLayout:
+    def test_reads_what_the_first_layout_wrote(self, stores: Stores):
+        """
+        A store an earlier ContextSaver wrote (each record of pending writes a
+        transcript of its own, every checkpoint serialized whole) reads as
+        that saver read it: checkpoints, metadata and pending writes.
+        """
+        store = stores.new()
+        expected = first_layout(store)
+        saver = ContextSaver(stores.again(store))
+        for thread, tuples in expected.items():
+            assert tuples == listed(saver, thread)
+
+    def test_continues_copies_and_deletes_the_first_layout(self, stores: Stores):
+        """
+        A thread of the first layout continues, resumes from its interrupt,
+        takes new writes beside its old ones, is copied, and is deleted
+        whole, with every message only it held.
+        """
+        store = stores.new()
+        expected = first_layout(store)
+        saver = ContextSaver(stores.again(store))
+        saver.copy_thread("chat", "copy")
+        assert expected["chat"] == listed(saver, "copy")
+        out = chat_graph(saver, ["Berlin."]).invoke({"messages": [HumanMessage("And Germany?")]}, config("chat"))
+        assert ["Hi", "Hello!", "Capital of France?", "Paris.", "And Germany?", "Berlin."] == [
+            m.content for m in out["messages"]
+        ]
+
+        def ask(_state: MessagesState) -> dict[str, Any]:
+            return {"messages": [AIMessage(f"approved: {interrupt('approve?')}")]}
+
+        gate = StateGraph(MessagesState)
+        gate.add_node("ask", ask)
+        gate.add_edge(START, "ask")
+        done = gate.compile(checkpointer=saver).invoke(Command(resume="yes"), config("gate"))
+        assert ["deploy", "approved: yes"] == [m.content for m in done["messages"]]
+        oldest = config("chat", checkpoint_ns="", checkpoint_id=expected["chat"][-1]["id"])
+        before = saver.get_tuple(oldest).pending_writes
+        saver.put_writes(oldest, [("messages", [HumanMessage("late", id="late")])], "late-task")
+        late = ("late-task", "messages", [HumanMessage("late", id="late")])
+        after = ContextSaver(stores.again(store)).get_tuple(oldest).pending_writes
+        assert sorted(map(repr, [*before, late])) == sorted(map(repr, after))
+        for thread in ("chat", "gate", "copy"):
+            saver.delete_thread(thread)
+        assert [] == list(store.list())
+        if stores.kind != "memory":
+            assert 0 == Raw(stores.kind, store).message_count()
 
 
 # -- end to end --------------------------------------------------------------------------
@@ -626,6 +881,40 @@ class TestConcurrentWriters:
                 thread.join()
             assert [] == errors
             assert 40 == len(list(ContextSaver(made.again(store)).list(config("shared"))))
+        finally:
+            made.close()
+
+    @pytest.mark.parametrize("kind", kind_params(("postgres", "redis")))
+    def test_writers_of_one_checkpoint_lose_nothing(self, kind: str, scratch_dir: Path):
+        """
+        Four savers, each on its own connection, put the writes of their tasks
+        to one checkpoint at once (the saver that put it continues its
+        transcript, the others cannot): every write is kept.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            savers = [ContextSaver(made.again(store)) for _ in range(4)]
+            saved = put_checkpoint(savers[0], "shared", [HumanMessage("go", id="go")])
+            errors: list[BaseException] = []
+
+            def write(number: int, saver: ContextSaver) -> None:
+                try:
+                    for step in range(5):
+                        reply = AIMessage(f"{number}-{step}", id=f"{number}-{step}")
+                        saver.put_writes(saved, [("messages", [reply]), ("n", step)], f"task-{number}-{step}")
+                except BaseException as exc:  # reported by the test
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=write, args=(n, s)) for n, s in enumerate(savers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert [] == errors
+            writes = ContextSaver(made.again(store)).get_tuple(saved).pending_writes
+            assert {f"task-{n}-{step}" for n in range(4) for step in range(5)} == {task for task, _, _ in writes}
+            assert 40 == len(writes)
         finally:
             made.close()
 

@@ -6,8 +6,10 @@ a run's storage grows with the square of its length. ``ContextSaver`` keeps the
 ``messages`` channel (``MessagesState``, the state of LangChain's
 ``create_agent``) as a workingctx transcript: each message is stored once, by
 its digest, however many checkpoints and threads hold it, and every checkpoint
-points into the chain. The other channels, the metadata and the pending writes
-go through LangGraph's own serializer.
+points into the chain. A task's pending writes continue their checkpoint's
+transcript, so the messages a node returns share the chain the next
+checkpoint holds. The other channels and the values written to them go
+through LangGraph's own serializer.
 
 Install the ``[langgraph]`` extra; this module imports LangGraph, ``import
 workingctx`` does not.
@@ -30,11 +32,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import functools
 import hashlib
 import json
 import operator
 import threading
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +53,7 @@ from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConfli
 from workingctx.frozen import thaw
 from workingctx.messages import Message
 from workingctx.persistence import CheckpointInfo, CheckpointStore
+from workingctx.snapshot import FrozenContext
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -69,10 +75,16 @@ except ImportError as exc:  # pragma: no cover - the dev extra installs it
 __all__ = ["ContextSaver"]
 
 _TAG = "langgraph"
+_WRITES_TAG = {_TAG: {"kind": "writes"}}
 _NOTE = "langgraph"
 _RETRIES = 64
+_REMEMBERED = 4096  # pending-writes records read once and kept, by id (records never change)
+_BASES = 64  # transcripts of the checkpoints put or read last, which their pending writes continue
+_WAIT = 5.0  # seconds a put_writes waits at most for the transcript of its checkpoint's put
+_GRACE = 0.005  # seconds a put_writes waits for its checkpoint's put to start, once the put before it ended
 
 
+@functools.lru_cache(maxsize=4096)  # a run names the same thread and checkpoints on every call
 def _name(kind: str, *parts: str) -> str:
     """
     A short store name for LangGraph ids (22 characters of a sha256 after *kind*):
@@ -147,19 +159,34 @@ def _spec(parts: list[tuple[str | None, list[Message]]], start: int) -> tuple[li
     return spec, start
 
 
-def _restore(messages: Sequence[Message], spec: Any) -> Any:
+def _parts(messages: Sequence[Message], spec: Any) -> tuple[tuple[str | None, tuple[Message, ...]], ...]:
     """
-    The value :func:`_spec` described: a list of LangChain messages, or a dict of them.
+    The messages of each carried list :func:`_spec` described, with its key.
     """
-    parts = {}
+    parts = []
     for key, start, count in spec:
         if not (isinstance(start, int) and isinstance(count, int) and 0 <= start <= start + count <= len(messages)):
             msg = f"a carried value lies at messages[{start!r}:{start!r}+{count!r}], outside the transcript"
             raise ValueError(msg)
-        parts[key] = lc.write(list(messages[start : start + count]), state=True)
-    if list(parts) == [None]:
-        return parts[None]
-    return dict(parts)
+        parts.append((key, tuple(messages[start : start + count])))
+    return tuple(parts)
+
+
+def _value(parts: Sequence[tuple[str | None, Sequence[Message]]]) -> Any:
+    """
+    The value carried *parts* make: a list of LangChain messages, or a dict of them.
+    """
+    value = {key: lc.write(list(messages), state=True) for key, messages in parts}
+    if list(value) == [None]:
+        return value[None]
+    return value
+
+
+def _restore(messages: Sequence[Message], spec: Any) -> Any:
+    """
+    The value :func:`_spec` described: a list of LangChain messages, or a dict of them.
+    """
+    return _value(_parts(messages, spec))
 
 
 def _is_messages(value: Any) -> bool:
@@ -255,6 +282,37 @@ class _Cached:
         )
 
 
+_Parts = tuple[tuple[str | None, tuple[Message, ...]], ...]
+
+
+@attrs.frozen
+class _Record:
+    """
+    One ``put_writes`` record, read: its task, and each write as ``(index,
+    channel, carried, serialized)``, the carried messages with their keys or
+    the ``[type, base64]`` pair of a serialized value. It holds only the
+    messages written, not the transcript the record continues.
+    """
+
+    task_id: str
+    task_path: str
+    writes: tuple[tuple[int, str, _Parts | None, tuple[str, str] | None], ...]
+
+    @classmethod
+    def read(cls, snapshot: FrozenContext) -> _Record:
+        note = dict(snapshot.scratchpad)[_NOTE]
+        writes: list[tuple[int, str, _Parts | None, tuple[str, str] | None]] = []
+        for index, channel, kind, data in note["writes"]:
+            if not (isinstance(index, int) and isinstance(channel, str) and isinstance(kind, str)):
+                msg = f"a write is [index, channel, kind, data], got {[index, channel, kind, data]!r}"
+                raise TypeError(msg)
+            if kind == "carried":
+                writes.append((index, channel, _parts(snapshot.messages, data), None))
+            else:
+                writes.append((index, channel, None, (kind, data)))
+        return cls(str(note["task_id"]), str(note["task_path"]), tuple(writes))
+
+
 class ContextSaver(BaseCheckpointSaver[int]):
     """
     A LangGraph checkpointer over a workingctx store: swap it in for
@@ -267,7 +325,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
     would not give back equal, goes through the serializer like every other
     channel. A store thread per LangGraph thread and namespace keeps the order
     checkpoints were put in, with a compare-and-set head, so writers sharing a
-    thread on PostgreSQL or Redis lose nothing.
+    thread on PostgreSQL or Redis lose nothing; so does a store thread per
+    checkpoint for its pending writes, one record per ``put_writes``, whose
+    transcript continues the checkpoint's.
 
     Args:
         store: Any workingctx store: :class:`~workingctx.InMemoryStore`,
@@ -300,12 +360,21 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self.store = store
         self.channel = channel
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when a put ends or has its transcript
         self._heads: dict[str, str | None] = {}  # store thread -> the head this saver last saw or wrote
         # head key -> (key, id) of the newest LangGraph checkpoint (the greatest id) up to it
         self._latest: dict[str, tuple[str, str]] = {}
         self._cached: dict[str, _Cached] = {}  # log name -> the last transcript put there
         # log name -> the checkpoint this saver last saved there: read back from memory while it is the head
         self._saved: dict[str, tuple[Checkpoint, _Cached | None]] = {}
+        # checkpoint key -> a live context holding its transcript channel: its pending writes continue it
+        self._bases: OrderedDict[str, WorkingContext] = OrderedDict()
+        self._converting: set[str] = set()  # keys of the checkpoints whose puts are making their transcripts
+        self._putting: dict[str, int] = {}  # log name -> how many puts to it are under way
+        self._ended: dict[str, float] = {}  # log name -> when the last put to it ended (time.monotonic)
+        # writes store thread -> (its head, the ids of its records in order), as this saver last saw it
+        self._record_ids: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._records: OrderedDict[str, _Record] = OrderedDict()  # record id -> the record, read
 
     def __repr__(self) -> str:
         return f"ContextSaver({self.store!r}, channel={self.channel!r})"
@@ -433,6 +502,39 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 del values[channel]
         return ctx, values, carried
 
+    def _state_note(
+        self, checkpoint: Mapping[str, Any], values: dict[str, Any], checkpoint_id: str, created_at: datetime
+    ) -> dict[str, Any]:
+        """
+        What a checkpoint's note keeps of it besides its transcript: its
+        bookkeeping (channel versions, versions seen) as JSON when JSON gives
+        it back equal, as LangGraph's ``PostgresSaver`` keeps it, without the
+        id and the time the store's record holds already; the other channels'
+        values serialized. Otherwise the whole checkpoint, serialized.
+        """
+        state = {key: value for key, value in checkpoint.items() if key != "channel_values"}
+        if state.get("id") == checkpoint_id:
+            del state["id"]
+        if "ts" in state and state["ts"] == _iso(created_at):
+            del state["ts"]
+        if not _json_exact(state):
+            return {"checkpoint": _encode(self.serde.dumps_typed({**checkpoint, "channel_values": values}))}
+        return {"state": state, "values": _encode(self.serde.dumps_typed(values))} if values else {"state": state}
+
+    def _read_state(self, note: Mapping[str, Any], checkpoint_id: str, created_at: datetime) -> dict[str, Any]:
+        """
+        The checkpoint :meth:`_state_note` kept, its transcript's channels still to add.
+        """
+        if "state" in note:
+            checkpoint = {"id": checkpoint_id, "ts": _iso(created_at), **thaw(note["state"])}
+            checkpoint["channel_values"] = self.serde.loads_typed(_decode(note["values"])) if "values" in note else {}
+        else:  # the first layout, and a checkpoint JSON cannot carry
+            checkpoint = self.serde.loads_typed(_decode(note["checkpoint"]))
+        if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
+            msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
+            raise TypeError(msg)
+        return checkpoint
+
     def put(
         self,
         config: RunnableConfig,
@@ -448,22 +550,37 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 not hold, or the store refused the checkpoint; nothing was written.
         """
         thread_id, ns, parent_id = self._ids(config)
+        log = _log_name(thread_id, ns)
+        with self._lock:
+            self._putting[log] = self._putting.get(log, 0) + 1
+        try:
+            return self._put(config, thread_id, ns, parent_id, checkpoint, metadata)
+        finally:
+            with self._lock:
+                self._putting[log] -= 1
+                if not self._putting[log]:
+                    del self._putting[log]
+                self._ended[log] = time.monotonic()
+                self._changed.notify_all()
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        thread_id: str,
+        ns: str,
+        parent_id: str | None,
+        checkpoint: GraphCheckpoint,
+        metadata: CheckpointMetadata,
+    ) -> RunnableConfig:
         checkpoint_id = str(checkpoint["id"])
         log = _log_name(thread_id, ns)
+        key = _checkpoint_key(thread_id, ns, checkpoint_id)
         where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r} (namespace {ns!r})"
-        if parent_id is not None and not self._holds(thread_id, ns, parent_id):
-            msg = (
-                f"cannot put {where}: its parent checkpoint {parent_id!r} is not in the thread; "
-                "continue from a checkpoint get_tuple or list returns. Nothing was written"
-            )
-            raise CheckpointError(msg, path="$.configurable.checkpoint_id")
-        ctx, values, carried = self._split(log, checkpoint["channel_values"])
-        with self._lock:  # the transcript this put made, when the channel is one
-            transcript = self._cached.get(log) if carried and carried[0][0] == self.channel else None
-        rest = {**checkpoint, "channel_values": values}
+        ctx, values, carried, transcript = self._prepare(thread_id, ns, parent_id, key, checkpoint, where)
+        created_at = _timestamp(checkpoint.get("ts"))
         graph_metadata = dict(get_serializable_checkpoint_metadata(config, metadata))
         as_json = _json_exact(graph_metadata)
-        note: dict[str, Any] = {"checkpoint": _encode(self.serde.dumps_typed(rest)), "carried": carried}
+        note = {**self._state_note(checkpoint, values, checkpoint_id, created_at), "carried": carried}
         if not as_json:
             note["metadata"] = _encode(self.serde.dumps_typed(graph_metadata))
         ctx.note(_NOTE, note)
@@ -476,8 +593,6 @@ class ContextSaver(BaseCheckpointSaver[int]):
             "parent_checkpoint_id": parent_id,
             "metadata": graph_metadata if as_json else None,
         }
-        created_at = _timestamp(checkpoint.get("ts"))
-        key = _checkpoint_key(thread_id, ns, checkpoint_id)
 
         def build(head: str | None) -> Checkpoint:
             parent = head
@@ -506,6 +621,89 @@ class ContextSaver(BaseCheckpointSaver[int]):
             # a checkpoint this saver just wrote has no writes yet: its first put_writes needs no head
             self._heads.setdefault(_writes_name(thread_id, ns, checkpoint_id), None)
         return self._config(thread_id, ns, checkpoint_id)
+
+    def _prepare(
+        self, thread_id: str, ns: str, parent_id: str | None, key: str, checkpoint: GraphCheckpoint, where: str
+    ) -> tuple[WorkingContext, dict[str, Any], list[Any], _Cached | None]:
+        """
+        Check a put's parent and split its channels (see :meth:`_split`); also
+        the transcript it made, when the channel is one, remembered for the
+        checkpoint's writes (see :meth:`_base`).
+        """
+        log = _log_name(thread_id, ns)
+        with self._lock:
+            self._converting.add(key)
+        try:
+            if parent_id is not None and not self._holds(thread_id, ns, parent_id):
+                msg = (
+                    f"cannot put {where}: its parent checkpoint {parent_id!r} is not in the thread; "
+                    "continue from a checkpoint get_tuple or list returns. Nothing was written"
+                )
+                raise CheckpointError(msg, path="$.configurable.checkpoint_id")
+            ctx, values, carried = self._split(log, checkpoint["channel_values"])
+            with self._lock:
+                transcript = self._cached.get(log) if carried and carried[0][0] == self.channel else None
+            self._remember_base(key, None if transcript is None else transcript.ctx)
+        finally:
+            with self._lock:
+                self._converting.discard(key)
+                self._changed.notify_all()
+        return ctx, values, carried, transcript
+
+    def _base(self, log: str, key: str, checkpoint_id: str) -> WorkingContext | None:
+        """
+        The transcript channel of checkpoint *key*, which its writes continue,
+        or None when this saver does not hold it.
+
+        LangGraph puts a checkpoint once the one before it is saved, and may
+        put a task's writes first, from another thread: while the checkpoint's
+        put is making its transcript, or a put to the same thread is under way
+        and the checkpoint is newer than any this saver saved there, this
+        waits for it (a few milliseconds: the writes share its links then).
+        A put that ended a moment ago counts as under way: the next one may
+        not have started yet.
+        """
+        deadline = time.monotonic() + _WAIT
+        with self._changed:
+            ended = self._ended.get(log)
+            grace = None if ended is None or not self._newer(log, checkpoint_id) else ended + _GRACE
+            while (base := self._bases.get(key)) is None:
+                now = time.monotonic()
+                if key in self._converting or (self._putting.get(log) and self._newer(log, checkpoint_id)):
+                    grace = now + _GRACE  # once no put is under way, the next may still take a moment to start
+                    until = deadline
+                elif grace is not None and now < grace:
+                    until = grace
+                else:
+                    return None
+                if now >= deadline:
+                    return None
+                self._changed.wait(min(until, deadline) - now)
+        return base
+
+    def _newer(self, log: str, checkpoint_id: str) -> bool:
+        """
+        Whether *checkpoint_id* is newer than the newest checkpoint this saver
+        knows in *log* (the caller holds the lock).
+        """
+        head = self._heads.get(log)
+        latest = None if head is None else self._latest.get(head)
+        return latest is None or checkpoint_id > latest[1]
+
+    def _remember_base(self, key: str, ctx: WorkingContext | None) -> None:
+        """
+        Remember the transcript channel of checkpoint *key* (forget it with None):
+        its pending writes' messages continue it, so the store shares their links
+        with the checkpoint's and with the next checkpoint's, which usually
+        holds the same messages in the same order.
+        """
+        with self._lock:
+            self._bases.pop(key, None)
+            if ctx is not None:
+                self._bases[key] = ctx
+                while len(self._bases) > _BASES:
+                    self._bases.popitem(last=False)
+            self._changed.notify_all()
 
     def _put_again(self, thread_id: str, ns: str, key: str, checkpoint_id: str) -> _Entry | None:
         """
@@ -536,35 +734,43 @@ class ContextSaver(BaseCheckpointSaver[int]):
         if checkpoint_id is None:
             msg = f"put_writes needs config['configurable']['checkpoint_id'] (thread {thread_id!r})"
             raise CheckpointError(msg, path="$.configurable.checkpoint_id")
-        ctx = WorkingContext()
+        base = self._base(_log_name(thread_id, ns), _checkpoint_key(thread_id, ns, checkpoint_id), checkpoint_id)
+        # the written messages continue the checkpoint's transcript (when this saver holds it)
+        ctx = WorkingContext() if base is None else base.fork()
         items: list[list[Any]] = []
+        written: list[tuple[int, str, _Parts | None, tuple[str, str] | None]] = []  # the record, as read back
         for index, (channel, value) in enumerate(writes):
             parts = self._carry(value)
+            number = WRITES_IDX_MAP.get(channel, index)
             if parts is None:
-                items.append([WRITES_IDX_MAP.get(channel, index), channel, *_encode(self.serde.dumps_typed(value))])
+                kind, data = _encode(self.serde.dumps_typed(value))
+                items.append([number, channel, kind, data])
+                written.append((number, channel, None, (kind, data)))
             else:  # messages written to a channel share the transcript's items
                 spec, _ = _spec(parts, ctx.size())
                 ctx.extend(message for _, messages in parts for message in messages)
-                items.append([WRITES_IDX_MAP.get(channel, index), channel, "carried", spec])
+                items.append([number, channel, "carried", spec])
+                written.append((number, channel, tuple((k, tuple(m)) for k, m in parts), None))
         if not items:
             return
         ctx.note(_NOTE, {"task_id": str(task_id), "task_path": str(task_path), "writes": items})
         snapshot = ctx.freeze()
         name = _writes_name(thread_id, ns, checkpoint_id)
         key = _record_key()
-        tag = {
-            "kind": "writes",
-            "thread_id": thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-            "task_id": str(task_id),
-        }
         now = datetime.now(UTC)
-        self._save_to(
+        saved = self._save_to(
             name,
-            lambda head: Checkpoint(id=key, snapshot=snapshot, created_at=now, parent=head, metadata={_TAG: tag}),
+            # the store thread names the checkpoint, the note the task: the tag only says what the record is
+            lambda head: Checkpoint(id=key, snapshot=snapshot, created_at=now, parent=head, metadata=_WRITES_TAG),
             f"the writes of task {task_id!r} for checkpoint {checkpoint_id!r} of thread {thread_id!r}",
         )
+        with self._lock:
+            self._remember_record(key, _Record(str(task_id), str(task_path), tuple(written)))
+            known = self._record_ids.get(name)
+            if saved.parent is None:
+                self._record_ids[name] = (key, (key,))
+            elif known is not None and known[0] == saved.parent:
+                self._record_ids[name] = (key, (*known[1], key))
 
     # -- loading --------------------------------------------------------------------
 
@@ -668,13 +874,10 @@ class ContextSaver(BaseCheckpointSaver[int]):
             msg = f"its record names another checkpoint: {dict(thaw(tag))!r}"
             raise ValueError(msg)
         note = dict(saved.snapshot.scratchpad)[_NOTE]
-        checkpoint = self.serde.loads_typed(_decode(note["checkpoint"]))
-        if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
-            msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
-            raise TypeError(msg)
+        checkpoint = self._read_state(note, checkpoint_id, saved.created_at)
         for channel, spec in note["carried"]:
             checkpoint["channel_values"][channel] = self._carried(
-                saved.snapshot.messages, channel, spec, _log_name(thread_id, ns), transcript, resume=resume
+                saved.snapshot.messages, channel, spec, _log_name(thread_id, ns), saved.id, transcript, resume=resume
             )
         serialized = "metadata" in note
         metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
@@ -693,6 +896,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         channel: str,
         spec: Any,
         log: str,
+        key: str,
         transcript: _Cached | None,
         *,
         resume: bool,
@@ -712,29 +916,63 @@ class ContextSaver(BaseCheckpointSaver[int]):
             ctx.digest()
             with self._lock:
                 self._cached[log] = _Cached(list(value), ctx)
+            self._remember_base(key, ctx)
         return value
 
-    def _write_records(self, thread_id: str, ns: str, checkpoint_id: str) -> list[CheckpointInfo]:
-        head = self.store.head(_writes_name(thread_id, ns, checkpoint_id))
-        return [] if head is None else self.store.lineage(head)
+    def _write_records(self, thread_id: str, ns: str, checkpoint_id: str) -> builtins.list[str]:
+        """
+        The ids of the pending-writes records of a checkpoint, in the order they were put.
+        """
+        name = _writes_name(thread_id, ns, checkpoint_id)
+        head = self.store.head(name)
+        with self._lock:
+            known = self._record_ids.get(name)
+        if head is None:
+            return []
+        if known is not None and known[0] == head:
+            return list(known[1])
+        ids = tuple(info.id for info in self.store.lineage(head))
+        with self._lock:
+            self._record_ids[name] = (head, ids)
+        return list(ids)
 
-    def _writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list[tuple[str, str, Any]]:
+    def _remember_record(self, key: str, record: _Record) -> None:
+        """
+        Keep a record read or written (the caller holds the lock).
+        """
+        self._records[key] = record
+        self._records.move_to_end(key)
+        while len(self._records) > _REMEMBERED:
+            self._records.popitem(last=False)
+
+    def _record(self, key: str) -> _Record:
+        """
+        A pending-writes record: from memory once read or written (a record
+        never changes: another gets a new id), else loaded, which reads the
+        transcript it continues.
+        """
+        with self._lock:
+            record = self._records.get(key)
+            if record is not None:
+                self._records.move_to_end(key)
+                return record
+        record = _Record.read(self.store.load(key).snapshot)
+        with self._lock:
+            self._remember_record(key, record)
+        return record
+
+    def _writes(self, thread_id: str, ns: str, checkpoint_id: str) -> builtins.list[tuple[str, str, Any]]:
         """
         The pending writes of a checkpoint, by LangGraph's rules, in ``writes_sort_key`` order.
         """
         kept: dict[tuple[str, int], tuple[str, str, Any]] = {}
-        for info in self._write_records(thread_id, ns, checkpoint_id):
-            snapshot = self.store.load(info.id).snapshot
-            note = dict(snapshot.scratchpad)[_NOTE]
-            task_id, task_path = note["task_id"], note["task_path"]
-            for index, channel, kind, data in note["writes"]:
-                if index >= 0 and (task_id, index) in kept:
+        for key in self._write_records(thread_id, ns, checkpoint_id):
+            record = self._record(key)
+            for index, channel, parts, typed in record.writes:
+                if index >= 0 and (record.task_id, index) in kept:
                     continue
-                if kind == "carried":
-                    value = _restore(snapshot.messages, data)
-                else:
-                    value = self.serde.loads_typed(_decode([kind, data]))
-                kept[task_id, index] = (task_path, channel, value)
+                value = _value(parts) if parts is not None else self.serde.loads_typed(_decode(typed))
+                kept[record.task_id, index] = (record.task_path, channel, value)
         ordered = sorted(kept.items(), key=lambda item: (item[1][0], item[0][0], item[0][1]))
         return [(task_id, channel, value) for (task_id, _), (_, channel, value) in ordered]
 
@@ -821,10 +1059,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
     # -- removing and copying -----------------------------------------------------------
 
     def _drop_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> None:
-        for info in reversed(self._write_records(thread_id, ns, checkpoint_id)):
-            self.store.delete(info.id)
+        for key in reversed(self._write_records(thread_id, ns, checkpoint_id)):
+            self.store.delete(key)
+        name = _writes_name(thread_id, ns, checkpoint_id)
         with self._lock:
-            self._heads.pop(_writes_name(thread_id, ns, checkpoint_id), None)
+            self._heads.pop(name, None)
+            self._record_ids.pop(name, None)
+            self._bases.pop(_checkpoint_key(thread_id, ns, checkpoint_id), None)
 
     def _remove(self, thread_id: str, ns: str, doomed: set[str]) -> None:
         """
@@ -932,9 +1173,11 @@ class ContextSaver(BaseCheckpointSaver[int]):
                     ),
                     f"the copy of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
                 )
-                for info in self._write_records(source, ns, entry.checkpoint_id):
-                    record = self.store.load(info.id)
-                    record_tag = {**thaw(record.metadata[_TAG]), "thread_id": target}
+                for record_id in self._write_records(source, ns, entry.checkpoint_id):
+                    record = self.store.load(record_id)
+                    record_tag = thaw(record.metadata[_TAG])
+                    if "thread_id" in record_tag:  # a record of the first layout names its thread
+                        record_tag["thread_id"] = target
                     record_key = _record_key()
                     self._save_to(
                         _writes_name(target, ns, entry.checkpoint_id),
@@ -1018,6 +1261,13 @@ class ContextSaver(BaseCheckpointSaver[int]):
         :meth:`prune`, run in a worker thread.
         """
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _iso(when: datetime) -> str:
+    """
+    A checkpoint's time as LangGraph writes it (``datetime.now(UTC).isoformat()``).
+    """
+    return when.astimezone(UTC).isoformat()
 
 
 def _timestamp(ts: object) -> datetime:
