@@ -874,11 +874,7 @@ class TestConcurrentWriters:
                 except BaseException as exc:  # reported by the test
                     errors.append(exc)
 
-            threads = [threading.Thread(target=write, args=(n, s)) for n, s in enumerate(savers)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            _on_threads(write, savers)
             assert [] == errors
             assert 40 == len(list(ContextSaver(made.again(store)).list(config("shared"))))
         finally:
@@ -906,11 +902,7 @@ class TestConcurrentWriters:
                 except BaseException as exc:  # reported by the test
                     errors.append(exc)
 
-            threads = [threading.Thread(target=write, args=(n, s)) for n, s in enumerate(savers)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            _on_threads(write, savers)
             assert [] == errors
             writes = ContextSaver(made.again(store)).get_tuple(saved).pending_writes
             assert {f"task-{n}-{step}" for n in range(4) for step in range(5)} == {task for task, _, _ in writes}
@@ -929,3 +921,14 @@ def test_import_workingctx_does_not_import_langgraph():
     code = "import sys, workingctx, workingctx.integrations; print('langgraph' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert "False" == out.stdout.strip()
+
+
+def _on_threads(write: Any, savers: list[ContextSaver]) -> None:
+    """
+    ``write(number, saver)`` for each saver, all on threads of their own at once; back when all are done.
+    """
+    threads = [threading.Thread(target=write, args=(n, s)) for n, s in enumerate(savers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
