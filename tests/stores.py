@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests import sqlite_rows
 from workingctx import InMemoryStore, SQLiteStore
 from workingctx.persistence import PostgresStore, RedisStore
 
@@ -138,7 +139,7 @@ class Raw:
 
     def _sql(self, statement: str, args: tuple[Any, ...] = ()) -> list[Any]:
         if self.kind == "sqlite":
-            db = sqlite3.connect(self.store.path)
+            db = sqlite_rows.connect(self.store.path)
             try:
                 with db:
                     return db.execute(statement.replace("@.", "").replace("%s", "?"), args).fetchall()
@@ -253,7 +254,7 @@ class Raw:
         Everything the store holds, byte for byte, to show an operation changed nothing.
         """
         if self.kind == "sqlite":
-            with contextlib.closing(sqlite3.connect(self.store.path)) as db:
+            with contextlib.closing(sqlite_rows.connect(self.store.path)) as db:
                 return list(db.iterdump())
         if self.kind == "redis":
             import redis  # noqa: PLC0415  # only with a Redis server

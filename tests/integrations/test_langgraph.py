@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
+from tests import sqlite_rows
 from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
@@ -93,7 +93,7 @@ def link_count(kind: str, store: Any) -> int:
     How many transcript links a SQLite or PostgreSQL store holds.
     """
     if kind == "sqlite":
-        with contextlib.closing(sqlite3.connect(store.path)) as db:
+        with contextlib.closing(sqlite_rows.connect(store.path)) as db:
             return int(db.execute("SELECT count(*) FROM message_links").fetchone()[0])
     import psycopg  # noqa: PLC0415  # only with a PostgreSQL server
 

@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests import sqlite_rows
 from tests.strategies import working_contexts
 from workingctx import Checkpoint, Message, SQLiteStore
 from workingctx.context import WorkingContext
@@ -55,7 +56,7 @@ def file_state(path: Path) -> bytes:
 
 
 def dump(path: Path) -> list[str]:
-    with sqlite3.connect(path) as db:
+    with sqlite_rows.connect(path) as db:
         return list(db.iterdump())
 
 
@@ -90,7 +91,7 @@ class TestRefusedDatabases:
         A SQLite database of someone else's is refused, and left as it was.
         """
         path = fresh_path(scratch_dir)
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute("CREATE TABLE users (name TEXT)")
             db.execute("INSERT INTO users VALUES ('ada')")
         db.close()
@@ -117,7 +118,7 @@ class TestRefusedDatabases:
         checkpoint = Checkpoint.capture(WorkingContext().append(Message("user", "hi")))
         store = SQLiteStore(path)
         store.save(checkpoint)
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute("UPDATE workingctx_store SET value = ? WHERE key = ?", (value, key))
         db.close()
         with pytest.raises(CheckpointError, match=match):
@@ -226,7 +227,7 @@ def damage(path: Path, rng: random.Random) -> str:
     table = rng.choice(sorted(TABLES))
     key = KEYS.get(table, TABLES[table][0])
     columns = TABLES[table]
-    db = sqlite3.connect(path)
+    db = sqlite_rows.connect(path)
     try:
         with db:
             rows = db.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}").fetchall()  # noqa: S608  # test's own names
@@ -305,7 +306,7 @@ class TestFuzzedPayloads:
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
         digest = second.snapshot.messages[2].digest()
         text = '{"role": "user", "content": 5}'
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute(
                 "UPDATE messages SET data = ?, checksum = ? WHERE digest = ?", (text, _checksum(digest, text), digest)
             )
@@ -322,7 +323,7 @@ class TestFuzzedPayloads:
         path = fresh_path(scratch_dir)
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
         digest = second.snapshot.messages[0].digest()
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute("UPDATE messages SET data = ? WHERE digest = ?", ('{"role":"user","content":"bye"}', digest))
         db.close()
         with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its checksum") as info:
@@ -337,7 +338,7 @@ class TestFuzzedPayloads:
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
         other = second.snapshot.messages[1].digest()
         chain = second.snapshot.chain_digest(1)
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute("UPDATE message_links SET message = ? WHERE chain = ?", (other, chain))
         db.close()
         with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="link does not match") as info:
@@ -413,7 +414,7 @@ class TestProcesses:
         # a line the kill cut short (no newline yet) was never fully reported
         written = "".join(lines) + rest
         reported = [line.split() for line in written.splitlines(keepends=True) if line.endswith("\n") and line.strip()]
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         db.close()
         with SQLiteStore(path) as store:
@@ -446,7 +447,7 @@ class TestProcesses:
                 last = store.load(ids[-1])
                 assert last.metadata == {"writer": name, "turn": 24}
                 assert len(last.snapshot.messages) == 100
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             distinct = db.execute("SELECT count(*) FROM messages").fetchone()[0]
         db.close()
         # per writer and turn: a question, a call and its result; shared by every turn of both: the answer
@@ -464,7 +465,7 @@ def reseal(path: Path, checkpoint_id: str, **changes: Any) -> None:
     from workingctx.persistence import _codec  # noqa: PLC0415  # the codec's own seal, as a forger would
 
     query = f"SELECT {', '.join(_codec.ROW_FIELDS)} FROM checkpoints WHERE id = ?"  # noqa: S608  # constant names
-    with sqlite3.connect(path) as db:
+    with sqlite_rows.connect(path) as db:
         row = dict(zip(_codec.ROW_FIELDS, db.execute(query, (checkpoint_id,)).fetchone(), strict=True))
         row.update(changes)
         row["seal"] = _codec.seal([row[name] for name in _codec.ROW_FIELDS])
@@ -501,7 +502,7 @@ class TestCraftedStores:
         path = fresh_path(scratch_dir)
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
         head = second.snapshot.chain_digest()
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute("UPDATE message_links SET prev = chain WHERE chain = ?", (head,))
         db.close()
         reseal(path, second.id, message_count=count)
@@ -519,7 +520,7 @@ class TestCraftedStores:
         """
         path = fresh_path(scratch_dir)
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             (head,) = db.execute("SELECT journal_head FROM checkpoints WHERE id = ?", (second.id,)).fetchone()
             db.execute("UPDATE journal_links SET prev = chain WHERE chain = ?", (head,))
         db.close()
@@ -541,7 +542,7 @@ class TestCraftedStores:
         _, second = saved_pair(path, WorkingContext().append(Message("user", "Transfer $10 to Bob.")))
         digest = second.snapshot.messages[0].digest()
         forged = '{"role":"user","content":"Transfer $10000 to Mallory."}'
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             db.execute(
                 "UPDATE messages SET data = ?, checksum = ? WHERE digest = ?",
                 (forged, _checksum(digest, forged), digest),
@@ -560,7 +561,7 @@ class TestCraftedStores:
         ctx = WorkingContext().append(Message("user", "hello"))
         ctx.journal.record({"kind": "approved", "by": "alice"})
         _, second = saved_pair(path, ctx)
-        with sqlite3.connect(path) as db:
+        with sqlite_rows.connect(path) as db:
             digest, _ = db.execute("SELECT digest, data FROM journal_entries WHERE data LIKE '%alice%'").fetchone()
             forged = '{"kind":"approved","by":"mallory"}'
             db.execute(
@@ -910,7 +911,7 @@ def raw_rows(path: Path) -> dict[str, list[str]]:
     """
     Every row of every table, read as bytes (text that is not UTF-8 included).
     """
-    with contextlib.closing(sqlite3.connect(path)) as db:
+    with contextlib.closing(sqlite_rows.connect(path)) as db:
         tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         db.text_factory = bytes
         return {table: sorted(map(repr, db.execute(f'SELECT * FROM "{table}"'))) for table in tables}  # noqa: S608
@@ -940,7 +941,7 @@ class TestRowsDamagedByHand:
         """
         path = fresh_path(scratch_dir)
         first, second = saved_pair(path, WorkingContext().append(Message("user", "hi")))
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute(statement, (first.id,))
         before = raw_rows(path)
         with SQLiteStore(path) as store:
@@ -963,7 +964,7 @@ class TestRowsDamagedByHand:
         """
         path = fresh_path(scratch_dir)
         saved_pair(path, WorkingContext().append(Message("user", "hi")))
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute(f"UPDATE workingctx_store SET value = {value} WHERE key = 'schema_version'")  # noqa: S608
         before = raw_rows(path)
         for read_only in (None, True):
@@ -995,7 +996,7 @@ class TestRowsDamagedByHand:
         with SQLiteStore(path) as store:
             for context_id in ("a", "b"):
                 store.save_context(WorkingContext(record=True, id=context_id).append(Message("user", context_id)))
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute("UPDATE contexts SET created_at = 'yesterday' WHERE id = 'a'")
         with SQLiteStore(path) as store:
             listing = store.list_contexts()
@@ -1053,7 +1054,7 @@ EARLIER = Path(__file__).parents[1] / "data" / "sqlite-store-v1.sql"
 
 
 def earlier_store(path: Path) -> None:
-    with contextlib.closing(sqlite3.connect(path)) as db:
+    with contextlib.closing(sqlite_rows.connect(path)) as db:
         db.executescript(EARLIER.read_text(encoding="utf-8"))
 
 
@@ -1092,7 +1093,7 @@ def earlier_run() -> tuple[WorkingContext, Checkpoint, Checkpoint]:
 
 
 def journal_rows(path: Path) -> tuple[int, int]:
-    with contextlib.closing(sqlite3.connect(path)) as db:
+    with contextlib.closing(sqlite_rows.connect(path)) as db:
         links = db.execute("SELECT count(*) FROM journal_links").fetchone()[0]
         entries = db.execute("SELECT count(*) FROM journal_entries").fetchone()[0]
     return int(links), int(entries)
@@ -1130,7 +1131,7 @@ class TestEarlierStores:
             store.save(third, thread="main")
             assert third == store.load(third.id)
         assert (before[0] + 1, before[1] + 1) == journal_rows(path)
-        with contextlib.closing(sqlite3.connect(path)) as db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
             head = db.execute("SELECT journal_head FROM checkpoints WHERE id = ?", (third.id,)).fetchone()[0]
         assert ctx.journal.digest() == head
 
@@ -1157,7 +1158,7 @@ class TestChainsReadEitherWay:
             with SQLiteStore(path) as store:
                 assert saved == store.load(saved.id)
                 assert saved == store.load(saved.id)
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute("UPDATE message_links SET position = 7 WHERE chain = ?", (saved.snapshot.chain_digest(1),))
         with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="expected 2 links, found 1") as info:
             store.load(saved.id)
@@ -1172,7 +1173,7 @@ class TestChainsReadEitherWay:
         path = fresh_path(scratch_dir)
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
         digest = second.snapshot.messages[0].digest()
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute("UPDATE messages SET checksum = ? WHERE digest = ?", ("0" * 64, digest))
         with SQLiteStore(path) as store:
             assert second == store.load(second.id)
@@ -1180,6 +1181,19 @@ class TestChainsReadEitherWay:
 
 EARLIER_LONG = Path(__file__).parents[1] / "data" / "sqlite-store-v1-long.sql"
 """A store of long messages written by workingctx with schema version 1 (uncompressed, WITHOUT ROWID), as SQL."""
+
+EARLIER_PACKED = Path(__file__).parents[1] / "data" / "sqlite-store-v2-long.sql"
+"""The same run written with schema version 2 (compressed, digests as hexadecimal text), as SQL."""
+
+DIGEST_FIELDS = {
+    "messages": ("digest", "checksum"),
+    "message_links": ("chain", "prev", "message"),
+    "journal_entries": ("digest", "checksum"),
+    "journal_links": ("chain", "prev", "entry"),
+    "blobs": ("digest",),
+    "checkpoints": ("digest", "prefix", "scratchpad", "messages_head", "journal_head", "seal"),
+}
+"""Every column of a store that holds digests, by table."""
 
 
 def long_run() -> list[Checkpoint]:
@@ -1235,19 +1249,26 @@ def layout(path: Path) -> dict[str, Any]:
             table: sorted({kind for (kind,) in db.execute(f"SELECT typeof(data) FROM {table}")})  # noqa: S608
             for table in ("messages", "blobs")
         }
+        digests = {
+            f"{table}.{column}": sorted(set(db.execute(f"SELECT typeof({column}), length({column}) FROM {table}")))  # noqa: S608
+            for table, columns in DIGEST_FIELDS.items()
+            for column in columns
+        }
     return {
         "version": version,
         "without_rowid": sorted(name for name, sql in tables if "WITHOUT ROWID" in sql),
         "kinds": kinds,
+        "digests": {name: found for name, found in digests.items() if found},
     }
 
 
 class TestSchemaVersions:
     def test_a_new_store_compresses_long_texts_and_reads_them_back(self, scratch_dir):
         """
-        A new store (schema version 2) keeps messages and blobs in rowid
-        tables and long texts compressed; every checkpoint loads equal to the
-        one saved, from this store and from a fresh one.
+        A new store (schema version 3) keeps messages and blobs in rowid
+        tables, long texts compressed and every digest as its 32 bytes; every
+        checkpoint loads equal to the one saved, from this store and from a
+        fresh one.
         """
         path = fresh_path(scratch_dir)
         run = long_run()
@@ -1256,7 +1277,9 @@ class TestSchemaVersions:
                 store.save(checkpoint, thread="main")
             assert run == [store.load(checkpoint.id) for checkpoint in run]
         found = layout(path)
-        assert "2" == found["version"]
+        assert "3" == found["version"]
+        assert {name: [("blob", 32)] for name in found["digests"]} == found["digests"]
+        assert {"messages.digest", "message_links.chain", "blobs.digest", "checkpoints.seal"} <= set(found["digests"])
         assert "messages" not in found["without_rowid"]
         assert "blobs" not in found["without_rowid"]
         assert "blob" in found["kinds"]["messages"]
@@ -1273,7 +1296,7 @@ class TestSchemaVersions:
         with SQLiteStore(path) as store:
             for checkpoint in long_run():
                 store.save(checkpoint)
-        with contextlib.closing(sqlite3.connect(path)) as db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
             try:
                 found = db.execute("SELECT count(*) FROM dbstat WHERE name = 'messages' AND pagetype = 'overflow'")
             except sqlite3.OperationalError:
@@ -1291,7 +1314,7 @@ class TestSchemaVersions:
             for checkpoint in run:
                 store.save(checkpoint)
         digest = run[-1].snapshot.messages[-1].digest()
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             (data,) = db.execute("SELECT data FROM messages WHERE digest = ?", (digest,)).fetchone()
             assert isinstance(data, bytes)
             db.execute("UPDATE messages SET data = ? WHERE digest = ?", (data[:-9] + b"\x01" * 9, digest))
@@ -1301,6 +1324,84 @@ class TestSchemaVersions:
             assert run[0] == store.load(run[0].id)
             assert [c.id for c in run] == [info.id for info in store.list()]
 
+    @pytest.mark.parametrize(
+        "statement",
+        [
+            "UPDATE message_links SET prev = substr(prev, 1, 31) WHERE position = 3",
+            "UPDATE message_links SET message = X'00' || message WHERE position = 2",
+            "UPDATE message_links SET chain = lower(hex(chain)) WHERE position = 5",
+            "UPDATE messages SET digest = substr(digest, 2) WHERE rowid = 2",
+            "UPDATE messages SET digest = zeroblob(32) WHERE rowid = 1",
+            "UPDATE blobs SET digest = CAST(lower(hex(digest)) AS TEXT) WHERE data LIKE '%turn%'",
+            "UPDATE checkpoints SET messages_head = substr(messages_head, 1, 16)",
+        ],
+    )
+    def test_a_damaged_binary_digest_is_a_checkpoint_error(self, scratch_dir, statement):
+        """
+        A digest cut short, grown, zeroed or turned to text in a store of
+        schema version 3 is damage: loading the last checkpoint raises
+        CheckpointError (never a builtin error), and nothing is changed.
+        """
+        path = fresh_path(scratch_dir)
+        run = long_run()
+        with SQLiteStore(path) as store:
+            for checkpoint in run:
+                store.save(checkpoint)
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            assert db.execute(statement).rowcount >= 1
+        before = file_state(path)
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match=r"nothing was changed|left as it was"):
+            store.load(run[-1].id)
+        assert before == file_state(path)
+
+    def test_a_keyed_seal_stays_text_and_reads_back(self, scratch_dir):
+        """
+        A seal made with a key is no bare sha256: it is kept as the text it
+        is, beside digests kept as bytes, and the row loads and lists.
+        """
+        path = fresh_path(scratch_dir)
+        run = long_run()
+        with SQLiteStore(path, key=b"k" * 32) as store:
+            for checkpoint in run:
+                store.save(checkpoint)
+        found = layout(path)
+        assert [("blob", 32)] == found["digests"]["checkpoints.digest"]
+        assert {kind for kind, _ in found["digests"]["checkpoints.seal"]} == {"text"}
+        with SQLiteStore(path, key=b"k" * 32) as store:
+            assert run == [store.load(checkpoint.id) for checkpoint in run]
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="sealed with a key"):
+            store.load(run[0].id)
+
+    def test_a_version_2_store_loads_and_stays_version_2(self, scratch_dir):
+        """
+        A store written with schema version 2 (digests as hexadecimal text)
+        loads every checkpoint equal to the run that wrote it; saving to it
+        again keeps its digests as text and its marker, so workingctx of that
+        version still reads it, and compresses long texts as before.
+        """
+        path = fresh_path(scratch_dir)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.executescript(EARLIER_PACKED.read_text(encoding="utf-8"))
+        run = long_run()
+        before = layout(path)
+        assert "2" == before["version"]
+        with SQLiteStore(path) as store:
+            assert run == [store.load(checkpoint.id) for checkpoint in run]
+            assert run[-1].id == store.head("main")
+            more = Checkpoint.capture(
+                WorkingContext().extend(list(run[-1].snapshot.messages)).append(Message("user", "again " * 200)),
+                parent=run[-1].id,
+            )
+            store.save(more, thread="main")
+        after = layout(path)
+        assert "2" == after["version"]
+        assert {name: [("text", 64)] for name in after["digests"]} == after["digests"]
+        assert "blob" in after["kinds"]["messages"]
+        with SQLiteStore(path) as store:
+            assert [*run, more] == [store.load(checkpoint.id) for checkpoint in [*run, more]]
+            store.delete(more.id)
+            assert run == [store.load(checkpoint.id) for checkpoint in run]
+
     def test_a_version_1_store_loads_and_stays_version_1(self, scratch_dir):
         """
         A store written with schema version 1 (long messages uncompressed, in
@@ -1309,7 +1410,7 @@ class TestSchemaVersions:
         the marker unchanged), so an older workingctx still reads it.
         """
         path = fresh_path(scratch_dir)
-        with contextlib.closing(sqlite3.connect(path)) as db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
             db.executescript(EARLIER_LONG.read_text(encoding="utf-8"))
         run = long_run()
         before = layout(path)

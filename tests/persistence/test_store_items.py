@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import sqlite_rows
 from tests.persistence.test_sqlite_store import fresh_path, reseal, saved_pair
 from tests.strategies import assert_identical, deep_json_values, json_values, messages
 from workingctx import Checkpoint, Message, SQLiteStore, ToolCall, WorkingContext
@@ -318,12 +318,12 @@ class TestEntryText:
 
 
 def rows(path: Path, table: str) -> dict[str, tuple[str, str]]:
-    with contextlib.closing(sqlite3.connect(path)) as db:
+    with contextlib.closing(sqlite_rows.connect(path)) as db:
         return {key: (data, check) for key, data, check in db.execute(f"SELECT digest, data, checksum FROM {table}")}  # noqa: S608  # test's own names
 
 
 def rewrite(path: Path, table: str, digest: str, text: str, *, check: str | None = None) -> None:
-    with contextlib.closing(sqlite3.connect(path)) as db, db:
+    with contextlib.closing(sqlite_rows.connect(path)) as db, db:
         db.execute(
             f"UPDATE {table} SET data = ?, checksum = ? WHERE digest = ?",  # noqa: S608  # test's own names
             (text, checksum(digest, text) if check is None else check, digest),
@@ -470,7 +470,7 @@ class TestInAStore:
         digest = sha(MESSAGE_TAG + text)
         old = saved.snapshot.messages[0].digest()
         link = step(saved.snapshot.chain_digest(0), digest)
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute(
                 "UPDATE messages SET digest = ?, data = ?, checksum = ? WHERE digest = ?",
                 (digest, text, checksum(digest, text), old),
@@ -631,13 +631,13 @@ class TestTextEncoding:
         reads item texts as text, and loads what it saved.
         """
         path = fresh_path(scratch_dir)
-        with contextlib.closing(sqlite3.connect(path)) as db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
             db.execute("PRAGMA encoding = 'UTF-16le'")
             db.execute("CREATE TABLE made_first (x)")
             db.execute("DROP TABLE made_first")
         ctx = arguments_run().append(Message("user", "Ærø, 15°, 東京 ✈"))
         first, second = saved_pair(path, ctx)
-        with contextlib.closing(sqlite3.connect(path)) as db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
             assert db.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
         with SQLiteStore(path) as store:
             assert store.load(first.id) == first
@@ -652,7 +652,7 @@ class TestTextEncoding:
         _, second = saved_pair(path, arguments_run())
         digest = second.snapshot.messages[0].digest()
         text = rows(path, "messages")[digest][0]
-        with contextlib.closing(sqlite3.connect(path)) as db, db:
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
             db.execute("UPDATE messages SET data = ? WHERE digest = ?", (text.encode() + b"\xff", digest))
         with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its checksum") as info:
             store.load(second.id)

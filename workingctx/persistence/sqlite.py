@@ -1,7 +1,7 @@
 """
 The SQLite store: the embedded default, on the standard library's ``sqlite3``.
 
-Layout (schema version 2):
+Layout (schema version 3):
 
 - ``messages``: one row per distinct message, keyed by :meth:`Message.digest`,
   holding its JSON.
@@ -18,8 +18,10 @@ Layout (schema version 2):
 
 Messages, journal entries and blobs of 512 bytes or more are stored compressed
 (zlib, when that is shorter), in rowid tables, so that a long message takes its
-bytes and not an overflow page. A file of schema version 1 (every text as it
-is, in ``WITHOUT ROWID`` tables) is read, and written, as version 1.
+bytes and not an overflow page. Every digest (keys, links, checksums, the
+seal) is kept as its 32 bytes. A file of schema version 2 (digests as 64
+hexadecimal characters) or 1 (also every text as it is, in ``WITHOUT ROWID``
+tables) is read, and written, as that version.
 
 Every save is one ``BEGIN IMMEDIATE`` transaction; the database runs in WAL
 mode with a busy timeout, so several processes can save to one file and a
@@ -64,12 +66,13 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this workingctx writes, and the newest it reads.
 
-Version 2 stores a long message, journal entry or blob compressed
-(:func:`~workingctx.persistence._codec.pack`); a store of version 1 is read
-and written as version 1, so that an older workingctx still reads it."""
+Version 3 stores every digest as its 32 bytes rather than 64 hexadecimal
+characters; version 2 stores a long message, journal entry or blob compressed
+(:func:`~workingctx.persistence._codec.pack`). A store of an older version is
+read and written as that version, so that an older workingctx still reads it."""
 
 _checksum = checksum  # the name the damage tests use
 
@@ -83,32 +86,33 @@ _SCHEMA = (
     "CREATE TABLE workingctx_store (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
     # Items and blobs are rowid tables: a row of a WITHOUT ROWID table longer
     # than about a quarter of a page spills into overflow pages, a whole page
-    # each, and a message is often that long.
-    "CREATE TABLE messages (digest TEXT PRIMARY KEY, data TEXT NOT NULL, checksum TEXT NOT NULL)",
+    # each, and a message is often that long. Digests are 32-byte BLOBs.
+    "CREATE TABLE messages (digest BLOB PRIMARY KEY, data BLOB NOT NULL, checksum BLOB NOT NULL)",
     (
         "CREATE TABLE message_links ("
-        " chain TEXT PRIMARY KEY, prev TEXT NOT NULL, message TEXT NOT NULL, position INTEGER NOT NULL"
+        " chain BLOB PRIMARY KEY, prev BLOB NOT NULL, message BLOB NOT NULL, position INTEGER NOT NULL"
         ") WITHOUT ROWID"
     ),
-    "CREATE TABLE journal_entries (digest TEXT PRIMARY KEY, data TEXT NOT NULL, checksum TEXT NOT NULL)",
+    "CREATE TABLE journal_entries (digest BLOB PRIMARY KEY, data BLOB NOT NULL, checksum BLOB NOT NULL)",
     (
         "CREATE TABLE journal_links ("
-        " chain TEXT PRIMARY KEY, prev TEXT NOT NULL, entry TEXT NOT NULL, position INTEGER NOT NULL"
+        " chain BLOB PRIMARY KEY, prev BLOB NOT NULL, entry BLOB NOT NULL, position INTEGER NOT NULL"
         ") WITHOUT ROWID"
     ),
-    "CREATE TABLE blobs (digest TEXT PRIMARY KEY, data TEXT NOT NULL)",
+    "CREATE TABLE blobs (digest BLOB PRIMARY KEY, data BLOB NOT NULL)",
     (
         "CREATE TABLE checkpoints ("
         " seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, parent TEXT, created_at TEXT NOT NULL,"
-        " created_ts REAL NOT NULL, metadata TEXT NOT NULL, digest TEXT NOT NULL, prefix TEXT NOT NULL,"
-        " scratchpad TEXT NOT NULL, messages_head TEXT NOT NULL, message_count INTEGER NOT NULL,"
-        " journal_head TEXT NOT NULL, journal_count INTEGER NOT NULL, seal TEXT NOT NULL)"
+        " created_ts REAL NOT NULL, metadata TEXT NOT NULL, digest BLOB NOT NULL, prefix BLOB NOT NULL,"
+        " scratchpad BLOB NOT NULL, messages_head BLOB NOT NULL, message_count INTEGER NOT NULL,"
+        " journal_head BLOB NOT NULL, journal_count INTEGER NOT NULL, seal BLOB NOT NULL)"
     ),
     _HEADS,
 )
-"""The tables of a new store (schema version 2). Version 1 made the same
-tables WITHOUT ROWID, with two indexes on checkpoints, and stored every text
-uncompressed: such a file is read, and written, as it is."""
+"""The tables of a new store (schema version 3). Version 2 declared every
+digest TEXT and stored it as 64 hexadecimal characters; version 1 also made
+the tables WITHOUT ROWID, with two indexes on checkpoints, and stored every
+text uncompressed. Such a file is read, and written, as it is."""
 
 _ROW = (
     "id, parent, created_at, metadata, digest, prefix, scratchpad, "
@@ -162,6 +166,38 @@ def _leniently(db: sqlite3.Connection, read: Callable[[sqlite3.Connection], _T])
             return read(db)
         finally:
             db.text_factory = str
+
+
+def _stored_key(value: object) -> object:
+    """
+    A digest as a store of schema version 3 keeps it: the 32 bytes of a
+    lowercase hexadecimal sha256; anything else (a keyed seal) as it is.
+    """
+    if type(value) is str and len(value) == 64:  # a sha256 in hexadecimal
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            return value
+        if raw.hex() == value:
+            return raw
+    return value
+
+
+def _read_key(value: object) -> object:
+    """
+    A digest as read from a store of schema version 3: 32 bytes as their
+    hexadecimal text; anything else (damage, which the checks then name) as it is.
+    """
+    return value.hex() if type(value) is bytes and len(value) == 32 else value  # a sha256
+
+
+def _same(value: _T) -> _T:
+    return value
+
+
+_ROW_KEYS = (4, 5, 6, 7, 9, 11)
+"""The fields of a checkpoint row (:data:`_ROW`) that hold digests: digest,
+prefix, scratchpad, messages_head, journal_head, seal."""
 
 
 def _check_key(key: object) -> bytes | None:
@@ -241,7 +277,10 @@ class SQLiteStore:
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
         self._data: str | None = None  # how a load selects an item's text (see _data_column)
-        self._packs = False  # whether the store compresses long texts (schema version 2)
+        self._packs = False  # whether the store compresses long texts (schema version 2 and newer)
+        # How digests go in and come out: as bytes in schema version 3 and newer, else as text.
+        self._in: Callable[[object], object] = _same
+        self._out: Callable[[object], object] = _same
         self.read_only: bool = False
         """Whether the store was opened read-only (``save()`` and ``delete()`` then raise)."""
         self._why_read_only = "it was opened with read_only=True"
@@ -397,7 +436,22 @@ class SQLiteStore:
             )
             raise CheckpointError(msg, path="workingctx_store") from None
         _codec.check_marker(found, repr(self.path), SCHEMA_VERSION)
-        self._packs = int(found["schema_version"]) >= 2
+        version = int(found["schema_version"])
+        self._packs = version >= 2  # the version that compresses
+        binary = version >= 3  # the version that keeps digests as bytes
+        self._in = _stored_key if binary else _same
+        self._out = _read_key if binary else _same
+
+    def _row(self, row: Sequence[Any]) -> Sequence[Any]:
+        """
+        A checkpoint row as read, its digests as hexadecimal text.
+        """
+        if self._out is _same or len(row) != len(_codec.ROW_FIELDS):
+            return row
+        out = list(row)
+        for index in _ROW_KEYS:
+            out[index] = _read_key(out[index])
+        return out
 
     # -- transactions -------------------------------------------------------------
 
@@ -478,23 +532,22 @@ class SQLiteStore:
                     (thread, checkpoint.id),
                 )
             existing = db.execute("SELECT seal FROM checkpoints WHERE id = ?", (checkpoint.id,)).fetchone()
-            if existing is not None and existing[0] == encoded.seal:
+            if existing is not None and self._out(existing[0]) == encoded.seal:
                 return checkpoint.id
-            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (encoded.prefix_key,)).fetchone() is None:
+            prefix_key = self._in(encoded.prefix_key)
+            if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (prefix_key,)).fetchone() is None:
                 prefix_text = _codec.payload(prefix, "$.snapshot.prefix", checkpoint, typed=True)
-                db.execute(
-                    "INSERT INTO blobs (digest, data) VALUES (?, ?)", (encoded.prefix_key, self._pack(prefix_text))
-                )
+                db.execute("INSERT INTO blobs (digest, data) VALUES (?, ?)", (prefix_key, self._pack(prefix_text)))
             db.execute(
                 "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)",
-                (encoded.notes_key, self._pack(encoded.notes_text)),
+                (self._in(encoded.notes_key), self._pack(encoded.notes_text)),
             )
             self._save_chain(db, MESSAGES, checkpoint)
             self._save_chain(db, JOURNAL, checkpoint)
             db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint.id,))
             db.execute(
                 f"INSERT INTO checkpoints ({_ROW}, created_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608  # column names are constants
-                (*encoded.row, encoded.seal, checkpoint.created_at.timestamp()),
+                (*self._stored_row(encoded.row), self._in(encoded.seal), checkpoint.created_at.timestamp()),
             )
             if existing is not None:
                 self._collect_garbage(db)
@@ -505,13 +558,20 @@ class SQLiteStore:
     def _pack(self, text: str) -> str | bytes:
         return _codec.pack(text) if self._packs else text
 
-    @staticmethod
-    def _stored_length(db: sqlite3.Connection, table: str, chain_at: Callable[[int], str], count: int) -> int:
+    def _stored_row(self, row: Sequence[Any]) -> Sequence[Any]:
+        """
+        The fields of a checkpoint row but its seal, as this store keeps them.
+        """
+        if self._in is _same:
+            return row
+        return [self._in(field) if index in _ROW_KEYS else field for index, field in enumerate(row)]
+
+    def _stored_length(self, db: sqlite3.Connection, table: str, chain_at: Callable[[int], str], count: int) -> int:
         """
         How many leading items of a chain are stored already.
         """
         query = f"SELECT 1 FROM {table} WHERE chain = ?"  # noqa: S608  # table is a constant of this module
-        present = lambda chain: db.execute(query, (chain,)).fetchone() is not None  # noqa: E731
+        present = lambda chain: db.execute(query, (self._in(chain),)).fetchone() is not None  # noqa: E731
         return histories.stored_length(present, chain_at, count)
 
     def _save_chain(self, db: sqlite3.Connection, kind: Kind, checkpoint: Checkpoint) -> None:
@@ -521,16 +581,18 @@ class SQLiteStore:
         items, links, column = _CHAINS[kind.noun]
         count = len(kind.items(checkpoint.snapshot))
         start = self._stored_length(db, links, kind.chain(checkpoint), count)
+        key = self._in
         for position, link, previous, digest, item in _codec.new_links(kind, checkpoint, start):
-            if db.execute(f"SELECT 1 FROM {items} WHERE digest = ?", (digest,)).fetchone() is None:  # noqa: S608  # constant names
+            stored = key(digest)
+            if db.execute(f"SELECT 1 FROM {items} WHERE digest = ?", (stored,)).fetchone() is None:  # noqa: S608  # constant names
                 text = kind.text(item, position, checkpoint)
                 db.execute(
                     f"INSERT INTO {items} (digest, data, checksum) VALUES (?, ?, ?)",  # noqa: S608  # constant names
-                    (digest, self._pack(text), checksum(digest, text)),
+                    (stored, self._pack(text), key(checksum(digest, text))),
                 )
             db.execute(
                 f"INSERT OR IGNORE INTO {links} (chain, prev, {column}, position) VALUES (?, ?, ?, ?)",  # noqa: S608  # constant names
-                (link, previous, digest, position),
+                (key(link), key(previous), stored, position),
             )
 
     # -- loading ------------------------------------------------------------------
@@ -553,7 +615,7 @@ class SQLiteStore:
             if row is None:
                 raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
             try:
-                return self._build(db, row)
+                return self._build(db, self._row(row))
             except Damage as exc:
                 raise self._error(checkpoint_id, exc.what, exc.path) from None
             except SerializationError as exc:
@@ -577,9 +639,8 @@ class SQLiteStore:
         journal = self._chain(db, JOURNAL, journal_head, journal_count, self._entries, data)
         return _codec.assemble(info, digest, prefix, notes, messages, journal[0])
 
-    @staticmethod
-    def _blob(db: sqlite3.Connection, key: object, path: str) -> object:
-        found = db.execute("SELECT data FROM blobs WHERE digest = ?", (key,)).fetchone()
+    def _blob(self, db: sqlite3.Connection, key: object, path: str) -> object:
+        found = db.execute("SELECT data FROM blobs WHERE digest = ?", (self._in(key),)).fetchone()
         if found is None:
             damage(f"blob {key!r} is missing from table blobs", path)
         return _codec.as_text(_codec.unpack(found[0]))
@@ -595,9 +656,8 @@ class SQLiteStore:
             self._data = "CAST(data AS BLOB)" if found is not None and found[0] == "UTF-8" else "data"
         return self._data
 
-    @staticmethod
     def _chain(
-        db: sqlite3.Connection, kind: Kind, head: object, count: object, cache: dict[str, Any], data: str
+        self, db: sqlite3.Connection, kind: Kind, head: object, count: object, cache: dict[str, Any], data: str
     ) -> tuple[list[Any], list[str]]:
         """
         The items of the chain of *kind* ending at *head*, and its chain digests, all checked.
@@ -613,7 +673,7 @@ class SQLiteStore:
         length = _codec.check_count(count, head, kind.root, kind.path, "table checkpoints")
         if length == 0:
             return [], []
-        found = db.execute(f"SELECT position FROM {links} WHERE chain = ?", (head,)).fetchone()  # noqa: S608  # constant names
+        found = db.execute(f"SELECT position FROM {links} WHERE chain = ?", (self._in(head),)).fetchone()  # noqa: S608  # constant names
         if found is None:
             damage(f"the head link {head!r} is missing (table {links}, truncated or damaged)", kind.path)
         if found[0] != length - 1:
@@ -626,7 +686,7 @@ class SQLiteStore:
         if whole:
             # The chain is most of the table (one run's checkpoints): read the
             # table in one pass and walk it here, rather than look up each link.
-            found_rows = db.execute(f"SELECT chain, prev, {column}, position FROM {links}").fetchall()  # noqa: S608  # constant names
+            found_rows = self._links(db.execute(f"SELECT chain, prev, {column}, position FROM {links}").fetchall())  # noqa: S608  # constant names
             table = dict(zip(map(_first, found_rows), found_rows, strict=True))
             chain, digests = _codec.follow(kind, table, head, length, f"table {links}")
         else:
@@ -639,7 +699,7 @@ class SQLiteStore:
                 f" WHERE w.position > 0"
                 f") SELECT chain, prev, item, position FROM walk"
             )
-            rows = db.execute(query, (head,)).fetchall()
+            rows = self._links(db.execute(query, (self._in(head),)).fetchall())
             rows.sort(key=_codec.by_position)
             checked = _codec.check_links(rows, length, kind.root, kind.path, f"table {links}")
             _codec.check_steps(kind, checked, f"table {links}")
@@ -648,7 +708,7 @@ class SQLiteStore:
         if not cache and whole:
             # Nothing is cached (a fresh store) and the links are most of their
             # table: so are the items, and every one of the chain is read.
-            found = db.execute(f"SELECT digest, {data}, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
+            found = self._stored_items(db.execute(f"SELECT digest, {data}, checksum FROM {items}").fetchall())  # noqa: S608  # constant names
             if len(found) > len(digests):
                 wanted = set(digests)
                 found = [row for row in found if row[0] in wanted]
@@ -656,11 +716,11 @@ class SQLiteStore:
             wanted = set(digests).difference(cache)
             found = []
             if wanted and ((whole and 2 * len(wanted) >= len(table)) or SQLiteStore._most_of(db, items, len(wanted))):
-                found = db.execute(f"SELECT digest, {data}, checksum FROM {items}").fetchall()  # noqa: S608  # constant names
+                found = self._stored_items(db.execute(f"SELECT digest, {data}, checksum FROM {items}").fetchall())  # noqa: S608  # constant names
                 if len(found) > len(wanted):
                     found = [row for row in found if row[0] in wanted]
             elif wanted:
-                found = SQLiteStore._items(db, items, wanted, data)
+                found = self._items(db, items, wanted, data)
         return _codec.decode_items(kind, digests, _codec.unpacked(found), cache, items=f"table {items}"), chain
 
     @staticmethod
@@ -671,19 +731,36 @@ class SQLiteStore:
         query = f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT ?)"  # noqa: S608  # constant names
         return int(db.execute(query, (2 * wanted + 1,)).fetchone()[0]) <= 2 * wanted
 
-    @staticmethod
-    def _items(db: sqlite3.Connection, table: str, keys: set[str], data: str) -> builtins.list[_codec.Row]:
+    def _links(self, rows: builtins.list[Any]) -> builtins.list[Any]:
+        """
+        Link rows ``(chain, prev, item, position)`` as read, their digests as hexadecimal text.
+        """
+        out = self._out
+        if out is _same:
+            return rows
+        return [(out(chain), out(prev), out(item), position) for chain, prev, item, position in rows]
+
+    def _stored_items(self, rows: builtins.list[Any]) -> builtins.list[Any]:
+        """
+        Item rows ``(digest, data, checksum)`` as read, their digests as hexadecimal text.
+        """
+        out = self._out
+        if out is _same:
+            return rows
+        return [(out(digest), data, out(check)) for digest, data, check in rows]
+
+    def _items(self, db: sqlite3.Connection, table: str, keys: set[str], data: str) -> builtins.list[_codec.Row]:
         """
         The stored items of *keys* that are there, unchecked.
         """
         found: builtins.list[_codec.Row] = []
-        ordered = sorted(keys)
+        ordered = [self._in(key) for key in sorted(keys)]
         for start in range(0, len(ordered), 500):
             chunk = ordered[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             query = f"SELECT digest, {data}, checksum FROM {table} WHERE digest IN ({marks})"  # noqa: S608  # constants
             found.extend(db.execute(query, chunk).fetchall())
-        return found
+        return self._stored_items(found)
 
     # -- listing and deleting -----------------------------------------------------------
 
@@ -703,7 +780,7 @@ class SQLiteStore:
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
-            return _codec.read_info(row, key=self._key)
+            return _codec.read_info(self._row(row), key=self._key)
         except Damage as exc:
             raise self._error(shown(row[0]), exc.what, exc.path) from None
 
