@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import hashlib
 import operator
 import os
 import sqlite3
@@ -189,6 +190,46 @@ def _read_key(value: object) -> object:
     hexadecimal text; anything else (damage, which the checks then name) as it is.
     """
     return value.hex() if type(value) is bytes and len(value) == 32 else value  # a sha256
+
+
+def _walk_binary(
+    kind: Kind, links: dict[Any, Sequence[Any]], head: object, count: int
+) -> tuple[list[str], list[str]] | None:
+    """
+    :func:`~workingctx.persistence._codec.follow` over the link rows of a
+    store of schema version 3 as read (digests as bytes, by chain): the chain
+    digests and item digests as hexadecimal text, root first, each link
+    checked as ``follow`` checks it; None when any check fails, for ``follow``
+    to say what is wrong over the rows as text.
+    """
+    if type(head) is not str:
+        return None
+    raw = _stored_key(head)
+    chains: list[str] = []
+    digests: list[str] = []
+    expected = count - 1
+    link = head
+    row = links.get(raw)
+    new_hash = hashlib.sha256
+    while row is not None and expected >= 0:
+        chain, prev, digest, position = row
+        if position != expected or type(prev) is not bytes or type(digest) is not bytes:
+            return None
+        previous, item = prev.hex(), digest.hex()
+        if (
+            len(previous) != 64 or len(item) != 64 or new_hash(f"{previous}:{item}".encode()).digest() != chain
+        ):  # a sha256 in hexadecimal
+            return None
+        chains.append(link)
+        digests.append(item)
+        expected -= 1
+        link = previous
+        row = links.get(prev)
+    if expected != -1 or link != kind.root:
+        return None
+    chains.reverse()
+    digests.reverse()
+    return chains, digests
 
 
 def _same(value: _T) -> _T:
@@ -686,9 +727,15 @@ class SQLiteStore:
         if whole:
             # The chain is most of the table (one run's checkpoints): read the
             # table in one pass and walk it here, rather than look up each link.
-            found_rows = self._links(db.execute(f"SELECT chain, prev, {column}, position FROM {links}").fetchall())  # noqa: S608  # constant names
+            found_rows = db.execute(f"SELECT chain, prev, {column}, position FROM {links}").fetchall()  # noqa: S608  # constant names
             table = dict(zip(map(_first, found_rows), found_rows, strict=True))
-            chain, digests = _codec.follow(kind, table, head, length, f"table {links}")
+            walked = None if self._out is _same else _walk_binary(kind, table, head, length)
+            if walked is None:
+                if self._out is not _same:  # damage, or an older layout: the checks say what and where
+                    found_rows = self._links(found_rows)
+                    table = dict(zip(map(_first, found_rows), found_rows, strict=True))
+                walked = _codec.follow(kind, table, head, length, f"table {links}")
+            chain, digests = walked
         else:
             query = (
                 f"WITH RECURSIVE walk (chain, prev, item, position) AS ("  # noqa: S608  # constant names only
