@@ -27,6 +27,7 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError
 from workingctx.persistence import _codec
 from workingctx.persistence.sqlite import _read_key, _stored_key
+from workingctx.prefix import PrefixContext
 
 EARLIER_PACKED = Path(__file__).parents[1] / "data" / "sqlite-store-v2-long.sql"
 """A store written with schema version 2 (digests as hexadecimal text), as SQL."""
@@ -526,3 +527,51 @@ class TestReads:
                 with pytest.raises(CheckpointError, match="read-only"):
                     reader.save(long_chain("new", 2))
             assert before == file_state(path)
+
+
+class TestTextDigests:
+    @pytest.mark.parametrize(
+        ("table", "column"),
+        [
+            ("checkpoints", "prefix"),
+            ("checkpoints", "messages_head"),
+            ("message_links", "chain"),
+            ("message_links", "message"),
+            ("messages", "digest"),
+        ],
+    )
+    def test_a_digest_kept_as_text_in_a_new_store_is_damage(self, scratch_dir, table, column):
+        """
+        A store of schema version 3 keeps every digest as 32 bytes: one kept
+        as its hexadecimal text instead (which the row's seal does not tell
+        apart) is damage, refused with CheckpointError, rather than read as
+        the digest it spells while deleting and collecting compare bytes with
+        text and would drop what that row uses. The file is left as it was.
+        """
+        path = fresh_path(scratch_dir)
+        alone = Checkpoint.capture(
+            WorkingContext(prefix=PrefixContext(system_prompt="its own prompt")).append(Message("user", "only here")),
+            metadata={"n": 1},
+        )
+        other = run_of(WorkingContext().append(Message("user", "hello")), turns=2)
+        with SQLiteStore(path) as store:
+            for checkpoint in [alone, *other]:
+                store.save(checkpoint)
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            if table == "checkpoints":
+                db.execute(f"UPDATE checkpoints SET {column} = lower(hex({column})) WHERE id = ?", (alone.id,))  # noqa: S608
+            else:
+                key = (
+                    alone.snapshot.chain_digest(1) if table == "message_links" else alone.snapshot.messages[0].digest()
+                )
+                where = "chain" if table == "message_links" else "digest"
+                db.execute(
+                    f"UPDATE {table} SET {column} = lower(hex({column})) WHERE {where} = ?",  # noqa: S608
+                    (bytes.fromhex(key),),
+                )
+        before = file_state(path)
+        with SQLiteStore(path) as store:
+            with pytest.raises(CheckpointError, match=f"{alone.id}"):
+                store.load(alone.id)
+            assert other == [store.load(c.id) for c in other]
+        assert before == file_state(path)

@@ -187,9 +187,22 @@ def _stored_key(value: object) -> object:
 def _read_key(value: object) -> object:
     """
     A digest as read from a store of schema version 3: 32 bytes as their
-    hexadecimal text; anything else (damage, which the checks then name) as it is.
+    hexadecimal text; text but a keyed seal as its UTF-8 bytes, which no
+    check takes for a digest; anything else (damage, which the checks then
+    name) as it is.
+
+    Such a store writes every digest as bytes, and its SQL (the link walk,
+    deleting, collecting garbage) compares them as bytes: a digest kept as
+    text there, even one spelling the right sha256 (the seal, made over
+    digests as text, does not tell them apart), is damage. Read as the
+    digest it spells, the checkpoint would load while a later ``delete()``
+    of any other one collected the links and blobs it names.
     """
-    return value.hex() if type(value) is bytes and len(value) == 32 else value  # a sha256
+    if type(value) is bytes and len(value) == 32:  # a sha256
+        return value.hex()
+    if isinstance(value, str) and not value.startswith(_codec.KEYED):
+        return value.encode("utf-8", "surrogateescape")
+    return value
 
 
 def _walk_binary(
