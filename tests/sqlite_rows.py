@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from workingctx.persistence.sqlite import _read_key, _stored_key
+from workingctx.persistence.sqlite import _stored_key
 
 DIGEST_COLUMNS = frozenset(
     {"digest", "checksum", "chain", "prev", "message", "entry", "prefix", "scratchpad", "messages_head"}
@@ -38,9 +38,16 @@ def binary(db: sqlite3.Connection) -> bool:
     return isinstance(version, str) and version in {str(number) for number in range(3, 100)}
 
 
+def _shown(value: Any) -> Any:
+    """
+    A digest column's value as the file holds it, but 32 bytes as their hexadecimal text.
+    """
+    return value.hex() if type(value) is bytes and len(value) == 32 else value
+
+
 def _hexed(cursor: sqlite3.Cursor, row: Sequence[Any]) -> tuple[Any, ...]:
     names = [column[0] for column in cursor.description]
-    return tuple(_read_key(value) if name in DIGEST_COLUMNS else value for name, value in zip(names, row, strict=True))
+    return tuple(_shown(value) if name in DIGEST_COLUMNS else value for name, value in zip(names, row, strict=True))
 
 
 class _Translating(sqlite3.Connection):
