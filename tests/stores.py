@@ -151,6 +151,28 @@ class Raw:
             cursor = conn.execute(statement.replace("@.", f'"{self.store.schema}".'), args)  # type: ignore[arg-type]
             return cursor.fetchall() if cursor.description else []
 
+    def _binary(self) -> bool:
+        """
+        Whether the store keeps digests and payloads as bytes: a PostgreSQL
+        store of schema version 2 or later (SQLite keeps digests as text).
+        """
+        if self.kind != "postgres":
+            return False
+        found = self._sql("SELECT value FROM @.workingctx_store WHERE key = 'schema_version'")
+        return int(found[0][0]) >= 2
+
+    def digest(self, digest: str) -> Any:
+        """
+        A hex digest as the store's digest columns hold it (its 32 bytes, in a binary store).
+        """
+        return bytes.fromhex(digest) if self._binary() else digest
+
+    def payload(self, text: str) -> Any:
+        """
+        A JSON text as the store's ``data`` columns hold it uncompressed (its UTF-8 bytes, in a binary store).
+        """
+        return text.encode("utf-8") if self._binary() else text
+
     def _redis(self) -> Any:
         import redis  # noqa: PLC0415  # only with a Redis server
 
@@ -177,7 +199,7 @@ class Raw:
                 old = client.get(self._key("m:" + digest))
                 client.set(self._key("m:" + digest), old[:64] + text)
             return
-        self._sql("UPDATE @.messages SET data = %s WHERE digest = %s", (text, digest))
+        self._sql("UPDATE @.messages SET data = %s WHERE digest = %s", (self.payload(text), self.digest(digest)))
 
     def repoint_link(self, chain: str, digest: str) -> None:
         """
@@ -188,7 +210,7 @@ class Raw:
                 prev, _, position = client.get(self._key("ml:" + chain)).split(" ")
                 client.set(self._key("ml:" + chain), f"{prev} {digest} {position}")
             return
-        self._sql("UPDATE @.message_links SET message = %s WHERE chain = %s", (digest, chain))
+        self._sql("UPDATE @.message_links SET message = %s WHERE chain = %s", (self.digest(digest), self.digest(chain)))
 
     def loop_link(self, chain: str) -> None:
         """
@@ -199,14 +221,14 @@ class Raw:
                 _, item, position = client.get(self._key("ml:" + chain)).split(" ")
                 client.set(self._key("ml:" + chain), f"{chain} {item} {position}")
             return
-        self._sql("UPDATE @.message_links SET prev = chain WHERE chain = %s", (chain,))
+        self._sql("UPDATE @.message_links SET prev = chain WHERE chain = %s", (self.digest(chain),))
 
     def drop_link(self, chain: str) -> None:
         if self.kind == "redis":
             with self._redis() as client:
                 client.delete(self._key("ml:" + chain))
             return
-        self._sql("DELETE FROM @.message_links WHERE chain = %s", (chain,))
+        self._sql("DELETE FROM @.message_links WHERE chain = %s", (self.digest(chain),))
 
     def rewrite_metadata(self, checkpoint_id: str, text: str) -> None:
         """
@@ -349,6 +371,25 @@ _PG_TABLES = {
 }
 
 
+def _mutated_bytes(value: bytes, rng: Any, mutation: Callable[[Any, Any], Any]) -> bytes:
+    """
+    A change to a ``bytea`` value of a PostgreSQL store (schema version 2): to
+    a digest's hex, to an uncompressed payload's text, or to a compressed
+    payload's bytes (cut, or a byte changed), written back as bytes.
+    """
+    if value[:1] == b"\x00":  # compressed: zlib's stream after a NUL
+        cut = rng.randrange(1, len(value))
+        return rng.choice([value[:cut], value[:cut] + bytes([value[cut] ^ 0xFF]) + value[cut + 1 :], b"\x00"])
+    text = value.hex() if len(value) == 32 else value.decode("utf-8", "replace")
+    new = mutation(text, rng)
+    if isinstance(new, bytes):
+        return new
+    if isinstance(new, str) and len(value) == 32:
+        with contextlib.suppress(ValueError):
+            return bytes.fromhex(new)
+    return str(new).encode("utf-8")
+
+
 def damage_at_random(kind: str, store: Any, rng: Any, mutation: Callable[[Any, Any], Any]) -> str:
     """
     One random change to what a PostgreSQL or Redis store holds: a value
@@ -369,11 +410,14 @@ def damage_at_random(kind: str, store: Any, rng: Any, mutation: Callable[[Any, A
                 conn.execute(f"DELETE FROM {schema}.{table} WHERE {key} = %s", (row_key,))  # noqa: S608
                 return f"{table}: row {row_key!r} deleted"
             index = rng.randrange(len(columns))
-            new = mutation(values[index], rng)
-            if isinstance(values[index], int) and not isinstance(values[index], bool):
-                new = new if isinstance(new, int) and not isinstance(new, bool) else rng.choice([-1, 0, 10**6])
+            if isinstance(values[index], bytes):  # a digest or payload of a binary store (schema version 2)
+                new = _mutated_bytes(values[index], rng, mutation)
             else:
-                new = None if new is None and columns[index] == "parent" else str(new).replace("\x00", "")
+                new = mutation(values[index], rng)
+                if isinstance(values[index], int) and not isinstance(values[index], bool):
+                    new = new if isinstance(new, int) and not isinstance(new, bool) else rng.choice([-1, 0, 10**6])
+                else:
+                    new = None if new is None and columns[index] == "parent" else str(new).replace("\x00", "")
             try:
                 conn.execute(
                     f"UPDATE {schema}.{table} SET {columns[index]} = %s WHERE {key} = %s",  # noqa: S608

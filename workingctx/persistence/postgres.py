@@ -11,6 +11,14 @@ same message neither fail nor deadlock); a delete, which collects garbage,
 takes the lock alone so it never removes what a running save relies on. A
 thread's head row is locked while a save moves it.
 
+Schema version 2 keeps every digest (item keys, checksums, chain links, the
+keys and seal of a checkpoint row) as its 32 bytes in a ``bytea`` column, and
+every message, journal entry and blob as ``bytea`` too: its UTF-8 text, or, from
+512 bytes on, that text compressed with zlib when that is shorter. Ids, parent
+ids, threads, metadata, times and the recorded contexts' tables stay text. A
+store of schema version 1 (every column text, every payload as it is) is read,
+and written, as version 1, so that an older workingctx still reads it.
+
 Needs the ``postgres`` extra: ``pip install 'workingctx[postgres]'``.
 """
 
@@ -23,7 +31,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from workingctx import _checks
@@ -53,34 +61,41 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-SCHEMA_VERSION = 1
-"""The schema version this workingctx writes in PostgreSQL, and the newest it reads."""
+SCHEMA_VERSION = 2
+"""The schema version this workingctx writes in PostgreSQL, and the newest it reads.
+
+Version 2 stores digests as their raw bytes and payloads as bytes, long ones
+compressed (:func:`~workingctx.persistence._codec.pack`); a store of version 1
+(all text) is read and written as version 1, so that an older workingctx still reads it."""
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _ATTEMPTS = 20
 
 _TABLES = (
     "CREATE TABLE @.workingctx_store (key text PRIMARY KEY, value text NOT NULL)",
-    "CREATE TABLE @.messages (digest text PRIMARY KEY, data text NOT NULL, checksum text NOT NULL)",
+    "CREATE TABLE @.messages (digest bytea PRIMARY KEY, data bytea NOT NULL, checksum bytea NOT NULL)",
     (
-        "CREATE TABLE @.message_links (chain text PRIMARY KEY, prev text NOT NULL, message text NOT NULL,"
+        "CREATE TABLE @.message_links (chain bytea PRIMARY KEY, prev bytea NOT NULL, message bytea NOT NULL,"
         " position integer NOT NULL)"
     ),
-    "CREATE TABLE @.journal_entries (digest text PRIMARY KEY, data text NOT NULL, checksum text NOT NULL)",
+    "CREATE TABLE @.journal_entries (digest bytea PRIMARY KEY, data bytea NOT NULL, checksum bytea NOT NULL)",
     (
-        "CREATE TABLE @.journal_links (chain text PRIMARY KEY, prev text NOT NULL, entry text NOT NULL,"
+        "CREATE TABLE @.journal_links (chain bytea PRIMARY KEY, prev bytea NOT NULL, entry bytea NOT NULL,"
         " position integer NOT NULL)"
     ),
-    "CREATE TABLE @.blobs (digest text PRIMARY KEY, data text NOT NULL)",
+    "CREATE TABLE @.blobs (digest bytea PRIMARY KEY, data bytea NOT NULL)",
     (
         "CREATE TABLE @.checkpoints (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id text NOT NULL UNIQUE,"
         " parent text, created_at text NOT NULL, created_ts double precision NOT NULL, metadata text NOT NULL,"
-        " digest text NOT NULL, prefix text NOT NULL, scratchpad text NOT NULL, messages_head text NOT NULL,"
-        " message_count integer NOT NULL, journal_head text NOT NULL, journal_count integer NOT NULL,"
-        " seal text NOT NULL)"
+        " digest bytea NOT NULL, prefix bytea NOT NULL, scratchpad bytea NOT NULL, messages_head bytea NOT NULL,"
+        " message_count integer NOT NULL, journal_head bytea NOT NULL, journal_count integer NOT NULL,"
+        " seal bytea NOT NULL)"
     ),
     "CREATE TABLE @.heads (thread text PRIMARY KEY, checkpoint text NOT NULL)",
 )
+"""The tables of a new store (schema version 2). Version 1 made the same
+tables with every ``bytea`` column ``text``: hex digests and payloads as they
+are. Such a store is read, and written, as it is (see :class:`_Text`)."""
 
 # Recorded contexts (see workingctx.persistence.histories): one row per distinct
 # history prefix, and one row per saved context.
@@ -111,6 +126,106 @@ _Probe = tuple["psycopg.Cursor[Any] | None", dict[str, int], int]
 """A probe of which links of a chain are stored: the query sent (None when
 the chain is empty), the chain digests it asked for by position, and the
 chain's length."""
+
+
+_DIGEST_FIELDS = (4, 5, 6, 7, 9, 11)
+"""The fields of a checkpoint row (see :data:`~workingctx.persistence._codec.ROW_FIELDS`) that hold digests."""
+
+
+def _raw(digest: object) -> object:
+    """
+    A hex digest as the 32 bytes a version-2 column holds it in. Text that is
+    not hex (never written by a store) goes as its UTF-8 bytes, which match no
+    stored digest.
+    """
+    if type(digest) is not str:
+        return digest
+    try:
+        return bytes.fromhex(digest)
+    except ValueError:
+        return digest.encode("utf-8", "surrogatepass")
+
+
+class _Text:
+    """
+    How a store of schema version 1 keeps digests and payloads: as text (hex
+    digests, JSON as it is), so what goes in and comes out stays as it is.
+    :class:`_Binary` is version 2. A store converts at its boundary only (the
+    parameters it sends, the columns it selects): everything between (the
+    codec, the checks) sees hex digests and text.
+    """
+
+    def __init__(self) -> None:
+        self.row = ", ".join(
+            self.hex(field) if index in _DIGEST_FIELDS else field for index, field in enumerate(_codec.ROW_FIELDS)
+        )
+        """The select list of a checkpoint row (:data:`~workingctx.persistence._codec.ROW_FIELDS`)."""
+
+    def hex(self, column: str) -> str:
+        """A select-list expression reading digest column *column* as hex text."""
+        return column
+
+    def key(self, digest: object) -> Any:
+        """A digest as a query parameter."""
+        return digest
+
+    def keys(self, digests: Iterable[object]) -> list[Any]:
+        """Digests as an array parameter."""
+        return list(digests)
+
+    def row_in(self, row: Sequence[Any]) -> Sequence[Any]:
+        """A checkpoint row as written."""
+        return row
+
+    def payload(self, text: str) -> Any:
+        """A message's, entry's or blob's text as its ``data`` column holds it."""
+        return text
+
+    def blob(self, data: object) -> object:
+        """A blob's ``data`` as read, as text (anything else left for its reader to refuse)."""
+        return data
+
+    def items(self, rows: Sequence[_codec.Row]) -> Sequence[_codec.Row]:
+        """Item rows ``(digest, data, checksum)`` as read, as the codec reads them."""
+        return rows
+
+
+class _Binary(_Text):
+    """
+    How a store of schema version 2 keeps digests and payloads: digests as
+    their 32 bytes, payloads as their UTF-8 bytes or compressed
+    (:func:`~workingctx.persistence._codec.pack`), all ``bytea``.
+
+    Digests are read as the server's hex of the bytes held: 32 bytes give a
+    digest; any other length (damage) gives hex text of another length than
+    64, which no digest, seal or link equals, so the checks name it.
+    """
+
+    def hex(self, column: str) -> str:
+        return f"encode({column}, 'hex')"
+
+    def key(self, digest: object) -> Any:
+        return _raw(digest)
+
+    def keys(self, digests: Iterable[object]) -> list[Any]:
+        return [_raw(digest) for digest in digests]
+
+    def row_in(self, row: Sequence[Any]) -> Sequence[Any]:
+        return [_raw(field) if index in _DIGEST_FIELDS else field for index, field in enumerate(row)]
+
+    def payload(self, text: str) -> Any:
+        packed = _codec.pack(text)
+        return packed if type(packed) is bytes else text.encode("utf-8")
+
+    def blob(self, data: object) -> object:
+        return _codec.as_text(_codec.unpack(data))
+
+    def items(self, rows: Sequence[_codec.Row]) -> Sequence[_codec.Row]:
+        return _codec.unpacked(rows)
+
+
+_TEXT = _Text()
+_BINARY = _Binary()
 
 
 class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
@@ -171,6 +286,7 @@ class PostgresStore:
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
+        self._layout: _Text = _BINARY  # how the store keeps digests and payloads: see _check_format
         self._local = threading.Lock()
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
@@ -289,7 +405,12 @@ class PostgresStore:
         return CheckpointError(msg, path="workingctx_store")
 
     def _check_format(self, found: dict[Any, Any]) -> None:
+        """
+        Refuse a store that is not ours or is newer; learn how it keeps
+        digests and payloads from the schema version it records.
+        """
         _codec.check_marker(found, self._where, SCHEMA_VERSION)
+        self._layout = _BINARY if int(found["schema_version"]) >= 2 else _TEXT
 
     def _prepare(self) -> None:
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
@@ -346,6 +467,7 @@ class PostgresStore:
             # Pipelined: everything the save needs to know is asked at once,
             # read in one round trip, and the writes go with the commit.
             conn = cur.connection
+            layout = self._layout
             lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
             cur.execute(f"SELECT {lock}(hashtext(%s))", (self._lock_key,))
             marker = conn.cursor()
@@ -355,11 +477,13 @@ class PostgresStore:
                 head = conn.cursor()
                 head.execute(self._q("SELECT checkpoint FROM @.heads WHERE thread = %s FOR UPDATE"), (thread,))
             sealed = conn.cursor()
-            sealed.execute(self._q("SELECT seal FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
+            sealed.execute(self._q(f"SELECT {layout.hex('seal')} FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))  # noqa: S608
             prefix = conn.cursor()
-            prefix.execute(self._q("SELECT 1 FROM @.blobs WHERE digest = %s"), (encoded.prefix_key,))
-            probes = [(kind, self._probe(conn, kind, checkpoint)) for kind in (MESSAGES, JOURNAL)]
+            prefix.execute(self._q("SELECT 1 FROM @.blobs WHERE digest = %s"), (layout.key(encoded.prefix_key),))
+            probes = [(kind, self._probe(conn, layout, kind, checkpoint)) for kind in (MESSAGES, JOURNAL)]
             self._check_marker(marker)
+            if self._layout is not layout:  # the marker changed since the store last read it
+                raise _Retry
             if head is not None and thread is not None:
                 found = head.fetchone()
                 current = None if found is None else found[0]
@@ -378,18 +502,18 @@ class PostgresStore:
                 return
             if existing is not None and not exclusive:
                 raise _Retry(exclusive=True)  # replacing collects garbage: take the lock alone
-            blobs = [(encoded.notes_key, encoded.notes_text)]
+            blobs = [(layout.key(encoded.notes_key), layout.payload(encoded.notes_text))]
             if prefix.fetchone() is None:
                 prefix_text = _codec.payload(checkpoint.snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
-                blobs.append((encoded.prefix_key, prefix_text))
+                blobs.append((layout.key(encoded.prefix_key), layout.payload(prefix_text)))
             self._insert(cur, "blobs", "digest, data", blobs)
             for kind, probe in probes:
-                self._save_chain(cur, kind, checkpoint, probe)
+                self._save_chain(cur, layout, kind, checkpoint, probe)
             if existing is not None:
                 cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
             cur.execute(
                 self._q(f"INSERT INTO @.checkpoints ({_ROW}, created_ts) VALUES ({', '.join(['%s'] * 13)})"),  # noqa: S608  # constant columns
-                (*encoded.row, encoded.seal, checkpoint.created_at.timestamp()),
+                (*layout.row_in((*encoded.row, encoded.seal)), checkpoint.created_at.timestamp()),
             )
             if existing is not None:
                 self._collect_garbage(cur)
@@ -400,7 +524,7 @@ class PostgresStore:
                 _codec.remember(self._messages, message.digest(), message)
         return checkpoint.id
 
-    def _probe(self, conn: psycopg.Connection[Any], kind: Kind, checkpoint: Checkpoint) -> _Probe:
+    def _probe(self, conn: psycopg.Connection[Any], layout: _Text, kind: Kind, checkpoint: Checkpoint) -> _Probe:
         """
         Ask (without waiting) which links of the chain of *kind* are stored,
         at the positions most likely to tell how many: the last sixteen, then
@@ -418,11 +542,12 @@ class PostgresStore:
         digests = {chain_at(position): position for position in positions}
         found = conn.cursor()
         _, links, _ = _CHAINS[kind.noun]
-        found.execute(self._q(f"SELECT chain FROM @.{links} WHERE chain = ANY(%s)"), (list(digests),))  # noqa: S608
+        query = self._q(f"SELECT {layout.hex('chain')} FROM @.{links} WHERE chain = ANY(%s)")  # noqa: S608
+        found.execute(query, (layout.keys(digests),))
         return found, digests, count
 
     def _stored_length(
-        self, cur: psycopg.Cursor[Any], table: str, chain_at: Callable[[int], str], probe: _Probe
+        self, cur: psycopg.Cursor[Any], layout: _Text, table: str, chain_at: Callable[[int], str], probe: _Probe
     ) -> int:
         """
         How many leading items of a chain are stored already, from the probe
@@ -442,7 +567,8 @@ class PostgresStore:
                 break
             stride = max(1, gap // 64)
             digests = {chain_at(position): position for position in range(low + 1, high, stride)}
-            cur.execute(self._q(f"SELECT chain FROM @.{table} WHERE chain = ANY(%s)"), (list(digests),))  # noqa: S608
+            query = self._q(f"SELECT {layout.hex('chain')} FROM @.{table} WHERE chain = ANY(%s)")  # noqa: S608
+            cur.execute(query, (layout.keys(digests),))
             found = cur
         return low
 
@@ -450,7 +576,7 @@ class PostgresStore:
         if not rows:
             return
         rows.sort()
-        casts = ", ".join("%s::integer[]" if isinstance(rows[0][i], int) else "%s::text[]" for i in range(len(rows[0])))
+        casts = ", ".join(f"%s::{_array_type(value)}" for value in rows[0])
         cur.execute(
             self._q(
                 f"INSERT INTO @.{table} ({columns}) SELECT * FROM unnest({casts})"  # noqa: S608  # constant names
@@ -459,30 +585,34 @@ class PostgresStore:
             [list(column) for column in zip(*rows, strict=True)],
         )
 
-    def _missing_items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str]) -> set[str]:
+    def _missing_items(self, cur: psycopg.Cursor[Any], layout: _Text, table: str, keys: set[str]) -> set[str]:
         if not keys:
             return set()
-        cur.execute(self._q(f"SELECT digest FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
+        query = self._q(f"SELECT {layout.hex('digest')} FROM @.{table} WHERE digest = ANY(%s)")  # noqa: S608
+        cur.execute(query, (layout.keys(sorted(keys)),))
         return keys - {row[0] for row in cur.fetchall()}
 
-    def _save_chain(self, cur: psycopg.Cursor[Any], kind: Kind, checkpoint: Checkpoint, probe: _Probe) -> None:
+    def _save_chain(
+        self, cur: psycopg.Cursor[Any], layout: _Text, kind: Kind, checkpoint: Checkpoint, probe: _Probe
+    ) -> None:
         """
         Store the items and links of *kind* the store does not hold yet. The
         items of a few new links are sent whole (the insert keeps one stored
         already); for many, the store is asked first which it lacks.
         """
         items_table, links_table, column = _CHAINS[kind.noun]
-        start = self._stored_length(cur, links_table, kind.chain(checkpoint), probe)
+        start = self._stored_length(cur, layout, links_table, kind.chain(checkpoint), probe)
         new = list(_codec.new_links(kind, checkpoint, start))
         wanted = {digest for _, _, _, digest, _ in new}
-        missing = self._missing_items(cur, items_table, wanted) if len(new) > 16 else wanted
-        items: dict[str, tuple[str, str, str]] = {}
+        missing = self._missing_items(cur, layout, items_table, wanted) if len(new) > 16 else wanted
+        items: dict[str, tuple[Any, ...]] = {}
         links = []
+        key = layout.key
         for position, link, previous, digest, item in new:
             if digest in missing and digest not in items:
                 text = kind.text(item, position, checkpoint)
-                items[digest] = (digest, text, checksum(digest, text))
-            links.append((link, previous, digest, position))
+                items[digest] = (key(digest), layout.payload(text), key(checksum(digest, text)))
+            links.append((key(link), key(previous), key(digest), position))
         self._insert(cur, items_table, "digest, data, checksum", list(items.values()))
         self._insert(cur, links_table, f"chain, prev, {column}, position", links)
 
@@ -504,7 +634,7 @@ class PostgresStore:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> Checkpoint:
             self._enter(cur, exclusive=None)
-            cur.execute(self._q(f"SELECT {_ROW} FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))  # noqa: S608
+            cur.execute(self._q(f"SELECT {self._layout.row} FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))  # noqa: S608
             row = cur.fetchone()
             if row is None:
                 raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
@@ -551,11 +681,11 @@ class PostgresStore:
         return _codec.assemble(info, digest, prefix, notes, messages, journal)
 
     def _blob(self, cur: psycopg.Cursor[Any], key: object, path: str) -> object:
-        cur.execute(self._q("SELECT data FROM @.blobs WHERE digest = %s"), (key,))
+        cur.execute(self._q("SELECT data FROM @.blobs WHERE digest = %s"), (self._layout.key(key),), binary=True)
         found = cur.fetchone()
         if found is None:
             damage(f"blob {key!r} is missing from table blobs", path)
-        return found[0]
+        return self._layout.blob(found[0])
 
     def _walk(
         self, cur: psycopg.Cursor[Any], kind: Kind, head: object, count: object
@@ -575,8 +705,10 @@ class PostgresStore:
         length = _codec.check_count(count, head, root, path, "table checkpoints")
         if length == 0:
             return [], [], None
+        layout = self._layout
         if self._most_of(cur, links, length):
-            cur.execute(self._q(f"SELECT chain, prev, {item}, position FROM @.{links}"))  # noqa: S608  # constant names
+            hexed = f"{layout.hex('chain')}, {layout.hex('prev')}, {layout.hex(item)}"
+            cur.execute(self._q(f"SELECT {hexed}, position FROM @.{links}"))  # noqa: S608  # constant names
             found = cur.fetchall()
             table = dict(zip(map(_first, found), found, strict=True))
             chain, digests = _codec.follow(kind, table, head, length, f"table {links}")
@@ -588,9 +720,10 @@ class PostgresStore:
             f" SELECT l.chain, l.prev, l.{item}, l.position, w.depth + 1"
             f" FROM @.{links} AS l JOIN walk AS w ON l.chain = w.prev"
             f" WHERE w.depth < %s AND l.position = w.position - 1"
-            f") SELECT chain, prev, item, position FROM walk ORDER BY depth DESC"
+            f") SELECT {layout.hex('chain')}, {layout.hex('prev')}, {layout.hex('item')}, position"
+            f" FROM walk ORDER BY depth DESC"
         )
-        cur.execute(query, (head, length))
+        cur.execute(query, (layout.key(head), length))
         checked = _codec.check_links(cur.fetchall(), length, root, path, f"table {links}")
         _codec.check_steps(kind, checked, f"table {links}")
         return [link for link, _ in checked], [digest for _, digest in checked], None
@@ -603,19 +736,24 @@ class PostgresStore:
         found = cur.fetchone()
         return found is not None and int(found[0]) <= 2 * wanted
 
-    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str], links: int | None) -> list[_codec.Row]:
+    def _items(self, cur: psycopg.Cursor[Any], table: str, keys: set[str], links: int | None) -> Sequence[_codec.Row]:
         """
         The stored items of *keys* that are there, unchecked: the table read
         whole when they are most of it (every item is named by a link, so a
         table of *links* links holds at most that many items), else by key.
+        Read in binary format: a ``bytea`` payload comes as its bytes, not
+        as the hex text that is twice as long.
         """
         if not keys:
             return []
+        layout = self._layout
+        columns = f"{layout.hex('digest')}, data, {layout.hex('checksum')}"
         if links is not None and 2 * len(keys) >= links:
-            cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table}"))  # noqa: S608  # constant names
-            return [row for row in cur.fetchall() if row[0] in keys]
-        cur.execute(self._q(f"SELECT digest, data, checksum FROM @.{table} WHERE digest = ANY(%s)"), (sorted(keys),))  # noqa: S608
-        return cur.fetchall()
+            cur.execute(self._q(f"SELECT {columns} FROM @.{table}"), binary=True)  # noqa: S608  # constant names
+            return layout.items([row for row in cur.fetchall() if row[0] in keys])
+        query = self._q(f"SELECT {columns} FROM @.{table} WHERE digest = ANY(%s)")  # noqa: S608  # constant names
+        cur.execute(query, (layout.keys(sorted(keys)),), binary=True)
+        return layout.items(cur.fetchall())
 
     # -- listing, threads and deleting --------------------------------------------
 
@@ -631,7 +769,7 @@ class PostgresStore:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[Any]:
             self._enter(cur, exclusive=None)
-            cur.execute(self._q(f"SELECT {_ROW} FROM @.checkpoints ORDER BY created_ts, seq"))  # noqa: S608
+            cur.execute(self._q(f"SELECT {self._layout.row} FROM @.checkpoints ORDER BY created_ts, seq"))  # noqa: S608
             return cur.fetchall()
 
         rows: builtins.list[Any] = self._run(body, write=False)
@@ -662,7 +800,7 @@ class PostgresStore:
                 self._q(
                     "WITH RECURSIVE up (id) AS (SELECT %s::text UNION SELECT c.parent FROM @.checkpoints AS c"  # noqa: S608
                     " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
-                    f" SELECT {_ROW} FROM @.checkpoints WHERE id IN (SELECT id FROM up)"
+                    f" SELECT {self._layout.row} FROM @.checkpoints WHERE id IN (SELECT id FROM up)"
                 ),
                 (checkpoint_id,),
             )
@@ -911,6 +1049,15 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self._where}>"
+
+
+def _array_type(value: object) -> str:
+    """
+    The PostgreSQL array type of a column whose first value is *value* (see :meth:`PostgresStore._insert`).
+    """
+    if isinstance(value, int):
+        return "integer[]"
+    return "bytea[]" if isinstance(value, bytes) else "text[]"
 
 
 def _describe(dsn: str, schema: str) -> str:
