@@ -69,3 +69,11 @@ def connect(path: str | Path, **options: Any) -> sqlite3.Connection:
         db.translate = True
         db.row_factory = _hexed
     return db
+
+
+def file_state(path: Path) -> bytes:
+    """
+    Every byte of the database and its write-ahead log, to show nothing changed.
+    """
+    wal = Path(f"{path}-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")

@@ -34,6 +34,18 @@ SERVERS = {"postgres": "WORKINGCTX_POSTGRES_DSN", "redis": "WORKINGCTX_REDIS_URL
 _paths = itertools.count()
 
 
+DIGEST_COLUMNS = {
+    "messages": ("digest", "checksum"),
+    "message_links": ("chain", "prev", "message"),
+    "journal_entries": ("digest", "checksum"),
+    "journal_links": ("chain", "prev", "entry"),
+    "blobs": ("digest",),
+    "checkpoints": ("digest", "prefix", "scratchpad", "messages_head", "journal_head", "seal"),
+}
+"""Every column of a SQL store's tables that holds a digest, by table (bytes
+from SQLite's schema version 3 and PostgreSQL's version 2 on)."""
+
+
 def server_address(kind: str) -> str:
     """
     The server of *kind* the tests use, or a skip saying how to give one.

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.stores import Raw, Stores, server_address
+from tests.stores import DIGEST_COLUMNS, Raw, Stores, server_address
 from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
 from workingctx.exceptions import CheckpointError
 from workingctx.persistence import PostgresStore
@@ -57,16 +57,6 @@ VERSION_1_TABLES = (
     "INSERT INTO @.workingctx_store (key, value) VALUES ('format', 'workingctx.checkpoints'), ('schema_version', '1')",
 )
 """The tables workingctx made for a PostgreSQL store of schema version 1, and its marker."""
-
-DIGEST_COLUMNS = {
-    "messages": ("digest", "checksum"),
-    "message_links": ("chain", "prev", "message"),
-    "journal_entries": ("digest", "checksum"),
-    "journal_links": ("chain", "prev", "entry"),
-    "blobs": ("digest",),
-    "checkpoints": ("digest", "prefix", "scratchpad", "messages_head", "journal_head", "seal"),
-}
-"""Every column of a store that holds a digest (bytea from schema version 2 on)."""
 
 PAYLOAD_TABLES = ("messages", "journal_entries", "blobs")
 """The tables whose ``data`` holds a payload (bytea, long ones compressed, from schema version 2 on)."""

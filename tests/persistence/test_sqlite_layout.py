@@ -21,6 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import sqlite_rows
+from tests.stores import DIGEST_COLUMNS
 from tests.strategies import working_contexts
 from workingctx import Checkpoint, Message, SQLiteStore
 from workingctx.context import WorkingContext
@@ -31,16 +33,6 @@ from workingctx.prefix import PrefixContext
 
 EARLIER_PACKED = Path(__file__).parents[1] / "data" / "sqlite-store-v2-long.sql"
 """A store written with schema version 2 (digests as hexadecimal text), as SQL."""
-
-DIGESTS = {
-    "messages": ("digest", "checksum"),
-    "message_links": ("chain", "prev", "message"),
-    "journal_entries": ("digest", "checksum"),
-    "journal_links": ("chain", "prev", "entry"),
-    "blobs": ("digest",),
-    "checkpoints": ("digest", "prefix", "scratchpad", "messages_head", "journal_head", "seal"),
-}
-"""Every column of a store that holds digests, by table."""
 
 _names = itertools.count()
 _SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -56,18 +48,13 @@ def fresh_path(directory: Path) -> Path:
     return directory / f"layout-{next(_names)}.db"
 
 
-def file_state(path: Path) -> bytes:
-    wal = Path(f"{path}-wal")
-    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-
-
 def digest_kinds(path: Path) -> set[tuple[str, int]]:
     """
     The storage class and length of every digest the file holds (the keyed seal aside).
     """
     found: set[tuple[str, int]] = set()
     with contextlib.closing(sqlite3.connect(path)) as db:
-        for table, columns in DIGESTS.items():
+        for table, columns in DIGEST_COLUMNS.items():
             for column in columns:
                 query = f"SELECT typeof({column}), length({column}) FROM {table}"  # noqa: S608  # constants
                 if column == "seal":
@@ -296,7 +283,7 @@ def damage_each(source: Path, scratch_dir: Path, *, reseal: bool) -> Iterator[tu
     with contextlib.closing(sqlite3.connect(source)) as db:
         without_not_null(db)
     image = source.read_bytes()
-    for table, columns in DIGESTS.items():
+    for table, columns in DIGEST_COLUMNS.items():
         for column in columns:
             for label, change in damaged_copies():
                 path = fresh_path(scratch_dir)
@@ -368,7 +355,7 @@ class TestDamage:
         ids = [c.id for c in run]
         builtin: list[str] = []
         for label, path in damage_each(source, scratch_dir, reseal=reseal):
-            before = file_state(path)
+            before = sqlite_rows.file_state(path)
             try:
                 with SQLiteStore(path, read_only=True) as store:
                     every_read(store, ids)
@@ -379,7 +366,7 @@ class TestDamage:
                 pass
             except Exception as exc:  # collected: every case is reported at once
                 builtin.append(f"{label}: {type(exc).__name__}: {exc}")
-            assert before == file_state(path), label
+            assert before == sqlite_rows.file_state(path), label
         assert [] == builtin
 
     def test_a_link_naming_itself_and_a_huge_count(self, scratch_dir):
@@ -406,14 +393,14 @@ class TestDamage:
                 db.execute(
                     "UPDATE checkpoints SET seal = ? WHERE id = ?", (_stored_key(_codec.seal(shown)), checkpoint.id)
                 )
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with SQLiteStore(path) as store:
             with pytest.raises(CheckpointError, match="head link"):
                 store.load(run[-1].id)
             with pytest.raises(CheckpointError, match="4611686018427387904"):
                 store.load(run[0].id)
             assert run[1] == store.load(run[1].id)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
 
 class TestWriters:
@@ -520,13 +507,13 @@ class TestReads:
         with SQLiteStore(path) as writer:
             for checkpoint in run:
                 writer.save(checkpoint)
-            before = file_state(path)
+            before = sqlite_rows.file_state(path)
             with SQLiteStore(path, read_only=True) as reader:
                 assert run == [reader.load(info.id) for info in reader.list()]
                 assert [c.id for c in run] == [info.id for info in reader.lineage(run[-1].id)]
                 with pytest.raises(CheckpointError, match="read-only"):
                     reader.save(long_chain("new", 2))
-            assert before == file_state(path)
+            assert before == sqlite_rows.file_state(path)
 
 
 class TestTextDigests:
@@ -569,9 +556,9 @@ class TestTextDigests:
                     f"UPDATE {table} SET {column} = lower(hex({column})) WHERE {where} = ?",  # noqa: S608
                     (bytes.fromhex(key),),
                 )
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with SQLiteStore(path) as store:
             with pytest.raises(CheckpointError, match=f"{alone.id}"):
                 store.load(alone.id)
             assert other == [store.load(c.id) for c in other]
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)

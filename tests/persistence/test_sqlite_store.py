@@ -28,6 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import sqlite_rows
+from tests.stores import DIGEST_COLUMNS
 from tests.strategies import working_contexts
 from workingctx import Checkpoint, Message, SQLiteStore
 from workingctx.context import WorkingContext
@@ -45,14 +46,6 @@ def scratch_dir() -> Iterator[Path]:
 
 def fresh_path(directory: Path) -> Path:
     return directory / f"db-{next(_names)}.db"
-
-
-def file_state(path: Path) -> bytes:
-    """
-    Every byte of the database and its write-ahead log, to show nothing changed.
-    """
-    wal = Path(f"{path}-wal")
-    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
 def dump(path: Path) -> list[str]:
@@ -81,10 +74,10 @@ class TestRefusedDatabases:
         """
         path = fresh_path(scratch_dir)
         path.write_bytes(b"this is a text file, not a database\n" * 100)
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with pytest.raises(CheckpointError, match="not a readable SQLite database"):
             SQLiteStore(path)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     def test_foreign_database(self, scratch_dir):
         """
@@ -95,11 +88,11 @@ class TestRefusedDatabases:
             db.execute("CREATE TABLE users (name TEXT)")
             db.execute("INSERT INTO users VALUES ('ada')")
         db.close()
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with pytest.raises(CheckpointError, match="not a workingctx checkpoint store") as info:
             SQLiteStore(path)
         assert info.value.path == "workingctx_store"
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     @pytest.mark.parametrize(
         ("key", "value", "match"),
@@ -126,10 +119,10 @@ class TestRefusedDatabases:
         with pytest.raises(CheckpointError, match=match):
             store.save(Checkpoint.capture(WorkingContext()))
         store.close()
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with pytest.raises(CheckpointError, match=match):
             SQLiteStore(path)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     def test_truncated_file(self, scratch_dir):
         """
@@ -678,7 +671,7 @@ class TestReadOnlyStorage:
         """
         path = fresh_path(scratch_dir)
         first, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with SQLiteStore(path, read_only=True) as store:
             assert store.read_only
             assert [first.id, second.id] == [info.id for info in store.list()]
@@ -688,7 +681,7 @@ class TestReadOnlyStorage:
             with pytest.raises(CheckpointError, match="is read-only"):
                 store.delete(first.id)
             assert "read_only=True" in repr(store)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     def test_read_only_of_a_missing_file_is_refused(self, scratch_dir):
         """
@@ -710,7 +703,7 @@ class TestReadOnlyStorage:
         directory.mkdir()
         path = directory / "run.db"
         _, second = saved_pair(path, WorkingContext().append(Message("user", "hello")))
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         command = [sys.executable, "-c", READ_ONLY_SCRIPT, str(path), second.id]
         unshare = shutil.which("unshare")
         if unshare is not None and 0 == subprocess.run([unshare, "-rm", "true"], check=False).returncode:
@@ -730,7 +723,7 @@ class TestReadOnlyStorage:
         assert second.id in lines[0]
         assert lines[0].endswith("hello")
         assert 2 == sum("refused: the checkpoint store" in line and "is read-only" in line for line in lines)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
 
 KILLED_WRITER = """
@@ -835,7 +828,7 @@ class TestReadOnlyWriteAheadLog:
         """
         path, ids = killed_writers_archive(tmp_path, shm)
         names = sorted(item.name for item in path.parent.iterdir())
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         mount = read_only_mount()
         if mount is None:
             if os.geteuid() == 0:
@@ -856,7 +849,7 @@ class TestReadOnlyWriteAheadLog:
         finally:
             path.parent.chmod(0o755)
         assert names == sorted(item.name for item in path.parent.iterdir())
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     def test_read_only_true_beside_a_log_shows_every_checkpoint(self, tmp_path):
         """
@@ -864,12 +857,12 @@ class TestReadOnlyWriteAheadLog:
         checkpoints and the newest head; the file and its log are not changed.
         """
         path, ids = killed_writers_archive(tmp_path)
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with SQLiteStore(path, read_only=True) as store:
             assert ids == [info.id for info in store.list()]
             assert ids[-1] == store.head("run")
             assert 12 == len(store.load(ids[-1]).snapshot.messages)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     def test_a_log_that_cannot_be_read_is_refused_saying_why(self, tmp_path):
         """
@@ -1185,16 +1178,6 @@ EARLIER_LONG = Path(__file__).parents[1] / "data" / "sqlite-store-v1-long.sql"
 EARLIER_PACKED = Path(__file__).parents[1] / "data" / "sqlite-store-v2-long.sql"
 """The same run written with schema version 2 (compressed, digests as hexadecimal text), as SQL."""
 
-DIGEST_FIELDS = {
-    "messages": ("digest", "checksum"),
-    "message_links": ("chain", "prev", "message"),
-    "journal_entries": ("digest", "checksum"),
-    "journal_links": ("chain", "prev", "entry"),
-    "blobs": ("digest",),
-    "checkpoints": ("digest", "prefix", "scratchpad", "messages_head", "journal_head", "seal"),
-}
-"""Every column of a store that holds digests, by table."""
-
 
 def long_run() -> list[Checkpoint]:
     """
@@ -1251,7 +1234,7 @@ def layout(path: Path) -> dict[str, Any]:
         }
         digests = {
             f"{table}.{column}": sorted(set(db.execute(f"SELECT typeof({column}), length({column}) FROM {table}")))  # noqa: S608
-            for table, columns in DIGEST_FIELDS.items()
+            for table, columns in DIGEST_COLUMNS.items()
             for column in columns
         }
     return {
@@ -1349,10 +1332,10 @@ class TestSchemaVersions:
                 store.save(checkpoint)
         with contextlib.closing(sqlite3.connect(path)) as db, db:
             assert db.execute(statement).rowcount >= 1
-        before = file_state(path)
+        before = sqlite_rows.file_state(path)
         with SQLiteStore(path) as store, pytest.raises(CheckpointError, match=r"nothing was changed|left as it was"):
             store.load(run[-1].id)
-        assert before == file_state(path)
+        assert before == sqlite_rows.file_state(path)
 
     def test_a_keyed_seal_stays_text_and_reads_back(self, scratch_dir):
         """
