@@ -977,6 +977,7 @@ _CHANGES = (
     st.tuples(st.just("blocks"), st.integers(1, 4)),  # a user message of that many text blocks
     st.tuples(st.just("prefix"), st.integers(0, 2)),  # switch to one of three system prompts
     st.tuples(st.just("repeat"), st.integers(0, 2)),  # append again a message already in the tail
+    st.tuples(st.just("blockless"), st.integers(1, 2)),  # that many messages without a block (counted, no position)
 )
 
 _steps = st.lists(
@@ -1192,6 +1193,8 @@ def _change(ctx: WorkingContext, kind: str, value: Any, turn: int) -> WorkingCon
         return ctx.with_prefix(PrefixContext(system_prompt=f"prompt {value} " + _big(1_200)))
     elif kind == "repeat" and len(tail) > value:
         ctx.append(tail[-1 - value])
+    elif kind == "blockless":
+        ctx.append(*[Message.assistant(""), Message("user", ())][:value])
     return ctx
 
 
@@ -1313,7 +1316,7 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
 
 
 class TestLayoutsGrowInPlace:
-    def test_a_growing_run_shares_one_layout_list_and_every_plan_keeps_its_own(self):
+    def test_a_growing_run_shares_one_layout_run_and_every_plan_keeps_its_own(self):
         """
         A plan of a context that only appended since the previous plan extends
         that plan's layout in place; each plan still reads the positions it
@@ -1326,8 +1329,8 @@ class TestLayoutsGrowInPlace:
             ctx.append(Message("user", f"question {i} " * 50), Message("assistant", f"answer {i} " * 50))
             previous = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
             plans.append((previous, ctx.size()))
-        lists = {id(p._layout._items) for p, _ in plans}  # type: ignore[attr-defined]  # a Layout
-        assert len(lists) == 1
+        runs = {id(p._layout._run) for p, _ in plans}  # type: ignore[attr-defined]  # a Layout
+        assert len(runs) == 1
         for made, size in plans:
             alone = plan(
                 WorkingContext(messages=list(ctx.messages[:size])), provider="anthropic", model="claude-sonnet-4-6"
@@ -1419,3 +1422,128 @@ def test_a_message_unpickled_without_the_shape_slot_lays_out():
         _ = old._cache_shape
     assert _layout_of([old]) == _layout_of([message])
     assert _layout_of([old])[1][0].preset == "1h"
+
+
+# -- a layout read from its lists against positions made one by one ------------------
+
+
+def _positions_one_by_one(request: list[Message], counter: Any) -> list[tuple[int, int, int, bool, str, Any]]:
+    """
+    Every position of *request* made as the layout's definition says, block by
+    block: the key of a block is the chain of sha256 over the messages'
+    digests (without breakpoints) through its message, ":" and its index.
+    """
+    import hashlib  # noqa: PLC0415
+
+    from workingctx.cache._layout import _ROOT_KEY, _unmarked  # noqa: PLC0415  # the definition under test
+
+    out = []
+    head, before = _ROOT_KEY, 0
+    for m, message in enumerate(request):
+        tokens = counter.count([message])
+        head = hashlib.sha256(f"{head}:{_unmarked(message).digest()}".encode("ascii")).hexdigest()
+        blocks = cache_blocks(message)
+        for k, block in enumerate(blocks):
+            carries = can_carry_breakpoint(block)
+            mark = getattr(block, "cache", None) if carries else None
+            preset = None if mark is None else mark.ttl
+            out.append((m, k, before + tokens * (k + 1) // len(blocks), carries, f"{head}:{k}", preset))
+        before += tokens
+    return out
+
+
+_layout_messages = st.lists(
+    st.one_of(
+        st.builds(lambda n: Message.user("w " * n), st.integers(0, 60)),
+        st.builds(lambda n: Message("user", tuple(TextBlock(f"part {i} ") for i in range(n))), st.integers(0, 4)),
+        st.builds(
+            lambda ttl: Message("user", (TextBlock("a " * 9), TextBlock("b " * 9, cache=CacheBreakpoint(ttl)))),
+            st.sampled_from(["5m", "1h"]),
+        ),
+        st.builds(
+            lambda n: Message.assistant("", tool_calls=[ToolCall(f"c{i}", "f") for i in range(n)]), st.integers(0, 3)
+        ),
+        st.just(Message("assistant", (ReasoningBlock("hm"), TextBlock("")))),
+    ),
+    max_size=12,
+)
+
+
+@given(first=_layout_messages, kept=st.integers(0, 12), more=_layout_messages, again=_layout_messages)
+def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, again):
+    """
+    For any requests, each made of the one before cut after *kept* messages
+    (shared or not) and grown: the layout, laid out alone or reusing the
+    previous layout, holds the positions made one by one from the definition;
+    its keys, tokens, message heads, binary searches and found positions
+    agree with them; and every earlier layout still reads what it held.
+    """
+    from workingctx.cache._layout import (  # noqa: PLC0415  # the private parts under test
+        AT,
+        MESSAGE_OF,
+        TOKENS_OF,
+        bisect_left,
+        bisect_right,
+        find_position,
+        keys,
+        lay_out,
+    )
+    from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
+
+    counter = ApproxTokenCounter()
+    requests = [first, first[:kept] + more, first[:kept] + more + again, again]
+    layouts: list[Any] = []
+    held: list[list[Any]] = []
+    previous, presets, sent = None, (), []
+    for request in requests:
+        expected = _positions_one_by_one(request, counter)
+        alone, alone_presets = lay_out(request, counter)
+        if previous is None:
+            made, made_presets = alone, alone_presets
+        else:
+            # the messages this request shares with the one before, as plan() finds them
+            shared = next((i for i, (a, b) in enumerate(zip(request, sent, strict=False)) if a is not b), None)
+            shared = min(len(request), len(sent)) if shared is None else shared
+            made, made_presets = lay_out(request, counter, previous, shared, presets)
+        for layout, found_presets in ((alone, alone_presets), (made, made_presets)):
+            assert [attrs.astuple(p) for p in layout] == [tuple(e) for e in expected]
+            assert [attrs.astuple(p) for p in found_presets] == [tuple(e) for e in expected if e[5] is not None]
+            assert list(keys(layout)) == [e[4] for e in expected]
+            assert layout.tokens()[: len(layout)] == [e[2] for e in expected]
+            assert layout.message_count == len(request)
+            assert [layout.head(m) for m, _ in enumerate(request) if any(e[0] == m for e in expected)] == [
+                e[4].rpartition(":")[0] for e in expected if e[1] == 0
+            ]
+            assert list(reversed(layout)) == list(layout)[::-1]
+            assert layout[1:-1] == list(layout)[1:-1]
+            plain = tuple(layout)
+            for m in range(len(request) + 2):
+                for k in range(-1, 4):
+                    at = find_position(layout, m, k)
+                    assert at == find_position(plain, m, k)
+                    assert at is None or AT(layout[at]) == (m, k)
+                    for search in (bisect_left, bisect_right):
+                        assert search(layout, (m, k), AT) == search(plain, (m, k), AT)
+                for search in (bisect_left, bisect_right):
+                    assert search(layout, m, MESSAGE_OF) == search(plain, m, MESSAGE_OF)
+            for tokens in {0, 1, *(e[2] for e in expected), 10**9}:
+                for search in (bisect_left, bisect_right):
+                    assert search(layout, tokens, TOKENS_OF) == search(plain, tokens, TOKENS_OF)
+        layouts.append(made)
+        held.append([attrs.astuple(p) for p in made])
+        previous, presets, sent = made, made_presets, request
+    for layout, positions in zip(layouts, held, strict=True):  # a later layout grown in place changed none
+        assert [attrs.astuple(p) for p in layout] == positions
+
+
+def test_a_layout_refuses_an_index_out_of_range():
+    from workingctx.cache._layout import lay_out  # noqa: PLC0415  # the private parts under test
+    from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
+
+    layout, _ = lay_out([Message.user("hi"), Message.assistant("")], ApproxTokenCounter())
+    assert len(layout) == 1
+    assert layout.message_count == 2
+    with pytest.raises(IndexError, match=r"layout index 1 out of range for 1 positions"):
+        layout[1]
+    with pytest.raises(IndexError, match=r"layout message 2 out of range for 2 messages"):
+        layout.head(2)

@@ -32,6 +32,7 @@ __all__ = [
     "cache_blocks",
     "can_carry_breakpoint",
     "find_position",
+    "keys",
     "lay_out",
     "layout_key",
     "per_message",
@@ -173,12 +174,13 @@ def _next_key(head: str, message: Message) -> str:
 _sha256 = hashlib.sha256
 
 
-def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...]]:
+def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...], bool]:
     """
     How *message* lays out, computed once and kept on it (a message is
     immutable): the digest of its content without breakpoints (see
-    :func:`_unmarked`), and for each of its blocks (see :func:`cache_blocks`)
-    whether it can carry a breakpoint and the lifetime of one it carries.
+    :func:`_unmarked`), for each of its blocks (see :func:`cache_blocks`)
+    whether it can carry a breakpoint and the lifetime of one it carries,
+    and whether any carries one.
     """
     try:
         shape = message._cache_shape  # the cache this module owns (see Message)
@@ -189,7 +191,7 @@ def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...]]:
         for block in cache_blocks(message):
             carries = can_carry_breakpoint(block)
             facts.append((carries, _preset(block) if carries else None))
-        shape = (_unmarked(message).digest(), tuple(facts))
+        shape = (_unmarked(message).digest(), tuple(facts), any(preset is not None for _, preset in facts))
         object.__setattr__(message, "_cache_shape", shape)
     return shape
 
@@ -213,44 +215,105 @@ def _unmarked(message: Message) -> Message:
 
 
 _PLACING = threading.Lock()
-"""Held while positions are appended in place at the end of a layout's list."""
+"""Held while a layout's lists grow in place at their end."""
+
+
+class _Run:
+    """
+    The lists behind the layouts of a growing run, which only grow in place:
+    for each message, the chain key of the request through it, the request
+    tokens through it and the index of its first position; for each position,
+    its message, its block, the request tokens through it and its block's
+    facts (whether it can carry a breakpoint, and the lifetime of one it carries).
+    """
+
+    __slots__ = ("blocks", "ends", "facts", "firsts", "heads", "messages", "tokens")
+
+    def __init__(self) -> None:
+        self.heads: list[str] = []
+        self.ends: list[int] = []
+        self.firsts: list[int] = []
+        self.messages: list[int] = []
+        self.blocks: list[int] = []
+        self.tokens: list[int] = []
+        self.facts: list[tuple[bool, TTL | None]] = []
+
+    def cut(self, count: int, size: int) -> _Run:
+        """
+        A new run holding the first *count* messages and *size* positions of this one.
+        """
+        run = _Run()
+        run.heads, run.ends, run.firsts = self.heads[:count], self.ends[:count], self.firsts[:count]
+        run.messages, run.blocks = self.messages[:size], self.blocks[:size]
+        run.tokens, run.facts = self.tokens[:size], self.facts[:size]
+        return run
+
+    def extend(self, more: _Run) -> None:
+        self.heads += more.heads
+        self.ends += more.ends
+        self.firsts += more.firsts
+        self.messages += more.messages
+        self.blocks += more.blocks
+        self.tokens += more.tokens
+        self.facts += more.facts
 
 
 class Layout(Sequence[Position]):
     """
-    The positions of one request: the first ``len(layout)`` items of a list
-    that only grows in place.
+    The positions of one request: the first ``len(layout)`` positions (and
+    first :attr:`count` messages) of a run whose lists only grow in place.
+    A position is made when it is read; what the cache simulation reads of
+    every position (tokens, messages, keys) is read from the lists.
 
     A request that only adds messages to the one before shares that one's
-    list: its new positions are appended in place when the list ends where the
-    earlier layout ends (else the list is copied), so laying out a growing run
-    costs the new messages, not the whole request, and every layout made so far
-    still reads the positions it had.
+    run: its new messages are appended in place when the run ends where the
+    earlier layout ends (else the run is copied), so laying out a growing run
+    costs the new messages, not the whole request, and every layout made so
+    far still reads the positions it had.
     """
 
-    __slots__ = ("_items", "_size")
+    __slots__ = ("_count", "_run", "_size")
 
-    def __init__(self, items: list[Position], size: int) -> None:
-        self._items = items
-        self._size = size
+    def __init__(self, run: _Run, count: int, size: int) -> None:
+        self._run = run
+        self._count = count  # messages
+        self._size = size  # positions
 
-    @classmethod
-    def extending(cls, reused: Sequence[Position], cut: int, more: list[Position]) -> Layout:
+    @property
+    def message_count(self) -> int:
         """
-        The first *cut* positions of *reused*, then *more* (given away): in
-        place at the end of *reused*'s list when it ends there, else in a new list.
+        How many messages the request holds (some may have no position).
         """
-        if isinstance(reused, Layout) and cut == reused._size:
-            items = reused._items
-            if not more:
-                return cls(items, cut)
-            with _PLACING:
-                if len(items) == cut:
-                    items.extend(more)
-                    return cls(items, cut + len(more))
-        items = list(itertools.islice(reused, cut))
-        items.extend(more)
-        return cls(items, len(items))
+        return self._count
+
+    def head(self, message: int) -> str:
+        """
+        The chain key of the request through message *message*: the key of
+        each of its positions is this key, ``":"`` and the block's index.
+        """
+        if not 0 <= message < self._count:
+            msg = f"layout message {message!r} out of range for {self._count} messages"
+            raise IndexError(msg)
+        return self._run.heads[message]
+
+    def key(self, index: int) -> str:
+        """
+        The key of the position at *index* (``layout[index].key``, without making the position).
+        """
+        run = self._run
+        return f"{run.heads[run.messages[index]]}:{run.blocks[index]}"
+
+    def tokens(self) -> list[int]:
+        """
+        The request tokens through each position, in order (a list that may run on past the layout).
+        """
+        return self._run.tokens
+
+    def _position(self, index: int) -> Position:
+        run = self._run
+        message, block = run.messages[index], run.blocks[index]
+        carries, preset = run.facts[index]
+        return _made(message, block, run.tokens[index], carries, f"{run.heads[message]}:{block}", preset)
 
     def __len__(self) -> int:
         return self._size
@@ -263,22 +326,18 @@ class Layout(Sequence[Position]):
 
     def __getitem__(self, index: int | slice) -> Position | list[Position]:
         if isinstance(index, slice):
-            picked = range(self._size)[index]
-            if picked.step == 1:
-                return self._items[picked.start : picked.stop]
-            return [self._items[i] for i in picked]
+            return [self._position(i) for i in range(self._size)[index]]
         position = index + self._size if index < 0 else index
         if not 0 <= position < self._size:
             msg = f"layout index {index!r} out of range for {self._size} positions"
             raise IndexError(msg)
-        return self._items[position]
+        return self._position(position)
 
     def __iter__(self) -> Iterator[Position]:
-        return itertools.islice(self._items, self._size)
+        return map(self._position, range(self._size))
 
     def __reversed__(self) -> Iterator[Position]:
-        items = self._items
-        return (items[i] for i in range(self._size - 1, -1, -1))
+        return map(self._position, range(self._size - 1, -1, -1))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Layout | tuple | list):
@@ -295,23 +354,53 @@ class Layout(Sequence[Position]):
         return f"Layout({list(self)!r})"
 
 
-def _plain(layout: Sequence[Position]) -> tuple[Sequence[Position], int]:
+def keys(layout: Sequence[Position]) -> Iterator[str]:
     """
-    A sequence the :mod:`bisect` functions read at C speed holding *layout*'s
-    positions first, and how many of them there are: a :class:`Layout`'s
-    list (which may run on past it), any other sequence as it is.
+    The key of every position of *layout*, in order.
     """
     if isinstance(layout, Layout):
-        return layout._items, layout._size  # the list the layout reads in place
-    return layout, len(layout)
+        return map(layout.key, range(len(layout)))
+    return (position.key for position in layout)
+
+
+def _plain(layout: Sequence[Position], key: Callable[[Position], Any]) -> tuple[Sequence[Any], int, bool]:
+    """
+    A sequence the :mod:`bisect` functions read at C speed for *layout*
+    searched by *key*, how many of its items are the layout's, and whether
+    *key* still applies to them: a :class:`Layout`'s list of tokens or
+    messages as it is (it may run on past the layout), any other sequence
+    as it is, with *key*.
+    """
+    if isinstance(layout, Layout):
+        if key is TOKENS_OF:
+            return layout._run.tokens, layout._size, False
+        if key is MESSAGE_OF:
+            return layout._run.messages, layout._size, False
+        return list(layout), layout._size, True
+    return layout, len(layout), True
+
+
+def _at(layout: Layout, value: tuple[int, int], right: bool) -> int:
+    """
+    :func:`bisect_left` (or, when *right*, :func:`bisect_right`) of
+    ``(message, block)`` in a layout: a message's positions are its blocks
+    in order, from 0.
+    """
+    message, block = value
+    run, size = layout._run, layout._size
+    low = bisect.bisect_left(run.messages, message, 0, size)
+    high = bisect.bisect_right(run.messages, message, low, size)
+    return low + min(max(block + right, 0), high - low)
 
 
 def bisect_left(layout: Sequence[Position], value: Any, key: Callable[[Position], Any]) -> int:
     """
     :func:`bisect.bisect_left` over *layout* by *key*, without a Python call per probe.
     """
-    items, size = _plain(layout)
-    found: int = bisect.bisect_left(items, value, 0, size, key=key)
+    if key is AT and isinstance(layout, Layout):
+        return _at(layout, value, right=False)
+    items, size, keyed = _plain(layout, key)
+    found: int = bisect.bisect_left(items, value, 0, size, key=key if keyed else None)
     return found
 
 
@@ -319,8 +408,10 @@ def bisect_right(layout: Sequence[Position], value: Any, key: Callable[[Position
     """
     :func:`bisect.bisect_right` over *layout* by *key*, without a Python call per probe.
     """
-    items, size = _plain(layout)
-    found: int = bisect.bisect_right(items, value, 0, size, key=key)
+    if key is AT and isinstance(layout, Layout):
+        return _at(layout, value, right=True)
+    items, size, keyed = _plain(layout, key)
+    found: int = bisect.bisect_right(items, value, 0, size, key=key if keyed else None)
     return found
 
 
@@ -342,33 +433,73 @@ def lay_out(
     made with a counter of the same name, whose positions carrying a
     breakpoint are *reused_presets*: their positions are taken as they
     are and the chain goes on from the last of them, so a request that grows
-    by a few messages costs those messages.
+    by a few messages costs those messages. (Only a :class:`Layout` is
+    reused; the positions of any other sequence are laid out again.)
     """
-    cut = bisect_left(reused, start, MESSAGE_OF) if start else 0
-    positions: list[Position] = []  # the new ones
-    presets = [p for p in reused_presets if p.message < start] if cut else []
-    if cut:
-        last = reused[cut - 1]
-        m0, before, head = last.message + 1, last.tokens, last.key.rpartition(":")[0]
+    old = reused if isinstance(reused, Layout) else None
+    count = min(start, old._count, len(messages)) if old is not None else 0
+    if old is not None and count:
+        run = old._run
+        size = run.firsts[count] if count < old._count else old._size
+        before, head = run.ends[count - 1], run.heads[count - 1]
+        presets = [p for p in reused_presets if p.message < count]
     else:
-        m0, before, head = 0, 0, _ROOT_KEY
-    count = per_message(counter)
-    append = positions.append
-    made = _made
-    for m, message in enumerate(messages[m0:], m0):  # a slice: one copy, no call per message
-        tokens = count(message)
-        shape = _shape(message)
-        head = _sha256(f"{head}:{shape[0]}".encode("ascii")).hexdigest()  # _next_key, inlined
-        blocks = shape[1]
-        size = len(blocks)
-        for k, (carries, preset) in enumerate(blocks):
+        size, before, head, presets = 0, 0, _ROOT_KEY, []
+    more = _Run()
+    heads, ends, firsts = more.heads, more.ends, more.firsts
+    of_message, of_block, through, facts = more.messages, more.blocks, more.tokens, more.facts
+    tokens_of = per_message(counter)
+    sha256, repeat, made = _sha256, itertools.repeat, _made
+    first = size
+    for m, message in enumerate(messages[count:], count):  # a slice: one copy, no call per message
+        tokens = tokens_of(message)
+        digest, blocks, marked = _shape(message)
+        head = sha256(f"{head}:{digest}".encode("ascii")).hexdigest()  # _next_key, inlined
+        heads.append(head)
+        firsts.append(first)
+        width = len(blocks)
+        if width == 1:
+            of_message.append(m)
+            of_block.append(0)
+            through.append(before + tokens)
+        elif width:
             # A message's tokens are shared evenly among its blocks; the last block ends the message.
-            position = made(m, k, before + (tokens * (k + 1)) // size, carries, f"{head}:{k}", preset)
-            append(position)
-            if preset is not None:
-                presets.append(position)
+            of_message += repeat(m, width)
+            of_block += range(width)
+            through += [before + (tokens * (k + 1)) // width for k in range(width)]
+        facts += blocks
+        if marked:
+            presets.extend(
+                made(m, k, through[first - size + k], carries, f"{head}:{k}", preset)
+                for k, (carries, preset) in enumerate(blocks)
+                if preset is not None
+            )
+        first += width
         before += tokens
-    return Layout.extending(reused, cut, positions), tuple(presets)
+        ends.append(before)
+    return _extended(old, count, size, more), tuple(presets)
+
+
+def _extended(reused: Layout | None, count: int, size: int, more: _Run) -> Layout:
+    """
+    The layout of the first *count* messages (*size* positions) of *reused*
+    then *more*: in place at the end of *reused*'s run when it ends there,
+    else in a new run.
+    """
+    added = len(more.heads)
+    if reused is None or not count:
+        return Layout(more, added, len(more.tokens))
+    run = reused._run
+    if count == reused._count:
+        if not added:
+            return reused
+        with _PLACING:
+            if len(run.heads) == count and len(run.tokens) == size:
+                run.extend(more)
+                return Layout(run, count + added, size + len(more.tokens))
+    run = run.cut(count, size)
+    run.extend(more)
+    return Layout(run, count + added, size + len(more.tokens))
 
 
 MESSAGE_OF = attrgetter("message")
@@ -383,6 +514,9 @@ def find_position(layout: Sequence[Position], message: int, block: int) -> int |
     """
     at = (message, block)
     i = bisect_left(layout, at, AT)
+    if isinstance(layout, Layout):
+        run = layout._run
+        return i if i < layout._size and run.messages[i] == message and run.blocks[i] == block else None
     return i if i < len(layout) and AT(layout[i]) == at else None
 
 

@@ -68,7 +68,11 @@ def _carrying_presets(plan: CachePlan) -> tuple[Position, ...]:
     The positions of *plan*'s layout whose blocks already carry a breakpoint,
     when the plan was not given them (:func:`lay_out` finds them as it goes).
     """
-    return tuple(p for p in plan._layout if p.preset is not None)
+    layout = plan._layout
+    if isinstance(layout, Layout):
+        facts = layout._run.facts
+        return tuple(layout[i] for i in range(len(layout)) if facts[i][1] is not None)
+    return tuple(p for p in layout if p.preset is not None)
 
 
 def _check_ttl_order(where: str, marks: Sequence[tuple[tuple[int, int], TTL]]) -> None:
@@ -231,7 +235,14 @@ def _last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
     """
     The index of :func:`last_carrying`'s position in *layout*, or None.
     """
-    for i in range(bisect_left(layout, end, MESSAGE_OF) - 1, -1, -1):
+    stop = bisect_left(layout, end, MESSAGE_OF)
+    if isinstance(layout, Layout):
+        facts = layout._run.facts
+        for i in range(stop - 1, -1, -1):
+            if facts[i][0]:  # the block can carry a breakpoint
+                return i
+        return None
+    for i in range(stop - 1, -1, -1):
         if layout[i].carries:
             return i
     return None

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import attrs
 
+from workingctx.cache._layout import keys
 from workingctx.cache._plan import CachePlan, plan
 from workingctx.cache._rules import rules_for
 from workingctx.cache._served import Served, SimulatedCache, checked_seconds
@@ -107,8 +108,9 @@ def report(
     cache = SimulatedCache(rules, rules.minimum_for(model))
     cache.send(before, 0.0)
     served = cache.send(after, wait)
-    keys = {p.key for p in before._layout}
-    shared = max((p.tokens for p in after._layout if p.key in keys), default=0)
+    held = set(keys(before._layout))
+    later = after._layout
+    shared = max((later[i].tokens for i, key in enumerate(keys(later)) if key in held), default=0)
     return _report(model, request_tokens(after), shared, served)
 
 

@@ -13,7 +13,7 @@ from decimal import Decimal
 import attrs
 
 from workingctx import _checks
-from workingctx.cache._layout import TOKENS_OF, Position, bisect_right
+from workingctx.cache._layout import TOKENS_OF, Layout, Position, bisect_right
 from workingctx.cache._plan import CachePlan, marked_positions
 from workingctx.cache._rules import TTL, CacheRules
 from workingctx.exceptions import CacheRuleError
@@ -71,6 +71,16 @@ class SimulatedCache:
     rules: CacheRules
     minimum: int
     entries: dict[str, _Entry] = attrs.Factory(dict)
+    # the chain keys of the messages whose blocks hold entries (a key is
+    # its message's chain key, ":" and the block), for a walk to skip the others
+    _heads: set[str] = attrs.field(factory=set, init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._heads.update(key.rpartition(":")[0] for key in self.entries)
+
+    def _write(self, key: str, entry: _Entry) -> None:
+        self.entries[key] = entry
+        self._heads.add(key.rpartition(":")[0])
 
     def _live(self, key: str, now: float) -> _Entry | None:
         entry = self.entries.get(key)
@@ -88,7 +98,7 @@ class SimulatedCache:
         if entry is not None:
             entry.used = now
         else:
-            self.entries[position.key] = _Entry(position.tokens, ttl, now)
+            self._write(position.key, _Entry(position.tokens, ttl, now))
 
     def _beyond(self, layout: Sequence[Position], read: int, now: float) -> tuple[int, int]:
         """
@@ -103,12 +113,43 @@ class SimulatedCache:
         entries, lifetimes = self.entries, self.rules.lifetimes
         past = bisect_right(layout, read, TOKENS_OF)
         expired = 0
+        if isinstance(layout, Layout):
+            return self._beyond_heads(layout, past, now)
         for position in itertools.islice(reversed(layout), len(layout) - past):
             if position.key in entries:
                 entry = entries[position.key]
                 if now - entry.used <= lifetimes[entry.ttl]:
                     return position.tokens, expired
                 expired = expired or position.tokens
+        return 0, expired
+
+    def _beyond_heads(self, layout: Layout, past: int, now: float) -> tuple[int, int]:
+        """
+        :meth:`_beyond` over a :class:`Layout`, whose positions after *past*
+        are read from its lists, and only where their message's chain key
+        holds an entry (none, most often, after a cut: a set intersection says so).
+        """
+        size, count, run = len(layout), layout.message_count, layout._run
+        if past >= size:
+            return 0, 0
+        first = run.messages[past]
+        held = self._heads.intersection(run.heads[first:count])
+        if not held:
+            return 0, 0
+        entries, lifetimes, tokens = self.entries, self.rules.lifetimes, run.tokens
+        heads, firsts, blocks = run.heads, run.firsts, run.blocks
+        expired = 0
+        for m in range(count - 1, first - 1, -1):
+            head = heads[m]
+            if head not in held:
+                continue
+            end = firsts[m + 1] if m + 1 < count else size
+            for i in range(end - 1, max(firsts[m], past) - 1, -1):
+                entry = entries.get(f"{head}:{blocks[i]}")
+                if entry is not None:
+                    if now - entry.used <= lifetimes[entry.ttl]:
+                        return tokens[i], expired
+                    expired = expired or tokens[i]
         return 0, expired
 
     def send(self, request: CachePlan, now: float = 0.0) -> Served:
@@ -121,22 +162,23 @@ class SimulatedCache:
         if not self.rules.explicit:
             return self._implicit(layout, now)
         marks = [(i, ttl) for i, p, ttl in marked_positions(request) if p.tokens >= self.minimum]
+        key, tokens = _readers(layout)
         read = 0
-        hit: Position | None = None
+        hit: str | None = None
         for at, _ttl in marks:
             # Each breakpoint looks back for the nearest live entry; the longest found is read.
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
-                if self._live(layout[j].key, now) is not None:
-                    if layout[j].tokens > read:
-                        read, hit = layout[j].tokens, layout[j]
+                if self._live(key(j), now) is not None:
+                    if tokens(j) > read:
+                        read, hit = tokens(j), key(j)
                     break
         reachable, expired = self._beyond(layout, read, now)
-        end = max((layout[i].tokens for i, _ in marks), default=0)
-        end_1h = max((layout[i].tokens for i, ttl in marks if ttl == "1h"), default=0)
+        end = max((tokens(i) for i, _ in marks), default=0)
+        end_1h = max((tokens(i) for i, ttl in marks if ttl == "1h"), default=0)
         written_1h = max(0, end_1h - read)
         written = max(0, end - read)
         if hit is not None:
-            self.entries[hit.key].used = now
+            self.entries[hit].used = now
         for i, ttl in marks:
             self._keep(layout[i], ttl, now)
         return Served(
@@ -151,17 +193,18 @@ class SimulatedCache:
         # as any after it): two binary searches find them, where the longest
         # live one is what is shared and the longest held one what expired.
         entries = self.entries
-        held = _prefix_where(len(layout), lambda i: layout[i].key in entries)
-        live = _prefix_where(held, lambda i: self._live(layout[i].key, now) is not None)
-        shared = layout[live - 1].tokens if live else 0
-        expired = layout[held - 1].tokens if held > live else 0
+        key, tokens = _readers(layout)
+        held = _prefix_where(len(layout), lambda i: key(i) in entries)
+        live = _prefix_where(held, lambda i: self._live(key(i), now) is not None)
+        shared = tokens(live - 1) if live else 0
+        expired = tokens(held - 1) if held > live else 0
         read = 0
         if shared >= self.minimum:
             read = shared - (shared - self.minimum) % self.rules.step_tokens
-        for position in layout[:live]:  # renewed, each for its own lifetime
-            entries[position.key].used = now
-        for position in layout[live:]:
-            entries[position.key] = _Entry(position.tokens, "5m", now)
+        for i in range(live):  # renewed, each for its own lifetime
+            entries[key(i)].used = now
+        for i in range(live, len(layout)):
+            self._write(key(i), _Entry(tokens(i), "5m", now))
         return Served(read, 0, 0, 0, max(0, expired - max(read, shared)))
 
 
@@ -179,6 +222,13 @@ def seen_before(layout: Sequence[Position], seen: set[bytes]) -> int:
     millions of prefixes; a hex key per block would hold gigabytes).
     """
     fromhex = bytes.fromhex
+    if isinstance(layout, Layout):
+        run = layout._run
+        heads, messages = run.heads, run.messages
+        held = _prefix_where(len(layout), lambda i: fromhex(heads[messages[i]][:32]) in seen)
+        # the messages with a position after the held prefix, each once, in order
+        seen.update([fromhex(heads[m][:32]) for m in dict.fromkeys(messages[held : len(layout)])])
+        return run.tokens[held - 1] if held else 0
     held = _prefix_where(len(layout), lambda i: fromhex(layout[i].key[:32]) in seen)
     last = -1
     for position in layout[held:]:
@@ -186,6 +236,16 @@ def seen_before(layout: Sequence[Position], seen: set[bytes]) -> int:
             last = position.message
             seen.add(fromhex(position.key[:32]))
     return layout[held - 1].tokens if held else 0
+
+
+def _readers(layout: Sequence[Position]) -> tuple[Callable[[int], str], Callable[[int], int]]:
+    """
+    The key and the tokens of the position at an index of *layout*: read
+    from a :class:`Layout`'s lists, without making the position.
+    """
+    if isinstance(layout, Layout):
+        return layout.key, layout.tokens().__getitem__
+    return (lambda i: layout[i].key), (lambda i: layout[i].tokens)
 
 
 def _prefix_where(size: int, holds: Callable[[int], bool]) -> int:
