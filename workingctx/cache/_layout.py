@@ -19,7 +19,7 @@ import attrs
 from workingctx import _checks
 from workingctx.cache._rules import TTL
 from workingctx.messages import ContentBlock, Message, TextBlock, ToolCall
-from workingctx.tokens import MessageCounter, checked_count, counting
+from workingctx.tokens import ApproxTokenCounter, MessageCounter, TiktokenCounter, checked_count, counting
 
 __all__ = [
     "AT",
@@ -143,6 +143,10 @@ def _position_maker() -> Callable[[int, int, int, bool, str, TTL | None], Positi
 _made = _position_maker()
 
 
+_BUILT_IN = frozenset({ApproxTokenCounter, TiktokenCounter})
+"""The counters of this package, message counters without a protocol check."""
+
+
 def per_message(counter: MessageCounter) -> Callable[[Message], int]:
     """
     The per-message count of *counter*, resolved once for a whole request (a
@@ -152,7 +156,7 @@ def per_message(counter: MessageCounter) -> Callable[[Message], int]:
         ArgumentValueError: a negative count (a layout's tokens never decrease,
             and the cache simulation relies on it), as for a message counter.
     """
-    if isinstance(counter, MessageCounter):
+    if type(counter) in _BUILT_IN or isinstance(counter, MessageCounter):  # a protocol check costs microseconds
         return counting(counter)
 
     name = getattr(counter, "name", None) or type(counter).__name__
