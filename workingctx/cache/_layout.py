@@ -367,56 +367,43 @@ def keys(layout: Sequence[Position]) -> Iterator[str]:
     return (position.key for position in layout)
 
 
-def _plain(layout: Sequence[Position], key: Callable[[Position], Any]) -> tuple[Sequence[Any], int, bool]:
+def _search(layout: Sequence[Position], value: Any, key: Callable[[Position], Any], *, right: bool) -> int:
     """
-    A sequence the :mod:`bisect` functions read at C speed for *layout*
-    searched by *key*, how many of its items are the layout's, and whether
-    *key* still applies to them: a :class:`Layout`'s list of tokens or
-    messages as it is (it may run on past the layout), any other sequence
-    as it is, with *key*.
+    :func:`bisect.bisect_left` (or, when *right*, :func:`bisect.bisect_right`)
+    over *layout* by *key*: over a :class:`Layout`'s list of tokens or of
+    messages as it is (it may run on past the layout), and by
+    ``(message, block)`` from its messages (a message's positions are its
+    blocks in order, from 0); over any other sequence with *key*.
     """
-    if isinstance(layout, Layout):
-        if key is TOKENS_OF:
-            return layout._run.tokens, layout._size, False
-        if key is MESSAGE_OF:
-            return layout._run.messages, layout._size, False
-        return list(layout), layout._size, True
-    return layout, len(layout), True
-
-
-def _at(layout: Layout, value: tuple[int, int], right: bool) -> int:
-    """
-    :func:`bisect_left` (or, when *right*, :func:`bisect_right`) of
-    ``(message, block)`` in a layout: a message's positions are its blocks
-    in order, from 0.
-    """
-    message, block = value
+    search: Callable[..., int] = bisect.bisect_right if right else bisect.bisect_left
+    if not isinstance(layout, Layout):
+        return search(layout, value, 0, len(layout), key=key)
     run, size = layout._run, layout._size
-    low = bisect.bisect_left(run.messages, message, 0, size)
-    high = bisect.bisect_right(run.messages, message, low, size)
-    return low + min(max(block + right, 0), high - low)
+    if key is TOKENS_OF:
+        return search(run.tokens, value, 0, size)
+    if key is MESSAGE_OF:
+        return search(run.messages, value, 0, size)
+    if key is AT:
+        at: tuple[int, int] = value
+        message, block = at
+        low = bisect.bisect_left(run.messages, message, 0, size)
+        high = bisect.bisect_right(run.messages, message, low, size)
+        return low + min(max(block + right, 0), high - low)
+    return search(list(layout), value, 0, size, key=key)
 
 
 def bisect_left(layout: Sequence[Position], value: Any, key: Callable[[Position], Any]) -> int:
     """
     :func:`bisect.bisect_left` over *layout* by *key*, without a Python call per probe.
     """
-    if key is AT and isinstance(layout, Layout):
-        return _at(layout, value, right=False)
-    items, size, keyed = _plain(layout, key)
-    found: int = bisect.bisect_left(items, value, 0, size, key=key if keyed else None)
-    return found
+    return _search(layout, value, key, right=False)
 
 
 def bisect_right(layout: Sequence[Position], value: Any, key: Callable[[Position], Any]) -> int:
     """
     :func:`bisect.bisect_right` over *layout* by *key*, without a Python call per probe.
     """
-    if key is AT and isinstance(layout, Layout):
-        return _at(layout, value, right=True)
-    items, size, keyed = _plain(layout, key)
-    found: int = bisect.bisect_right(items, value, 0, size, key=key if keyed else None)
-    return found
+    return _search(layout, value, key, right=True)
 
 
 def lay_out(
