@@ -23,7 +23,7 @@ workingctx.exceptions.FrozenPayloadError: this payload belongs to a frozen value
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn, TypeVar, cast
 
 from workingctx.exceptions import FrozenPayloadError, PayloadError, PayloadTypeError
@@ -684,17 +684,3 @@ def _thaw(value: Any) -> Any:
     if isinstance(value, set | _FrozenSet):
         return {_thaw(item) for item in value}
     return value
-
-
-def is_hashable(value: object) -> bool:
-    """
-    Tell whether *value* can be hashed (a frozen payload with an unhashable
-    leaf cannot).
-    """
-    if not isinstance(value, Hashable):
-        return False
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True

@@ -635,25 +635,6 @@ def follow(
     return [chain for chain, _ in pairs], [digest for _, digest in pairs]
 
 
-def decode_chain(
-    kind: Kind,
-    links: Sequence[tuple[str, str]],
-    found: Sequence[Row],
-    cache: dict[str, Any],
-    *,
-    items: str,
-    link_table: str,
-) -> tuple[list[Any], list[str]]:
-    """
-    The items of a chain of *kind* whose links :func:`check_links` checked,
-    and its chain digests: each link is checked against the item digest it
-    names (:func:`check_steps`), then the items are read by :func:`decode_items`.
-    """
-    check_steps(kind, links, link_table)
-    values = decode_items(kind, [digest for _, digest in links], found, cache, items=items)
-    return values, [link for link, _ in links]
-
-
 def decode_items(
     kind: Kind, digests: Sequence[str], found: Sequence[Row], cache: dict[str, Any], *, items: str
 ) -> list[Any]:
