@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
@@ -1378,6 +1380,35 @@ class TestLayoutsGrowInPlace:
             made.append((previous, list(previous._layout)))
         for each, positions in made:
             assert list(each._layout) == positions
+
+    def test_threads_growing_one_layout_each_get_their_own_request(self):
+        """
+        Threads planning different requests that all grow one previous plan,
+        at once: one of them may grow its layout in place, the others copy;
+        each gets the layout of its own request, and the previous plan keeps its own.
+        """
+        base = WorkingContext(prefix=PrefixContext("Be brief. " * 200))
+        base.append(*[Message.user(f"question {i} " * 40) for i in range(30)])
+        first = plan(base, provider="anthropic", model="claude-sonnet-4-6")
+        before = list(first._layout)
+        contexts = []
+        for n in range(8):
+            ctx = base.fork()
+            ctx.append(*[Message.assistant(f"answer {n}.{j} " * (n + 1)) for j in range(n + 1)])
+            contexts.append(ctx)
+        start = threading.Barrier(len(contexts))
+
+        def planned(ctx: WorkingContext) -> CachePlan:
+            start.wait()
+            return plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=first)
+
+        for _ in range(20):
+            with ThreadPoolExecutor(len(contexts)) as pool:
+                made = list(pool.map(planned, contexts))
+            for ctx, each in zip(contexts, made, strict=True):
+                fresh = WorkingContext(prefix=ctx.prefix, messages=list(ctx.messages))
+                assert list(each._layout) == list(plan(fresh, provider="anthropic", model="claude-sonnet-4-6")._layout)
+            assert list(first._layout) == before
 
 
 # -- a message's layout, worked out once -----------------------------------------------
