@@ -910,6 +910,28 @@ class TestConcurrentWriters:
         finally:
             made.close()
 
+    @pytest.mark.parametrize("kind", kind_params())
+    def test_writes_of_a_checkpoint_another_saver_wrote_to_are_continued(self, kind: str, scratch_dir: Path):
+        """
+        A saver that never read a checkpoint's writes puts more of them (as
+        if they were the first): the record another saver stored stays, and
+        the new one continues it.
+        """
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            first, second = ContextSaver(store), ContextSaver(made.again(store))
+            saved = put_checkpoint(first, "t", [HumanMessage("go", id="go")])
+            first.put_writes(saved, [("messages", [AIMessage("one", id="one")])], "task-1")
+            second.put_writes(saved, [("n", 2)], "task-2")
+            first.put_writes(saved, [("n", 3)], "task-3")
+            writes = ContextSaver(made.again(store)).get_tuple(saved).pending_writes
+            assert ["task-1", "task-2", "task-3"] == [task for task, _, _ in writes]
+            assert [AIMessage("one", id="one")] == writes[0][2]
+            assert [2, 3] == [value for _, _, value in writes[1:]]
+        finally:
+            made.close()
+
 
 # -- packaging ---------------------------------------------------------------------------
 

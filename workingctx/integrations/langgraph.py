@@ -758,6 +758,10 @@ class ContextSaver(BaseCheckpointSaver[int]):
         name = _writes_name(thread_id, ns, checkpoint_id)
         key = _record_key()
         now = datetime.now(UTC)
+        with self._lock:
+            # a checkpoint's writes seldom have a store thread yet (its put may still be under way): save
+            # this record as the first without asking; when another is there, the save says so and continues it
+            self._heads.setdefault(name, None)
         saved = self._save_to(
             name,
             # the store thread names the checkpoint, the note the task: the tag only says what the record is
