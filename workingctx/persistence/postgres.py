@@ -542,7 +542,7 @@ class PostgresStore:
         digests = {chain_at(position): position for position in positions}
         found = conn.cursor()
         _, links, _ = _CHAINS[kind.noun]
-        query = self._q(f"SELECT {layout.hex('chain')} FROM @.{links} WHERE chain = ANY(%s)")  # noqa: S608
+        query = self._q(f"SELECT {layout.hex('chain')} FROM @.{links} WHERE chain = ANY(%b)")  # noqa: S608
         found.execute(query, (layout.keys(digests),))
         return found, digests, count
 
@@ -567,7 +567,7 @@ class PostgresStore:
                 break
             stride = max(1, gap // 64)
             digests = {chain_at(position): position for position in range(low + 1, high, stride)}
-            query = self._q(f"SELECT {layout.hex('chain')} FROM @.{table} WHERE chain = ANY(%s)")  # noqa: S608
+            query = self._q(f"SELECT {layout.hex('chain')} FROM @.{table} WHERE chain = ANY(%b)")  # noqa: S608
             cur.execute(query, (layout.keys(digests),))
             found = cur
         return low
@@ -576,7 +576,7 @@ class PostgresStore:
         if not rows:
             return
         rows.sort()
-        casts = ", ".join(f"%s::{_array_type(value)}" for value in rows[0])
+        casts = ", ".join(f"%b::{_array_type(value)}" for value in rows[0])
         cur.execute(
             self._q(
                 f"INSERT INTO @.{table} ({columns}) SELECT * FROM unnest({casts})"  # noqa: S608  # constant names
@@ -588,7 +588,7 @@ class PostgresStore:
     def _missing_items(self, cur: psycopg.Cursor[Any], layout: _Text, table: str, keys: set[str]) -> set[str]:
         if not keys:
             return set()
-        query = self._q(f"SELECT {layout.hex('digest')} FROM @.{table} WHERE digest = ANY(%s)")  # noqa: S608
+        query = self._q(f"SELECT {layout.hex('digest')} FROM @.{table} WHERE digest = ANY(%b)")  # noqa: S608
         cur.execute(query, (layout.keys(sorted(keys)),))
         return keys - {row[0] for row in cur.fetchall()}
 
@@ -751,7 +751,7 @@ class PostgresStore:
         if links is not None and 2 * len(keys) >= links:
             cur.execute(self._q(f"SELECT {columns} FROM @.{table}"), binary=True)  # noqa: S608  # constant names
             return layout.items([row for row in cur.fetchall() if row[0] in keys])
-        query = self._q(f"SELECT {columns} FROM @.{table} WHERE digest = ANY(%s)")  # noqa: S608  # constant names
+        query = self._q(f"SELECT {columns} FROM @.{table} WHERE digest = ANY(%b)")  # noqa: S608  # constant names
         cur.execute(query, (layout.keys(sorted(keys)),), binary=True)
         return layout.items(cur.fetchall())
 
