@@ -484,21 +484,12 @@ class PostgresStore:
             self._check_marker(marker)
             if self._layout is not layout:  # the marker changed since the store last read it
                 raise _Retry
-            if head is not None and thread is not None:
-                found = head.fetchone()
-                current = None if found is None else found[0]
-                if not _head_allows(current, checkpoint):
-                    raise _head_conflict(thread, checkpoint, current)
-                if found is None:  # a writer that inserts it first makes this one run again
-                    cur.execute(
-                        self._q("INSERT INTO @.heads (thread, checkpoint) VALUES (%s, %s)"), (thread, checkpoint.id)
-                    )
-                elif current != checkpoint.id:
-                    cur.execute(
-                        self._q("UPDATE @.heads SET checkpoint = %s WHERE thread = %s"), (checkpoint.id, thread)
-                    )
+            # The writes go in one statement (the last one after WITH the others): psycopg's
+            # pipeline costs the client about as much per statement as the rows do.
+            writes = [None if head is None or thread is None else _moved_head(head, thread, checkpoint)]
             existing = sealed.fetchone()
             if existing is not None and existing[0] == encoded.seal:
+                self._execute(cur, writes)
                 return
             if existing is not None and not exclusive:
                 raise _Retry(exclusive=True)  # replacing collects garbage: take the lock alone
@@ -506,15 +497,18 @@ class PostgresStore:
             if prefix.fetchone() is None:
                 prefix_text = _codec.payload(checkpoint.snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
                 blobs.append((layout.key(encoded.prefix_key), layout.payload(prefix_text)))
-            self._insert(cur, "blobs", "digest, data", blobs)
+            writes.append(_insert("blobs", "digest, data", blobs))
             for kind, probe in probes:
-                self._save_chain(cur, layout, kind, checkpoint, probe)
-            if existing is not None:
+                writes += self._save_chain(cur, layout, kind, checkpoint, probe)
+            if existing is not None:  # before the new row, whose id it holds
                 cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
-            cur.execute(
-                self._q(f"INSERT INTO @.checkpoints ({_ROW}, created_ts) VALUES ({', '.join(['%s'] * 13)})"),  # noqa: S608  # constant columns
-                (*layout.row_in((*encoded.row, encoded.seal)), checkpoint.created_at.timestamp()),
+            writes.append(
+                (
+                    f"INSERT INTO @.checkpoints ({_ROW}, created_ts) VALUES ({', '.join(['%s'] * 13)})",  # noqa: S608  # constant columns
+                    [*layout.row_in((*encoded.row, encoded.seal)), checkpoint.created_at.timestamp()],
+                )
             )
+            self._execute(cur, writes)
             if existing is not None:
                 self._collect_garbage(cur)
 
@@ -572,18 +566,22 @@ class PostgresStore:
             found = cur
         return low
 
-    def _insert(self, cur: psycopg.Cursor[Any], table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
+    def _execute(self, cur: psycopg.Cursor[Any], statements: Sequence[_Statement | None]) -> None:
+        """
+        Run the data-modifying *statements* (None for nothing) as one: the
+        last after ``WITH`` the others. They see one snapshot, and no table
+        here has a foreign key, so their order does not matter.
+        """
+        found = [statement for statement in statements if statement is not None]
+        if not found:
             return
-        rows.sort()
-        casts = ", ".join(f"%b::{_array_type(value)}" for value in rows[0])
-        cur.execute(
-            self._q(
-                f"INSERT INTO @.{table} ({columns}) SELECT * FROM unnest({casts})"  # noqa: S608  # constant names
-                " ORDER BY 1 ON CONFLICT DO NOTHING"
-            ),
-            [list(column) for column in zip(*rows, strict=True)],
-        )
+        *first, (last, params) = found
+        text = last
+        if first:
+            ctes = ", ".join(f"w{number} AS ({sql})" for number, (sql, _) in enumerate(first))
+            text = f"WITH {ctes} {last}"
+            params = [value for _, values in first for value in values] + params
+        cur.execute(self._q(text), params)
 
     def _missing_items(self, cur: psycopg.Cursor[Any], layout: _Text, table: str, keys: set[str]) -> set[str]:
         if not keys:
@@ -594,11 +592,11 @@ class PostgresStore:
 
     def _save_chain(
         self, cur: psycopg.Cursor[Any], layout: _Text, kind: Kind, checkpoint: Checkpoint, probe: _Probe
-    ) -> None:
+    ) -> list[_Statement | None]:
         """
-        Store the items and links of *kind* the store does not hold yet. The
-        items of a few new links are sent whole (the insert keeps one stored
-        already); for many, the store is asked first which it lacks.
+        The statements storing the items and links of *kind* the store does
+        not hold yet. The items of a few new links are sent whole (the insert
+        keeps one stored already); for many, the store is asked first which it lacks.
         """
         items_table, links_table, column = _CHAINS[kind.noun]
         start = self._stored_length(cur, layout, links_table, kind.chain(checkpoint), probe)
@@ -613,8 +611,10 @@ class PostgresStore:
                 text = kind.text(item, position, checkpoint)
                 items[digest] = (key(digest), layout.payload(text), key(checksum(digest, text)))
             links.append((key(link), key(previous), key(digest), position))
-        self._insert(cur, items_table, "digest, data, checksum", list(items.values()))
-        self._insert(cur, links_table, f"chain, prev, {column}, position", links)
+        return [
+            _insert(items_table, "digest, data, checksum", list(items.values())),
+            _insert(links_table, f"chain, prev, {column}, position", links),
+        ]
 
     # -- loading ------------------------------------------------------------------
 
@@ -910,7 +910,7 @@ class PostgresStore:
                 return cur.fetchone() is not None
 
             rows, row = histories.plan_save(ctx, None if saved is None else (saved[0], saved[1]), present, self._where)
-            self._insert(cur, "history_entries", "chain, prev, position, data", builtins.list(rows))
+            self._execute(cur, [_insert("history_entries", "chain, prev, position, data", builtins.list(rows))])
             updates = ", ".join(f"{column} = EXCLUDED.{column}" for column in _CONTEXT_COLUMNS.split(", ")[1:])
             cur.execute(
                 self._q(
@@ -1049,6 +1049,44 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"<PostgresStore {self._where}>"
+
+
+_Statement = tuple[str, list[Any]]
+"""A statement (tables written ``@.name``) and its parameters."""
+
+
+def _moved_head(found: psycopg.Cursor[Any], thread: str, checkpoint: Checkpoint) -> _Statement | None:
+    """
+    The statement moving *thread*'s head to *checkpoint*, from the head
+    *found* selected (None when it is there already).
+
+    Raises:
+        HeadConflictError: the head is not the checkpoint's parent (nor the checkpoint).
+    """
+    row = found.fetchone()
+    current = None if row is None else row[0]
+    if not _head_allows(current, checkpoint):
+        raise _head_conflict(thread, checkpoint, current)
+    if row is None:  # a writer that inserts it first makes this one run again
+        return "INSERT INTO @.heads (thread, checkpoint) VALUES (%s, %s)", [thread, checkpoint.id]
+    if current != checkpoint.id:
+        return "UPDATE @.heads SET checkpoint = %s WHERE thread = %s", [checkpoint.id, thread]
+    return None
+
+
+def _insert(table: str, columns: str, rows: list[tuple[Any, ...]]) -> _Statement | None:
+    """
+    The statement inserting *rows* into *table*, keeping any row whose key
+    is there already (None for no rows): the columns sent as arrays, in binary.
+    """
+    if not rows:
+        return None
+    rows.sort()
+    casts = ", ".join(f"%b::{_array_type(value)}" for value in rows[0])
+    return (
+        f"INSERT INTO @.{table} ({columns}) SELECT * FROM unnest({casts}) ORDER BY 1 ON CONFLICT DO NOTHING",  # noqa: S608  # constant names
+        [list(column) for column in zip(*rows, strict=True)],
+    )
 
 
 def _array_type(value: object) -> str:
