@@ -484,8 +484,8 @@ class PostgresStore:
             self._check_marker(marker)
             if self._layout is not layout:  # the marker changed since the store last read it
                 raise _Retry
-            # The writes go in one statement (the last one after WITH the others): psycopg's
-            # pipeline costs the client about as much per statement as the rows do.
+            # The writes go in one statement (the last one after WITH the others): every
+            # statement sent through psycopg's pipeline costs the client its own CPU time.
             writes = [None if head is None or thread is None else _moved_head(head, thread, checkpoint)]
             existing = sealed.fetchone()
             if existing is not None and existing[0] == encoded.seal:
