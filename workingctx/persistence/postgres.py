@@ -476,10 +476,14 @@ class PostgresStore:
             if thread is not None:
                 head = conn.cursor()
                 head.execute(self._q("SELECT checkpoint FROM @.heads WHERE thread = %s FOR UPDATE"), (thread,))
-            sealed = conn.cursor()
-            sealed.execute(self._q(f"SELECT {layout.hex('seal')} FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))  # noqa: S608
-            prefix = conn.cursor()
-            prefix.execute(self._q("SELECT 1 FROM @.blobs WHERE digest = %s"), (layout.key(encoded.prefix_key),))
+            stored = conn.cursor()  # the seal of a checkpoint saved under this id, and whether the prefix is stored
+            stored.execute(
+                self._q(
+                    f"SELECT (SELECT {layout.hex('seal')} FROM @.checkpoints WHERE id = %s),"  # noqa: S608
+                    " EXISTS (SELECT 1 FROM @.blobs WHERE digest = %s)"
+                ),
+                (checkpoint.id, layout.key(encoded.prefix_key)),
+            )
             probes = [(kind, self._probe(conn, layout, kind, checkpoint)) for kind in (MESSAGES, JOURNAL)]
             self._check_marker(marker)
             if self._layout is not layout:  # the marker changed since the store last read it
@@ -487,20 +491,20 @@ class PostgresStore:
             # The writes go in one statement (the last one after WITH the others): every
             # statement sent through psycopg's pipeline costs the client its own CPU time.
             writes = [None if head is None or thread is None else _moved_head(head, thread, checkpoint)]
-            existing = sealed.fetchone()
-            if existing is not None and existing[0] == encoded.seal:
+            seal, prefix_stored = stored.fetchone() or (None, False)
+            if seal is not None and seal == encoded.seal:
                 self._execute(cur, writes)
                 return
-            if existing is not None and not exclusive:
+            if seal is not None and not exclusive:
                 raise _Retry(exclusive=True)  # replacing collects garbage: take the lock alone
             blobs = [(layout.key(encoded.notes_key), layout.payload(encoded.notes_text))]
-            if prefix.fetchone() is None:
+            if not prefix_stored:
                 prefix_text = _codec.payload(checkpoint.snapshot.prefix, "$.snapshot.prefix", checkpoint, typed=True)
                 blobs.append((layout.key(encoded.prefix_key), layout.payload(prefix_text)))
             writes.append(_insert("blobs", "digest, data", blobs))
             for kind, probe in probes:
                 writes += self._save_chain(cur, layout, kind, checkpoint, probe)
-            if existing is not None:  # before the new row, whose id it holds
+            if seal is not None:  # before the new row, whose id it holds
                 cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s"), (checkpoint.id,))
             writes.append(
                 (
@@ -509,7 +513,7 @@ class PostgresStore:
                 )
             )
             self._execute(cur, writes)
-            if existing is not None:
+            if seal is not None:
                 self._collect_garbage(cur)
 
         self._run(body, write=True, pipelined=True)
