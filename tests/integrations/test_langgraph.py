@@ -26,8 +26,10 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
+from pydantic import BaseModel
 
 from tests import sqlite_rows
 from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
@@ -58,6 +60,15 @@ def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[St
     made = Stores(request.param, scratch_dir)
     yield made
     made.close()
+
+
+class Step(BaseModel):
+    """
+    A model a graph's state may hold in a list: not a message, though it has a ``type``.
+    """
+
+    type: str
+    query: str
 
 
 class ToolModel(GenericFakeChatModel):
@@ -459,6 +470,38 @@ class TestTranscript:
             saved = saver.put(config("b", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, {})
             assert checkpoint == saver.get_tuple(saved).checkpoint
             assert checkpoint == ContextSaver(stores.again(saver.store)).get_tuple(saved).checkpoint
+
+    def test_values_a_transcript_cannot_hold_use_the_serializer(self, stores: Stores):
+        """
+        Messages holding what JSON cannot (bytes in a tool's artifact or in
+        ``additional_kwargs``, NaN in ``response_metadata``, a key that is not
+        a str), and lists of other models with a ``type`` field, are put and
+        written without error and come back as LangGraph's own saver gives them.
+        """
+        store = stores.new()
+        saver, reference = ContextSaver(store), InMemorySaver()
+        call = {"name": "f", "args": {"a": 1}, "id": "c1"}
+        values: dict[str, Any] = {
+            "messages": [
+                AIMessage("", id="1", tool_calls=[call], additional_kwargs={"raw": b"\x00\xff"}),
+                ToolMessage("done", tool_call_id="c1", id="2", artifact={"png": b"\x89PNG", "n": 1.5}),
+                AIMessage("ok", id="3", response_metadata={"logprob": float("-inf"), "score": float("nan")}),
+                AIMessage("ok", id="4", additional_kwargs={1: "int key"}),
+            ],
+            "steps": [Step(type="search", query="q")],
+        }
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = values
+        checkpoint["channel_versions"] = versions = dict.fromkeys(values, 1)
+        writes = [("messages", values["messages"][:1]), ("steps", values["steps"])]
+        found = []
+        for each, reader in ((saver, lambda: ContextSaver(stores.again(store))), (reference, lambda: reference)):
+            saved = each.put(config("t", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, versions)
+            each.put_writes(saved, writes, "task")
+            loaded = reader().get_tuple(saved)
+            found.append(repr((loaded.checkpoint["channel_values"], loaded.pending_writes)))  # repr: NaN is not NaN
+        assert found[1] == found[0]
+        assert repr(values) in found[0]
 
 
 def first_layout(store: Any) -> dict[str, Any]:

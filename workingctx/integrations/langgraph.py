@@ -49,7 +49,7 @@ import attrs
 from workingctx.adapters import langchain as lc
 from workingctx.checkpoint import Checkpoint
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError
+from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError, WorkingCtxError
 from workingctx.frozen import thaw
 from workingctx.messages import Message
 from workingctx.persistence import CheckpointInfo, CheckpointStore
@@ -139,13 +139,18 @@ def _json_exact(value: Any) -> bool:
 
 def _convert(items: list[Any]) -> list[Message] | None:
     """
-    workingctx messages for LangChain messages, or None when LangChain would not give them back equal.
+    workingctx messages for LangChain messages, or None when LangChain would not give them back equal
+    (or workingctx cannot hold them: then the serializer keeps them).
     """
     if not items:
         return []
-    read = lc.read(items, state=True)
-    converted = [*read.prefix.grounding, *read.messages]
-    return converted if lc.write(converted, state=True) == items else None
+    try:
+        read = lc.read(items, state=True)
+        converted = [*read.prefix.grounding, *read.messages]
+        same = lc.write(converted, state=True) == items
+    except (WorkingCtxError, TypeError, ValueError):  # data JSON cannot hold (bytes, NaN), or not a LangChain kind
+        return None
+    return converted if same else None
 
 
 def _spec(parts: list[tuple[str | None, list[Message]]], start: int) -> tuple[list[list[Any]], int]:
