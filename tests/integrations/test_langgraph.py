@@ -248,6 +248,57 @@ class TestTranscript:
         again = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
         assert ["a", "b"] == [m.content for m in again]
 
+    def test_a_change_deep_inside_a_message_is_stored(self, stores: Stores):
+        """
+        A node that edits a tool call's arguments in place and returns the
+        message to replace itself by id: the new checkpoint holds the edit and
+        the one before it does not, as in LangGraph's own saver.
+        """
+
+        def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
+            call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
+            return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
+
+        def review(state: MessagesState) -> dict[str, Any]:
+            last = state["messages"][-1]
+            last.tool_calls[0]["args"]["city"] = "Lyon"
+            return {"messages": [last]}
+
+        def cities(saver: Any) -> list[tuple[int, list[str]]]:
+            graph = StateGraph(MessagesState)
+            graph.add_node("ask", ask)
+            graph.add_node("review", review)
+            graph.add_edge(START, "ask")
+            graph.add_edge("ask", "review")
+            app = graph.compile(checkpointer=saver)
+            app.invoke({"messages": [HumanMessage("weather?", id="h")]}, config("t"), durability="sync")
+            return [
+                (state.metadata["step"], [m.tool_calls[0]["args"]["city"] for m in state.values["messages"][1:]])
+                for state in app.get_state_history(config("t"))
+            ]
+
+        assert [(2, ["Lyon"]), (1, ["Paris"]), (0, []), (-1, [])] == cities(InMemorySaver())
+        assert cities(InMemorySaver()) == cities(ContextSaver(stores.new()))
+
+    def test_a_reader_changing_a_message_deep_inside_never_changes_the_checkpoint(self, stores: Stores):
+        """
+        A reader (or the writer, after its put) changing a message's content
+        blocks or metadata in place never changes what a later read returns.
+        """
+        saver = ContextSaver(stores.new())
+        messages = [
+            HumanMessage([{"type": "text", "text": "a"}], id="1"),
+            AIMessage("b", id="2", response_metadata={"model": "m"}),
+        ]
+        put_checkpoint(saver, "t", messages)
+        expected = repr(messages)
+        messages[1].response_metadata["model"] = "changed by the writer"
+        assert expected == repr(saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"])
+        read = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        read[0].content.append({"type": "text", "text": "added by a reader"})
+        read[1].response_metadata["extra"] = "added by a reader"
+        assert expected == repr(saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"])
+
     def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores):
         """
         After a read of the thread's newest checkpoint (as a run starts), a put

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import copy
 import functools
 import hashlib
 import json
@@ -249,8 +250,9 @@ class _Cached:
 
     A message is reused when it is the same object with the same fields: a
     field set again in place (``message.content = ...``, then the message
-    returned to replace itself by id) makes it new. A change deep inside a
-    field's own dict or list, which LangChain's messages never make, is not seen.
+    returned to replace itself by id) makes it new, and so does a change deep
+    inside a field's own dict or list (``message.tool_calls[0]["args"] = ...``,
+    ``message.response_metadata[...] = ...``): the fields are kept as deep copies.
     """
 
     __slots__ = ("ctx", "fields", "last", "objects")
@@ -259,7 +261,8 @@ class _Cached:
         self.objects = objects
         # the fields of the first *kept* messages are *before*'s: the same objects, found unchanged
         known: list[dict[str, Any]] = [] if before is None else before.fields[:kept]
-        self.fields: list[dict[str, Any]] = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
+        # deep copies: a change inside a field's dict or list (by the graph, or by a reader of the state) is seen
+        self.fields: list[dict[str, Any]] = [*known, *(copy.deepcopy(vars(item)) for item in objects[len(known) :])]
         self.ctx = ctx
         messages = ctx.messages
         self.last: Message | None = messages[-1] if messages else None
