@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
@@ -247,6 +248,32 @@ class TestTranscript:
         first[1].content = "edited by a reader"
         again = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
         assert ["a", "b"] == [m.content for m in again]
+
+    def test_an_encrypting_serializer_keeps_every_message_encrypted(self, persistent: Stores):
+        """
+        With LangGraph's ``EncryptedSerializer`` the messages of the state and
+        of the writes go through it like every other value: the store holds
+        no message, and a fresh saver reads them back equal.
+        """
+
+        class Flip:
+            def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+                return "flip", bytes(b ^ 0x5A for b in plaintext)
+
+            def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+                assert "flip" == ciphername
+                return bytes(b ^ 0x5A for b in ciphertext)
+
+        store = persistent.new()
+        serde = EncryptedSerializer(Flip())
+        saver = ContextSaver(store, serde=serde)
+        messages = [HumanMessage("my password is hunter2", id="1"), AIMessage("noted", id="2")]
+        saved = put_checkpoint(saver, "t", messages, __start__={"messages": messages[:1]})
+        saver.put_writes(saved, [("messages", [AIMessage("a secret write", id="3")])], "task")
+        assert 0 == Raw(persistent.kind, store).message_count()
+        loaded = ContextSaver(persistent.again(store), serde=serde).get_tuple(saved)
+        assert messages == loaded.checkpoint["channel_values"]["messages"]
+        assert [("task", "messages", [AIMessage("a secret write", id="3")])] == loaded.pending_writes
 
     def test_a_change_deep_inside_a_message_is_stored(self, stores: Stores):
         """

@@ -69,6 +69,7 @@ try:
     )
     from langgraph.checkpoint.base import Checkpoint as GraphCheckpoint
     from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 except ImportError as exc:  # pragma: no cover - the dev extra installs it
     msg = f"workingctx.integrations.langgraph needs LangGraph ({exc}): pip install 'workingctx[langgraph]'"
     raise ImportError(msg) from exc
@@ -341,7 +342,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
         store: Any workingctx store: :class:`~workingctx.InMemoryStore`,
             :class:`~workingctx.SQLiteStore`, ``PostgresStore``, ``RedisStore``.
         serde: LangGraph's serializer for the other channels and the writes
-            (LangGraph's default when None).
+            (LangGraph's default when None). With an ``EncryptedSerializer``
+            every channel and write, messages included, goes through it, so
+            the store holds no message in the clear (and no transcript).
         channel: The channel kept as a transcript.
 
     Raises:
@@ -432,14 +435,23 @@ class ContextSaver(BaseCheckpointSaver[int]):
             self._cached[log] = _Cached(list(value), ctx, cached, start)
         return ctx.fork()
 
-    @staticmethod
-    def _carry(value: Any) -> list[tuple[str | None, list[Message]]] | None:
+    def _encrypted(self) -> bool:
+        """
+        Whether the serializer encrypts (LangGraph's ``EncryptedSerializer``):
+        then no channel or write is kept as a transcript, whose messages the
+        store holds as they are; every value goes through the serializer.
+        """
+        return isinstance(self.serde, EncryptedSerializer)
+
+    def _carry(self, value: Any) -> list[tuple[str | None, list[Message]]] | None:
         """
         The messages of a value that is a list of LangChain messages (or a dict
         of such lists, as a graph's input is), converted, each list with its
         key; None for any other value, or when LangChain would not give one
-        back equal (the value is serialized instead).
+        back equal, or when the serializer encrypts (the value is serialized instead).
         """
+        if self._encrypted():
+            return None
         if _is_messages(value):
             parts: list[tuple[str | None, list[Any]]] = [(None, value)]
         elif type(value) is dict and value and all(type(k) is str and _is_messages(v) for k, v in value.items()):
@@ -495,7 +507,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         values = dict(channel_values)
         ctx: WorkingContext | None = None
         carried: list[list[Any]] = []
-        if self.channel in values and type(values[self.channel]) is list:
+        if self.channel in values and type(values[self.channel]) is list and not self._encrypted():
             ctx = self._transcript(log, values[self.channel])
             if ctx is not None:
                 carried.append([self.channel, [[None, 0, ctx.size()]]])
