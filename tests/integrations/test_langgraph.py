@@ -36,7 +36,7 @@ from tests import sqlite_rows
 from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
-from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name
+from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name, _writes_name
 from workingctx.serialization import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -925,6 +925,51 @@ class TestBadInput:
         )
         with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' of LangGraph thread 't'"):
             saver.get_tuple(saved)
+
+    def test_a_write_the_serializer_cannot_read(self, stores: Stores):
+        """
+        A pending write stored under a type the serializer does not know
+        raises CheckpointError naming the thread and the checkpoint id, from
+        every read, not the serializer's own error.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        saved = put_checkpoint(saver, "t", [HumanMessage("hi", id="1")])
+        checkpoint_id = saved["configurable"]["checkpoint_id"]
+        name = _writes_name("t", "", checkpoint_id)
+        ctx = WorkingContext()
+        ctx.note("langgraph", {"task_id": "task", "task_path": "", "writes": [[0, "x", "no such type", "AAAA"]]})
+        store.save(Checkpoint.capture(ctx), thread=name)
+        count = len(store.list())
+        fresh = ContextSaver(stores.again(store))
+        match = f"checkpoint '{checkpoint_id}' of LangGraph thread 't'"
+        with pytest.raises(CheckpointError, match=match):
+            fresh.get_tuple(saved)
+        with pytest.raises(CheckpointError, match=match):
+            fresh.get_tuple(config("t"))
+        with pytest.raises(CheckpointError, match=match):
+            list(fresh.list(config("t")))
+        assert count == len(store.list())
+
+    def test_copy_thread_refuses_a_foreign_record_and_copies_nothing(self, stores: Stores):
+        """
+        A source thread whose writes hold a checkpoint ContextSaver did not
+        write: copy_thread raises CheckpointError naming the thread and the
+        checkpoint id, and copies nothing, not even the checkpoints before it.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        first = put_checkpoint(saver, "src", [HumanMessage("a", id="1")])
+        saver.put_writes(first, [("x", 1)], "task")
+        second = put_checkpoint(saver, "src", [HumanMessage("a", id="1")], first["configurable"]["checkpoint_id"])
+        checkpoint_id = second["configurable"]["checkpoint_id"]
+        foreign = Checkpoint.capture(WorkingContext().append(Message("user", "not langgraph")))
+        store.save(foreign, thread=_writes_name("src", "", checkpoint_id))
+        count = len(store.list())
+        with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' of LangGraph thread 'src'"):
+            ContextSaver(stores.again(store)).copy_thread("src", "dst")
+        assert count == len(store.list())
+        assert [] == list(saver.list(config("dst")))
 
     def test_damaged_transcript(self, persistent: Stores):
         """

@@ -435,6 +435,22 @@ class ContextSaver(BaseCheckpointSaver[int]):
             self._cached[log] = _Cached(list(value), ctx, cached, start)
         return ctx.fork()
 
+    def _loads(self, value: Any) -> Any:
+        """
+        A value the serializer wrote, from its ``[type, base64]`` pair.
+
+        Raises:
+            ValueError: The pair is damaged, or the serializer cannot read it
+                (an unknown type, bytes it cannot decode or decrypt), whatever
+                it raised.
+        """
+        typed = _decode(value)
+        try:
+            return self.serde.loads_typed(typed)
+        except Exception as exc:  # a serializer raises what it likes: reported as damage
+            msg = f"the serializer cannot read a stored {typed[0]!r} value ({type(exc).__name__}: {exc})"
+            raise ValueError(msg) from exc
+
     def _encrypted(self) -> bool:
         """
         Whether the serializer encrypts (LangGraph's ``EncryptedSerializer``):
@@ -547,9 +563,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         if "state" in note:
             checkpoint = {"id": checkpoint_id, "ts": _iso(created_at), **thaw(note["state"])}
-            checkpoint["channel_values"] = self.serde.loads_typed(_decode(note["values"])) if "values" in note else {}
+            checkpoint["channel_values"] = self._loads(note["values"]) if "values" in note else {}
         else:  # the first layout, and a checkpoint JSON cannot carry
-            checkpoint = self.serde.loads_typed(_decode(note["checkpoint"]))
+            checkpoint = self._loads(note["checkpoint"])
         if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
             msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
             raise TypeError(msg)
@@ -900,12 +916,15 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 saved.snapshot.messages, channel, spec, _log_name(thread_id, ns), saved.id, transcript, resume=resume
             )
         serialized = "metadata" in note
-        metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
+        metadata = self._loads(note["metadata"]) if serialized else thaw(tag["metadata"])
+        if not isinstance(metadata, dict):
+            msg = f"its metadata is a {type(metadata).__name__}, not a dict"
+            raise TypeError(msg)
         parent_id = tag.get("parent_checkpoint_id")
         return CheckpointTuple(
             config=self._config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,  # type: ignore[arg-type]  # a dict, checked above
-            metadata=metadata,
+            metadata=metadata,  # type: ignore[arg-type]  # a dict, checked above
             parent_config=None if parent_id is None else self._config(thread_id, ns, parent_id),
             pending_writes=self._writes(thread_id, ns, checkpoint_id),
         )
@@ -991,7 +1010,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
             for index, channel, parts, typed in record.writes:
                 if index >= 0 and (record.task_id, index) in kept:
                     continue
-                value = _value(parts) if parts is not None else self.serde.loads_typed(_decode(typed))
+                value = _value(parts) if parts is not None else self._loads(typed)
                 kept[record.task_id, index] = (record.task_path, channel, value)
         ordered = sorted(kept.items(), key=lambda item: (item[1][0], item[0][0], item[0][1]))
         return [(task_id, channel, value) for (task_id, _), (_, channel, value) in ordered]
@@ -1039,8 +1058,15 @@ class ContextSaver(BaseCheckpointSaver[int]):
         return sorted({entry.ns for entry in self._scan() if entry.thread_id == thread_id})
 
     def _metadata_of(self, entry: _Entry) -> Any:
-        if entry.metadata is not None:
+        if isinstance(entry.metadata, Mapping):
             return entry.metadata
+        if entry.metadata is not None:
+            msg = (
+                f"cannot read the metadata of checkpoint {entry.checkpoint_id!r} of LangGraph thread "
+                f"{entry.thread_id!r} (namespace {entry.ns!r}): store checkpoint {entry.key!r} holds a "
+                f"{type(entry.metadata).__name__}, not a dict"
+            )
+            raise CheckpointError(msg, path="$.metadata.langgraph.metadata")
         return self._load(entry.thread_id, entry.ns, entry.checkpoint_id).metadata
 
     def list(
@@ -1176,40 +1202,69 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         Copy every checkpoint and write of a thread to another thread, in order;
         the copies share the source's messages (nothing is stored twice).
+
+        Raises:
+            CheckpointError: The source holds something else than a LangGraph
+                checkpoint or writes record where one is expected (the error
+                names the thread and the checkpoint id); nothing is copied then.
         """
         source, target = str(source_thread_id), str(target_thread_id)
-        for ns in self._namespaces(source):
+        copies: list[tuple[str, _Entry, Checkpoint, list[Checkpoint]]] = []
+        for ns in self._namespaces(source):  # everything is read and checked before anything is written
             present = {entry.key for entry in self._log(target, ns)}
             for entry in self._log(source, ns):
-                key = _checkpoint_key(target, ns, entry.checkpoint_id)
-                if key in present:  # copied before: the target keeps its own
-                    continue
-                saved = self.store.load(entry.key)
-                tag = {**thaw(saved.metadata[_TAG]), "thread_id": target}
+                if _checkpoint_key(target, ns, entry.checkpoint_id) in present:
+                    continue  # copied before: the target keeps its own
+                copies.append((ns, entry, *self._copy_source(source, target, ns, entry)))
+        for ns, entry, saved, records in copies:
+            key = _checkpoint_key(target, ns, entry.checkpoint_id)
+            tag = {**thaw(saved.metadata[_TAG]), "thread_id": target}
+            self._save_to(
+                _log_name(target, ns),
+                lambda head, saved=saved, tag=tag, key=key: Checkpoint(
+                    id=key, snapshot=saved.snapshot, created_at=saved.created_at, parent=head, metadata={_TAG: tag}
+                ),
+                f"the copy of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
+            )
+            for record in records:
+                record_tag = thaw(record.metadata[_TAG])
+                if "thread_id" in record_tag:  # a record of the first layout names its thread
+                    record_tag["thread_id"] = target
+                record_key = _record_key()
                 self._save_to(
-                    _log_name(target, ns),
-                    lambda head, saved=saved, tag=tag, key=key: Checkpoint(
-                        id=key, snapshot=saved.snapshot, created_at=saved.created_at, parent=head, metadata={_TAG: tag}
+                    _writes_name(target, ns, entry.checkpoint_id),
+                    lambda head, record=record, record_tag=record_tag, record_key=record_key: Checkpoint(
+                        id=record_key,
+                        snapshot=record.snapshot,
+                        created_at=record.created_at,
+                        parent=head,
+                        metadata={_TAG: record_tag},
                     ),
-                    f"the copy of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
+                    f"the copy of the writes of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
                 )
-                for record_id in self._write_records(source, ns, entry.checkpoint_id):
-                    record = self.store.load(record_id)
-                    record_tag = thaw(record.metadata[_TAG])
-                    if "thread_id" in record_tag:  # a record of the first layout names its thread
-                        record_tag["thread_id"] = target
-                    record_key = _record_key()
-                    self._save_to(
-                        _writes_name(target, ns, entry.checkpoint_id),
-                        lambda head, record=record, record_tag=record_tag, record_key=record_key: Checkpoint(
-                            id=record_key,
-                            snapshot=record.snapshot,
-                            created_at=record.created_at,
-                            parent=head,
-                            metadata={_TAG: record_tag},
-                        ),
-                        f"the copy of the writes of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
-                    )
+
+    def _copy_source(
+        self, source: str, target: str, ns: str, entry: _Entry
+    ) -> tuple[Checkpoint, builtins.list[Checkpoint]]:
+        """
+        A checkpoint :meth:`copy_thread` copies and the records of its writes, checked.
+        """
+        where = f"cannot copy checkpoint {entry.checkpoint_id!r} of LangGraph thread {source!r} (namespace {ns!r})"
+        try:
+            saved = self.store.load(entry.key)
+            records = [self.store.load(key) for key in self._write_records(source, ns, entry.checkpoint_id)]
+        except CheckpointError as exc:
+            msg = f"{where} to thread {target!r}: {exc}; nothing was copied"
+            raise CheckpointError(msg, path=exc.path) from exc
+        for record in records:
+            tag = record.metadata.get(_TAG)
+            if not isinstance(tag, Mapping) or tag.get("kind") != "writes":
+                msg = (
+                    f"{where} to thread {target!r}: its pending writes hold store checkpoint {record.id!r}, "
+                    "which is not a LangGraph writes record; nothing was copied"
+                )
+                raise CheckpointError(msg, path="$.metadata.langgraph")
+        return saved, records
 
     # -- async ------------------------------------------------------------------------
 
