@@ -379,6 +379,54 @@ class TestTranscript:
         again = saver.get_tuple(first)
         assert "a, again" == again.checkpoint["channel_values"]["messages"][0].content
 
+    def test_the_newest_checkpoint_is_the_greatest_id_whoever_put_it(self, stores: Stores):
+        """
+        Two savers on one store: when one puts a checkpoint after the other's
+        (the head), but with a smaller id (made earlier, put later), both
+        read the greatest id as the thread's newest, as LangGraph's savers do.
+        """
+        store = stores.new()
+        first, second, reference = ContextSaver(store), ContextSaver(stores.again(store)), InMemorySaver()
+        for saver, checkpoint_id in ((second, "2"), (first, "1")):
+            for each in (saver, reference):
+                checkpoint = empty_checkpoint()
+                checkpoint["id"] = checkpoint_id
+                each.put(config("t", checkpoint_ns=""), checkpoint, {"source": "loop", "step": 0}, {})
+        newest = [s.get_tuple(config("t")).checkpoint["id"] for s in (reference, first, second)]
+        assert ["2", "2", "2"] == newest
+
+    def test_a_saver_that_never_read_the_thread_puts_an_older_checkpoint_again(self, stores: Stores):
+        """
+        A saver that never read the thread puts one of its older checkpoints
+        again: it is replaced where it is, as LangGraph's saver does; the
+        thread keeps every checkpoint, in order, and its newest stays newest.
+        """
+
+        def put(saver: Any, checkpoint_id: str, parent: str | None, text: str) -> None:
+            checkpoint = empty_checkpoint()
+            checkpoint["id"] = checkpoint_id
+            checkpoint["channel_values"] = {"messages": [HumanMessage(text, id="1")]}
+            checkpoint["channel_versions"] = versions = {"messages": f"{checkpoint_id}.{text}"}  # one blob each
+            cfg = config("t", checkpoint_ns="", **({} if parent is None else {"checkpoint_id": parent}))
+            saver.put(cfg, checkpoint, {"source": "loop", "step": 0}, versions)
+
+        def thread(saver: Any) -> list[tuple[str, str]]:
+            found = saver.list(config("t"))
+            return [(t.checkpoint["id"], t.checkpoint["channel_values"]["messages"][0].content) for t in found]
+
+        store = stores.new()
+        first, reference = ContextSaver(store), InMemorySaver()
+        for saver in (reference, first):
+            put(saver, "1", None, "a")
+            put(saver, "2", "1", "b")
+            put(saver, "3", "2", "c")
+        again = ContextSaver(stores.again(store))
+        put(reference, "2", "1", "again")
+        put(again, "2", "1", "again")
+        assert [("3", "c"), ("2", "again"), ("1", "a")] == thread(reference)
+        assert thread(reference) == thread(ContextSaver(stores.again(store)))
+        assert "3" == again.get_tuple(config("t")).checkpoint["id"]
+
     def test_copy_thread_twice(self, stores: Stores):
         """
         Copying a thread again leaves the copy as it was: each checkpoint once, in order.

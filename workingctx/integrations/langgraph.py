@@ -652,8 +652,12 @@ class ContextSaver(BaseCheckpointSaver[int]):
             msg = f"cannot put {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
         with self._lock:
-            before = self._latest.get(saved.parent or "")
-            self._latest[key] = before if before is not None and before[1] > checkpoint_id else (key, checkpoint_id)
+            before = None if saved.parent is None else self._latest.get(saved.parent)
+            if before is not None:
+                self._latest[key] = before if before[1] > checkpoint_id else (key, checkpoint_id)
+            elif saved.parent is None:
+                self._latest[key] = (key, checkpoint_id)
+            # else another writer put the checkpoint before it: the newest is read from the thread when asked
             # a checkpoint this saver just wrote has no writes yet: its first put_writes needs no head
             self._heads.setdefault(_writes_name(thread_id, ns, checkpoint_id), None)
         return self._config(thread_id, ns, checkpoint_id)
@@ -750,6 +754,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         with self._lock:
             head = self._heads.get(_log_name(thread_id, ns))
             latest = None if head is None else self._latest.get(head)
+        if latest is None:  # a thread this saver has not read, or another writer put to: read its newest
+            latest = self._latest_key(thread_id, ns)
         if latest is None or checkpoint_id >= latest[1]:
             return None
         return next((entry for entry in self._log(thread_id, ns)[:-1] if entry.key == key), None)
