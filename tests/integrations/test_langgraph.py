@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import itertools
 import json
 import subprocess
@@ -61,6 +62,14 @@ def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[St
     made = Stores(request.param, scratch_dir)
     yield made
     made.close()
+
+
+class Reason(enum.StrEnum):
+    STOP = "stop"
+
+
+class Count(enum.IntEnum):
+    ONE = 1
 
 
 class Step(BaseModel):
@@ -248,6 +257,24 @@ class TestTranscript:
         first[1].content = "edited by a reader"
         again = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
         assert ["a", "b"] == [m.content for m in again]
+
+    def test_a_value_equal_to_json_but_of_another_type_keeps_its_type(self, stores: Stores):
+        """
+        A message holding an enum (equal to the str or int JSON gives back)
+        comes back holding the enum, as LangGraph's own saver gives it.
+        """
+        store = stores.new()
+        saver, reference = ContextSaver(store), InMemorySaver()
+        metadata = {"finish_reason": Reason.STOP, "choices": Count.ONE}
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"messages": [AIMessage("done", id="1", response_metadata=metadata)]}
+        checkpoint["channel_versions"] = versions = {"messages": 1}
+        found = []
+        for each, reader in ((saver, lambda: ContextSaver(stores.again(store))), (reference, lambda: reference)):
+            saved = each.put(config("t", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, versions)
+            back = reader().get_tuple(saved).checkpoint["channel_values"]["messages"][0].response_metadata
+            found.append({key: type(value) for key, value in back.items()})
+        assert [{"finish_reason": Reason, "choices": Count}] * 2 == found
 
     def test_an_encrypting_serializer_keeps_every_message_encrypted(self, persistent: Stores):
         """

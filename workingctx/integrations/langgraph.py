@@ -149,7 +149,9 @@ def _convert(items: list[Any]) -> list[Message] | None:
     try:
         read = lc.read(items, state=True)
         converted = [*read.prefix.grounding, *read.messages]
-        same = lc.write(converted, state=True) == items
+        written = lc.write(converted, state=True)
+        # equal is not enough: an enum or a str subclass equals the plain value JSON gives back
+        same = written == items and repr(written) == repr(items)
     except (WorkingCtxError, TypeError, ValueError):  # data JSON cannot hold (bytes, NaN), or not a LangChain kind
         return None
     return converted if same else None
