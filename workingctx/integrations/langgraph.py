@@ -151,10 +151,29 @@ def _convert(items: list[Any]) -> list[Message] | None:
         converted = [*read.prefix.grounding, *read.messages]
         written = lc.write(converted, state=True)
         # equal is not enough: an enum or a str subclass equals the plain value JSON gives back
-        same = written == items and repr(written) == repr(items)
+        same = written == items and _same(written, items)
     except (WorkingCtxError, TypeError, ValueError):  # data JSON cannot hold (bytes, NaN), or not a LangChain kind
         return None
     return converted if same else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """
+    Whether *a* and *b* are equal and of the same types all the way down (an
+    enum equals its value, ``1`` equals ``1.0`` and ``True``: not the same).
+    """
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(
+            _same(key, other_key) and _same(value, other_value)
+            for (key, value), (other_key, other_value) in zip(a.items(), b.items(), strict=True)
+        )
+    if type(a) in {list, tuple}:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if hasattr(a, "__dict__") and not isinstance(a, type):  # a LangChain message: its fields
+        return _same(vars(a), vars(b))
+    return bool(a == b)
 
 
 def _spec(parts: list[tuple[str | None, list[Message]]], start: int) -> tuple[list[list[Any]], int]:
