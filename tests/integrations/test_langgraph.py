@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import itertools
 import json
 import subprocess
@@ -26,14 +27,17 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
+from pydantic import BaseModel
 
 from tests import sqlite_rows
 from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
-from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name
+from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name, _writes_name
 from workingctx.serialization import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +62,23 @@ def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[St
     made = Stores(request.param, scratch_dir)
     yield made
     made.close()
+
+
+class Reason(enum.StrEnum):
+    STOP = "stop"
+
+
+class Count(enum.IntEnum):
+    ONE = 1
+
+
+class Step(BaseModel):
+    """
+    A model a graph's state may hold in a list: not a message, though it has a ``type``.
+    """
+
+    type: str
+    query: str
 
 
 class ToolModel(GenericFakeChatModel):
@@ -237,6 +258,101 @@ class TestTranscript:
         again = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
         assert ["a", "b"] == [m.content for m in again]
 
+    def test_a_value_equal_to_json_but_of_another_type_keeps_its_type(self, stores: Stores):
+        """
+        A message holding an enum (equal to the str or int JSON gives back)
+        comes back holding the enum, as LangGraph's own saver gives it.
+        """
+        store = stores.new()
+        saver, reference = ContextSaver(store), InMemorySaver()
+        metadata = {"finish_reason": Reason.STOP, "choices": Count.ONE}
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"messages": [AIMessage("done", id="1", response_metadata=metadata)]}
+        checkpoint["channel_versions"] = versions = {"messages": 1}
+        found = []
+        for each, reader in ((saver, lambda: ContextSaver(stores.again(store))), (reference, lambda: reference)):
+            saved = each.put(config("t", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, versions)
+            back = reader().get_tuple(saved).checkpoint["channel_values"]["messages"][0].response_metadata
+            found.append({key: type(value) for key, value in back.items()})
+        assert [{"finish_reason": Reason, "choices": Count}] * 2 == found
+
+    def test_an_encrypting_serializer_keeps_every_message_encrypted(self, persistent: Stores):
+        """
+        With LangGraph's ``EncryptedSerializer`` the messages of the state and
+        of the writes go through it like every other value: the store holds
+        no message, and a fresh saver reads them back equal.
+        """
+
+        class Flip:
+            def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+                return "flip", bytes(b ^ 0x5A for b in plaintext)
+
+            def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+                assert "flip" == ciphername
+                return bytes(b ^ 0x5A for b in ciphertext)
+
+        store = persistent.new()
+        serde = EncryptedSerializer(Flip())
+        saver = ContextSaver(store, serde=serde)
+        messages = [HumanMessage("my password is hunter2", id="1"), AIMessage("noted", id="2")]
+        saved = put_checkpoint(saver, "t", messages, __start__={"messages": messages[:1]})
+        saver.put_writes(saved, [("messages", [AIMessage("a secret write", id="3")])], "task")
+        assert 0 == Raw(persistent.kind, store).message_count()
+        loaded = ContextSaver(persistent.again(store), serde=serde).get_tuple(saved)
+        assert messages == loaded.checkpoint["channel_values"]["messages"]
+        assert [("task", "messages", [AIMessage("a secret write", id="3")])] == loaded.pending_writes
+
+    def test_a_change_deep_inside_a_message_is_stored(self, stores: Stores):
+        """
+        A node that edits a tool call's arguments in place and returns the
+        message to replace itself by id: the new checkpoint holds the edit and
+        the one before it does not, as in LangGraph's own saver.
+        """
+
+        def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
+            call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
+            return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
+
+        def review(state: MessagesState) -> dict[str, Any]:
+            last = state["messages"][-1]
+            last.tool_calls[0]["args"]["city"] = "Lyon"
+            return {"messages": [last]}
+
+        def cities(saver: Any) -> list[tuple[int, list[str]]]:
+            graph = StateGraph(MessagesState)
+            graph.add_node("ask", ask)
+            graph.add_node("review", review)
+            graph.add_edge(START, "ask")
+            graph.add_edge("ask", "review")
+            app = graph.compile(checkpointer=saver)
+            app.invoke({"messages": [HumanMessage("weather?", id="h")]}, config("t"), durability="sync")
+            return [
+                (state.metadata["step"], [m.tool_calls[0]["args"]["city"] for m in state.values["messages"][1:]])
+                for state in app.get_state_history(config("t"))
+            ]
+
+        assert [(2, ["Lyon"]), (1, ["Paris"]), (0, []), (-1, [])] == cities(InMemorySaver())
+        assert cities(InMemorySaver()) == cities(ContextSaver(stores.new()))
+
+    def test_a_reader_changing_a_message_deep_inside_never_changes_the_checkpoint(self, stores: Stores):
+        """
+        A reader (or the writer, after its put) changing a message's content
+        blocks or metadata in place never changes what a later read returns.
+        """
+        saver = ContextSaver(stores.new())
+        messages = [
+            HumanMessage([{"type": "text", "text": "a"}], id="1"),
+            AIMessage("b", id="2", response_metadata={"model": "m"}),
+        ]
+        put_checkpoint(saver, "t", messages)
+        expected = repr(messages)
+        messages[1].response_metadata["model"] = "changed by the writer"
+        assert expected == repr(saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"])
+        read = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
+        read[0].content.append({"type": "text", "text": "added by a reader"})
+        read[1].response_metadata["extra"] = "added by a reader"
+        assert expected == repr(saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"])
+
     def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores):
         """
         After a read of the thread's newest checkpoint (as a run starts), a put
@@ -289,6 +405,54 @@ class TestTranscript:
         assert second["configurable"]["checkpoint_id"] == saver.get_tuple(config("t")).checkpoint["id"]
         again = saver.get_tuple(first)
         assert "a, again" == again.checkpoint["channel_values"]["messages"][0].content
+
+    def test_the_newest_checkpoint_is_the_greatest_id_whoever_put_it(self, stores: Stores):
+        """
+        Two savers on one store: when one puts a checkpoint after the other's
+        (the head), but with a smaller id (made earlier, put later), both
+        read the greatest id as the thread's newest, as LangGraph's savers do.
+        """
+        store = stores.new()
+        first, second, reference = ContextSaver(store), ContextSaver(stores.again(store)), InMemorySaver()
+        for saver, checkpoint_id in ((second, "2"), (first, "1")):
+            for each in (saver, reference):
+                checkpoint = empty_checkpoint()
+                checkpoint["id"] = checkpoint_id
+                each.put(config("t", checkpoint_ns=""), checkpoint, {"source": "loop", "step": 0}, {})
+        newest = [s.get_tuple(config("t")).checkpoint["id"] for s in (reference, first, second)]
+        assert ["2", "2", "2"] == newest
+
+    def test_a_saver_that_never_read_the_thread_puts_an_older_checkpoint_again(self, stores: Stores):
+        """
+        A saver that never read the thread puts one of its older checkpoints
+        again: it is replaced where it is, as LangGraph's saver does; the
+        thread keeps every checkpoint, in order, and its newest stays newest.
+        """
+
+        def put(saver: Any, checkpoint_id: str, parent: str | None, text: str) -> None:
+            checkpoint = empty_checkpoint()
+            checkpoint["id"] = checkpoint_id
+            checkpoint["channel_values"] = {"messages": [HumanMessage(text, id="1")]}
+            checkpoint["channel_versions"] = versions = {"messages": f"{checkpoint_id}.{text}"}  # one blob each
+            cfg = config("t", checkpoint_ns="", **({} if parent is None else {"checkpoint_id": parent}))
+            saver.put(cfg, checkpoint, {"source": "loop", "step": 0}, versions)
+
+        def thread(saver: Any) -> list[tuple[str, str]]:
+            found = saver.list(config("t"))
+            return [(t.checkpoint["id"], t.checkpoint["channel_values"]["messages"][0].content) for t in found]
+
+        store = stores.new()
+        first, reference = ContextSaver(store), InMemorySaver()
+        for saver in (reference, first):
+            put(saver, "1", None, "a")
+            put(saver, "2", "1", "b")
+            put(saver, "3", "2", "c")
+        again = ContextSaver(stores.again(store))
+        put(reference, "2", "1", "again")
+        put(again, "2", "1", "again")
+        assert [("3", "c"), ("2", "again"), ("1", "a")] == thread(reference)
+        assert thread(reference) == thread(ContextSaver(stores.again(store)))
+        assert "3" == again.get_tuple(config("t")).checkpoint["id"]
 
     def test_copy_thread_twice(self, stores: Stores):
         """
@@ -459,6 +623,38 @@ class TestTranscript:
             saved = saver.put(config("b", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, {})
             assert checkpoint == saver.get_tuple(saved).checkpoint
             assert checkpoint == ContextSaver(stores.again(saver.store)).get_tuple(saved).checkpoint
+
+    def test_values_a_transcript_cannot_hold_use_the_serializer(self, stores: Stores):
+        """
+        Messages holding what JSON cannot (bytes in a tool's artifact or in
+        ``additional_kwargs``, NaN in ``response_metadata``, a key that is not
+        a str), and lists of other models with a ``type`` field, are put and
+        written without error and come back as LangGraph's own saver gives them.
+        """
+        store = stores.new()
+        saver, reference = ContextSaver(store), InMemorySaver()
+        call = {"name": "f", "args": {"a": 1}, "id": "c1"}
+        values: dict[str, Any] = {
+            "messages": [
+                AIMessage("", id="1", tool_calls=[call], additional_kwargs={"raw": b"\x00\xff"}),
+                ToolMessage("done", tool_call_id="c1", id="2", artifact={"png": b"\x89PNG", "n": 1.5}),
+                AIMessage("ok", id="3", response_metadata={"logprob": float("-inf"), "score": float("nan")}),
+                AIMessage("ok", id="4", additional_kwargs={1: "int key"}),
+            ],
+            "steps": [Step(type="search", query="q")],
+        }
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = values
+        checkpoint["channel_versions"] = versions = dict.fromkeys(values, 1)
+        writes = [("messages", values["messages"][:1]), ("steps", values["steps"])]
+        found = []
+        for each, reader in ((saver, lambda: ContextSaver(stores.again(store))), (reference, lambda: reference)):
+            saved = each.put(config("t", checkpoint_ns=""), checkpoint, {"source": "input", "step": -1}, versions)
+            each.put_writes(saved, writes, "task")
+            loaded = reader().get_tuple(saved)
+            found.append(repr((loaded.checkpoint["channel_values"], loaded.pending_writes)))  # repr: NaN is not NaN
+        assert found[1] == found[0]
+        assert repr(values) in found[0]
 
 
 def first_layout(store: Any) -> dict[str, Any]:
@@ -804,6 +1000,51 @@ class TestBadInput:
         )
         with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' of LangGraph thread 't'"):
             saver.get_tuple(saved)
+
+    def test_a_write_the_serializer_cannot_read(self, stores: Stores):
+        """
+        A pending write stored under a type the serializer does not know
+        raises CheckpointError naming the thread and the checkpoint id, from
+        every read, not the serializer's own error.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        saved = put_checkpoint(saver, "t", [HumanMessage("hi", id="1")])
+        checkpoint_id = saved["configurable"]["checkpoint_id"]
+        name = _writes_name("t", "", checkpoint_id)
+        ctx = WorkingContext()
+        ctx.note("langgraph", {"task_id": "task", "task_path": "", "writes": [[0, "x", "no such type", "AAAA"]]})
+        store.save(Checkpoint.capture(ctx), thread=name)
+        count = len(store.list())
+        fresh = ContextSaver(stores.again(store))
+        match = f"checkpoint '{checkpoint_id}' of LangGraph thread 't'"
+        with pytest.raises(CheckpointError, match=match):
+            fresh.get_tuple(saved)
+        with pytest.raises(CheckpointError, match=match):
+            fresh.get_tuple(config("t"))
+        with pytest.raises(CheckpointError, match=match):
+            list(fresh.list(config("t")))
+        assert count == len(store.list())
+
+    def test_copy_thread_refuses_a_foreign_record_and_copies_nothing(self, stores: Stores):
+        """
+        A source thread whose writes hold a checkpoint ContextSaver did not
+        write: copy_thread raises CheckpointError naming the thread and the
+        checkpoint id, and copies nothing, not even the checkpoints before it.
+        """
+        store = stores.new()
+        saver = ContextSaver(store)
+        first = put_checkpoint(saver, "src", [HumanMessage("a", id="1")])
+        saver.put_writes(first, [("x", 1)], "task")
+        second = put_checkpoint(saver, "src", [HumanMessage("a", id="1")], first["configurable"]["checkpoint_id"])
+        checkpoint_id = second["configurable"]["checkpoint_id"]
+        foreign = Checkpoint.capture(WorkingContext().append(Message("user", "not langgraph")))
+        store.save(foreign, thread=_writes_name("src", "", checkpoint_id))
+        count = len(store.list())
+        with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' of LangGraph thread 'src'"):
+            ContextSaver(stores.again(store)).copy_thread("src", "dst")
+        assert count == len(store.list())
+        assert [] == list(saver.list(config("dst")))
 
     def test_damaged_transcript(self, persistent: Stores):
         """

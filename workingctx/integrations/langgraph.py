@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import copy
 import functools
 import hashlib
 import json
@@ -49,7 +50,7 @@ import attrs
 from workingctx.adapters import langchain as lc
 from workingctx.checkpoint import Checkpoint
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError
+from workingctx.exceptions import ArgumentTypeError, CheckpointError, HeadConflictError, WorkingCtxError
 from workingctx.frozen import thaw
 from workingctx.messages import Message
 from workingctx.persistence import CheckpointInfo, CheckpointStore
@@ -68,6 +69,7 @@ try:
     )
     from langgraph.checkpoint.base import Checkpoint as GraphCheckpoint
     from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 except ImportError as exc:  # pragma: no cover - the dev extra installs it
     msg = f"workingctx.integrations.langgraph needs LangGraph ({exc}): pip install 'workingctx[langgraph]'"
     raise ImportError(msg) from exc
@@ -139,13 +141,39 @@ def _json_exact(value: Any) -> bool:
 
 def _convert(items: list[Any]) -> list[Message] | None:
     """
-    workingctx messages for LangChain messages, or None when LangChain would not give them back equal.
+    workingctx messages for LangChain messages, or None when LangChain would not give them back equal
+    (or workingctx cannot hold them: then the serializer keeps them).
     """
     if not items:
         return []
-    read = lc.read(items, state=True)
-    converted = [*read.prefix.grounding, *read.messages]
-    return converted if lc.write(converted, state=True) == items else None
+    try:
+        read = lc.read(items, state=True)
+        converted = [*read.prefix.grounding, *read.messages]
+        written = lc.write(converted, state=True)
+        # equal is not enough: an enum or a str subclass equals the plain value JSON gives back
+        same = written == items and _same(written, items)
+    except (WorkingCtxError, TypeError, ValueError):  # data JSON cannot hold (bytes, NaN), or not a LangChain kind
+        return None
+    return converted if same else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """
+    Whether *a* and *b* are equal and of the same types all the way down (an
+    enum equals its value, ``1`` equals ``1.0`` and ``True``: not the same).
+    """
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(
+            _same(key, other_key) and _same(value, other_value)
+            for (key, value), (other_key, other_value) in zip(a.items(), b.items(), strict=True)
+        )
+    if type(a) in {list, tuple}:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if hasattr(a, "__dict__") and not isinstance(a, type):  # a LangChain message: its fields
+        return _same(vars(a), vars(b))
+    return bool(a == b)
 
 
 def _spec(parts: list[tuple[str | None, list[Message]]], start: int) -> tuple[list[list[Any]], int]:
@@ -244,8 +272,9 @@ class _Cached:
 
     A message is reused when it is the same object with the same fields: a
     field set again in place (``message.content = ...``, then the message
-    returned to replace itself by id) makes it new. A change deep inside a
-    field's own dict or list, which LangChain's messages never make, is not seen.
+    returned to replace itself by id) makes it new, and so does a change deep
+    inside a field's own dict or list (``message.tool_calls[0]["args"] = ...``,
+    ``message.response_metadata[...] = ...``): the fields are kept as deep copies.
     """
 
     __slots__ = ("ctx", "fields", "last", "objects")
@@ -254,7 +283,8 @@ class _Cached:
         self.objects = objects
         # the fields of the first *kept* messages are *before*'s: the same objects, found unchanged
         known: list[dict[str, Any]] = [] if before is None else before.fields[:kept]
-        self.fields: list[dict[str, Any]] = [*known, *(dict(vars(item)) for item in objects[len(known) :])]
+        # deep copies: a change inside a field's dict or list (by the graph, or by a reader of the state) is seen
+        self.fields: list[dict[str, Any]] = [*known, *(copy.deepcopy(vars(item)) for item in objects[len(known) :])]
         self.ctx = ctx
         messages = ctx.messages
         self.last: Message | None = messages[-1] if messages else None
@@ -333,7 +363,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
         store: Any workingctx store: :class:`~workingctx.InMemoryStore`,
             :class:`~workingctx.SQLiteStore`, ``PostgresStore``, ``RedisStore``.
         serde: LangGraph's serializer for the other channels and the writes
-            (LangGraph's default when None).
+            (LangGraph's default when None). With an ``EncryptedSerializer``
+            every channel and write, messages included, goes through it, so
+            the store holds no message in the clear (and no transcript).
         channel: The channel kept as a transcript.
 
     Raises:
@@ -424,14 +456,39 @@ class ContextSaver(BaseCheckpointSaver[int]):
             self._cached[log] = _Cached(list(value), ctx, cached, start)
         return ctx.fork()
 
-    @staticmethod
-    def _carry(value: Any) -> list[tuple[str | None, list[Message]]] | None:
+    def _loads(self, value: Any) -> Any:
+        """
+        A value the serializer wrote, from its ``[type, base64]`` pair.
+
+        Raises:
+            ValueError: The pair is damaged, or the serializer cannot read it
+                (an unknown type, bytes it cannot decode or decrypt), whatever
+                it raised.
+        """
+        typed = _decode(value)
+        try:
+            return self.serde.loads_typed(typed)
+        except Exception as exc:  # a serializer raises what it likes: reported as damage
+            msg = f"the serializer cannot read a stored {typed[0]!r} value ({type(exc).__name__}: {exc})"
+            raise ValueError(msg) from exc
+
+    def _encrypted(self) -> bool:
+        """
+        Whether the serializer encrypts (LangGraph's ``EncryptedSerializer``):
+        then no channel or write is kept as a transcript, whose messages the
+        store holds as they are; every value goes through the serializer.
+        """
+        return isinstance(self.serde, EncryptedSerializer)
+
+    def _carry(self, value: Any) -> list[tuple[str | None, list[Message]]] | None:
         """
         The messages of a value that is a list of LangChain messages (or a dict
         of such lists, as a graph's input is), converted, each list with its
         key; None for any other value, or when LangChain would not give one
-        back equal (the value is serialized instead).
+        back equal, or when the serializer encrypts (the value is serialized instead).
         """
+        if self._encrypted():
+            return None
         if _is_messages(value):
             parts: list[tuple[str | None, list[Any]]] = [(None, value)]
         elif type(value) is dict and value and all(type(k) is str and _is_messages(v) for k, v in value.items()):
@@ -487,7 +544,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         values = dict(channel_values)
         ctx: WorkingContext | None = None
         carried: list[list[Any]] = []
-        if self.channel in values and type(values[self.channel]) is list:
+        if self.channel in values and type(values[self.channel]) is list and not self._encrypted():
             ctx = self._transcript(log, values[self.channel])
             if ctx is not None:
                 carried.append([self.channel, [[None, 0, ctx.size()]]])
@@ -527,9 +584,9 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         if "state" in note:
             checkpoint = {"id": checkpoint_id, "ts": _iso(created_at), **thaw(note["state"])}
-            checkpoint["channel_values"] = self.serde.loads_typed(_decode(note["values"])) if "values" in note else {}
+            checkpoint["channel_values"] = self._loads(note["values"]) if "values" in note else {}
         else:  # the first layout, and a checkpoint JSON cannot carry
-            checkpoint = self.serde.loads_typed(_decode(note["checkpoint"]))
+            checkpoint = self._loads(note["checkpoint"])
         if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("channel_values"), dict):
             msg = f"its serialized checkpoint is a {type(checkpoint).__name__}, not a LangGraph checkpoint"
             raise TypeError(msg)
@@ -616,8 +673,12 @@ class ContextSaver(BaseCheckpointSaver[int]):
             msg = f"cannot put {where}: {exc}"
             raise CheckpointError(msg, path=exc.path) from exc
         with self._lock:
-            before = self._latest.get(saved.parent or "")
-            self._latest[key] = before if before is not None and before[1] > checkpoint_id else (key, checkpoint_id)
+            before = None if saved.parent is None else self._latest.get(saved.parent)
+            if before is not None:
+                self._latest[key] = before if before[1] > checkpoint_id else (key, checkpoint_id)
+            elif saved.parent is None:
+                self._latest[key] = (key, checkpoint_id)
+            # else another writer put the checkpoint before it: the newest is read from the thread when asked
             # a checkpoint this saver just wrote has no writes yet: its first put_writes needs no head
             self._heads.setdefault(_writes_name(thread_id, ns, checkpoint_id), None)
         return self._config(thread_id, ns, checkpoint_id)
@@ -714,6 +775,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         with self._lock:
             head = self._heads.get(_log_name(thread_id, ns))
             latest = None if head is None else self._latest.get(head)
+        if latest is None:  # a thread this saver has not read, or another writer put to: read its newest
+            latest = self._latest_key(thread_id, ns)
         if latest is None or checkpoint_id >= latest[1]:
             return None
         return next((entry for entry in self._log(thread_id, ns)[:-1] if entry.key == key), None)
@@ -884,12 +947,15 @@ class ContextSaver(BaseCheckpointSaver[int]):
                 saved.snapshot.messages, channel, spec, _log_name(thread_id, ns), saved.id, transcript, resume=resume
             )
         serialized = "metadata" in note
-        metadata = self.serde.loads_typed(_decode(note["metadata"])) if serialized else thaw(tag["metadata"])
+        metadata = self._loads(note["metadata"]) if serialized else thaw(tag["metadata"])
+        if not isinstance(metadata, dict):
+            msg = f"its metadata is a {type(metadata).__name__}, not a dict"
+            raise TypeError(msg)
         parent_id = tag.get("parent_checkpoint_id")
         return CheckpointTuple(
             config=self._config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,  # type: ignore[arg-type]  # a dict, checked above
-            metadata=metadata,
+            metadata=metadata,  # type: ignore[arg-type]  # a dict, checked above
             parent_config=None if parent_id is None else self._config(thread_id, ns, parent_id),
             pending_writes=self._writes(thread_id, ns, checkpoint_id),
         )
@@ -975,7 +1041,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
             for index, channel, parts, typed in record.writes:
                 if index >= 0 and (record.task_id, index) in kept:
                     continue
-                value = _value(parts) if parts is not None else self.serde.loads_typed(_decode(typed))
+                value = _value(parts) if parts is not None else self._loads(typed)
                 kept[record.task_id, index] = (record.task_path, channel, value)
         ordered = sorted(kept.items(), key=lambda item: (item[1][0], item[0][0], item[0][1]))
         return [(task_id, channel, value) for (task_id, _), (_, channel, value) in ordered]
@@ -1023,8 +1089,15 @@ class ContextSaver(BaseCheckpointSaver[int]):
         return sorted({entry.ns for entry in self._scan() if entry.thread_id == thread_id})
 
     def _metadata_of(self, entry: _Entry) -> Any:
-        if entry.metadata is not None:
+        if isinstance(entry.metadata, Mapping):
             return entry.metadata
+        if entry.metadata is not None:
+            msg = (
+                f"cannot read the metadata of checkpoint {entry.checkpoint_id!r} of LangGraph thread "
+                f"{entry.thread_id!r} (namespace {entry.ns!r}): store checkpoint {entry.key!r} holds a "
+                f"{type(entry.metadata).__name__}, not a dict"
+            )
+            raise CheckpointError(msg, path="$.metadata.langgraph.metadata")
         return self._load(entry.thread_id, entry.ns, entry.checkpoint_id).metadata
 
     def list(
@@ -1160,40 +1233,69 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         Copy every checkpoint and write of a thread to another thread, in order;
         the copies share the source's messages (nothing is stored twice).
+
+        Raises:
+            CheckpointError: The source holds something else than a LangGraph
+                checkpoint or writes record where one is expected (the error
+                names the thread and the checkpoint id); nothing is copied then.
         """
         source, target = str(source_thread_id), str(target_thread_id)
-        for ns in self._namespaces(source):
+        copies: list[tuple[str, _Entry, Checkpoint, list[Checkpoint]]] = []
+        for ns in self._namespaces(source):  # everything is read and checked before anything is written
             present = {entry.key for entry in self._log(target, ns)}
             for entry in self._log(source, ns):
-                key = _checkpoint_key(target, ns, entry.checkpoint_id)
-                if key in present:  # copied before: the target keeps its own
-                    continue
-                saved = self.store.load(entry.key)
-                tag = {**thaw(saved.metadata[_TAG]), "thread_id": target}
+                if _checkpoint_key(target, ns, entry.checkpoint_id) in present:
+                    continue  # copied before: the target keeps its own
+                copies.append((ns, entry, *self._copy_source(source, target, ns, entry)))
+        for ns, entry, saved, records in copies:
+            key = _checkpoint_key(target, ns, entry.checkpoint_id)
+            tag = {**thaw(saved.metadata[_TAG]), "thread_id": target}
+            self._save_to(
+                _log_name(target, ns),
+                lambda head, saved=saved, tag=tag, key=key: Checkpoint(
+                    id=key, snapshot=saved.snapshot, created_at=saved.created_at, parent=head, metadata={_TAG: tag}
+                ),
+                f"the copy of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
+            )
+            for record in records:
+                record_tag = thaw(record.metadata[_TAG])
+                if "thread_id" in record_tag:  # a record of the first layout names its thread
+                    record_tag["thread_id"] = target
+                record_key = _record_key()
                 self._save_to(
-                    _log_name(target, ns),
-                    lambda head, saved=saved, tag=tag, key=key: Checkpoint(
-                        id=key, snapshot=saved.snapshot, created_at=saved.created_at, parent=head, metadata={_TAG: tag}
+                    _writes_name(target, ns, entry.checkpoint_id),
+                    lambda head, record=record, record_tag=record_tag, record_key=record_key: Checkpoint(
+                        id=record_key,
+                        snapshot=record.snapshot,
+                        created_at=record.created_at,
+                        parent=head,
+                        metadata={_TAG: record_tag},
                     ),
-                    f"the copy of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
+                    f"the copy of the writes of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
                 )
-                for record_id in self._write_records(source, ns, entry.checkpoint_id):
-                    record = self.store.load(record_id)
-                    record_tag = thaw(record.metadata[_TAG])
-                    if "thread_id" in record_tag:  # a record of the first layout names its thread
-                        record_tag["thread_id"] = target
-                    record_key = _record_key()
-                    self._save_to(
-                        _writes_name(target, ns, entry.checkpoint_id),
-                        lambda head, record=record, record_tag=record_tag, record_key=record_key: Checkpoint(
-                            id=record_key,
-                            snapshot=record.snapshot,
-                            created_at=record.created_at,
-                            parent=head,
-                            metadata={_TAG: record_tag},
-                        ),
-                        f"the copy of the writes of checkpoint {entry.checkpoint_id!r} to thread {target!r}",
-                    )
+
+    def _copy_source(
+        self, source: str, target: str, ns: str, entry: _Entry
+    ) -> tuple[Checkpoint, builtins.list[Checkpoint]]:
+        """
+        A checkpoint :meth:`copy_thread` copies and the records of its writes, checked.
+        """
+        where = f"cannot copy checkpoint {entry.checkpoint_id!r} of LangGraph thread {source!r} (namespace {ns!r})"
+        try:
+            saved = self.store.load(entry.key)
+            records = [self.store.load(key) for key in self._write_records(source, ns, entry.checkpoint_id)]
+        except CheckpointError as exc:
+            msg = f"{where} to thread {target!r}: {exc}; nothing was copied"
+            raise CheckpointError(msg, path=exc.path) from exc
+        for record in records:
+            tag = record.metadata.get(_TAG)
+            if not isinstance(tag, Mapping) or tag.get("kind") != "writes":
+                msg = (
+                    f"{where} to thread {target!r}: its pending writes hold store checkpoint {record.id!r}, "
+                    "which is not a LangGraph writes record; nothing was copied"
+                )
+                raise CheckpointError(msg, path="$.metadata.langgraph")
+        return saved, records
 
     # -- async ------------------------------------------------------------------------
 
