@@ -6,12 +6,15 @@ the Agents SDK's own types and runner, and a scripted model offline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
 import re
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -384,6 +387,176 @@ class TestItems:
             got = run(session.get_items())
         assert [user("q"), answer(1)] == got
         assert "answer no call" in caplog.text
+
+
+# -- races: other handles, other threads --------------------------------------------------------
+
+
+class Meddling:
+    """
+    A checkpoint store that runs *meddle* once, right before its first call of
+    *method* goes through: another writer acting between a session's read of
+    the head and its use of it, made certain.
+    """
+
+    def __init__(self, store: Any, method: str, meddle: Callable[[], Any]) -> None:
+        self.store = store
+        self._method = method
+        self._meddle: Callable[[], Any] | None = meddle
+
+    def _maybe(self, name: str) -> None:
+        if name == self._method and self._meddle is not None:
+            meddle, self._meddle = self._meddle, None
+            meddle()
+
+    def save(self, checkpoint: Any, *, thread: str | None = None) -> str:
+        self._maybe("save")
+        return self.store.save(checkpoint, thread=thread)  # type: ignore[no-any-return]
+
+    def head(self, thread: str) -> str | None:
+        return self.store.head(thread)  # type: ignore[no-any-return]
+
+    def load(self, checkpoint_id: str) -> Any:
+        self._maybe("load")
+        return self.store.load(checkpoint_id)
+
+    def list(self) -> Any:
+        return self.store.list()
+
+    def delete(self, checkpoint_id: str) -> None:
+        self.store.delete(checkpoint_id)
+
+    def lineage(self, checkpoint_id: str) -> Any:
+        return self.store.lineage(checkpoint_id)
+
+
+@contextlib.contextmanager
+def switching_often() -> Iterator[None]:
+    """
+    Threads switch every microsecond inside the block, so races show up.
+    """
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def in_threads(count: int, work: Callable[[int], Any]) -> list[BaseException]:
+    """
+    Run *work(n)* for n in range(*count*), each in a thread of its own; the errors they raised.
+    """
+    errors: list[BaseException] = []
+
+    def target(n: int) -> None:
+        try:
+            work(n)
+        except BaseException as error:  # reported to the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=target, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+class TestRaces:
+    def test_a_writer_racing_a_clear_never_brings_back_what_was_cleared(self, stores):
+        """
+        A handle that read the head, then lost it to another handle's clear_session, saves its items
+        after nothing: the history cleared does not come back with them.
+        """
+        store = stores.new()
+        first = ContextSession("s", store)
+        run(first.add_items([user("old 1"), answer(1), user("old 2")]))
+        second = ContextSession("s", Meddling(stores.again(store), "save", lambda: run(first.clear_session())))
+        run(second.add_items([user("new")]))
+        assert [user("new")] == run(ContextSession("s", stores.again(store)).get_items())
+        assert [user("new")] == run(first.get_items())
+
+    def test_a_reader_racing_a_clear_reads_what_is_left(self, stores):
+        """
+        A handle that read the head, then lost the checkpoint it names to another handle's
+        clear_session, reads what is left: nothing, not an error.
+        """
+        store = stores.new()
+        first = ContextSession("s", store)
+        run(first.add_items([user("old"), answer(1)]))
+        second = ContextSession("s", Meddling(stores.again(store), "load", lambda: run(first.clear_session())))
+        assert [] == run(second.get_items())
+        run(second.add_items([user("new")]))
+        assert [user("new")] == run(first.get_items())
+
+    def test_clear_then_add_on_every_store(self, stores):
+        """
+        After clear_session the session is empty on every handle, pop_item finds nothing, and new
+        items are all it holds; clearing an empty session changes nothing.
+        """
+        store = stores.new()
+        session = ContextSession("s", store)
+        run(session.clear_session())
+        run(session.add_items([user("a"), answer(1)]))
+        run(session.clear_session())
+        run(session.clear_session())
+        again = ContextSession("s", stores.again(store))
+        assert [] == run(again.get_items())
+        assert run(again.pop_item()) is None
+        run(again.add_items([user("b")]))
+        assert [user("b")] == run(session.get_items())
+
+    def test_one_session_in_many_threads(self):
+        """
+        One session with a manager, used from four threads each running its own event loop (as
+        Runner.run_sync does): no item is lost, and every get_items is a valid, duplicate-free view.
+        """
+        session = ContextSession("s", manager=TokenBudgetContextManager(10**6))
+        seen: list[list[Any]] = []
+
+        def work(n: int) -> None:
+            async def turns() -> None:
+                for k in range(15):
+                    await session.add_items([user(f"q{n}.{k}"), answer(n * 100 + k, f"a{n}.{k}")])
+                    seen.append(await session.get_items())
+
+            run(turns())
+
+        with switching_often():
+            errors = in_threads(4, work)
+        assert [] == errors
+        for items in seen:
+            texts = [json.dumps(i, sort_keys=True) for i in items]
+            assert len(texts) == len(set(texts))
+            assert [] == problems(items)
+        got = run(ContextSession("s", session.store).get_items())
+        assert 4 * 15 * 2 == len(got)
+        assert len(got) == len(run(session.get_items()))
+
+    def test_one_filter_in_many_threads(self):
+        """
+        One input_filter (one RunConfig) serving runs in four threads, each with its own event loop:
+        every call gets back its own items, never another run's, never an error.
+        """
+        trim = input_filter(TokenBudgetContextManager(10**6))
+        wrong: list[tuple[int, int]] = []
+
+        def work(n: int) -> None:
+            async def calls() -> None:
+                items: list[Any] = []
+                for k in range(40):
+                    items = [*items, user(f"q{n}.{k}"), answer(n * 100 + k, f"a{n}.{k}")]
+                    out = await trim(_data(items))
+                    if out.input != items:
+                        wrong.append((n, k))
+
+            run(calls())
+
+        with switching_often():
+            errors = in_threads(4, work)
+        assert [] == errors
+        assert [] == wrong
 
 
 # -- a manager -------------------------------------------------------------------------------

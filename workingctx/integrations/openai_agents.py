@@ -33,16 +33,24 @@ The SDK is imported only when a filter runs (extra ``workingctx[openai-agents]``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from workingctx.adapters import openai_responses
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, HeadConflictError, WorkingCtxError
+from workingctx.exceptions import (
+    ArgumentTypeError,
+    CheckpointError,
+    HeadConflictError,
+    StoreUnavailableError,
+    WorkingCtxError,
+)
 from workingctx.frozen import thaw
 from workingctx.integrations._window import Window, check_manager
 from workingctx.managers import BaseContextManager
@@ -188,15 +196,43 @@ def _newest(runs: Sequence[list[Any]], limit: int) -> list[Any]:
     return _answered([item for run in runs[start:] for item in run])[0]
 
 
-def _loop_lock(locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]) -> asyncio.Lock:
+class _Gate:
     """
-    The lock of the running event loop in *locks* (made on first use).
+    One at a time, for the coroutines of every event loop in every thread.
+
+    An asyncio lock belongs to the loop it first waits in, so each loop
+    queues its own coroutines on one of its own (made on first use); across
+    loops (``Runner.run_sync`` and ``asyncio.run`` in several threads) a
+    thread lock is then taken without blocking the loop: it is polled.
     """
-    loop = asyncio.get_running_loop()
-    lock = locks.get(loop)
-    if lock is None:
-        lock = locks[loop] = asyncio.Lock()
-    return lock
+
+    def __init__(self) -> None:
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+        self._made = threading.Lock()  # guards _loops
+        self._thread = threading.Lock()
+
+    def _loop_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        with self._made:
+            lock = self._loops.get(loop)
+            if lock is None:
+                lock = self._loops[loop] = asyncio.Lock()
+        return lock
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """
+        Hold the gate for the ``async with`` block.
+        """
+        async with self._loop_lock():
+            delay = 0.0005
+            while not self._thread.acquire(blocking=False):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            try:
+                yield
+            finally:
+                self._thread.release()
 
 
 # -- the session -------------------------------------------------------------------------
@@ -212,7 +248,8 @@ class ContextSession:
     session_id``); messages are content-addressed, so each is stored once
     however many checkpoints hold it. Several processes may share a session:
     a writer that loses the race to the thread's head reloads it and applies
-    its change again.
+    its change again. One session object may be used from several threads,
+    each with its own event loop (``Runner.run_sync``): its calls take turns.
 
     Args:
         session_id: The conversation's id.
@@ -268,35 +305,45 @@ class ContextSession:
         self._window = None if manager is None else Window(manager, logger)
         self._head: str | None = None
         self._messages: list[Message] = []
-        # one lock per event loop (an asyncio lock belongs to the loop it first waits in)
-        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+        self._gate = _Gate()  # one call at a time, from any event loop in any thread
 
     def __repr__(self) -> str:
         manager = "" if self.manager is None else f", manager={self.manager!r}"
         return f"ContextSession({self.session_id!r}, {self.store!r}{manager})"
 
-    def _lock(self) -> asyncio.Lock:
-        return _loop_lock(self._locks)
-
     # -- the store, synchronous (run in a worker thread) ---------------------------------
 
     def _load(self) -> tuple[str | None, list[Message]]:
-        head = self.store.head(self.thread)
-        if head is None:
-            return None, []
-        if head != self._head:
-            self._head, self._messages = head, list(self.store.load(head).snapshot.messages)
-        return head, self._messages
+        for _ in range(_RETRIES):
+            head = self.store.head(self.thread)
+            if head is None:
+                return None, []
+            if head == self._head:
+                return head, self._messages
+            try:
+                messages = list(self.store.load(head).snapshot.messages)
+            except StoreUnavailableError:
+                raise
+            except CheckpointError:
+                if self.store.head(self.thread) != head:  # another handle cleared the session meanwhile
+                    continue
+                raise
+            self._head, self._messages = head, messages
+            return head, messages
+        msg = f"ContextSession {self.session_id!r}: other writers kept clearing the session; nothing was read"
+        raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
 
-    def _commit(self, change: Callable[[list[Message]], list[Message] | None]) -> None:
+    def _commit(self, change: Callable[[list[Message]], list[Message] | None]) -> str | None:
         """
         Apply *change* to the stored messages and save the result as the new head, retrying on a lost race.
+
+        Returns the head the change ended on (the one read when *change* changed nothing).
         """
         for _ in range(_RETRIES):
             head, messages = self._load()
             new = change(list(messages))
             if new is None:
-                return
+                return head
             checkpoint = Checkpoint.capture(
                 WorkingContext(messages=new), parent=head, metadata={"session_id": self.session_id}
             )
@@ -305,7 +352,7 @@ class ContextSession:
             except HeadConflictError:
                 continue
             self._head, self._messages = checkpoint.id, new
-            return
+            return checkpoint.id
         msg = f"ContextSession {self.session_id!r}: other writers kept moving the head; nothing was saved"
         raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
 
@@ -336,11 +383,26 @@ class ContextSession:
         return popped[0] if popped else None
 
     def _clear(self) -> None:
-        head = self.store.head(self.thread)
-        if head is not None:
-            for info in reversed(self.store.lineage(head)):
-                self.store.delete(info.id)
-        self._head, self._messages = None, []
+        # An empty checkpoint becomes the head, compare-and-set like every change, and stays
+        # the head: a writer racing the clear then continues from nothing, never from the
+        # history cleared (a thread with no head would take any checkpoint as its next).
+        # The checkpoints before it go.
+        empty = self._commit(lambda messages: [] if messages else None)
+        if empty is not None:
+            try:
+                before = [info.id for info in self.store.lineage(empty)][:-1]
+            except StoreUnavailableError:
+                raise
+            except CheckpointError:  # another handle's clear removed it already
+                before = []
+            for checkpoint_id in before:
+                try:
+                    self.store.delete(checkpoint_id)
+                except StoreUnavailableError:
+                    raise
+                except CheckpointError:  # removed by another handle's clear meanwhile
+                    continue
+        self._head, self._messages = (empty, []) if empty is not None else (None, [])
         if self._window is not None:
             self._window.reset()
 
@@ -353,7 +415,7 @@ class ContextSession:
         newest *limit* of those, never starting with an output whose call is
         cut off, nor with a function call cut from the reasoning item before it.
         """
-        async with self._lock():
+        async with self._gate.held():
             _, messages = await asyncio.to_thread(self._load)
             kept = messages if self._window is None else await self._window.trim(messages)
         runs = [_items_of([message]) for message in kept]
@@ -378,21 +440,24 @@ class ContextSession:
         plain = [_plain(item, position) for position, item in enumerate(items)]
         if not plain:
             return
-        async with self._lock():
+        async with self._gate.held():
             await asyncio.to_thread(self._add, plain)
 
     async def pop_item(self) -> Any:
         """
         Remove the newest item and return it (None when the session is empty).
         """
-        async with self._lock():
+        async with self._gate.held():
             return await asyncio.to_thread(self._pop)
 
     async def clear_session(self) -> None:
         """
-        Remove every item: the session's checkpoints are deleted from the store.
+        Remove every item: an empty checkpoint becomes the thread's head and the
+        session's checkpoints before it are deleted from the store. The empty
+        head stays, so a writer on another handle that read the head before the
+        clear continues from nothing, never from the history cleared.
         """
-        async with self._lock():
+        async with self._gate.held():
             await asyncio.to_thread(self._clear)
 
 
@@ -412,7 +477,8 @@ def input_filter(
     the SDK passed. The filter keeps one live window, so a manager with
     watermarks cuts rarely and the cached prefix of the requests holds
     between cuts; an input that does not continue the last one starts a new
-    window.
+    window. One filter may serve runs in several threads and event loops:
+    its calls take turns.
 
     An input that arrives broken (an orphaned ``function_call_output``) has
     its broken exchange dropped whole, and a warning is logged.
@@ -422,7 +488,7 @@ def input_filter(
     """
     check_manager(manager, "manager", "input_filter()")
     window = Window(manager, logger)
-    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+    gate = _Gate()  # one RunConfig may serve runs in several threads and event loops
 
     async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
         from agents.run_config import ModelInputData  # noqa: PLC0415  # the [openai-agents] extra
@@ -432,7 +498,7 @@ def input_filter(
         plain = [_plain(item, position) for position, item in enumerate(source)]
         messages = [_tagged(m, {"at": list(range(a, b))}) for a, b, m in _groups(plain)]
         prefix = PrefixContext(system_prompt=model_data.instructions)
-        async with _loop_lock(locks):
+        async with gate.held():
             kept = await window.trim(messages, prefix, sendable=True)
         items, dropped = _answered(_items_of(kept, source))
         if dropped:
