@@ -42,7 +42,7 @@ from workingctx import (
     TokenBudgetContextManager,
 )
 from workingctx.adapters import openai_responses
-from workingctx.exceptions import ArgumentTypeError
+from workingctx.exceptions import ArgumentTypeError, PayloadError, PayloadTypeError
 from workingctx.integrations.openai_agents import ContextSession, input_filter
 
 set_tracing_disabled(True)
@@ -227,6 +227,42 @@ class TestProtocol:
         with pytest.raises(TypeError, match=re.escape(name)) as info:
             run(session.add_items(items))
         assert name == info.value.argument
+        assert [] == run(session.get_items())
+
+    @pytest.mark.parametrize(
+        ("value", "error"),
+        [
+            (float("nan"), PayloadError),
+            (float("inf"), PayloadError),
+            (10**5000, PayloadError),
+            ({1, 2}, PayloadTypeError),
+            (b"bytes", PayloadTypeError),
+            ({1: "int key"}, PayloadTypeError),
+        ],
+        ids=["nan", "inf", "huge-int", "set", "bytes", "int-key"],
+    )
+    def test_item_not_json_refused(self, value, error, stores):
+        """
+        An item holding what JSON cannot is refused with an error naming the item and the place in
+        it, and nothing of the batch is written, on every store.
+        """
+        store = stores.new()
+        session = ContextSession("s", store)
+        run(session.add_items([user("kept")]))
+        with pytest.raises(error, match=re.escape("items[1]['extra']")) as info:
+            run(session.add_items([user("ok"), {"content": "x", "role": "user", "extra": value}]))
+        assert "items[1]['extra']" == info.value.path
+        assert [user("kept")] == run(ContextSession("s", stores.again(store)).get_items())
+
+    def test_cyclic_item_refused(self):
+        """
+        An item that contains itself is refused, naming the item, and nothing is written.
+        """
+        session = ContextSession("s")
+        item: dict[str, Any] = {"content": "x", "role": "user"}
+        item["self"] = item
+        with pytest.raises(PayloadError, match=re.escape("items[0]")):
+            run(session.add_items([item]))
         assert [] == run(session.get_items())
 
     def test_filter_wrong_manager_refused(self):

@@ -51,7 +51,7 @@ from workingctx.exceptions import (
     StoreUnavailableError,
     WorkingCtxError,
 )
-from workingctx.frozen import thaw
+from workingctx.frozen import freeze_json, thaw
 from workingctx.integrations._window import Window, check_manager
 from workingctx.managers import BaseContextManager
 from workingctx.messages import Message, ProviderBlock
@@ -433,11 +433,20 @@ class ContextSession:
     async def add_items(self, items: list[Any]) -> None:
         """
         Append *items* (Responses input items) to the session, as they are.
+
+        Raises:
+            TypeError: *items* is not a list of items (the error names the one
+                that is not).
+            PayloadError: An item is not JSON data (a NaN, a cycle, an int too
+                long to write, a set, ...): the error names it and where in
+                it, and nothing is written.
         """
         if not isinstance(items, Sequence) or isinstance(items, str | bytes):
             msg = f"add_items: items must be a list of Responses input items, got {type(items).__name__}"
             raise ArgumentTypeError(msg, argument="items", value=items, expected="a list of items")
         plain = [_plain(item, position) for position, item in enumerate(items)]
+        for position, item in enumerate(plain):  # refused before anything is written, naming the item
+            freeze_json(item, f"items[{position}]")
         if not plain:
             return
         async with self._gate.held():
