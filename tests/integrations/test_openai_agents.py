@@ -36,6 +36,7 @@ from pydantic import TypeAdapter
 from tests.stores import ROOT, Stores, kind_params
 from workingctx import (
     ApproxTokenCounter,
+    InMemoryStore,
     LastNTurns,
     MessageContextManager,
     SummaryContextManager,
@@ -542,6 +543,35 @@ class TestRaces:
         assert run(again.pop_item()) is None
         run(again.add_items([user("b")]))
         assert [user("b")] == run(session.get_items())
+
+    def test_a_cancelled_add_holds_the_session_until_its_write_ends(self):
+        """
+        add_items cancelled while its worker thread writes (a run's timeout) raises CancelledError only
+        once the write has ended, and a get_items waiting meanwhile sees the items it wrote.
+        """
+        entered, release = threading.Event(), threading.Event()
+
+        def stall() -> None:
+            entered.set()
+            release.wait(10)
+
+        session = ContextSession("s", Meddling(InMemoryStore(), "save", stall))
+
+        async def scenario() -> tuple[bool, list[Any]]:
+            adding = asyncio.ensure_future(session.add_items([user("q")]))
+            await asyncio.to_thread(entered.wait, 10)
+            adding.cancel()
+            reading = asyncio.ensure_future(session.get_items())
+            await asyncio.sleep(0.05)
+            early = reading.done() or adding.done()
+            release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await adding
+            return early, await reading
+
+        early, got = run(scenario())
+        assert not early
+        assert [user("q")] == got
 
     def test_one_session_in_many_threads(self):
         """

@@ -38,7 +38,7 @@ import logging
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -71,6 +71,7 @@ KEY = "openai_agents"
 
 _THREAD = "openai-agents:"
 _RETRIES = 20  # compare-and-set attempts against other writers of the same session
+_T = TypeVar("_T")
 
 
 # -- items and messages ----------------------------------------------------------------
@@ -196,6 +197,24 @@ def _newest(runs: Sequence[list[Any]], limit: int) -> list[Any]:
     return _answered([item for run in runs[start:] for item in run])[0]
 
 
+async def _whole(work: Callable[[], _T]) -> _T:
+    """
+    *work()* in a worker thread, waited for to its end even when the caller is
+    cancelled (the cancellation is raised then): a thread cannot be stopped,
+    so the gate is never let go while it still reads or writes the store.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
+
+
 class _Gate:
     """
     One at a time, for the coroutines of every event loop in every thread.
@@ -303,8 +322,8 @@ class ContextSession:
 
             self.session_settings = coerce_session_settings(session_settings)  # type: ignore[arg-type]
         self._window = None if manager is None else Window(manager, logger)
-        self._head: str | None = None
-        self._messages: list[Message] = []
+        # the head last read or written and its messages, one value: a thread never sees half of it
+        self._cache: tuple[str | None, list[Message]] = (None, [])
         self._gate = _Gate()  # one call at a time, from any event loop in any thread
 
     def __repr__(self) -> str:
@@ -318,8 +337,9 @@ class ContextSession:
             head = self.store.head(self.thread)
             if head is None:
                 return None, []
-            if head == self._head:
-                return head, self._messages
+            cached, known = self._cache
+            if head == cached:
+                return head, known
             try:
                 messages = list(self.store.load(head).snapshot.messages)
             except StoreUnavailableError:
@@ -328,7 +348,7 @@ class ContextSession:
                 if self.store.head(self.thread) != head:  # another handle cleared the session meanwhile
                     continue
                 raise
-            self._head, self._messages = head, messages
+            self._cache = (head, messages)
             return head, messages
         msg = f"ContextSession {self.session_id!r}: other writers kept clearing the session; nothing was read"
         raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
@@ -351,7 +371,7 @@ class ContextSession:
                 self.store.save(checkpoint, thread=self.thread)
             except HeadConflictError:
                 continue
-            self._head, self._messages = checkpoint.id, new
+            self._cache = (checkpoint.id, new)
             return checkpoint.id
         msg = f"ContextSession {self.session_id!r}: other writers kept moving the head; nothing was saved"
         raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
@@ -402,7 +422,7 @@ class ContextSession:
                     raise
                 except CheckpointError:  # removed by another handle's clear meanwhile
                     continue
-        self._head, self._messages = (empty, []) if empty is not None else (None, [])
+        self._cache = (empty, [])
         if self._window is not None:
             self._window.reset()
 
@@ -416,7 +436,7 @@ class ContextSession:
         cut off, nor with a function call cut from the reasoning item before it.
         """
         async with self._gate.held():
-            _, messages = await asyncio.to_thread(self._load)
+            _, messages = await _whole(self._load)
             kept = messages if self._window is None else await self._window.trim(messages)
         runs = [_items_of([message]) for message in kept]
         items, dropped = _answered([item for run in runs for item in run])
@@ -450,14 +470,14 @@ class ContextSession:
         if not plain:
             return
         async with self._gate.held():
-            await asyncio.to_thread(self._add, plain)
+            await _whole(lambda: self._add(plain))
 
     async def pop_item(self) -> Any:
         """
         Remove the newest item and return it (None when the session is empty).
         """
         async with self._gate.held():
-            return await asyncio.to_thread(self._pop)
+            return await _whole(self._pop)
 
     async def clear_session(self) -> None:
         """
@@ -467,7 +487,7 @@ class ContextSession:
         clear continues from nothing, never from the history cleared.
         """
         async with self._gate.held():
-            await asyncio.to_thread(self._clear)
+            await _whole(self._clear)
 
 
 # -- the model-input filter ---------------------------------------------------------------
