@@ -6,12 +6,15 @@ the Agents SDK's own types and runner, and a scripted model offline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
 import re
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -33,13 +36,14 @@ from pydantic import TypeAdapter
 from tests.stores import ROOT, Stores, kind_params
 from workingctx import (
     ApproxTokenCounter,
+    InMemoryStore,
     LastNTurns,
     MessageContextManager,
     SummaryContextManager,
     TokenBudgetContextManager,
 )
 from workingctx.adapters import openai_responses
-from workingctx.exceptions import ArgumentTypeError
+from workingctx.exceptions import ArgumentTypeError, PayloadError, PayloadTypeError
 from workingctx.integrations.openai_agents import ContextSession, input_filter
 
 set_tracing_disabled(True)
@@ -226,6 +230,42 @@ class TestProtocol:
         assert name == info.value.argument
         assert [] == run(session.get_items())
 
+    @pytest.mark.parametrize(
+        ("value", "error"),
+        [
+            (float("nan"), PayloadError),
+            (float("inf"), PayloadError),
+            (10**5000, PayloadError),
+            ({1, 2}, PayloadTypeError),
+            (b"bytes", PayloadTypeError),
+            ({1: "int key"}, PayloadTypeError),
+        ],
+        ids=["nan", "inf", "huge-int", "set", "bytes", "int-key"],
+    )
+    def test_item_not_json_refused(self, value, error, stores):
+        """
+        An item holding what JSON cannot is refused with an error naming the item and the place in
+        it, and nothing of the batch is written, on every store.
+        """
+        store = stores.new()
+        session = ContextSession("s", store)
+        run(session.add_items([user("kept")]))
+        with pytest.raises(error, match=re.escape("items[1]['extra']")) as info:
+            run(session.add_items([user("ok"), {"content": "x", "role": "user", "extra": value}]))
+        assert "items[1]['extra']" == info.value.path
+        assert [user("kept")] == run(ContextSession("s", stores.again(store)).get_items())
+
+    def test_cyclic_item_refused(self):
+        """
+        An item that contains itself is refused, naming the item, and nothing is written.
+        """
+        session = ContextSession("s")
+        item: dict[str, Any] = {"content": "x", "role": "user"}
+        item["self"] = item
+        with pytest.raises(PayloadError, match=re.escape("items[0]")):
+            run(session.add_items([item]))
+        assert [] == run(session.get_items())
+
     def test_filter_wrong_manager_refused(self):
         """
         input_filter refuses what is not a manager, naming the parameter.
@@ -384,6 +424,205 @@ class TestItems:
             got = run(session.get_items())
         assert [user("q"), answer(1)] == got
         assert "answer no call" in caplog.text
+
+
+# -- races: other handles, other threads --------------------------------------------------------
+
+
+class Meddling:
+    """
+    A checkpoint store that runs *meddle* once, right before its first call of
+    *method* goes through: another writer acting between a session's read of
+    the head and its use of it, made certain.
+    """
+
+    def __init__(self, store: Any, method: str, meddle: Callable[[], Any]) -> None:
+        self.store = store
+        self._method = method
+        self._meddle: Callable[[], Any] | None = meddle
+
+    def _maybe(self, name: str) -> None:
+        if name == self._method and self._meddle is not None:
+            meddle, self._meddle = self._meddle, None
+            meddle()
+
+    def save(self, checkpoint: Any, *, thread: str | None = None) -> str:
+        self._maybe("save")
+        return self.store.save(checkpoint, thread=thread)  # type: ignore[no-any-return]
+
+    def head(self, thread: str) -> str | None:
+        return self.store.head(thread)  # type: ignore[no-any-return]
+
+    def load(self, checkpoint_id: str) -> Any:
+        self._maybe("load")
+        return self.store.load(checkpoint_id)
+
+    def list(self) -> Any:
+        return self.store.list()
+
+    def delete(self, checkpoint_id: str) -> None:
+        self.store.delete(checkpoint_id)
+
+    def lineage(self, checkpoint_id: str) -> Any:
+        return self.store.lineage(checkpoint_id)
+
+
+@contextlib.contextmanager
+def switching_often() -> Iterator[None]:
+    """
+    Threads switch every microsecond inside the block, so races show up.
+    """
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def in_threads(count: int, work: Callable[[int], Any]) -> list[BaseException]:
+    """
+    Run *work(n)* for n in range(*count*), each in a thread of its own; the errors they raised.
+    """
+    errors: list[BaseException] = []
+
+    def target(n: int) -> None:
+        try:
+            work(n)
+        except BaseException as error:  # reported to the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=target, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+class TestRaces:
+    def test_a_writer_racing_a_clear_never_brings_back_what_was_cleared(self, stores):
+        """
+        A handle that read the head, then lost it to another handle's clear_session, saves its items
+        after nothing: the history cleared does not come back with them.
+        """
+        store = stores.new()
+        first = ContextSession("s", store)
+        run(first.add_items([user("old 1"), answer(1), user("old 2")]))
+        second = ContextSession("s", Meddling(stores.again(store), "save", lambda: run(first.clear_session())))
+        run(second.add_items([user("new")]))
+        assert [user("new")] == run(ContextSession("s", stores.again(store)).get_items())
+        assert [user("new")] == run(first.get_items())
+
+    def test_a_reader_racing_a_clear_reads_what_is_left(self, stores):
+        """
+        A handle that read the head, then lost the checkpoint it names to another handle's
+        clear_session, reads what is left: nothing, not an error.
+        """
+        store = stores.new()
+        first = ContextSession("s", store)
+        run(first.add_items([user("old"), answer(1)]))
+        second = ContextSession("s", Meddling(stores.again(store), "load", lambda: run(first.clear_session())))
+        assert [] == run(second.get_items())
+        run(second.add_items([user("new")]))
+        assert [user("new")] == run(first.get_items())
+
+    def test_clear_then_add_on_every_store(self, stores):
+        """
+        After clear_session the session is empty on every handle, pop_item finds nothing, and new
+        items are all it holds; clearing an empty session changes nothing.
+        """
+        store = stores.new()
+        session = ContextSession("s", store)
+        run(session.clear_session())
+        run(session.add_items([user("a"), answer(1)]))
+        run(session.clear_session())
+        run(session.clear_session())
+        again = ContextSession("s", stores.again(store))
+        assert [] == run(again.get_items())
+        assert run(again.pop_item()) is None
+        run(again.add_items([user("b")]))
+        assert [user("b")] == run(session.get_items())
+
+    def test_a_cancelled_add_holds_the_session_until_its_write_ends(self):
+        """
+        add_items cancelled while its worker thread writes (a run's timeout) raises CancelledError only
+        once the write has ended, and a get_items waiting meanwhile sees the items it wrote.
+        """
+        entered, release = threading.Event(), threading.Event()
+
+        def stall() -> None:
+            entered.set()
+            release.wait(10)
+
+        session = ContextSession("s", Meddling(InMemoryStore(), "save", stall))
+
+        async def scenario() -> tuple[bool, list[Any]]:
+            adding = asyncio.ensure_future(session.add_items([user("q")]))
+            await asyncio.to_thread(entered.wait, 10)
+            adding.cancel()
+            reading = asyncio.ensure_future(session.get_items())
+            await asyncio.sleep(0.05)
+            early = reading.done() or adding.done()
+            release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await adding
+            return early, await reading
+
+        early, got = run(scenario())
+        assert not early
+        assert [user("q")] == got
+
+    def test_one_session_in_many_threads(self):
+        """
+        One session with a manager, used from four threads each running its own event loop (as
+        Runner.run_sync does): no item is lost, and every get_items is a valid, duplicate-free view.
+        """
+        session = ContextSession("s", manager=TokenBudgetContextManager(10**6))
+        seen: list[list[Any]] = []
+
+        def work(n: int) -> None:
+            async def turns() -> None:
+                for k in range(15):
+                    await session.add_items([user(f"q{n}.{k}"), answer(n * 100 + k, f"a{n}.{k}")])
+                    seen.append(await session.get_items())
+
+            run(turns())
+
+        with switching_often():
+            errors = in_threads(4, work)
+        assert [] == errors
+        for items in seen:
+            texts = [json.dumps(i, sort_keys=True) for i in items]
+            assert len(texts) == len(set(texts))
+            assert [] == problems(items)
+        got = run(ContextSession("s", session.store).get_items())
+        assert 4 * 15 * 2 == len(got)
+        assert len(got) == len(run(session.get_items()))
+
+    def test_one_filter_in_many_threads(self):
+        """
+        One input_filter (one RunConfig) serving runs in four threads, each with its own event loop:
+        every call gets back its own items, never another run's, never an error.
+        """
+        trim = input_filter(TokenBudgetContextManager(10**6))
+        wrong: list[tuple[int, int]] = []
+
+        def work(n: int) -> None:
+            async def calls() -> None:
+                items: list[Any] = []
+                for k in range(40):
+                    items = [*items, user(f"q{n}.{k}"), answer(n * 100 + k, f"a{n}.{k}")]
+                    out = await trim(_data(items))
+                    if out.input != items:
+                        wrong.append((n, k))
+
+            run(calls())
+
+        with switching_often():
+            errors = in_threads(4, work)
+        assert [] == errors
+        assert [] == wrong
 
 
 # -- a manager -------------------------------------------------------------------------------

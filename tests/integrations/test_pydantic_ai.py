@@ -11,6 +11,7 @@ import itertools
 import logging
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -391,6 +392,44 @@ class TestProcessor:
             kept = run(window.trim(messages, sendable=True))
         assert [messages[2]] == kept
         assert "misplaced-result" in caplog.text
+
+    @pytest.mark.parametrize("trimmer", [LastNTurns(1000), TokenBudgetContextManager(10**6)], ids=["scope", "manager"])
+    def test_one_processor_in_many_threads(self, trimmer):
+        """
+        One processor (one agent) serving runs in four threads, each with its own event loop (as
+        run_sync makes them): every call gets back its own history, never another run's, never an error.
+        """
+        processor = trim_history(trimmer)
+        wrong: list[tuple[str, int]] = []
+        errors: list[BaseException] = []
+
+        def work(tag: str) -> None:
+            async def calls() -> None:
+                history: list[ModelMessage] = []
+                for k in range(150):
+                    history = [*history, ModelRequest(parts=[UserPromptPart(f"{tag}{k}", timestamp=T0)])]
+                    out = await processor(list(history))
+                    if out != history:
+                        wrong.append((tag, k))
+                    history = [*history, ModelResponse(parts=[TextPart(f"{tag}.{k}")], timestamp=T0)]
+
+            try:
+                run(calls())
+            except BaseException as error:  # reported to the test
+                errors.append(error)
+
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # threads switch every microsecond: races show up
+        try:
+            threads = [threading.Thread(target=work, args=(tag,)) for tag in "ABCD"]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(before)
+        assert [] == errors
+        assert [] == wrong
 
     def test_runs_as_the_capability(self):
         """

@@ -33,17 +33,25 @@ The SDK is imported only when a filter runs (extra ``workingctx[openai-agents]``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from workingctx.adapters import openai_responses
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, HeadConflictError, WorkingCtxError
-from workingctx.frozen import thaw
+from workingctx.exceptions import (
+    ArgumentTypeError,
+    CheckpointError,
+    HeadConflictError,
+    StoreUnavailableError,
+    WorkingCtxError,
+)
+from workingctx.frozen import freeze_json, thaw
 from workingctx.integrations._window import Window, check_manager
 from workingctx.managers import BaseContextManager
 from workingctx.messages import Message, ProviderBlock
@@ -63,6 +71,7 @@ KEY = "openai_agents"
 
 _THREAD = "openai-agents:"
 _RETRIES = 20  # compare-and-set attempts against other writers of the same session
+_T = TypeVar("_T")
 
 
 # -- items and messages ----------------------------------------------------------------
@@ -188,15 +197,61 @@ def _newest(runs: Sequence[list[Any]], limit: int) -> list[Any]:
     return _answered([item for run in runs[start:] for item in run])[0]
 
 
-def _loop_lock(locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]) -> asyncio.Lock:
+async def _whole(work: Callable[[], _T]) -> _T:
     """
-    The lock of the running event loop in *locks* (made on first use).
+    *work()* in a worker thread, waited for to its end even when the caller is
+    cancelled (the cancellation is raised then): a thread cannot be stopped,
+    so the gate is never let go while it still reads or writes the store.
     """
-    loop = asyncio.get_running_loop()
-    lock = locks.get(loop)
-    if lock is None:
-        lock = locks[loop] = asyncio.Lock()
-    return lock
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
+
+
+class _Gate:
+    """
+    One at a time, for the coroutines of every event loop in every thread.
+
+    An asyncio lock belongs to the loop it first waits in, so each loop
+    queues its own coroutines on one of its own (made on first use); across
+    loops (``Runner.run_sync`` and ``asyncio.run`` in several threads) a
+    thread lock is then taken without blocking the loop: it is polled.
+    """
+
+    def __init__(self) -> None:
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+        self._made = threading.Lock()  # guards _loops
+        self._thread = threading.Lock()
+
+    def _loop_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        with self._made:
+            lock = self._loops.get(loop)
+            if lock is None:
+                lock = self._loops[loop] = asyncio.Lock()
+        return lock
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """
+        Hold the gate for the ``async with`` block.
+        """
+        async with self._loop_lock():
+            delay = 0.0005
+            while not self._thread.acquire(blocking=False):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            try:
+                yield
+            finally:
+                self._thread.release()
 
 
 # -- the session -------------------------------------------------------------------------
@@ -212,7 +267,8 @@ class ContextSession:
     session_id``); messages are content-addressed, so each is stored once
     however many checkpoints hold it. Several processes may share a session:
     a writer that loses the race to the thread's head reloads it and applies
-    its change again.
+    its change again. One session object may be used from several threads,
+    each with its own event loop (``Runner.run_sync``): its calls take turns.
 
     Args:
         session_id: The conversation's id.
@@ -266,37 +322,48 @@ class ContextSession:
 
             self.session_settings = coerce_session_settings(session_settings)  # type: ignore[arg-type]
         self._window = None if manager is None else Window(manager, logger)
-        self._head: str | None = None
-        self._messages: list[Message] = []
-        # one lock per event loop (an asyncio lock belongs to the loop it first waits in)
-        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+        # the head last read or written and its messages, one value: a thread never sees half of it
+        self._cache: tuple[str | None, list[Message]] = (None, [])
+        self._gate = _Gate()  # one call at a time, from any event loop in any thread
 
     def __repr__(self) -> str:
         manager = "" if self.manager is None else f", manager={self.manager!r}"
         return f"ContextSession({self.session_id!r}, {self.store!r}{manager})"
 
-    def _lock(self) -> asyncio.Lock:
-        return _loop_lock(self._locks)
-
     # -- the store, synchronous (run in a worker thread) ---------------------------------
 
     def _load(self) -> tuple[str | None, list[Message]]:
-        head = self.store.head(self.thread)
-        if head is None:
-            return None, []
-        if head != self._head:
-            self._head, self._messages = head, list(self.store.load(head).snapshot.messages)
-        return head, self._messages
+        for _ in range(_RETRIES):
+            head = self.store.head(self.thread)
+            if head is None:
+                return None, []
+            cached, known = self._cache
+            if head == cached:
+                return head, known
+            try:
+                messages = list(self.store.load(head).snapshot.messages)
+            except StoreUnavailableError:
+                raise
+            except CheckpointError:
+                if self.store.head(self.thread) != head:  # another handle cleared the session meanwhile
+                    continue
+                raise
+            self._cache = (head, messages)
+            return head, messages
+        msg = f"ContextSession {self.session_id!r}: other writers kept clearing the session; nothing was read"
+        raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
 
-    def _commit(self, change: Callable[[list[Message]], list[Message] | None]) -> None:
+    def _commit(self, change: Callable[[list[Message]], list[Message] | None]) -> str | None:
         """
         Apply *change* to the stored messages and save the result as the new head, retrying on a lost race.
+
+        Returns the head the change ended on (the one read when *change* changed nothing).
         """
         for _ in range(_RETRIES):
             head, messages = self._load()
             new = change(list(messages))
             if new is None:
-                return
+                return head
             checkpoint = Checkpoint.capture(
                 WorkingContext(messages=new), parent=head, metadata={"session_id": self.session_id}
             )
@@ -304,8 +371,8 @@ class ContextSession:
                 self.store.save(checkpoint, thread=self.thread)
             except HeadConflictError:
                 continue
-            self._head, self._messages = checkpoint.id, new
-            return
+            self._cache = (checkpoint.id, new)
+            return checkpoint.id
         msg = f"ContextSession {self.session_id!r}: other writers kept moving the head; nothing was saved"
         raise HeadConflictError(msg, thread=self.thread, expected=None, actual=None)
 
@@ -336,11 +403,26 @@ class ContextSession:
         return popped[0] if popped else None
 
     def _clear(self) -> None:
-        head = self.store.head(self.thread)
-        if head is not None:
-            for info in reversed(self.store.lineage(head)):
-                self.store.delete(info.id)
-        self._head, self._messages = None, []
+        # An empty checkpoint becomes the head, compare-and-set like every change, and stays
+        # the head: a writer racing the clear then continues from nothing, never from the
+        # history cleared (a thread with no head would take any checkpoint as its next).
+        # The checkpoints before it go.
+        empty = self._commit(lambda messages: [] if messages else None)
+        if empty is not None:
+            try:
+                before = [info.id for info in self.store.lineage(empty)][:-1]
+            except StoreUnavailableError:
+                raise
+            except CheckpointError:  # another handle's clear removed it already
+                before = []
+            for checkpoint_id in before:
+                try:
+                    self.store.delete(checkpoint_id)
+                except StoreUnavailableError:
+                    raise
+                except CheckpointError:  # removed by another handle's clear meanwhile
+                    continue
+        self._cache = (empty, [])
         if self._window is not None:
             self._window.reset()
 
@@ -353,8 +435,8 @@ class ContextSession:
         newest *limit* of those, never starting with an output whose call is
         cut off, nor with a function call cut from the reasoning item before it.
         """
-        async with self._lock():
-            _, messages = await asyncio.to_thread(self._load)
+        async with self._gate.held():
+            _, messages = await _whole(self._load)
             kept = messages if self._window is None else await self._window.trim(messages)
         runs = [_items_of([message]) for message in kept]
         items, dropped = _answered([item for run in runs for item in run])
@@ -371,29 +453,41 @@ class ContextSession:
     async def add_items(self, items: list[Any]) -> None:
         """
         Append *items* (Responses input items) to the session, as they are.
+
+        Raises:
+            TypeError: *items* is not a list of items (the error names the one
+                that is not).
+            PayloadError: An item is not JSON data (a NaN, a cycle, an int too
+                long to write, a set, ...): the error names it and where in
+                it, and nothing is written.
         """
         if not isinstance(items, Sequence) or isinstance(items, str | bytes):
             msg = f"add_items: items must be a list of Responses input items, got {type(items).__name__}"
             raise ArgumentTypeError(msg, argument="items", value=items, expected="a list of items")
         plain = [_plain(item, position) for position, item in enumerate(items)]
+        for position, item in enumerate(plain):  # refused before anything is written, naming the item
+            freeze_json(item, f"items[{position}]")
         if not plain:
             return
-        async with self._lock():
-            await asyncio.to_thread(self._add, plain)
+        async with self._gate.held():
+            await _whole(lambda: self._add(plain))
 
     async def pop_item(self) -> Any:
         """
         Remove the newest item and return it (None when the session is empty).
         """
-        async with self._lock():
-            return await asyncio.to_thread(self._pop)
+        async with self._gate.held():
+            return await _whole(self._pop)
 
     async def clear_session(self) -> None:
         """
-        Remove every item: the session's checkpoints are deleted from the store.
+        Remove every item: an empty checkpoint becomes the thread's head and the
+        session's checkpoints before it are deleted from the store. The empty
+        head stays, so a writer on another handle that read the head before the
+        clear continues from nothing, never from the history cleared.
         """
-        async with self._lock():
-            await asyncio.to_thread(self._clear)
+        async with self._gate.held():
+            await _whole(self._clear)
 
 
 # -- the model-input filter ---------------------------------------------------------------
@@ -412,7 +506,8 @@ def input_filter(
     the SDK passed. The filter keeps one live window, so a manager with
     watermarks cuts rarely and the cached prefix of the requests holds
     between cuts; an input that does not continue the last one starts a new
-    window.
+    window. One filter may serve runs in several threads and event loops:
+    its calls take turns.
 
     An input that arrives broken (an orphaned ``function_call_output``) has
     its broken exchange dropped whole, and a warning is logged.
@@ -422,7 +517,7 @@ def input_filter(
     """
     check_manager(manager, "manager", "input_filter()")
     window = Window(manager, logger)
-    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+    gate = _Gate()  # one RunConfig may serve runs in several threads and event loops
 
     async def call_model_input_filter(data: CallModelData[Any]) -> ModelInputData:
         from agents.run_config import ModelInputData  # noqa: PLC0415  # the [openai-agents] extra
@@ -432,7 +527,7 @@ def input_filter(
         plain = [_plain(item, position) for position, item in enumerate(source)]
         messages = [_tagged(m, {"at": list(range(a, b))}) for a, b, m in _groups(plain)]
         prefix = PrefixContext(system_prompt=model_data.instructions)
-        async with _loop_lock(locks):
+        async with gate.held():
             kept = await window.trim(messages, prefix, sendable=True)
         items, dropped = _answered(_items_of(kept, source))
         if dropped:

@@ -277,20 +277,21 @@ def trim_history(
         TypeError: *manager_or_scope* is neither (the error names it).
     """
     check_manager(manager_or_scope, "manager_or_scope", "trim_history()", scopes=True)
-    window = Window(manager_or_scope, logger, joined=False)  # each response answered by the next request
 
     # Annotated with Any: pydantic-ai reads the processor's type hints at run time,
     # and this module names pydantic-ai's types only for the type checker.
     async def process_history(messages: list[Any]) -> list[Any]:
         from pydantic_ai.messages import ModelRequest  # noqa: PLC0415  # the [pydantic-ai] extra
 
+        # a window of this call's own: pydantic-ai keeps what this returns, so the next history
+        # continues from it; and one agent's runs, in any thread or event loop, share nothing
+        window = Window(manager_or_scope, logger, joined=False)  # each response answered by the next request
         in_flight = messages[-1] if messages and isinstance(messages[-1], ModelRequest) else None
         converted = to_workingctx(messages)
         left = [converted[i] for i in _sendable(messages, converted)]
         keep = 0  # the newest request left is the one in flight, always kept
         if left and isinstance(messages[last := left[-1].metadata[KEY][0]], ModelRequest):
             keep = sum(1 for m in left if m.metadata[KEY][0] == last)
-        window.reset()  # pydantic-ai keeps what this returns: the next history continues from it
         kept = await window.trim(left, keep=keep, sendable=True)
         out = from_workingctx(kept, messages)
         if in_flight is not None and (not out or not isinstance(out[-1], ModelRequest)):
