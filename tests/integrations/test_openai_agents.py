@@ -6,7 +6,6 @@ the Agents SDK's own types and runner, and a scripted model offline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import logging
@@ -14,7 +13,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -467,19 +466,6 @@ class Meddling:
         return self.store.lineage(checkpoint_id)
 
 
-@contextlib.contextmanager
-def switching_often() -> Iterator[None]:
-    """
-    Threads switch every microsecond inside the block, so races show up.
-    """
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
-
-
 def in_threads(count: int, work: Callable[[int], Any]) -> list[BaseException]:
     """
     Run *work(n)* for n in range(*count*), each in a thread of its own; the errors they raised.
@@ -573,6 +559,7 @@ class TestRaces:
         assert not early
         assert [user("q")] == got
 
+    @pytest.mark.usefixtures("fast_switching")
     def test_one_session_in_many_threads(self):
         """
         One session with a manager, used from four threads each running its own event loop (as
@@ -589,8 +576,7 @@ class TestRaces:
 
             run(turns())
 
-        with switching_often():
-            errors = in_threads(4, work)
+        errors = in_threads(4, work)
         assert [] == errors
         for items in seen:
             texts = [json.dumps(i, sort_keys=True) for i in items]
@@ -600,6 +586,7 @@ class TestRaces:
         assert 4 * 15 * 2 == len(got)
         assert len(got) == len(run(session.get_items()))
 
+    @pytest.mark.usefixtures("fast_switching")
     def test_one_filter_in_many_threads(self):
         """
         One input_filter (one RunConfig) serving runs in four threads, each with its own event loop:
@@ -619,8 +606,7 @@ class TestRaces:
 
             run(calls())
 
-        with switching_often():
-            errors = in_threads(4, work)
+        errors = in_threads(4, work)
         assert [] == errors
         assert [] == wrong
 

@@ -393,6 +393,7 @@ class TestProcessor:
         assert [messages[2]] == kept
         assert "misplaced-result" in caplog.text
 
+    @pytest.mark.usefixtures("fast_switching")
     @pytest.mark.parametrize("trimmer", [LastNTurns(1000), TokenBudgetContextManager(10**6)], ids=["scope", "manager"])
     def test_one_processor_in_many_threads(self, trimmer):
         """
@@ -418,16 +419,11 @@ class TestProcessor:
             except BaseException as error:  # reported to the test
                 errors.append(error)
 
-        before = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)  # threads switch every microsecond: races show up
-        try:
-            threads = [threading.Thread(target=work, args=(tag,)) for tag in "ABCD"]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        finally:
-            sys.setswitchinterval(before)
+        threads = [threading.Thread(target=work, args=(tag,)) for tag in "ABCD"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
         assert [] == errors
         assert [] == wrong
 
