@@ -183,20 +183,6 @@ def _answered(items: Sequence[Any]) -> tuple[list[Any], int]:
     return kept, len(items) - len(kept)
 
 
-def _newest(runs: Sequence[list[Any]], limit: int) -> list[Any]:
-    """
-    The items of the newest whole messages that hold at most *limit* items (a
-    run of output items is never split from its reasoning), without the
-    outputs whose call is cut off.
-    """
-    taken = 0
-    start = len(runs)
-    while start > 0 and taken + len(runs[start - 1]) <= limit:
-        start -= 1
-        taken += len(runs[start])
-    return _answered([item for run in runs[start:] for item in run])[0]
-
-
 async def _whole(work: Callable[[], _T]) -> _T:
     """
     *work()* in a worker thread, waited for to its end even when the caller is
@@ -431,15 +417,15 @@ class ContextSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """
         The session's items, oldest first: all of them, or, with a manager,
-        those it keeps; with *limit* (or the settings' limit), at most the
-        newest *limit* of those, never starting with an output whose call is
-        cut off, nor with a function call cut from the reasoning item before it.
+        those it keeps; with *limit* (or the settings' limit), the newest
+        *limit* of those, as the SDK's own sessions give them (its runner
+        drops an output whose call the limit cut off when it builds the
+        model's input, and rewinds a retried turn by the exact tail).
         """
         async with self._gate.held():
             _, messages = await _whole(self._load)
             kept = messages if self._window is None else await self._window.trim(messages)
-        runs = [_items_of([message]) for message in kept]
-        items, dropped = _answered([item for run in runs for item in run])
+        items, dropped = _answered(_items_of(kept))
         if dropped:
             logger.warning(
                 "ContextSession %r: %d stored tool output(s) answer no call before them; left out of get_items()",
@@ -448,7 +434,9 @@ class ContextSession:
             )
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        return items if limit is None else _newest(runs, limit)
+        if limit is None:
+            return items
+        return items[max(len(items) - limit, 0) :] if limit > 0 else []
 
     async def add_items(self, items: list[Any]) -> None:
         """
