@@ -322,6 +322,12 @@ def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, An
                 }
                 for i in ids
             )
+        if not portable and draw(st.integers(0, 2)) == 0:
+            # calls the client runs in kinds of their own, each answered by its own output item
+            ids = [f"call_x{len(items)}_{i}" for i in range(draw(st.integers(1, 2)))]
+            pairs = [draw(client_call_pairs(i)) for i in ids]
+            items.extend(call for call, _ in pairs)
+            items.extend(output for _, output in pairs)
         items.append(
             draw(
                 st.builds(lambda t: {"role": "assistant", "content": t}, text)
@@ -339,6 +345,69 @@ def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, An
         )
     body["input"] = items
     return body
+
+
+def client_call_pairs(call_id: str) -> st.SearchStrategy[tuple[dict[str, Any], dict[str, Any]]]:
+    """
+    One of :func:`client_call_examples`.
+    """
+    return st.sampled_from(client_call_examples(call_id))
+
+
+def client_call_examples(call_id: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """
+    Each Responses call the client runs, other than a function call, and the
+    item answering it, in the shapes of the SDK's input item types: a custom
+    tool, the computer, a local shell, a shell, a patch, an MCP approval.
+    """
+    screenshot = {"type": "computer_screenshot", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    shell_out = {"stdout": "a b", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+    patch = {"type": "update_file", "path": "a.py", "diff": "@@ -1 +1 @@\n-a\n+b\n"}
+    return [
+        (
+            {"type": "custom_tool_call", "call_id": call_id, "name": "grammar", "input": "SELECT 1"},
+            {"type": "custom_tool_call_output", "call_id": call_id, "output": "1"},
+        ),
+        (
+            {
+                "type": "computer_call",
+                "id": "cu_" + call_id,
+                "call_id": call_id,
+                "action": {"type": "click", "button": "left", "x": 10, "y": 20},
+                "pending_safety_checks": [],
+                "status": "completed",
+            },
+            {"type": "computer_call_output", "call_id": call_id, "output": screenshot},
+        ),
+        (
+            {
+                "type": "local_shell_call",
+                "id": "lsh_" + call_id,
+                "call_id": call_id,
+                "action": {"type": "exec", "command": ["ls"], "env": {}},
+                "status": "completed",
+            },
+            {"type": "local_shell_call_output", "id": call_id, "output": "a b"},
+        ),
+        (
+            {"type": "shell_call", "call_id": call_id, "action": {"commands": ["ls"]}, "status": "completed"},
+            {"type": "shell_call_output", "call_id": call_id, "output": [shell_out]},
+        ),
+        (
+            {"type": "apply_patch_call", "call_id": call_id, "operation": patch, "status": "completed"},
+            {"type": "apply_patch_call_output", "call_id": call_id, "status": "completed"},
+        ),
+        (
+            {
+                "type": "mcp_approval_request",
+                "id": call_id,
+                "name": "fetch",
+                "arguments": "{}",
+                "server_label": "docs",
+            },
+            {"type": "mcp_approval_response", "approval_request_id": call_id, "approve": True},
+        ),
+    ]
 
 
 # -- Google Gen AI ------------------------------------------------------------------------

@@ -72,7 +72,15 @@ import attrs
 
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ProviderError
-from workingctx.messages import Message, ReasoningBlock, RemoteToolCallBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from workingctx.messages import (
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    RemoteToolCallBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -201,7 +209,11 @@ def _raw_call_ids(message: Message) -> list[str]:
     ids = [call.id for call in message.tool_calls]
     content = message.content
     if content.__class__ is not str:
-        ids.extend(b.id for b in content if isinstance(b, ToolCallBlock | RemoteToolCallBlock))
+        for b in content:
+            if isinstance(b, ToolCallBlock | RemoteToolCallBlock):
+                ids.append(b.id)
+            elif isinstance(b, ProviderBlock) and (asked := b.asks) is not None:
+                ids.append(asked)
     return ids
 
 
@@ -212,7 +224,13 @@ def _raw_result_ids(message: Message) -> list[str]:
     ``Message.tool_message`` builds them).
     """
     content = message.content
-    blocks = [] if content.__class__ is str else [b.call_id for b in content if isinstance(b, ToolResultBlock)]
+    blocks: list[str] = []
+    if content.__class__ is not str:
+        for b in content:
+            if isinstance(b, ToolResultBlock):
+                blocks.append(b.call_id)
+            elif isinstance(b, ProviderBlock) and (answered := b.answers) is not None:
+                blocks.append(answered)
     own = message.tool_call_id
     return blocks if own is None or own in blocks else [own, *blocks]
 

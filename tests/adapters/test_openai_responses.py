@@ -5,15 +5,19 @@ reasoning replayed only to OpenAI, cross-format writes and responses.
 
 from __future__ import annotations
 
+import pytest
 from anthropic.types import MessageParam
 from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseInputParam
 from pydantic import TypeAdapter
 
-from tests.wire_strategies import anthropic_bodies, chat_messages, responses_bodies
-from workingctx import Message
+from tests.wire_strategies import anthropic_bodies, chat_messages, client_call_examples, responses_bodies
+from workingctx import Message, MessageContextManager, TokenBudgetContextManager, WorkingContext
 from workingctx.adapters import anthropic, openai_chat, openai_responses
+from workingctx.exceptions import ProviderError
 from workingctx.messages import ReasoningBlock
+from workingctx.validity import check_messages
 
 INPUT = TypeAdapter(ResponseInputParam)
 
@@ -154,3 +158,71 @@ def test_documents_and_errors_from_anthropic():
     assert items[2] == {"type": "function_call_output", "call_id": "t1", "output": "error: boom"}
     raw = {"input": [{"role": "user", "content": [{"type": "input_file", "file_data": "JVBE", "filename": "a.pdf"}]}]}
     assert openai_responses.write(openai_responses.read(raw)) == raw
+
+
+# -- calls the client runs in kinds of their own ---------------------------------------------
+
+_ANSWER = {
+    "custom_tool_call": ("custom_tool_call_output", "call_id"),
+    "computer_call": ("computer_call_output", "call_id"),
+    "local_shell_call": ("local_shell_call_output", "id"),
+    "shell_call": ("shell_call_output", "call_id"),
+    "apply_patch_call": ("apply_patch_call_output", "call_id"),
+    "mcp_approval_request": ("mcp_approval_response", "approval_request_id"),
+    "function_call": ("function_call_output", "call_id"),
+}
+
+
+def _unpaired(items):
+    """
+    The ids of the calls in *items* that no later item answers, and of the answers no earlier call asks for.
+    """
+    asked: dict[str, str] = {}
+    wrong = []
+    for item in items:
+        kind = item.get("type")
+        if kind in _ANSWER:
+            asked[item["id" if kind == "mcp_approval_request" else "call_id"]] = _ANSWER[kind][0]
+        for answer, field in _ANSWER.values():
+            if kind == answer and asked.pop(item[field], None) != kind:
+                wrong.append(item[field])
+    return wrong + list(asked)
+
+
+@pytest.mark.parametrize("pair", client_call_examples("call_9"), ids=lambda pair: pair[0]["type"])
+def test_client_calls_are_answered_by_their_own_items(pair):
+    """
+    A computer, custom tool, shell, patch call or MCP approval request is a
+    call its output item answers: the pair reads valid and round-trips exactly;
+    either one alone is refused, and a repair leaves it out, as for a function call.
+    """
+    call, output = pair
+    user, thanks = {"role": "user", "content": "go"}, {"role": "user", "content": "thanks"}
+    body = valid({"input": [user, call, output, thanks]})
+    messages = openai_responses.read_messages(body)
+    assert [m.role for m in messages] == ["user", "assistant", "user", "user"]
+    assert messages[1].call_ids == ("call_9",)
+    assert messages[2].result_ids == ("call_9",)
+    assert check_messages(messages) == ()
+    assert openai_responses.write(openai_responses.read(body)) == body
+    first, asking, answering, last = messages
+    for alone, rule in (([first, answering, last], "orphan-result"), ([first, asking, last], "dangling-call")):
+        assert rule in {p.rule for p in check_messages(alone)}
+        with pytest.raises(ProviderError, match=rule):
+            openai_responses.write(alone)
+        assert openai_responses.write(alone, repair=True) == {"input": [user, thanks]}
+
+
+@given(responses_bodies(), st.integers(0, 4000), st.integers(0, 8))
+def test_trimmed_transcripts_keep_each_call_with_its_answer(body, budget, turns):
+    """
+    Property: however a transcript holding calls of every kind is trimmed (by
+    tokens or by turns), each call the request keeps has its answer and each
+    answer its call; the request is written without repair and is valid for the SDK.
+    """
+    for manager in (TokenBudgetContextManager(budget + 1), MessageContextManager(max_messages=turns)):
+        ctx = WorkingContext(messages=openai_responses.read_messages(body))
+        manager.trim_context(ctx)
+        written = valid(openai_responses.write(ctx.messages))
+        items = written["input"] if isinstance(written["input"], list) else []
+        assert _unpaired(items) == []

@@ -19,7 +19,16 @@ from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError, ProviderError
 from workingctx.media import resolve_media
-from workingctx.messages import MediaRef, Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
+from workingctx.messages import (
+    ContentBlock,
+    MediaRef,
+    Message,
+    ProviderBlock,
+    RemoteToolCallBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from workingctx.prefix import PrefixContext
 from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider
 from workingctx.validity import check_messages as validity_check
@@ -285,9 +294,7 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
                 if message.tool_call_id is None or message.tool_call_id not in called:
                     continue
             else:
-                blocks = tuple(
-                    b for b in message.content if not (isinstance(b, ToolResultBlock) and b.call_id not in called)
-                )
+                blocks = tuple(b for b in message.content if _answer_of(b) in called or _answer_of(b) is None)
                 if not blocks:
                     continue
                 message = attrs.evolve(message, content=blocks)  # noqa: PLW2901
@@ -300,10 +307,36 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
         if missing and not message.result_ids:
             out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
             missing = []
+        if not isinstance(message.content, str) and any(_unanswered(b, answered) for b in message.content):
+            # a provider's own call (a computer or custom tool call) has no error result
+            # this library could write in its kind: an unanswered one is left out instead
+            blocks = tuple(b for b in message.content if not _unanswered(b, answered))
+            if not blocks and not message.tool_calls:
+                continue
+            message = attrs.evolve(message, content=blocks)  # noqa: PLW2901
         out.append(message)
         missing.extend(call_id for call_id in message.call_ids if call_id not in answered)
     out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
     return out
+
+
+def _answer_of(block: ContentBlock) -> str | None:
+    """
+    The id of the call *block* answers: a tool result's, or a provider block's (see ``ProviderBlock.answers``).
+    """
+    if isinstance(block, ToolResultBlock):
+        return block.call_id
+    return block.answers if isinstance(block, ProviderBlock) else None
+
+
+def _unanswered(block: ContentBlock, answered: set[str]) -> bool:
+    """
+    Whether *block* is a provider's own call that no message answers.
+    """
+    if not isinstance(block, ProviderBlock):
+        return False
+    asked = block.asks
+    return asked is not None and asked not in answered
 
 
 def _renamed_message(message: Message, calls: Mapping[str, str], results: Mapping[str, str]) -> Message:

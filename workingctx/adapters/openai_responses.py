@@ -70,7 +70,8 @@ __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "reques
 
 PROVIDER = "openai_responses"  # the key of what only this format carries
 OPENAI = "openai"  # who produces the reasoning; what both OpenAI formats share (the developer role)
-_OUTPUT_TYPES = frozenset({"reasoning", "function_call"})
+_OUTPUT_TYPES = frozenset({"reasoning", "function_call", "mcp_approval_request", "mcp_list_tools"})
+"""Output items that belong to the assistant's run besides messages and calls (``*_call``)."""
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -206,7 +207,7 @@ def read_messages(payload: Any) -> list[Message]:
             # a continuation's leading results answer calls of the stored response; its
             # first message keeps the id even when no result leads, so it is sent back
             message = _continuing(message, previous)
-            if message.role != "tool":
+            if not message.result_ids:
                 previous = None
         messages.append(message)
     if run or calls:

@@ -328,6 +328,76 @@ class ProviderBlock:
     provider: str = attrs.field(validator=_nonempty_str)
     data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, converter=_provider_block_data)
 
+    @property
+    def asks(self) -> str | None:
+        """
+        The id of the call this block asks the agent to run, when a later
+        message must answer it: an OpenAI Responses client-side call
+        (``computer_call``, ``custom_tool_call``, ``shell_call``, ...) or MCP
+        approval request. None for any other block.
+
+        >>> ProviderBlock("openai_responses", {"type": "custom_tool_call", "call_id": "c1", "input": "x"}).asks
+        'c1'
+        """
+        if self.provider != _RESPONSES:
+            return None
+        data = self.data
+        kind = data.get("type")
+        field = _ASKING.get(kind) if type(kind) is str else None
+        if field is None or (kind == "tool_search_call" and data.get("execution") != "client"):
+            return None
+        found = data.get(field)
+        return found if type(found) is str and found else None
+
+    @property
+    def answers(self) -> str | None:
+        """
+        The id of the call this block answers (see :attr:`asks`): a Responses
+        ``computer_call_output``, ``custom_tool_call_output``, ... or MCP
+        approval response. None for any other block.
+
+        >>> output = {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"}
+        >>> ProviderBlock("openai_responses", output).answers
+        'c1'
+        """
+        if self.provider != _RESPONSES:
+            return None
+        data = self.data
+        kind = data.get("type")
+        field = _ANSWERING.get(kind) if type(kind) is str else None
+        if field is None or (kind == "tool_search_output" and data.get("execution") != "client"):
+            return None
+        found = data.get(field)
+        return found if type(found) is str and found else None
+
+
+_RESPONSES = "openai_responses"
+"""The provider name of the OpenAI Responses adapter's blocks (its ``PROVIDER``)."""
+
+_ASKING = {
+    "function_call": "call_id",
+    "custom_tool_call": "call_id",
+    "computer_call": "call_id",
+    "local_shell_call": "call_id",
+    "shell_call": "call_id",
+    "apply_patch_call": "call_id",
+    "tool_search_call": "call_id",  # when the client runs the search
+    "mcp_approval_request": "id",
+}
+"""The Responses items that the agent must answer, by type: the field naming the call."""
+
+_ANSWERING = {
+    "function_call_output": "call_id",
+    "custom_tool_call_output": "call_id",
+    "computer_call_output": "call_id",
+    "local_shell_call_output": "id",  # the SDK's own type: "the unique ID of the local shell tool call"
+    "shell_call_output": "call_id",
+    "apply_patch_call_output": "call_id",
+    "tool_search_output": "call_id",
+    "mcp_approval_response": "approval_request_id",
+}
+"""The Responses items that answer one of :data:`_ASKING`, by type: the field naming the call."""
+
 
 ContentBlock: TypeAlias = (
     TextBlock

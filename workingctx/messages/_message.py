@@ -18,6 +18,7 @@ from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict
 from workingctx.messages._blocks import (
     BLOCK_TYPES,
     ContentBlock,
+    ProviderBlock,
     RemoteToolCallBlock,
     TextBlock,
     ToolCall,
@@ -178,23 +179,33 @@ class Message:
     @property
     def call_ids(self) -> tuple[str, ...]:
         """
-        The ids of the tool calls this message asks for (from ``tool_calls``
-        and from tool-call blocks), in order, without repeats.
+        The ids of the tool calls this message asks for (from ``tool_calls``,
+        tool-call blocks and provider blocks that ask for an answer, see
+        :attr:`ProviderBlock.asks`), in order, without repeats.
         """
         ids = [call.id for call in self.tool_calls]
         if not isinstance(self.content, str):
-            ids.extend(b.id for b in self.content if isinstance(b, ToolCallBlock | RemoteToolCallBlock))
+            for b in self.content:
+                if isinstance(b, ToolCallBlock | RemoteToolCallBlock):
+                    ids.append(b.id)
+                elif isinstance(b, ProviderBlock) and (asked := b.asks) is not None:
+                    ids.append(asked)
         return tuple(dict.fromkeys(ids))
 
     @property
     def result_ids(self) -> tuple[str, ...]:
         """
-        The ids of the tool calls this message answers (``tool_call_id`` and
-        tool-result blocks), in order, without repeats.
+        The ids of the tool calls this message answers (``tool_call_id``,
+        tool-result blocks and provider blocks that answer one, see
+        :attr:`ProviderBlock.answers`), in order, without repeats.
         """
         ids = [] if self.tool_call_id is None else [self.tool_call_id]
         if not isinstance(self.content, str):
-            ids.extend(b.call_id for b in self.content if isinstance(b, ToolResultBlock))
+            for b in self.content:
+                if isinstance(b, ToolResultBlock):
+                    ids.append(b.call_id)
+                elif isinstance(b, ProviderBlock) and (answered := b.answers) is not None:
+                    ids.append(answered)
         return tuple(dict.fromkeys(ids))
 
     def digest(self) -> str:
