@@ -339,15 +339,7 @@ class ProviderBlock:
         >>> ProviderBlock("openai_responses", {"type": "custom_tool_call", "call_id": "c1", "input": "x"}).asks
         'c1'
         """
-        if self.provider != _RESPONSES:
-            return None
-        data = self.data
-        kind = data.get("type")
-        field = _ASKING.get(kind) if type(kind) is str else None
-        if field is None or (kind == "tool_search_call" and data.get("execution") != "client"):
-            return None
-        found = data.get(field)
-        return found if type(found) is str and found else None
+        return self._call(_ASKING)
 
     @property
     def answers(self) -> str | None:
@@ -360,12 +352,18 @@ class ProviderBlock:
         >>> ProviderBlock("openai_responses", output).answers
         'c1'
         """
+        return self._call(_ANSWERING)
+
+    def _call(self, fields: dict[str, str]) -> str | None:
+        """
+        The call id this block names in the field *fields* gives for its type, if any.
+        """
         if self.provider != _RESPONSES:
             return None
         data = self.data
         kind = data.get("type")
-        field = _ANSWERING.get(kind) if type(kind) is str else None
-        if field is None or (kind == "tool_search_output" and data.get("execution") != "client"):
+        field = fields.get(kind) if isinstance(kind, str) else None
+        if field is None or (str(kind).startswith("tool_search") and data.get("execution") != "client"):
             return None
         found = data.get(field)
         return found if type(found) is str and found else None
