@@ -226,3 +226,19 @@ def test_trimmed_transcripts_keep_each_call_with_its_answer(body, budget, turns)
         written = valid(openai_responses.write(ctx.messages))
         items = written["input"] if isinstance(written["input"], list) else []
         assert _unpaired(items) == []
+
+
+@pytest.mark.parametrize("execution", ["client", "server"])
+def test_a_tool_search_is_a_call_only_when_the_client_runs_it(execution):
+    """
+    A ``tool_search_call`` the client runs waits for its ``tool_search_output``;
+    one the server ran is answered already, and asks for nothing.
+    """
+    call = {"type": "tool_search_call", "call_id": "ts_1", "arguments": {"query": "sql"}, "execution": execution}
+    output = {"type": "tool_search_output", "call_id": "ts_1", "tools": [], "execution": execution}
+    body = valid({"input": [{"role": "user", "content": "find a tool"}, call, output]})
+    messages = openai_responses.read_messages(body)
+    ids = ("ts_1",) if execution == "client" else ()
+    assert (messages[1].call_ids, messages[2].result_ids) == (ids, ids)
+    assert check_messages(messages) == ()
+    assert openai_responses.write(openai_responses.read(body)) == body
