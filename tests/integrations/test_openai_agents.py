@@ -33,6 +33,7 @@ from agents.run_config import CallModelData, ModelInputData
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import (
+    ResponseCustomToolCall,
     ResponseFunctionToolCall,
     ResponseInputItemParam,
     ResponseOutputMessage,
@@ -98,6 +99,16 @@ def output(call_id: str, text: str = "18C") -> dict[str, Any]:
     return {"call_id": call_id, "output": text, "type": "function_call_output"}
 
 
+def custom_call(call_id: str, n: int = 0) -> dict[str, Any]:
+    return ResponseCustomToolCall(
+        call_id=call_id, input=f"SELECT {n}", name="sql", type="custom_tool_call", id=f"ctc_{n}"
+    ).model_dump(exclude_unset=True)
+
+
+def custom_output(call_id: str, text: str = "1") -> dict[str, Any]:
+    return {"call_id": call_id, "output": text, "type": "custom_tool_call_output"}
+
+
 def answer(n: int, text: str = "It is 18C.") -> dict[str, Any]:
     return ResponseOutputMessage(
         id=f"msg_{n}",
@@ -123,8 +134,12 @@ def turns(draw: Any, max_turns: int = 6) -> list[dict[str, Any]]:
             calls = [f"call_{counter}_{k}" for k in range(draw(st.integers(1, 3)))]
             if draw(st.booleans()):
                 items.append(reasoning(counter))
-            items.extend(call(c, counter) for c in calls)
-            items.extend(output(c, draw(st.text(max_size=40))) for c in calls)
+            custom = [draw(st.integers(0, 3)) == 0 for _ in calls]  # a custom tool's call, in a kind of its own
+            items.extend(custom_call(c, counter) if k else call(c, counter) for c, k in zip(calls, custom, strict=True))
+            items.extend(
+                (custom_output if k else output)(c, draw(st.text(max_size=40)))
+                for c, k in zip(calls, custom, strict=True)
+            )
         counter += 1
         items.append(answer(counter, draw(st.text(min_size=1, max_size=60))))
     return items
@@ -165,9 +180,9 @@ def problems(items: list[Any], instructions: str | None = None) -> list[str]:
     answered: set[str] = set()
     for index, item in enumerate(items):
         kind = item.get("type")
-        if kind == "function_call":
+        if kind in {"function_call", "custom_tool_call"}:
             calls.add(item["call_id"])
-        elif kind == "function_call_output":
+        elif kind in {"function_call_output", "custom_tool_call_output"}:
             if item["call_id"] not in calls:
                 found.append(f"{index}: orphaned output {item['call_id']}")
             answered.add(item["call_id"])
