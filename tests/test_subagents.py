@@ -25,6 +25,7 @@ from workingctx import (
 )
 from workingctx.exceptions import MergeError
 from workingctx.managers import fit
+from workingctx.messages import ProviderBlock
 from workingctx.scopes import Tagged, surviving_indices
 from workingctx.validity import PROVIDERS, check_messages
 
@@ -153,6 +154,29 @@ class TestMergeRefusals:
         parent.merge(one, mode="delta").merge(two, mode="delta")
         assert ["dup", "dup-2"] == [m.call_ids[0] for m in parent.messages if m.call_ids][-2:]
         assert ["dup", "dup-2"] == [m.tool_call_id for m in parent.messages if m.role == "tool"][-2:]
+        assert [] == valid_everywhere(parent.assembled())
+
+    def test_siblings_reusing_a_custom_tool_call_id_are_rekeyed(self):
+        """
+        The same for a call in a provider's own kind (a Responses custom tool
+        call and its output item): the second sibling's pair takes the next free name.
+        """
+
+        def pair(text: str) -> list[Message]:
+            asking = {"type": "custom_tool_call", "call_id": "dup", "name": "sql", "input": text}
+            answering = {"type": "custom_tool_call_output", "call_id": "dup", "output": text}
+            return [
+                Message("assistant", (ProviderBlock("openai_responses", asking),)),
+                Message("user", (ProviderBlock("openai_responses", answering),)),
+            ]
+
+        parent = parent_with_history()
+        one = parent.fork().append(Message("user", "x"), *pair("1"), Message("assistant", "1"))
+        two = parent.fork().append(Message("user", "y"), *pair("2"), Message("assistant", "2"))
+        parent.merge(one, mode="delta").merge(two, mode="delta")
+        assert ["dup", "dup-2"] == [m.call_ids[0] for m in parent.messages if m.call_ids][-2:]
+        assert ["dup", "dup-2"] == [m.result_ids[0] for m in parent.messages if m.result_ids][-2:]
+        assert ["2", "2"] == [m.content[0].data["input" if m.call_ids else "output"] for m in parent.messages[-3:-1]]
         assert [] == valid_everywhere(parent.assembled())
 
     def test_an_orphan_result_is_refused(self):

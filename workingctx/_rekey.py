@@ -22,7 +22,7 @@ from typing import TypeAlias
 import attrs
 
 from workingctx.callids import SEPARATOR, fresh_call_id
-from workingctx.messages import Message, RemoteToolCallBlock, ToolCallBlock, ToolResultBlock
+from workingctx.messages import Message, ProviderBlock, RemoteToolCallBlock, ToolCallBlock, ToolResultBlock
 from workingctx.validity import RuleState
 
 __all__ = [
@@ -58,8 +58,9 @@ def rename(message: Message, calls: Mapping[str, str], results: Mapping[str, str
     results answer renamed by *results* (ids not named stay); the same object
     when nothing changes.
 
-    Calls are renamed in ``tool_calls`` and in tool-call blocks; results in
-    ``tool_call_id`` and in tool-result blocks.
+    Calls are renamed in ``tool_calls``, in tool-call blocks and in provider
+    blocks that ask for an answer; results in ``tool_call_id``, in tool-result
+    blocks and in provider blocks that answer a call.
     """
     if not calls and not results:
         return message
@@ -81,6 +82,10 @@ def rename(message: Message, calls: Mapping[str, str], results: Mapping[str, str
                 changed = True
             elif isinstance(block, ToolResultBlock) and block.call_id in results:
                 block = attrs.evolve(block, call_id=results[block.call_id])  # noqa: PLW2901  # as above
+                changed = True
+            elif isinstance(block, ProviderBlock) and (block.asks in calls or block.answers in results):
+                asked = block.asks
+                block = block.renamed(calls[asked] if asked in calls else results[block.answers])  # type: ignore[index]  # noqa: PLW2901
                 changed = True
             blocks.append(block)
         if changed:

@@ -242,3 +242,22 @@ def test_a_tool_search_is_a_call_only_when_the_client_runs_it(execution):
     assert (messages[1].call_ids, messages[2].result_ids) == (ids, ids)
     assert check_messages(messages) == ()
     assert openai_responses.write(openai_responses.read(body)) == body
+
+
+def test_a_reused_client_call_id_is_written_under_a_fresh_name():
+    """
+    A custom tool call that reuses an answered call's id is written, with its
+    output, under a fresh name, as a function call is: each id once per request.
+    """
+    items = []
+    for n in range(2):
+        items += [
+            {"role": "user", "content": f"q{n}"},
+            {"type": "custom_tool_call", "call_id": "call_0", "name": "sql", "input": f"SELECT {n}"},
+            {"type": "custom_tool_call_output", "call_id": "call_0", "output": str(n)},
+        ]
+    written = valid(openai_responses.write(openai_responses.read({"input": items})))["input"]
+    assert [i.get("call_id") for i in written] == [None, "call_0", "call_0", None, "call_0-2", "call_0-2"]
+    assert [{k: v for k, v in i.items() if k != "call_id"} for i in written] == [
+        {k: v for k, v in i.items() if k != "call_id"} for i in items
+    ]

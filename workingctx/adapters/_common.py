@@ -356,12 +356,26 @@ def _renamed_message(message: Message, calls: Mapping[str, str], results: Mappin
             if isinstance(b, ToolCallBlock | RemoteToolCallBlock) and b.id in calls
             else attrs.evolve(b, call_id=results[b.call_id])
             if isinstance(b, ToolResultBlock) and b.call_id in results
+            else _renamed_block(b, calls, results)
+            if isinstance(b, ProviderBlock)
             else b
             for b in message.content
         )
         if blocks != message.content:
             changes["content"] = blocks
     return attrs.evolve(message, **changes) if changes else message
+
+
+def _renamed_block(block: ProviderBlock, calls: Mapping[str, str], results: Mapping[str, str]) -> ProviderBlock:
+    """
+    A provider's own call or answer (see ``ProviderBlock.asks``) with its id renamed by *calls* or *results*.
+    """
+    asked, answered = block.asks, block.answers
+    if asked is not None and asked in calls:
+        return block.renamed(calls[asked])
+    if answered is not None and answered in results:
+        return block.renamed(results[answered])
+    return block
 
 
 def unique_call_ids(messages: Sequence[Message]) -> tuple[list[Message], dict[str, str]]:

@@ -354,6 +354,23 @@ class ProviderBlock:
         """
         return self._call(_ANSWERING)
 
+    def renamed(self, call_id: str) -> ProviderBlock:
+        """
+        This block asking for, or answering, the call *call_id* instead (see
+        :attr:`asks` and :attr:`answers`); the block itself when it does neither.
+
+        >>> ProviderBlock("openai_responses", {"type": "computer_call_output", "call_id": "c1"}).renamed("c2").answers
+        'c2'
+        """
+        kind = self.data.get("type")
+        if self.asks is not None:
+            field = _ASKING[str(kind)]
+        elif self.answers is not None:
+            field = _ANSWERING[str(kind)]
+        else:
+            return self
+        return ProviderBlock(self.provider, {**self.data, field: call_id})
+
     def _call(self, fields: dict[str, str]) -> str | None:
         """
         The call id this block names in the field *fields* gives for its type, if any.
