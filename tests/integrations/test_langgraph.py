@@ -37,6 +37,7 @@ from tests import sqlite_rows
 from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
+from workingctx.integrations import langgraph as langgraph_module
 from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name, _writes_name
 from workingctx.serialization import from_json
 
@@ -1148,6 +1149,41 @@ class TestConcurrentWriters:
             writes = ContextSaver(made.again(store)).get_tuple(saved).pending_writes
             assert {f"task-{n}-{step}" for n in range(4) for step in range(5)} == {task for task, _, _ in writes}
             assert 40 == len(writes)
+        finally:
+            made.close()
+
+    @pytest.mark.usefixtures("fast_switching")
+    @pytest.mark.parametrize("kind", kind_params(PERSISTENT))
+    def test_tasks_writing_through_one_saver_take_turns(
+        self, kind: str, scratch_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ):
+        """
+        Sixteen tasks of one step put their writes to one checkpoint at once
+        through one saver (LangGraph runs a step's tasks in parallel): they
+        take turns, so none races another for the head of the checkpoint's
+        writes and each saves at its first try. (Racing, each round had one
+        winner: the last of many tasks ran out of tries, and its writes were lost.)
+        """
+        monkeypatch.setattr(langgraph_module, "_RETRIES", 1)
+        made = Stores(kind, scratch_dir)
+        try:
+            store = made.new()
+            saver = ContextSaver(store)
+            saved = put_checkpoint(saver, "t", [HumanMessage("go", id="go")])
+            start = threading.Barrier(16)
+            errors: list[BaseException] = []
+
+            def write(number: int, saver: ContextSaver) -> None:
+                start.wait()
+                try:
+                    saver.put_writes(saved, [("n", number)], f"task-{number}")
+                except BaseException as exc:  # reported by the test
+                    errors.append(exc)
+
+            _on_threads(write, [saver] * 16)
+            assert [] == errors
+            writes = ContextSaver(made.again(store)).get_tuple(saved).pending_writes
+            assert {(f"task-{n}", n) for n in range(16)} == {(task, value) for task, _, value in writes}
         finally:
             made.close()
 

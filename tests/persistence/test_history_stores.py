@@ -94,6 +94,19 @@ class TestSaveLoad:
             infos[child.id].first_message,
         )
 
+    def test_a_first_message_holding_nul_saves_in_every_store(self, store):
+        """
+        A first user message holding NUL (which PostgreSQL's text cannot)
+        saves and loads in every store; its descriptor shows "?" there, as
+        every store lists it.
+        """
+        ctx = WorkingContext(record=True, id="nul")
+        ctx.append(Message.user("a\x00b"), Message.assistant("c\x00d"))
+        store.save_context(ctx)
+        assert state(ctx) == state(store.load_context("nul"))
+        assert "a?b" == ContextInfo.of(ctx).first_message
+        assert [ContextInfo.of(ctx)] == list(store.list_contexts())
+
     def test_unknown_ids_and_plain_contexts(self, store):
         """
         A missing id raises CheckpointError; a context that is not recorded, TypeError.

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import contextlib
 import copy
 import functools
 import hashlib
@@ -394,6 +395,8 @@ class ContextSaver(BaseCheckpointSaver[int]):
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # notified when a put ends or has its transcript
         self._heads: dict[str, str | None] = {}  # store thread -> the head this saver last saw or wrote
+        # store thread -> the turn of this saver's threads to save to it, and how many want it (see _turn)
+        self._turns: dict[str, tuple[threading.Lock, list[int]]] = {}
         # head key -> (key, id) of the newest LangGraph checkpoint (the greatest id) up to it
         self._latest: dict[str, tuple[str, str]] = {}
         self._cached: dict[str, _Cached] = {}  # log name -> the last transcript put there
@@ -517,23 +520,45 @@ class ContextSaver(BaseCheckpointSaver[int]):
         Save the checkpoint ``build(parent)`` makes to the store thread *name*,
         continuing its head; on a lost race, continue the new head and save again.
         """
-        head = self._head(name)
-        for _ in range(_RETRIES):
-            checkpoint: Checkpoint = build(head)
-            try:
-                self.store.save(checkpoint, thread=name)
-            except HeadConflictError as exc:
-                head = exc.actual
+        with self._turn(name):
+            head = self._head(name)
+            for _ in range(_RETRIES):
+                checkpoint: Checkpoint = build(head)
+                try:
+                    self.store.save(checkpoint, thread=name)
+                except HeadConflictError as exc:
+                    head = exc.actual
+                    with self._lock:
+                        self._heads[name] = head
+                    continue
                 with self._lock:
-                    self._heads[name] = head
-                continue
-            with self._lock:
-                self._heads[name] = checkpoint.id
-            return checkpoint
+                    self._heads[name] = checkpoint.id
+                return checkpoint
         msg = (
             f"cannot save {what}: the head of store thread {name!r} kept moving ({_RETRIES} tries); nothing was written"
         )
         raise CheckpointError(msg, path="$.parent")
+
+    @contextlib.contextmanager
+    def _turn(self, name: str) -> Iterator[None]:
+        """
+        This saver's turn to save to the store thread *name*: its threads (a
+        step's tasks putting their writes to one checkpoint) take turns, each
+        continuing the head the one before saved. Racing instead, all but one
+        would lose each round and save again: with many, the last would run
+        out of tries. Only other savers' writers can still move the head first.
+        """
+        with self._lock:
+            lock, waiting = self._turns.setdefault(name, (threading.Lock(), [0]))
+            waiting[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._lock:
+                waiting[0] -= 1
+                if not waiting[0]:
+                    del self._turns[name]
 
     def _split(self, log: str, channel_values: Mapping[str, Any]) -> tuple[WorkingContext, dict[str, Any], list[Any]]:
         """

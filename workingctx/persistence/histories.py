@@ -35,7 +35,7 @@ class ContextInfo:
 
     Attributes:
         id: The context's id; ``load_context(id)`` replays it.
-        first_message: The text of its first user message, or None.
+        first_message: The text of its first user message ("?" for NUL or a lone surrogate), or None.
         created_at: When its first entry was recorded.
         updated_at: When its newest entry was recorded.
         turn: How many model replies it received.
@@ -65,8 +65,7 @@ class ContextInfo:
             first = next((e.content for e in history if e.kind == "user"), None)
         return cls(
             id=str(ctx.id),
-            # text cut inside an emoji has no UTF-8 form: a descriptor shows "?" there
-            first_message=None if first is None else first.text().encode("utf-8", "replace").decode("utf-8"),  # type: ignore[union-attr]  # a Message
+            first_message=None if first is None else _shown_text(first.text()),  # type: ignore[union-attr]  # a Message
             created_at=history[0].at,
             updated_at=history[-1].at,
             turn=ctx.turn,
@@ -74,6 +73,15 @@ class ContextInfo:
             parent_id=ctx.parent_id,
             entries=len(history),
         )
+
+
+def _shown_text(text: str) -> str:
+    """
+    *text* as a descriptor shows it, which every store's database holds: "?"
+    for a lone surrogate (text cut inside an emoji has no UTF-8 form) and for
+    NUL (which PostgreSQL's text cannot hold).
+    """
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "?")
 
 
 @runtime_checkable
