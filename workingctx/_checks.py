@@ -241,6 +241,23 @@ def check_str(
     return value
 
 
+def check_name(value: object, argument: str, *, label: str, fix: str) -> str:
+    """
+    *value* if it is a non-empty str that every store can hold as it is: no
+    NUL (PostgreSQL's text refuses it) and no lone surrogate (it has no UTF-8 form).
+    """
+    name = check_str(value, argument, nonempty=True, label=label, fix=fix)
+    if "\x00" in name:
+        raise wrong_value(value, argument, "holds NUL, which a store cannot keep in a name", label=label, fix=fix)
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            problem = "holds a lone surrogate (half of a character), which has no UTF-8 form"
+            raise wrong_value(value, argument, problem, label=label, fix=fix) from None
+    return name
+
+
 def check_number(
     value: object,
     argument: str,

@@ -22,8 +22,19 @@ from workingctx.snapshot import FrozenContext
 __all__ = ["Checkpoint", "checkpoint_id", "rehydrate"]
 
 
-_id = _checks.text(nonempty=True, fix="pass a name of your own, or use Checkpoint.capture(ctx)")
-_opt_id = _checks.text(nonempty=True, optional=True, fix="pass None for a checkpoint without a parent")
+_ID_FIX = "pass a name of your own, or use Checkpoint.capture(ctx)"
+
+
+def _id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not (isinstance(value, str) and value and value.isascii() and "\x00" not in value):  # else the common case
+        _checks.check_name(value, attribute.name, label=f"a checkpoint's {attribute.name}", fix=_ID_FIX)
+
+
+def _opt_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _id(inst, attribute, value)
+
+
 _aware = _checks.aware_datetime(fix="use datetime.now(UTC) or attach a tzinfo")
 _snapshot = _checks.instance_of(
     FrozenContext, "a FrozenContext", fix="use Checkpoint.capture(ctx) to take one from a live context"

@@ -26,7 +26,7 @@ from tests.persistence.test_sqlite_store import mutation
 from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params, schema_version, server_address
 from tests.strategies import json_objects, working_contexts
 from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
-from workingctx.exceptions import CheckpointError, HeadConflictError, StoreUnavailableError
+from workingctx.exceptions import ArgumentValueError, CheckpointError, HeadConflictError, StoreUnavailableError
 from workingctx.persistence import CheckpointStore, Listing, PostgresStore, RedisStore
 from workingctx.serialization import to_json
 
@@ -155,6 +155,34 @@ class TestRoundTrip:
             store.delete("nope")
         with pytest.raises(CheckpointError, match="no checkpoint 'nope'"):
             store.lineage("nope")
+
+    @pytest.mark.parametrize(("bad", "problem"), [("a\x00b", "holds NUL"), ("half \ud83d", "lone surrogate")])
+    def test_names_no_store_can_hold_are_refused_by_every_store(self, stores, bad, problem):
+        """
+        A checkpoint id, parent or thread holding NUL (PostgreSQL's text refuses
+        it) or a lone surrogate (no UTF-8 form) is refused with the value and
+        the fix, the same by every store and by the checkpoint itself; nothing
+        is written, and no such checkpoint is in a store.
+        """
+        store = stores.new()
+        snapshot = WorkingContext().append(Message("user", "hi")).freeze()
+        now = datetime.now(UTC)
+        for fields in ({"id": bad}, {"id": "ok", "parent": bad}):
+            with pytest.raises(ArgumentValueError, match=problem) as info:
+                Checkpoint(snapshot=snapshot, created_at=now, **fields)
+            assert repr(bad) in str(info.value)
+        checkpoint = Checkpoint.capture(WorkingContext.from_snapshot(snapshot))
+        for call in (
+            lambda: store.save(checkpoint, thread=bad),
+            lambda: store.head(bad),
+            lambda: store.load(bad),
+            lambda: store.delete(bad),
+            lambda: store.lineage(bad),
+        ):
+            with pytest.raises(ArgumentValueError, match=problem):
+                call()
+        assert bad not in store
+        assert [] == store.list()
 
 
 class TestListDeleteLineage:

@@ -50,6 +50,7 @@ from workingctx.persistence.stores import (
     _check_thread,
     _head_allows,
     _head_conflict,
+    _holdable,
     _missing,
 )
 from workingctx.prefix import PrefixContext
@@ -1041,7 +1042,7 @@ class PostgresStore:
         return result
 
     def __contains__(self, checkpoint_id: object) -> bool:
-        if not isinstance(checkpoint_id, str):
+        if not _holdable(checkpoint_id):
             return False
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> bool:
