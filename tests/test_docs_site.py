@@ -159,7 +159,7 @@ def test_every_page_renders_and_no_internal_link_is_broken(served, page):
         if url in seen:
             continue
         seen.add(url)
-        response = page.goto(url)
+        response = page.goto(url, wait_until="networkidle")  # every asset loaded before the crawl moves on
         assert response is not None
         assert 200 == response.status, url
         assert page.locator("article h1").first.is_visible(), url
