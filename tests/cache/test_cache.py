@@ -1533,12 +1533,18 @@ _layout_messages = st.lists(
 
 
 _front_cuts = st.lists(
-    st.tuples(st.integers(0, 3), st.integers(0, 12), st.integers(0, 3), _layout_messages, st.booleans()),
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(0, 12),
+        st.integers(0, 3),
+        _layout_messages,
+        st.sampled_from(["none", "leading", "run"]),
+    ),
     max_size=4,
 )
 """Cuts of a request's front: how many leading messages stay, how many after them go, how many
-of its last messages go, the messages appended after, and whether the leading ones are equal
-copies (as a prefix is) or the same objects."""
+of its last messages go, the messages appended after, and which messages are equal copies
+rather than the same objects: none, the leading ones (as a prefix is), or those of the run after its first."""
 
 
 @given(first=_layout_messages, kept=st.integers(0, 12), more=_layout_messages, again=_layout_messages, cuts=_front_cuts)
@@ -1546,8 +1552,8 @@ def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, a
     """
     For any requests, each made of the one before cut after *kept* messages
     (shared or not) and grown, or with its front cut (some leading messages
-    kept, the same objects or equal copies, then a run of the messages after
-    them, maybe short of the last ones, then new ones): the layout, laid out alone or reusing the previous
+    kept, then a run of the messages after them, maybe short of the last
+    ones, then new ones; the same objects or equal copies): the layout, laid out alone or reusing the previous
     layout, holds the positions made one by one from the definition; its
     keys, tokens, message heads, binary searches and found positions agree
     with them; and every earlier layout still reads what it held.
@@ -1572,11 +1578,15 @@ def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, a
         (first[:kept] + more + again, None),
         (again, None),
     ]
-    for leading, drop, trim, extra, copied in cuts:
+    for leading, drop, trim, extra, copies in cuts:
         last = requests[-1][0]
         lead = min(leading, len(last))
-        front = [attrs.evolve(m) for m in last[:lead]] if copied else last[:lead]
-        requests.append((front + last[lead + drop : max(lead, len(last) - trim)] + extra, lead if copied else None))
+        front, run = last[:lead], last[lead + drop : max(lead, len(last) - trim)]
+        if copies == "leading":
+            front = [attrs.evolve(m) for m in front]
+        elif copies == "run":
+            run = run[:1] + [attrs.evolve(m) for m in run[1:]]
+        requests.append((front + run + extra, lead if copies == "leading" else None))
     layouts: list[Any] = []
     held: list[list[Any]] = []
     previous, presets, sent = None, (), []

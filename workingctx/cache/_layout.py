@@ -467,10 +467,10 @@ def lay_out(
     breakpoint are *reused_presets*: their positions are taken as they
     are and the chain goes on from the last of them, so a request that grows
     by a few messages costs those messages. When the messages after those
-    are the very messages (the same objects) of a run of *reused*'s later
-    messages, as when a manager cut the front of the tail, that run's
-    positions are taken too, moved and shifted by list operations (see
-    :func:`_moved`), and only the messages after it are laid out one by one.
+    are those of a run of *reused*'s later messages (the same objects, see
+    :func:`_moved`), as when a manager cut the front of the tail, that run's
+    positions are taken too, moved and shifted by list operations, and only
+    the messages after it are laid out one by one.
     (Only a :class:`Layout` is reused; the positions of any other sequence
     are laid out again.)
 
@@ -559,13 +559,14 @@ def _moved(
     """
     The run of a request whose first *count* messages are those of *reused*
     and whose next messages, *rest*, go on with a run of *reused*'s later
-    messages (the very objects, one for one), made by :func:`_shifted`, or
+    messages, one for one, made by :func:`_shifted`, or
     None; with the positions of the first *count* messages and the run
     carrying a breakpoint, of *reused*'s, *reused_presets*.
 
     The run starts at *reused*'s first message after its first *count* that
-    is ``rest[0]``, and goes on while the messages are the same objects: both
-    found without a Python call per message.
+    is ``rest[0]`` (the same object), and goes on while the messages are the
+    same (as objects, or all of them equal as messages, which lay out alike):
+    both found without a Python call per message.
     """
     presets = [p for p in reused_presets if p.message < count]
     end = reused._count
@@ -581,10 +582,11 @@ def _moved(
     if found is None:
         return None, presets
     length = min(len(rest), end - found)
-    moved = next(
-        itertools.compress(itertools.count(), map(operator.is_not, rest[:length], sources[found : found + length])),
-        length,
-    )
+    ahead, behind = rest[:length], sources[found : found + length]
+    if ahead == behind:  # the usual case, told at C speed: a list compares an object with itself without a call
+        moved = length
+    else:
+        moved = next(itertools.compress(itertools.count(), map(operator.is_not, ahead, behind)), length)
     return _shifted(reused, count, found, moved, reused_presets, presets), presets
 
 
