@@ -539,6 +539,30 @@ class TestApply:
         with pytest.raises(TypeError, match="request's messages"):
             made.apply(["q"])  # type: ignore[list-item]
 
+    def test_a_plan_of_an_earlier_version_applies_to_its_request(self):
+        """
+        A plan unpickled from a version whose keys were a sha256 chain over the
+        messages' digests (its layout a tuple of positions, as pickled) applies
+        to its own request, and refuses another.
+        """
+        import hashlib  # noqa: PLC0415
+
+        from workingctx.cache._layout import _unmarked  # noqa: PLC0415  # the earlier definition of keys
+
+        ctx = _context(3_000, [Message.user("q"), Message.assistant("a", tool_calls=[ToolCall("c1", "f")])])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        request = ctx.assembled()
+        head, heads = hashlib.sha256(b"workingctx.cache.layout").hexdigest(), []
+        for message in request:
+            head = hashlib.sha256(f"{head}:{_unmarked(message).digest()}".encode("ascii")).hexdigest()
+            heads.append(head)
+        old = attrs.evolve(
+            made, _layout=tuple(attrs.evolve(p, key=f"{heads[p.message]}:{p.block}") for p in made._layout)
+        )
+        assert old.apply(request) == made.apply(request)
+        with pytest.raises(CacheRuleError, match="not the request the plan was made for"):
+            old.apply([*request, Message.user("more")])
+
 
 class TestRuleValues:
     def test_bad_rules(self):
@@ -1008,8 +1032,9 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
     rules = rules_for(provider, model)
     ours, walked = SimulatedCache(rules, rules.minimum_for(model)), _WalkedCache(rules, rules.minimum_for(model))
     ctx = _context(1_200, [])
-    seen: set[bytes] = set()
+    seen: set[int] = set()
     sent: list[Any] = []
+    heads: set[int] = set()
     now, turn = 0.0, 0
     previous: CachePlan | None = None
     for kind, value in steps:
@@ -1027,8 +1052,10 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
             brute = max((p.tokens for p in layout if any(p.key in s for s in sent)), default=0)
             assert brute == seen_before(layout, seen)
             sent.append({p.key for p in layout})
-            # one value per message sent: the first 128 bits of its chain key
-            assert seen == {bytes.fromhex(key[:32]) for keys in sent for key in keys}
+            heads.update(int(layout.head(m), 16) for m in range(layout.message_count))
+            # one value per message sent, its chain value (of which its chain key is the hex form): those of
+            # the messages with a position, and maybe of some without
+            assert {int(key.rpartition(":")[0], 16) for keys in sent for key in keys} <= seen <= heads
 
 
 # -- the explicit cache's searches against the walks it replaced ---------------------
@@ -1461,24 +1488,29 @@ def test_a_message_unpickled_without_the_shape_slot_lays_out():
 def _positions_one_by_one(request: list[Message], counter: Any) -> list[tuple[int, int, int, bool, str, Any]]:
     """
     Every position of *request* made as the layout's definition says, block by
-    block: the key of a block is the chain of sha256 over the messages'
-    digests (without breakpoints) through its message, ":" and its index.
+    block: the key of a block is the hex form of the chain value of the
+    request through its message, ":" and its index, the chain value a
+    polynomial over the first 128 bits of the messages' digests (without
+    breakpoints), ``V(m) = (V(m - 1) * B + d(m)) mod (2**127 - 1)`` from ``V(-1) = R``.
     """
     import hashlib  # noqa: PLC0415
 
-    from workingctx.cache._layout import _ROOT_KEY, _unmarked  # noqa: PLC0415  # the definition under test
+    from workingctx.cache._layout import _unmarked  # noqa: PLC0415  # the definition under test
 
+    prime = 2**127 - 1
+    base = int(hashlib.sha256(b"workingctx.cache.layout base").hexdigest()[:32], 16) % prime
+    value = int(hashlib.sha256(b"workingctx.cache.layout").hexdigest()[:32], 16) % prime
     out = []
-    head, before = _ROOT_KEY, 0
+    before = 0
     for m, message in enumerate(request):
         tokens = counter.count([message])
-        head = hashlib.sha256(f"{head}:{_unmarked(message).digest()}".encode("ascii")).hexdigest()
+        value = (value * base + int(_unmarked(message).digest()[:32], 16)) % prime
         blocks = cache_blocks(message)
         for k, block in enumerate(blocks):
             carries = can_carry_breakpoint(block)
             mark = getattr(block, "cache", None) if carries else None
             preset = None if mark is None else mark.ttl
-            out.append((m, k, before + tokens * (k + 1) // len(blocks), carries, f"{head}:{k}", preset))
+            out.append((m, k, before + tokens * (k + 1) // len(blocks), carries, f"{hex(value)}:{k}", preset))
         before += tokens
     return out
 
@@ -1500,14 +1532,31 @@ _layout_messages = st.lists(
 )
 
 
-@given(first=_layout_messages, kept=st.integers(0, 12), more=_layout_messages, again=_layout_messages)
-def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, again):
+_front_cuts = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(0, 12),
+        st.integers(0, 3),
+        _layout_messages,
+        st.sampled_from(["none", "leading", "run"]),
+    ),
+    max_size=4,
+)
+"""Cuts of a request's front: how many leading messages stay, how many after them go, how many
+of its last messages go, the messages appended after, and which messages are equal copies
+rather than the same objects: none, the leading ones (as a prefix is), or those of the run after its first."""
+
+
+@given(first=_layout_messages, kept=st.integers(0, 12), more=_layout_messages, again=_layout_messages, cuts=_front_cuts)
+def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, again, cuts):
     """
     For any requests, each made of the one before cut after *kept* messages
-    (shared or not) and grown: the layout, laid out alone or reusing the
-    previous layout, holds the positions made one by one from the definition;
-    its keys, tokens, message heads, binary searches and found positions
-    agree with them; and every earlier layout still reads what it held.
+    (shared or not) and grown, or with its front cut (some leading messages
+    kept, then a run of the messages after them, maybe short of the last
+    ones, then new ones; the same objects or equal copies): the layout, laid out alone or reusing the previous
+    layout, holds the positions made one by one from the definition; its
+    keys, tokens, message heads, binary searches and found positions agree
+    with them; and every earlier layout still reads what it held.
     """
     from workingctx.cache._layout import (  # noqa: PLC0415  # the private parts under test
         AT,
@@ -1522,11 +1571,26 @@ def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, a
     from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
 
     counter = ApproxTokenCounter()
-    requests = [first, first[:kept] + more, first[:kept] + more + again, again]
+    # each request, with the count of its leading messages a caller vouches for (None: the same objects)
+    requests: list[tuple[list[Message], int | None]] = [
+        (first, None),
+        (first[:kept] + more, None),
+        (first[:kept] + more + again, None),
+        (again, None),
+    ]
+    for leading, drop, trim, extra, copies in cuts:
+        last = requests[-1][0]
+        lead = min(leading, len(last))
+        front, run = last[:lead], last[lead + drop : max(lead, len(last) - trim)]
+        if copies == "leading":
+            front = [attrs.evolve(m) for m in front]
+        elif copies == "run":
+            run = run[:1] + [attrs.evolve(m) for m in run[1:]]
+        requests.append((front + run + extra, lead if copies == "leading" else None))
     layouts: list[Any] = []
     held: list[list[Any]] = []
     previous, presets, sent = None, (), []
-    for request in requests:
+    for request, vouched in requests:
         expected = _positions_one_by_one(request, counter)
         alone, alone_presets = lay_out(request, counter)
         if previous is None:
@@ -1535,7 +1599,7 @@ def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, a
             # the messages this request shares with the one before, as plan() finds them
             shared = next((i for i, (a, b) in enumerate(zip(request, sent, strict=False)) if a is not b), None)
             shared = min(len(request), len(sent)) if shared is None else shared
-            made, made_presets = lay_out(request, counter, previous, shared, presets)
+            made, made_presets = lay_out(request, counter, previous, shared if vouched is None else vouched, presets)
         for layout, found_presets in ((alone, alone_presets), (made, made_presets)):
             assert [attrs.astuple(p) for p in layout] == [tuple(e) for e in expected]
             assert [attrs.astuple(p) for p in found_presets] == [tuple(e) for e in expected if e[5] is not None]
@@ -1565,6 +1629,43 @@ def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, a
         previous, presets, sent = made, made_presets, request
     for layout, positions in zip(layouts, held, strict=True):  # a later layout grown in place changed none
         assert [attrs.astuple(p) for p in layout] == positions
+
+
+def test_a_cut_front_lays_out_only_the_messages_after_the_run_it_shares(monkeypatch):
+    """
+    A request that keeps a previous request's first messages, then a run of
+    its later ones (its front cut), then new ones, lays out only the new ones
+    one by one; the rest are moved from the previous layout, which still
+    reads what it held, and the layout equals the one laid out alone.
+    """
+    from workingctx.cache import _layout  # noqa: PLC0415  # the private parts under test
+    from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
+
+    counter = ApproxTokenCounter()
+    system = Message.system("Be brief.")
+    tail = [Message.user(f"question {i}", id=i) for i in range(40)]
+    marked = Message("user", (TextBlock("pinned " * 9, cache=CacheBreakpoint("1h")),))
+    first = [system, *tail[:20], marked, *tail[20:]]
+    previous, presets = _layout.lay_out(first, counter)
+    held = list(previous)
+    new = [Message.assistant("answer"), Message.user("next")]
+    request = [attrs.evolve(system), *first[11:], *new]  # an equal system message, ten dropped after it
+    shaped: list[Message] = []
+    shape = _layout._shape
+
+    def counted(message: Message) -> Any:
+        shaped.append(message)
+        return shape(message)
+
+    monkeypatch.setattr(_layout, "_shape", counted)
+    made, made_presets = _layout.lay_out(request, counter, previous, 1, presets)
+    assert shaped == new
+    monkeypatch.undo()
+    alone, alone_presets = _layout.lay_out(request, counter)
+    assert list(made) == list(alone)
+    assert made_presets == alone_presets
+    assert [p.message for p in made_presets] == [request.index(marked)]
+    assert list(previous) == held
 
 
 def test_a_layout_refuses_an_index_out_of_range():

@@ -32,6 +32,7 @@ __all__ = [
     "cache_blocks",
     "can_carry_breakpoint",
     "find_position",
+    "is_layout_key",
     "keys",
     "lay_out",
     "layout_key",
@@ -167,15 +168,50 @@ def per_message(counter: MessageCounter) -> Callable[[Message], int]:
     return count
 
 
-_ROOT_KEY = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
-"""The key of an empty request, where every request's chain of keys starts."""
+_MODULUS = (1 << 127) - 1
+"""The Mersenne prime the chain of a request's keys is computed modulo."""
 
 
-def _next_key(head: str, message: Message) -> str:
-    return _sha256(f"{head}:{_shape(message)[0]}".encode("ascii")).hexdigest()
+def _constant(name: bytes) -> int:
+    return int(hashlib.sha256(name).hexdigest()[:32], 16) % _MODULUS
 
 
-_sha256 = hashlib.sha256
+_BASE = _constant(b"workingctx.cache.layout base")
+"""The number a request's chain value is multiplied by at each message (see :func:`lay_out`)."""
+_ROOT = _constant(b"workingctx.cache.layout")
+"""The chain value of an empty request, where every request's chain starts."""
+_ROOT_KEY = hex(_ROOT)
+"""The chain key of an empty request."""
+
+
+def _chained(value: int, digest: str) -> int:
+    """
+    The chain value of a request through a message, from *value*, the chain
+    value of the request before it, and *digest*, the message's digest
+    without breakpoints (see :func:`_shape`).
+    """
+    return (value * _BASE + int(digest[:32], 16)) % _MODULUS
+
+
+_POWERS = [1]
+"""``_BASE ** k % _MODULUS`` at each index *k*, as far as a layout has needed; it only grows in place."""
+
+_GROWING = threading.Lock()
+
+
+def _powers(count: int) -> list[int]:
+    """
+    ``_BASE ** k % _MODULUS`` for *k* from 1 to *count*.
+    """
+    powers = _POWERS
+    if len(powers) <= count:
+        with _GROWING:
+            last, more = powers[-1], []
+            for _ in range(count + 1 - len(powers)):
+                last = last * _BASE % _MODULUS
+                more.append(last)
+            powers += more
+    return powers[1 : count + 1]
 
 
 def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...], bool]:
@@ -225,18 +261,21 @@ _PLACING = threading.Lock()
 class _Run:
     """
     The lists behind the layouts of a growing run, which only grow in place:
-    for each message, the chain key of the request through it, the request
-    tokens through it and the index of its first position; for each position,
+    for each message, the chain key of the request through it (the hex form
+    of its chain value), that chain value, the request tokens through it, the
+    index of its first position and the message itself; for each position,
     its message, its block, the request tokens through it and its block's
     facts (whether it can carry a breakpoint, and the lifetime of one it carries).
     """
 
-    __slots__ = ("blocks", "ends", "facts", "firsts", "heads", "messages", "tokens")
+    __slots__ = ("blocks", "ends", "facts", "firsts", "heads", "messages", "sources", "tokens", "values")
 
     def __init__(self) -> None:
         self.heads: list[str] = []
+        self.values: list[int] = []
         self.ends: list[int] = []
         self.firsts: list[int] = []
+        self.sources: list[Message] = []
         self.messages: list[int] = []
         self.blocks: list[int] = []
         self.tokens: list[int] = []
@@ -247,15 +286,18 @@ class _Run:
         A new run holding the first *count* messages and *size* positions of this one.
         """
         run = _Run()
-        run.heads, run.ends, run.firsts = self.heads[:count], self.ends[:count], self.firsts[:count]
+        run.heads, run.values, run.ends = self.heads[:count], self.values[:count], self.ends[:count]
+        run.firsts, run.sources = self.firsts[:count], self.sources[:count]
         run.messages, run.blocks = self.messages[:size], self.blocks[:size]
         run.tokens, run.facts = self.tokens[:size], self.facts[:size]
         return run
 
     def extend(self, more: _Run) -> None:
         self.heads += more.heads
+        self.values += more.values
         self.ends += more.ends
         self.firsts += more.firsts
+        self.sources += more.sources
         self.messages += more.messages
         self.blocks += more.blocks
         self.tokens += more.tokens
@@ -424,28 +466,65 @@ def lay_out(
     made with a counter of the same name, whose positions carrying a
     breakpoint are *reused_presets*: their positions are taken as they
     are and the chain goes on from the last of them, so a request that grows
-    by a few messages costs those messages. (Only a :class:`Layout` is
-    reused; the positions of any other sequence are laid out again.)
+    by a few messages costs those messages. When the messages after those
+    are those of a run of *reused*'s later messages (the same objects, see
+    :func:`_moved`), as when a manager cut the front of the tail, that run's
+    positions are taken too, moved and shifted by list operations, and only
+    the messages after it are laid out one by one.
+    (Only a :class:`Layout` is reused; the positions of any other sequence
+    are laid out again.)
+
+    The chain key of the request through a message is the hex form of its
+    chain value, ``V(m) = (V(m - 1) * B + d(m)) mod P`` over the request's
+    messages, from ``V(-1) = R``: ``P`` is the Mersenne prime ``2**127 - 1``,
+    ``d(m)`` the number in the first 128 bits of the message's digest without
+    breakpoints, ``B`` and ``R`` constants drawn from sha256 (:data:`_BASE`,
+    :data:`_ROOT`). So equal request prefixes have equal keys in every
+    process, and the values of a run of messages moved after other ones
+    follow from the values the run had, one arithmetic step each:
+    ``V'(m) = (V'(k) - V(i - 1)) * B**(m - i + 1) + V(m) mod P`` for the run
+    from message *i*, now after message *k*.
+
+    Two different request prefixes of at most *n* messages share a value
+    only when two different messages' ``d`` are equal modulo ``P`` (a
+    collision of sha256 on 127 bits), or when ``B`` is a root of their
+    difference, a nonzero polynomial of degree at most *n*: for requests not
+    made with ``B`` in mind, with probability at most ``n / P`` (about
+    ``n * 2**-127``). A replay sending ``10**9`` different prefixes of up to
+    ``10**4`` messages compares about ``5 * 10**17`` pairs, and finds two
+    that share a key with probability below ``10**-16``. (``B`` is public:
+    keys tell requests apart in a simulation; they do not resist requests
+    built to collide.)
     """
     old = reused if isinstance(reused, Layout) else None
     count = min(start, old._count, len(messages)) if old is not None else 0
-    if old is not None and count:
-        run = old._run
+    rest = messages[count:]  # a slice: one copy, no call per message
+    if type(rest) is not list:
+        rest = list(rest)
+    base, presets = _moved(old, count, rest, reused_presets) if old is not None else (None, [])
+    if base is not None:  # a run of the earlier layout's messages follows the first count
+        at = len(base.heads)  # where the messages laid out one by one begin
+        rest = rest[at - count :]
+        size, before, value = len(base.tokens), base.ends[-1], base.values[-1]
+    elif old is not None and count:
+        at, run = count, old._run
         size = run.firsts[count] if count < old._count else old._size
-        before, head = run.ends[count - 1], run.heads[count - 1]
-        presets = [p for p in reused_presets if p.message < count]
+        before, value = run.ends[count - 1], run.values[count - 1]
     else:
-        size, before, head, presets = 0, 0, _ROOT_KEY, []
+        at, size, before, value = count, 0, 0, _ROOT
     more = _Run()
-    heads, ends, firsts = more.heads, more.ends, more.firsts
+    heads, values, ends, firsts = more.heads, more.values, more.ends, more.firsts
     of_message, of_block, through, facts = more.messages, more.blocks, more.tokens, more.facts
+    more.sources = rest
     tokens_of = per_message(counter)
-    sha256, repeat, made = _sha256, itertools.repeat, _made
+    repeat, made, base_value, modulus = itertools.repeat, _made, _BASE, _MODULUS
     first = size
-    for m, message in enumerate(messages[count:], count):  # a slice: one copy, no call per message
+    for m, message in enumerate(rest, at):
         tokens = tokens_of(message)
         digest, blocks, marked = _shape(message)
-        head = sha256(f"{head}:{digest}".encode("ascii")).hexdigest()  # _next_key, inlined
+        value = (value * base_value + int(digest[:32], 16)) % modulus  # _chained, inlined
+        values.append(value)
+        head = hex(value)
         heads.append(head)
         firsts.append(first)
         width = len(blocks)
@@ -468,7 +547,95 @@ def lay_out(
         first += width
         before += tokens
         ends.append(before)
+    if base is not None:
+        base.extend(more)
+        return Layout(base, at + len(rest), first), tuple(presets)
     return _extended(old, count, size, more), tuple(presets)
+
+
+def _moved(
+    reused: Layout, count: int, rest: list[Message], reused_presets: Sequence[Position]
+) -> tuple[_Run | None, list[Position]]:
+    """
+    The run of a request whose first *count* messages are those of *reused*
+    and whose next messages, *rest*, go on with a run of *reused*'s later
+    messages, one for one, made by :func:`_shifted`, or
+    None; with the positions of the first *count* messages and the run
+    carrying a breakpoint, of *reused*'s, *reused_presets*.
+
+    The run starts at *reused*'s first message after its first *count* that
+    is ``rest[0]`` (the same object), and goes on while the messages are the
+    same (as objects, or all of them equal as messages, which lay out alike):
+    both found without a Python call per message.
+    """
+    presets = [p for p in reused_presets if p.message < count]
+    end = reused._count
+    if count >= end or not rest:
+        return None, presets
+    sources, is_ = reused._run.sources, operator.is_
+    found = next(
+        itertools.compress(
+            itertools.count(count), map(is_, itertools.islice(sources, count, end), itertools.repeat(rest[0]))
+        ),
+        None,
+    )
+    if found is None:
+        return None, presets
+    length = min(len(rest), end - found)
+    ahead, behind = rest[:length], sources[found : found + length]
+    if ahead == behind:  # the usual case, told at C speed: a list compares an object with itself without a call
+        moved = length
+    else:
+        moved = next(itertools.compress(itertools.count(), map(operator.is_not, ahead, behind)), length)
+    return _shifted(reused, count, found, moved, reused_presets, presets), presets
+
+
+def _shifted(
+    reused: Layout, count: int, found: int, moved: int, reused_presets: Sequence[Position], presets: list[Position]
+) -> _Run:
+    """
+    The run of a request holding the first *count* messages of *reused*, then
+    its *moved* messages from message *found* on (``found >= count``), with
+    the positions that carry a breakpoint: the first ones as they are, and
+    the moved ones shifted by list operations, their message indices by the
+    messages dropped before them, their tokens by those messages' tokens,
+    their positions by those messages' positions, and their chain values as
+    :func:`lay_out` says, in one arithmetic step each. The moved positions
+    of *reused_presets* (*reused*'s positions carrying a breakpoint) are added
+    to *presets*, shifted.
+    """
+    run = reused._run
+    end = found + moved
+    low, start = run.firsts[count], run.firsts[found]
+    stop = run.firsts[end] if end < reused._count else reused._size
+    shift, place = count - found, low - start
+    tokens = (run.ends[count - 1] if count else 0) - (run.ends[found - 1] if found else 0)
+    lift = ((run.values[count - 1] if count else _ROOT) - (run.values[found - 1] if found else _ROOT)) % _MODULUS
+    new = run.cut(count, low)
+    values = run.values[found:end]
+    if lift:
+        modulus = _MODULUS
+        values = [(lift * power + value) % modulus for power, value in zip(_powers(moved), values, strict=True)]
+        new.heads += map(hex, values)
+    else:
+        new.heads += run.heads[found:end]
+    new.values += values
+    new.ends += [through + tokens for through in run.ends[found:end]]
+    new.firsts += [first + place for first in run.firsts[found:end]]
+    new.sources += run.sources[found:end]
+    new.messages += [message + shift for message in run.messages[start:stop]]
+    new.blocks += run.blocks[start:stop]
+    new.tokens += [through + tokens for through in run.tokens[start:stop]]
+    new.facts += run.facts[start:stop]
+    heads, made = new.heads, _made
+    presets += [
+        made(
+            p.message + shift, p.block, p.tokens + tokens, p.carries, f"{heads[p.message + shift]}:{p.block}", p.preset
+        )
+        for p in reused_presets
+        if found <= p.message < end
+    ]
+    return new
 
 
 def _extended(reused: Layout | None, count: int, size: int, more: _Run) -> Layout:
@@ -513,9 +680,23 @@ def find_position(layout: Sequence[Position], message: int, block: int) -> int |
 
 def layout_key(messages: Sequence[Message]) -> str:
     """
-    The key :func:`lay_out` gives the last message of *messages*.
+    The chain key :func:`lay_out` gives the last message of *messages*.
     """
-    head = _ROOT_KEY
+    value = _ROOT
     for message in messages:
-        head = _next_key(head, message)
-    return head
+        value = _chained(value, _shape(message)[0])
+    return hex(value)
+
+
+def is_layout_key(messages: Sequence[Message], head: str) -> bool:
+    """
+    Whether *head* is the chain key of the last message of *messages*: the
+    key :func:`layout_key` gives, or the sha256 chain earlier versions gave
+    (held by a plan unpickled from one, whose layout is kept as it was).
+    """
+    if head.startswith("0x"):
+        return layout_key(messages) == head
+    chained = hashlib.sha256(b"workingctx.cache.layout").hexdigest()
+    for message in messages:
+        chained = hashlib.sha256(f"{chained}:{_shape(message)[0]}".encode("ascii")).hexdigest()
+    return chained == head

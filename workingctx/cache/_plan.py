@@ -22,8 +22,8 @@ from workingctx.cache._layout import (
     bisect_left,
     cache_blocks,
     find_position,
+    is_layout_key,
     lay_out,
-    layout_key,
 )
 from workingctx.cache._rules import TTL, TTL_ORDER, rules_for
 from workingctx.context import TailView, WorkingContext
@@ -212,7 +212,7 @@ class CachePlan:
             if not isinstance(message, Message):
                 msg = f"apply() needs the request's messages, got {message!r} at {position}"
                 raise ArgumentTypeError(msg, argument=f"messages[{position}]", value=message, expected="a Message")
-        if self._layout and layout_key(checked) != self._layout[-1].key.rsplit(":", 1)[0]:
+        if self._layout and not is_layout_key(checked, self._layout[-1].key.rsplit(":", 1)[0]):
             msg = (
                 "apply(): these messages are not the request the plan was made for; "
                 "pass ctx.assembled() of the context given to plan()"

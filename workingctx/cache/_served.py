@@ -208,7 +208,7 @@ class SimulatedCache:
         return Served(read, 0, 0, 0, max(0, expired - max(read, shared)))
 
 
-def seen_before(layout: Sequence[Position], seen: set[bytes]) -> int:
+def seen_before(layout: Sequence[Position], seen: set[int]) -> int:
     """
     The tokens of the longest prefix of *layout* an earlier request sent, and
     add its messages to *seen*, which holds those of every earlier layout.
@@ -218,24 +218,29 @@ def seen_before(layout: Sequence[Position], seen: set[bytes]) -> int:
 
     A request holds whole messages, and the blocks of a message share the
     chain key of the request through it, so *seen* holds one value per
-    message: the first 128 bits of that key (a run's replay may send
-    millions of prefixes; a hex key per block would hold gigabytes).
+    message: the chain value of the request through it, of which the chain
+    key is the hex form (a run's replay may send millions of prefixes; a
+    key per block would hold gigabytes). It may hold those of messages
+    without a position too: a chain value names the whole request up to its
+    message, so no position of another message has it.
     """
-    fromhex = bytes.fromhex
     if isinstance(layout, Layout):
         run = layout._run
-        heads, messages = run.heads, run.messages
-        held = _prefix_where(len(layout), lambda i: fromhex(heads[messages[i]][:32]) in seen)
-        # the messages with a position after the held prefix, each once, in order
-        seen.update([fromhex(heads[m][:32]) for m in dict.fromkeys(messages[held : len(layout)])])
+        values, messages, size = run.values, run.messages, len(layout)
+        held = _prefix_where(size, lambda i: values[messages[i]] in seen)
+        if held < size:
+            seen.update(values[messages[held] : layout.message_count])  # the messages after the held prefix
         return run.tokens[held - 1] if held else 0
-    held = _prefix_where(len(layout), lambda i: fromhex(layout[i].key[:32]) in seen)
-    last = -1
-    for position in layout[held:]:
-        if position.message != last:
-            last = position.message
-            seen.add(fromhex(position.key[:32]))
+    held = _prefix_where(len(layout), lambda i: _chain_value(layout[i].key) in seen)
+    seen.update({_chain_value(position.key) for position in layout[held:]})
     return layout[held - 1].tokens if held else 0
+
+
+def _chain_value(key: str) -> int:
+    """
+    The chain value of the request up to the position of *key* (see :func:`~workingctx.cache._layout.lay_out`).
+    """
+    return int(key.rpartition(":")[0], 16)
 
 
 def _readers(layout: Sequence[Position]) -> tuple[Callable[[int], str], Callable[[int], int]]:

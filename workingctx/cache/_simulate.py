@@ -299,7 +299,7 @@ def simulate(
     served = SimulatedCache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
-    seen: set[bytes] = set()  # every prefix an earlier request sent, for the best cost
+    seen: set[int] = set()  # every prefix an earlier request sent, for the best cost
     now = 0.0
     for message in _flatten(turns):
         if message.role == "assistant":
