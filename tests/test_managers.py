@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.strategies import block_transcripts, positional_scopes, predicate_scopes, scope_transcripts, transcripts
@@ -1062,8 +1062,27 @@ run_managers = st.one_of(
 """Managers whose scope, applied to a plain list, is the trim from scratch."""
 
 
+def _calling(*ids: str) -> Message:
+    return Message("assistant", "", tool_calls=tuple(ToolCall(i, "_") for i in ids))
+
+
 class TestIncrementalTrims:
     @given(run_managers, prefixes_to_trim, runs_to_trim)
+    @example(  # calls asked in two assistant turns in a row, none answered yet: one exchange, still open
+        MessageContextManager(1),
+        PrefixContext(),
+        [
+            Message("assistant", "Hello, how can I help?"),
+            Message("user", ""),
+            _calling("t0-0", "t0-1"),
+            Message("tool", "", tool_call_id="t0-0", name="lookup"),
+            Message("tool", "", tool_call_id="t0-1", name="lookup"),
+            Message("assistant", ""),
+            Message("user", ""),
+            _calling("t1-0", "t1-1"),
+            _calling("pending-0"),
+        ],
+    )
     def test_a_run_trimmed_at_every_message_keeps_what_a_trim_from_scratch_keeps(self, manager, prefix, run):
         """
         Property: a context trimmed after every message (its index and counts

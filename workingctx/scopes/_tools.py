@@ -105,19 +105,25 @@ def _dangling_calls(messages: Sequence[Message]) -> list[int]:
         return [p.index for p in index.walk.problems if p.rule == "dangling-call" and p.index is not None]
     dangling: list[int] = []
     waiting: set[str] = set()
-    at = -1
+    at = last = -1  # the first and the last message of the open exchange's calls
     for i, message in enumerate(messages):
         answered = result_ids(message)
+        asked = call_ids(message)
+        # assistant turns that only call, one right after another, are one exchange (as the rules join them)
+        joined = bool(asked) and message.role == "assistant" and last == i - 1 and not answered
         if answered or message.role == "tool":
             waiting.difference_update(answered)
-        elif waiting:
+        elif waiting and not joined:
             dangling.append(at)
             waiting = set()
-        asked = call_ids(message)
         if asked:
-            if waiting:
-                dangling.append(at)
-            waiting, at = set(asked), i
+            if joined:
+                waiting.update(asked)
+            else:
+                if waiting:
+                    dangling.append(at)
+                waiting, at = set(asked), i
+            last = i if message.role == "assistant" else -1
     return dangling
 
 
