@@ -32,6 +32,7 @@ from tests.wire_strategies import (
 )
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import parse_data_url
+from workingctx.exceptions import ProviderError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -238,3 +239,39 @@ def test_essence_notices_a_loss():
         with pytest.raises(AssertionError):
             _same(before, essence(openai_chat.read(changed)))
     _same(before, essence(openai_chat.read(body)))
+
+
+def _custom_call(call_id: str) -> dict[str, Any]:
+    return {"type": "custom_tool_call", "call_id": call_id, "name": "grep", "input": "x"}
+
+
+def _custom_output(call_id: str) -> dict[str, Any]:
+    return {"type": "custom_tool_call_output", "call_id": call_id, "output": "y"}
+
+
+def test_a_responses_custom_call_is_no_call_where_it_is_left_out():
+    """
+    Written to another format a Responses custom tool call and its output are
+    left out (also by LangChain), so they are no call and no result there: a request that ends
+    with such a call, or holds its output alone, is sent as it is, and one
+    whose custom output (an empty user message in Chat) stands between a
+    function call and its result is refused, not sent broken.
+    """
+    user, answer = {"role": "user", "content": "go"}, {"role": "assistant", "content": "done"}
+    pending = [user, _custom_call("c1"), _custom_output("c1"), answer, user, _custom_call("c2")]
+    orphan = [user, _custom_output("zz"), answer, user]
+    for items in (pending, orphan):
+        TypeAdapter(ResponseInputParam).validate_python(items)
+        ctx = openai_responses.read(items)
+        for target in (openai_chat, anthropic, google):
+            VALIDATORS[target](target.write(ctx))
+        langchain.write(ctx)
+    function_call = {"type": "function_call", "call_id": "f1", "name": "f", "arguments": "{}"}
+    between = [user, function_call, _custom_call("c1"), _custom_output("c1")]
+    between += [{"type": "function_call_output", "call_id": "f1", "output": "r"}, answer, user]
+    TypeAdapter(ResponseInputParam).validate_python(between)
+    ctx = openai_responses.read(between)
+    for writer in (openai_chat.write, langchain.write):
+        with pytest.raises(ProviderError, match="dangling-call"):
+            writer(ctx)
+    assert openai_chat.check(ctx)

@@ -9,7 +9,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -320,6 +320,27 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def without_provider_calls(messages: Sequence[Message]) -> list[Message]:
+    """
+    *messages* as a format that leaves a provider's own calls and answers out
+    (a Responses custom tool call written for Chat or LangChain) checks them: each such
+    block stands as a block that neither asks nor answers, in its place.
+    """
+    out = []
+    for message in messages:
+        content = message.content
+        if isinstance(content, str) or not any(_provider_call(b) for b in content):
+            out.append(message)
+            continue
+        kept = tuple(ProviderBlock(b.provider, {}) if _provider_call(b) else b for b in content)
+        out.append(attrs.evolve(message, content=kept))
+    return out
+
+
+def _provider_call(block: ContentBlock) -> TypeGuard[ProviderBlock]:
+    return isinstance(block, ProviderBlock) and (block.asks is not None or block.answers is not None)
+
+
 def _answer_of(block: ContentBlock) -> str | None:
     """
     The id of the call *block* answers: a tool result's, or a provider block's (see ``ProviderBlock.answers``).
@@ -599,7 +620,7 @@ def checked(
     repaired if asked); else ProviderError listing every problem.
     """
     messages = prepare(messages, store=store, upload=upload, repair=repair)
-    problems = (*check_messages(messages, provider=provider), *media_problems(messages))
+    problems = (*check_messages(without_provider_calls(messages), provider=provider), *media_problems(messages))
     if problems:
         raise refuse(problems, provider)
     return messages

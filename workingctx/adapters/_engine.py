@@ -36,6 +36,7 @@ from workingctx.adapters._common import (
     request_key_of,
     store_ref_error,
     unique_call_ids,
+    without_provider_calls,
 )
 from workingctx.frozen import thaw
 from workingctx.messages import ContentBlock, MediaRef, Message, ToolCall, ToolResultBlock, Usage
@@ -57,6 +58,7 @@ class Format:
     unique_ids: bool = False  # a provider that needs each call id once per request: reused ids are re-keyed
     skipped: frozenset[str] = frozenset()  # rules of the provider this format does not apply
     messages: Callable[[Any], list[Message]] = messages_of  # the messages a source sends
+    provider_calls: bool = False  # it sends the provider's own calls and answers (ProviderBlock.asks / .answers)
 
 
 def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
@@ -69,7 +71,7 @@ def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[P
     if fmt.unique_ids:
         messages = unique_call_ids(messages)[0]
     unresolved = media_problems(messages)
-    found = check_messages(messages, provider=fmt.provider)
+    found = check_messages(messages if fmt.provider_calls else without_provider_calls(messages), provider=fmt.provider)
     rules = (p for p in found if p.rule not in fmt.skipped) if fmt.skipped else found
     body, wire = fmt.body(keyed_messages(messages) if unresolved else messages)
     return body, (*rules, *unresolved, *fmt.lost(messages), *wire)

@@ -526,7 +526,9 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
 
 
 # Responses wants one function_call_output per call_id: reused ids are re-keyed
-FORMAT = engine.Format("openai", _body, lost, unique_ids=True, skipped=frozenset({"continued-result"}))
+FORMAT = engine.Format(
+    "openai", _body, lost, unique_ids=True, skipped=frozenset({"continued-result"}), provider_calls=True
+)
 
 
 @wire_errors("Responses", "input")
