@@ -740,6 +740,31 @@ class TestPendingCalls:
         assert () == ctx.pending_calls
         assert_replays(ctx)
 
+    def test_a_user_message_waits_for_a_providers_own_call(self):
+        """
+        A Responses custom tool call waits for its output as a function call
+        does: a user message added meanwhile goes in after the output, and a
+        clear is refused; close_pending() has no result of that kind to give.
+        """
+        from workingctx.adapters import openai_responses  # noqa: PLC0415
+
+        custom = {"type": "custom_tool_call", "call_id": "c1", "name": "sql", "input": "SELECT 1"}
+        items = [{"role": "user", "content": "q"}, custom]
+        items.append({"type": "custom_tool_call_output", "call_id": "c1", "output": "1"})
+        question, asked, output = openai_responses.read(items).messages
+        ctx = recorded()
+        ctx.append(question, asked, Message("user", "also this"))
+        assert 2 == ctx.size()
+        with pytest.raises(PendingCallsError, match="'c1'"):
+            ctx.clear_messages()
+        ctx.close_pending("cancelled")
+        assert 2 == ctx.size()
+        ctx.append(output)
+        assert ["q", "", "", "also this"] == [m.text() for m in ctx.messages]
+        assert ("c1",) == ctx.messages[2].result_ids
+        assert 1 == ctx.turn
+        assert_replays(ctx)
+
     @given(
         st.one_of(transcripts(), block_transcripts(), block_transcripts(broken=True), st.lists(messages(), max_size=8))
     )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 
 from workingctx import _checks
+from workingctx._tail import rule_state
 from workingctx.exceptions import (
     ArgumentTypeError,
     FinishedError,
@@ -117,8 +118,10 @@ def build_tail(old: Sequence[Message], pieces: Iterable[Piece]) -> list[Message]
 def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     """
     The ids of the calls waiting for their result at the end of *ctx*'s tail:
-    :attr:`WorkingContext.pending_calls`, the one notion of a pending call (a
-    call other messages already followed without its result is broken, not pending).
+    those of :attr:`WorkingContext.pending_calls`, the one notion of a pending
+    call (a call other messages already followed without its result is broken,
+    not pending), and a provider's own calls (a Responses custom tool call, see
+    ``ProviderBlock.asks``), which wait for an answer of their own kind.
     """
     view = ctx._tail.view()  # the tail alone: no prefix to render
     if not view:
@@ -129,7 +132,7 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
         # call before it: nothing is pending, and the rules need not catch up
         # with the tail (the common case: a user message after a reply).
         return ()
-    return tuple(call.id for call in ctx.pending_calls)
+    return rule_state(view).pending()[1]
 
 
 def _minus(a: Usage, b: Usage) -> Usage:
@@ -411,7 +414,8 @@ class Recorder:
         with ctx._tail.lock:
             self._open("close_pending()")
             words = text if text is not None else f"({outcome})"
-            results = [Message.tool(words, call_id=call) for call in _pending_ids(ctx)]
+            # a provider's own call is answered in its own kind, never by a tool message: it stays pending
+            results = [Message.tool(words, call_id=call.id) for call in ctx.pending_calls]
             self.commit(ctx, [self._entry("tool_result", m, outcome) for m in results])
 
     def replace(self, ctx: WorkingContext, items: Sequence[Message], change: Change | None = None) -> None:
