@@ -46,7 +46,7 @@ from workingctx.history.entries import (
     check_note_key,
     freeze_json,
 )
-from workingctx.messages import Message, ToolResultBlock, Usage
+from workingctx.messages import Message, ProviderBlock, ToolResultBlock, Usage, calls_of
 from workingctx.prefix import PrefixContext
 from workingctx.pricing import cost
 from workingctx.snapshot import FrozenContext
@@ -132,7 +132,14 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
         # call before it: nothing is pending, and the rules need not catch up
         # with the tail (the common case: a user message after a reply).
         return ()
-    return rule_state(view).pending()[1]
+    at, ids = rule_state(view).pending()
+    if not ids:
+        return ()
+    own = {call.id for call in calls_of(view[at], ids)}
+    asked = view[at].content
+    if not isinstance(asked, str):
+        own.update(b.asks for b in asked if isinstance(b, ProviderBlock) and b.asks is not None)
+    return tuple(call_id for call_id in ids if call_id in own)
 
 
 def _minus(a: Usage, b: Usage) -> Usage:
