@@ -260,6 +260,21 @@ class TestPendingCalls:
         parent.merge(parent.fork(for_call="d2"), mode="result", result=Message("tool", "as a message"))
         assert [("d1", "given"), ("d2", "as a message")] == [(m.tool_call_id, m.text()) for m in parent.messages[2:]]
 
+    def test_no_fork_for_a_providers_own_call(self):
+        """
+        A pending Responses custom tool call is answered by an output item of
+        its own kind, which a result merge cannot write: fork(for_call=...)
+        refuses it with MergeError naming the id (no IndexError at the merge).
+        """
+        asking = {"type": "custom_tool_call", "call_id": "c1", "name": "sql", "input": "SELECT 1"}
+        parent = WorkingContext(
+            messages=[Message("user", "q"), Message("assistant", (ProviderBlock("openai_responses", asking),))]
+        )
+        with pytest.raises(MergeError, match="'c1'") as info:
+            parent.fork(for_call="c1")
+        assert ("c1",) == info.value.ids
+        assert 2 == parent.size()
+
     def test_refusals(self):
         """
         A for_call id that is not pending, a result merge of a plain fork, of a

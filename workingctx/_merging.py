@@ -106,6 +106,13 @@ class MergeMethods(ContextState):
                 "fork for a call the newest assistant message made and that has no result yet"
             )
             raise MergeError(msg, ids=(call_id,))
+        if not calls_of(view[at], (call_id,)):
+            msg = (
+                f"fork(for_call={call_id!r}): {call_id!r} is a call in a provider's own kind (a Responses custom "
+                "tool, computer or shell call, or MCP approval request), answered by an item of that kind, which "
+                "a result merge cannot write; fork() without for_call and append the answer yourself"
+            )
+            raise MergeError(msg, ids=(call_id,))
         return at - 1 if at > 0 and is_reasoning_only(view[at - 1]) else at
 
     @property
