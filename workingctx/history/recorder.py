@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 
 from workingctx import _checks
-from workingctx._tail import rule_state
 from workingctx.exceptions import (
     ArgumentTypeError,
     FinishedError,
@@ -132,7 +131,10 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
         # call before it: nothing is pending, and the rules need not catch up
         # with the tail (the common case: a user message after a reply).
         return ()
-    at, ids = rule_state(view).pending()
+    index = view.tail_index  # the rules' state, kept by the tail's index (a context's view always has one)
+    if index is None:  # pragma: no cover
+        return tuple(call.id for call in ctx.pending_calls)
+    at, ids = index.walk.pending()
     if not ids:
         return ()
     own = {call.id for call in calls_of(view[at], ids)}
