@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.frozen import _INT_BOUND, _INT_LOW, MAX_INT_DIGITS
@@ -241,21 +241,33 @@ def check_str(
     return value
 
 
+def holdable_name(value: object) -> TypeGuard[str]:
+    """
+    Whether *value* is a non-empty str every store can hold as a name: no NUL
+    (PostgreSQL's text refuses it) and no lone surrogate (it has no UTF-8 form).
+    """
+    if not isinstance(value, str) or not value or "\x00" in value:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_name(value: object, argument: str, *, label: str, fix: str) -> str:
     """
-    *value* if it is a non-empty str that every store can hold as it is: no
-    NUL (PostgreSQL's text refuses it) and no lone surrogate (it has no UTF-8 form).
+    *value* if it is a name every store can hold (see :func:`holdable_name`).
     """
+    if holdable_name(value):
+        return value
     name = check_str(value, argument, nonempty=True, label=label, fix=fix)
     if "\x00" in name:
         raise wrong_value(value, argument, "holds NUL, which a store cannot keep in a name", label=label, fix=fix)
-    if not name.isascii():
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            problem = "holds a lone surrogate (half of a character), which has no UTF-8 form"
-            raise wrong_value(value, argument, problem, label=label, fix=fix) from None
-    return name
+    problem = "holds a lone surrogate (half of a character), which has no UTF-8 form"
+    raise wrong_value(value, argument, problem, label=label, fix=fix)
 
 
 def check_number(

@@ -26,8 +26,7 @@ _ID_FIX = "pass a name of your own, or use Checkpoint.capture(ctx)"
 
 
 def _id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not (isinstance(value, str) and value and value.isascii() and "\x00" not in value):  # else the common case
-        _checks.check_name(value, attribute.name, label=f"a checkpoint's {attribute.name}", fix=_ID_FIX)
+    _checks.check_name(value, attribute.name, label=f"a checkpoint's {attribute.name}", fix=_ID_FIX)
 
 
 def _opt_id(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:

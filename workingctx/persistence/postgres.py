@@ -50,7 +50,6 @@ from workingctx.persistence.stores import (
     _check_thread,
     _head_allows,
     _head_conflict,
-    _holdable,
     _missing,
 )
 from workingctx.prefix import PrefixContext
@@ -1042,7 +1041,7 @@ class PostgresStore:
         return result
 
     def __contains__(self, checkpoint_id: object) -> bool:
-        if not _holdable(checkpoint_id):
+        if not _checks.holdable_name(checkpoint_id):
             return False
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> bool:

@@ -67,7 +67,6 @@ from workingctx.persistence.stores import (
     _check_thread,
     _head_allows,
     _head_conflict,
-    _holdable,
     _missing,
 )
 from workingctx.prefix import PrefixContext
@@ -1079,7 +1078,7 @@ class RedisStore:
         return result
 
     def __contains__(self, checkpoint_id: object) -> bool:
-        if not _holdable(checkpoint_id):
+        if not _checks.holdable_name(checkpoint_id):
             return False
         result: bool = self._call(lambda: bool(self._client.exists(self._p + "cp:" + checkpoint_id)))
         return result

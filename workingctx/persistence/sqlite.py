@@ -58,7 +58,6 @@ from workingctx.persistence.stores import (
     _check_thread,
     _head_allows,
     _head_conflict,
-    _holdable,
     _missing,
 )
 from workingctx.prefix import PrefixContext
@@ -995,7 +994,7 @@ class SQLiteStore:
             return int(db.execute("SELECT count(*) FROM checkpoints").fetchone()[0])
 
     def __contains__(self, checkpoint_id: object) -> bool:
-        if not _holdable(checkpoint_id):
+        if not _checks.holdable_name(checkpoint_id):
             return False
         with self._transaction(write=False) as db:
             return db.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone() is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
@@ -132,27 +132,8 @@ def _missing(checkpoint_id: object, where: str) -> CheckpointError:
 
 def _check_id(checkpoint_id: object) -> None:
     _checks.check_instance(checkpoint_id, "checkpoint_id", str, "a str", label="a checkpoint id", verb="is")
-    if (
-        isinstance(checkpoint_id, str)
-        and checkpoint_id
-        and not (checkpoint_id.isascii() and "\x00" not in checkpoint_id)
-    ):
+    if checkpoint_id and not _checks.holdable_name(checkpoint_id):
         _checks.check_name(checkpoint_id, "checkpoint_id", label="a checkpoint id", fix="pass the id of a checkpoint")
-
-
-def _holdable(name: object) -> TypeGuard[str]:
-    """
-    Whether *name* is a str a store can hold as a name (see :func:`~workingctx._checks.check_name`).
-    """
-    if not isinstance(name, str) or "\x00" in name:
-        return False
-    if name.isascii():
-        return True
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _check_thread(thread: object, *, optional: bool = True) -> None:
@@ -163,8 +144,7 @@ def _check_thread(thread: object, *, optional: bool = True) -> None:
         raise _checks.wrong_type(thread, "thread", expected, label="a thread", verb="is named by")
     if not thread:
         raise _checks.wrong_value(thread, "thread", f"is named by {expected}", label="a thread")
-    if not thread.isascii() or "\x00" in thread:
-        _checks.check_name(thread, "thread", label="a thread", fix="name the thread with text a store can hold")
+    _checks.check_name(thread, "thread", label="a thread", fix="name the thread with text a store can hold")
 
 
 def _head_allows(current: str | None, checkpoint: Checkpoint) -> bool:
