@@ -74,12 +74,10 @@ from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ProviderError
 from workingctx.messages import (
     Message,
-    ProviderBlock,
     ReasoningBlock,
-    RemoteToolCallBlock,
     TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
+    answered_id,
+    asked_id,
 )
 
 if TYPE_CHECKING:
@@ -209,11 +207,7 @@ def _raw_call_ids(message: Message) -> list[str]:
     ids = [call.id for call in message.tool_calls]
     content = message.content
     if content.__class__ is not str:
-        for b in content:
-            if isinstance(b, ToolCallBlock | RemoteToolCallBlock):
-                ids.append(b.id)
-            elif isinstance(b, ProviderBlock) and (asked := b.asks) is not None:
-                ids.append(asked)
+        ids.extend(filter(None, map(asked_id, content)))
     return ids
 
 
@@ -224,13 +218,7 @@ def _raw_result_ids(message: Message) -> list[str]:
     ``Message.tool_message`` builds them).
     """
     content = message.content
-    blocks: list[str] = []
-    if content.__class__ is not str:
-        for b in content:
-            if isinstance(b, ToolResultBlock):
-                blocks.append(b.call_id)
-            elif isinstance(b, ProviderBlock) and (answered := b.answers) is not None:
-                blocks.append(answered)
+    blocks = [] if content.__class__ is str else list(filter(None, map(answered_id, content)))
     own = message.tool_call_id
     return blocks if own is None or own in blocks else [own, *blocks]
 

@@ -28,6 +28,7 @@ from workingctx.messages import (
     ToolCall,
     ToolCallBlock,
     ToolResultBlock,
+    answered_id,
 )
 from workingctx.prefix import PrefixContext
 from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider
@@ -294,7 +295,7 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
                 if message.tool_call_id is None or message.tool_call_id not in called:
                     continue
             else:
-                blocks = tuple(b for b in message.content if _answer_of(b) in called or _answer_of(b) is None)
+                blocks = tuple(b for b in message.content if (answer := answered_id(b)) is None or answer in called)
                 if not blocks:
                     continue
                 message = attrs.evolve(message, content=blocks)  # noqa: PLW2901
@@ -339,15 +340,6 @@ def without_provider_calls(messages: Sequence[Message]) -> list[Message]:
 
 def _provider_call(block: ContentBlock) -> TypeGuard[ProviderBlock]:
     return isinstance(block, ProviderBlock) and (block.asks is not None or block.answers is not None)
-
-
-def _answer_of(block: ContentBlock) -> str | None:
-    """
-    The id of the call *block* answers: a tool result's, or a provider block's (see ``ProviderBlock.answers``).
-    """
-    if isinstance(block, ToolResultBlock):
-        return block.call_id
-    return block.answers if isinstance(block, ProviderBlock) else None
 
 
 def _unanswered(block: ContentBlock, answered: set[str]) -> bool:

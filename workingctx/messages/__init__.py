@@ -37,6 +37,8 @@ from workingctx.messages._blocks import (
     ToolResultBlock,
     VideoBlock,
 )
+from workingctx.messages._blocks import answered_id as answered_id
+from workingctx.messages._blocks import asked_id as asked_id
 from workingctx.messages._fields import _as_tuple as _as_tuple
 from workingctx.messages._files import MAX_INLINE_FILE_BYTES
 from workingctx.messages._message import ROLES, Message, Role

@@ -386,6 +386,26 @@ class ProviderBlock:
         return found if type(found) is str and found else None
 
 
+def asked_id(block: object) -> str | None:
+    """
+    The id of the call *block* asks for: a tool-call block's, or a provider's
+    own call's (:attr:`ProviderBlock.asks`); None for any other block.
+    """
+    if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+        return block.id
+    return block.asks if isinstance(block, ProviderBlock) else None
+
+
+def answered_id(block: object) -> str | None:
+    """
+    The id of the call *block* answers: a tool result's, or a provider's own
+    answer's (:attr:`ProviderBlock.answers`); None for any other block.
+    """
+    if isinstance(block, ToolResultBlock):
+        return block.call_id
+    return block.answers if isinstance(block, ProviderBlock) else None
+
+
 _RESPONSES = "openai_responses"
 """The provider name of the OpenAI Responses adapter's blocks (its ``PROVIDER``)."""
 

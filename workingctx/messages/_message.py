@@ -18,12 +18,13 @@ from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict
 from workingctx.messages._blocks import (
     BLOCK_TYPES,
     ContentBlock,
-    ProviderBlock,
     RemoteToolCallBlock,
     TextBlock,
     ToolCall,
     ToolCallBlock,
     ToolResultBlock,
+    answered_id,
+    asked_id,
 )
 from workingctx.messages._fields import _as_tuple, _bool, _check_int, _metadata, _opt_str, _provider_data
 from workingctx.messages._files import (
@@ -185,11 +186,7 @@ class Message:
         """
         ids = [call.id for call in self.tool_calls]
         if not isinstance(self.content, str):
-            for b in self.content:
-                if isinstance(b, ToolCallBlock | RemoteToolCallBlock):
-                    ids.append(b.id)
-                elif isinstance(b, ProviderBlock) and (asked := b.asks) is not None:
-                    ids.append(asked)
+            ids.extend(filter(None, map(asked_id, self.content)))
         return tuple(dict.fromkeys(ids))
 
     @property
@@ -201,11 +198,7 @@ class Message:
         """
         ids = [] if self.tool_call_id is None else [self.tool_call_id]
         if not isinstance(self.content, str):
-            for b in self.content:
-                if isinstance(b, ToolResultBlock):
-                    ids.append(b.call_id)
-                elif isinstance(b, ProviderBlock) and (answered := b.answers) is not None:
-                    ids.append(answered)
+            ids.extend(filter(None, map(answered_id, self.content)))
         return tuple(dict.fromkeys(ids))
 
     def digest(self) -> str:
