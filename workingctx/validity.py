@@ -359,6 +359,15 @@ class RuleState:
         state.users += operator.countOf(map(_ROLE, rest), "user")
         return state
 
+    def skip(self) -> None:
+        """
+        Walk past one message the request leaves out (a format writes nothing
+        of it): it takes its position, and neither breaks nor joins an exchange.
+        """
+        if self.calls_at == self.size - 1:
+            self.calls_at = self.size
+        self.size += 1
+
     def _close(self) -> None:
         """
         The run of results after the call at ``open_at`` ended: unanswered calls dangle.

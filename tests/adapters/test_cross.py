@@ -32,13 +32,16 @@ from tests.wire_strategies import (
 )
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import parse_data_url
-from workingctx.exceptions import ProviderError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
     DocumentBlock,
     ImageBlock,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
     TextBlock,
+    ToolCall,
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
@@ -252,10 +255,10 @@ def _custom_output(call_id: str) -> dict[str, Any]:
 def test_a_responses_custom_call_is_no_call_where_it_is_left_out():
     """
     Written to another format a Responses custom tool call and its output are
-    left out (also by LangChain), so they are no call and no result there: a request that ends
-    with such a call, or holds its output alone, is sent as it is, and one
-    whose custom output (an empty user message in Chat) stands between a
-    function call and its result is refused, not sent broken.
+    left out (also by LangChain), so they are no call and no result there: a
+    request that ends with such a call, or holds its output alone, is sent as
+    it is, and so is one whose custom output stands between a function call
+    and its result (the message holding it is not sent at all).
     """
     user, answer = {"role": "user", "content": "go"}, {"role": "assistant", "content": "done"}
     pending = [user, _custom_call("c1"), _custom_output("c1"), answer, user, _custom_call("c2")]
@@ -271,7 +274,97 @@ def test_a_responses_custom_call_is_no_call_where_it_is_left_out():
     between += [{"type": "function_call_output", "call_id": "f1", "output": "r"}, answer, user]
     TypeAdapter(ResponseInputParam).validate_python(between)
     ctx = openai_responses.read(between)
-    for writer in (openai_chat.write, langchain.write):
-        with pytest.raises(ProviderError, match="dangling-call"):
-            writer(ctx)
-    assert openai_chat.check(ctx)
+    for target in (openai_chat, anthropic, google):
+        body = target.write(ctx)
+        VALIDATORS[target](body)
+        assert target.check(ctx) == ()
+        assert "grep" not in json.dumps(body)
+        assert target.write(ctx, repair=True) == body
+    written = langchain.write(ctx)
+    assert [type(m).__name__ for m in written] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "HumanMessage",
+    ]
+    assert langchain.check(ctx) == ()
+
+
+# Blocks each format leaves out: another provider's reasoning and items, by whose they are.
+_FOREIGN = [
+    ("anthropic", ReasoningBlock("weighing it", signature="c2ln", provider="anthropic")),
+    ("anthropic", ProviderBlock("anthropic", {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"})),
+    ("google", ReasoningBlock("a thought", signature="c2ln", provider="google")),
+    ("google", ProviderBlock("google", {"executable_code": {"language": "PYTHON", "code": "print(1)"}})),
+    (
+        "openai",
+        ReasoningBlock(
+            "a plan",
+            provider="openai",
+            provider_data={"openai_responses": {"item": {"type": "reasoning", "id": "rs_1", "summary": []}}},
+        ),
+    ),
+    ("openai_responses", ProviderBlock("openai_responses", _custom_call("cc_1"))),
+    ("openai_responses", ProviderBlock("openai_responses", _custom_output("cc_1"))),
+    (
+        "openai_responses",
+        ProviderBlock("openai_responses", {"type": "web_search_call", "id": "ws_1", "status": "completed"}),
+    ),
+    ("langchain", ProviderBlock("langchain", {"type": "non_standard", "value": {"kind": "x"}})),
+]
+# The blocks each format writes as its own, by whose they are.
+_OWN = {
+    openai_chat: {"openai_chat"},
+    openai_responses: {"openai", "openai_responses"},
+    anthropic: {"anthropic"},
+    google: {"google"},
+    langchain: {"anthropic", "langchain"},
+}
+
+
+@pytest.mark.parametrize("target", list(_OWN), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_a_message_a_format_leaves_out_changes_nothing_it_writes(target):
+    """
+    A user or assistant message holding only blocks a format leaves out is not
+    sent: inserted anywhere after the leading system messages of a valid
+    transcript (between a call and its result included), the format writes
+    the same request, and finds nothing wrong.
+    """
+    foreign = [block for owner, block in _FOREIGN if owner not in _OWN[target]]
+
+    @given(langchain_transcripts(), st.data())
+    def check(transcript, data):
+        """One transcript, with messages the target leaves out inserted."""
+        messages = list(langchain.read(transcript).assembled())
+        inserted = list(messages)
+        head = next(i for i, m in enumerate(messages) if m.role != "system")
+        for _ in range(data.draw(st.integers(1, 4))):
+            blocks = data.draw(st.lists(st.sampled_from(foreign), min_size=1, max_size=3))
+            role = data.draw(st.sampled_from(["user", "assistant"]))
+            inserted.insert(data.draw(st.integers(head, len(inserted))), Message(role, tuple(blocks)))
+        assert target.write(inserted) == target.write(messages)
+        assert target.check(inserted) == ()
+
+    check()
+
+
+def test_a_message_left_out_between_two_calling_turns_keeps_them_one_exchange():
+    """
+    Assistant turns that only call, one right after another, are one exchange
+    whose results follow them all; a message the format leaves out between
+    them does not split it.
+    """
+    plain = [
+        Message("user", "weather in Oslo and Rome?"),
+        Message("assistant", tool_calls=(ToolCall("call_a", "weather", {"city": "Oslo"}),)),
+        Message("assistant", tool_calls=(ToolCall("call_b", "weather", {"city": "Rome"}),)),
+        Message("tool", "rain", tool_call_id="call_a"),
+        Message("tool", "sun", tool_call_id="call_b"),
+        Message("assistant", "Rain in Oslo, sun in Rome."),
+    ]
+    for target, owners in _OWN.items():
+        foreign = next(block for owner, block in _FOREIGN if owner not in owners)
+        inserted = [*plain[:2], Message("assistant", (foreign,)), *plain[2:]]
+        assert target.check(inserted) == (), target
+        assert target.write(inserted) == target.write(plain), target

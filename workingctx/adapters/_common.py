@@ -24,6 +24,7 @@ from workingctx.messages import (
     MediaRef,
     Message,
     ProviderBlock,
+    ReasoningBlock,
     RemoteToolCallBlock,
     ToolCall,
     ToolCallBlock,
@@ -31,7 +32,7 @@ from workingctx.messages import (
     answered_id,
 )
 from workingctx.prefix import PrefixContext
-from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider
+from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider, RuleState
 from workingctx.validity import check_messages as validity_check
 
 __all__ = [
@@ -85,19 +86,53 @@ def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
 
 
 def check_messages(
-    messages: Sequence[Message], *, provider: Provider | None = None, allow_pending: bool = False
+    messages: Sequence[Message],
+    *,
+    provider: Provider | None = None,
+    allow_pending: bool = False,
+    drops: Callable[[ContentBlock], bool] | None = None,
 ) -> tuple[Problem, ...]:
     """
     The tool-exchange rules of :func:`workingctx.validity.check_messages` (the
     one rule set), which every wire format enforces whatever its turn rules,
     and the data every format must be able to send (:func:`data_problems`).
+    With *drops* (the blocks a format leaves out), a message it writes nothing
+    of (:func:`sends_nothing`) is not sent, so the rules walk past it.
     """
-    found = validity_check(messages, provider=provider, allow_pending=allow_pending)
+    if drops is not None and any(sends_nothing(message, drops) for message in messages):
+        walk = RuleState()
+        for message in messages:
+            if sends_nothing(message, drops):
+                walk.skip()
+            else:
+                walk.feed(message)
+        walked = walk.finish(allow_pending=allow_pending)
+        found = tuple(p for p in walked if provider is None or provider in RULES[p.rule][1])
+    else:
+        found = validity_check(messages, provider=provider, allow_pending=allow_pending)
     # A reused id is a problem of a request to a provider that needs unique ids, whose
     # writer re-keys it; a list of framework messages (provider None) keeps ids as they are.
     rules = _TOOL_RULES if provider is not None else _TOOL_RULES - {"reused-call-id"}
     data = (p for p in data_problems(messages) if provider is None or provider in RULES[p.rule][1])
     return ordered((*(_continued(p, messages) for p in found if p.rule in rules), *data))
+
+
+def sends_nothing(message: Message, drops: Callable[[ContentBlock], bool]) -> bool:
+    """
+    Whether a format that leaves out the blocks *drops* says writes nothing of
+    *message*: a user or assistant message, with no call and no result, whose
+    every block is one it leaves out (another provider's reasoning or items).
+    Such a message is not sent: an empty turn would say nothing, and between a
+    call and its result it would break the exchange.
+    """
+    content = message.content
+    if isinstance(content, str) or not content or message.tool_calls or message.tool_call_id is not None:
+        return False
+    return (
+        message.role in ("user", "assistant")
+        and all(isinstance(block, ReasoningBlock | ProviderBlock) for block in content)
+        and all(map(drops, content))
+    )
 
 
 def continued(message: Message) -> str | None:
@@ -606,13 +641,16 @@ def checked(
     repair: bool,
     store: Any = None,
     upload: Any = None,
+    drops: Callable[[ContentBlock], bool] | None = None,
 ) -> list[Message]:
     """
     *messages* if the provider would accept them (store references resolved,
-    repaired if asked); else ProviderError listing every problem.
+    repaired if asked), sent by a format that leaves out the blocks *drops*
+    says; else ProviderError listing every problem.
     """
     messages = prepare(messages, store=store, upload=upload, repair=repair)
-    problems = (*check_messages(without_provider_calls(messages), provider=provider), *media_problems(messages))
+    checked_messages = without_provider_calls(messages)
+    problems = (*check_messages(checked_messages, provider=provider, drops=drops), *media_problems(messages))
     if problems:
         raise refuse(problems, provider)
     return messages

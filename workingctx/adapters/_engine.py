@@ -59,6 +59,7 @@ class Format:
     skipped: frozenset[str] = frozenset()  # rules of the provider this format does not apply
     messages: Callable[[Any], list[Message]] = messages_of  # the messages a source sends
     provider_calls: bool = False  # it sends the provider's own calls and answers (ProviderBlock.asks / .answers)
+    drops: Callable[[ContentBlock], bool] | None = None  # the reasoning and provider blocks it leaves out
 
 
 def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
@@ -71,7 +72,8 @@ def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[P
     if fmt.unique_ids:
         messages = unique_call_ids(messages)[0]
     unresolved = media_problems(messages)
-    found = check_messages(messages if fmt.provider_calls else without_provider_calls(messages), provider=fmt.provider)
+    checked = messages if fmt.provider_calls else without_provider_calls(messages)
+    found = check_messages(checked, provider=fmt.provider, drops=fmt.drops)
     rules = (p for p in found if p.rule not in fmt.skipped) if fmt.skipped else found
     body, wire = fmt.body(keyed_messages(messages) if unresolved else messages)
     return body, (*rules, *unresolved, *fmt.lost(messages), *wire)
@@ -209,7 +211,7 @@ as they are; the others (results, system notes, calls) join a neighbour of their
 
 def grouped(
     messages: Sequence[Message],
-    turn: Callable[[int, Message], Turn],
+    turn: Callable[[int, Message], Turn | None],
     join: Callable[[dict[str, Any], dict[str, Any]], None],
     *,
     after_empty: bool,
@@ -219,14 +221,19 @@ def grouped(
     and for each the positions of the messages written into it: a turn that is
     not native, or follows one, is *join*-ed into the one before when the role
     is the same. A message that sends nothing is left out, and the next joins
-    its neighbour (always, with *after_empty*; else when it was native).
+    its neighbour (always, with *after_empty*; else when it was native). A
+    message whose turn is None (one the format writes nothing of, see
+    :func:`sends_nothing`) is passed over as if it were not there.
     """
     out: list[dict[str, Any]] = []
     roles: list[str] = []
     origins: list[list[int]] = []
     merge_next = False
     for position, message in enumerate(messages):
-        role, wire, native = turn(position, message)
+        made = turn(position, message)
+        if made is None:
+            continue
+        role, wire, native = made
         if wire is None:
             merge_next = after_empty or merge_next or native
             continue

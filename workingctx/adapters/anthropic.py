@@ -39,6 +39,7 @@ from workingctx.adapters._common import (
     lost_blocks,
     messages_of,
     plain,
+    sends_nothing,
     wire_errors,
 )
 from workingctx.adapters._engine import Where, content_of, sendable, unknown
@@ -416,7 +417,9 @@ def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], lis
     messages written into it; an empty turn, which Anthropic refuses, is left out.
     """
 
-    def turn(position: int, message: Message) -> engine.Turn:
+    def turn(position: int, message: Message) -> engine.Turn | None:
+        if sends_nothing(message, _drops):  # not even as the last turn: it was no empty reply
+            return None
         role, content, native = _turn(message)
         if not isinstance(content, str):
             content = [
@@ -428,6 +431,13 @@ def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], lis
         return role, {"role": role, "content": content, **extra}, native
 
     return engine.grouped(messages, turn, _join, after_empty=True)
+
+
+def _drops(block: ContentBlock) -> bool:
+    """
+    Whether this format leaves out *block* (another provider's reasoning or items).
+    """
+    return _write_block(block) is None
 
 
 def _join(last: dict[str, Any], turn: dict[str, Any]) -> None:
@@ -620,7 +630,9 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
 
 
 # Anthropic needs each tool_use id once per request: reused ids are re-keyed
-FORMAT = engine.Format("anthropic", _body, lost, unique_ids=True, messages=lambda source: _hinted(source, None))
+FORMAT = engine.Format(
+    "anthropic", _body, lost, unique_ids=True, messages=lambda source: _hinted(source, None), drops=_drops
+)
 
 
 def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | None:

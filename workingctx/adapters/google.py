@@ -40,6 +40,7 @@ from workingctx.adapters._common import (
     original_ids,
     parse_data_url,
     plain,
+    sends_nothing,
     split_system,
     store_ref_error,
     unique_call_ids,
@@ -466,7 +467,9 @@ def _write_turns(messages: Sequence[Message], *, bypass: bool = True) -> tuple[l
     """
     writer = _Writer()
 
-    def turn(_position: int, message: Message) -> engine.Turn:
+    def turn(_position: int, message: Message) -> engine.Turn | None:
+        if sends_nothing(message, _drops):
+            return None
         native = message.role in {"user", "assistant"} and not message.tool_calls
         parts = [{"text": f"<system>{message.text()}</system>"}] if message.role == "system" else writer.parts(message)
         role = "model" if message.role == "assistant" else "user"
@@ -546,8 +549,15 @@ def _body(sent: list[Message], *, bypass: bool = True) -> tuple[dict[str, Any], 
 
 
 # Gemini matches a response to its call by a unique id: reused ids are re-keyed
-FORMAT = engine.Format("gemini", _body, lost, unique_ids=True)
-_UNSIGNED = engine.Format("gemini", lambda sent: _body(sent, bypass=False), lost, unique_ids=True)
+def _drops(block: ContentBlock) -> bool:
+    """
+    Whether this format leaves out *block* (another provider's reasoning or items).
+    """
+    return isinstance(block, ReasoningBlock | ProviderBlock) and block.provider != PROVIDER
+
+
+FORMAT = engine.Format("gemini", _body, lost, unique_ids=True, drops=_drops)
+_UNSIGNED = engine.Format("gemini", lambda sent: _body(sent, bypass=False), lost, unique_ids=True, drops=_drops)
 
 
 @wire_errors("Gemini", "contents")

@@ -34,9 +34,11 @@ from workingctx.adapters._common import (
     parse_data_url,
     refuse,
     request_key_of,
+    sends_nothing,
     split_system,
     store_ref_error,
     wire_errors,
+    without_provider_calls,
 )
 from workingctx.adapters._engine import data_url
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
@@ -317,6 +319,13 @@ def _write_block(block: ContentBlock) -> Any:
     return None
 
 
+def _drops(block: ContentBlock) -> bool:
+    """
+    Whether a request leaves out *block* (reasoning other than Anthropic's, other formats' items).
+    """
+    return _write_block(block) is None
+
+
 def _write(core: Any, message: Message) -> list[Any]:
     rest = dict(thaw(message.metadata.get(PROVIDER, {}))) if isinstance(message.metadata.get(PROVIDER), Mapping) else {}
     kind = rest.pop("_type", None)
@@ -415,11 +424,11 @@ def write(
     """
     if state:
         return write_messages(messages_of(source))
-    messages = checked(messages_of(source), provider=None, repair=repair, store=store, upload=upload)
+    messages = checked(messages_of(source), provider=None, repair=repair, store=store, upload=upload, drops=_drops)
     problems = lost(messages)
     if problems:
         raise refuse(problems, None)
-    return write_messages(messages)
+    return write_messages([message for message in messages if not sends_nothing(message, _drops)])
 
 
 def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
@@ -445,7 +454,8 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context or for LangChain messages.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    return (*check_messages(messages), *media_problems(messages), *lost(messages))
+    found = check_messages(without_provider_calls(messages), drops=_drops)
+    return (*found, *media_problems(messages), *lost(messages))
 
 
 @wire_errors("LangChain", "messages")

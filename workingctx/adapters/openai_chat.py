@@ -33,6 +33,7 @@ from workingctx.adapters._common import (
     media_problems,
     messages_of,
     plain,
+    sends_nothing,
     split_system,
     wire_errors,
 )
@@ -266,6 +267,13 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
     return None  # reasoning, other providers' blocks: not carried by this format
 
 
+def _drops(block: ContentBlock) -> bool:
+    """
+    Whether this format leaves out *block* (reasoning, another format's items).
+    """
+    return _write_part(block) is None
+
+
 _MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock, DataBlock)
 
 
@@ -428,6 +436,8 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
             out.append(_write_plain(message))
             origins.append(position)
             continue
+        if sends_nothing(message, _drops):  # nothing of it is sent: not even an empty turn
+            continue
         main, after = _write_message(message)
         if not pending and not after:
             out.extend(main)
@@ -533,7 +543,7 @@ def _body(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]
     return {"messages": written}, wire_problems(written, origins=origins)
 
 
-FORMAT = engine.Format("openai", _body, lost)
+FORMAT = engine.Format("openai", _body, lost, drops=_drops)
 
 
 @wire_errors("Chat Completions", "messages")

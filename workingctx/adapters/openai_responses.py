@@ -39,6 +39,7 @@ from workingctx.adapters._common import (
     lost_blocks,
     messages_of,
     plain,
+    sends_nothing,
     split_system,
     wire_errors,
 )
@@ -501,6 +502,8 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """
     The body for *sent*, and the problem of a request with nothing to send.
     """
+    if any(sends_nothing(m, _drops) for m in sent):  # not even an empty message
+        sent = [m for m in sent if not sends_nothing(m, _drops)]
     body: dict[str, Any] = {}
     previous = next((found for m in sent if (found := continued(m)) is not None), None)
     if previous is not None:  # the request continues a stored response, whose calls these results answer
@@ -525,9 +528,25 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     return body, ()
 
 
+def _drops(block: ContentBlock) -> bool:
+    """
+    Whether this format leaves out *block*: another provider's reasoning or
+    items, and reasoning without the item id OpenAI needs.
+    """
+    if isinstance(block, ReasoningBlock):
+        return block.provider != OPENAI or "item" not in block.provider_data.get(PROVIDER, {})
+    return isinstance(block, ProviderBlock) and block.provider != PROVIDER
+
+
 # Responses wants one function_call_output per call_id: reused ids are re-keyed
 FORMAT = engine.Format(
-    "openai", _body, lost, unique_ids=True, skipped=frozenset({"continued-result"}), provider_calls=True
+    "openai",
+    _body,
+    lost,
+    unique_ids=True,
+    skipped=frozenset({"continued-result"}),
+    provider_calls=True,
+    drops=_drops,
 )
 
 
