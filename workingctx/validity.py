@@ -364,7 +364,7 @@ class RuleState:
         Walk past one message the request leaves out (a format writes nothing
         of it): it takes its position, and neither breaks nor joins an exchange.
         """
-        if self.calls_at == self.size - 1:
+        if self.calls_at >= 0 and self.calls_at == self.size - 1:
             self.calls_at = self.size
         self.size += 1
 

@@ -368,3 +368,72 @@ def test_a_message_left_out_between_two_calling_turns_keeps_them_one_exchange():
         inserted = [*plain[:2], Message("assistant", (foreign,)), *plain[2:]]
         assert target.check(inserted) == (), target
         assert target.write(inserted) == target.write(plain), target
+
+
+@pytest.mark.parametrize("target", list(_OWN), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_a_transcript_with_messages_left_out_has_the_problems_it_has_without_them(target):
+    """
+    Messages a format leaves out, inserted into a broken transcript (some of
+    its messages dropped), change none of the problems the format finds: the
+    same rules at the same messages (each index counted in the list that
+    holds them), naming the same calls.
+    """
+    foreign = [block for owner, block in _FOREIGN if owner not in _OWN[target]]
+
+    @given(langchain_transcripts(), st.data())
+    def check(transcript, data):
+        """One transcript, broken, with messages the target leaves out inserted."""
+        messages = list(langchain.read(transcript).assembled())
+        head = next(i for i, m in enumerate(messages) if m.role != "system")
+        kept = [m for i, m in enumerate(messages) if i < head or data.draw(st.integers(0, 3), label=f"keep {i}")]
+        inserted: list[Message | None] = list(kept)
+        for _ in range(data.draw(st.integers(1, 4))):
+            blocks = data.draw(st.lists(st.sampled_from(foreign), min_size=1, max_size=3))
+            role = data.draw(st.sampled_from(["user", "assistant"]))
+            inserted.insert(data.draw(st.integers(head, len(inserted))), Message(role, tuple(blocks)))
+        origin, at = {}, 0
+        for position, message in enumerate(inserted):
+            if any(message is m for m in kept):
+                origin[position] = at
+                at += 1
+
+        def found(problems, where):
+            return sorted(
+                (
+                    (p.rule, -1 if p.index is None else where.get(p.index, "a message left out"), p.ids)
+                    for p in problems
+                ),
+                key=repr,
+            )
+
+        assert found(target.check(inserted), origin) == found(target.check(kept), {i: i for i in range(len(kept))})
+
+    check()
+
+
+def test_a_skipped_first_message_leaves_the_problems_where_they_are():
+    """
+    A message left out at the very start is walked past: the problems of the
+    messages after it keep their own positions.
+    """
+    for target, owners in _OWN.items():
+        foreign = next(block for owner, block in _FOREIGN if owner not in owners)
+        messages = [
+            Message("assistant", (foreign,)),
+            Message("assistant", tool_calls=(ToolCall("c1", "weather", {}),)),
+            Message("user", "and Rome?"),
+        ]
+        problems = [(p.index, p.rule) for p in target.check(messages) if p.rule == "dangling-call"]
+        assert problems == [(1, "dangling-call")], target
+
+
+def test_reasoning_in_a_user_message_is_not_sent_to_responses():
+    """
+    Responses sends reasoning only as an item of the assistant's run: a user
+    message holding only reasoning is not sent, not even as an empty message.
+    """
+    plan = next(block for owner, block in _FOREIGN if owner == "openai")
+    plain = [Message("user", "hi"), Message("assistant", "ok")]
+    inserted = [plain[0], Message("user", (plan,)), plain[1]]
+    assert openai_responses.write(inserted) == openai_responses.write(plain)
+    assert openai_responses.check(inserted) == ()

@@ -50,6 +50,9 @@ __all__ = [
 ]
 
 
+Drops = Callable[[ContentBlock, str], bool]
+"""Whether a format leaves out a block (another provider's reasoning or items) in a message of a role."""
+
 _TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end", "reused-call-id"})
 
 REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end", "unencodable-text"})
@@ -90,7 +93,7 @@ def check_messages(
     *,
     provider: Provider | None = None,
     allow_pending: bool = False,
-    drops: Callable[[ContentBlock], bool] | None = None,
+    drops: Drops | None = None,
 ) -> tuple[Problem, ...]:
     """
     The tool-exchange rules of :func:`workingctx.validity.check_messages` (the
@@ -117,7 +120,7 @@ def check_messages(
     return ordered((*(_continued(p, messages) for p in found if p.rule in rules), *data))
 
 
-def sends_nothing(message: Message, drops: Callable[[ContentBlock], bool]) -> bool:
+def sends_nothing(message: Message, drops: Drops) -> bool:
     """
     Whether a format that leaves out the blocks *drops* says writes nothing of
     *message*: a user or assistant message, with no call and no result, whose
@@ -131,7 +134,7 @@ def sends_nothing(message: Message, drops: Callable[[ContentBlock], bool]) -> bo
     return (
         message.role in ("user", "assistant")
         and all(isinstance(block, ReasoningBlock | ProviderBlock) for block in content)
-        and all(map(drops, content))
+        and all(drops(block, message.role) for block in content)
     )
 
 
@@ -641,7 +644,7 @@ def checked(
     repair: bool,
     store: Any = None,
     upload: Any = None,
-    drops: Callable[[ContentBlock], bool] | None = None,
+    drops: Drops | None = None,
 ) -> list[Message]:
     """
     *messages* if the provider would accept them (store references resolved,

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from workingctx.adapters._common import (
+    Drops,
     Problem,
     check_messages,
     expect_list,
@@ -59,7 +60,7 @@ class Format:
     skipped: frozenset[str] = frozenset()  # rules of the provider this format does not apply
     messages: Callable[[Any], list[Message]] = messages_of  # the messages a source sends
     provider_calls: bool = False  # it sends the provider's own calls and answers (ProviderBlock.asks / .answers)
-    drops: Callable[[ContentBlock], bool] | None = None  # the reasoning and provider blocks it leaves out
+    drops: Drops | None = None  # the reasoning and provider blocks it leaves out
 
 
 def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:

@@ -433,7 +433,7 @@ def _write_turns(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], lis
     return engine.grouped(messages, turn, _join, after_empty=True)
 
 
-def _drops(block: ContentBlock) -> bool:
+def _drops(block: ContentBlock, _role: str) -> bool:
     """
     Whether this format leaves out *block* (another provider's reasoning or items).
     """

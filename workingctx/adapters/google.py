@@ -549,7 +549,7 @@ def _body(sent: list[Message], *, bypass: bool = True) -> tuple[dict[str, Any], 
 
 
 # Gemini matches a response to its call by a unique id: reused ids are re-keyed
-def _drops(block: ContentBlock) -> bool:
+def _drops(block: ContentBlock, _role: str) -> bool:
     """
     Whether this format leaves out *block* (another provider's reasoning or items).
     """

@@ -319,7 +319,7 @@ def _write_block(block: ContentBlock) -> Any:
     return None
 
 
-def _drops(block: ContentBlock) -> bool:
+def _drops(block: ContentBlock, _role: str) -> bool:
     """
     Whether a request leaves out *block* (reasoning other than Anthropic's, other formats' items).
     """

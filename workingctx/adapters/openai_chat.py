@@ -267,7 +267,7 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
     return None  # reasoning, other providers' blocks: not carried by this format
 
 
-def _drops(block: ContentBlock) -> bool:
+def _drops(block: ContentBlock, _role: str) -> bool:
     """
     Whether this format leaves out *block* (reasoning, another format's items).
     """

@@ -528,13 +528,14 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     return body, ()
 
 
-def _drops(block: ContentBlock) -> bool:
+def _drops(block: ContentBlock, role: str) -> bool:
     """
-    Whether this format leaves out *block*: another provider's reasoning or
-    items, and reasoning without the item id OpenAI needs.
+    Whether this format leaves out *block* in a *role* message: another
+    provider's reasoning or items, reasoning without the item id OpenAI
+    needs, and any reasoning outside an assistant message.
     """
     if isinstance(block, ReasoningBlock):
-        return block.provider != OPENAI or "item" not in block.provider_data.get(PROVIDER, {})
+        return role != "assistant" or block.provider != OPENAI or "item" not in block.provider_data.get(PROVIDER, {})
     return isinstance(block, ProviderBlock) and block.provider != PROVIDER
 
 
