@@ -261,3 +261,47 @@ def test_a_reused_client_call_id_is_written_under_a_fresh_name():
     assert [{k: v for k, v in i.items() if k != "call_id"} for i in written] == [
         {k: v for k, v in i.items() if k != "call_id"} for i in items
     ]
+
+
+def _user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
+@pytest.mark.parametrize(
+    ("call", "kind"),
+    [
+        (lambda i: {"type": "function_call", "call_id": i, "name": "f", "arguments": "{}"}, "function_call_output"),
+        (lambda i: {"type": "custom_tool_call", "call_id": i, "name": "grep", "input": "x"}, "custom_tool_call_output"),
+    ],
+    ids=["function", "custom"],
+)
+def test_repair_closes_a_call_that_reuses_an_answered_id(call, kind):
+    """
+    A call id is a local name: ``call_0`` answered, then asked anew and left
+    unanswered, is unanswered on its second use. ``repair=True`` closes (or,
+    for a call of the provider's own kind, leaves out) that call, whether
+    it ends the request or more follows.
+    """
+    answer = {"type": kind, "call_id": "call_0", "output": "y"}
+    for tail in ([], [_user("q3")]):
+        items = [_user("q1"), call("call_0"), answer, _user("q2"), call("call_0"), *tail]
+        TypeAdapter(ResponseInputParam).validate_python(items)
+        ctx = openai_responses.read(items)
+        body = openai_responses.write(ctx, repair=True)
+        TypeAdapter(ResponseInputParam).validate_python(body["input"])
+        assert openai_responses.check(openai_responses.read(body)) == ()
+        for target in (openai_chat, anthropic):
+            target.write(ctx, repair=True)
+
+
+def test_repair_leaves_out_the_reasoning_of_a_call_it_leaves_out():
+    """
+    OpenAI refuses a reasoning item with nothing after it: when ``repair=True``
+    leaves out an unanswered call of the provider's own kind, the reasoning
+    before it goes too.
+    """
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    items = [_user("q"), reasoning, {"type": "custom_tool_call", "call_id": "c1", "name": "grep", "input": "x"}]
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    body = openai_responses.write(openai_responses.read(items), repair=True)
+    assert body["input"] == [_user("q")]

@@ -1679,3 +1679,41 @@ def test_a_layout_refuses_an_index_out_of_range():
         layout[1]
     with pytest.raises(IndexError, match=r"layout message 2 out of range for 2 messages"):
         layout.head(2)
+
+
+def test_a_cut_front_reuses_only_the_same_messages_not_equal_ones():
+    """
+    An equal message is not always the same request: ``1 == 1.0`` in a call's
+    arguments, yet their bytes, digests and tokens differ. A request whose
+    front was cut, holding such a copy of a later message, is laid out as if
+    from scratch: the simulated cache serves what a provider would.
+    """
+    from workingctx.cache._rules import RULES  # noqa: PLC0415  # the private parts under test
+    from workingctx.cache._served import SimulatedCache  # noqa: PLC0415
+
+    prefix = PrefixContext(system_prompt="Rules. " * 800)
+    first, question = Message.user("x " * 300), Message.user("c " * 400)
+    call = Message.assistant("b", tool_calls=[ToolCall("c1", "f", {"x": 1, "flags": [True] * 40})])
+    copy = Message.assistant("b", tool_calls=[ToolCall("c1", "f", {"x": 1.0, "flags": [1] * 40})])
+    assert copy == call
+    assert copy.digest() != call.digest()
+    result = Message.tool("d " * 100, call_id="c1")
+
+    def ctx(*messages: Message) -> WorkingContext:
+        made = WorkingContext(prefix=prefix)
+        made.append(*messages)
+        return made
+
+    served = []
+    for reuse in (True, False):
+        cache = SimulatedCache(RULES["anthropic"], 1024)
+        p0 = plan(ctx(question, call, result), provider="anthropic", model="claude-sonnet-4-6")
+        cache.send(p0)
+        p1 = plan(ctx(first, question, call, result), provider="anthropic", model="claude-sonnet-4-6", previous=p0)
+        cache.send(p1)
+        previous = p1 if reuse else attrs.evolve(p1, _signature=None)  # no signature: nothing to reuse
+        later = ctx(question, copy, result)
+        p2 = plan(later, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
+        served.append((cache.send(p2), p2.total_tokens))
+        p2.apply(later.assembled())
+    assert served[0] == served[1]

@@ -339,18 +339,19 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
                 message = attrs.evolve(message, content=blocks)  # noqa: PLW2901
         called.update(message.call_ids)
         kept.append(message)
-    answered = {call_id for message in kept for call_id in message.result_ids}
+    answers = _answered_asks(kept)
     out: list[Message] = []
     missing: list[str] = []
-    for message in kept:
+    for message, answered in zip(kept, answers, strict=True):
         if missing and not message.result_ids:
             out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
             missing = []
         if not isinstance(message.content, str) and any(_unanswered(b, answered) for b in message.content):
             # a provider's own call (a computer or custom tool call) has no error result
-            # this library could write in its kind: an unanswered one is left out instead
+            # this library could write in its kind: an unanswered one is left out instead,
+            # with the reasoning that led to it (OpenAI refuses reasoning with nothing after it)
             blocks = tuple(b for b in message.content if not _unanswered(b, answered))
-            if not blocks and not message.tool_calls:
+            if all(isinstance(b, ReasoningBlock) for b in blocks) and not message.tool_calls:
                 continue
             message = attrs.evolve(message, content=blocks)  # noqa: PLW2901
         out.append(message)
@@ -378,6 +379,23 @@ def without_provider_calls(messages: Sequence[Message]) -> list[Message]:
 
 def _provider_call(block: ContentBlock) -> TypeGuard[ProviderBlock]:
     return isinstance(block, ProviderBlock) and (block.asks is not None or block.answers is not None)
+
+
+def _answered_asks(messages: Sequence[Message]) -> list[set[str]]:
+    """
+    For each message, the ids of its calls that a later message answers
+    before the id is asked again: an id a transcript uses twice (``call_0``
+    answered, then asked anew) is answered or not on each use.
+    """
+    later: set[str] = set()  # ids answered after this point and not asked again before their answer
+    out: list[set[str]] = []
+    for message in reversed(messages):
+        asked = set(message.call_ids)
+        out.append(asked & later)
+        later -= asked
+        later.update(message.result_ids)
+    out.reverse()
+    return out
 
 
 def _unanswered(block: ContentBlock, answered: set[str]) -> bool:

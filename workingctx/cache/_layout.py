@@ -565,8 +565,8 @@ def _moved(
 
     The run starts at *reused*'s first message after its first *count* that
     is ``rest[0]`` (the same object), and goes on while the messages are the
-    same (as objects, or all of them equal as messages, which lay out alike):
-    both found without a Python call per message.
+    same objects (an equal message may lay out otherwise: ``1 == 1.0``, yet
+    their digests and tokens differ): both found without a Python call per message.
     """
     presets = [p for p in reused_presets if p.message < count]
     end = reused._count
@@ -582,11 +582,8 @@ def _moved(
     if found is None:
         return None, presets
     length = min(len(rest), end - found)
-    ahead, behind = rest[:length], sources[found : found + length]
-    if ahead == behind:  # the usual case, told at C speed: a list compares an object with itself without a call
-        moved = length
-    else:
-        moved = next(itertools.compress(itertools.count(), map(operator.is_not, ahead, behind)), length)
+    # the same objects only: equal messages may still differ in digest and tokens (1 == 1.0 == True)
+    moved = next(itertools.compress(itertools.count(), map(operator.is_not, rest[:length], sources[found:])), length)
     return _shifted(reused, count, found, moved, reused_presets, presets), presets
 
 
