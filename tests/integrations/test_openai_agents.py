@@ -694,6 +694,48 @@ def _data(items: list[Any], instructions: str | None = "Be brief.") -> CallModel
     return CallModelData(model_data=ModelInputData(input=items, instructions=instructions), agent=agent, context=None)
 
 
+class TestInputFilterProviderCalls:
+    """
+    Calls the client runs in kinds of their own, in the shapes the Agents SDK writes.
+    """
+
+    @staticmethod
+    def _custom(call_id: str) -> list[dict[str, Any]]:
+        return [
+            {"type": "custom_tool_call", "call_id": call_id, "name": "grep", "input": "x"},
+            {"type": "custom_tool_call_output", "call_id": call_id, "output": "y"},
+        ]
+
+    def test_a_reused_custom_call_id_keeps_the_later_exchange(self):
+        """
+        A custom call's id used again (as OpenAI-compatible servers do with
+        ``call_0``) names another call: its exchange is kept, as a function call's is.
+        """
+        call, output = self._custom("call_0")
+        items = [{"role": "user", "content": "go"}, call, {"role": "user", "content": "stop"}, call, output]
+        out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items)))
+        assert [item.get("type", item.get("role")) for item in out.input] == [
+            "user",
+            "user",
+            "custom_tool_call",
+            "custom_tool_call_output",
+        ]
+
+    def test_a_local_shell_output_with_a_call_id_answers_its_call(self):
+        """
+        The Agents SDK writes a local shell call's output with ``call_id`` (the
+        API's type names it ``id``): either answers the call, so the exchange is kept.
+        """
+        action = {"type": "exec", "command": ["ls"], "env": {}}
+        call = {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_1", "status": "completed", "action": action}
+        for field in ("call_id", "id"):
+            output = {"type": "local_shell_call_output", field: "call_1", "output": "a b"}
+            items = [{"role": "user", "content": "list"}, call, output]
+            out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items)))
+            assert out.input == items, field
+            assert openai_responses.check(openai_responses.read(items)) == ()
+
+
 class TestInputFilter:
     @settings(max_examples=25, deadline=None)
     @given(items=turns(max_turns=8), budget=st.integers(80, 400))

@@ -14,7 +14,7 @@ cleared session, another agent's instructions) starts a new window.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -22,7 +22,16 @@ from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError
 from workingctx.managers import BaseContextManager
-from workingctx.messages import Message, RemoteToolCallBlock, ToolCall, ToolCallBlock, ToolResultBlock
+from workingctx.messages import (
+    ContentBlock,
+    Message,
+    ProviderBlock,
+    RemoteToolCallBlock,
+    ToolCall,
+    ToolCallBlock,
+    ToolResultBlock,
+    answered_id,
+)
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import ContextScope, PositionalScope, Scope, Since, ValidRequest, WholeExchanges
 from workingctx.validity import STRUCTURAL_RULES, Problem, check_messages
@@ -96,10 +105,7 @@ class CallNames:
         calls = tuple(attrs.evolve(c, id=names[c.id]) if isinstance(c, ToolCall) else c for c in message.tool_calls)
         content = message.content
         if not isinstance(content, str):
-            content = tuple(
-                attrs.evolve(b, id=names[b.id]) if isinstance(b, ToolCallBlock | RemoteToolCallBlock) else b
-                for b in content
-            )
+            content = tuple(_named_call(b, names) for b in content)
         return attrs.evolve(message, content=content, tool_calls=calls)
 
     def _results(self, message: Message) -> Message:
@@ -111,12 +117,32 @@ class CallNames:
             changes["tool_call_id"] = local(message.tool_call_id)
         content = message.content
         if not isinstance(content, str) and any(
-            isinstance(b, ToolResultBlock) and local(b.call_id) != b.call_id for b in content
+            (answered := answered_id(b)) is not None and local(answered) != answered for b in content
         ):
-            changes["content"] = tuple(
-                attrs.evolve(b, call_id=local(b.call_id)) if isinstance(b, ToolResultBlock) else b for b in content
-            )
+            changes["content"] = tuple(_named_answer(b, local) for b in content)
         return attrs.evolve(message, **changes) if changes else message  # type: ignore[arg-type]
+
+
+def _named_call(block: ContentBlock, names: Mapping[str, str]) -> ContentBlock:
+    """
+    *block* asking for its call under the name *names* gives it (a provider's own call included).
+    """
+    if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+        return attrs.evolve(block, id=names[block.id])
+    if isinstance(block, ProviderBlock) and (asked := block.asks) is not None and asked in names:
+        return block.renamed(names[asked])
+    return block
+
+
+def _named_answer(block: ContentBlock, local: Callable[[str], str]) -> ContentBlock:
+    """
+    *block* answering its call under the call's local name (a provider's own answer included).
+    """
+    if isinstance(block, ToolResultBlock):
+        return attrs.evolve(block, call_id=local(block.call_id))
+    if isinstance(block, ProviderBlock) and block.answers is not None:
+        return block.renamed(local(block.answers))
+    return block
 
 
 def broken(messages: Sequence[Message], *, joined: bool = True) -> tuple[Problem, ...]:

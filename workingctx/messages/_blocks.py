@@ -362,28 +362,30 @@ class ProviderBlock:
         >>> ProviderBlock("openai_responses", {"type": "computer_call_output", "call_id": "c1"}).renamed("c2").answers
         'c2'
         """
-        kind = self.data.get("type")
-        if self.asks is not None:
-            field = _ASKING[str(kind)]
-        elif self.answers is not None:
-            field = _ANSWERING[str(kind)]
-        else:
+        field = self._field(_ASKING) or self._field(_ANSWERING)
+        if field is None:
             return self
         return ProviderBlock(self.provider, {**self.data, field: call_id})
 
-    def _call(self, fields: dict[str, str]) -> str | None:
+    def _call(self, fields: dict[str, tuple[str, ...]]) -> str | None:
         """
-        The call id this block names in the field *fields* gives for its type, if any.
+        The call id this block names in the first field *fields* gives for its type that holds one, if any.
+        """
+        field = self._field(fields)
+        return None if field is None else str(self.data[field])
+
+    def _field(self, fields: dict[str, tuple[str, ...]]) -> str | None:
+        """
+        The first field *fields* gives for this block's type that holds a call id, if any.
         """
         if self.provider != _RESPONSES:
             return None
         data = self.data
         kind = data.get("type")
-        field = fields.get(kind) if isinstance(kind, str) else None
-        if field is None or (str(kind).startswith("tool_search") and data.get("execution") != "client"):
+        names = fields.get(kind, ()) if isinstance(kind, str) else ()
+        if str(kind).startswith("tool_search") and data.get("execution") != "client":
             return None
-        found = data.get(field)
-        return found if type(found) is str and found else None
+        return next((name for name in names if type(found := data.get(name)) is str and found), None)
 
 
 def asked_id(block: object) -> str | None:
@@ -409,27 +411,28 @@ def answered_id(block: object) -> str | None:
 _RESPONSES = "openai_responses"
 """The provider name of the OpenAI Responses adapter's blocks (its ``PROVIDER``)."""
 
-_ASKING = {
-    "function_call": "call_id",
-    "custom_tool_call": "call_id",
-    "computer_call": "call_id",
-    "local_shell_call": "call_id",
-    "shell_call": "call_id",
-    "apply_patch_call": "call_id",
-    "tool_search_call": "call_id",  # when the client runs the search
-    "mcp_approval_request": "id",
+_ASKING: dict[str, tuple[str, ...]] = {
+    "function_call": ("call_id",),
+    "custom_tool_call": ("call_id",),
+    "computer_call": ("call_id",),
+    "local_shell_call": ("call_id",),
+    "shell_call": ("call_id",),
+    "apply_patch_call": ("call_id",),
+    "tool_search_call": ("call_id",),  # when the client runs the search
+    "mcp_approval_request": ("id",),
 }
 """The Responses items that the agent must answer, by type: the field naming the call."""
 
-_ANSWERING = {
-    "function_call_output": "call_id",
-    "custom_tool_call_output": "call_id",
-    "computer_call_output": "call_id",
-    "local_shell_call_output": "id",  # the SDK's own type: "the unique ID of the local shell tool call"
-    "shell_call_output": "call_id",
-    "apply_patch_call_output": "call_id",
-    "tool_search_output": "call_id",
-    "mcp_approval_response": "approval_request_id",
+_ANSWERING: dict[str, tuple[str, ...]] = {
+    "function_call_output": ("call_id",),
+    "custom_tool_call_output": ("call_id",),
+    "computer_call_output": ("call_id",),
+    # the API's own type names the call by "id"; the Agents SDK writes "call_id"
+    "local_shell_call_output": ("call_id", "id"),
+    "shell_call_output": ("call_id",),
+    "apply_patch_call_output": ("call_id",),
+    "tool_search_output": ("call_id",),
+    "mcp_approval_response": ("approval_request_id",),
 }
 """The Responses items that answer one of :data:`_ASKING`, by type: the field naming the call."""
 
