@@ -488,3 +488,20 @@ class TestAgentPrograms:
 
         tally = run_workingctx(program, check=check)
         assert (0, 0, 0) == (tally.invalid_requests, tally.duplicated, tally.lost)
+
+
+def test_calling_turns_one_after_another_are_one_pending_exchange():
+    """
+    Two assistant turns that only call, one right after the other, are one
+    exchange: the calls of both are pending, and a sub-agent forked for the
+    second call merges its result as it does for the first.
+    """
+    calls = [ToolCall("a", "weather", {"city": "Oslo"}), ToolCall("b", "weather", {"city": "Rome"})]
+    ctx = WorkingContext()
+    ctx.append(Message.user("Oslo and Rome?"), *(Message("assistant", tool_calls=(call,)) for call in calls))
+    assert ctx.pending_calls == tuple(calls)
+    child = ctx.fork(for_call="b")
+    child.append(Message.assistant("sun in Rome"))
+    ctx.merge(child, mode="result")
+    assert [m.tool_call_id for m in ctx.messages[3:]] == ["b"]
+    assert [c.id for c in ctx.pending_calls] == ["a"]

@@ -106,7 +106,7 @@ class MergeMethods(ContextState):
                 "fork for a call the newest assistant message made and that has no result yet"
             )
             raise MergeError(msg, ids=(call_id,))
-        if not calls_of(view[at], (call_id,)):
+        if not calls_of(view[at:], (call_id,)):
             msg = (
                 f"fork(for_call={call_id!r}): {call_id!r} is a call in a provider's own kind (a Responses custom "
                 "tool, computer or shell call, or MCP approval request), answered by an item of that kind, which "
@@ -121,7 +121,8 @@ class MergeMethods(ContextState):
         The tool calls that wait for their result at the end of the tail, in order.
 
         They are the calls of the newest assistant message that asked for
-        tools, when only results (or nothing) came after it; a call that other
+        tools (and of the calling turns right before it, which make one
+        exchange with it), when only results (or nothing) came after; a call that other
         messages followed without its result is not pending but broken (see
         :func:`workingctx.validity.check_messages`). Costs only what was
         appended since the last look.
@@ -131,7 +132,7 @@ class MergeMethods(ContextState):
             at, ids = rule_state(view).pending()
             if not ids:
                 return ()
-            return calls_of(view[at], ids)
+            return calls_of(view[at:], ids)
 
     @property
     def parent_call_id(self) -> str | None:
@@ -423,7 +424,7 @@ class MergeMethods(ContextState):
                 "already, or other messages came after it); a sub-agent's result is merged once, right after the call"
             )
             raise MergeError(msg, ids=(call_id,))
-        name = calls_of(view[at], (call_id,))[0].name
+        name = calls_of(view[at:], (call_id,))[0].name
         if result is None:
             answers = [m for m in own if m.role == "assistant" and not m.call_ids and m.text().strip()]
             if not answers:

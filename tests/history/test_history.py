@@ -1148,3 +1148,24 @@ class TestCost:
         ctx = recorded().append(Message.assistant("a", usage=Usage(10, 1)))
         with pytest.raises(PricingError, match=r"pass the model to cost\(model=...\)"):
             ctx.cost()
+
+
+def test_a_user_message_waits_behind_every_call_of_joined_calling_turns():
+    """
+    With two calling turns one right after the other, a user message that
+    comes when only the first call is answered waits for the second.
+    """
+    from workingctx.validity import check_messages  # noqa: PLC0415
+
+    ctx = WorkingContext(record=True)
+    ctx.append(
+        Message.user("Oslo and Rome?"),
+        Message("assistant", tool_calls=(ToolCall("a", "weather", {}),)),
+        Message("assistant", tool_calls=(ToolCall("b", "weather", {}),)),
+    )
+    ctx.append(Message.tool("rain", call_id="a"))
+    ctx.append(Message.user("and Paris?"))
+    assert ctx.messages[-1].role == "tool"
+    ctx.append(Message.tool("sun", call_id="b"))
+    assert [m.role for m in ctx.messages] == ["user", "assistant", "assistant", "tool", "tool", "user"]
+    assert check_messages(ctx.assembled()) == ()

@@ -137,10 +137,11 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     at, ids = index.walk.pending()
     if not ids:
         return ()
-    own = {call.id for call in calls_of(view[at], ids)}
-    asked = view[at].content
-    if not isinstance(asked, str):
-        own.update(b.asks for b in asked if isinstance(b, ProviderBlock) and b.asks is not None)
+    exchange = view[at:]  # the calling turns (one after another, joined) and the results after them
+    own = {call.id for call in calls_of(exchange, ids)}
+    for message in exchange:
+        if not isinstance(message.content, str):
+            own.update(b.asks for b in message.content if isinstance(b, ProviderBlock) and b.asks is not None)
     return tuple(call_id for call_id in ids if call_id in own)
 
 

@@ -444,13 +444,18 @@ def check_messages(values: Sequence[object], what: str) -> None:
             raise ArgumentTypeError(msg, argument=f"{what}[{position}]", value=value, expected="a Message")
 
 
-def calls_of(message: Message, ids: Sequence[str]) -> tuple[ToolCall, ...]:
+def calls_of(messages: Sequence[Message], ids: Sequence[str]) -> tuple[ToolCall, ...]:
     """
-    The calls of *message* with these ids, in the order of *ids* (call blocks as :class:`ToolCall`).
+    The calls with these ids that *messages* make (the assistant turns of one
+    exchange, which may be several calling turns one after another, and the
+    results after them), in the order of *ids* (call blocks as :class:`ToolCall`).
     """
-    calls = {call.id: call for call in message.tool_calls}
-    if not isinstance(message.content, str):
-        for block in message.content:
-            if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
-                calls[block.id] = ToolCall(block.id, block.name, block.args)
+    calls: dict[str, ToolCall] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            calls.setdefault(call.id, call)
+        if not isinstance(message.content, str):
+            for block in message.content:
+                if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
+                    calls[block.id] = ToolCall(block.id, block.name, block.args)
     return tuple(calls[i] for i in ids if i in calls)
