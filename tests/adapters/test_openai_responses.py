@@ -305,3 +305,30 @@ def test_repair_leaves_out_the_reasoning_of_a_call_it_leaves_out():
     TypeAdapter(ResponseInputParam).validate_python(items)
     body = openai_responses.write(openai_responses.read(items), repair=True)
     assert body["input"] == [_user("q")]
+
+
+@pytest.mark.parametrize("role", ["user", "tool"])
+def test_an_answer_built_by_hand_is_written_as_its_own_item(role):
+    """
+    A custom tool call's output held in a message built by hand (not read
+    from Responses) is written as the item it is, not as a content part nor
+    left out; text beside it follows as a message of its own.
+    """
+    from workingctx.messages import ProviderBlock, TextBlock  # noqa: PLC0415
+
+    call = ProviderBlock(
+        "openai_responses", {"type": "custom_tool_call", "call_id": "c1", "name": "grep", "input": "x"}
+    )
+    output = {"type": "custom_tool_call_output", "call_id": "c1", "output": "y"}
+    tail = (TextBlock("and now?"),) if role == "user" else ()
+    messages = [
+        Message("user", "go"),
+        Message("assistant", (call,)),
+        Message(role, (ProviderBlock("openai_responses", output), *tail)),
+    ]
+    body = openai_responses.write(messages)
+    TypeAdapter(ResponseInputParam).validate_python(body["input"])
+    assert body["input"][2] == output
+    if tail:
+        assert body["input"][3] == {"role": "user", "content": [{"type": "input_text", "text": "and now?"}]}
+    assert openai_responses.check(openai_responses.read(body)) == ()

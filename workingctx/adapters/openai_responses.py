@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -445,7 +445,7 @@ def _items(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         if message.tool_call_id is not None:
             return [_result_item(message.tool_call_id, message.content, extra)]
-        return [_block_result(b) for b in _results(message.content)]
+        return _split_items(message.content, message.role, parts=False)
     if (
         not isinstance(message.content, str)
         and len(message.content) == 1
@@ -456,6 +456,9 @@ def _items(message: Message) -> list[dict[str, Any]]:
             return [dict(thaw(block.data))]
     items: list[dict[str, Any]] = []
     content = message.content
+    role = message.provider_data.get(OPENAI, {}).get("role", message.role)
+    if not isinstance(content, str) and any(map(_own_item, content)):
+        return _split_items(content, role)
     if not isinstance(content, str):
         items = [_block_result(b) for b in _results(content)]
         kept = tuple(b for b in content if not isinstance(b, ToolResultBlock))
@@ -464,13 +467,45 @@ def _items(message: Message) -> list[dict[str, Any]]:
         content = kept
     extra.pop("_item", None)
     extra.pop("_instructions", None)
-    role = message.provider_data.get(OPENAI, {}).get("role", message.role)
     value: Any = content if isinstance(content, str) else _parts(content, assistant=False)
     return [*items, {"role": role, "content": value, **{k: thaw(v) for k, v in extra.items()}}]
 
 
 def _results(content: str | tuple[ContentBlock, ...]) -> list[ToolResultBlock]:
     return [] if isinstance(content, str) else [b for b in content if isinstance(b, ToolResultBlock)]
+
+
+def _own_item(block: ContentBlock) -> TypeGuard[ProviderBlock]:
+    """
+    Whether *block* is an item of this format that asks for or answers a call
+    (a custom tool call's output, ...): an item of its own, never a content part.
+    """
+    return (
+        isinstance(block, ProviderBlock)
+        and block.provider == PROVIDER
+        and (block.asks is not None or block.answers is not None)
+    )
+
+
+def _split_items(content: str | tuple[ContentBlock, ...], role: str, *, parts: bool = True) -> list[dict[str, Any]]:
+    """
+    The items of a message holding calls or answers of this format's own kinds:
+    each such block an item of its own, in its place, results as their items,
+    and (with *parts*) the content parts around them a *role* message each.
+    """
+    items: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for block in () if isinstance(content, str) else content:
+        if isinstance(block, ToolResultBlock) or _own_item(block):
+            if pending:
+                items.append({"role": role, "content": pending})
+                pending = []
+            items.append(_block_result(block) if isinstance(block, ToolResultBlock) else dict(thaw(block.data)))
+        elif parts and (part := _write_part(block, assistant=False)) is not None:
+            pending.append(part)
+    if pending:
+        items.append({"role": role, "content": pending})
+    return items
 
 
 @wire_errors("Responses", "input")
