@@ -736,6 +736,27 @@ class TestInputFilterProviderCalls:
             assert openai_responses.check(openai_responses.read(items)) == ()
 
 
+def test_get_items_leaves_out_outputs_that_name_their_call_by_another_field():
+    """
+    A local shell output names its call by ``id`` and an MCP approval
+    response by ``approval_request_id``: stored without their call, they are
+    left out of ``get_items()`` as a function call's output is.
+    """
+    items = [
+        {"role": "user", "content": "a"},
+        {"type": "local_shell_call_output", "id": "call_9", "output": "x"},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+        {"role": "user", "content": "b"},
+    ]
+
+    async def stored() -> list[Any]:
+        session = ContextSession("orphans")
+        await session.add_items(items)
+        return await session.get_items()
+
+    assert run(stored()) == [items[0], items[3]]
+
+
 class TestInputFilter:
     @settings(max_examples=25, deadline=None)
     @given(items=turns(max_turns=8), budget=st.integers(80, 400))

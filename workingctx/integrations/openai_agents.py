@@ -54,7 +54,7 @@ from workingctx.exceptions import (
 from workingctx.frozen import freeze_json, thaw
 from workingctx.integrations._window import Window, check_manager
 from workingctx.managers import BaseContextManager
-from workingctx.messages import Message, ProviderBlock
+from workingctx.messages import Message, ProviderBlock, item_call_ids
 from workingctx.persistence import Checkpoint, CheckpointStore, InMemoryStore
 from workingctx.prefix import PrefixContext
 
@@ -171,14 +171,15 @@ def _answered(items: Sequence[Any]) -> tuple[list[Any], int]:
     calls: set[str] = set()
     kept: list[Any] = []
     for item in items:
-        call_id = item.get("call_id") if isinstance(item, Mapping) else None
-        kind = item.get("type") if isinstance(item, Mapping) else None
-        if isinstance(call_id, str) and isinstance(kind, str):
-            if kind.endswith("_output"):
-                if call_id not in calls:
-                    continue
-            else:
-                calls.add(call_id)
+        asks, answers = item_call_ids(item) if isinstance(item, Mapping) else (None, None)
+        if asks is None and answers is None and isinstance(item, Mapping):  # a kind workingctx does not know yet
+            call_id, kind = item.get("call_id"), item.get("type")
+            if isinstance(call_id, str) and isinstance(kind, str):
+                asks, answers = (None, call_id) if kind.endswith("_output") else (call_id, None)
+        if answers is not None and answers not in calls:
+            continue
+        if asks is not None:
+            calls.add(asks)
         kept.append(item)
     return kept, len(items) - len(kept)
 

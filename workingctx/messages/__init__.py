@@ -16,7 +16,7 @@ True
 import typing
 
 # Re-exported "as" themselves and kept out of __all__: BLOCK_TYPES, STORE_URL_PREFIX,
-# _as_tuple, calls_of and check_messages serve the rest of workingctx.
+# _as_tuple, asked_id, answered_id, item_call_ids, calls_of and check_messages serve the rest of workingctx.
 from workingctx.messages._blocks import (
     BLOCK_TYPES as BLOCK_TYPES,
 )
@@ -39,6 +39,7 @@ from workingctx.messages._blocks import (
 )
 from workingctx.messages._blocks import answered_id as answered_id
 from workingctx.messages._blocks import asked_id as asked_id
+from workingctx.messages._blocks import item_call_ids as item_call_ids
 from workingctx.messages._fields import _as_tuple as _as_tuple
 from workingctx.messages._files import MAX_INLINE_FILE_BYTES
 from workingctx.messages._message import ROLES, Message, Role

@@ -6,6 +6,7 @@ reasoning, citations, errors, a provider's own blocks) and ``ToolCall``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
@@ -378,14 +379,31 @@ class ProviderBlock:
         """
         The first field *fields* gives for this block's type that holds a call id, if any.
         """
-        if self.provider != _RESPONSES:
-            return None
-        data = self.data
-        kind = data.get("type")
-        names = fields.get(kind, ()) if isinstance(kind, str) else ()
-        if str(kind).startswith("tool_search") and data.get("execution") != "client":
-            return None
-        return next((name for name in names if type(found := data.get(name)) is str and found), None)
+        return _item_field(self.data, fields) if self.provider == _RESPONSES else None
+
+
+def _item_field(item: Mapping[str, Any], fields: dict[str, tuple[str, ...]]) -> str | None:
+    """
+    The first field *fields* gives for a Responses item's type that holds a call id, if any.
+    """
+    kind = item.get("type")
+    names = fields.get(kind, ()) if isinstance(kind, str) else ()
+    if str(kind).startswith("tool_search") and item.get("execution") != "client":
+        return None
+    return next((name for name in names if type(found := item.get(name)) is str and found), None)
+
+
+def item_call_ids(item: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """
+    The id of the call a Responses input item asks for, and of the call it
+    answers (a ``function_call`` asks, its ``function_call_output`` answers;
+    likewise the kinds of :attr:`ProviderBlock.asks`); None where it does neither.
+
+    >>> item_call_ids({"type": "local_shell_call_output", "id": "call_1", "output": "ok"})
+    (None, 'call_1')
+    """
+    asks, answers = _item_field(item, _ASKING), _item_field(item, _ANSWERING)
+    return (None if asks is None else str(item[asks])), (None if answers is None else str(item[answers]))
 
 
 def asked_id(block: object) -> str | None:
