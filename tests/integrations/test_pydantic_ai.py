@@ -680,3 +680,81 @@ class TestEndToEnd:
         assert len(history) < len(kept)
         with capsys.disabled():
             print(f"\n[TestModel] {TURNS} turns, {len(calls)} tool calls, {len(recorder.calls)} model requests")
+
+
+class TestPartsOfTheirOwn:
+    """
+    The parts pydantic-ai keeps for itself, prompts a tool enqueues, content
+    objects and summaries: each where pydantic-ai would have it.
+    """
+
+    def test_bookkeeping_parts_are_no_turn(self):
+        """
+        Instructions and tool availability recorded in a request ride with its
+        prompt or return: no request the trim keeps holds them alone, and a
+        turn count does not count them.
+        """
+        from pydantic_ai.messages import InstructionBaselinePart, ToolAvailabilityDeltaPart  # noqa: PLC0415
+
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("What is 2+2?"), InstructionBaselinePart(instructions=[])]),
+            ModelResponse(parts=[_call("add")]),
+            ModelRequest(parts=[_return("add"), ToolAvailabilityDeltaPart(tools_added=["news"])]),
+            ModelResponse(parts=[TextPart("4")]),
+            ModelRequest(parts=[UserPromptPart("And 3+3?")]),
+        ]
+        for trimmer in (MessageContextManager(2), LastNTurns(2), LastNTurns(1)):
+            out = run(trim_history(trimmer)(list(history)))
+            requests = [m for m in out if isinstance(m, ModelRequest)]
+            assert all(any(isinstance(p, UserPromptPart | ToolReturnPart) for p in r.parts) for r in requests)
+            assert isinstance(out[0].parts[0], UserPromptPart)
+        assert run(trim_history(LastNTurns(2))(list(history))) == history
+
+    def test_a_prompt_a_tool_enqueued_between_returns_keeps_the_exchange(self):
+        """
+        A prompt a tool enqueued right after its return, between two returns
+        of parallel calls, breaks no exchange: everything is kept, as it is.
+        """
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("weather in Oslo and Rome?")]),
+            ModelResponse(parts=[_call("oslo"), _call("rome")]),
+            ModelRequest(parts=[_return("oslo"), UserPromptPart("note: metric"), _return("rome")]),
+        ]
+        out = run(trim_history(TokenBudgetContextManager(100_000))(list(history)))
+        assert all(a is b for a, b in zip(out, history, strict=True))
+
+    def test_text_content_counts_as_its_text(self):
+        """
+        ``TextContent`` in a prompt counts as the text it holds, so a budget
+        cuts a history of long ones.
+        """
+        from pydantic_ai.messages import TextContent  # noqa: PLC0415
+
+        history: list[ModelMessage] = []
+        for turn in range(5):
+            history.append(ModelRequest(parts=[UserPromptPart([f"part {turn}", TextContent("lorem ipsum " * 2000)])]))
+            history.append(ModelResponse(parts=[TextPart(f"answer {turn}")]))
+        history.append(ModelRequest(parts=[UserPromptPart("last")]))
+        out = run(trim_history(TokenBudgetContextManager(1000))(list(history)))
+        assert len(out) < len(history)
+
+    def test_a_summary_follows_the_system_prompt(self):
+        """
+        The summary a manager makes goes after the request's system prompt, as
+        the manager places it, not in front of it.
+        """
+
+        async def summarizer(messages: list[Message], *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001
+            return f"SUMMARY of {len(messages)} messages"
+
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[SystemPromptPart("You are a weather bot."), UserPromptPart("Weather in Oslo?")]),
+            ModelResponse(parts=[_call("weather")]),
+            ModelRequest(parts=[_return("weather")]),
+            ModelResponse(parts=[TextPart("Rain.")]),
+            ModelRequest(parts=[UserPromptPart("And Bergen?")]),
+        ]
+        out = run(trim_history(SummaryContextManager(summarizer, max_messages=4, keep_recent=2))(list(history)))
+        first = [getattr(p, "content", None) for p in out[0].parts]
+        assert first[0] == "You are a weather bot."
+        assert first[1].startswith("SUMMARY")

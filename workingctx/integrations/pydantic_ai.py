@@ -7,7 +7,8 @@ capability runs before every model request:
 
 Each ``ModelMessage`` part becomes a workingctx message (a system prompt, a
 user prompt, a tool return or tool retry answering its call; a model response
-is one assistant message with its text, thinking and tool calls), the manager
+is one assistant message with its text, thinking and tool calls; the parts
+pydantic-ai keeps for itself ride with a neighbour in their request), the manager
 or scope decides which to keep, and what comes back is pydantic-ai's own
 objects: a message kept whole is the very object given, a request kept in part
 is a copy holding the parts kept. The output needs nothing from pydantic-ai's
@@ -32,6 +33,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from workingctx.context import WorkingContext
 from workingctx.integrations._window import CallNames, Window, broken, check_manager, repaired, report
@@ -60,7 +63,8 @@ def _text(value: Any) -> str:
         return "\n".join(_text(item) for item in value)
     kind = getattr(value, "kind", None)
     if isinstance(kind, str) and not isinstance(value, dict):
-        return f"[{kind}]"
+        content = getattr(value, "content", None)  # text or structured content: what it says
+        return f"[{kind}]" if content is None or isinstance(content, bytes | bytearray) else _text(content)
     try:
         return json.dumps(value, default=str, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -79,22 +83,41 @@ def _part_text(part: Any) -> str:
 
 
 def _request_messages(index: int, request: Any) -> list[Message]:
-    from pydantic_ai.messages import RetryPromptPart, SystemPromptPart, ToolReturnPart, UserPromptPart  # noqa: PLC0415
+    """
+    The workingctx messages of a request's parts: system prompts, the user's
+    prompts (and the feedback pydantic-ai sends as the user), and tool returns
+    and retries answering their calls, the returns first (pydantic-ai sends
+    them so: a prompt a tool enqueued between two returns does not break the
+    exchange). The parts pydantic-ai keeps for itself (instructions, tool
+    availability, ...) are no turn: each rides with the part before it in its
+    request (or the first one), and is kept when that part is.
+    """
+    from pydantic_ai import messages as parts  # noqa: PLC0415
 
-    messages: list[Message] = []
+    prompts = tuple(getattr(parts, name) for name in ("UserPromptPart", "RetryFeedbackPart") if hasattr(parts, name))
+    made: list[tuple[int, Message]] = []
+    riders: dict[int, list[int]] = {}
+    before: list[int] = []  # riders before the request's first part that is a message
+    host: int | None = None
     for position, part in enumerate(request.parts):
-        origin = {KEY: [index, position]}
-        if isinstance(part, SystemPromptPart):
-            messages.append(Message("system", part.content, metadata=origin))
-        elif isinstance(part, ToolReturnPart) or (
-            isinstance(part, RetryPromptPart) and part.tool_name is not None  # a retry answers its call
+        if isinstance(part, parts.SystemPromptPart):
+            message = Message("system", part.content)
+        elif isinstance(part, parts.ToolReturnPart) or (
+            isinstance(part, parts.RetryPromptPart) and part.tool_name is not None  # a retry answers its call
         ):
-            messages.append(Message("tool", _part_text(part), tool_call_id=part.tool_call_id, metadata=origin))
-        elif isinstance(part, UserPromptPart):
-            messages.append(Message("user", _text(part.content), metadata=origin))
-        else:  # feedback, tool availability, ...: what the request says besides the user
-            messages.append(Message("user", _part_text(part), metadata=origin))
-    if not messages:  # an empty request still holds its place
+            message = Message("tool", _part_text(part), tool_call_id=part.tool_call_id)
+        elif isinstance(part, parts.UserPromptPart):
+            message = Message("user", _text(part.content))
+        elif isinstance(part, (parts.RetryPromptPart, *prompts)):
+            message = Message("user", _part_text(part))
+        else:
+            (before if host is None else riders[host]).append(position)
+            continue
+        made.append((position, message))
+        riders[position], before, host = before, [], position
+    made.sort(key=lambda placed: placed[1].role != "tool")  # stable: returns first, the rest in order
+    messages = [attrs.evolve(m, metadata={KEY: [index, p, *riders[p]]}) for p, m in made]
+    if not messages:  # an empty request, or one of parts that are no turn, still holds its place
         messages.append(Message("user", "", metadata={KEY: [index, -1]}))
     return messages
 
@@ -143,34 +166,44 @@ def from_workingctx(kept: Sequence[Message], messages: Sequence[ModelMessage]) -
     from pydantic_ai.messages import ModelRequest, ModelResponse, SystemPromptPart  # noqa: PLC0415
 
     parts: dict[int, list[int]] = {}
-    made: dict[int, list[Any]] = {}  # system prompts workingctx made, before the origin they precede
+    made: dict[tuple[int, int], list[Any]] = {}  # system prompts workingctx made, by the part they precede
     pending: list[Any] = []
     for message in kept:
         origin = message.metadata.get(KEY)
         if origin is None:
             pending.append(SystemPromptPart(message.text()))
             continue
-        index, position = origin
+        index, position, *riding = origin
         if pending:
-            made.setdefault(index, []).extend(pending)
+            made.setdefault((index, position), []).extend(pending)
             pending = []
-        parts.setdefault(index, []).append(position)
+        parts.setdefault(index, []).extend([position, *riding])
     out: list[tuple[int | None, Any]] = []  # (where it was in *messages*, the message)
     for index, positions in parts.items():
         original = messages[index]
-        extra = made.get(index, [])
-        if isinstance(original, ModelResponse):
-            if extra:
-                out.append((None, ModelRequest(parts=extra)))
+        if isinstance(original, ModelResponse) or positions == [-1]:
+            extra = made.get((index, -1), [])
+            if isinstance(original, ModelResponse):
+                if extra:
+                    out.append((None, ModelRequest(parts=extra)))
+                out.append((index, original))
+            else:
+                out.append(
+                    (index, dataclasses.replace(original, parts=[*extra, *original.parts]) if extra else original)
+                )
+            continue
+        chosen = sorted(p for p in positions if p >= 0)  # the parts in their order in the request
+        if len(chosen) == len(original.parts) and not any((index, p) in made for p in chosen):
             out.append((index, original))
             continue
-        if positions == [-1] or (len(positions) == len(original.parts) and not extra):
-            out.append(
-                (index, original if not extra else dataclasses.replace(original, parts=[*extra, *original.parts]))
+        out.append(
+            (
+                index,
+                dataclasses.replace(
+                    original, parts=[x for p in chosen for x in (*made.get((index, p), ()), original.parts[p])]
+                ),
             )
-            continue
-        chosen = [original.parts[p] for p in positions if p >= 0]
-        out.append((index, dataclasses.replace(original, parts=[*extra, *chosen])))
+        )
     if pending:
         out.append((None, ModelRequest(parts=pending)))
     return _alternating(out)
