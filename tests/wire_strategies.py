@@ -165,6 +165,14 @@ a_redacted = st.builds(lambda d: {"type": "redacted_thinking", "data": d}, b64)
 a_system = st.none() | solid | st.lists(a_text, min_size=1, max_size=2)
 
 
+sdk_nulls = st.just({"cache_control": None})
+"""An optional key as the SDK's ``model_dump(mode="json")`` writes it when it is unset."""
+tool_use_extras = st.sampled_from(
+    [{}, {"caller": {"type": "direct"}}, {"toolset_name": None}, {"caller": {"type": "direct"}, "toolset_name": "web"}]
+)
+"""Keys of a ``ToolUseBlockParam`` workingctx does not model, kept as they came."""
+
+
 @st.composite
 def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
     """
@@ -195,7 +203,14 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
             counter += n
             content = draw(st.lists(a_thinking | a_redacted, max_size=2)) + draw(st.lists(a_text, max_size=1))
             content += [
-                {"type": "tool_use", "id": i, "name": draw(names), "input": draw(json_args), **draw(cache_controls)}
+                {
+                    "type": "tool_use",
+                    "id": i,
+                    "name": draw(names),
+                    "input": draw(json_args),
+                    **draw(cache_controls | sdk_nulls),
+                    **draw(tool_use_extras),
+                }
                 for i in ids
             ]
             messages.append({"role": "assistant", "content": content})
@@ -210,7 +225,8 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
                 error = draw(st.sampled_from([None, True, False]))
                 if error is not None:
                     result["is_error"] = error
-                result.update(draw(cache_controls))
+                result.update(draw(cache_controls | sdk_nulls))
+                result.update(draw(st.sampled_from([{}, {"toolset_name": None}, {"toolset_name": "search"}])))
                 results.append(result)
             messages.append({"role": "user", "content": results + draw(st.lists(a_text, max_size=1))})
         messages.append(

@@ -140,8 +140,21 @@ _SIMPLE = {
 }
 
 
+_KEYS = "_keys"
+"""Where a call or result keeps the keys its block does not model (the SDK's ``caller``,
+``toolset_name``, a ``cache_control`` of null), written back as they came."""
+
+
 def _block(raw: Mapping[str, Any]) -> ContentBlock:
     kind = raw.get("type")
+    if kind in {"tool_use", "tool_result"}:
+        keys = {k: v for k, v in raw.items() if k not in _SIMPLE[kind] or (k == "cache_control" and v is None)}
+        if keys:  # still a call or a result: the rules and the trims must see it as one
+            typed = _block({k: v for k, v in raw.items() if k not in keys})
+            if not isinstance(typed, ToolCallBlock | ToolResultBlock):
+                return ProviderBlock(PROVIDER, raw)
+            data = {**typed.provider_data.get(PROVIDER, {}), _KEYS: keys}
+            return attrs.evolve(typed, provider_data={**typed.provider_data, PROVIDER: data})
     allowed = _SIMPLE.get(kind) if isinstance(kind, str) else None
     found = _cache(raw)
     if allowed is None or not set(raw) <= allowed or isinstance(found, bool):  # False: a cache_control not modelled
@@ -310,12 +323,14 @@ def _write_block(block: ContentBlock) -> dict[str, Any] | None:
         return {"type": "document", "source": source, **extra, **_cache_control(block.cache)}
     if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
         cache = block.cache if isinstance(block, ToolCallBlock) else None
+        keys = block.provider_data.get(PROVIDER, {}).get(_KEYS, {}) if isinstance(block, ToolCallBlock) else {}
         return {
             "type": "tool_use",
             "id": wire_id(block.id),
             "name": block.name,
             "input": thaw(block.args),
             **_cache_control(cache),
+            **thaw(keys),
         }
     if isinstance(block, ToolResultBlock):
         return _write_result(block)
@@ -349,6 +364,7 @@ def _write_result(block: ToolResultBlock) -> dict[str, Any]:
     elif "_is_error" in extra:
         out["is_error"] = False
     out.update(_cache_control(block.cache))
+    out.update(thaw(extra.get(_KEYS, {})))
     return out
 
 
