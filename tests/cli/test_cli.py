@@ -735,6 +735,22 @@ class TestTerminalOutput:
         assert "─" not in plain.getvalue()
         assert ["0", "user", "24"] == plain.getvalue().splitlines()[3].split()
 
+    def test_what_a_transcript_says_is_never_markup_on_a_terminal(self):
+        """
+        Brackets in a message (``[INST]``, ``[/INST]``, ``[link=...]``) are
+        shown as they are on a terminal: rich reads no markup from them, and
+        writes no hyperlink escape.
+        """
+        said = "[INST] hi [/INST] [link=https://example.com]x[/link] [bold]y"
+        table = Table("[b]title[/b]", ("[i]#", "text"), ((0, said),))
+        drawn = _Terminal()
+        emit([table, said], drawn)
+        out = drawn.getvalue()
+        assert "[/INST]" in out
+        assert "[link=https://example.com]" in out
+        assert "[b]title[/b]" in out
+        assert "\x1b]8;" not in out
+
     def test_progress_bar_only_on_a_terminal_for_long_work(self, monkeypatch):
         """
         The progress bar is drawn on a terminal's standard error for long work,

@@ -96,16 +96,18 @@ def emit(items: Sequence[Table | str], stream: IO[str] | None = None) -> None:
         print("\n".join(blocks), file=stream)  # the command line's output
         return
     from rich.table import Table as RichTable  # noqa: PLC0415  # optional: the [cli] extra
+    from rich.text import Text  # noqa: PLC0415
 
+    # Text objects throughout: what a transcript says ("[INST]", "[link=...]") is never read as markup
     for item in items:
         if isinstance(item, str):
-            console.print(printable(item), markup=False, highlight=False)
+            console.print(Text(printable(item)), highlight=False)
             continue
-        drawn = RichTable(title=printable(item.title), title_justify="left")
+        drawn = RichTable(title=Text(printable(item.title)), title_justify="left")
         for position, column in enumerate(item.columns):
-            drawn.add_column(printable(column), justify="right" if item.numeric(position) else "left")
+            drawn.add_column(Text(printable(column)), justify="right" if item.numeric(position) else "left")
         for row in item.rows:
-            drawn.add_row(*("" if c is None else printable(str(c)) for c in row))
+            drawn.add_row(*(Text("" if c is None else printable(str(c))) for c in row))
         console.print(drawn)
 
 
