@@ -141,6 +141,18 @@ class TestEachFormat:
         assert fmt == written.format
         assert "user" == next(m.role for m in written.last.messages if m.role != "system")
 
+    def test_trim_to_a_log_writes_a_log_it_reads_back(self, capsys, fmt, tmp_path):
+        """
+        ``trim -o out.jsonl`` writes the trimmed request on one line: a log
+        the command reads back, whose request is the one written.
+        """
+        out_file = tmp_path / "trimmed.jsonl"
+        run_json(capsys, "trim", sample(fmt), "--budget", "100000", "-o", str(out_file))
+        assert 1 == len(out_file.read_text(encoding="utf-8").splitlines())
+        status, out, err = run(capsys, "check", str(out_file))
+        assert 0 == status, (out, err)
+        assert fmt == read_file(str(out_file)).format
+
     def test_diff_against_itself_shares_everything(self, capsys, fmt):
         """
         ``diff`` of a file with itself adds and removes nothing and shares every token.

@@ -465,7 +465,9 @@ def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
         owned = _MESSAGE_FIELDS[doc.format]
         kept = {key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned}
         payload = kept | payload
-    write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    # a .jsonl path is a log: the request on one line, so the command reads it back
+    indent = None if path.lower().endswith(".jsonl") else 2
+    write_text(path, json.dumps(payload, indent=indent, ensure_ascii=False) + "\n")
 
 
 def _where(exc: BaseException) -> str | None:
