@@ -722,6 +722,27 @@ def test_message_summaries_are_one_line():
     assert len(line) <= 40
 
 
+def test_a_plain_anthropic_body_reads_as_anthropic(capsys, tmp_path):
+    """
+    A body Chat Completions and Anthropic would read alike (user and
+    assistant text only) that names a Claude model is Anthropic's: every
+    command reads it; a Chat Completions body to another provider's model
+    (an OpenAI-compatible endpoint) is checked and trimmed as it is.
+    """
+    claude = tmp_path / "claude.json"
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+    claude.write_text(json.dumps(body), encoding="utf-8")
+    for command in ("check", "inspect", "replay"):
+        status, out, err = run(capsys, command, str(claude))
+        assert 0 == status, (command, out, err)
+    assert "anthropic" == read_file(str(claude)).format
+    compatible = tmp_path / "compatible.json"
+    compatible.write_text(json.dumps({**body, "model": "gemini-2.5-flash"}), encoding="utf-8")
+    for argv in (["check"], ["trim", "--budget", "1000", "-o", str(tmp_path / "out.json")]):
+        status, out, err = run(capsys, argv[0], str(compatible), *argv[1:])
+        assert 0 == status, (argv, out, err)
+
+
 class _Terminal(io.StringIO):
     """
     A text stream that says it is a terminal, as a user's console does.

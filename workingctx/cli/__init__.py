@@ -81,6 +81,8 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     given: str | None = getattr(args, "provider", None)
     if given is not None:
         return given
+    if not hasattr(args, "model"):  # check, trim, diff: the file's own format says whose rules apply
+        return doc.provider
     model = _model(args, doc)
     owner = None if model is None else model_provider(model)
     if doc.provider is not None and owner is not None and owner != doc.provider:

@@ -325,6 +325,8 @@ def detect(payload: Any) -> str | None:
     'openai_chat'
     >>> detect({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]})
     'anthropic'
+    >>> detect({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]})
+    'anthropic'
     >>> detect({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
     'google'
     >>> detect({"input": [{"role": "user", "content": "hi"}]})
@@ -353,7 +355,31 @@ def detect(payload: Any) -> str | None:
         return "anthropic"
     if _workingctx_calls(messages):
         return "workingctx"
+    if messages and _claude(payload) and all(_plain_turn(m) for m in messages):
+        return "anthropic"  # both formats read it alike: the model says whose request it is
     return "openai_chat" if messages else "workingctx"
+
+
+def _claude(payload: Mapping[str, Any]) -> bool:
+    """
+    Whether a body names one of Anthropic's own models (``claude-...``; a
+    router's ``anthropic/claude-...`` is a Chat Completions request).
+    """
+    model = payload.get("model")
+    return isinstance(model, str) and model.startswith("claude")
+
+
+def _plain_turn(message: object) -> bool:
+    """
+    Whether *message* reads alike in Chat Completions and Anthropic: a user or
+    assistant turn of text, with nothing else.
+    """
+    return (
+        isinstance(message, Mapping)
+        and set(message) <= {"role", "content"}
+        and message.get("role") in {"user", "assistant"}
+        and isinstance(message.get("content"), str)
+    )
 
 
 _MODEL_KEYS: Final = ("model", "model_version", "modelVersion")
