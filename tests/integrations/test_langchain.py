@@ -606,3 +606,35 @@ class TestSummarizingMiddleware:
         assert isinstance(middleware.wrap_model_call(request, handler), ModelResponse)
         assert [None, "h4", "a5", "h6", "a7", "h8"] == [m.id for m in sent[1].messages]
         assert "The user asked twice." == sent[1].messages[0].content
+
+
+@pytest.mark.parametrize("kind", ["chat", "function"])
+def test_a_chat_or_function_message_in_the_state_is_read_not_refused(kind):
+    """
+    A runtime's state may hold a ``ChatMessage`` or a ``FunctionMessage``: the
+    middleware reads it as state, and the model gets a request.
+    """
+    from langchain_core.messages import ChatMessage, FunctionMessage  # noqa: PLC0415
+
+    odd = ChatMessage(role="user", content="hi") if kind == "chat" else FunctionMessage(name="f", content="42")
+    state = [HumanMessage("start"), AIMessage("ok"), odd, HumanMessage("and now?")]
+    request = _call(ContextMiddleware(TokenBudgetContextManager(10_000)), state)
+    assert request.messages[-1].text == "and now?"
+
+
+def test_the_summary_is_not_streamed_to_the_user():
+    """
+    The summarizer's reply is tagged so that LangGraph leaves it out of what
+    the agent streams (``stream_mode="messages"``): only the agent's own replies are streamed.
+    """
+    summarizer = ToolCallingFake(messages=iter([AIMessage("SECRET-SUMMARY")] * 50))
+    model = ToolCallingFake(messages=iter([AIMessage(f"answer {i}") for i in range(10)]))
+    middleware = SummarizingMiddleware(summarizer, max_messages=4, keep_recent=2)
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "streamed"}}
+    streamed = []
+    for turn in range(4):
+        for chunk, _meta in agent.stream({"messages": [HumanMessage(f"q{turn}")]}, config, stream_mode="messages"):
+            streamed.append(getattr(chunk, "text", ""))
+    assert summarizer.received
+    assert not any("SECRET-SUMMARY" in text for text in streamed)

@@ -58,6 +58,7 @@ try:
         ToolMessage,
         message_chunk_to_message,
     )
+    from langgraph.constants import TAG_NOSTREAM
     from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - the dev extra installs it
     _msg = "workingctx.integrations.langchain needs langchain 1.x: pip install 'workingctx[langchain]'"
@@ -107,7 +108,8 @@ def _read(messages: Sequence[BaseMessage]) -> list[Message]:
     """
     if not messages:
         return []
-    return list(adapter.read([_settled(m) for m in messages]).assembled())
+    # as a runtime's state: a ChatMessage or FunctionMessage is read, not refused
+    return list(adapter.read([_settled(m) for m in messages], state=True).assembled())
 
 
 @attrs.define
@@ -549,7 +551,8 @@ class _ChatSummarizer:
             [
                 SystemMessage(f"{prompt} Use at most {max_tokens} tokens."),
                 HumanMessage(_transcript(messages)),
-            ]
+            ],
+            config={"tags": [TAG_NOSTREAM]},  # the summary is no part of what the agent streams to its user
         )
         return reply.text
 
