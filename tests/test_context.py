@@ -38,7 +38,7 @@ from workingctx.frozen import MAX_DEPTH, thaw
 from workingctx.history import entry_from_data, entry_to_data
 from workingctx.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from workingctx.reducers import ToolResult, add_messages, add_messages_to
-from workingctx.serialization import to_json
+from workingctx.serialization import from_json, to_json
 from workingctx.validity import STRUCTURAL_RULES, check_messages
 
 
@@ -1555,6 +1555,61 @@ class TestRoutedResults:
         parent, _ = self.pending_sibling()
         child = parent.fork().append(Message("tool", "sun", tool_call_id="call_0"))
         assert "call_0-2" == child.messages[-1].tool_call_id
+
+    @pytest.mark.parametrize("how", ["from_snapshot", "messages", "json", "memory store", "sqlite store"])
+    def test_a_context_rebuilt_while_the_call_waits_routes_its_result(self, how, tmp_path):
+        """
+        A context rebuilt from the parent (its snapshot, its messages, its JSON,
+        a checkpoint in a store) routes the later result as the parent does.
+        """
+        from workingctx.persistence import Checkpoint, InMemoryStore, SQLiteStore, rehydrate  # noqa: PLC0415
+
+        parent, _ = self.pending_sibling()
+
+        def stored(store: Any) -> WorkingContext:
+            checkpoint = Checkpoint.capture(parent)
+            store.save(checkpoint)
+            return rehydrate(store.load(checkpoint.id))
+
+        rebuilt = {
+            "from_snapshot": lambda: WorkingContext.from_snapshot(parent.freeze()),
+            "messages": lambda: WorkingContext(messages=parent.messages),
+            "json": lambda: WorkingContext.from_snapshot(from_json(to_json(parent.freeze()), FrozenContext)),
+            "memory store": lambda: stored(InMemoryStore()),
+            "sqlite store": lambda: stored(SQLiteStore(tmp_path / "s.db")),
+        }[how]()
+        sun = Message("tool", "sun", tool_call_id="call_0")
+        rebuilt.append(sun)
+        parent.append(sun)
+        assert "call_0-2" == rebuilt.messages[-1].tool_call_id
+        assert parent.freeze().digest() == rebuilt.freeze().digest()
+        assert () == check_messages(rebuilt.assembled())
+
+    def test_a_rebuilt_context_looks_at_its_trailing_exchange_only(self):
+        """
+        Its calls' names decide whether the rule state is asked for at all:
+        names no merge gave, or a trailing exchange with none, cost no walk.
+        """
+
+        def walk() -> Any:
+            pytest.fail("the rule state was asked for")
+
+        answered = [
+            Message("user", "q"),
+            Message("assistant", tool_calls=[ToolCall("call_0-2", "f")]),
+            Message("tool", "r", tool_call_id="call_0-2"),
+            Message("assistant", tool_calls=[ToolCall("call_1", "f"), ToolCall("toolu_01", "g")]),
+            Message("tool", "r", tool_call_id="call_1"),
+        ]
+        assert {} == _rekey.rebuilt_routes(answered, walk)
+        assert {} == _rekey.rebuilt_routes([*answered, Message("assistant", "done")], walk)
+        assert {} == _rekey.rebuilt_routes([*answered[:3], Message("user", "next")], walk)
+        # a renamed call that waits behind another calling turn is found too
+        parent, _ = self.pending_sibling()
+        joined = WorkingContext(messages=[*parent.messages, Message("assistant", tool_calls=[ToolCall("call_9", "f")])])
+        joined.append(Message("tool", "sun", tool_call_id="call_0"), Message("tool", "r", tool_call_id="call_9"))
+        assert ["call_0-2", "call_9"] == [m.tool_call_id for m in joined.messages[-2:]]
+        assert () == check_messages(joined.assembled())
 
     def test_recorded_merge_entries_keep_the_map_and_replay_routes(self):
         """

@@ -33,6 +33,7 @@ __all__ = [
     "derived_routes",
     "exchange_end",
     "matchings",
+    "rebuilt_routes",
     "rename",
     "route_results",
 ]
@@ -114,6 +115,33 @@ def derived_routes(state: RuleState) -> dict[str, str]:
         if separator and head and number.isdigit() and head not in pending:
             routes.setdefault(head, new)
     return routes
+
+
+def rebuilt_routes(messages: Sequence[Message], state: Callable[[], RuleState]) -> dict[str, str]:
+    """
+    The routes (see :func:`derived_routes`) of a context rebuilt from
+    *messages* (a snapshot, a store, a list), which come without the map its
+    merges kept. Only the calls of the trailing exchange can be pending:
+    *state* (the messages' rule state) is asked for only when one of them goes
+    by a name :func:`~workingctx.callids.fresh_call_id` gives.
+    """
+    position = len(messages)
+    while position and not messages[position - 1].call_ids:  # the results at the end
+        last = messages[position - 1]
+        if not (last.result_ids or last.role == "tool"):
+            return {}
+        position -= 1
+    while position:  # the calling turns, one right after another, that opened them
+        message = messages[position - 1]
+        calls = message.call_ids
+        if not calls:
+            break
+        if any(number.isdigit() and head for head, _, number in (c.rpartition(SEPARATOR) for c in calls)):
+            return derived_routes(state())
+        if message.role != "assistant" or message.result_ids:
+            break
+        position -= 1
+    return {}
 
 
 def route_results(

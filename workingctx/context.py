@@ -19,15 +19,15 @@ WorkingContext: what an agent knows right now, on four independent axes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workingctx import _checks
+from workingctx import _checks, _rekey
 from workingctx._lock import ContextLock
 from workingctx._merging import MergeMethods, MergeMode, ScratchpadPolicy
 from workingctx._notes import Notes
 from workingctx._recording import RecordingMethods
-from workingctx._tail import Tail, TailView
+from workingctx._tail import Tail, TailView, rule_state
 from workingctx.exceptions import (
     ArgumentValueError,
 )
@@ -132,6 +132,7 @@ class WorkingContext(MergeMethods, RecordingMethods):
             counter = ApproxTokenCounter()
         # whether the counter counts one message at a time (checked once: protocol checks are slow)
         self._init(prefix, Tail(tail, counter, incremental=isinstance(counter, TokenCounter)), notes, journal)
+        self._rebuild_routes(tail)
         self.limit = limit
         self.shared = shared
         if record:
@@ -155,7 +156,18 @@ class WorkingContext(MergeMethods, RecordingMethods):
         ctx._tail = Tail.from_snapshot(
             snapshot.messages, snapshot._chain, ctx._tail.counter, incremental=ctx._tail.incremental
         )
+        ctx._rebuild_routes(snapshot.messages)
         return ctx
+
+    def _rebuild_routes(self, messages: Sequence[Message]) -> None:
+        """
+        The routes of the calls a merge re-keyed while they were pending,
+        which a context built from *messages* (its tail) or a snapshot does not
+        bring: each pending call named like one (``call_0-2``) takes the results
+        for the id it was given instead of (``call_0``) while that id is not pending.
+        """
+        tail = self._tail
+        self._routes = _rekey.rebuilt_routes(messages, lambda: rule_state(tail.view()))
 
     def _spawn(
         self, tail: Tail, scratchpad: Notes, marks: dict[object, int], base: Mapping[str, Any]
