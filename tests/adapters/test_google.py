@@ -5,14 +5,17 @@ input, thought signatures, id-less calls, cross-format writes and responses.
 
 from __future__ import annotations
 
+import pytest
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
 from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, ToolCall
 from workingctx.adapters import anthropic, google, openai_chat, openai_responses
+from workingctx.exceptions import PayloadError, PayloadTypeError
 from workingctx.messages import ReasoningBlock
 
 CONTENTS = TypeAdapter(list[gtypes.Content])
@@ -163,3 +166,195 @@ def test_gemini_own_unsigned_calls_stay_unsigned():
     )
     parts = google.write(mixed)["contents"][3]["parts"]
     assert parts[0]["thought_signature"] == google.BYPASS_SIGNATURE
+
+
+# -- dumps that keep unset fields as null ------------------------------------------------------
+
+
+def null_filled(body, mode="json"):
+    """
+    *body* as the SDK dumps its objects without ``exclude_none``: every unset field a null.
+    """
+    out = {"contents": [c.model_dump(mode=mode) for c in CONTENTS.validate_python(body["contents"])]}
+    if "system_instruction" in body:
+        out["system_instruction"] = gtypes.Content.model_validate(body["system_instruction"]).model_dump(mode=mode)
+    return out
+
+
+@given(google_bodies(), st.sampled_from(["json", "python"]))
+def test_null_filled_dumps_read_as_the_null_free_form(body, mode):
+    """
+    model_dump(mode="json") (or model_dump(), with bytes and enums) of a body's
+    contents reads to the same messages as its null-free form, checks the same
+    and writes the null-free form back.
+    """
+    nulls = null_filled(body, mode)
+    assert google.read(nulls).assembled() == google.read(body).assembled()
+    assert google.check(nulls) == google.check(body)
+    assert valid(google.write(google.read(nulls))) == body
+
+
+SDK_CONTENTS = [
+    gtypes.Content(
+        role="user",
+        parts=[
+            gtypes.Part(text="Describe these."),
+            gtypes.Part(inline_data=gtypes.Blob(data=b"\xfb\xff\x00", mime_type="image/png")),
+            gtypes.Part(inline_data=gtypes.Blob(data=b"RIFF", mime_type="audio/wav", display_name="a.wav")),
+            gtypes.Part(file_data=gtypes.FileData(file_uri="https://example.com/a.pdf", mime_type="application/pdf")),
+            gtypes.Part(file_data=gtypes.FileData(file_uri="gs://b/v.mp4", mime_type="video/mp4")),
+        ],
+    ),
+    gtypes.Content(
+        role="model",
+        parts=[
+            gtypes.Part(text="plan", thought=True, thought_signature=b"\x01\x02"),
+            gtypes.Part(function_call=gtypes.FunctionCall(name="f", args={"a": None}), thought_signature=b"\x03"),
+            gtypes.Part(function_call=gtypes.FunctionCall(id="c2", name="g")),
+        ],
+    ),
+    gtypes.Content(
+        role="user",
+        parts=[
+            gtypes.Part(function_response=gtypes.FunctionResponse(name="f", response={"r": None})),
+            gtypes.Part(
+                function_response=gtypes.FunctionResponse(
+                    id="c2",
+                    name="g",
+                    parts=[
+                        gtypes.FunctionResponsePart(
+                            inline_data=gtypes.FunctionResponseBlob(data=b"\x89PNG", mime_type="image/png")
+                        )
+                    ],
+                )
+            ),
+        ],
+    ),
+    gtypes.Content(
+        role="model",
+        parts=[
+            gtypes.Part(executable_code=gtypes.ExecutableCode(code="print(2 + 2)", language="PYTHON")),
+            gtypes.Part(code_execution_result=gtypes.CodeExecutionResult(outcome="OUTCOME_OK", output="4")),
+            gtypes.Part(text="4, as run.", video_metadata=gtypes.VideoMetadata(fps=2)),
+        ],
+    ),
+    gtypes.Content(parts=[gtypes.Part(text="Thanks.")]),
+]
+
+
+@pytest.mark.parametrize("dump", [{"mode": "json"}, {}], ids=["json", "python"])
+def test_sdk_dumps_with_nulls_read_as_the_sdk_objects(dump):
+    """
+    Contents, a system instruction and a config dumped by the SDK with their
+    nulls read as the objects themselves: text, media, thoughts, calls (a null
+    id or args: Gemini sent none) and responses as typed blocks, code parts
+    as provider blocks without nulls; nulls inside call arguments and function
+    responses are the user's data and stay.
+    """
+    system = gtypes.Content(parts=[gtypes.Part(text="Be brief.")])
+    config = gtypes.GenerateContentConfig(temperature=0.5, system_instruction=system)
+    objects = google.read({"system_instruction": system, "contents": SDK_CONTENTS})
+    dumped = [c.model_dump(**dump) for c in SDK_CONTENTS]
+    for body in (
+        {"system_instruction": system.model_dump(**dump), "contents": dumped},
+        {"config": config.model_dump(**dump), "contents": dumped},
+    ):
+        ctx = google.read(body)
+        assert ctx.assembled() == objects.assembled()
+        assert google.check(body) == google.check(objects) == ()
+    kinds = [[type(b).__name__ for b in m.content] for m in ctx.messages]
+    assert kinds == [
+        ["TextBlock", "ImageBlock", "AudioBlock", "DocumentBlock", "VideoBlock"],
+        ["ReasoningBlock", "ToolCallBlock", "ToolCallBlock"],
+        ["ToolResultBlock", "ToolResultBlock"],
+        ["ProviderBlock", "ProviderBlock", "ProviderBlock"],
+        ["TextBlock"],
+    ]
+    assert ctx.messages[1].content[1].args == {"a": None}
+    assert ctx.messages[2].content[0].output == {"r": None}
+    out = valid(google.write(ctx))
+    assert out == {
+        "system_instruction": system.model_dump(mode="json", exclude_none=True),
+        "contents": [c.model_dump(mode="json", exclude_none=True) for c in SDK_CONTENTS],
+    }
+    assert out["contents"][-1] == {"parts": [{"text": "Thanks."}]}  # a null role: none sent
+
+
+@pytest.mark.parametrize("dump", [{"mode": "json"}, {}], ids=["json", "python"])
+def test_response_dumps_with_nulls_read_as_the_response(dump):
+    """
+    A GenerateContentResponse dumped with its nulls reads to the message the
+    response object gives: same blocks, same call ids, usage, no null model.
+    """
+    response = gtypes.GenerateContentResponse(
+        candidates=[gtypes.Candidate(content=SDK_CONTENTS[1], finish_reason="STOP")],
+        usage_metadata=gtypes.GenerateContentResponseUsageMetadata(prompt_token_count=5, candidates_token_count=2),
+    )
+    message = google.read_response(response.model_dump(**dump))
+    assert message == google.read_response(response)
+    assert message.metadata == {"finish_reason": "STOP"}
+
+
+# -- errors name the field at fault ------------------------------------------------------------
+
+
+MODEL = {"role": "model", "parts": [{"text": "a later field"}]}
+ERRORS = [
+    ({"contents": [{"role": "user", "parts": {"text": "x"}}, MODEL]}, "contents[0].parts"),
+    ({"contents": [{"role": "user", "parts": [["x"]]}, MODEL]}, "contents[0].parts[0]"),
+    ({"contents": [[{"text": "x"}], MODEL]}, "contents[0]"),
+    ({"contents": {"role": "user"}, "x": [1]}, "contents"),
+    ({"contents": [{"role": "assistant", "parts": [{"text": "x"}]}, MODEL]}, "contents[0].role"),
+    ({"system_instruction": {"parts": {"text": "s"}}, "contents": [MODEL]}, "system_instruction.parts"),
+    ({"config": {"systemInstruction": {"parts": "s"}}, "contents": [MODEL]}, "config.systemInstruction.parts"),
+    (
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "q"}]},
+                {"role": "model", "parts": [{"function_call": {"id": 7, "name": "f", "args": {}}}]},
+                {"role": "user", "parts": [{"function_response": {"id": 7, "name": "f", "response": {}}}]},
+            ]
+        },
+        "contents[1].parts[0].function_call.id",
+    ),
+    (
+        {"contents": [{"role": "user", "parts": [{"inline_data": {"data": 5, "mime_type": "image/png"}}]}, MODEL]},
+        "contents[0].parts[0].inline_data.data",
+    ),
+    (
+        {"contents": [{"role": "user", "parts": [{"inlineData": {"data": "AA==", "mimeType": 5}}]}, MODEL]},
+        "contents[0].parts[0].inlineData.mimeType",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "path"), ERRORS)
+def test_errors_name_the_offending_field(body, path):
+    """
+    A malformed field is named by its own JSON path (as the payload spells
+    it), never by a field read after it.
+    """
+    for reader in (google.read, google.check):
+        with pytest.raises(PayloadError) as info:
+            reader(body)
+        assert info.value.path == path, str(info.value)
+
+
+@given(google_bodies(), st.sampled_from([["x"], "x", 5]), st.sampled_from(["json", None]), st.data())
+def test_a_malformed_part_is_named_by_its_path(body, bad, mode, data):
+    """
+    A part that is not a JSON object, anywhere in a generated body (null-filled
+    or not), is the field an error names; so is a content's parts that is not a list.
+    """
+    body = null_filled(body, mode) if mode else body
+    position = data.draw(st.integers(0, len(body["contents"]) - 1))
+    parts = body["contents"][position]["parts"]
+    index = data.draw(st.integers(0, len(parts) - 1))
+    parts[index] = bad
+    with pytest.raises(PayloadTypeError) as info:
+        google.read(body)
+    assert info.value.path == f"contents[{position}].parts[{index}]"
+    body["contents"][position]["parts"] = {"text": "x"}
+    with pytest.raises(PayloadTypeError) as info:
+        google.read(body)
+    assert info.value.path == f"contents[{position}].parts"

@@ -765,28 +765,30 @@ def request_key_of(body: Any, fields: Mapping[str, Any]) -> str:
 
 def expect_list(value: Any, what: str) -> list[Any]:
     """
-    *value* as a list, or a TypeError naming *what*.
+    *value* as a list, or a TypeError naming *what* (and holding *value* itself,
+    so that the reader's error locates it in the payload).
     """
-    if type(value) is list:
+    if isinstance(value, list):
         return value
-    value = plain(value)
-    if not isinstance(value, list):
-        msg = f"{what} must be a list, got {value!r} of type {type(value).__name__}"
+    found = plain(value)
+    if not isinstance(found, list):
+        msg = f"{what} must be a list, got {found!r} of type {type(found).__name__}"
         raise ArgumentTypeError(msg, argument=what, value=value, expected="a list")
-    return value
+    return found
 
 
 def expect_mapping(value: Any, what: str) -> Mapping[str, Any]:
     """
-    *value* as a mapping, or a TypeError naming *what*.
+    *value* as a mapping, or a TypeError naming *what* (and holding *value* itself,
+    so that the reader's error locates it in the payload).
     """
     if type(value) is dict:
         return value
-    value = plain(value)
-    if not isinstance(value, Mapping):
-        msg = f"{what} must be a JSON object, got {value!r} of type {type(value).__name__}"
+    found = plain(value)
+    if not isinstance(found, Mapping):
+        msg = f"{what} must be a JSON object, got {found!r} of type {type(found).__name__}"
         raise ArgumentTypeError(msg, argument=what, value=value, expected="a JSON object")
-    return value
+    return found
 
 
 _DATA_URL = re.compile(r"data:([^;,]*);base64,(.*)", re.DOTALL)

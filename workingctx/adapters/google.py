@@ -3,7 +3,8 @@ Google Gen AI (Gemini): ``{"system_instruction": ..., "contents": [...]}`` in an
 
 The plain-data form is the one the SDK writes with
 ``model_dump(mode="json", exclude_none=True)``: snake_case keys, binary data and
-thought signatures as base64 text. camelCase (REST) input is read as well.
+thought signatures as base64 text. camelCase (REST) input is read as well, and
+dumps that keep unset fields as null (``model_dump(mode="json")``, ``model_dump()``).
 
 >>> from workingctx.adapters import google
 >>> body = {"system_instruction": {"parts": [{"text": "Be brief."}]}, "contents": [
@@ -18,11 +19,13 @@ True
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import mimetypes
 import re
 from collections.abc import Container, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 from workingctx._canonical import canonical_json
@@ -48,7 +51,7 @@ from workingctx.adapters._common import (
 )
 from workingctx.adapters._engine import Where, unknown
 from workingctx.callids import fresh_call_id
-from workingctx.exceptions import ArgumentValueError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -75,23 +78,52 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 _OPAQUE = frozenset({"args", "response"})  # user data inside a part: keys are never renamed
 
 
-def snake_case(data: Any) -> Any:
-    """
-    REST camelCase keys as the SDK's snake_case, leaving call arguments and
-    function responses (user data) as they are.
+def _snake(key: Any) -> Any:
+    return _CAMEL.sub("_", key).lower() if isinstance(key, str) else key
 
-    >>> snake_case({"inlineData": {"mimeType": "image/png"}, "functionCall": {"args": {"aB": 1}}})
-    {'inline_data': {'mime_type': 'image/png'}, 'function_call': {'args': {'aB': 1}}}
+
+def _json_value(value: Any) -> Any:
     """
+    *value* as the SDK's JSON dump has it: bytes as URL-safe base64 text, an enum as its value.
+    """
+    if isinstance(value, bytes):
+        return base64.urlsafe_b64encode(value).decode("ascii")
+    return value.value if isinstance(value, Enum) else value
+
+
+def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    The fields of a Gemini object as the SDK's JSON dump names them, one level
+    deep: snake_case keys, and no null field (a null is an unset field, which
+    ``model_dump(mode="json")`` writes and ``exclude_none=True`` leaves out).
+    The values stay the payload's own, so an error further down names its field.
+    """
+    return {_snake(key): _json_value(value) for key, value in raw.items() if value is not None}
+
+
+def _object(value: Any) -> dict[str, Any] | None:
+    """
+    The :func:`_fields` of *value* if it is a Gemini object (a mapping or an SDK object), else None.
+    """
+    value = plain(value)
+    return _fields(value) if isinstance(value, Mapping) else None
+
+
+def sdk_form(data: Any) -> Any:
+    """
+    *data* in the SDK's ``model_dump(mode="json", exclude_none=True)`` form:
+    camelCase (REST) keys in snake_case, null fields left out, bytes as
+    URL-safe base64, leaving call arguments and function responses (user data) as they are.
+
+    >>> sdk_form({"inlineData": {"mimeType": "image/png", "data": None}, "functionCall": {"args": {"aB": None}}})
+    {'inline_data': {'mime_type': 'image/png'}, 'function_call': {'args': {'aB': None}}}
+    """
+    data = plain(data)
     if isinstance(data, list):
-        return [snake_case(item) for item in data]
+        return [sdk_form(item) for item in data]
     if not isinstance(data, Mapping):
-        return data
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = _CAMEL.sub("_", key).lower() if isinstance(key, str) else key
-        out[name] = value if name in _OPAQUE else snake_case(value)
-    return out
+        return _json_value(data)
+    return {key: value if key in _OPAQUE else sdk_form(value) for key, value in _fields(data).items()}
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -142,7 +174,8 @@ class _Reader:
         self.named.add(name)
         return name
 
-    def part(self, part: Mapping[str, Any]) -> ContentBlock:
+    def part(self, raw: Any) -> ContentBlock:
+        part = _fields(expect_mapping(raw, "a part"))
         keys = set(part)
         extra = {k: v for k, v in part.items() if k == "thought_signature"}
         if "text" in part and keys <= {"text", "thought", "thought_signature"}:
@@ -152,16 +185,20 @@ class _Reader:
                 extra["thought"] = part["thought"]
             return TextBlock(part["text"], provider_data={PROVIDER: extra} if extra else {})
         if "function_call" in part and keys <= {"function_call", "thought_signature"}:
-            return self.call(part["function_call"], extra) or ProviderBlock(PROVIDER, part)
+            return self.call(part["function_call"], extra) or ProviderBlock(PROVIDER, sdk_form(part))
         if "function_response" in part and keys == {"function_response"}:
-            return self.response(part["function_response"]) or ProviderBlock(PROVIDER, part)
+            return self.response(part["function_response"]) or ProviderBlock(PROVIDER, sdk_form(part))
         if "inline_data" in part and keys <= {"inline_data", "thought_signature"}:
-            blob = part["inline_data"]
-            if isinstance(blob, Mapping) and set(blob) <= {"data", "mime_type", "display_name"} and "data" in blob:
+            blob = _object(part["inline_data"])
+            if blob is not None and set(blob) <= {"data", "mime_type", "display_name"} and "data" in blob:
+                data = blob["data"]
+                if not isinstance(data, str):
+                    msg = f"inline_data.data must be base64 text, got {data!r} of type {type(data).__name__}"
+                    raise ArgumentTypeError(msg, argument="inline_data.data", value=data, expected="base64 text")
                 media = MediaRef(
                     kind="data",
                     # the SDK writes URL-safe base64; workingctx keeps the standard alphabet other formats send
-                    data_base64=blob["data"].replace("-", "+").replace("_", "/"),
+                    data_base64=data.replace("-", "+").replace("_", "/"),
                     mime_type=blob.get("mime_type"),
                     filename=blob.get("display_name"),
                 )
@@ -169,26 +206,19 @@ class _Reader:
                 if block is not None and (media.mime_type is not None or not isinstance(block, DocumentBlock)):
                     return block
         if "file_data" in part and keys <= {"file_data", "thought_signature"}:
-            file = part["file_data"]
-            if (
-                isinstance(file, Mapping)
-                and set(file) <= {"file_uri", "mime_type", "display_name"}
-                and "file_uri" in file
-            ):
+            file = _object(part["file_data"])
+            if file is not None and set(file) <= {"file_uri", "mime_type", "display_name"} and "file_uri" in file:
                 media = MediaRef(
                     kind="url", url=file["file_uri"], mime_type=file.get("mime_type"), filename=file.get("display_name")
                 )
                 block = _media_block(media, extra)
                 if block is not None and media.mime_type is not None:
                     return block
-        return ProviderBlock(PROVIDER, part)
+        return ProviderBlock(PROVIDER, sdk_form(part))
 
-    def call(self, raw: Any, extra: dict[str, Any]) -> ContentBlock | None:
-        if (
-            not isinstance(raw, Mapping)
-            or not set(raw) <= {"id", "name", "args"}
-            or not isinstance(raw.get("name"), str)
-        ):
+    def call(self, value: Any, extra: dict[str, Any]) -> ContentBlock | None:
+        raw = _object(value)
+        if raw is None or not set(raw) <= {"id", "name", "args"} or not isinstance(raw.get("name"), str):
             return None
         args = raw.get("args", {})
         if not isinstance(args, Mapping):
@@ -205,18 +235,14 @@ class _Reader:
         self.pending.setdefault(raw["name"], []).append(call_id)
         return ToolCallBlock(call_id, raw["name"], args, provider_data={PROVIDER: data} if data else {})
 
-    def response(self, raw: Any) -> ContentBlock | None:
-        if (
-            not isinstance(raw, Mapping)
-            or not set(raw) <= {"id", "name", "response", "parts"}
-            or not isinstance(raw.get("name"), str)
-        ):
+    def response(self, value: Any) -> ContentBlock | None:
+        raw = _object(value)
+        if raw is None or not set(raw) <= {"id", "name", "response", "parts"} or not isinstance(raw.get("name"), str):
             return None
         blocks: list[ContentBlock] = []
-        for part in raw.get("parts") or ():
-            block = (
-                self.part(part) if isinstance(part, Mapping) and set(part) in ({"inline_data"}, {"file_data"}) else None
-            )
+        for item in raw.get("parts") or ():
+            part = _object(item)
+            block = self.part(part) if part is not None and set(part) in ({"inline_data"}, {"file_data"}) else None
             if not isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
                 return None
             blocks.append(block)
@@ -241,10 +267,10 @@ class _Reader:
 def _system(raw: Any) -> Message:
     if isinstance(raw, str):
         return Message("system", raw, provider_data={PROVIDER: {"_str": True}})
-    content = expect_mapping(raw, "system_instruction")
+    content = _fields(expect_mapping(raw, "system_instruction"))
     reader = _Reader()
-    parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
-    extra = unknown(content, ("parts",))
+    parts = tuple(map(reader.part, expect_list(content.get("parts", []), "parts")))
+    extra: dict[str, Any] = sdk_form(unknown(content, ("parts",)))
     return Message("system", parts, provider_data={PROVIDER: extra} if extra else {})
 
 
@@ -253,30 +279,31 @@ def read_messages(payload: Any) -> list[Message]:
     """
     The messages of a body (``system_instruction`` first) or of a bare list of contents.
     """
-    data = snake_case(plain(payload))
+    data = plain(payload)
     messages: list[Message] = []
     contents: Any = data
     if isinstance(data, Mapping):
+        data = _fields(data)
         if "contents" not in data:
             msg = "a Gemini body needs 'contents'; pass the body or the list of contents itself"
             raise ArgumentValueError(msg, argument="payload", value=payload)
         system = data.get("system_instruction")
         if system is None:
-            system = (data.get("config") or {}).get("system_instruction")
+            system = (_object(data.get("config")) or {}).get("system_instruction")
         if system is not None:
             messages.append(_system(system))
         contents = data["contents"]
     reader = _Reader()
     for position, raw in enumerate(expect_list(contents, "contents")):
-        content = expect_mapping(raw, f"contents[{position}]")
+        content = _fields(expect_mapping(raw, f"contents[{position}]"))
         role = content.get("role")
-        if role not in {"user", "model", None}:
+        if role not in ("user", "model", None):
             msg = f"contents[{position}] has role {role!r}; Gemini roles are 'user' and 'model'"
-            raise ArgumentValueError(msg, argument=f"contents[{position}]", value=raw)
-        extra = unknown(content, {"role", "parts"})
+            raise ArgumentValueError(msg, argument=f"contents[{position}].role", value=role)
+        extra: dict[str, Any] = sdk_form(unknown(content, {"role", "parts"}))
         if role is None:
             extra["_no_role"] = True
-        parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts", []), "parts"))
+        parts = tuple(map(reader.part, expect_list(content.get("parts", []), "parts")))
         messages.append(
             Message("assistant" if role == "model" else "user", parts, provider_data={PROVIDER: extra} if extra else {})
         )
@@ -614,7 +641,7 @@ def check(source: Any) -> tuple[Problem, ...]:
 
 def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     messages = read_messages(payload)
-    data = snake_case(plain(payload))
+    data = sdk_form(payload)
     raw = data["contents"] if isinstance(data, Mapping) else data
     return (*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw))
 
@@ -651,21 +678,21 @@ def read_response(response: Any, *, context: Any = None) -> Message:
     >>> read_response(reply, context=ctx).call_ids
     ('gemini-call-2',)
     """
-    data = snake_case(plain(response))
-    if not isinstance(data, Mapping) or not data.get("candidates"):
+    data = _object(response)
+    if data is None or not data.get("candidates"):
         msg = "not a Gemini response with candidates; pass the result of models.generate_content"
         raise ArgumentValueError(msg, argument="response", value=response)
-    candidate = expect_mapping(data["candidates"][0], "candidates[0]")
-    content = expect_mapping(candidate.get("content") or {}, "candidates[0].content")
+    candidate = _fields(expect_mapping(expect_list(data["candidates"], "candidates")[0], "candidates[0]"))
+    content = _fields(expect_mapping(candidate.get("content") or {}, "candidates[0].content"))
     if context is None:
-        seed = hashlib.sha256(canonical_json(content).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        seed = hashlib.sha256(canonical_json(sdk_form(content)).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         reader = _Reader(seed=seed)
         renamed: dict[str, str] = {}
     else:
         messages = messages_of(context)
         reader = _Reader(taken={i for m in messages for i in (*m.call_ids, *m.result_ids)})
         renamed = unique_call_ids(messages)[1]
-    parts = tuple(reader.part(expect_mapping(p, "a part")) for p in expect_list(content.get("parts") or [], "parts"))
+    parts = tuple(map(reader.part, expect_list(content.get("parts") or [], "parts")))
     reason = candidate.get("finish_reason")
     metadata = {"finish_reason": reason} if isinstance(reason, str) else {}
     message = engine.reply(
