@@ -638,3 +638,99 @@ def test_the_summary_is_not_streamed_to_the_user():
             streamed.append(getattr(chunk, "text", ""))
     assert summarizer.received
     assert not any("SECRET-SUMMARY" in text for text in streamed)
+
+
+# -- summarizing from sync code ------------------------------------------------------------------
+
+
+class _FirstLoop:
+    """
+    What an async client made on first use holds, as ChatAnthropic's (a cached
+    ``AsyncAnthropic`` over an httpx connection pool) does: a connection bound to
+    the event loop it was opened in. Used from another loop, or once that loop
+    is closed, it fails as the real one does.
+    """
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def send(self) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        reply = self.loop.create_future()
+        self.loop.call_soon(reply.set_result, None)  # RuntimeError("Event loop is closed") once it is
+        await reply  # RuntimeError: attached to a different loop
+
+
+class LoopBoundChat(ToolCallingFake):
+    """
+    A fake chat model whose async path goes through a client bound to the first event loop it ran in.
+    """
+
+    connection: Any = Field(default_factory=_FirstLoop)
+
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        await self.connection.send()
+        return self._generate(messages, *args, **kwargs)
+
+
+def _summarizing_run(middleware: SummarizingMiddleware, turns: int, *, in_loop: bool) -> dict[str, Any]:
+    """
+    *turns* sync ``invoke`` calls of a create_agent agent, made *in_loop* inside
+    a running event loop (as a notebook cell or an async app calling sync code
+    does) or in plain sync code; the thread's state.
+    """
+    model = _fake(turns)
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "sync"}}
+
+    async def in_a_running_loop() -> None:
+        for t in range(turns):
+            agent.invoke({"messages": [HumanMessage(f"Question {t}?")]}, config)
+
+    if in_loop:
+        asyncio.run(in_a_running_loop())
+    else:
+        for t in range(turns):
+            agent.invoke({"messages": [HumanMessage(f"Question {t}?")]}, config)
+    values: dict[str, Any] = agent.get_state(config).values
+    return values
+
+
+@pytest.mark.parametrize("in_loop", [False, True], ids=["sync", "sync-in-a-running-loop"])
+class TestSummarizingFromSyncCode:
+    def test_a_chat_model_summarizes_every_time(self, caplog, in_loop):
+        """
+        Sync invoke, in plain code and inside a running event loop, with a chat
+        model whose async client is bound to the first loop it ran in: every
+        summary is asked with the model's sync API, none fails, and each is kept.
+        """
+        summarizer = LoopBoundChat(messages=iter([AIMessage(f"Summary {i}.") for i in range(50)]))
+        middleware = SummarizingMiddleware(summarizer, max_messages=6, keep_recent=2)
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            values = _summarizing_run(middleware, 6, in_loop=in_loop)
+        summaries = len(summarizer.received)
+        assert summaries >= 3
+        assert "" == caplog.text
+        assert [f"Summary {i}." for i in range(summaries)] == values["workingctx_summary"]["summary"].split("\n\n")
+
+    def test_an_async_summarizer_runs_in_one_loop(self, caplog, in_loop):
+        """
+        A workingctx async summarizer bound to the first loop it ran in, called
+        from sync invoke, in plain code and inside a running loop: every call
+        runs in the same long-lived loop and succeeds.
+        """
+        connection = _FirstLoop()
+        calls: list[int] = []
+
+        async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001
+            await connection.send()
+            calls.append(len(messages))
+            return f"Summary {len(calls) - 1}."
+
+        middleware = SummarizingMiddleware(summarize, max_messages=6, keep_recent=2)
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            values = _summarizing_run(middleware, 6, in_loop=in_loop)
+        assert len(calls) >= 3
+        assert "" == caplog.text
+        assert [f"Summary {i}." for i in range(len(calls))] == values["workingctx_summary"]["summary"].split("\n\n")

@@ -20,9 +20,11 @@ caching needs ``langchain-anthropic``, imported only to recognise its chat model
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast
 
 import attrs
@@ -538,23 +540,73 @@ def _transcript(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
+_BLOCKING: ContextVar[bool] = ContextVar("workingctx_langchain_blocking", default=False)
+"""Set while the sync path trims: a chat model summarizer then asks with ``invoke``, not ``ainvoke``."""
+
+
 @attrs.frozen
 class _ChatSummarizer:
     """
-    A workingctx summarizer that asks a LangChain chat model.
+    A workingctx summarizer that asks a LangChain chat model: with ``ainvoke``,
+    or with ``invoke`` on the sync path (a model's async client may be bound to
+    the event loop it was first used in, as ``ChatAnthropic``'s is, so the sync
+    path never runs it in a loop of its own).
     """
 
     model: BaseChatModel
 
     async def __call__(self, messages: Sequence[Message], *, prompt: str, max_tokens: int) -> str:
-        reply = await self.model.ainvoke(
-            [
-                SystemMessage(f"{prompt} Use at most {max_tokens} tokens."),
-                HumanMessage(_transcript(messages)),
-            ],
-            config={"tags": [TAG_NOSTREAM]},  # the summary is no part of what the agent streams to its user
-        )
-        return reply.text
+        request = [SystemMessage(f"{prompt} Use at most {max_tokens} tokens."), HumanMessage(_transcript(messages))]
+        config: Any = {"tags": [TAG_NOSTREAM]}  # the summary is no part of what the agent streams to its user
+        if _BLOCKING.get():
+            return self.model.invoke(request, config=config).text
+        return (await self.model.ainvoke(request, config=config)).text
+
+
+T = TypeVar("T")
+
+
+def _completed(coroutine: Coroutine[Any, Any, T]) -> T:
+    """
+    The result of *coroutine*, which never waits (everything it awaits is
+    done at once), run to its end in this thread without an event loop.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast("T", done.value)
+    coroutine.close()  # pragma: no cover - only a summarizer waits, and the sync path's never does
+    msg = "the sync summary waited for something; this is a bug in workingctx"  # pragma: no cover
+    raise RuntimeError(msg)  # pragma: no cover
+
+
+class _LoopThread:
+    """
+    One event loop, in a daemon thread for the life of the process, where the
+    sync path awaits an async summarizer: the same loop for every call (a
+    client bound to the loop it was first used in keeps working), and usable
+    from a thread whose own loop is running (Jupyter, an async app calling
+    ``invoke``), where ``asyncio.run`` cannot be.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """
+        The result of *coroutine*, run in the thread's loop while this thread waits.
+        """
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                name = "workingctx-summarizer"
+                threading.Thread(target=self._loop.run_forever, name=name, daemon=True).start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+_SUMMARIZING_LOOP = _LoopThread()
 
 
 class SummarizingMiddleware(_RequestMiddleware):
@@ -570,6 +622,12 @@ class SummarizingMiddleware(_RequestMiddleware):
     Each request is the system prompt, the summary (a system message named
     ``context_summary``), the messages kept verbatim and those added since,
     made valid and cache-marked as :class:`ContextMiddleware` does.
+
+    Both ``invoke`` and ``ainvoke`` work, the sync one also inside a running
+    event loop (a notebook, an async app calling sync code): there a chat
+    model is asked with its sync API, ``invoke``, and an async summarizer runs
+    in one long-lived event loop in a background thread, the same for every
+    call (a client bound to the loop it was first used in keeps working).
 
     Args:
         summarizer: A LangChain chat model (asked with the summary prompt and
@@ -686,7 +744,14 @@ class SummarizingMiddleware(_RequestMiddleware):
         summary, the kept messages and the new ones; a new summary goes to the state.
         """
         prefix, state, window, before = self._start(request)
-        self.manager.trim_context(window.ctx)
+        if isinstance(self.manager.summarizer, _ChatSummarizer):
+            blocking = _BLOCKING.set(True)
+            try:
+                _completed(self.manager.atrim_context(window.ctx))
+            finally:
+                _BLOCKING.reset(blocking)
+        else:
+            _SUMMARIZING_LOOP.run(self.manager.atrim_context(window.ctx))
         update = self._record(state, window.ctx, before)
         return self._finish(handler(self._send(request, prefix, window.ctx, window)), update)
 
