@@ -323,8 +323,9 @@ class TestAnyHistory:
         For any history, broken ones included (orphaned results, calls that lost
         results, a pending call at the end, system messages between turns): the model
         gets every tool result after its call and every call answered, the user's
-        message first when there is one, and the state is not changed, whether the
-        middleware saw the conversation grow or reads it afresh.
+        message first when there is one, every call and result under an id the
+        state gives it (never one workingctx renamed it to), and the state is not
+        changed, whether the middleware saw the conversation grow or reads it afresh.
         """
         state = adapter.write_messages(transcript)
         copy = [m.model_copy(deep=True) for m in state]
@@ -338,6 +339,15 @@ class TestAnyHistory:
         assert [] == [p for p in problems if p.rule in {*STRUCTURAL_RULES, "pending-at-end"}]
         if any(isinstance(m, HumanMessage) for m in state):
             assert isinstance(next(m for m in sent.messages if not isinstance(m, SystemMessage)), HumanMessage)
+        assert _call_ids(sent.messages) <= _call_ids(state)
+
+
+def _call_ids(messages: list[BaseMessage]) -> set[str]:
+    """
+    The ids of the calls and results of LangChain *messages*.
+    """
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    return calls | {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
 
 
 def test_importing_workingctx_imports_no_framework():
@@ -734,3 +744,84 @@ class TestSummarizingFromSyncCode:
         assert len(calls) >= 3
         assert "" == caplog.text
         assert [f"Summary {i}." for i in range(len(calls))] == values["workingctx_summary"]["summary"].split("\n\n")
+
+
+# -- the repair path ------------------------------------------------------------------------------
+
+
+def _sendable_text(received: list[BaseMessage]) -> str:
+    """
+    What an SDK encodes of a request: UnicodeEncodeError on a lone surrogate, as the provider SDKs raise.
+    """
+    dumped = json.dumps([m.model_dump() for m in received], ensure_ascii=False, default=str)
+    dumped.encode("utf-8")
+    return dumped
+
+
+@pytest.mark.parametrize("kind", ["context", "summarizing"])
+def test_a_lone_surrogate_is_replaced_and_logged_never_sent(kind, caplog):
+    """
+    A question cut inside an emoji (a lone surrogate) in the agent's state,
+    through create_agent, with a summary made and without: every request the
+    model gets can be encoded, carries U+FFFD in the surrogate's place, and the
+    warning names the rule.
+    """
+    summarizer = ToolCallingFake(messages=iter([AIMessage(f"Summary {i}.") for i in range(20)]))
+    middleware: Any = (
+        ContextMiddleware(TokenBudgetContextManager(2_000))
+        if kind == "context"
+        else SummarizingMiddleware(summarizer, max_messages=4, keep_recent=2)
+    )
+    model = _fake(4)
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "cut"}}
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        for t in range(4):
+            agent.invoke({"messages": [HumanMessage(f"Question {t} \ud83d")]}, config)
+    assert 4 <= len(model.received)
+    for received in model.received:
+        assert "\ud83d" not in _sendable_text(received)
+        assert any("\ufffd" in m.text for m in received if isinstance(m, HumanMessage))
+    assert "unencodable-text" in caplog.text
+    if kind == "summarizing":
+        assert summarizer.received
+        assert all("\ud83d" not in _sendable_text(r) for r in summarizer.received)
+        assert any(isinstance(m, SystemMessage) and m.name == SUMMARY_NAME for m in model.received[-1])
+
+
+@pytest.mark.parametrize("kind", ["context", "summarizing"])
+def test_a_repaired_request_keeps_the_states_call_ids(kind, caplog):
+    """
+    A history whose calls reuse one id (an OpenAI-compatible server numbers them
+    call_0 in every reply), ending in the second, never answered, through
+    create_agent: the call is closed with an error result, and the model sees
+    the ids the state holds, the call and its error result both under call_0.
+    """
+
+    def call(n: int) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": "lookup", "args": {"key": f"k{n}"}, "id": "call_0"}], id=f"a{n}")
+
+    history = [
+        HumanMessage("q1", id="h1"),
+        call(1),
+        ToolMessage("r1", tool_call_id="call_0", id="t1"),
+        AIMessage("done", id="d1"),
+        HumanMessage("q2", id="h2"),
+        call(2),  # never answered: the app stopped before its tool ran
+    ]
+    middleware: Any = (
+        ContextMiddleware(TokenBudgetContextManager(2_000))
+        if kind == "context"
+        else SummarizingMiddleware(_summarize, max_messages=30)
+    )
+    model = ToolCallingFake(messages=iter([AIMessage("Back to q2.")]))
+    agent = create_agent(model, [lookup], middleware=[middleware])
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        agent.invoke({"messages": history})
+    received = model.received[-1]
+    assert "pending-at-end" in caplog.text
+    assert ["h1", "a1", "t1", "d1", "h2", "a2", None] == [m.id for m in received]
+    assert ["call_0", "call_0"] == [c["id"] for m in received if isinstance(m, AIMessage) for c in m.tool_calls]
+    closed = received[6]
+    assert isinstance(closed, ToolMessage)
+    assert ("call_0", "error: this tool call was not answered") == (closed.tool_call_id, closed.content)

@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast
 
 import attrs
 
 from workingctx.adapters import langchain as adapter
+from workingctx.adapters._common import data_problems, repair_messages, scrub_text
 from workingctx.cache import CachePlan, cache_blocks, plan
 from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
@@ -76,8 +77,8 @@ CacheSetting = Literal["auto", False]
 _KEPT_WINDOWS = 32
 """How many conversations a middleware remembers the window of (the most recent ones)."""
 
-_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end"})
-"""The rules a request is repaired for: tool exchanges (orphans, dangling and unanswered calls)."""
+_REPAIRED = frozenset({*STRUCTURAL_RULES, "pending-at-end", "unencodable-text"})
+"""The rules a request is repaired for: tool exchanges (orphans, dangling and unanswered calls) and lone surrogates."""
 
 Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
@@ -121,11 +122,13 @@ class _CallNames:
     OpenAI-compatible server numbers its calls ``call_0``, ``call_1`` in every
     reply) is read under a new name, :func:`~workingctx.callids.fresh_call_id`'s,
     and its results with it: call ids are local names. The model is still sent
-    the state's own messages.
+    the state's own messages, and a message written for it (a repaired one)
+    the state's own ids: those its tool results and the runtime use.
     """
 
     taken: set[str] = attrs.Factory(set)
     renamed: dict[str, str] = attrs.Factory(dict)  # the open exchange's: old id -> new id
+    original: dict[str, str] = attrs.Factory(dict)  # every new id -> the state's id
 
     def read(self, message: Message) -> Message:
         if message.tool_calls:
@@ -134,6 +137,7 @@ class _CallNames:
             for call in message.tool_calls:
                 if call.id in self.taken:
                     self.renamed[call.id] = fresh_call_id(call.id, self.taken)
+                    self.original[self.renamed[call.id]] = call.id
                     call = attrs.evolve(call, id=self.renamed[call.id])  # noqa: PLW2901
                 self.taken.add(call.id)
                 calls.append(call)
@@ -141,6 +145,19 @@ class _CallNames:
         if message.role == "tool" and message.tool_call_id in self.renamed:
             return attrs.evolve(message, tool_call_id=self.renamed[message.tool_call_id])
         return message
+
+    def restored(self, message: Message) -> Message:
+        """
+        *message* under the state's own call ids (the inverse of :meth:`read`).
+        """
+        changes: dict[str, Any] = {}
+        if any(call.id in self.original for call in message.tool_calls):
+            changes["tool_calls"] = tuple(
+                attrs.evolve(call, id=self.original.get(call.id, call.id)) for call in message.tool_calls
+            )
+        if message.tool_call_id is not None and message.tool_call_id in self.original:
+            changes["tool_call_id"] = self.original[message.tool_call_id]
+        return attrs.evolve(message, **changes) if changes else message
 
 
 # -- the window: what the manager keeps, cache-stably ------------------------------------
@@ -225,40 +242,43 @@ def _trim_points(window: _Window, state: Sequence[BaseMessage]) -> Iterator[Work
 # -- the request: valid, then cache-marked ------------------------------------------------
 
 
-def _repaired(rules: Sequence[str], where: str) -> None:
-    broken = sorted({rule for rule in rules if rule in _TOOL_RULES})
+def _repaired(rules: Iterable[str], where: str) -> None:
+    broken = sorted({rule for rule in rules if rule in _REPAIRED})
     if broken:
         logger.warning(
-            "the agent's history breaks the tool-call rules (%s): %s; the stored state is left as it is",
+            "the agent's history breaks the request rules (%s): %s; the stored state is left as it is",
             ", ".join(broken),
             where,
         )
 
 
 def _sendable(
-    prefix: PrefixContext, messages: list[Message], sources: Mapping[int, BaseMessage]
+    prefix: PrefixContext, messages: list[Message], sources: Mapping[int, BaseMessage], names: _CallNames
 ) -> tuple[list[Message], list[BaseMessage]]:
     """
     The request's messages, valid, with the LangChain message sent for each:
-    the state's own message where one was read, else a written one.
+    the state's own message where one was read, else one written under the
+    state's own call ids (*names* restores them).
 
-    A request still breaking a tool rule (the state ends in calls whose results
-    never came) is repaired the adapters' way, ``write(repair=True)``: orphan
-    results dropped, unanswered calls closed with an error result; and logged.
+    A request still breaking a rule ``write(repair=True)`` fixes is repaired
+    that way, and logged: orphan results dropped, unanswered calls (the state
+    ends in calls whose results never came) closed with an error result, and
+    every lone surrogate (text cut inside an emoji, which UTF-8 cannot encode)
+    replaced by U+FFFD.
     """
-    head = prefix.as_messages()
-    problems = [p for p in check_messages([*head, *messages]) if p.rule in _TOOL_RULES]
-    if problems:
-        _repaired([p.rule for p in problems], "the request repairs them as write(repair=True) does")
-        written = adapter.write([*head, *messages], repair=True)[len(head) :]
-        return _read(written), written
-    out = [sources.get(id(m)) for m in messages]
-    if all(m is not None for m in out):
-        return messages, [m for m in out if m is not None]
-    written = adapter.write(messages)
-    if len(written) != len(messages):  # pragma: no cover - a manager's own messages that write as several
-        return _read(written), written
-    return messages, [m if m is not None else w for m, w in zip(out, written, strict=True)]
+    own = {id(m): sources[id(m)] for m in messages if id(m) in sources}
+    found = [*check_messages([*prefix.as_messages(), *messages]), *data_problems(messages)]
+    rules = {p.rule for p in found if p.rule in _REPAIRED}
+    if rules:
+        _repaired(rules, "the request repairs them as write(repair=True) does")
+        messages = repair_messages(messages)
+    sent: list[BaseMessage] = []
+    for message in messages:
+        source = own.get(id(message))
+        sent.extend([source] if source is not None else adapter.write([names.restored(message)], state=True))
+    if len(sent) != len(messages):  # pragma: no cover - a manager's own messages that write as several
+        return _read(sent), sent
+    return messages, sent
 
 
 def _anthropic_model(model: object) -> str | None:
@@ -392,22 +412,19 @@ class _RequestMiddleware(AgentMiddleware[Any, Any, Any]):
     cache: CacheSetting
 
     def _send(
-        self, request: ModelRequest[Any], prefix: PrefixContext, ctx: WorkingContext, window: _Window | None
+        self, request: ModelRequest[Any], prefix: PrefixContext, ctx: WorkingContext, window: _Window
     ) -> ModelRequest[Any]:
         """
         *request* sending the tail of *ctx* (valid; cache-marked for an Anthropic model).
         """
-        sources = window.sources if window is not None else {}
         kept = list(ctx.messages)
-        messages, sent = _sendable(prefix, kept, sources)
+        messages, sent = _sendable(prefix, kept, window.sources, window.names)
         model = _anthropic_model(request.model) if self.cache == "auto" else None
         if model is None or _has_cache_control(request, sent):
             return request.override(messages=cast("list[AnyMessage]", sent))
         planned = ctx if messages is kept else WorkingContext(prefix=prefix, messages=messages, counter=ctx.counter)
-        previous = window.plan if window is not None else None
-        made = plan(planned, provider="anthropic", model=model, previous=previous)
-        if window is not None:
-            window.plan = made
+        made = plan(planned, provider="anthropic", model=model, previous=window.plan)
+        window.plan = made
         return _with_breakpoints(request, made, messages, sent)
 
 
@@ -425,8 +442,10 @@ class ContextMiddleware(_RequestMiddleware):
     tool rule (a result whose call is gone, from an older version of an app)
     is repaired the documented way, the manager's (the broken exchange is
     left out whole) or ``write(repair=True)``'s (calls the state never
-    answered closed with an error result), and logged on the
-    ``workingctx.integrations.langchain`` logger; nothing broken is passed on.
+    answered closed with an error result, under the state's own call ids;
+    a lone surrogate, text cut inside an emoji that UTF-8 cannot encode,
+    replaced by U+FFFD), and logged on the ``workingctx.integrations.langchain``
+    logger; nothing broken is passed on.
 
     The request is what the manager would keep had it trimmed one context
     before every model call of the conversation, so a watermark manager
@@ -556,7 +575,8 @@ class _ChatSummarizer:
     model: BaseChatModel
 
     async def __call__(self, messages: Sequence[Message], *, prompt: str, max_tokens: int) -> str:
-        request = [SystemMessage(f"{prompt} Use at most {max_tokens} tokens."), HumanMessage(_transcript(messages))]
+        transcript = _transcript(scrub_text(messages))  # what UTF-8 cannot encode, as U+FFFD
+        request = [SystemMessage(f"{prompt} Use at most {max_tokens} tokens."), HumanMessage(transcript)]
         config: Any = {"tags": [TAG_NOSTREAM]}  # the summary is no part of what the agent streams to its user
         if _BLOCKING.get():
             return self.model.invoke(request, config=config).text
@@ -685,9 +705,7 @@ class SummarizingMiddleware(_RequestMiddleware):
 
     # The context of a call: the summary so far, the messages it kept, those added since.
 
-    def _context(
-        self, state: Mapping[str, Any], prefix: PrefixContext
-    ) -> tuple[WorkingContext, dict[int, BaseMessage]]:
+    def _context(self, state: Mapping[str, Any], prefix: PrefixContext) -> _Window:
         messages = [_settled(m) for m in state.get("messages", ())]
         record = state.get("workingctx_summary")
         covered, kept, summary = 0, frozenset[str](), None
@@ -709,7 +727,7 @@ class SummarizingMiddleware(_RequestMiddleware):
         converted = [names.read(m) for m in _read(chosen)]
         head = [Message("system", summary, name=SUMMARY_NAME)] if isinstance(summary, str) and summary else []
         ctx = WorkingContext(prefix=prefix, messages=[*head, *converted])
-        return ctx, dict(zip(map(id, converted), chosen, strict=True))
+        return _Window(prefix, [], ctx, dict(zip(map(id, converted), chosen, strict=True)), names=names)
 
     def _record(self, state: Mapping[str, Any], ctx: WorkingContext, before: str | None) -> dict[str, Any] | None:
         """
@@ -730,8 +748,8 @@ class SummarizingMiddleware(_RequestMiddleware):
     def _start(self, request: ModelRequest[Any]) -> tuple[PrefixContext, dict[str, Any], _Window, str | None]:
         prefix = _prefix(request.system_message)
         state = {**request.state, "messages": list(request.messages)}
-        ctx, sources = self._context(state, prefix)
-        return prefix, state, _Window(prefix, [], ctx, sources), self._summary_of(ctx)
+        window = self._context(state, prefix)
+        return prefix, state, window, self._summary_of(window.ctx)
 
     def _finish(self, response: ModelResponse[Any], update: dict[str, Any] | None) -> Result:
         if update is None:
