@@ -500,16 +500,29 @@ def _tool_heavy_state(turns: int) -> list[BaseMessage]:
     return state
 
 
+def _parallel_state(turns: int, calls: int) -> list[BaseMessage]:
+    """
+    A state of *turns* questions, each answered after one round of *calls* parallel lookups.
+    """
+    state: list[BaseMessage] = []
+    for t in range(turns):
+        ask = [{"name": "lookup", "args": {"key": f"k{t}-{c}"}, "id": f"call_{t}_{c}"} for c in range(calls)]
+        state += [HumanMessage(f"Question {t}: look everything up."), AIMessage("", tool_calls=ask)]
+        state += [ToolMessage(lookup.invoke(c["args"]), tool_call_id=c["id"]) for c in ask]
+        state.append(AIMessage(f"Answer {t}: found it all."))
+    return state
+
+
 class AnthropicBodies:
     """
     A simulate() manager whose request is the body ChatAnthropic builds from the
     middleware's request, read back (with the breakpoints it carries).
     """
 
-    def __init__(self, state: list[BaseMessage], manager: Any) -> None:
+    def __init__(self, state: list[BaseMessage], manager: Any, middleware: Any = None) -> None:
         self.state = state
         self.calls = (i for i, m in enumerate(state) if isinstance(m, AIMessage))
-        self.middleware = ContextMiddleware(manager)
+        self.middleware = middleware or ContextMiddleware(manager)
         self.model = ChatAnthropic(model=ANTHROPIC_MODEL, api_key="offline")  # type: ignore[call-arg]
         self.bodies: list[dict[str, Any]] = []
 
@@ -555,6 +568,26 @@ class TestCacheEconomics:
         over_best = sim.input_cost / sim.best_input_cost
         assert over_best <= planned.input_cost / planned.best_input_cost * 101 / 100
         assert max(len(_breakpoints(b)) for b in bodies.bodies) <= 4
+        assert 0 == sim.lookback_misses
+
+    @pytest.mark.parametrize("kind", ["context", "summarizing"])
+    def test_many_parallel_calls_still_read_what_the_request_before_wrote(self, kind):
+        """
+        Rounds of twelve parallel calls add over twenty blocks between two
+        requests, past Anthropic's lookback: each request still carries a
+        breakpoint where the one before it wrote its end, so none misses the
+        cache for it, with either middleware (each plans with its previous plan).
+        """
+        state = _parallel_state(4, 12)
+        middleware: Any = (
+            ContextMiddleware(TokenBudgetContextManager(50_000))
+            if kind == "context"
+            else SummarizingMiddleware(_summarize, max_messages=1_000)
+        )
+        bodies = AnthropicBodies(state, None, middleware)
+        turns = adapter.read(state).assembled()
+        sim = simulate(turns, provider="anthropic", model=ANTHROPIC_MODEL, manager=bodies, cache=_as_sent)
+        assert len(bodies.bodies) == len(sim.requests) == 8
         assert 0 == sim.lookback_misses
 
 

@@ -641,7 +641,10 @@ class SummarizingMiddleware(_RequestMiddleware):
     (``ExtendedModelResponse``); the ``messages`` channel is never changed.
     Each request is the system prompt, the summary (a system message named
     ``context_summary``), the messages kept verbatim and those added since,
-    made valid and cache-marked as :class:`ContextMiddleware` does.
+    made valid and cache-marked as :class:`ContextMiddleware` does (a
+    breakpoint where the conversation's previous request ended, however many
+    blocks were added since: the middleware remembers the plans of the most
+    recent conversations).
 
     Both ``invoke`` and ``ainvoke`` work, the sync one also inside a running
     event loop (a notebook, an async app calling sync code): there a chat
@@ -702,6 +705,7 @@ class SummarizingMiddleware(_RequestMiddleware):
             pin=pin,
         )
         self.cache = _check_cache(cache)
+        self._windows = _Windows()  # only for the plan of each conversation's last request
 
     # The context of a call: the summary so far, the messages it kept, those added since.
 
@@ -749,7 +753,18 @@ class SummarizingMiddleware(_RequestMiddleware):
         prefix = _prefix(request.system_message)
         state = {**request.state, "messages": list(request.messages)}
         window = self._context(state, prefix)
+        earlier = self._windows.take(prefix, request.messages)
+        window.plan = earlier.plan if earlier is not None else None
         return prefix, state, window, self._summary_of(window.ctx)
+
+    def _sent(self, request: ModelRequest[Any], prefix: PrefixContext, window: _Window) -> ModelRequest[Any]:
+        """
+        The request to send, its plan kept for the conversation's next one.
+        """
+        sent = self._send(request, prefix, window.ctx, window)
+        window.seen = list(request.messages)
+        self._windows.give_back(window)
+        return sent
 
     def _finish(self, response: ModelResponse[Any], update: dict[str, Any] | None) -> Result:
         if update is None:
@@ -771,7 +786,7 @@ class SummarizingMiddleware(_RequestMiddleware):
         else:
             _SUMMARIZING_LOOP.run(self.manager.atrim_context(window.ctx))
         update = self._record(state, window.ctx, before)
-        return self._finish(handler(self._send(request, prefix, window.ctx, window)), update)
+        return self._finish(handler(self._sent(request, prefix, window)), update)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler) -> Result:
         """
@@ -781,4 +796,4 @@ class SummarizingMiddleware(_RequestMiddleware):
         prefix, state, window, before = self._start(request)
         await self.manager.atrim_context(window.ctx)
         update = self._record(state, window.ctx, before)
-        return self._finish(await handler(self._send(request, prefix, window.ctx, window)), update)
+        return self._finish(await handler(self._sent(request, prefix, window)), update)
