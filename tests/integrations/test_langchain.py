@@ -500,14 +500,17 @@ def _tool_heavy_state(turns: int) -> list[BaseMessage]:
     return state
 
 
-def _parallel_state(turns: int, calls: int) -> list[BaseMessage]:
+def _parallel_state(turns: int, calls: int, *, trailing: str | None = None) -> list[BaseMessage]:
     """
-    A state of *turns* questions, each answered after one round of *calls* parallel lookups.
+    A state of *turns* questions, each answered after one round of *calls*
+    parallel lookups; with *trailing*, each question ends in a text block of it.
     """
     state: list[BaseMessage] = []
     for t in range(turns):
         ask = [{"name": "lookup", "args": {"key": f"k{t}-{c}"}, "id": f"call_{t}_{c}"} for c in range(calls)]
-        state += [HumanMessage(f"Question {t}: look everything up."), AIMessage("", tool_calls=ask)]
+        text = f"Question {t}: look everything up."
+        question = HumanMessage(text if trailing is None else [text, {"type": "text", "text": trailing}])
+        state += [question, AIMessage("", tool_calls=ask)]
         state += [ToolMessage(lookup.invoke(c["args"]), tool_call_id=c["id"]) for c in ask]
         state.append(AIMessage(f"Answer {t}: found it all."))
     return state
@@ -589,6 +592,61 @@ class TestCacheEconomics:
         sim = simulate(turns, provider="anthropic", model=ANTHROPIC_MODEL, manager=bodies, cache=_as_sent)
         assert len(bodies.bodies) == len(sim.requests) == 8
         assert 0 == sim.lookback_misses
+
+    def test_a_breakpoint_chatanthropic_would_drop_is_never_counted_on(self):
+        """
+        Questions ending in a blank text block, which ChatAnthropic leaves out
+        with any breakpoint on it: the request does not count on that entry
+        being written, so the next one keeps the breakpoint that was, and the
+        cache is read across twelve parallel calls per round.
+        """
+        state = _parallel_state(4, 12, trailing="\n")
+        bodies = AnthropicBodies(state, TokenBudgetContextManager(50_000))
+        turns = adapter.read(state).assembled()
+        sim = simulate(turns, provider="anthropic", model=ANTHROPIC_MODEL, manager=bodies, cache=_as_sent)
+        assert 0 == sim.lookback_misses
+        assert all(len(_breakpoints(b)) >= 2 for b in bodies.bodies[1:])
+
+
+PNG = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+"""A one-pixel PNG as a data URL."""
+
+
+@pytest.mark.parametrize("kind", ["context", "summarizing"])
+def test_a_breakpoint_on_an_image_url_block_reaches_the_body(kind):
+    """
+    A question ending in an image in OpenAI's ``image_url`` shape, through
+    ChatAnthropic's own formatting of the middleware's request: the breakpoint
+    the plan puts on the image is in the body, on the very image block sent
+    without one; and the next request carries it again, with its own end.
+    """
+    model = ChatAnthropic(model=ANTHROPIC_MODEL, api_key="offline")  # type: ignore[call-arg]
+    middleware: Any = (
+        ContextMiddleware(TokenBudgetContextManager(50_000))
+        if kind == "context"
+        else SummarizingMiddleware(_summarize, max_messages=1_000)
+    )
+
+    def question(n: int) -> HumanMessage:
+        image = {"type": "image_url", "image_url": {"url": PNG}}
+        return HumanMessage([{"type": "text", "text": f"What does chart {n} show?"}, image], id=f"h{n}")
+
+    def body(state: list[BaseMessage]) -> dict[str, Any]:
+        sent = _call(middleware, state, model=model, system_message=SystemMessage(LONG_SYSTEM))
+        return model._get_request_payload([sent.system_message, *sent.messages])  # noqa: SLF001  # what it sends
+
+    first = body([question(1)])
+    assert [(-1, 0), (0, 1)] == _breakpoints(first)
+    plain = model._get_request_payload([SystemMessage(LONG_SYSTEM), question(1)])  # noqa: SLF001
+    image = dict(first["messages"][0]["content"][1])
+    assert {"type": "ephemeral", "ttl": "5m"} == image.pop("cache_control")
+    assert plain["messages"][0]["content"][1] == image
+    TypeAdapter(MessageCreateParamsNonStreaming).validate_python(first)
+    second = body([question(1), AIMessage("A rising line.", id="a1"), question(2)])
+    assert [(-1, 0), (0, 1), (2, 1)] == _breakpoints(second)
 
 
 # -- summarizing ---------------------------------------------------------------------------------

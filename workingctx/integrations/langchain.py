@@ -332,12 +332,39 @@ def _as_blocks(message: M) -> M:
     return message
 
 
+_UNMARKABLE = frozenset({"tool_use", "reasoning", "function_call", "refusal"})
+"""The LangChain blocks ChatAnthropic rebuilds from other fields or leaves out: a ``cache_control`` on one is lost."""
+
+
+def _carrying(item: object, ttl: str) -> dict[str, Any] | None:
+    """
+    The LangChain content block *item* with a cache breakpoint, in a form whose
+    ``cache_control`` ChatAnthropic sends; None where it would send the block
+    without one (a block it rebuilds or leaves out, blank text).
+
+    An ``image_url`` block (OpenAI's shape) is one ChatAnthropic rebuilds with
+    no ``cache_control``: it becomes LangChain's standard image block, which
+    ChatAnthropic sends as the same image block, breakpoint included.
+    """
+    block: dict[str, Any] = dict(item) if isinstance(item, Mapping) else {"type": "text", "text": item}
+    kind = block.get("type")
+    if kind == "image_url":
+        image = block.get("image_url")
+        if not isinstance(image, Mapping) or not isinstance(image.get("url"), str):
+            return None  # not a shape ChatAnthropic sends
+        block = {"type": "image", "url": image["url"]}
+    elif kind in _UNMARKABLE or (kind == "text" and not str(block.get("text", "")).strip()):
+        return None
+    return {**block, "cache_control": _control(ttl)}
+
+
 def _marked(message: BaseMessage, source: Message, block: int, ttl: str) -> BaseMessage | None:
     """
     *message* with a cache breakpoint on *block* (an index into
     :func:`~workingctx.cache.cache_blocks` of *source*, the message it was
-    read as); None where LangChain cannot carry one (a tool call: ChatAnthropic
-    writes calls from ``tool_calls``, which have no ``cache_control``).
+    read as); None where ChatAnthropic would send it without one (a tool call:
+    ChatAnthropic writes calls from ``tool_calls``, which have no
+    ``cache_control``; see :func:`_carrying` for the blocks).
     """
     if block >= len(cache_blocks(source)) - len(source.tool_calls):
         return None
@@ -356,40 +383,46 @@ def _marked(message: BaseMessage, source: Message, block: int, ttl: str) -> Base
     if not isinstance(content, list):  # pragma: no cover - cache_blocks gives no block for blank text
         return None
     blocks = list(content)
-    item = blocks[block]
-    blocks[block] = {
-        **(item if isinstance(item, Mapping) else {"type": "text", "text": item}),
-        "cache_control": _control(ttl),
-    }
+    carrying = _carrying(blocks[block], ttl)
+    if carrying is None:
+        return None
+    blocks[block] = carrying
     return message.model_copy(update={"content": blocks})
 
 
 def _with_breakpoints(
     request: ModelRequest[Any], made: CachePlan, messages: Sequence[Message], sent: list[BaseMessage]
-) -> ModelRequest[Any]:
+) -> tuple[ModelRequest[Any], CachePlan]:
     """
     *request* sending *sent* (read as *messages*) with the breakpoints of *made*
-    on their blocks, every text message as blocks (see :func:`_as_blocks`).
+    on their blocks, every text message as blocks (see :func:`_as_blocks`);
+    and *made* with only the breakpoints placed, the previous plan of the
+    next request, which must not count on an entry this one never wrote.
     """
     head = made.prefix_messages
     out = [_as_blocks(m) for m in sent]
     system = request.system_message
     read_as = _prefix(system).as_messages() if system is not None else []
     marked: BaseMessage | None
-    for index, blocks in made.marks().items():
-        for block, ttl in blocks.items():
-            if index < head and system is not None:  # the system prompt: the prefix's only message
-                marked = _marked(_as_blocks(system), read_as[index], block, ttl)
-                system = cast("SystemMessage", marked) if marked is not None else system
-                continue
-            marked = _marked(out[index - head], messages[index - head], block, ttl)
-            if marked is None:
-                logger.debug("no breakpoint on message %d block %d: LangChain sends it without one", index, block)
-            else:
+    placed = []
+    for point in made.breakpoints:
+        index, block = point.message, point.block
+        if index < head and system is not None:  # the system prompt: the prefix's only message
+            marked = _marked(_as_blocks(system), read_as[index], block, point.ttl)
+            if marked is not None:
+                system = cast("SystemMessage", marked)
+        else:
+            marked = _marked(out[index - head], messages[index - head], block, point.ttl)
+            if marked is not None:
                 out[index - head] = marked
+        if marked is None:
+            logger.debug("no breakpoint on message %d block %d: ChatAnthropic sends it without one", index, block)
+        else:
+            placed.append(point)
     if system is not None:
         system = _as_blocks(system)
-    return request.override(messages=cast("list[AnyMessage]", out), system_message=system)
+    marked_request = request.override(messages=cast("list[AnyMessage]", out), system_message=system)
+    return marked_request, attrs.evolve(made, breakpoints=tuple(placed))
 
 
 # -- the middleware -----------------------------------------------------------------------
@@ -424,8 +457,8 @@ class _RequestMiddleware(AgentMiddleware[Any, Any, Any]):
             return request.override(messages=cast("list[AnyMessage]", sent))
         planned = ctx if messages is kept else WorkingContext(prefix=prefix, messages=messages, counter=ctx.counter)
         made = plan(planned, provider="anthropic", model=model, previous=window.plan)
-        window.plan = made
-        return _with_breakpoints(request, made, messages, sent)
+        marked, window.plan = _with_breakpoints(request, made, messages, sent)
+        return marked
 
 
 class ContextMiddleware(_RequestMiddleware):
@@ -460,7 +493,9 @@ class ContextMiddleware(_RequestMiddleware):
     minimum): the end of the system prompt, the furthest breakpoint of the
     previous request still in this one, and the end of the request; every
     text message is sent as one text block, which Anthropic reads as the same
-    text, so a message sends the same blocks whether or not it carries one. A
+    text, so a message sends the same blocks whether or not it carries one;
+    a breakpoint goes only on a block ``ChatAnthropic`` sends it with (an
+    ``image_url`` block carries one as LangChain's standard image block). A
     request that already asks for caching (``cache_control`` on a block, on a
     tool or in the model settings) is left as it is.
 
