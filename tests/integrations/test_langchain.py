@@ -323,8 +323,9 @@ class TestAnyHistory:
         For any history, broken ones included (orphaned results, calls that lost
         results, a pending call at the end, system messages between turns): the model
         gets every tool result after its call and every call answered, the user's
-        message first when there is one, and the state is not changed, whether the
-        middleware saw the conversation grow or reads it afresh.
+        message first when there is one, every call and result under an id the
+        state gives it (never one workingctx renamed it to), and the state is not
+        changed, whether the middleware saw the conversation grow or reads it afresh.
         """
         state = adapter.write_messages(transcript)
         copy = [m.model_copy(deep=True) for m in state]
@@ -338,6 +339,15 @@ class TestAnyHistory:
         assert [] == [p for p in problems if p.rule in {*STRUCTURAL_RULES, "pending-at-end"}]
         if any(isinstance(m, HumanMessage) for m in state):
             assert isinstance(next(m for m in sent.messages if not isinstance(m, SystemMessage)), HumanMessage)
+        assert _call_ids(sent.messages) <= _call_ids(state)
+
+
+def _call_ids(messages: list[BaseMessage]) -> set[str]:
+    """
+    The ids of the calls and results of LangChain *messages*.
+    """
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    return calls | {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
 
 
 def test_importing_workingctx_imports_no_framework():
@@ -490,16 +500,32 @@ def _tool_heavy_state(turns: int) -> list[BaseMessage]:
     return state
 
 
+def _parallel_state(turns: int, calls: int, *, trailing: str | None = None) -> list[BaseMessage]:
+    """
+    A state of *turns* questions, each answered after one round of *calls*
+    parallel lookups; with *trailing*, each question ends in a text block of it.
+    """
+    state: list[BaseMessage] = []
+    for t in range(turns):
+        ask = [{"name": "lookup", "args": {"key": f"k{t}-{c}"}, "id": f"call_{t}_{c}"} for c in range(calls)]
+        text = f"Question {t}: look everything up."
+        question = HumanMessage(text if trailing is None else [text, {"type": "text", "text": trailing}])
+        state += [question, AIMessage("", tool_calls=ask)]
+        state += [ToolMessage(lookup.invoke(c["args"]), tool_call_id=c["id"]) for c in ask]
+        state.append(AIMessage(f"Answer {t}: found it all."))
+    return state
+
+
 class AnthropicBodies:
     """
     A simulate() manager whose request is the body ChatAnthropic builds from the
     middleware's request, read back (with the breakpoints it carries).
     """
 
-    def __init__(self, state: list[BaseMessage], manager: Any) -> None:
+    def __init__(self, state: list[BaseMessage], manager: Any, middleware: Any = None) -> None:
         self.state = state
         self.calls = (i for i, m in enumerate(state) if isinstance(m, AIMessage))
-        self.middleware = ContextMiddleware(manager)
+        self.middleware = middleware or ContextMiddleware(manager)
         self.model = ChatAnthropic(model=ANTHROPIC_MODEL, api_key="offline")  # type: ignore[call-arg]
         self.bodies: list[dict[str, Any]] = []
 
@@ -546,6 +572,81 @@ class TestCacheEconomics:
         assert over_best <= planned.input_cost / planned.best_input_cost * 101 / 100
         assert max(len(_breakpoints(b)) for b in bodies.bodies) <= 4
         assert 0 == sim.lookback_misses
+
+    @pytest.mark.parametrize("kind", ["context", "summarizing"])
+    def test_many_parallel_calls_still_read_what_the_request_before_wrote(self, kind):
+        """
+        Rounds of twelve parallel calls add over twenty blocks between two
+        requests, past Anthropic's lookback: each request still carries a
+        breakpoint where the one before it wrote its end, so none misses the
+        cache for it, with either middleware (each plans with its previous plan).
+        """
+        state = _parallel_state(4, 12)
+        middleware: Any = (
+            ContextMiddleware(TokenBudgetContextManager(50_000))
+            if kind == "context"
+            else SummarizingMiddleware(_summarize, max_messages=1_000)
+        )
+        bodies = AnthropicBodies(state, None, middleware)
+        turns = adapter.read(state).assembled()
+        sim = simulate(turns, provider="anthropic", model=ANTHROPIC_MODEL, manager=bodies, cache=_as_sent)
+        assert len(bodies.bodies) == len(sim.requests) == 8
+        assert 0 == sim.lookback_misses
+
+    def test_a_breakpoint_chatanthropic_would_drop_is_never_counted_on(self):
+        """
+        Questions ending in a blank text block, which ChatAnthropic leaves out
+        with any breakpoint on it: the request does not count on that entry
+        being written, so the next one keeps the breakpoint that was, and the
+        cache is read across twelve parallel calls per round.
+        """
+        state = _parallel_state(4, 12, trailing="\n")
+        bodies = AnthropicBodies(state, TokenBudgetContextManager(50_000))
+        turns = adapter.read(state).assembled()
+        sim = simulate(turns, provider="anthropic", model=ANTHROPIC_MODEL, manager=bodies, cache=_as_sent)
+        assert 0 == sim.lookback_misses
+        assert all(len(_breakpoints(b)) >= 2 for b in bodies.bodies[1:])
+
+
+PNG = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+"""A one-pixel PNG as a data URL."""
+
+
+@pytest.mark.parametrize("kind", ["context", "summarizing"])
+def test_a_breakpoint_on_an_image_url_block_reaches_the_body(kind):
+    """
+    A question ending in an image in OpenAI's ``image_url`` shape, through
+    ChatAnthropic's own formatting of the middleware's request: the breakpoint
+    the plan puts on the image is in the body, on the very image block sent
+    without one; and the next request carries it again, with its own end.
+    """
+    model = ChatAnthropic(model=ANTHROPIC_MODEL, api_key="offline")  # type: ignore[call-arg]
+    middleware: Any = (
+        ContextMiddleware(TokenBudgetContextManager(50_000))
+        if kind == "context"
+        else SummarizingMiddleware(_summarize, max_messages=1_000)
+    )
+
+    def question(n: int) -> HumanMessage:
+        image = {"type": "image_url", "image_url": {"url": PNG}}
+        return HumanMessage([{"type": "text", "text": f"What does chart {n} show?"}, image], id=f"h{n}")
+
+    def body(state: list[BaseMessage]) -> dict[str, Any]:
+        sent = _call(middleware, state, model=model, system_message=SystemMessage(LONG_SYSTEM))
+        return model._get_request_payload([sent.system_message, *sent.messages])  # noqa: SLF001  # what it sends
+
+    first = body([question(1)])
+    assert [(-1, 0), (0, 1)] == _breakpoints(first)
+    plain = model._get_request_payload([SystemMessage(LONG_SYSTEM), question(1)])  # noqa: SLF001
+    image = dict(first["messages"][0]["content"][1])
+    assert {"type": "ephemeral", "ttl": "5m"} == image.pop("cache_control")
+    assert plain["messages"][0]["content"][1] == image
+    TypeAdapter(MessageCreateParamsNonStreaming).validate_python(first)
+    second = body([question(1), AIMessage("A rising line.", id="a1"), question(2)])
+    assert [(-1, 0), (0, 1), (2, 1)] == _breakpoints(second)
 
 
 # -- summarizing ---------------------------------------------------------------------------------
@@ -638,3 +739,180 @@ def test_the_summary_is_not_streamed_to_the_user():
             streamed.append(getattr(chunk, "text", ""))
     assert summarizer.received
     assert not any("SECRET-SUMMARY" in text for text in streamed)
+
+
+# -- summarizing from sync code ------------------------------------------------------------------
+
+
+class _FirstLoop:
+    """
+    What an async client made on first use holds, as ChatAnthropic's (a cached
+    ``AsyncAnthropic`` over an httpx connection pool) does: a connection bound to
+    the event loop it was opened in. Used from another loop, or once that loop
+    is closed, it fails as the real one does.
+    """
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    async def send(self) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        reply = self.loop.create_future()
+        self.loop.call_soon(reply.set_result, None)  # RuntimeError("Event loop is closed") once it is
+        await reply  # RuntimeError: attached to a different loop
+
+
+class LoopBoundChat(ToolCallingFake):
+    """
+    A fake chat model whose async path goes through a client bound to the first event loop it ran in.
+    """
+
+    connection: Any = Field(default_factory=_FirstLoop)
+
+    async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        await self.connection.send()
+        return self._generate(messages, *args, **kwargs)
+
+
+def _summarizing_run(middleware: SummarizingMiddleware, turns: int, *, in_loop: bool) -> dict[str, Any]:
+    """
+    *turns* sync ``invoke`` calls of a create_agent agent, made *in_loop* inside
+    a running event loop (as a notebook cell or an async app calling sync code
+    does) or in plain sync code; the thread's state.
+    """
+    model = _fake(turns)
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "sync"}}
+
+    async def in_a_running_loop() -> None:
+        for t in range(turns):
+            agent.invoke({"messages": [HumanMessage(f"Question {t}?")]}, config)
+
+    if in_loop:
+        asyncio.run(in_a_running_loop())
+    else:
+        for t in range(turns):
+            agent.invoke({"messages": [HumanMessage(f"Question {t}?")]}, config)
+    values: dict[str, Any] = agent.get_state(config).values
+    return values
+
+
+@pytest.mark.parametrize("in_loop", [False, True], ids=["sync", "sync-in-a-running-loop"])
+class TestSummarizingFromSyncCode:
+    def test_a_chat_model_summarizes_every_time(self, caplog, in_loop):
+        """
+        Sync invoke, in plain code and inside a running event loop, with a chat
+        model whose async client is bound to the first loop it ran in: every
+        summary is asked with the model's sync API, none fails, and each is kept.
+        """
+        summarizer = LoopBoundChat(messages=iter([AIMessage(f"Summary {i}.") for i in range(50)]))
+        middleware = SummarizingMiddleware(summarizer, max_messages=6, keep_recent=2)
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            values = _summarizing_run(middleware, 6, in_loop=in_loop)
+        summaries = len(summarizer.received)
+        assert summaries >= 3
+        assert "" == caplog.text
+        assert [f"Summary {i}." for i in range(summaries)] == values["workingctx_summary"]["summary"].split("\n\n")
+
+    def test_an_async_summarizer_runs_in_one_loop(self, caplog, in_loop):
+        """
+        A workingctx async summarizer bound to the first loop it ran in, called
+        from sync invoke, in plain code and inside a running loop: every call
+        runs in the same long-lived loop and succeeds.
+        """
+        connection = _FirstLoop()
+        calls: list[int] = []
+
+        async def summarize(messages: Any, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001
+            await connection.send()
+            calls.append(len(messages))
+            return f"Summary {len(calls) - 1}."
+
+        middleware = SummarizingMiddleware(summarize, max_messages=6, keep_recent=2)
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            values = _summarizing_run(middleware, 6, in_loop=in_loop)
+        assert len(calls) >= 3
+        assert "" == caplog.text
+        assert [f"Summary {i}." for i in range(len(calls))] == values["workingctx_summary"]["summary"].split("\n\n")
+
+
+# -- the repair path ------------------------------------------------------------------------------
+
+
+def _sendable_text(received: list[BaseMessage]) -> str:
+    """
+    What an SDK encodes of a request: UnicodeEncodeError on a lone surrogate, as the provider SDKs raise.
+    """
+    dumped = json.dumps([m.model_dump() for m in received], ensure_ascii=False, default=str)
+    dumped.encode("utf-8")
+    return dumped
+
+
+@pytest.mark.parametrize("kind", ["context", "summarizing"])
+def test_a_lone_surrogate_is_replaced_and_logged_never_sent(kind, caplog):
+    """
+    A question cut inside an emoji (a lone surrogate) in the agent's state,
+    through create_agent, with a summary made and without: every request the
+    model gets can be encoded, carries U+FFFD in the surrogate's place, and the
+    warning names the rule.
+    """
+    summarizer = ToolCallingFake(messages=iter([AIMessage(f"Summary {i}.") for i in range(20)]))
+    middleware: Any = (
+        ContextMiddleware(TokenBudgetContextManager(2_000))
+        if kind == "context"
+        else SummarizingMiddleware(summarizer, max_messages=4, keep_recent=2)
+    )
+    model = _fake(4)
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "cut"}}
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        for t in range(4):
+            agent.invoke({"messages": [HumanMessage(f"Question {t} \ud83d")]}, config)
+    assert 4 <= len(model.received)
+    for received in model.received:
+        assert "\ud83d" not in _sendable_text(received)
+        assert any("\ufffd" in m.text for m in received if isinstance(m, HumanMessage))
+    assert "unencodable-text" in caplog.text
+    if kind == "summarizing":
+        assert summarizer.received
+        assert all("\ud83d" not in _sendable_text(r) for r in summarizer.received)
+        assert any(isinstance(m, SystemMessage) and m.name == SUMMARY_NAME for m in model.received[-1])
+
+
+@pytest.mark.parametrize("kind", ["context", "summarizing"])
+def test_a_repaired_request_keeps_the_states_call_ids(kind, caplog):
+    """
+    A history whose calls reuse one id (an OpenAI-compatible server numbers them
+    call_0 in every reply), ending in the second, never answered, through
+    create_agent: the call is closed with an error result, and the model sees
+    the ids the state holds, the call and its error result both under call_0.
+    """
+
+    def call(n: int) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": "lookup", "args": {"key": f"k{n}"}, "id": "call_0"}], id=f"a{n}")
+
+    history = [
+        HumanMessage("q1", id="h1"),
+        call(1),
+        ToolMessage("r1", tool_call_id="call_0", id="t1"),
+        AIMessage("done", id="d1"),
+        HumanMessage("q2", id="h2"),
+        call(2),  # never answered: the app stopped before its tool ran
+    ]
+    middleware: Any = (
+        ContextMiddleware(TokenBudgetContextManager(2_000))
+        if kind == "context"
+        else SummarizingMiddleware(_summarize, max_messages=30)
+    )
+    model = ToolCallingFake(messages=iter([AIMessage("Back to q2.")]))
+    agent = create_agent(model, [lookup], middleware=[middleware])
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        agent.invoke({"messages": history})
+    received = model.received[-1]
+    assert "pending-at-end" in caplog.text
+    assert ["h1", "a1", "t1", "d1", "h2", "a2", None] == [m.id for m in received]
+    assert ["call_0", "call_0"] == [c["id"] for m in received if isinstance(m, AIMessage) for c in m.tool_calls]
+    closed = received[6]
+    assert isinstance(closed, ToolMessage)
+    assert ("call_0", "error: this tool call was not answered") == (closed.tool_call_id, closed.content)

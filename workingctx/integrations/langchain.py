@@ -20,14 +20,17 @@ caching needs ``langchain-anthropic``, imported only to recognise its chat model
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast
 
 import attrs
 
 from workingctx.adapters import langchain as adapter
+from workingctx.adapters._common import data_problems, repair_messages, scrub_text
 from workingctx.cache import CachePlan, cache_blocks, plan
 from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
@@ -74,8 +77,8 @@ CacheSetting = Literal["auto", False]
 _KEPT_WINDOWS = 32
 """How many conversations a middleware remembers the window of (the most recent ones)."""
 
-_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end"})
-"""The rules a request is repaired for: tool exchanges (orphans, dangling and unanswered calls)."""
+_REPAIRED = frozenset({*STRUCTURAL_RULES, "pending-at-end", "unencodable-text"})
+"""The rules a request is repaired for: tool exchanges (orphans, dangling and unanswered calls) and lone surrogates."""
 
 Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
@@ -119,11 +122,13 @@ class _CallNames:
     OpenAI-compatible server numbers its calls ``call_0``, ``call_1`` in every
     reply) is read under a new name, :func:`~workingctx.callids.fresh_call_id`'s,
     and its results with it: call ids are local names. The model is still sent
-    the state's own messages.
+    the state's own messages, and a message written for it (a repaired one)
+    the state's own ids: those its tool results and the runtime use.
     """
 
     taken: set[str] = attrs.Factory(set)
     renamed: dict[str, str] = attrs.Factory(dict)  # the open exchange's: old id -> new id
+    original: dict[str, str] = attrs.Factory(dict)  # every new id -> the state's id
 
     def read(self, message: Message) -> Message:
         if message.tool_calls:
@@ -132,6 +137,7 @@ class _CallNames:
             for call in message.tool_calls:
                 if call.id in self.taken:
                     self.renamed[call.id] = fresh_call_id(call.id, self.taken)
+                    self.original[self.renamed[call.id]] = call.id
                     call = attrs.evolve(call, id=self.renamed[call.id])  # noqa: PLW2901
                 self.taken.add(call.id)
                 calls.append(call)
@@ -139,6 +145,19 @@ class _CallNames:
         if message.role == "tool" and message.tool_call_id in self.renamed:
             return attrs.evolve(message, tool_call_id=self.renamed[message.tool_call_id])
         return message
+
+    def restored(self, message: Message) -> Message:
+        """
+        *message* under the state's own call ids (the inverse of :meth:`read`).
+        """
+        changes: dict[str, Any] = {}
+        if any(call.id in self.original for call in message.tool_calls):
+            changes["tool_calls"] = tuple(
+                attrs.evolve(call, id=self.original.get(call.id, call.id)) for call in message.tool_calls
+            )
+        if message.tool_call_id is not None and message.tool_call_id in self.original:
+            changes["tool_call_id"] = self.original[message.tool_call_id]
+        return attrs.evolve(message, **changes) if changes else message
 
 
 # -- the window: what the manager keeps, cache-stably ------------------------------------
@@ -223,40 +242,43 @@ def _trim_points(window: _Window, state: Sequence[BaseMessage]) -> Iterator[Work
 # -- the request: valid, then cache-marked ------------------------------------------------
 
 
-def _repaired(rules: Sequence[str], where: str) -> None:
-    broken = sorted({rule for rule in rules if rule in _TOOL_RULES})
+def _repaired(rules: Iterable[str], where: str) -> None:
+    broken = sorted({rule for rule in rules if rule in _REPAIRED})
     if broken:
         logger.warning(
-            "the agent's history breaks the tool-call rules (%s): %s; the stored state is left as it is",
+            "the agent's history breaks the request rules (%s): %s; the stored state is left as it is",
             ", ".join(broken),
             where,
         )
 
 
 def _sendable(
-    prefix: PrefixContext, messages: list[Message], sources: Mapping[int, BaseMessage]
+    prefix: PrefixContext, messages: list[Message], sources: Mapping[int, BaseMessage], names: _CallNames
 ) -> tuple[list[Message], list[BaseMessage]]:
     """
     The request's messages, valid, with the LangChain message sent for each:
-    the state's own message where one was read, else a written one.
+    the state's own message where one was read, else one written under the
+    state's own call ids (*names* restores them).
 
-    A request still breaking a tool rule (the state ends in calls whose results
-    never came) is repaired the adapters' way, ``write(repair=True)``: orphan
-    results dropped, unanswered calls closed with an error result; and logged.
+    A request still breaking a rule ``write(repair=True)`` fixes is repaired
+    that way, and logged: orphan results dropped, unanswered calls (the state
+    ends in calls whose results never came) closed with an error result, and
+    every lone surrogate (text cut inside an emoji, which UTF-8 cannot encode)
+    replaced by U+FFFD.
     """
-    head = prefix.as_messages()
-    problems = [p for p in check_messages([*head, *messages]) if p.rule in _TOOL_RULES]
-    if problems:
-        _repaired([p.rule for p in problems], "the request repairs them as write(repair=True) does")
-        written = adapter.write([*head, *messages], repair=True)[len(head) :]
-        return _read(written), written
-    out = [sources.get(id(m)) for m in messages]
-    if all(m is not None for m in out):
-        return messages, [m for m in out if m is not None]
-    written = adapter.write(messages)
-    if len(written) != len(messages):  # pragma: no cover - a manager's own messages that write as several
-        return _read(written), written
-    return messages, [m if m is not None else w for m, w in zip(out, written, strict=True)]
+    own = {id(m): sources[id(m)] for m in messages if id(m) in sources}
+    found = [*check_messages([*prefix.as_messages(), *messages]), *data_problems(messages)]
+    rules = {p.rule for p in found if p.rule in _REPAIRED}
+    if rules:
+        _repaired(rules, "the request repairs them as write(repair=True) does")
+        messages = repair_messages(messages)
+    sent: list[BaseMessage] = []
+    for message in messages:
+        source = own.get(id(message))
+        sent.extend([source] if source is not None else adapter.write([names.restored(message)], state=True))
+    if len(sent) != len(messages):  # pragma: no cover - a manager's own messages that write as several
+        return _read(sent), sent
+    return messages, sent
 
 
 def _anthropic_model(model: object) -> str | None:
@@ -310,12 +332,39 @@ def _as_blocks(message: M) -> M:
     return message
 
 
+_UNMARKABLE = frozenset({"tool_use", "reasoning", "function_call", "refusal"})
+"""The LangChain blocks ChatAnthropic rebuilds from other fields or leaves out: a ``cache_control`` on one is lost."""
+
+
+def _carrying(item: object, ttl: str) -> dict[str, Any] | None:
+    """
+    The LangChain content block *item* with a cache breakpoint, in a form whose
+    ``cache_control`` ChatAnthropic sends; None where it would send the block
+    without one (a block it rebuilds or leaves out, blank text).
+
+    An ``image_url`` block (OpenAI's shape) is one ChatAnthropic rebuilds with
+    no ``cache_control``: it becomes LangChain's standard image block, which
+    ChatAnthropic sends as the same image block, breakpoint included.
+    """
+    block: dict[str, Any] = dict(item) if isinstance(item, Mapping) else {"type": "text", "text": item}
+    kind = block.get("type")
+    if kind == "image_url":
+        image = block.get("image_url")
+        if not isinstance(image, Mapping) or not isinstance(image.get("url"), str):
+            return None  # not a shape ChatAnthropic sends
+        block = {"type": "image", "url": image["url"]}
+    elif kind in _UNMARKABLE or (kind == "text" and not str(block.get("text", "")).strip()):
+        return None
+    return {**block, "cache_control": _control(ttl)}
+
+
 def _marked(message: BaseMessage, source: Message, block: int, ttl: str) -> BaseMessage | None:
     """
     *message* with a cache breakpoint on *block* (an index into
     :func:`~workingctx.cache.cache_blocks` of *source*, the message it was
-    read as); None where LangChain cannot carry one (a tool call: ChatAnthropic
-    writes calls from ``tool_calls``, which have no ``cache_control``).
+    read as); None where ChatAnthropic would send it without one (a tool call:
+    ChatAnthropic writes calls from ``tool_calls``, which have no
+    ``cache_control``; see :func:`_carrying` for the blocks).
     """
     if block >= len(cache_blocks(source)) - len(source.tool_calls):
         return None
@@ -334,40 +383,46 @@ def _marked(message: BaseMessage, source: Message, block: int, ttl: str) -> Base
     if not isinstance(content, list):  # pragma: no cover - cache_blocks gives no block for blank text
         return None
     blocks = list(content)
-    item = blocks[block]
-    blocks[block] = {
-        **(item if isinstance(item, Mapping) else {"type": "text", "text": item}),
-        "cache_control": _control(ttl),
-    }
+    carrying = _carrying(blocks[block], ttl)
+    if carrying is None:
+        return None
+    blocks[block] = carrying
     return message.model_copy(update={"content": blocks})
 
 
 def _with_breakpoints(
     request: ModelRequest[Any], made: CachePlan, messages: Sequence[Message], sent: list[BaseMessage]
-) -> ModelRequest[Any]:
+) -> tuple[ModelRequest[Any], CachePlan]:
     """
     *request* sending *sent* (read as *messages*) with the breakpoints of *made*
-    on their blocks, every text message as blocks (see :func:`_as_blocks`).
+    on their blocks, every text message as blocks (see :func:`_as_blocks`);
+    and *made* with only the breakpoints placed, the previous plan of the
+    next request, which must not count on an entry this one never wrote.
     """
     head = made.prefix_messages
     out = [_as_blocks(m) for m in sent]
     system = request.system_message
     read_as = _prefix(system).as_messages() if system is not None else []
     marked: BaseMessage | None
-    for index, blocks in made.marks().items():
-        for block, ttl in blocks.items():
-            if index < head and system is not None:  # the system prompt: the prefix's only message
-                marked = _marked(_as_blocks(system), read_as[index], block, ttl)
-                system = cast("SystemMessage", marked) if marked is not None else system
-                continue
-            marked = _marked(out[index - head], messages[index - head], block, ttl)
-            if marked is None:
-                logger.debug("no breakpoint on message %d block %d: LangChain sends it without one", index, block)
-            else:
+    placed = []
+    for point in made.breakpoints:
+        index, block = point.message, point.block
+        if index < head and system is not None:  # the system prompt: the prefix's only message
+            marked = _marked(_as_blocks(system), read_as[index], block, point.ttl)
+            if marked is not None:
+                system = cast("SystemMessage", marked)
+        else:
+            marked = _marked(out[index - head], messages[index - head], block, point.ttl)
+            if marked is not None:
                 out[index - head] = marked
+        if marked is None:
+            logger.debug("no breakpoint on message %d block %d: ChatAnthropic sends it without one", index, block)
+        else:
+            placed.append(point)
     if system is not None:
         system = _as_blocks(system)
-    return request.override(messages=cast("list[AnyMessage]", out), system_message=system)
+    marked_request = request.override(messages=cast("list[AnyMessage]", out), system_message=system)
+    return marked_request, attrs.evolve(made, breakpoints=tuple(placed))
 
 
 # -- the middleware -----------------------------------------------------------------------
@@ -390,23 +445,20 @@ class _RequestMiddleware(AgentMiddleware[Any, Any, Any]):
     cache: CacheSetting
 
     def _send(
-        self, request: ModelRequest[Any], prefix: PrefixContext, ctx: WorkingContext, window: _Window | None
+        self, request: ModelRequest[Any], prefix: PrefixContext, ctx: WorkingContext, window: _Window
     ) -> ModelRequest[Any]:
         """
         *request* sending the tail of *ctx* (valid; cache-marked for an Anthropic model).
         """
-        sources = window.sources if window is not None else {}
         kept = list(ctx.messages)
-        messages, sent = _sendable(prefix, kept, sources)
+        messages, sent = _sendable(prefix, kept, window.sources, window.names)
         model = _anthropic_model(request.model) if self.cache == "auto" else None
         if model is None or _has_cache_control(request, sent):
             return request.override(messages=cast("list[AnyMessage]", sent))
         planned = ctx if messages is kept else WorkingContext(prefix=prefix, messages=messages, counter=ctx.counter)
-        previous = window.plan if window is not None else None
-        made = plan(planned, provider="anthropic", model=model, previous=previous)
-        if window is not None:
-            window.plan = made
-        return _with_breakpoints(request, made, messages, sent)
+        made = plan(planned, provider="anthropic", model=model, previous=window.plan)
+        marked, window.plan = _with_breakpoints(request, made, messages, sent)
+        return marked
 
 
 class ContextMiddleware(_RequestMiddleware):
@@ -423,8 +475,10 @@ class ContextMiddleware(_RequestMiddleware):
     tool rule (a result whose call is gone, from an older version of an app)
     is repaired the documented way, the manager's (the broken exchange is
     left out whole) or ``write(repair=True)``'s (calls the state never
-    answered closed with an error result), and logged on the
-    ``workingctx.integrations.langchain`` logger; nothing broken is passed on.
+    answered closed with an error result, under the state's own call ids;
+    a lone surrogate, text cut inside an emoji that UTF-8 cannot encode,
+    replaced by U+FFFD), and logged on the ``workingctx.integrations.langchain``
+    logger; nothing broken is passed on.
 
     The request is what the manager would keep had it trimmed one context
     before every model call of the conversation, so a watermark manager
@@ -439,7 +493,9 @@ class ContextMiddleware(_RequestMiddleware):
     minimum): the end of the system prompt, the furthest breakpoint of the
     previous request still in this one, and the end of the request; every
     text message is sent as one text block, which Anthropic reads as the same
-    text, so a message sends the same blocks whether or not it carries one. A
+    text, so a message sends the same blocks whether or not it carries one;
+    a breakpoint goes only on a block ``ChatAnthropic`` sends it with (an
+    ``image_url`` block carries one as LangChain's standard image block). A
     request that already asks for caching (``cache_control`` on a block, on a
     tool or in the model settings) is left as it is.
 
@@ -538,23 +594,74 @@ def _transcript(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
+_BLOCKING: ContextVar[bool] = ContextVar("workingctx_langchain_blocking", default=False)
+"""Set while the sync path trims: a chat model summarizer then asks with ``invoke``, not ``ainvoke``."""
+
+
 @attrs.frozen
 class _ChatSummarizer:
     """
-    A workingctx summarizer that asks a LangChain chat model.
+    A workingctx summarizer that asks a LangChain chat model: with ``ainvoke``,
+    or with ``invoke`` on the sync path (a model's async client may be bound to
+    the event loop it was first used in, as ``ChatAnthropic``'s is, so the sync
+    path never runs it in a loop of its own).
     """
 
     model: BaseChatModel
 
     async def __call__(self, messages: Sequence[Message], *, prompt: str, max_tokens: int) -> str:
-        reply = await self.model.ainvoke(
-            [
-                SystemMessage(f"{prompt} Use at most {max_tokens} tokens."),
-                HumanMessage(_transcript(messages)),
-            ],
-            config={"tags": [TAG_NOSTREAM]},  # the summary is no part of what the agent streams to its user
-        )
-        return reply.text
+        transcript = _transcript(scrub_text(messages))  # what UTF-8 cannot encode, as U+FFFD
+        request = [SystemMessage(f"{prompt} Use at most {max_tokens} tokens."), HumanMessage(transcript)]
+        config: Any = {"tags": [TAG_NOSTREAM]}  # the summary is no part of what the agent streams to its user
+        if _BLOCKING.get():
+            return self.model.invoke(request, config=config).text
+        return (await self.model.ainvoke(request, config=config)).text
+
+
+T = TypeVar("T")
+
+
+def _completed(coroutine: Coroutine[Any, Any, T]) -> T:
+    """
+    The result of *coroutine*, which never waits (everything it awaits is
+    done at once), run to its end in this thread without an event loop.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast("T", done.value)
+    coroutine.close()  # pragma: no cover - only a summarizer waits, and the sync path's never does
+    msg = "the sync summary waited for something; this is a bug in workingctx"  # pragma: no cover
+    raise RuntimeError(msg)  # pragma: no cover
+
+
+class _LoopThread:
+    """
+    One event loop, in a daemon thread for the life of the process, where the
+    sync path awaits an async summarizer: the same loop for every call (a
+    client bound to the loop it was first used in keeps working), and usable
+    from a thread whose own loop is running (Jupyter, an async app calling
+    ``invoke``), where ``asyncio.run`` cannot be.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """
+        The result of *coroutine*, run in the thread's loop while this thread waits.
+        """
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                name = "workingctx-summarizer"
+                threading.Thread(target=self._loop.run_forever, name=name, daemon=True).start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+_SUMMARIZING_LOOP = _LoopThread()
 
 
 class SummarizingMiddleware(_RequestMiddleware):
@@ -569,7 +676,16 @@ class SummarizingMiddleware(_RequestMiddleware):
     (``ExtendedModelResponse``); the ``messages`` channel is never changed.
     Each request is the system prompt, the summary (a system message named
     ``context_summary``), the messages kept verbatim and those added since,
-    made valid and cache-marked as :class:`ContextMiddleware` does.
+    made valid and cache-marked as :class:`ContextMiddleware` does (a
+    breakpoint where the conversation's previous request ended, however many
+    blocks were added since: the middleware remembers the plans of the most
+    recent conversations).
+
+    Both ``invoke`` and ``ainvoke`` work, the sync one also inside a running
+    event loop (a notebook, an async app calling sync code): there a chat
+    model is asked with its sync API, ``invoke``, and an async summarizer runs
+    in one long-lived event loop in a background thread, the same for every
+    call (a client bound to the loop it was first used in keeps working).
 
     Args:
         summarizer: A LangChain chat model (asked with the summary prompt and
@@ -624,12 +740,11 @@ class SummarizingMiddleware(_RequestMiddleware):
             pin=pin,
         )
         self.cache = _check_cache(cache)
+        self._windows = _Windows()  # only for the plan of each conversation's last request
 
     # The context of a call: the summary so far, the messages it kept, those added since.
 
-    def _context(
-        self, state: Mapping[str, Any], prefix: PrefixContext
-    ) -> tuple[WorkingContext, dict[int, BaseMessage]]:
+    def _context(self, state: Mapping[str, Any], prefix: PrefixContext) -> _Window:
         messages = [_settled(m) for m in state.get("messages", ())]
         record = state.get("workingctx_summary")
         covered, kept, summary = 0, frozenset[str](), None
@@ -651,7 +766,7 @@ class SummarizingMiddleware(_RequestMiddleware):
         converted = [names.read(m) for m in _read(chosen)]
         head = [Message("system", summary, name=SUMMARY_NAME)] if isinstance(summary, str) and summary else []
         ctx = WorkingContext(prefix=prefix, messages=[*head, *converted])
-        return ctx, dict(zip(map(id, converted), chosen, strict=True))
+        return _Window(prefix, [], ctx, dict(zip(map(id, converted), chosen, strict=True)), names=names)
 
     def _record(self, state: Mapping[str, Any], ctx: WorkingContext, before: str | None) -> dict[str, Any] | None:
         """
@@ -672,8 +787,19 @@ class SummarizingMiddleware(_RequestMiddleware):
     def _start(self, request: ModelRequest[Any]) -> tuple[PrefixContext, dict[str, Any], _Window, str | None]:
         prefix = _prefix(request.system_message)
         state = {**request.state, "messages": list(request.messages)}
-        ctx, sources = self._context(state, prefix)
-        return prefix, state, _Window(prefix, [], ctx, sources), self._summary_of(ctx)
+        window = self._context(state, prefix)
+        earlier = self._windows.take(prefix, request.messages)
+        window.plan = earlier.plan if earlier is not None else None
+        return prefix, state, window, self._summary_of(window.ctx)
+
+    def _sent(self, request: ModelRequest[Any], prefix: PrefixContext, window: _Window) -> ModelRequest[Any]:
+        """
+        The request to send, its plan kept for the conversation's next one.
+        """
+        sent = self._send(request, prefix, window.ctx, window)
+        window.seen = list(request.messages)
+        self._windows.give_back(window)
+        return sent
 
     def _finish(self, response: ModelResponse[Any], update: dict[str, Any] | None) -> Result:
         if update is None:
@@ -686,9 +812,16 @@ class SummarizingMiddleware(_RequestMiddleware):
         summary, the kept messages and the new ones; a new summary goes to the state.
         """
         prefix, state, window, before = self._start(request)
-        self.manager.trim_context(window.ctx)
+        if isinstance(self.manager.summarizer, _ChatSummarizer):
+            blocking = _BLOCKING.set(True)
+            try:
+                _completed(self.manager.atrim_context(window.ctx))
+            finally:
+                _BLOCKING.reset(blocking)
+        else:
+            _SUMMARIZING_LOOP.run(self.manager.atrim_context(window.ctx))
         update = self._record(state, window.ctx, before)
-        return self._finish(handler(self._send(request, prefix, window.ctx, window)), update)
+        return self._finish(handler(self._sent(request, prefix, window)), update)
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: AsyncHandler) -> Result:
         """
@@ -698,4 +831,4 @@ class SummarizingMiddleware(_RequestMiddleware):
         prefix, state, window, before = self._start(request)
         await self.manager.atrim_context(window.ctx)
         update = self._record(state, window.ctx, before)
-        return self._finish(await handler(self._send(request, prefix, window.ctx, window)), update)
+        return self._finish(await handler(self._sent(request, prefix, window)), update)
