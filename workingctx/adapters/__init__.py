@@ -7,10 +7,16 @@ One module per format, each with the same five functions (``read``, ``write``,
 :mod:`~workingctx.adapters.google` and :mod:`~workingctx.adapters.langchain`.
 They work on plain data and accept SDK objects by duck typing; no SDK is needed
 at run time (``langchain`` imports ``langchain_core`` when called).
+
+What ``write(..., repair=True)`` does is here for any list of messages, for
+code that sends messages on its own way (a middleware handing a framework its
+state's messages): :func:`data_problems` finds what no format can carry,
+:func:`repair_messages` repairs a transcript, :func:`scrub_text` replaces only
+the text UTF-8 cannot encode.
 """
 
 from __future__ import annotations
 
-from workingctx.adapters._common import Problem, ProviderError
+from workingctx.adapters._common import Problem, ProviderError, data_problems, repair_messages, scrub_text
 
-__all__ = ["Problem", "ProviderError"]
+__all__ = ["Problem", "ProviderError", "data_problems", "repair_messages", "scrub_text"]

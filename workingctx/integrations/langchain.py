@@ -29,8 +29,8 @@ from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast
 
 import attrs
 
+from workingctx.adapters import data_problems, repair_messages, scrub_text
 from workingctx.adapters import langchain as adapter
-from workingctx.adapters._common import data_problems, repair_messages, scrub_text
 from workingctx.cache import CachePlan, cache_blocks, plan
 from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
