@@ -5,6 +5,7 @@ Tests for workingctx.managers: the context managers as scope compositions.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import logging
 import pickle
@@ -595,21 +596,84 @@ class TestSummaryContextManager:
         with pytest.warns(UserWarning, match="will never summarize: set max_messages or token_budget"):
             SummaryContextManager(echo_summarizer, max_messages=None)
 
-    def test_trim_context_inside_a_running_loop_names_atrim_context(self):
+    def test_trim_context_works_inside_a_running_loop(self):
         """
-        Common error: trim_context inside async code raises a clear error
-        naming atrim_context, not asyncio's; nothing changes.
+        Sync code called from async code (Jupyter, an async app) summarizes
+        as plain sync code does.
         """
-        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
-        before = ctx.messages
         manager = SummaryContextManager(echo_summarizer, max_messages=2, keep_recent=1)
+        plain = manager.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2")))
+        inside = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
 
-        async def inside():
-            with pytest.raises(RuntimeError, match=r"running event loop.*await manager\.atrim_context\(ctx\)"):
-                manager.trim_context(ctx)
+        async def run() -> None:
+            manager.trim_context(inside)
 
-        asyncio.run(inside())
-        assert before is ctx.messages
+        asyncio.run(run())
+        assert plain.messages == inside.messages
+        assert SUMMARY_NAME == inside.messages[1].name
+
+    def test_a_summarizer_bound_to_its_first_loop_works_on_every_sync_call(self, caplog):
+        """
+        A summarizer whose client belongs to the event loop it first ran in
+        (as ChatAnthropic's async client does) summarizes on every sync call:
+        they all run in one loop, which stays open.
+        """
+        loops: list[asyncio.AbstractEventLoop] = []
+
+        async def bound(*_: object, **__: object) -> str:
+            loop = asyncio.get_running_loop()
+            loops.append(loop)
+            if loops[0] is not loop or loops[0].is_closed():
+                msg = "Event loop is closed"
+                raise RuntimeError(msg)
+            return "summary"
+
+        manager = SummaryContextManager(bound, max_messages=2, keep_recent=1)
+        with caplog.at_level(logging.ERROR, logger="workingctx.managers"):
+            for _ in range(3):
+                ctx = manager.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2")))
+                assert "summary" == ctx.messages[1].text()
+        assert 3 == len(loops)
+        assert "" == caplog.text
+
+    def test_the_summarizer_sees_the_callers_context_variables(self):
+        """
+        A tracer's current run (a context variable the caller set) reaches
+        the summarizer on the sync path, as it would under asyncio.run.
+        """
+        current: contextvars.ContextVar[str] = contextvars.ContextVar("current", default="none")
+        seen: list[str] = []
+
+        async def traced(*_: object, **__: object) -> str:
+            seen.append(current.get())
+            return "summary"
+
+        manager = SummaryContextManager(traced, max_messages=2, keep_recent=1)
+        token = current.set("run-7")
+        try:
+            manager.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2")))
+        finally:
+            current.reset(token)
+        assert ["run-7"] == seen
+
+    def test_a_summarizer_calling_trim_context_names_atrim_context(self):
+        """
+        Common error: a summarizer that trims another context the sync way
+        while it runs gets a clear error naming atrim_context, not a hang.
+        """
+        inner = SummaryContextManager(echo_summarizer, max_messages=2, keep_recent=1)
+        nested = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = nested.messages
+
+        async def nesting(*_: object, **__: object) -> str:
+            with pytest.raises(RuntimeError, match=r"called by a summarizer.*await atrim_context\(\)"):
+                inner.trim_context(nested)
+            return "summary"
+
+        outer = SummaryContextManager(nesting, max_messages=2, keep_recent=1)
+        ctx = outer.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2")))
+        assert "summary" == ctx.messages[1].text()
+        assert before is nested.messages
 
     def test_boundary_moves_to_keep_an_exchange_whole(self):
         """

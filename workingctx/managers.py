@@ -28,8 +28,9 @@ import bisect
 import inspect
 import itertools
 import logging
+import threading
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
@@ -842,6 +843,43 @@ def _prompt(value: str | None) -> str:
 # -- SummaryContextManager ----------------------------------------------------------
 
 
+class _SummarizingLoop:
+    """
+    One event loop, in a daemon thread for the life of the process, where
+    the sync path awaits the summarizer: the same loop for every call (a
+    client bound to the loop it first ran in keeps working, where a new
+    ``asyncio.run`` loop per call would find it closed), and usable from a
+    thread whose own loop is running, where ``asyncio.run`` cannot be.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def run(self, coroutine: Coroutine[Any, Any, C], caller: str) -> C:
+        """
+        The result of *coroutine*, run in the loop, with this thread's context
+        variables (a tracer's current run, say), while this thread waits.
+        """
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="workingctx-summarizer", daemon=True
+                )
+                self._thread.start()
+            loop = self._loop
+        if threading.current_thread() is self._thread:
+            coroutine.close()
+            msg = f"{caller} was called by a summarizer while it summarizes; await atrim_context() there"
+            raise RuntimeError(msg)
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()  # in a copy of this thread's context
+
+
+_SUMMARIZING = _SummarizingLoop()
+
+
 @attrs.frozen(repr=False)
 class SummaryContextManager(BaseContextManager[WorkingContext]):
     """
@@ -1088,23 +1126,21 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
 
     def trim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
-        :meth:`atrim_context` run to completion, for code that is not async.
+        :meth:`atrim_context` run to completion, for code that is not async,
+        in plain code and inside a running event loop (Jupyter, an async app
+        calling sync code) alike.
+
+        Every call runs in one event loop, in a thread of its own, with the
+        caller's context variables: a summarizer whose client is bound to the
+        loop it first ran in keeps working from one call to the next.
 
         Raises:
-            RuntimeError: Called while an event loop is running in this thread;
-                use ``await manager.atrim_context(ctx)`` there.
+            RuntimeError: Called by a summarizer while it summarizes; it can
+                ``await manager.atrim_context(ctx)``.
             TypeError: *ctx* is not a :class:`~workingctx.WorkingContext`.
         """
         _check_context(ctx, "SummaryContextManager.trim_context()")
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.atrim_context(ctx))
-        msg = (
-            "SummaryContextManager.trim_context() was called inside a running event loop, "
-            "where it cannot wait for the summarizer; use `await manager.atrim_context(ctx)` instead"
-        )
-        raise RuntimeError(msg)
+        return _SUMMARIZING.run(self.atrim_context(ctx), "SummaryContextManager.trim_context()")
 
     def __repr__(self) -> str:
         parts = [

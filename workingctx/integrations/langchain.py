@@ -20,7 +20,6 @@ caching needs ``langchain-anthropic``, imported only to recognise its chat model
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -635,35 +634,6 @@ def _completed(coroutine: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError(msg)  # pragma: no cover
 
 
-class _LoopThread:
-    """
-    One event loop, in a daemon thread for the life of the process, where the
-    sync path awaits an async summarizer: the same loop for every call (a
-    client bound to the loop it was first used in keeps working), and usable
-    from a thread whose own loop is running (Jupyter, an async app calling
-    ``invoke``), where ``asyncio.run`` cannot be.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """
-        The result of *coroutine*, run in the thread's loop while this thread waits.
-        """
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                name = "workingctx-summarizer"
-                threading.Thread(target=self._loop.run_forever, name=name, daemon=True).start()
-            loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
-
-
-_SUMMARIZING_LOOP = _LoopThread()
-
-
 class SummarizingMiddleware(_RequestMiddleware):
     """
     Send the model a summary of the older messages and the newest ones verbatim; the state keeps everything.
@@ -819,7 +789,7 @@ class SummarizingMiddleware(_RequestMiddleware):
             finally:
                 _BLOCKING.reset(blocking)
         else:
-            _SUMMARIZING_LOOP.run(self.manager.atrim_context(window.ctx))
+            self.manager.trim_context(window.ctx)  # in one long-lived loop, also inside a running one
         update = self._record(state, window.ctx, before)
         return self._finish(handler(self._sent(request, prefix, window)), update)
 
