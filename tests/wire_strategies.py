@@ -80,11 +80,22 @@ chat_portable_content = solid | st.lists(
 ).filter(lambda parts: any(p["type"] == "text" for p in parts))
 
 
+def chat_call(draw: st.DrawFn, call_id: str, *, custom: bool) -> dict[str, Any]:
+    """
+    A function call, or with *custom* perhaps a custom tool call (free input
+    text), in the shapes of the SDK's ``ChatCompletionMessage*ToolCallParam``.
+    """
+    if custom and draw(st.booleans()):
+        return {"id": call_id, "type": "custom", "custom": {"name": draw(names), "input": draw(texts)}}
+    return {"id": call_id, "type": "function", "function": {"name": draw(names), "arguments": draw(arg_texts)}}
+
+
 @st.composite
-def chat_messages(draw: st.DrawFn, *, portable: bool = False) -> list[dict[str, Any]]:
+def chat_messages(draw: st.DrawFn, *, portable: bool = False, custom: bool = False) -> list[dict[str, Any]]:
     """
     A Chat Completions transcript: system or developer messages, then turns
-    with parallel tool calls, each answered.
+    with parallel tool calls, each answered; with *custom*, custom tool calls
+    among them.
     """
     text = solid if portable else texts
     parts = chat_solid_parts if portable else chat_text_parts
@@ -121,10 +132,7 @@ def chat_messages(draw: st.DrawFn, *, portable: bool = False) -> list[dict[str, 
                 assistant["content"] = draw(text)
             elif form == "parts":
                 assistant["content"] = draw(parts)
-            assistant["tool_calls"] = [
-                {"id": i, "type": "function", "function": {"name": draw(names), "arguments": draw(arg_texts)}}
-                for i in ids
-            ]
+            assistant["tool_calls"] = [chat_call(draw, i, custom=custom) for i in ids]
             out.append(assistant)
             out.extend({"role": "tool", "tool_call_id": i, "content": draw(texts | chat_text_parts)} for i in ids)
         final: dict[str, Any] = {"role": "assistant", "content": draw(text | parts)}

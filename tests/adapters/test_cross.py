@@ -254,8 +254,8 @@ def _custom_output(call_id: str) -> dict[str, Any]:
 
 def test_a_responses_custom_call_is_no_call_where_it_is_left_out():
     """
-    Written to another format a Responses custom tool call and its output are
-    left out (also by LangChain), so they are no call and no result there: a
+    Written to Anthropic or Gemini a Responses custom tool call and its output
+    are left out (also by LangChain), so they are no call and no result there: a
     request that ends with such a call, or holds its output alone, is sent as
     it is, and so is one whose custom output stands between a function call
     and its result (the message holding it is not sent at all).
@@ -266,7 +266,7 @@ def test_a_responses_custom_call_is_no_call_where_it_is_left_out():
     for items in (pending, orphan):
         TypeAdapter(ResponseInputParam).validate_python(items)
         ctx = openai_responses.read(items)
-        for target in (openai_chat, anthropic, google):
+        for target in (anthropic, google):
             VALIDATORS[target](target.write(ctx))
         langchain.write(ctx)
     function_call = {"type": "function_call", "call_id": "f1", "name": "f", "arguments": "{}"}
@@ -274,7 +274,7 @@ def test_a_responses_custom_call_is_no_call_where_it_is_left_out():
     between += [{"type": "function_call_output", "call_id": "f1", "output": "r"}, answer, user]
     TypeAdapter(ResponseInputParam).validate_python(between)
     ctx = openai_responses.read(between)
-    for target in (openai_chat, anthropic, google):
+    for target in (anthropic, google):
         body = target.write(ctx)
         VALIDATORS[target](body)
         assert target.check(ctx) == ()
@@ -305,18 +305,18 @@ _FOREIGN = [
             provider_data={"openai_responses": {"item": {"type": "reasoning", "id": "rs_1", "summary": []}}},
         ),
     ),
-    ("openai_responses", ProviderBlock("openai_responses", _custom_call("cc_1"))),
-    ("openai_responses", ProviderBlock("openai_responses", _custom_output("cc_1"))),
+    ("openai_custom", ProviderBlock("openai_responses", _custom_call("cc_1"))),
+    ("openai_custom", ProviderBlock("openai_responses", _custom_output("cc_1"))),
     (
         "openai_responses",
         ProviderBlock("openai_responses", {"type": "web_search_call", "id": "ws_1", "status": "completed"}),
     ),
     ("langchain", ProviderBlock("langchain", {"type": "non_standard", "value": {"kind": "x"}})),
 ]
-# The blocks each format writes as its own, by whose they are.
+# The blocks each format writes as its own, by whose they are ("openai_custom": custom tool calls and outputs).
 _OWN = {
-    openai_chat: {"openai_chat"},
-    openai_responses: {"openai", "openai_responses"},
+    openai_chat: {"openai_chat", "openai_custom"},
+    openai_responses: {"openai", "openai_responses", "openai_custom"},
     anthropic: {"anthropic"},
     google: {"google"},
     langchain: {"anthropic", "langchain"},
@@ -437,3 +437,124 @@ def test_reasoning_in_a_user_message_is_not_sent_to_responses():
     inserted = [plain[0], Message("user", (plan,)), plain[1]]
     assert openai_responses.write(inserted) == openai_responses.write(plain)
     assert openai_responses.check(inserted) == ()
+
+
+def _chat_calls(messages: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+    """
+    The calls of Chat Completions messages, sorted (the kinds keep each
+    message's own order, formats order them differently), each as (id, kind,
+    name, what it was given), and each result's text by call id.
+    """
+    calls = []
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if call["type"] == "custom":
+                calls.append((call["id"], "custom", call["custom"]["name"], call["custom"]["input"]))
+            else:
+                function = call["function"]
+                calls.append((call["id"], "function", function["name"], json.loads(function["arguments"])))
+    results = {}
+    for message in messages:
+        if message["role"] == "tool":
+            content = message["content"]
+            results[message["tool_call_id"]] = content if isinstance(content, str) else [p["text"] for p in content]
+    return sorted(calls, key=repr), results
+
+
+def _flat(results: dict[str, Any]) -> dict[str, str]:
+    return {i: r if isinstance(r, str) else "".join(r) for i, r in results.items()}
+
+
+@given(chat_messages(portable=True, custom=True))
+def test_chat_custom_tool_calls_cross_to_responses_and_back(messages):
+    """
+    Written to Responses, a Chat custom tool call is a ``custom_tool_call``
+    and its tool message a ``custom_tool_call_output`` (function calls and
+    their outputs stay what they are); read back and written to Chat, every
+    call and result is there again.
+    """
+    body = openai_responses.write(openai_chat.read(messages))
+    VALIDATORS[openai_responses](body)
+    assert openai_responses.check(body) == ()
+    kinds = {i["call_id"]: i["type"] for i in body["input"] if "call_id" in i}
+    customs = {i for i, kind, _, _ in _chat_calls(messages)[0] if kind == "custom"}
+    assert {i for i, kind in kinds.items() if kind == "custom_tool_call_output"} == customs
+    back = openai_chat.write(openai_responses.read(body))
+    VALIDATORS[openai_chat](back)
+    before, after = _chat_calls(messages), _chat_calls(back["messages"])
+    assert after[0] == before[0]
+    assert _flat(after[1]) == _flat(before[1])
+
+
+@pytest.mark.parametrize("target", [anthropic, google, langchain], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_chat_custom_tool_calls_are_left_out_with_their_results_elsewhere(target):
+    """
+    Anthropic, Gemini and LangChain have no custom tool: a Chat custom call is
+    left out with its tool message, as a Responses one is with its output,
+    and the request is valid without them (function calls and text all kept).
+    """
+
+    @given(chat_messages(portable=True, custom=True))
+    def check(messages):
+        """One transcript with custom calls, to the target."""
+        ctx = openai_chat.read(messages)
+        assert target.check(ctx) == ()
+        written = target.write(ctx)
+        if target is not langchain:
+            VALIDATORS[target](written)
+        kept = essence(target.read(written))
+        functions = [c for c in _chat_calls(messages)[0] if c[1] == "function"]
+        assert sorted(c[0] for c in kept["calls"]) == sorted(c[0] for c in functions)
+        assert set(kept["results"]) == {c[0] for c in functions}
+        assert kept["texts"] == essence(ctx)["texts"]
+
+    check()
+
+
+def test_a_responses_custom_call_is_written_to_chat_as_a_custom_tool_call():
+    """
+    Read from Responses, a custom tool call and its output are the nearest
+    Chat Completions shapes: a ``custom`` tool call and a tool message
+    (text parts for a list of input_text); reused ids re-keyed for Responses
+    keep pairing the call with its output.
+    """
+    user = {"role": "user", "content": "go"}
+    listed = {"type": "custom_tool_call_output", "call_id": "call_0", "output": [{"type": "input_text", "text": "2"}]}
+    items = [user, _custom_call("call_0"), _custom_output("call_0"), user, _custom_call("call_0"), listed, user]
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    ctx = openai_responses.read(items)
+    written = openai_chat.write(ctx)
+    VALIDATORS[openai_chat](written)
+    custom = {"id": "call_0", "type": "custom", "custom": {"name": "grep", "input": "x"}}
+    assert written["messages"][1:3] == [
+        {"role": "assistant", "content": None, "tool_calls": [custom]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "y"},
+    ]
+    assert written["messages"][5] == {
+        "role": "tool",
+        "tool_call_id": "call_0",
+        "content": [{"type": "text", "text": "2"}],
+    }
+    assert openai_chat.check(ctx) == ()
+    # read from Chat, the second exchange reuses the answered id: Responses re-keys the call and its result
+    again = openai_responses.write(openai_chat.read(written))
+    VALIDATORS[openai_responses](again)
+    pairs = [(i["type"], i["call_id"]) for i in again["input"] if "call_id" in i]
+    assert pairs[:2] == [("custom_tool_call", "call_0"), ("custom_tool_call_output", "call_0")]
+    assert pairs[2][0] == "custom_tool_call"
+    assert pairs[3] == ("custom_tool_call_output", pairs[2][1])
+    assert pairs[2][1] != "call_0"
+
+
+def test_a_responses_custom_output_with_an_image_is_named_for_chat():
+    """
+    A tool message takes text only: a custom tool's output holding an image is
+    an ``unsendable`` problem for Chat, never dropped in silence.
+    """
+    image = {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"}
+    output = {"type": "custom_tool_call_output", "call_id": "c1", "output": [image]}
+    items = [{"role": "user", "content": "go"}, _custom_call("c1"), output]
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    problems = openai_chat.check(openai_responses.read(items))
+    assert [(p.index, p.rule) for p in problems] == [(2, "unsendable")]
+    assert "custom tool's output" in problems[0].message

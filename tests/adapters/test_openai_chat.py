@@ -7,13 +7,27 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from hypothesis import strategies as st
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionCustomToolParam,
+    ChatCompletionMessage,
+    ChatCompletionMessageCustomToolCall,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+)
+from openai.types.chat.chat_completion import Choice
+from openai.types.chat.chat_completion_message_custom_tool_call import Custom
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import chat_messages
-from workingctx import Message, ToolCall, WorkingContext
+from workingctx import Message, MessageContextManager, TokenBudgetContextManager, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, openai_chat
+from workingctx.messages import ProviderBlock, TextBlock
 from workingctx.serialization import from_json, to_json
+from workingctx.validity import check_messages
 
 MESSAGES = TypeAdapter(list[ChatCompletionMessageParam])
 
@@ -143,3 +157,195 @@ def test_read_response_from_sdk_object():
     assert message.usage is not None
     assert (message.usage.input_tokens, message.usage.cache_read_tokens, message.usage.reasoning_tokens) == (20, 100, 5)
     assert message.metadata["model"] == "gpt-5"
+
+
+# -- custom tool calls ---------------------------------------------------------------------
+
+REQUEST = TypeAdapter(CompletionCreateParamsNonStreaming)
+GRAMMAR_TOOL = ChatCompletionCustomToolParam(
+    type="custom", custom={"name": "sql", "description": "Runs one SQL query", "format": {"type": "text"}}
+)
+
+
+def request(body):
+    """
+    Validate *body* as a whole Chat Completions request declaring the custom tool; return it.
+    """
+    REQUEST.validate_python({"model": "gpt-5", "tools": [GRAMMAR_TOOL], **body})
+    return body
+
+
+def custom_call(call_id, text="SELECT 1"):
+    return ChatCompletionMessageCustomToolCall(
+        id=call_id, type="custom", custom=Custom(name="sql", input=text)
+    ).model_dump(mode="json")
+
+
+def function_call(call_id):
+    return ChatCompletionMessageFunctionToolCall(
+        id=call_id, type="function", function=Function(name="weather", arguments='{"city": "Oslo"}')
+    ).model_dump(mode="json")
+
+
+@given(chat_messages(custom=True))
+def test_custom_tool_calls_round_trip_exactly(messages):
+    """
+    Transcripts whose assistants call custom tools beside functions (their
+    input free text) are written back as they were read, through a snapshot
+    and JSON too.
+    """
+    body = {"messages": valid(messages)}
+    ctx = openai_chat.read(body)
+    assert request(openai_chat.write(ctx)) == body
+    back = from_json(to_json(ctx.freeze()), type(ctx.freeze()))
+    assert openai_chat.write(back) == body
+
+
+def test_a_custom_tool_call_is_read_as_the_responses_custom_call_and_pairs_with_its_result():
+    """
+    A custom tool call is the Responses ``custom_tool_call`` workingctx holds
+    OpenAI's custom calls as: a call with an id, answered by its tool message,
+    in order with the function calls beside it and the text before them.
+    """
+    messages = [
+        {"role": "user", "content": "How many users, and the weather?"},
+        {"role": "assistant", "content": "Looking.", "tool_calls": [custom_call("call_a"), function_call("call_b")]},
+        {"role": "tool", "tool_call_id": "call_a", "content": "42"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "rain"},
+        {"role": "assistant", "content": "42 users; rain."},
+    ]
+    ctx = openai_chat.read(valid(messages))
+    asking = ctx.messages[1]
+    assert asking.content[0] == TextBlock("Looking.")
+    assert asking.content[1] == ProviderBlock(
+        "openai_responses", {"type": "custom_tool_call", "call_id": "call_a", "name": "sql", "input": "SELECT 1"}
+    )
+    assert [c.id for c in asking.tool_calls] == ["call_b"]
+    assert asking.call_ids == ("call_b", "call_a")
+    assert check_messages(list(ctx.assembled())) == ()
+    assert request(openai_chat.write(ctx)) == {"messages": messages}
+    assert openai_chat.check(messages) == ()
+
+
+def test_a_custom_tool_call_without_its_result_is_pending_or_dangling():
+    """
+    The validity rules treat a custom call as a call: unanswered at the end it
+    is pending (and write refuses it), with messages after it it dangles.
+    """
+    asking = {"role": "assistant", "content": None, "tool_calls": [custom_call("call_a")]}
+    pending = openai_chat.read([{"role": "user", "content": "count"}, asking])
+    assert check_messages(pending.messages, allow_pending=True) == ()
+    assert [(p.rule, p.ids) for p in check_messages(pending.messages)] == [("pending-at-end", ("call_a",))]
+    with pytest.raises(ProviderError, match="pending-at-end"):
+        openai_chat.write(pending)
+    dangling = [{"role": "user", "content": "count"}, asking, {"role": "user", "content": "well?"}]
+    assert [(p.index, p.rule) for p in openai_chat.check(dangling)] == [(1, "dangling-call")]
+    assert [(p.rule, p.ids) for p in check_messages(openai_chat.read(dangling).messages)] == [
+        ("dangling-call", ("call_a",))
+    ]
+    orphan = [{"role": "user", "content": "count"}, {"role": "tool", "tool_call_id": "call_a", "content": "42"}]
+    assert [p.rule for p in openai_chat.check(orphan)] == ["orphan-result"]
+
+
+def test_read_response_keeps_custom_tool_calls():
+    """
+    A completion whose message calls a custom tool gives an assistant message
+    holding the call, in order with the function calls; with their results
+    appended they are written back as the API sent them.
+    """
+    completion = ChatCompletion(
+        id="chatcmpl-1",
+        object="chat.completion",
+        created=0,
+        model="gpt-5",
+        choices=[
+            Choice(
+                index=0,
+                finish_reason="tool_calls",
+                message=ChatCompletionMessage(
+                    role="assistant",
+                    content=None,
+                    tool_calls=[
+                        ChatCompletionMessageCustomToolCall.model_validate(custom_call("call_a")),
+                        ChatCompletionMessageFunctionToolCall.model_validate(function_call("call_b")),
+                    ],
+                ),
+            )
+        ],
+    )
+    message = openai_chat.read_response(completion)
+    assert message.metadata["model"] == "gpt-5"
+    ctx = WorkingContext(messages=[Message.user("count, and the weather")]).append(message)
+    assert [(p.rule, p.ids) for p in check_messages(list(ctx.assembled()))] == [
+        ("pending-at-end", ("call_b", "call_a"))
+    ]
+    ctx = ctx.append(Message("tool", "42", tool_call_id="call_a"), Message("tool", "rain", tool_call_id="call_b"))
+    written = request(openai_chat.write(ctx))["messages"]
+    # the SDK object leaves its null content out, and so does the message written from it
+    assert written[1] == {"role": "assistant", "tool_calls": [custom_call("call_a"), function_call("call_b")]}
+    assert written[2:] == [
+        {"role": "tool", "tool_call_id": "call_a", "content": "42"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "rain"},
+    ]
+
+
+def test_a_malformed_custom_tool_call_is_named():
+    """
+    A custom call without its name or input text is refused with what it lacks and its shape.
+    """
+    broken = {"id": "call_a", "type": "custom", "custom": {"name": "sql"}}
+    with pytest.raises(ValueError, match=r"custom tool call needs an id, a name and an input text") as info:
+        openai_chat.read([{"role": "assistant", "content": None, "tool_calls": [broken]}])
+    assert '"custom": {"name"' in str(info.value)
+
+
+def test_merged_siblings_reusing_a_custom_call_id_are_rekeyed_with_their_results():
+    """
+    Two forks whose custom calls share an id merge with the second call and
+    its tool message renamed together, and the merge writes as a valid request.
+    """
+
+    def exchange(text):
+        asking = {"role": "assistant", "content": None, "tool_calls": [custom_call("dup", text)]}
+        answer = {"role": "tool", "tool_call_id": "dup", "content": text}
+        return openai_chat.read([{"role": "user", "content": text}, asking, answer]).messages
+
+    parent = WorkingContext(messages=[Message.user("start"), Message("assistant", "ok")])
+    one = parent.fork().append(*exchange("1"), Message("assistant", "1"))
+    two = parent.fork().append(*exchange("2"), Message("assistant", "2"))
+    parent.merge(one, mode="delta").merge(two, mode="delta")
+    written = request(openai_chat.write(parent))["messages"]
+    calls = [(c["id"], c["custom"]["input"]) for m in written for c in m.get("tool_calls", ())]
+    results = [(m["tool_call_id"], m["content"]) for m in written if m["role"] == "tool"]
+    assert calls == results == [("dup", "1"), ("dup-2", "2")]
+
+
+def test_fields_of_a_custom_call_beside_its_own_are_kept():
+    """
+    Keys a custom call carries beside id, type and custom (and its ``custom``
+    beside name and input), as OpenAI-compatible servers add them, go back as they came.
+    """
+    odd = {**custom_call("call_a"), "index": 0}
+    odd["custom"] = {**odd["custom"], "format": "text"}
+    messages = [
+        {"role": "user", "content": "count"},
+        {"role": "assistant", "content": "", "tool_calls": [function_call("call_b"), odd]},
+        {"role": "tool", "tool_call_id": "call_b", "content": "rain"},
+        {"role": "tool", "tool_call_id": "call_a", "content": "42"},
+    ]
+    assert openai_chat.write(openai_chat.read(messages)) == {"messages": messages}
+
+
+@given(chat_messages(custom=True), st.integers(0, 4000), st.integers(0, 8))
+def test_trimmed_transcripts_keep_each_custom_call_with_its_result(messages, budget, turns):
+    """
+    However a transcript with custom tool calls is trimmed (by tokens or by
+    turns), each call kept has its tool message and each tool message its
+    call: the request is written without repair, and the SDK takes it.
+    """
+    for manager in (TokenBudgetContextManager(budget + 1), MessageContextManager(max_messages=turns)):
+        ctx = WorkingContext(messages=openai_chat.read_messages(messages))
+        manager.trim_context(ctx)
+        written = valid(openai_chat.write(ctx)["messages"])
+        asked = [c["id"] for m in written for c in m.get("tool_calls") or ()]
+        assert [m["tool_call_id"] for m in written if m["role"] == "tool"] == asked

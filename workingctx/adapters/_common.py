@@ -30,6 +30,7 @@ from workingctx.messages import (
     ToolCallBlock,
     ToolResultBlock,
     answered_id,
+    asked_id,
 )
 from workingctx.prefix import PrefixContext
 from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider, RuleState
@@ -360,25 +361,62 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-def without_provider_calls(messages: Sequence[Message]) -> list[Message]:
+def without_provider_calls(messages: Sequence[Message], drops: Drops | None = None) -> list[Message]:
     """
     *messages* as a format that leaves a provider's own calls and answers out
-    (a Responses custom tool call written for Chat or LangChain) checks them: each such
-    block stands as a block that neither asks nor answers, in its place.
+    (a Responses computer call written for Chat, a custom tool call for
+    Anthropic or LangChain) checks them: each such block (with *drops*, each
+    one it says the format leaves out) stands as a block that neither asks nor
+    answers, in its place.
     """
     out = []
     for message in messages:
         content = message.content
-        if isinstance(content, str) or not any(_provider_call(b) for b in content):
+        if isinstance(content, str) or not any(_provider_call(b, message.role, drops) for b in content):
             out.append(message)
             continue
-        kept = tuple(ProviderBlock(b.provider, {}) if _provider_call(b) else b for b in content)
+        kept = tuple(ProviderBlock(b.provider, {}) if _provider_call(b, message.role, drops) else b for b in content)
         out.append(attrs.evolve(message, content=kept))
     return out
 
 
-def _provider_call(block: ContentBlock) -> TypeGuard[ProviderBlock]:
-    return isinstance(block, ProviderBlock) and (block.asks is not None or block.answers is not None)
+def _provider_call(block: ContentBlock, role: str, drops: Drops | None) -> TypeGuard[ProviderBlock]:
+    return (
+        isinstance(block, ProviderBlock)
+        and (block.asks is not None or block.answers is not None)
+        and (drops is None or drops(block, role))
+    )
+
+
+def answers_left_out(messages: Sequence[Message], drops: Drops) -> list[Message]:
+    """
+    *messages* with each tool message that answers a provider's own call the
+    format leaves out (a Chat Completions custom tool call, written for
+    Anthropic, Gemini or LangChain) left out with its call: in its place stands
+    a user message holding only an empty block of that provider, which the
+    format leaves out too, so that it is neither sent nor checked.
+    """
+    left: dict[str, str] = {}  # the id of a call the format leaves out -> its provider
+    out = []
+    for message in messages:
+        content = message.content
+        if not left and content.__class__ is str:  # the common case: no such call before
+            out.append(message)
+            continue
+        answered = message.tool_call_id
+        if message.role == "tool" and answered in left and not message.tool_calls:
+            out.append(Message("user", (ProviderBlock(left.pop(answered), {}),)))
+            continue
+        for block in () if isinstance(content, str) else content:
+            asked = asked_id(block)
+            if isinstance(block, ProviderBlock) and asked is not None and drops(block, message.role):
+                left[asked] = block.provider
+            elif asked is not None:
+                left.pop(asked, None)
+        for call in message.tool_calls:
+            left.pop(call.id, None)
+        out.append(message)
+    return out
 
 
 def _answered_asks(messages: Sequence[Message]) -> list[set[str]]:
@@ -670,7 +708,9 @@ def checked(
     says; else ProviderError listing every problem.
     """
     messages = prepare(messages, store=store, upload=upload, repair=repair)
-    checked_messages = without_provider_calls(messages)
+    if drops is not None:
+        messages = answers_left_out(messages, drops)
+    checked_messages = without_provider_calls(messages, drops)
     problems = (*check_messages(checked_messages, provider=provider, drops=drops), *media_problems(messages))
     if problems:
         raise refuse(problems, provider)

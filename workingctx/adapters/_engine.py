@@ -22,6 +22,7 @@ import attrs
 from workingctx.adapters._common import (
     Drops,
     Problem,
+    answers_left_out,
     check_messages,
     expect_list,
     expect_mapping,
@@ -59,8 +60,7 @@ class Format:
     unique_ids: bool = False  # a provider that needs each call id once per request: reused ids are re-keyed
     skipped: frozenset[str] = frozenset()  # rules of the provider this format does not apply
     messages: Callable[[Any], list[Message]] = messages_of  # the messages a source sends
-    provider_calls: bool = False  # it sends the provider's own calls and answers (ProviderBlock.asks / .answers)
-    drops: Drops | None = None  # the reasoning and provider blocks it leaves out
+    drops: Drops | None = None  # the reasoning and provider blocks it leaves out (the provider's own calls too)
 
 
 def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
@@ -72,8 +72,10 @@ def build(fmt: Format, messages: list[Message]) -> tuple[dict[str, Any], tuple[P
     """
     if fmt.unique_ids:
         messages = unique_call_ids(messages)[0]
+    if fmt.drops is not None:
+        messages = answers_left_out(messages, fmt.drops)
     unresolved = media_problems(messages)
-    checked = messages if fmt.provider_calls else without_provider_calls(messages)
+    checked = without_provider_calls(messages, fmt.drops)
     found = check_messages(checked, provider=fmt.provider, drops=fmt.drops)
     rules = (p for p in found if p.rule not in fmt.skipped) if fmt.skipped else found
     body, wire = fmt.body(keyed_messages(messages) if unresolved else messages)

@@ -23,6 +23,7 @@ from typing import Any
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    answers_left_out,
     check_messages,
     checked,
     context_from,
@@ -454,7 +455,8 @@ def check(source: Any) -> tuple[Problem, ...]:
     The problems ``write`` would raise for a context or for LangChain messages.
     """
     messages = messages_of(source) if is_workingctx(source) else read_messages(source)
-    found = check_messages(without_provider_calls(messages), drops=_drops)
+    messages = answers_left_out(messages, _drops)
+    found = check_messages(without_provider_calls(messages, _drops), drops=_drops)
     return (*found, *media_problems(messages), *lost(messages))
 
 

@@ -64,7 +64,9 @@ __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "reques
 PROVIDER = "openai_chat"  # the key of what only this format carries
 OPENAI = "openai"  # what both OpenAI formats share: the developer role
 _KNOWN = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
-_CONTENT_FORM = "_content"  # how an empty content was sent: "absent", "null" or "empty"
+_CONTENT_FORM = "_content"  # how content was sent: "absent", "null", "empty", "list"; "text" beside custom calls
+_CALLS = "_calls"  # the order of a message's function and custom calls, and custom calls' unknown fields
+_RESPONSES = "openai_responses"  # custom calls are held as the Responses items (both OpenAI formats write them)
 _REFUSAL = "_refusal"  # the text is a refusal; how its content was sent: "absent" or "null"
 
 
@@ -120,6 +122,51 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
     )
 
 
+_CUSTOM_KEYS = frozenset({"id", "type", "custom"})
+_INPUT_KEYS = frozenset({"name", "input"})
+
+
+def _custom_call(raw: Mapping[str, Any]) -> tuple[ProviderBlock, dict[str, Any]]:
+    """
+    A custom tool call (``{"type": "custom", "custom": {"name", "input"}}``) as
+    the Responses ``custom_tool_call`` item workingctx holds OpenAI's custom
+    calls as, and the fields it has besides (``"custom"``: those of its ``custom``).
+    """
+    custom = expect_mapping(raw.get("custom"), "tool_calls[].custom")
+    call_id, name, text = raw.get("id"), custom.get("name"), custom.get("input")
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name and isinstance(text, str)):
+        msg = (
+            f"a custom tool call needs an id, a name and an input text, got {dict(raw)!r}; "
+            'send {"id": "call_...", "type": "custom", "custom": {"name": "...", "input": "..."}}'
+        )
+        raise ArgumentValueError(msg, argument="tool_calls[]", value=raw)
+    extra = unknown(raw, _CUSTOM_KEYS)
+    if custom.keys() != _INPUT_KEYS:
+        extra["custom"] = unknown(custom, _INPUT_KEYS)
+    item = {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": text}
+    return ProviderBlock(_RESPONSES, item), extra
+
+
+def _calls(raw_calls: Sequence[Any]) -> tuple[list[ToolCall], list[ProviderBlock], list[Any]]:
+    """
+    The function calls of a message, its custom calls (see :func:`_custom_call`),
+    and for each call in order ``"function"`` or the custom call's other fields.
+    """
+    calls: list[ToolCall] = []
+    customs: list[ProviderBlock] = []
+    order: list[Any] = []
+    for raw in raw_calls:
+        call = expect_mapping(raw, "a tool call")
+        if call.get("type") == "custom":
+            block, extra = _custom_call(call)
+            customs.append(block)
+            order.append(extra)
+        else:
+            calls.append(_call(call))
+            order.append("function")
+    return calls, customs, order
+
+
 def _message(raw: Mapping[str, Any], position: int) -> Message:
     role = raw.get("role")
     extra: dict[str, Any] = {} if raw.keys() <= _KNOWN else unknown(raw, _KNOWN)
@@ -151,7 +198,16 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         if content in ("", ()) and raw.get("tool_calls"):
             extra[_CONTENT_FORM] = "empty" if content == "" else "list"
     raw_calls = raw.get("tool_calls")
-    calls = tuple([_call(expect_mapping(c, "a tool call")) for c in raw_calls]) if raw_calls else ()
+    calls, customs, order = _calls(raw_calls) if raw_calls else ([], [], [])
+    if customs:  # held as blocks after the content, which then is blocks too
+        if isinstance(content, str):
+            if content:
+                extra[_CONTENT_FORM] = "text"
+            content = (TextBlock(content),) if content else ()
+        content = (*content, *customs)
+        functions = [entry == "function" for entry in order]
+        if any(entry != "function" and entry for entry in order) or functions != sorted(functions, reverse=True):
+            extra[_CALLS] = order  # not all the functions first, or custom calls with fields of their own
     if "tool_calls" in raw and not raw["tool_calls"]:
         extra["_tool_calls"] = raw["tool_calls"]
     return Message(
@@ -159,7 +215,7 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         content,
         name=raw.get("name"),
         tool_call_id=raw.get("tool_call_id"),
-        tool_calls=calls,
+        tool_calls=tuple(calls),
         provider_data={**shared, PROVIDER: extra} if extra else shared or EMPTY_JSON_OBJECT,
     )
 
@@ -184,7 +240,9 @@ def read(payload: Any) -> Any:
     """
     A WorkingContext from a Chat Completions body (``{"messages": [...]}``), a
     list of messages, or SDK objects; leading system and developer messages
-    become the prefix.
+    become the prefix. A custom tool call (``"type": "custom"``) is held as
+    the Responses ``custom_tool_call`` OpenAI's custom calls are, a
+    ``ProviderBlock`` after the message's text: a call its ``tool`` message answers.
 
     Raises:
         TypeError: a part of the payload has the wrong shape.
@@ -204,6 +262,65 @@ def _write_call(call: ToolCall) -> dict[str, Any]:
     else:
         out = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call_text(call)}}
     out.update({k: thaw(v) for k, v in extra.items() if k != "_call"})
+    return out
+
+
+def _item(block: ContentBlock, kind: str) -> Mapping[str, Any] | None:
+    """
+    The Responses item of *kind* that *block* holds when Chat Completions can
+    send it (a ``custom_tool_call`` or its ``custom_tool_call_output``), else None.
+    """
+    if not (isinstance(block, ProviderBlock) and block.provider == _RESPONSES and block.data.get("type") == kind):
+        return None
+    data = block.data
+    if kind == "custom_tool_call":
+        sendable = block.asks is not None and isinstance(data.get("name"), str) and isinstance(data.get("input"), str)
+    else:
+        sendable = block.answers is not None and isinstance(data.get("output"), str | Sequence)
+    return data if sendable else None
+
+
+def _write_custom(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": item["call_id"], "type": "custom", "custom": {"name": item["name"], "input": item["input"]}}
+
+
+def _output_text(output: str | Sequence[Any]) -> str | list[dict[str, Any]]:
+    """
+    A custom tool's output as a tool message's content: its text, or its text
+    parts (:func:`lost` names the images and files it cannot carry).
+    """
+    if isinstance(output, str):
+        return output
+    texts = [p.get("text", "") for p in _output_parts(output) if p.get("type") == "input_text"]
+    return [{"type": "text", "text": text} for text in texts] or ""
+
+
+def _output_parts(output: str | Sequence[Any]) -> list[Mapping[str, Any]]:
+    """
+    The parts of a custom tool's output given as a list (none for text).
+    """
+    return [] if isinstance(output, str) else [p if isinstance(p, Mapping) else {} for p in output]
+
+
+def _in_order(calls: list[dict[str, Any]], order: Any) -> list[dict[str, Any]]:
+    """
+    *calls* in the order they were read (*order*, see :func:`_calls`), custom
+    calls with the fields they had besides; as they are when the message's
+    calls changed since.
+    """
+    functions = [c for c in calls if c.get("type") != "custom"]
+    customs = [c for c in calls if c.get("type") == "custom"]
+    if order is None or len(order) != len(calls) or list(order).count("function") != len(functions):
+        return calls
+    function, custom = iter(functions), iter(customs)
+    out = []
+    for entry in order:
+        if entry == "function":
+            out.append(next(function))
+            continue
+        call = next(custom)
+        inner = {**call["custom"], **thaw(entry.get("custom", {}))}
+        out.append({**call, **{k: thaw(v) for k, v in entry.items() if k != "custom"}, "custom": inner})
     return out
 
 
@@ -269,9 +386,14 @@ def _write_part(block: ContentBlock) -> dict[str, Any] | None:
 
 def _drops(block: ContentBlock, _role: str) -> bool:
     """
-    Whether this format leaves out *block* (reasoning, another format's items).
+    Whether this format leaves out *block* (reasoning, another format's items
+    but for custom tool calls and their outputs).
     """
-    return _write_part(block) is None
+    return (
+        _write_part(block) is None
+        and _item(block, "custom_tool_call") is None
+        and _item(block, "custom_tool_call_output") is None
+    )
 
 
 _MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock, DataBlock)
@@ -283,6 +405,9 @@ def _why_lost(block: ContentBlock, role: str, in_result: bool) -> str | None:
     """
     if isinstance(block, VideoBlock | DataBlock):  # a data block inline, without a media reference, too
         return "a block Chat Completions has no part for"
+    output = _item(block, "custom_tool_call_output")
+    if output is not None and any(p.get("type") != "input_text" for p in _output_parts(output["output"])):
+        return "a custom tool's output holding images or files, where a tool message takes text only"
     if not isinstance(block, _MEDIA) or block.media is None:
         return None
     media = block.media
@@ -353,6 +478,34 @@ def _write_refusal(message: Message, form: str, extra: Mapping[str, Any]) -> dic
     return {**body, **{k: thaw(v) for k, v in extra.items()}}
 
 
+def _split(
+    blocks: Sequence[ContentBlock], calls: list[dict[str, Any]], before: list[dict[str, Any]], after: list[Any]
+) -> list[ContentBlock]:
+    """
+    The blocks of a message that are content parts; its calls go to *calls*,
+    its results to *before* as tool messages, and the media of those to
+    *after*, as a user message.
+    """
+    kept: list[ContentBlock] = []
+    for block in blocks:
+        if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+            calls.append(_write_call(ToolCall(block.id, block.name, block.args)))
+        elif (custom := _item(block, "custom_tool_call")) is not None:
+            calls.append(_write_custom(custom))
+        elif (answer := _item(block, "custom_tool_call_output")) is not None:
+            before.append(
+                {"role": "tool", "tool_call_id": answer["call_id"], "content": _output_text(answer["output"])}
+            )
+        elif isinstance(block, ToolResultBlock):
+            before.append({"role": "tool", "tool_call_id": block.call_id, "content": _result_text(block)})
+            media = _parts([b for b in block.content if not isinstance(b, TextBlock)])
+            if media:
+                after.append({"role": "user", "content": media})
+        else:
+            kept.append(block)
+    return kept
+
+
 def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """
     The Chat Completions messages of one message, and the user messages that
@@ -361,6 +514,7 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
     extra = dict(message.provider_data.get(PROVIDER, {}))
     form = extra.pop(_CONTENT_FORM, None)
     extra_calls = extra.pop("_tool_calls", None)
+    order = extra.pop(_CALLS, None)
     refused = extra.pop(_REFUSAL, None)
     if refused is not None and isinstance(message.content, str) and not message.tool_calls:
         return [_write_refusal(message, refused, extra)], []
@@ -372,17 +526,7 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
     if isinstance(message.content, str):
         value = message.content
     else:
-        kept: list[ContentBlock] = []
-        for block in message.content:
-            if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
-                calls.append(_write_call(ToolCall(block.id, block.name, block.args)))
-            elif isinstance(block, ToolResultBlock):
-                before.append({"role": "tool", "tool_call_id": block.call_id, "content": _result_text(block)})
-                media = _parts([b for b in block.content if not isinstance(b, TextBlock)])
-                if media:
-                    after.append({"role": "user", "content": media})
-            else:
-                kept.append(block)
+        kept = _split(message.content, calls, before, after)
         value = _parts(kept)
         if message.role == "tool":  # media a tool returned follow as a user message, as results' do
             media_parts = [p for p in value if p.get("type") not in ("text", "refusal")]
@@ -390,6 +534,8 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
                 after.append({"role": "user", "content": media_parts})
         if message.role != "user":
             value = [p for p in value if p.get("type") in ("text", "refusal")]
+        if form == "text" and len(value) == 1 and value[0]["type"] == "text":  # text beside custom calls
+            value = value[0]["text"]
         # what was there is not carried by this format; an assistant message with
         # nothing (a reply cut before its first word) is sent as "", which OpenAI takes
         if not value and (kept or before or calls or message.role == "assistant"):
@@ -405,7 +551,7 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
     if message.name is not None:
         body["name"] = message.name
     if calls:
-        body["tool_calls"] = calls
+        body["tool_calls"] = calls if order is None else _in_order(calls, order)
     elif extra_calls is not None:
         body["tool_calls"] = thaw(extra_calls)
     if message.tool_call_id is not None:
@@ -561,8 +707,10 @@ def write(
     as True does; ``cache=False`` leaves it out.
 
     Reasoning blocks and other providers' blocks are left out (this format
-    has no place for them); tool results held as blocks become ``tool``
-    messages, images in them a following user message.
+    has no place for them), but for custom tool calls and their outputs
+    (Responses items), written as ``custom`` tool calls and ``tool`` messages;
+    tool results held as blocks become ``tool`` messages, images in them a
+    following user message.
 
     Raises:
         ProviderError: the request would be refused (an unanswered call, an
@@ -617,7 +765,8 @@ def read_response(response: Any, *, context: Any = None) -> Message:  # noqa: AR
     The assistant message of a Chat Completion (SDK object or dict), with its
     usage and model name in ``metadata``. A refusal (``content: null`` and
     ``refusal``) is the message's text, written back as it came by ``write``
-    and as text by the other formats. *context* is taken as every adapter
+    and as text by the other formats. Custom tool calls are read as
+    :func:`read` reads them. *context* is taken as every adapter
     takes it; Chat Completions keeps reused ids, so there is nothing to map back.
 
     Raises:

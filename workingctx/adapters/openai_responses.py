@@ -555,12 +555,29 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     items: list[dict[str, Any]] = []
     for message in rest:
         items.extend(_items(message))
-    body["input"] = items
+    body["input"] = _custom_outputs(items)
     if not items and "instructions" not in body:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
     return body, ()
+
+
+def _custom_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    *items* with each result of a custom tool call (a tool message, as Chat
+    Completions answers one) a ``custom_tool_call_output``, the kind the call wants.
+    """
+    custom: set[Any] = set()  # the ids whose latest call is a custom tool call
+    for position, item in enumerate(items):
+        kind, call_id = item.get("type"), item.get("call_id")
+        if kind == "custom_tool_call":
+            custom.add(call_id)
+        elif kind == "function_call":
+            custom.discard(call_id)
+        elif kind == "function_call_output" and call_id in custom:
+            items[position] = {**item, "type": "custom_tool_call_output"}
+    return items
 
 
 def _drops(block: ContentBlock, role: str) -> bool:
@@ -581,7 +598,6 @@ FORMAT = engine.Format(
     lost,
     unique_ids=True,
     skipped=frozenset({"continued-result"}),
-    provider_calls=True,
     drops=_drops,
 )
 

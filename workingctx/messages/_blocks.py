@@ -335,7 +335,8 @@ class ProviderBlock:
         The id of the call this block asks the agent to run, when a later
         message must answer it: an OpenAI Responses client-side call
         (``computer_call``, ``custom_tool_call``, ``shell_call``, ...) or MCP
-        approval request. None for any other block.
+        approval request; a Chat Completions custom tool call is held as a
+        ``custom_tool_call`` too. None for any other block.
 
         >>> ProviderBlock("openai_responses", {"type": "custom_tool_call", "call_id": "c1", "input": "x"}).asks
         'c1'
