@@ -26,6 +26,8 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    RetryFeedbackPart,
+    RetryInfo,
     SystemPromptPart,
     TextPart,
     ThinkingPart,
@@ -104,8 +106,8 @@ def histories(draw: Any, max_turns: int = 6) -> list[ModelMessage]:
     """
     A valid, tool-heavy pydantic-ai history ending in a request: each turn a
     prompt, then steps of (thinking, parallel tool calls with usage) answered
-    by returns or retries, then a text answer. Call ids are reused across turns,
-    as TestModel reuses them.
+    by returns or retries, maybe an answer refused and its feedback, then a
+    text answer. Call ids are reused across turns, as TestModel reuses them.
     """
     messages: list[ModelMessage] = []
     system = [SystemPromptPart("Be brief.", timestamp=T0)] if draw(st.booleans()) else []
@@ -133,6 +135,10 @@ def histories(draw: Any, max_turns: int = 6) -> list[ModelMessage]:
                 for n in names
             ]
             messages.append(ModelRequest(parts=pending, timestamp=T0))
+        if draw(st.integers(0, 3)) == 0:  # an answer pydantic-ai refused, and its feedback
+            messages.append(ModelResponse(parts=[TextPart(draw(st.text(max_size=40)))], model_name="m", timestamp=T0))
+            feedback = RetryFeedbackPart(draw(st.text(max_size=40)), retry=RetryInfo(cause="validation_error"))
+            messages.append(ModelRequest(parts=[feedback], timestamp=T0))
         if turn < turns - 1:
             messages.append(ModelResponse(parts=[TextPart(draw(st.text(max_size=60)))], model_name="m", timestamp=T0))
     return repair_messages(messages)  # how pydantic-ai hands a history over: already clean
@@ -797,8 +803,6 @@ class TestFeedbackOnARefusedResponse:
         answers and the user's question before them: pydantic-ai's own feedback,
         and a retry stored by an older pydantic-ai (a ``retry-prompt`` naming no tool).
         """
-        from pydantic_ai.messages import RetryFeedbackPart, RetryInfo  # noqa: PLC0415
-
         stored = b'[{"kind": "request", "parts": [{"part_kind": "retry-prompt", "content": "Use the tool."}]}]'
         feedbacks = [
             ModelRequest(parts=[RetryFeedbackPart("Invalid JSON", retry=RetryInfo(cause="validation_error"))]),
