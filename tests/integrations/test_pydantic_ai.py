@@ -744,6 +744,23 @@ class TestPartsOfTheirOwn:
         out = run(trim_history(TokenBudgetContextManager(1000))(list(history)))
         assert len(out) < len(history)
 
+    def test_what_a_part_of_their_own_sends_counts(self):
+        """
+        A summary the application stored in a request (a ``CompactionPart``,
+        sent to the model as text) counts against the budget with the prompt
+        it rides with: a budget far smaller than it leaves it out.
+        """
+        from pydantic_ai.messages import CompactionPart  # noqa: PLC0415
+
+        summary = CompactionPart(content="Earlier we discussed the weather in many cities. " * 300)
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[summary, UserPromptPart("And Oslo?")]),
+            ModelResponse(parts=[TextPart("Rain.")]),
+            ModelRequest(parts=[UserPromptPart("And Bergen?")]),
+        ]
+        out = run(trim_history(TokenBudgetContextManager(500))(list(history)))
+        assert out == history[-1:]
+
     def test_a_summary_follows_the_system_prompt(self):
         """
         The summary a manager makes goes after the request's system prompt, as

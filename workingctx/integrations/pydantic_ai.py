@@ -103,7 +103,8 @@ def _request_messages(index: int, request: Any) -> list[Message]:
     before it, it answers nothing and is repaired away as any orphan). The
     parts pydantic-ai keeps for itself (instructions, tool availability, ...)
     are no turn: each rides with the part before it in its request (or the
-    first one), and is kept when that part is.
+    first one), is kept when that part is, and what it sends the model counts
+    with that part.
     """
     from pydantic_ai import messages as parts  # noqa: PLC0415
 
@@ -129,10 +130,28 @@ def _request_messages(index: int, request: Any) -> list[Message]:
         made.append((position, message))
         riders[position], before, host = before, [], position
     made.sort(key=lambda placed: placed[1].role != "tool")  # stable: returns first, the rest in order
-    messages = [attrs.evolve(m, metadata={KEY: [index, p, *riders[p]]}) for p, m in made]
+
+    def counted(message: Message, positions: list[int]) -> Message:  # what the riders send counts with their host
+        said = [text for q in positions if (text := _rider_text(request.parts[q]))]
+        return attrs.evolve(message, content="\n".join([message.text(), *said])) if said else message
+
+    messages = [attrs.evolve(counted(m, riders[p]), metadata={KEY: [index, p, *riders[p]]}) for p, m in made]
     if not messages:  # an empty request, or one of parts that are no turn, still holds its place
-        messages.append(Message("user", "", metadata={KEY: [index, -1]}))
+        messages.append(counted(Message("user", "", metadata={KEY: [index, -1]}), before))
     return messages
+
+
+def _rider_text(part: Any) -> str:
+    """
+    The text a part that is no turn sends the model (a summary the application
+    stored, a change of instructions, a transcript), for counting: none for
+    the bookkeeping pydantic-ai keeps for itself.
+    """
+    for name in ("content", "transcript"):
+        value = getattr(part, name, None)
+        if isinstance(value, str):
+            return value
+    return ""
 
 
 def _response_message(index: int, response: Any) -> Message:
