@@ -40,6 +40,8 @@ from openai.types.responses import (
     ResponseOutputText,
     ResponseReasoningItem,
 )
+from openai.types.responses.response_function_tool_call import CallerProgram
+from openai.types.responses.response_output_item import Program, ProgramOutput
 from pydantic import TypeAdapter
 
 from tests.stores import ROOT, Stores, kind_params
@@ -755,6 +757,112 @@ def test_get_items_leaves_out_outputs_that_name_their_call_by_another_field():
         return await session.get_items()
 
     assert run(stored()) == [items[0], items[3]]
+
+
+class TestKindsTheAdapterDoesNotKnow:
+    """
+    Items of kinds the adapter does not read (a programmatic tool call's
+    ``program`` and ``program_output``, a kind the API adds later) ride with
+    the item before them: never the user's turn, never parted from the
+    reasoning and calls they sit among, and given back exactly as added.
+    """
+
+    @staticmethod
+    def programmatic() -> list[dict[str, Any]]:
+        program = Program(
+            id="pg_1", call_id="prog_1", code="sum(sales(s) for s in range(40))", fingerprint="fp", type="program"
+        )
+        caller = CallerProgram(type="program", caller_id="prog_1")
+        sales = ResponseFunctionToolCall(
+            id="fc_1", call_id="call_1", name="sales", arguments='{"s": 0}', type="function_call", caller=caller
+        )
+        result = ProgramOutput(id="po_1", call_id="prog_1", result="4000", status="completed", type="program_output")
+        return [
+            user("Sum the sales of all 40 stores, please."),
+            reasoning(1),
+            program.model_dump(exclude_unset=True),
+            sales.model_dump(exclude_unset=True),
+            output("call_1", "100"),
+            result.model_dump(exclude_unset=True),
+            answer(2, "The total is 4000."),
+        ]
+
+    @staticmethod
+    def kept_whole(items: list[Any]) -> bool:
+        """
+        Whether every program output, and every call a program made, has its program before it.
+        """
+        programs: set[str] = set()
+        for item in items:
+            if item.get("type") == "program":
+                programs.add(item["call_id"])
+            owner = item["call_id"] if item.get("type") == "program_output" else item.get("caller", {}).get("caller_id")
+            if owner is not None and owner not in programs:
+                return False
+        return True
+
+    def test_a_cut_never_opens_at_an_item_of_a_kind_unknown(self):
+        """
+        A budget that cannot hold a programmatic exchange keeps the user's
+        question first (the program's output never stands for it), and a
+        program's output and calls only with the program.
+        """
+        items = [*self.programmatic(), user("And the average?")]
+        manager = TokenBudgetContextManager(100, counter=ApproxTokenCounter())
+        data = CallModelData(
+            model_data=ModelInputData(input=items, instructions="sys"), agent=Agent(name="a"), context=None
+        )
+        sent = run(input_filter(manager)(data)).input
+        assert [] == problems(sent, "sys")
+        assert self.kept_whole(sent)
+
+        async def trimmed() -> list[Any]:
+            session = ContextSession("programs", manager=TokenBudgetContextManager(100, counter=ApproxTokenCounter()))
+            await session.add_items(items[:-1])
+            return await session.get_items()
+
+        got = run(trimmed())
+        assert [] == problems(got)
+        assert self.kept_whole(got)
+
+    def test_a_later_kind_after_the_question_does_not_take_its_place(self):
+        """
+        An item of a kind unknown right after the question is kept with it: the
+        cut keeps the question, never the unknown item in its place.
+        """
+        screenshot = {"type": "computer_screenshot", "image_url": "data:image/png;base64,AAAA"}
+        items = [
+            user("Take a screenshot."),
+            {"type": "future_kind", "id": "fk_1"},
+            {
+                "type": "computer_call",
+                "id": "cu_1",
+                "call_id": "cc_1",
+                "action": {"type": "screenshot"},
+                "pending_safety_checks": [],
+                "status": "completed",
+            },
+            {"type": "computer_call_output", "call_id": "cc_1", "output": screenshot},
+            answer(1, "Done."),
+        ]
+        manager = TokenBudgetContextManager(60, counter=ApproxTokenCounter())
+        data = CallModelData(
+            model_data=ModelInputData(input=items, instructions="sys"), agent=Agent(name="a"), context=None
+        )
+        assert run(input_filter(manager)(data)).input == [items[0], items[1], items[4]]
+
+    @pytest.mark.parametrize("manager", [None, TokenBudgetContextManager(100_000)])
+    def test_given_back_exactly_however_they_were_added(self, manager):
+        items = [*self.programmatic(), {"type": "future_kind", "id": "fk_1"}, user("And the average?")]
+
+        async def stored(batches: list[list[dict[str, Any]]]) -> list[Any]:
+            session = ContextSession("programs", manager=manager)
+            for batch in batches:
+                await session.add_items(batch)
+            return await session.get_items()
+
+        assert ordered(run(stored([items]))) == ordered(items)
+        assert ordered(run(stored([[item] for item in items]))) == ordered(items)
 
 
 class TestInputFilter:

@@ -26,6 +26,8 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    RetryFeedbackPart,
+    RetryInfo,
     SystemPromptPart,
     TextPart,
     ThinkingPart,
@@ -104,8 +106,8 @@ def histories(draw: Any, max_turns: int = 6) -> list[ModelMessage]:
     """
     A valid, tool-heavy pydantic-ai history ending in a request: each turn a
     prompt, then steps of (thinking, parallel tool calls with usage) answered
-    by returns or retries, then a text answer. Call ids are reused across turns,
-    as TestModel reuses them.
+    by returns or retries, maybe an answer refused and its feedback, then a
+    text answer. Call ids are reused across turns, as TestModel reuses them.
     """
     messages: list[ModelMessage] = []
     system = [SystemPromptPart("Be brief.", timestamp=T0)] if draw(st.booleans()) else []
@@ -133,6 +135,10 @@ def histories(draw: Any, max_turns: int = 6) -> list[ModelMessage]:
                 for n in names
             ]
             messages.append(ModelRequest(parts=pending, timestamp=T0))
+        if draw(st.integers(0, 3)) == 0:  # an answer pydantic-ai refused, and its feedback
+            messages.append(ModelResponse(parts=[TextPart(draw(st.text(max_size=40)))], model_name="m", timestamp=T0))
+            feedback = RetryFeedbackPart(draw(st.text(max_size=40)), retry=RetryInfo(cause="validation_error"))
+            messages.append(ModelRequest(parts=[feedback], timestamp=T0))
         if turn < turns - 1:
             messages.append(ModelResponse(parts=[TextPart(draw(st.text(max_size=60)))], model_name="m", timestamp=T0))
     return repair_messages(messages)  # how pydantic-ai hands a history over: already clean
@@ -738,6 +744,23 @@ class TestPartsOfTheirOwn:
         out = run(trim_history(TokenBudgetContextManager(1000))(list(history)))
         assert len(out) < len(history)
 
+    def test_what_a_part_of_their_own_sends_counts(self):
+        """
+        A summary the application stored in a request (a ``CompactionPart``,
+        sent to the model as text) counts against the budget with the prompt
+        it rides with: a budget far smaller than it leaves it out.
+        """
+        from pydantic_ai.messages import CompactionPart  # noqa: PLC0415
+
+        summary = CompactionPart(content="Earlier we discussed the weather in many cities. " * 300)
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[summary, UserPromptPart("And Oslo?")]),
+            ModelResponse(parts=[TextPart("Rain.")]),
+            ModelRequest(parts=[UserPromptPart("And Bergen?")]),
+        ]
+        out = run(trim_history(TokenBudgetContextManager(500))(list(history)))
+        assert out == history[-1:]
+
     def test_a_summary_follows_the_system_prompt(self):
         """
         The summary a manager makes goes after the request's system prompt, as
@@ -758,3 +781,62 @@ class TestPartsOfTheirOwn:
         first = [getattr(p, "content", None) for p in out[0].parts]
         assert first[0] == "You are a weather bot."
         assert first[1].startswith("SUMMARY")
+
+
+class TestFeedbackOnARefusedResponse:
+    """
+    The feedback pydantic-ai sends when it refuses a response (an output that
+    does not validate) answers that response: it is never taken for the
+    user's turn, so a trim keeps the question, the response and the feedback.
+    """
+
+    def test_a_retried_output_keeps_the_question(self):
+        """
+        A run whose first answer fails validation: the retry request the model
+        gets under LastNTurns(1) still holds the user's question, and the
+        answer it refused before the feedback.
+        """
+        received: list[list[ModelMessage]] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            received.append(list(messages))
+            if len(received) == 1:
+                return ModelResponse(parts=[TextPart("It is sunny in Oslo.")])
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"city": "Oslo", "celsius": 18})])
+
+        trim = ProcessHistory(trim_history(LastNTurns(1)))
+        agent = Agent(FunctionModel(model), output_type=Answer, capabilities=[trim])
+        result = run(agent.run("Weather in Oslo, as JSON?"))
+        assert result.output == Answer(city="Oslo", celsius=18)
+        retry = received[1]  # FunctionModel hands the feedback over as a prompt of its own
+        assert [ModelRequest, ModelResponse, ModelRequest] == [type(m) for m in retry]
+        assert retry[0].parts[0].content == "Weather in Oslo, as JSON?"
+        assert retry[1].parts == [TextPart("It is sunny in Oslo.")]
+
+    @pytest.mark.parametrize("trimmer", BROKEN_TRIMMERS)
+    def test_feedback_is_kept_with_the_response_it_answers(self, trimmer):
+        """
+        Under every trimmer, a request of feedback is sent after the response it
+        answers and the user's question before them: pydantic-ai's own feedback,
+        and a retry stored by an older pydantic-ai (a ``retry-prompt`` naming no tool).
+        """
+        stored = b'[{"kind": "request", "parts": [{"part_kind": "retry-prompt", "content": "Use the tool."}]}]'
+        feedbacks = [
+            ModelRequest(parts=[RetryFeedbackPart("Invalid JSON", retry=RetryInfo(cause="validation_error"))]),
+            ModelMessagesTypeAdapter.validate_json(stored)[0],
+        ]
+        for feedback in feedbacks:
+            history: list[ModelMessage] = [
+                ModelRequest(parts=[SystemPromptPart("Be brief."), UserPromptPart("Weather in Oslo?")]),
+                ModelResponse(parts=[_call("weather")]),
+                ModelRequest(parts=[_return("weather")]),
+                ModelResponse(parts=[TextPart("Rain in Oslo.")]),
+                ModelRequest(parts=[UserPromptPart("As JSON, please.")]),
+                ModelResponse(parts=[TextPart("Rain.")]),
+                feedback,
+            ]
+            out = run(trim_history(trimmer)(list(history)))
+            assert [] == problems(out)
+            assert out[-2:] == history[-2:]
+            before = [p.content for m in out[:-2] for p in m.parts if isinstance(p, UserPromptPart)]
+            assert before[-1:] == ["As JSON, please."]

@@ -17,8 +17,9 @@ manager: every model call of a run gets the trimmed, valid input.
 Items are read into workingctx messages with
 :mod:`workingctx.adapters.openai_responses` (a run of output items, such as a
 reasoning item and its function calls, is one assistant message, so an
-exchange is never split from its reasoning); each message keeps the items it
-was read from, which is what is given back.
+exchange is never split from its reasoning; an item of a kind the adapter does
+not read rides with the one before it); each message keeps the items it was
+read from, which is what is given back.
 
 The SDK is imported only when a filter runs (extra ``workingctx[openai-agents]``).
 
@@ -54,7 +55,7 @@ from workingctx.exceptions import (
 from workingctx.frozen import freeze_json, thaw
 from workingctx.integrations._window import Window, check_manager
 from workingctx.managers import BaseContextManager
-from workingctx.messages import Message, ProviderBlock, item_call_ids
+from workingctx.messages import Message, ProviderBlock, TextBlock, item_call_ids
 from workingctx.persistence import Checkpoint, CheckpointStore, InMemoryStore
 from workingctx.prefix import PrefixContext
 
@@ -109,19 +110,41 @@ def _read(group: Sequence[dict[str, Any]]) -> Message:
     return Message("user", tuple(ProviderBlock(openai_responses.PROVIDER, item) for item in group))
 
 
+def _rides(item: Mapping[str, Any], single: Message) -> bool:
+    """
+    Whether *item* is one the adapter does not know (read as the user's, though
+    it names no role), that asks for and answers no call: a kind the SDK or the
+    API added since (a ``program_output``, ...). It is no turn of its own.
+    """
+    return "role" not in item and single.role == "user" and item_call_ids(item) == (None, None)
+
+
 def _groups(items: Sequence[dict[str, Any]]) -> list[tuple[int, int, Message]]:
     """
     ``(start, stop, message)`` for each message *items* read as, in order.
+
+    A run of output items is one assistant message. An item of a kind the
+    adapter does not know (see :func:`_rides`) rides with the message before
+    it, counted with it and kept or dropped with it: it never stands for the
+    user's turn, so a cut cannot open the request there and leave out the
+    user's question, nor part a reasoning item from the calls after it.
     """
     singles = [_read([item]) for item in items]
+    rides = [_rides(item, single) for item, single in zip(items, singles, strict=True)]
     groups: list[tuple[int, int, Message]] = []
     start = 0
     while start < len(items):
+        run = singles[start].role == "assistant"
         stop = start + 1
-        if singles[start].role == "assistant":
-            while stop < len(items) and singles[stop].role == "assistant":
-                stop += 1
-        message = singles[start] if stop == start + 1 else _read(items[start:stop])
+        while stop < len(items) and (rides[stop] or (run and singles[stop].role == "assistant")):
+            stop += 1
+        hosts = [i for i in range(start, stop) if i == start or not rides[i]]
+        message = singles[start] if len(hosts) == 1 else _read([items[i] for i in hosts])
+        riders = [ProviderBlock(openai_responses.PROVIDER, items[i]) for i in range(start, stop) if i not in hosts]
+        if riders:
+            content = message.content
+            blocks = (TextBlock(content),) if isinstance(content, str) and content else ()
+            message = attrs.evolve(message, content=(*(content if isinstance(content, tuple) else blocks), *riders))
         groups.append((start, stop, message))
         start = stop
     return groups
@@ -365,13 +388,11 @@ class ContextSession:
 
     def _add(self, items: list[dict[str, Any]]) -> None:
         def change(messages: list[Message]) -> list[Message]:
-            new = _stored(items)
-            last = messages[-1] if messages else None
-            if last is not None and last.role == "assistant" and new[0].role == "assistant":
-                # the output items of one response arrived in two calls: one message, as read together
-                run = [*thaw(last.metadata[KEY]["items"]), *thaw(new[0].metadata[KEY]["items"])]
-                return [*messages[:-1], *_stored(run), *new[1:]]
-            return [*messages, *new]
+            if not messages:
+                return _stored(items)
+            # read again with the newest message: the output items of one response may arrive in
+            # two calls, and an item of a kind the adapter does not know rides with the one before
+            return [*messages[:-1], *_stored([*thaw(messages[-1].metadata[KEY]["items"]), *items])]
 
         self._commit(change)
 

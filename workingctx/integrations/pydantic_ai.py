@@ -6,7 +6,8 @@ capability runs before every model request:
 ``Agent(model, capabilities=[ProcessHistory(trim_history(manager))])``.
 
 Each ``ModelMessage`` part becomes a workingctx message (a system prompt, a
-user prompt, a tool return or tool retry answering its call; a model response
+user prompt, a tool return or tool retry answering its call, the feedback on
+a response pydantic-ai refused answering that response; a model response
 is one assistant message with its text, thinking and tool calls; the parts
 pydantic-ai keeps for itself ride with a neighbour in their request), the manager
 or scope decides which to keep, and what comes back is pydantic-ai's own
@@ -82,19 +83,32 @@ def _part_text(part: Any) -> str:
     return _text(getattr(part, "content", ""))
 
 
+def _feedback_id(index: int, position: int) -> str:
+    """
+    The local call id that ties the feedback at *position* of request *index* to the response before it.
+    """
+    return f"pydantic-ai-feedback-{index}-{position}"
+
+
 def _request_messages(index: int, request: Any) -> list[Message]:
     """
     The workingctx messages of a request's parts: system prompts, the user's
-    prompts (and the feedback pydantic-ai sends as the user), and tool returns
-    and retries answering their calls, the returns first (pydantic-ai sends
-    them so: a prompt a tool enqueued between two returns does not break the
-    exchange). The parts pydantic-ai keeps for itself (instructions, tool
-    availability, ...) are no turn: each rides with the part before it in its
-    request (or the first one), and is kept when that part is.
+    prompts, and tool returns and retries answering their calls, the returns
+    first (pydantic-ai sends them so: a prompt a tool enqueued between two
+    returns does not break the exchange). The feedback pydantic-ai sends on a
+    response it refused (a ``RetryFeedbackPart``, or a ``RetryPromptPart``
+    naming no tool) answers that response: it is a result of the call
+    :func:`to_workingctx` gives the response before it, so it is kept with
+    the response and never taken for the user's turn (with no response
+    before it, it answers nothing and is repaired away as any orphan). The
+    parts pydantic-ai keeps for itself (instructions, tool availability, ...)
+    are no turn: each rides with the part before it in its request (or the
+    first one), is kept when that part is, and what it sends the model counts
+    with that part.
     """
     from pydantic_ai import messages as parts  # noqa: PLC0415
 
-    prompts = tuple(getattr(parts, name) for name in ("UserPromptPart", "RetryFeedbackPart") if hasattr(parts, name))
+    feedback = tuple(getattr(parts, name) for name in ("RetryFeedbackPart", "RetryPromptPart") if hasattr(parts, name))
     made: list[tuple[int, Message]] = []
     riders: dict[int, list[int]] = {}
     before: list[int] = []  # riders before the request's first part that is a message
@@ -108,18 +122,36 @@ def _request_messages(index: int, request: Any) -> list[Message]:
             message = Message("tool", _part_text(part), tool_call_id=part.tool_call_id)
         elif isinstance(part, parts.UserPromptPart):
             message = Message("user", _text(part.content))
-        elif isinstance(part, (parts.RetryPromptPart, *prompts)):
-            message = Message("user", _part_text(part))
+        elif isinstance(part, feedback):
+            message = Message("tool", _part_text(part), tool_call_id=_feedback_id(index, position))
         else:
             (before if host is None else riders[host]).append(position)
             continue
         made.append((position, message))
         riders[position], before, host = before, [], position
     made.sort(key=lambda placed: placed[1].role != "tool")  # stable: returns first, the rest in order
-    messages = [attrs.evolve(m, metadata={KEY: [index, p, *riders[p]]}) for p, m in made]
+
+    def counted(message: Message, positions: list[int]) -> Message:  # what the riders send counts with their host
+        said = [text for q in positions if (text := _rider_text(request.parts[q]))]
+        return attrs.evolve(message, content="\n".join([message.text(), *said])) if said else message
+
+    messages = [attrs.evolve(counted(m, riders[p]), metadata={KEY: [index, p, *riders[p]]}) for p, m in made]
     if not messages:  # an empty request, or one of parts that are no turn, still holds its place
-        messages.append(Message("user", "", metadata={KEY: [index, -1]}))
+        messages.append(counted(Message("user", "", metadata={KEY: [index, -1]}), before))
     return messages
+
+
+def _rider_text(part: Any) -> str:
+    """
+    The text a part that is no turn sends the model (a summary the application
+    stored, a change of instructions, a transcript), for counting: none for
+    the bookkeeping pydantic-ai keeps for itself.
+    """
+    for name in ("content", "transcript"):
+        value = getattr(part, name, None)
+        if isinstance(value, str):
+            return value
+    return ""
 
 
 def _response_message(index: int, response: Any) -> Message:
@@ -149,8 +181,15 @@ def to_workingctx(messages: Sequence[ModelMessage]) -> list[Message]:
     for index, message in enumerate(messages):
         if isinstance(message, ModelResponse):
             out.append(_response_message(index, message))
-        else:
-            out.extend(_request_messages(index, message))
+            continue
+        made = _request_messages(index, message)
+        asked = [m.tool_call_id for m in made if m.tool_call_id == _feedback_id(*m.metadata[KEY][:2])]
+        if asked and index > 0 and isinstance(messages[index - 1], ModelResponse):
+            # the response before asks for the feedback that answers it, as a call for its result
+            response = out[-1]
+            calls = tuple(ToolCallBlock(call_id, "feedback", {}) for call_id in asked)
+            out[-1] = attrs.evolve(response, content=(*response.content, *calls))
+        out.extend(made)
     return out
 
 
