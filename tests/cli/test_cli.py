@@ -23,8 +23,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from anthropic.types import MessageParam
+from google.genai import types
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ResponseInputParam
+from pydantic import TypeAdapter
 
 from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
 from workingctx import Message, WorkingContext
@@ -1314,7 +1319,8 @@ class TestCheckAsWritten:
         facts = run_json(capsys, "check", str(path))
         assert not facts["valid"]
         assert [p.rule for p in expected] == [p["rule"] for p in facts["requests"][0]["problems"]]
-        assert [p.index for p in expected] == [p["index"] for p in facts["requests"][0]["problems"]]
+        shift = 1 if "system" in body else 0  # the adapter counts the system prompt; the file's array does not
+        assert [p.index - shift for p in expected] == [p["index"] for p in facts["requests"][0]["problems"]]
         status, out, _ = run(capsys, "check", str(path))
         assert 1 == status
         for rule in rules:
@@ -1343,3 +1349,76 @@ class TestEscapedHeaders:
         assert 0 == status, err
         assert "\x1b" not in out
         assert "a\\x0ab\\x1bc.json" in out.splitlines()[0]
+
+
+def _dangling_bodies() -> list[tuple[dict, str]]:
+    """
+    Request bodies of each format, built with the provider SDK's types, whose
+    tool call at index 1 of the body's own array has no result, and whose
+    system prompt is outside that array (inside it, for Chat Completions);
+    with the JSON path of that call.
+    """
+    anthropic_turns = [
+        {"role": "user", "content": "Restart the web tier"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "restart", "input": {}}]},
+        {"role": "user", "content": "Never mind, what time is it?"},
+    ]
+    contents = [
+        types.Content(role="user", parts=[types.Part(text="Restart the web tier")]),
+        types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(name="restart", args={}))]),
+        types.Content(role="user", parts=[types.Part(text="Never mind, what time is it?")]),
+    ]
+    items = [
+        {"role": "user", "content": "Restart the web tier"},
+        {"type": "function_call", "call_id": "call_1", "name": "restart", "arguments": "{}"},
+        {"role": "user", "content": "Never mind, what time is it?"},
+    ]
+    for kind, value in ((list[MessageParam], anthropic_turns), (ResponseInputParam, items)):
+        TypeAdapter(kind).validate_python(value)
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(
+        chat := [
+            {"role": "system", "content": "Be brief."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "restart", "arguments": "{}"}}
+                ],
+            },
+            {"role": "user", "content": "Never mind, what time is it?"},
+        ]
+    )
+    config = types.GenerateContentConfig(system_instruction="Be brief.").model_dump(mode="json", exclude_none=True)
+    return [
+        (
+            {"system": "Be brief.", "messages": anthropic_turns},
+            "$.messages[1]",
+        ),
+        (
+            {"config": config, "contents": [c.model_dump(mode="json", exclude_none=True) for c in contents]},
+            "$.contents[1]",
+        ),
+        ({"instructions": "Be brief.", "input": items}, "$.input[1]"),
+        ({"messages": chat}, "$.messages[1]"),
+    ]
+
+
+@pytest.mark.parametrize(("body", "where"), _dangling_bodies())
+def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path, body, where):
+    """
+    ``check``, ``inspect`` and ``trim`` number a message by its index in the
+    body's own array (``messages[i]``, ``contents[i]``, ``input[i]``), never
+    counting a system prompt held outside it, and name its JSON path: a
+    problem of the call at index 1 is at 1, where ``inspect`` lists that call.
+    """
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    checked = run_json(capsys, "check", str(path))["requests"][0]["problems"]
+    assert [(1, where, "dangling-call")] == [(p["index"], p["where"], p["rule"]) for p in checked]
+    assert where in run(capsys, "check", str(path))[1]
+    inspected = run_json(capsys, "inspect", str(path))
+    assert [(1, where)] == [(p["index"], p["where"]) for p in inspected["problems"]]
+    assert {"assistant"} == {m["role"] for m in inspected["messages"] if m["index"] == 1}
+    trimmed = run_json(capsys, "trim", str(path), "--budget", "100000")
+    assert [(1, "assistant"), (2, "user")] == [(m["index"], m["role"]) for m in trimmed["messages"]][-2:]
+    assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]

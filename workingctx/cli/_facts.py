@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from workingctx import cache
-from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError
+from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, places, position
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
 from workingctx.managers import TokenBudgetContextManager
@@ -52,22 +52,38 @@ def _money(value: Decimal) -> str:
 # -- inspect ---------------------------------------------------------------------------
 
 
-def _rows(problems: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"index": p.index, "rule": p.rule, "message": p.message, "ids": list(p.ids)} for p in problems]
+def _where(doc: Document, number: int = -1) -> tuple[str, ...]:
+    """
+    The JSON path in the file of each message of request *number* (assembled), see :func:`places`.
+    """
+    formats = doc.formats or (doc.format,) * len(doc.requests)
+    return places(doc.payloads[number], formats[number], doc.requests[number])
 
 
-def _problems(ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
-    return _rows(check_messages(ctx.messages, provider=provider))  # type: ignore[arg-type]
+def _rows(problems: Sequence[Any], where: Sequence[str]) -> list[dict[str, Any]]:
+    """
+    Problems at positions of the assembled context, each named where the file holds its message.
+    """
+    rows = []
+    for p in problems:
+        path = None if p.index is None else where[p.index]
+        rows.append({"index": position(path), "where": path, "rule": p.rule, "message": p.message, "ids": list(p.ids)})
+    return rows
 
 
-def _breakpoints(ctx: WorkingContext, provider: str | None, model: str | None, counter: Any) -> list[dict[str, Any]]:
+def _problems(ctx: WorkingContext, provider: str | None, where: Sequence[str]) -> list[dict[str, Any]]:
+    return _rows(check_messages(ctx.assembled(), provider=provider), where)  # type: ignore[arg-type]
+
+
+def _breakpoints(
+    ctx: WorkingContext, provider: str | None, model: str | None, counter: Any, where: Sequence[str]
+) -> list[dict[str, Any]]:
     if provider is None or model is None:
         return []
     made = cache.plan(ctx, provider=provider, model=model, counter=counter)
-    prefix = made.prefix_messages
     return [
         {
-            "message": b.message - prefix if b.message >= prefix else f"P{b.message}",
+            "message": _label(where[b.message], f"P{b.message}"),
             "block": b.block,
             "ttl": b.ttl,
             "tokens": b.tokens,
@@ -84,14 +100,15 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
     """
     ctx = doc.last
     counter = _counter(exact)
+    where = _where(doc)
     rows: list[dict[str, Any]] = []
-    numbered: list[tuple[str | int, str, Message]] = [("P", "prefix", m) for m in ctx.prefix.as_messages()]
-    numbered += [(i, "tail", m) for i, m in enumerate(ctx.messages)]
+    numbered: list[tuple[str, Message]] = [("prefix", m) for m in ctx.prefix.as_messages()]
+    numbered += [("tail", m) for m in ctx.messages]
     with progress("counting", len(numbered)) as advance:
-        for label, part, message in numbered:
+        for path, (part, message) in zip(where, numbered, strict=True):
             rows.append(
                 {
-                    "index": label,
+                    "index": _label(path, "P"),
                     "part": part,
                     "role": message.role,
                     "tokens": counter.count_message(message),
@@ -117,8 +134,8 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
             "tokens": prefix_tokens + tail_tokens,
         },
         "digest": ctx.freeze().digest(),
-        "problems": _problems(ctx, provider),
-        "breakpoints": _breakpoints(ctx, provider, model, counter),
+        "problems": _problems(ctx, provider, where),
+        "breakpoints": _breakpoints(ctx, provider, model, counter, where),
         "model": model,
         "cost": None,
     }
@@ -127,13 +144,22 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
     return facts
 
 
+def _label(path: str, outside: str) -> int | str:
+    """
+    A message's number in a table: its index in the body's array, or *outside* when the file holds it elsewhere.
+    """
+    index = position(path)
+    return outside if index is None else index
+
+
 def show_inspect(facts: dict[str, Any]) -> list[Table | str]:
     rows = tuple((r["index"], r["role"], r["tokens"], r["text"]) for r in facts["messages"])
     totals = facts["totals"]
+    marked = " (marked P)" if any(r["index"] == "P" for r in facts["messages"]) else ""
     out: list[Table | str] = [
         Table(f"messages of {shown_path(facts['file'])} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
         (
-            f"prefix: {totals['prefix_messages']} messages (marked P), {totals['prefix_tokens']} tokens; "
+            f"prefix: {totals['prefix_messages']} messages{marked}, {totals['prefix_tokens']} tokens; "
             f"tail: {totals['tail_messages']} messages, {totals['tail_tokens']} tokens; "
             f"total {totals['tokens']} ({facts['counter']})"
         ),
@@ -161,14 +187,16 @@ def _show_problems(problems: Sequence[dict[str, Any]], provider: str | None) -> 
     rules = f"{provider}'s rules" if provider else "every provider's rules"
     if not problems:
         return [f"valid under {rules}"]
-    rows = tuple(("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems)
+    rows = tuple((p["where"] or "", p["rule"], p["message"]) for p in problems)
     return [Table(f"{len(problems)} problems under {rules}", ("message", "rule", "what and how to fix"), rows)]
 
 
 # -- check -----------------------------------------------------------------------------
 
 
-def _file_problems(payload: Any, fmt: str, ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
+def _file_problems(
+    payload: Any, fmt: str, ctx: WorkingContext, provider: str | None, where: Sequence[str]
+) -> list[dict[str, Any]]:
     """
     The problems of one request: for a request to its own provider, what its
     adapter's ``check`` reports on the body as written (not on the context the
@@ -178,10 +206,10 @@ def _file_problems(payload: Any, fmt: str, ctx: WorkingContext, provider: str | 
     """
     own = PROVIDERS.get(fmt)
     if own is not None and provider in {None, own}:
-        return _rows(ADAPTERS[fmt].check(payload))
+        return _rows(ADAPTERS[fmt].check(payload), where)
     if provider is None:
-        return _problems(ctx, None)
-    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx))
+        return _problems(ctx, None, where)
+    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
 
 
 def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
@@ -191,8 +219,11 @@ def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
     """
     requests = []
     formats = doc.formats or (doc.format,) * len(doc.requests)
-    for line, ctx, payload, fmt in zip(doc.lines, doc.requests, doc.payloads, formats, strict=True):
-        requests.append({"line": line, "problems": _file_problems(payload, fmt, ctx, provider)})
+    for number, (line, ctx, payload, fmt) in enumerate(
+        zip(doc.lines, doc.requests, doc.payloads, formats, strict=True)
+    ):
+        where = _where(doc, number)
+        requests.append({"line": line, "problems": _file_problems(payload, fmt, ctx, provider, where)})
     return {
         "file": doc.path,
         "format": doc.format,
@@ -257,16 +288,19 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
     dropped = [i for i in range(ctx.size()) if i not in set(kept)]
     counts = [counter.count_message(m) for m in ctx.messages]
     kept_tokens = sum(counts[i] for i in kept)
-    cache_break = dropped[0] if dropped else None
+    # each message named by its index in the body's array, as the file numbers it
+    tail = _where(doc)[len(ctx.prefix.as_messages()) :]
+    numbers = [position(path) or 0 for path in tail]
+    cache_break = numbers[dropped[0]] if dropped else None
     report = ScopeReport(
         scope=manager,
         total=ctx.size(),
-        kept=tuple(kept),
-        dropped=tuple(dropped),
+        kept=tuple(numbers[i] for i in kept),
+        dropped=tuple(numbers[i] for i in dropped),
         kept_tokens=kept_tokens,
         saved_tokens=sum(counts) - kept_tokens,
         cache_break=cache_break,
-        cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
+        cached_tokens=kept_tokens if not dropped else sum(counts[: dropped[0]]),
         prefix_tokens=counter.count(ctx.prefix.as_messages()),
     )
     before = counter.count(ctx.assembled())
@@ -277,15 +311,15 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
         "budget": budget,
         "low": low,
         "scope": repr(manager),
-        "kept": kept,
-        "dropped": dropped,
+        "kept": list(report.kept),
+        "dropped": list(report.dropped),
         "tokens_before": before,
         "tokens_after": after,
         "fits": after <= budget,
         "cache_break": cache_break,
         "prefix_tokens": report.prefix_tokens,
         "explain": str(report),
-        "messages": [{"index": i, "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
+        "messages": [{"index": numbers[i], "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
         "_trimmed": trimmed,
     }
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 import attrs
 
 from workingctx.adapters import anthropic, google, openai_chat, openai_responses
+from workingctx.adapters.openai_responses import _is_output
 from workingctx.cli._output import shown_path
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError, WorkingCtxError
@@ -41,6 +42,8 @@ __all__ = [
     "detect",
     "load_context",
     "model_of",
+    "places",
+    "position",
     "read_file",
     "read_text",
     "to_context",
@@ -412,6 +415,76 @@ def model_of(payload: Any) -> str | None:
                 name = name.rpartition("models/")[2].partition(":")[0]
             return name or None
     return None
+
+
+_ARRAYS: Final = {
+    "workingctx": "messages",
+    "openai_chat": "messages",
+    "openai_responses": "input",
+    "anthropic": "messages",
+    "google": "contents",
+}
+"""The array of a request body that holds its messages, in each format."""
+
+
+def places(payload: Any, fmt: str, ctx: WorkingContext) -> tuple[str, ...]:
+    """
+    Where each message of ``ctx.assembled()`` stands in the file it was read
+    from (*payload*, in format *fmt*), as a JSON path: the item of the body's own
+    array it was read from (``$.messages[2]``, ``$.contents[0]``, ``$.input[3]``;
+    for a Responses message of several output items, the first), or the field
+    holding it outside that array (``$.system``, ``$.instructions``, ``$.prefix``).
+
+    >>> body = {"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}
+    >>> places(body, "anthropic", anthropic.read(body))
+    ('$.system', '$.messages[0]')
+    """
+    if fmt == "workingctx":
+        return ("$.prefix",) * len(ctx.prefix.as_messages()) + tuple(f"$.messages[{i}]" for i in range(ctx.size()))
+    array = _ARRAYS[fmt]
+    body = isinstance(payload, Mapping)
+    items = payload[array] if body else payload
+    base = f"$.{array}" if body else "$"
+    head = _outside(payload, fmt) if body else ()
+    if isinstance(items, str):  # a Responses input of one text
+        return (*head, base)
+    starts: Sequence[int] = range(len(items))
+    if fmt == "openai_responses":  # a run of output items is one assistant message
+        starts = [i for i, item in enumerate(items) if not (i and _is_output(item) and _is_output(items[i - 1]))]
+    return (*head, *(f"{base}[{i}]" for i in starts))
+
+
+_OUTSIDE: Final = {
+    "anthropic": ("system",),
+    "openai_responses": ("instructions",),
+    "google": ("system_instruction", "systemInstruction", "config.system_instruction", "config.systemInstruction"),
+}
+"""Where a body of each format holds its system prompt outside its array of messages, first first."""
+
+
+def _outside(body: Mapping[str, Any], fmt: str) -> tuple[str, ...]:
+    """
+    The JSON path of the field holding *body*'s system prompt outside its array of messages, if it has one.
+    """
+    for path in _OUTSIDE.get(fmt, ()):
+        value: Any = body
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is not None:
+            return (f"$.{path}",)
+    return ()
+
+
+def position(path: str | None) -> int | None:
+    """
+    The index into the body's array that the JSON *path* ends on, or None (``$.system``).
+
+    >>> position("$.messages[2]"), position("$.system")
+    (2, None)
+    """
+    if path is None or not path.endswith("]"):
+        return None
+    return int(path[path.rindex("[") + 1 : -1])
 
 
 def load_context(data: dict[str, Any]) -> WorkingContext:

@@ -164,8 +164,8 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
     problem_table = (
         _table(
             ("message", "rule", "what and how to fix"),
-            [("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems],
-            (True, False, False),
+            [(p["where"] or "", p["rule"], p["message"]) for p in problems],
+            (False, False, False),
         )
         if problems
         else f'<p id="no-problems">No problem under {escape(str(inspected["provider"] or "any"))} rules.</p>'
