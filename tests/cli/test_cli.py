@@ -27,12 +27,15 @@ from anthropic.types import MessageParam
 from google.genai import types
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
+from langchain_core.load import dumpd
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
 from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
 from workingctx import Message, WorkingContext
+from workingctx.adapters import langchain
 from workingctx.cli import main, model_provider
 from workingctx.cli._facts import trim_facts
 from workingctx.cli._files import FORMATS, PROVIDERS, detect, read_file, write_context
@@ -626,7 +629,7 @@ class TestProgram:
         assert set(trimmed.messages) <= set(original.messages)
 
 
-@pytest.mark.parametrize("fmt", FORMATS[1:])
+@pytest.mark.parametrize("fmt", [fmt for fmt in FORMATS[1:] if fmt != "langchain"])  # request bodies, not lists
 def test_trim_output_keeps_the_request_fields(capsys, fmt, tmp_path):
     """
     ``trim -o`` keeps every field of the request other than its messages
@@ -714,6 +717,8 @@ def test_samples_are_what_the_adapters_write():
     reference = read_file(sample("workingctx")).last
     for fmt in FORMATS[1:]:
         written = importlib.import_module(f"workingctx.adapters.{fmt}").write(reference)
+        if fmt == "langchain":  # messages, serialized with their model_dump()
+            written = json.loads(json.dumps([m.model_dump() for m in written]))
         assert written == json.loads(Path(sample(fmt)).read_text(encoding="utf-8")), fmt
 
 
@@ -1422,3 +1427,63 @@ def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path,
     trimmed = run_json(capsys, "trim", str(path), "--budget", "100000")
     assert [(1, "assistant"), (2, "user")] == [(m["index"], m["role"]) for m in trimmed["messages"]][-2:]
     assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]
+
+
+def _langchain_messages() -> list:
+    """
+    A LangChain conversation with a tool exchange, built with ``langchain_core``'s own messages.
+    """
+    return [
+        SystemMessage("Be brief."),
+        HumanMessage("Weather in Paris?", id="m1"),
+        AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "c1"}]),
+        ToolMessage("18C", tool_call_id="c1"),
+        AIMessage("18C in Paris.", usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}),
+        HumanMessage("And in Oslo?"),
+    ]
+
+
+LANGCHAIN_FORMS = {
+    "model_dump": lambda messages: [m.model_dump() for m in messages],
+    "dumpd": dumpd,
+    "messages_to_dict": messages_to_dict,
+    "state": lambda messages: {"messages": messages_to_dict(messages)},
+}
+
+
+@pytest.mark.parametrize("form", LANGCHAIN_FORMS)
+def test_langchain_dumps_are_read_as_langchain(capsys, tmp_path, form):
+    """
+    LangChain messages serialized with ``model_dump()``, ``dumpd`` or
+    ``messages_to_dict`` (alone or as a state's ``messages``) are LangChain
+    messages, never another provider's request: they read to the context the
+    messages themselves read to, ``check`` takes them, and ``trim -o`` writes
+    them back in the same form.
+    """
+    messages = _langchain_messages()
+    dumped = json.loads(json.dumps(LANGCHAIN_FORMS[form](messages)))
+    assert "langchain" == detect(dumped)
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(dumped), encoding="utf-8")
+    assert langchain.read(messages).assembled() == read_file(str(path)).last.assembled()
+    checked = run_json(capsys, "check", str(path))
+    assert ("langchain", True) == (checked["format"], checked["valid"])
+    assert [3] == [m["index"] for m in run_json(capsys, "inspect", str(path))["messages"] if m["role"] == "tool"]
+    out = tmp_path / "trimmed.json"
+    run_json(capsys, "trim", str(path), "--budget", "30", "-o", str(out))
+    written = json.loads(out.read_text(encoding="utf-8"))
+    trimmed = read_file(str(out)).last
+    assert trimmed.size() < len(messages) - 1
+    assert written == json.loads(json.dumps(LANGCHAIN_FORMS[form](langchain.write(trimmed))))
+
+
+def test_a_list_that_is_not_all_langchain_names_the_item(capsys, tmp_path):
+    """
+    A list of LangChain messages with an item in no serialized form of theirs
+    is refused, naming the item and the forms to write.
+    """
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps([HumanMessage("hi").model_dump(), {"role": "user", "content": "x"}]), encoding="utf-8")
+    status, _, err = run(capsys, "check", str(path))
+    assert 1 == status
+    assert "item 1 is no LangChain message serialized with model_dump(), langchain_core.load.dumpd" in err

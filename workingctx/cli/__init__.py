@@ -12,10 +12,11 @@ provider's prompt cache.
     workingctx report FILE [--model M] -o report.html  # all of it on one self-contained page
 
 FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
-or workingctx JSON (detected; --format forces one); a .jsonl file is a log of
-requests, one body per line. The model is the one the file names (a body's
-"model", a Gemini model path or model_version, each line's own in a log);
---model overrides it. --json prints the same facts as JSON for scripts.
+LangChain messages (model_dump(), dumpd or messages_to_dict) or workingctx
+JSON (detected; --format forces one); a .jsonl file is a log of requests, one
+body per line. The model is the one the file names (a body's "model", a Gemini
+model path or model_version, each line's own in a log); --model overrides it.
+--json prints the same facts as JSON for scripts.
 Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
 failed check, 2 bad usage.
 """
@@ -235,7 +236,8 @@ def _run(args: argparse.Namespace) -> int:
             write_context(doc, facts["_trimmed"], args.output)
         return _finish(args, facts, show_trim)
     if provider is None:
-        msg = f"{shown_path(args.file)} is workingctx JSON: say whose cache to replay with --provider"
+        kind = "LangChain messages" if doc.format == "langchain" else "workingctx JSON"
+        msg = f"{shown_path(args.file)} is {kind}: say whose cache to replay with --provider"
         raise UsageError(msg)
     if model is None:
         msg = (

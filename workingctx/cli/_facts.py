@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from workingctx import cache
-from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, places, position
+from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, places, position, readable
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
 from workingctx.managers import TokenBudgetContextManager
@@ -202,11 +202,10 @@ def _file_problems(
     adapter's ``check`` reports on the body as written (not on the context the
     reader made of it, which may have repaired it); for another provider, what
     that provider's adapter would refuse to write; for workingctx JSON without
-    a provider, every provider's rules.
+    a provider, every provider's rules (LangChain messages: their adapter's).
     """
-    own = PROVIDERS.get(fmt)
-    if own is not None and provider in {None, own}:
-        return _rows(ADAPTERS[fmt].check(payload), where)
+    if fmt in ADAPTERS and provider in {None, PROVIDERS.get(fmt)}:
+        return _rows(ADAPTERS[fmt].check(readable(payload, fmt)), where)
     if provider is None:
         return _problems(ctx, None, where)
     return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
