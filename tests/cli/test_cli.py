@@ -1487,3 +1487,35 @@ def test_a_list_that_is_not_all_langchain_names_the_item(capsys, tmp_path):
     status, _, err = run(capsys, "check", str(path))
     assert 1 == status
     assert "item 1 is no LangChain message serialized with model_dump(), langchain_core.load.dumpd" in err
+
+
+@pytest.mark.parametrize("where", ["config", "systemInstruction"])
+def test_trim_output_keeps_a_gemini_system_instruction_where_it_was(capsys, tmp_path, where):
+    """
+    ``trim -o`` of a Gemini body holding its system instruction in the SDK's
+    ``config`` (or as REST's ``systemInstruction``) writes the same shape:
+    the instruction where it was, once, and only the contents trimmed.
+    """
+    sent = json.loads(Path(sample("google")).read_text(encoding="utf-8"))
+    instruction = types.Content(parts=[types.Part(text=p["text"]) for p in sent["system_instruction"]["parts"]])
+    contents = [types.Content.model_validate(c).model_dump(mode="json", exclude_none=True) for c in sent["contents"]]
+    if where == "config":
+        config = types.GenerateContentConfig(system_instruction=instruction, temperature=0.2)
+        body = {
+            "model": "gemini-2.5-flash",
+            "contents": contents,
+            "config": config.model_dump(mode="json", exclude_none=True),
+        }
+    else:
+        body = {"systemInstruction": instruction.model_dump(mode="json", exclude_none=True), "contents": contents}
+    source, out = tmp_path / "request.json", tmp_path / "trimmed.json"
+    source.write_text(json.dumps(body), encoding="utf-8")
+    run_json(capsys, "trim", str(source), "--budget", "1700", "-o", str(out))
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert list(body) == list(written)
+    assert {k: v for k, v in body.items() if k != "contents"} == {k: v for k, v in written.items() if k != "contents"}
+    kept = TypeAdapter(list[types.Content]).validate_python(written["contents"])
+    assert 0 < len(kept) < len(contents)
+    assert contents[-len(kept) :] == written["contents"]
+    if where == "config":
+        assert instruction == types.GenerateContentConfig.model_validate(written["config"]).system_instruction

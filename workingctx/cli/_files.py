@@ -628,6 +628,25 @@ _MESSAGE_FIELDS: Final = {
 """The fields of a request that hold its context: what :func:`write_context` writes anew; the others are kept."""
 
 
+def _system_in_place(written: dict[str, Any], original: Mapping[str, Any], fmt: str) -> dict[str, Any]:
+    """
+    The Gemini body *written* with its system instruction where *original*
+    holds it (the SDK's ``config.system_instruction``, REST's
+    ``systemInstruction``), not beside it; any other body as it is.
+    """
+    field = "system_instruction"
+    where = _outside(original, fmt)
+    if fmt != "google" or field not in written or not where:
+        return written
+    path = where[0].removeprefix("$.")
+    out = {key: value for key, value in written.items() if key != field}
+    if path.startswith("config."):
+        out["config"] = {**original["config"], path.removeprefix("config."): written[field]}
+    else:
+        out[path] = written[field]
+    return out
+
+
 def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
     """
     Write *ctx* to the file at *path* as a request in the format of *doc*,
@@ -649,6 +668,7 @@ def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
         payload = ADAPTERS[doc.format].write(ctx)
     original = doc.payloads[-1]
     if isinstance(original, dict):
+        payload = _system_in_place(payload, original, doc.format)
         owned = _MESSAGE_FIELDS[doc.format]
         kept = {key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned}
         payload = kept | payload
