@@ -1095,30 +1095,37 @@ class TestModelFromTheFile:
         assert "claude-sonnet-4-6" == facts["model"]
         assert run_json(capsys, "inspect", sample("anthropic"), "--model", "claude-sonnet-4-6")["cost"] == facts["cost"]
 
-    def test_a_log_prices_each_line_with_its_own_model(self, capsys, tmp_path):
+    @pytest.mark.parametrize("gap", [None, 200])  # 200 s apart: each model's requests 400 s, past a 5m entry
+    def test_a_log_prices_each_line_with_its_own_model(self, capsys, tmp_path, gap):
         """
         In a ``.jsonl`` log each request is priced with the model its line
-        names: a log whose lines alternate two models costs, line by line,
-        what each line costs replayed under its own model.
+        names, against that model's own prompt cache: a log whose lines
+        alternate two models costs, line by line, what the lines of each model
+        cost replayed alone (twice as far apart), as a request to one model
+        neither reads nor fills another's cache.
         """
         lines = Path(sample("openai_chat", "jsonl")).read_text(encoding="utf-8").splitlines()
         names = ["gpt-4o" if number % 2 else "gpt-4.1-mini" for number in range(len(lines))]
-        log = tmp_path / "mixed.jsonl"
-        log.write_text(
-            "".join(
-                json.dumps({"model": name, **json.loads(line)}) + "\n" for name, line in zip(names, lines, strict=True)
-            ),
-            encoding="utf-8",
-        )
-        mixed = run_json(capsys, "replay", str(log))["strategies"][0]["requests"]
+
+        def log(name: str, models: list[str]) -> str:
+            path = tmp_path / name
+            sent = [json.dumps({"model": m, **json.loads(line)}) + "\n" for m, line in zip(models, lines, strict=True)]
+            path.write_text("".join(line for m, line in zip(models, sent, strict=True) if m), encoding="utf-8")
+            return str(path)
+
+        timed = [] if gap is None else ["--gap", str(gap)]
+        mixed = run_json(capsys, "replay", log("mixed.jsonl", names), *timed)["strategies"][0]["requests"]
+        assert names == [r["model"] for r in mixed]
         for model in set(names):
-            alone = run_json(capsys, "replay", sample("openai_chat", "jsonl"), "--model", model)
-            rows = alone["strategies"][0]["requests"]
-            for number, name in enumerate(names):
-                if name == model:
-                    assert rows[number] == mixed[number]
+            mine = [name if name == model else "" for name in names]
+            timed = [] if gap is None else ["--gap", str(2 * gap)]
+            alone = run_json(capsys, "replay", log(f"{model}.jsonl", mine), *timed)["strategies"][0]["requests"]
+            assert [{**r, "request": 0, "at": 0} for r in alone] == [
+                {**r, "request": 0, "at": 0} for r in mixed if r["model"] == model
+            ]
+            assert (gap is None) == any(r["cache_read_tokens"] for r in alone)
         assert len({r["cost"] for r in mixed}) > 1
-        assert "gpt-4o" == run_json(capsys, "inspect", str(log))["model"]  # the last line's
+        assert "gpt-4o" == run_json(capsys, "inspect", log("mixed.jsonl", names))["model"]  # the last line's
 
     def test_a_file_naming_a_model_of_another_provider(self, capsys, tmp_path):
         """
@@ -1519,3 +1526,40 @@ def test_trim_output_keeps_a_gemini_system_instruction_where_it_was(capsys, tmp_
     assert contents[-len(kept) :] == written["contents"]
     if where == "config":
         assert instruction == types.GenerateContentConfig.model_validate(written["config"]).system_instruction
+
+
+def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsys, tmp_path):
+    """
+    A log whose lines go to different providers is checked and replayed line
+    by line under each line's own provider and model, not under the last
+    line's: a Chat Completions request opening with an assistant turn (which
+    OpenAI takes and Gemini refuses) is valid. ``--provider`` still puts every
+    line under one; a line going to no provider of its own is refused by number.
+    """
+    chat = {
+        "model": "gpt-4.1",
+        "messages": TypeAdapter(list[ChatCompletionMessageParam]).validate_python(
+            [{"role": "assistant", "content": "Hello! How can I help?"}, {"role": "user", "content": "Hi"}]
+        ),
+    }
+    contents = [types.Content(role="user", parts=[types.Part(text="Hi")]).model_dump(mode="json", exclude_none=True)]
+    gemini = {"model": "gemini-2.5-flash", "contents": contents}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(f"{json.dumps(chat)}\n{json.dumps(gemini)}\n", encoding="utf-8")
+    facts = run_json(capsys, "check", str(path))
+    assert (True, None) == (facts["valid"], facts["provider"])
+    assert ["openai", "gemini"] == [r["provider"] for r in facts["requests"]]
+    assert "line 1: valid under openai's rules" in run(capsys, "check", str(path))[1]
+    forced = run_json(capsys, "check", str(path), "--provider", "gemini")
+    assert ["first-not-user"] == [p["rule"] for p in forced["requests"][0]["problems"]]
+    rows = run_json(capsys, "replay", str(path))["strategies"][0]["requests"]
+    assert [("openai", "gpt-4.1"), ("gemini", "gemini-2.5-flash")] == [(r["provider"], r["model"]) for r in rows]
+    assert "sent to" in run(capsys, "replay", str(path))[1]
+    path.write_text(f'{json.dumps(chat)}\n{{"messages": []}}\n{json.dumps(gemini)}\n', encoding="utf-8")
+    status, _, err = run(capsys, "replay", str(path))
+    assert 2 == status
+    assert "mixed.jsonl, line 2: workingctx JSON or LangChain messages, sent to no provider of their own" in err
+    path.write_text(f"{json.dumps(gemini)}\n{json.dumps(chat)}\n", encoding="utf-8")
+    status, _, err = run(capsys, "replay", str(path), "--model", "gpt-4.1")
+    assert 2 == status
+    assert "mixed.jsonl, line 1: a request to gemini priced with gpt-4.1, a model of openai" in err

@@ -214,19 +214,21 @@ def _file_problems(
 def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
     """
     The facts ``workingctx check`` prints: every problem of every request, as
-    written in the file, under the provider's rules.
+    written in the file, under *provider*'s rules, or each under its own
+    provider's (a log may mix them) when *provider* is None.
     """
     requests = []
     formats = doc.formats or (doc.format,) * len(doc.requests)
     for number, (line, ctx, payload, fmt) in enumerate(
         zip(doc.lines, doc.requests, doc.payloads, formats, strict=True)
     ):
-        where = _where(doc, number)
-        requests.append({"line": line, "problems": _file_problems(payload, fmt, ctx, provider, where)})
+        problems = _file_problems(payload, fmt, ctx, provider, _where(doc, number))
+        requests.append({"line": line, "provider": provider or PROVIDERS.get(fmt), "problems": problems})
+    rules = {r["provider"] for r in requests}
     return {
         "file": doc.path,
         "format": doc.format,
-        "provider": provider,
+        "provider": rules.pop() if len(rules) == 1 else None,
         "valid": not any(r["problems"] for r in requests),
         "requests": requests,
     }
@@ -238,7 +240,7 @@ def show_check(facts: dict[str, Any]) -> list[Table | str]:
         return _show_problems(requests[0]["problems"], facts["provider"])
     out: list[Table | str] = []
     for request in requests:
-        shown = _show_problems(request["problems"], facts["provider"])
+        shown = _show_problems(request["problems"], request["provider"])
         if isinstance(shown[0], str):
             out.append(f"line {request['line']}: {shown[0]}")
         else:
@@ -432,7 +434,7 @@ def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple
     return out
 
 
-def _request_row(number: int, request: Any, *, at: float) -> dict[str, Any]:
+def _request_row(number: int, request: Any, *, at: float, **sent: str) -> dict[str, Any]:
     """
     The row of one request replayed (a :func:`cache.report` or a request of a :func:`cache.simulate` run).
     """
@@ -448,29 +450,39 @@ def _request_row(number: int, request: Any, *, at: float) -> dict[str, Any]:
         "cost": _money(request.cost),
         "uncached_cost": _money(request.uncached_cost),
         "expired_tokens": request.expired_tokens,
+        **sent,
     }
 
 
-def _as_logged(doc: Document, *, provider: str, models: Sequence[str], counter: Any, wait: float) -> dict[str, Any]:
+_LONGEST = 10.0**15 - 1
+"""The longest wait between two requests :func:`cache.report` takes, in seconds (no entry lives that long)."""
+
+
+def _as_logged(doc: Document, *, lines: Sequence[tuple[str, str]], counter: Any, wait: float) -> dict[str, Any]:
     """
-    The log *doc* replayed as it was sent, *wait* seconds apart: each request
-    against the cache the one before it left, priced with its model in *models*.
+    The log *doc* replayed as it was sent, *wait* seconds apart, each request
+    sent to its provider and model in *lines*: against the cache the last
+    request to the same provider and model left (a prompt cache is the
+    model's own: a request to another model neither reads nor fills it).
     """
     reports = []
-    previous = WorkingContext()
+    last: dict[tuple[str, str], tuple[int, WorkingContext]] = {}
     with progress("replaying", len(doc.requests)) as advance:
-        for number, ctx in enumerate(doc.requests):
-            made = cache.report(
-                previous, ctx, provider=provider, model=models[number], counter=counter, elapsed=wait if number else 0
-            )
+        for number, (ctx, (provider, model)) in enumerate(zip(doc.requests, lines, strict=True)):
+            before, previous = last.get((provider, model), (number, WorkingContext()))
+            elapsed = min((number - before) * wait, _LONGEST)
+            made = cache.report(previous, ctx, provider=provider, model=model, counter=counter, elapsed=elapsed)
             reports.append(made)
-            previous = ctx
+            last[provider, model] = (number, ctx)
             advance()
     read = sum(r.usage.cache_read_tokens for r in reports)
     tokens = sum(r.input_tokens for r in reports)
     return {
         "name": "as logged",
-        "requests": [_request_row(number, made, at=number * wait) for number, made in enumerate(reports)],
+        "requests": [
+            _request_row(number, made, at=number * wait, provider=provider, model=model)
+            for number, (made, (provider, model)) in enumerate(zip(reports, lines, strict=True))
+        ],
         "cuts": [],
         "cost": _money(sum((r.cost for r in reports), Decimal(0))),
         "uncached_cost": _money(sum((r.uncached_cost for r in reports), Decimal(0))),
@@ -489,28 +501,28 @@ def replay_facts(
     low: int | None,
     exact: bool,
     gap: float | None = None,
-    models: Sequence[str] | None = None,
+    lines: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """
     The facts ``workingctx replay`` prints.
 
     A ``.jsonl`` log is replayed as it was sent: each request against the cache
-    the one before it left. A single transcript is replayed as the run that
+    the last request to its provider and model left. A single transcript is replayed as the run that
     built it, one request before each assistant message, under each strategy
     (the whole history; trimming to the window every turn; the watermark
     manager), with the provider's cache rules. With *gap*, that many seconds
     pass between two requests, and cache entries older than their lifetime
     are written again (``simulate(..., gaps=...)``); without it no time passes.
-    *models* prices each request of a log with its own model (the one its
-    line names); without it every request is priced with *model*.
+    *lines* gives the provider and the model of each request of a log (a log
+    may mix them); without it every request goes to *provider* and *model*.
     """
     counter = _counter(exact)
     strategies: list[dict[str, Any]] = []
     facts: dict[str, Any] = {"file": doc.path, "format": doc.format, "provider": provider, "model": model}
     facts |= {"window": window, "low": low, "gap": gap, "strategies": strategies}
     if len(doc.requests) > 1:
-        priced = [model] * len(doc.requests) if models is None else models
-        strategies.append(_as_logged(doc, provider=provider, models=priced, counter=counter, wait=gap or 0.0))
+        sent = [(provider, model)] * len(doc.requests) if lines is None else lines
+        strategies.append(_as_logged(doc, lines=sent, counter=counter, wait=gap or 0.0))
         return facts
     ctx = doc.last
     for name, manager, strategy in _strategies(window, low, counter):
@@ -543,19 +555,25 @@ def replay_facts(
 def show_replay(facts: dict[str, Any]) -> list[Table | str]:
     main_strategy = facts["strategies"][-1]
     timed = facts["gap"] is not None
+    requests = main_strategy["requests"]
+    mixed = len({(r.get("provider"), r.get("model")) for r in requests}) > 1  # a log sent to several models
     head: tuple[str, ...] = ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached")
     keys = ("request", "input_tokens", "cache_read_tokens", "cache_write_tokens", "fresh_tokens", "output_tokens")
     rows = tuple(
         (
             *(r[key] for key in (*keys, "cost", "uncached_cost")),
             *((_seconds(r["at"]), r["expired_tokens"]) if timed else ()),
+            *((f"{r['provider']} {r['model']}",) if mixed else ()),
         )
-        for r in main_strategy["requests"]
+        for r in requests
     )
-    title = f"replay of {shown_path(facts['file'])} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
+    sent = "each line's provider and model" if mixed else f"{facts['provider']} {facts['model']}"
+    title = f"replay of {shown_path(facts['file'])} on {sent}: {main_strategy['name']}"
     if timed:
         title += f", {_seconds(facts['gap'])} s between requests"
         head += ("at s", "expired")
+    if mixed:
+        head += ("sent to",)
     out: list[Table | str] = [Table(title, head, rows)]
     columns = ("strategy", "requests", "cached", "lookback misses", *(("expiry misses",) if timed else ()), "$")
     out.append(Table("strategies", (*columns, "$ uncached"), strategy_rows(facts)))
