@@ -1555,6 +1555,9 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     rows = run_json(capsys, "replay", str(path))["strategies"][0]["requests"]
     assert [("openai", "gpt-4.1"), ("gemini", "gemini-2.5-flash")] == [(r["provider"], r["model"]) for r in rows]
     assert "sent to" in run(capsys, "replay", str(path))[1]
+    page = tmp_path / "report.html"
+    assert 0 == run(capsys, "report", str(path), "-o", str(page))[0]
+    assert "on openai gpt-4.1, gemini gemini-2.5-flash;" in page.read_text(encoding="utf-8")
     path.write_text(f'{json.dumps(chat)}\n{{"messages": []}}\n{json.dumps(gemini)}\n', encoding="utf-8")
     status, _, err = run(capsys, "replay", str(path))
     assert 2 == status
