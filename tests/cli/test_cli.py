@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,11 +35,12 @@ from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
 from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
+from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, WorkingContext
 from workingctx.adapters import langchain
 from workingctx.cli import main, model_provider
 from workingctx.cli._facts import trim_facts
-from workingctx.cli._files import FORMATS, PROVIDERS, detect, read_file, write_context
+from workingctx.cli._files import FORMATS, PROVIDERS, detect, places, position, read_file, write_context
 from workingctx.cli._output import Table, describe, emit, progress
 from workingctx.exceptions import ProviderError
 from workingctx.serialization import unstructure
@@ -1566,3 +1568,38 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     status, _, err = run(capsys, "replay", str(path), "--model", "gpt-4.1")
     assert 2 == status
     assert "mixed.jsonl, line 1: a request to gemini priced with gpt-4.1, a model of openai" in err
+
+
+def _resolve(body, path: str):
+    """
+    The value at the JSON *path* (``$.a.b[2]``) of *body*.
+    """
+    value = body
+    for name, index in re.findall(r"\.(\w+)|\[(\d+)\]", path.removeprefix("$")):
+        value = value[name] if name else value[int(index)]
+    return value
+
+
+@settings(max_examples=60)
+@given(
+    st.one_of(
+        anthropic_bodies().map(lambda b: (b, "anthropic")),
+        google_bodies().map(lambda b: (b, "google")),
+        responses_bodies().map(lambda b: (b, "openai_responses")),
+        chat_messages().map(lambda m: ({"messages": m}, "openai_chat")),
+    )
+)
+def test_every_message_is_placed_in_the_file(case):
+    """
+    Law: each message a body reads to has a place in the body (a JSON path
+    that resolves in it), in order, one per message; a message of the body's
+    array is numbered by its index there.
+    """
+    body, fmt = case
+    ctx = importlib.import_module(f"workingctx.adapters.{fmt}").read(body)
+    where = places(body, fmt, ctx)
+    assert len(ctx.assembled()) == len(where)
+    for path in where:
+        _resolve(body, path)
+    numbered = [position(path) for path in where if position(path) is not None]
+    assert numbered == sorted(set(numbered))
