@@ -1323,7 +1323,7 @@ class TestCheckAsWritten:
         A body its reader takes but its adapter's ``check(payload)`` refuses
         (a prefill ending in a space, an id outside Anthropic's alphabet, an
         empty content list) is reported by ``check`` with the same problems,
-        and exits 1.
+        and exits 1; ``inspect`` reports the same problems.
         """
         path = tmp_path / "request.json"
         path.write_text(json.dumps(body), encoding="utf-8")
@@ -1335,6 +1335,7 @@ class TestCheckAsWritten:
         assert [p.rule for p in expected] == [p["rule"] for p in facts["requests"][0]["problems"]]
         shift = 1 if "system" in body else 0  # the adapter counts the system prompt; the file's array does not
         assert [p.index - shift for p in expected] == [p["index"] for p in facts["requests"][0]["problems"]]
+        assert facts["requests"][0]["problems"] == run_json(capsys, "inspect", str(path))["problems"]  # the same
         status, out, _ = run(capsys, "check", str(path))
         assert 1 == status
         for rule in rules:

@@ -52,12 +52,18 @@ def _money(value: Decimal) -> str:
 # -- inspect ---------------------------------------------------------------------------
 
 
+def _format(doc: Document, number: int = -1) -> str:
+    """
+    The format of request *number* of *doc*.
+    """
+    return doc.formats[number] if doc.formats else doc.format
+
+
 def _where(doc: Document, number: int = -1) -> tuple[str, ...]:
     """
     The JSON path in the file of each message of request *number* (assembled), see :func:`places`.
     """
-    formats = doc.formats or (doc.format,) * len(doc.requests)
-    return places(doc.payloads[number], formats[number], doc.requests[number])
+    return places(doc.payloads[number], _format(doc, number), doc.requests[number])
 
 
 def _rows(problems: Sequence[Any], where: Sequence[str]) -> list[dict[str, Any]]:
@@ -95,8 +101,9 @@ def _breakpoints(
 def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exact: bool) -> dict[str, Any]:
     """
     The facts ``workingctx inspect`` prints: per-message tokens, totals,
-    problems under the provider's rules, the cache breakpoints a plan would set
-    and, with a model, the request's input cost.
+    problems under the provider's rules (those ``check`` reports on the
+    request), the cache breakpoints a plan would set and, with a model, the
+    request's input cost.
     """
     ctx = doc.last
     counter = _counter(exact)
@@ -134,7 +141,7 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
             "tokens": prefix_tokens + tail_tokens,
         },
         "digest": ctx.freeze().digest(),
-        "problems": _problems(ctx, provider, where),
+        "problems": _file_problems(doc.payloads[-1], _format(doc), ctx, provider, where),
         "breakpoints": _breakpoints(ctx, provider, model, counter, where),
         "model": model,
         "cost": None,
