@@ -88,7 +88,7 @@ def test_anthropic_refuses_blank_text(body, blank, data):
     assert [(p.index, p.rule) for p in problems] == [(offset + at, "blank-text")]
     assert "only whitespace" in str(problems[0])
     assert anthropic.check(ctx) == problems
-    assert [p.rule for p in anthropic.check(body)] == ["blank-text"]
+    assert [(p.index, p.rule) for p in anthropic.check(body)] == [(offset + at, "blank-text")]  # the body's too
 
 
 @given(anthropic_bodies(), st.sampled_from([" ", "\n", "\t\n"]))
@@ -105,6 +105,7 @@ def test_anthropic_refuses_a_prefill_ending_in_whitespace(body, space):
     problems = refused(anthropic, ctx)
     assert [(p.index, p.rule) for p in problems] == [(len(ctx.assembled()) - 1, "trailing-whitespace")]
     assert "strip the trailing whitespace" in str(problems[0])
+    assert [(p.index, p.rule) for p in anthropic.check(body)] == [(len(ctx.assembled()) - 1, "trailing-whitespace")]
     ctx.append(Message.user("go on"))
     assert anthropic.write(ctx)["messages"][-2] == last
 
@@ -122,7 +123,8 @@ def test_gemini_refuses_a_model_turn_first(body, text):
     assert [(p.index, p.rule) for p in problems] == [(first, "first-not-user")]
     assert google.check(ctx) == problems
     empty = {**body, "contents": [*body["contents"], {"role": "user", "parts": []}]}
-    assert [p.rule for p in google.check(empty)] == ["empty-content"]
+    last = len(google.read(empty).assembled()) - 1  # a payload's problems at the positions of what it reads to
+    assert [(p.index, p.rule) for p in google.check(empty)] == [(last, "empty-content")]
     assert google.write(google.read(empty)) == google.write(google.read(body))
 
 

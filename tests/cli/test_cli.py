@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,14 +24,23 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from anthropic.types import MessageParam
+from google.genai import types
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
+from langchain_core.load import dumpd
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ResponseInputParam
+from pydantic import TypeAdapter
 
 from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
+from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, WorkingContext
+from workingctx.adapters import langchain
 from workingctx.cli import main, model_provider
 from workingctx.cli._facts import trim_facts
-from workingctx.cli._files import FORMATS, PROVIDERS, detect, read_file, write_context
+from workingctx.cli._files import FORMATS, PROVIDERS, detect, places, position, read_file, write_context
 from workingctx.cli._output import Table, describe, emit, progress
 from workingctx.exceptions import ProviderError
 from workingctx.serialization import unstructure
@@ -621,7 +631,7 @@ class TestProgram:
         assert set(trimmed.messages) <= set(original.messages)
 
 
-@pytest.mark.parametrize("fmt", FORMATS[1:])
+@pytest.mark.parametrize("fmt", [fmt for fmt in FORMATS[1:] if fmt != "langchain"])  # request bodies, not lists
 def test_trim_output_keeps_the_request_fields(capsys, fmt, tmp_path):
     """
     ``trim -o`` keeps every field of the request other than its messages
@@ -709,6 +719,8 @@ def test_samples_are_what_the_adapters_write():
     reference = read_file(sample("workingctx")).last
     for fmt in FORMATS[1:]:
         written = importlib.import_module(f"workingctx.adapters.{fmt}").write(reference)
+        if fmt == "langchain":  # messages, serialized with their model_dump()
+            written = json.loads(json.dumps([m.model_dump() for m in written]))
         assert written == json.loads(Path(sample(fmt)).read_text(encoding="utf-8")), fmt
 
 
@@ -1085,30 +1097,37 @@ class TestModelFromTheFile:
         assert "claude-sonnet-4-6" == facts["model"]
         assert run_json(capsys, "inspect", sample("anthropic"), "--model", "claude-sonnet-4-6")["cost"] == facts["cost"]
 
-    def test_a_log_prices_each_line_with_its_own_model(self, capsys, tmp_path):
+    @pytest.mark.parametrize("gap", [None, 200])  # 200 s apart: each model's requests 400 s, past a 5m entry
+    def test_a_log_prices_each_line_with_its_own_model(self, capsys, tmp_path, gap):
         """
         In a ``.jsonl`` log each request is priced with the model its line
-        names: a log whose lines alternate two models costs, line by line,
-        what each line costs replayed under its own model.
+        names, against that model's own prompt cache: a log whose lines
+        alternate two models costs, line by line, what the lines of each model
+        cost replayed alone (twice as far apart), as a request to one model
+        neither reads nor fills another's cache.
         """
         lines = Path(sample("openai_chat", "jsonl")).read_text(encoding="utf-8").splitlines()
         names = ["gpt-4o" if number % 2 else "gpt-4.1-mini" for number in range(len(lines))]
-        log = tmp_path / "mixed.jsonl"
-        log.write_text(
-            "".join(
-                json.dumps({"model": name, **json.loads(line)}) + "\n" for name, line in zip(names, lines, strict=True)
-            ),
-            encoding="utf-8",
-        )
-        mixed = run_json(capsys, "replay", str(log))["strategies"][0]["requests"]
+
+        def log(name: str, models: list[str]) -> str:
+            path = tmp_path / name
+            sent = [json.dumps({"model": m, **json.loads(line)}) + "\n" for m, line in zip(models, lines, strict=True)]
+            path.write_text("".join(line for m, line in zip(models, sent, strict=True) if m), encoding="utf-8")
+            return str(path)
+
+        timed = [] if gap is None else ["--gap", str(gap)]
+        mixed = run_json(capsys, "replay", log("mixed.jsonl", names), *timed)["strategies"][0]["requests"]
+        assert names == [r["model"] for r in mixed]
         for model in set(names):
-            alone = run_json(capsys, "replay", sample("openai_chat", "jsonl"), "--model", model)
-            rows = alone["strategies"][0]["requests"]
-            for number, name in enumerate(names):
-                if name == model:
-                    assert rows[number] == mixed[number]
+            mine = [name if name == model else "" for name in names]
+            timed = [] if gap is None else ["--gap", str(2 * gap)]
+            alone = run_json(capsys, "replay", log(f"{model}.jsonl", mine), *timed)["strategies"][0]["requests"]
+            assert [{**r, "request": 0, "at": 0} for r in alone] == [
+                {**r, "request": 0, "at": 0} for r in mixed if r["model"] == model
+            ]
+            assert (gap is None) == any(r["cache_read_tokens"] for r in alone)
         assert len({r["cost"] for r in mixed}) > 1
-        assert "gpt-4o" == run_json(capsys, "inspect", str(log))["model"]  # the last line's
+        assert "gpt-4o" == run_json(capsys, "inspect", log("mixed.jsonl", names))["model"]  # the last line's
 
     def test_a_file_naming_a_model_of_another_provider(self, capsys, tmp_path):
         """
@@ -1304,7 +1323,7 @@ class TestCheckAsWritten:
         A body its reader takes but its adapter's ``check(payload)`` refuses
         (a prefill ending in a space, an id outside Anthropic's alphabet, an
         empty content list) is reported by ``check`` with the same problems,
-        and exits 1.
+        and exits 1; ``inspect`` reports the same problems.
         """
         path = tmp_path / "request.json"
         path.write_text(json.dumps(body), encoding="utf-8")
@@ -1314,7 +1333,9 @@ class TestCheckAsWritten:
         facts = run_json(capsys, "check", str(path))
         assert not facts["valid"]
         assert [p.rule for p in expected] == [p["rule"] for p in facts["requests"][0]["problems"]]
-        assert [p.index for p in expected] == [p["index"] for p in facts["requests"][0]["problems"]]
+        shift = 1 if "system" in body else 0  # the adapter counts the system prompt; the file's array does not
+        assert [p.index - shift for p in expected] == [p["index"] for p in facts["requests"][0]["problems"]]
+        assert facts["requests"][0]["problems"] == run_json(capsys, "inspect", str(path))["problems"]  # the same
         status, out, _ = run(capsys, "check", str(path))
         assert 1 == status
         for rule in rules:
@@ -1343,3 +1364,243 @@ class TestEscapedHeaders:
         assert 0 == status, err
         assert "\x1b" not in out
         assert "a\\x0ab\\x1bc.json" in out.splitlines()[0]
+
+
+def _dangling_bodies() -> list[tuple[dict, str]]:
+    """
+    Request bodies of each format, built with the provider SDK's types, whose
+    tool call at index 1 of the body's own array has no result, and whose
+    system prompt is outside that array (inside it, for Chat Completions);
+    with the JSON path of that call.
+    """
+    anthropic_turns = [
+        {"role": "user", "content": "Restart the web tier"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "restart", "input": {}}]},
+        {"role": "user", "content": "Never mind, what time is it?"},
+    ]
+    contents = [
+        types.Content(role="user", parts=[types.Part(text="Restart the web tier")]),
+        types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(name="restart", args={}))]),
+        types.Content(role="user", parts=[types.Part(text="Never mind, what time is it?")]),
+    ]
+    items = [
+        {"role": "user", "content": "Restart the web tier"},
+        {"type": "function_call", "call_id": "call_1", "name": "restart", "arguments": "{}"},
+        {"role": "user", "content": "Never mind, what time is it?"},
+    ]
+    for kind, value in ((list[MessageParam], anthropic_turns), (ResponseInputParam, items)):
+        TypeAdapter(kind).validate_python(value)
+    TypeAdapter(list[ChatCompletionMessageParam]).validate_python(
+        chat := [
+            {"role": "system", "content": "Be brief."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "restart", "arguments": "{}"}}
+                ],
+            },
+            {"role": "user", "content": "Never mind, what time is it?"},
+        ]
+    )
+    config = types.GenerateContentConfig(system_instruction="Be brief.").model_dump(mode="json", exclude_none=True)
+    return [
+        (
+            {"system": "Be brief.", "messages": anthropic_turns},
+            "$.messages[1]",
+        ),
+        (
+            {"config": config, "contents": [c.model_dump(mode="json", exclude_none=True) for c in contents]},
+            "$.contents[1]",
+        ),
+        ({"instructions": "Be brief.", "input": items}, "$.input[1]"),
+        ({"messages": chat}, "$.messages[1]"),
+    ]
+
+
+@pytest.mark.parametrize(("body", "where"), _dangling_bodies())
+def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path, body, where):
+    """
+    ``check``, ``inspect`` and ``trim`` number a message by its index in the
+    body's own array (``messages[i]``, ``contents[i]``, ``input[i]``), never
+    counting a system prompt held outside it, and name its JSON path: a
+    problem of the call at index 1 is at 1, where ``inspect`` lists that call.
+    """
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    checked = run_json(capsys, "check", str(path))["requests"][0]["problems"]
+    assert [(1, where, "dangling-call")] == [(p["index"], p["where"], p["rule"]) for p in checked]
+    assert where in run(capsys, "check", str(path))[1]
+    inspected = run_json(capsys, "inspect", str(path))
+    assert [(1, where)] == [(p["index"], p["where"]) for p in inspected["problems"]]
+    assert {"assistant"} == {m["role"] for m in inspected["messages"] if m["index"] == 1}
+    trimmed = run_json(capsys, "trim", str(path), "--budget", "100000")
+    assert [(1, "assistant"), (2, "user")] == [(m["index"], m["role"]) for m in trimmed["messages"]][-2:]
+    assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]
+
+
+def _langchain_messages() -> list:
+    """
+    A LangChain conversation with a tool exchange, built with ``langchain_core``'s own messages.
+    """
+    return [
+        SystemMessage("Be brief."),
+        HumanMessage("Weather in Paris?", id="m1"),
+        AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "c1"}]),
+        ToolMessage("18C", tool_call_id="c1"),
+        AIMessage("18C in Paris.", usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}),
+        HumanMessage("And in Oslo?"),
+    ]
+
+
+LANGCHAIN_FORMS = {
+    "model_dump": lambda messages: [m.model_dump() for m in messages],
+    "dumpd": dumpd,
+    "messages_to_dict": messages_to_dict,
+    "state": lambda messages: {"messages": messages_to_dict(messages)},
+}
+
+
+@pytest.mark.parametrize("form", LANGCHAIN_FORMS)
+def test_langchain_dumps_are_read_as_langchain(capsys, tmp_path, form):
+    """
+    LangChain messages serialized with ``model_dump()``, ``dumpd`` or
+    ``messages_to_dict`` (alone or as a state's ``messages``) are LangChain
+    messages, never another provider's request: they read to the context the
+    messages themselves read to, ``check`` takes them, and ``trim -o`` writes
+    them back in the same form.
+    """
+    messages = _langchain_messages()
+    dumped = json.loads(json.dumps(LANGCHAIN_FORMS[form](messages)))
+    assert "langchain" == detect(dumped)
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(dumped), encoding="utf-8")
+    assert langchain.read(messages).assembled() == read_file(str(path)).last.assembled()
+    checked = run_json(capsys, "check", str(path))
+    assert ("langchain", True) == (checked["format"], checked["valid"])
+    assert [3] == [m["index"] for m in run_json(capsys, "inspect", str(path))["messages"] if m["role"] == "tool"]
+    out = tmp_path / "trimmed.json"
+    run_json(capsys, "trim", str(path), "--budget", "30", "-o", str(out))
+    written = json.loads(out.read_text(encoding="utf-8"))
+    trimmed = read_file(str(out)).last
+    assert trimmed.size() < len(messages) - 1
+    assert written == json.loads(json.dumps(LANGCHAIN_FORMS[form](langchain.write(trimmed))))
+
+
+def test_a_list_that_is_not_all_langchain_names_the_item(capsys, tmp_path):
+    """
+    A list of LangChain messages with an item in no serialized form of theirs
+    is refused, naming the item and the forms to write.
+    """
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps([HumanMessage("hi").model_dump(), {"role": "user", "content": "x"}]), encoding="utf-8")
+    status, _, err = run(capsys, "check", str(path))
+    assert 1 == status
+    assert "item 1 is no LangChain message serialized with model_dump(), langchain_core.load.dumpd" in err
+
+
+@pytest.mark.parametrize("where", ["config", "systemInstruction"])
+def test_trim_output_keeps_a_gemini_system_instruction_where_it_was(capsys, tmp_path, where):
+    """
+    ``trim -o`` of a Gemini body holding its system instruction in the SDK's
+    ``config`` (or as REST's ``systemInstruction``) writes the same shape:
+    the instruction where it was, once, and only the contents trimmed.
+    """
+    sent = json.loads(Path(sample("google")).read_text(encoding="utf-8"))
+    instruction = types.Content(parts=[types.Part(text=p["text"]) for p in sent["system_instruction"]["parts"]])
+    contents = [types.Content.model_validate(c).model_dump(mode="json", exclude_none=True) for c in sent["contents"]]
+    if where == "config":
+        config = types.GenerateContentConfig(system_instruction=instruction, temperature=0.2)
+        body = {
+            "model": "gemini-2.5-flash",
+            "contents": contents,
+            "config": config.model_dump(mode="json", exclude_none=True),
+        }
+    else:
+        body = {"systemInstruction": instruction.model_dump(mode="json", exclude_none=True), "contents": contents}
+    source, out = tmp_path / "request.json", tmp_path / "trimmed.json"
+    source.write_text(json.dumps(body), encoding="utf-8")
+    run_json(capsys, "trim", str(source), "--budget", "1700", "-o", str(out))
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert list(body) == list(written)
+    assert {k: v for k, v in body.items() if k != "contents"} == {k: v for k, v in written.items() if k != "contents"}
+    kept = TypeAdapter(list[types.Content]).validate_python(written["contents"])
+    assert 0 < len(kept) < len(contents)
+    assert contents[-len(kept) :] == written["contents"]
+    if where == "config":
+        assert instruction == types.GenerateContentConfig.model_validate(written["config"]).system_instruction
+
+
+def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsys, tmp_path):
+    """
+    A log whose lines go to different providers is checked and replayed line
+    by line under each line's own provider and model, not under the last
+    line's: a Chat Completions request opening with an assistant turn (which
+    OpenAI takes and Gemini refuses) is valid. ``--provider`` still puts every
+    line under one; a line going to no provider of its own is refused by number.
+    """
+    chat = {
+        "model": "gpt-4.1",
+        "messages": TypeAdapter(list[ChatCompletionMessageParam]).validate_python(
+            [{"role": "assistant", "content": "Hello! How can I help?"}, {"role": "user", "content": "Hi"}]
+        ),
+    }
+    contents = [types.Content(role="user", parts=[types.Part(text="Hi")]).model_dump(mode="json", exclude_none=True)]
+    gemini = {"model": "gemini-2.5-flash", "contents": contents}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(f"{json.dumps(chat)}\n{json.dumps(gemini)}\n", encoding="utf-8")
+    facts = run_json(capsys, "check", str(path))
+    assert (True, None) == (facts["valid"], facts["provider"])
+    assert ["openai", "gemini"] == [r["provider"] for r in facts["requests"]]
+    assert "line 1: valid under openai's rules" in run(capsys, "check", str(path))[1]
+    forced = run_json(capsys, "check", str(path), "--provider", "gemini")
+    assert ["first-not-user"] == [p["rule"] for p in forced["requests"][0]["problems"]]
+    rows = run_json(capsys, "replay", str(path))["strategies"][0]["requests"]
+    assert [("openai", "gpt-4.1"), ("gemini", "gemini-2.5-flash")] == [(r["provider"], r["model"]) for r in rows]
+    assert "sent to" in run(capsys, "replay", str(path))[1]
+    page = tmp_path / "report.html"
+    assert 0 == run(capsys, "report", str(path), "-o", str(page))[0]
+    assert "on openai gpt-4.1, gemini gemini-2.5-flash;" in page.read_text(encoding="utf-8")
+    path.write_text(f'{json.dumps(chat)}\n{{"messages": []}}\n{json.dumps(gemini)}\n', encoding="utf-8")
+    status, _, err = run(capsys, "replay", str(path))
+    assert 2 == status
+    assert "mixed.jsonl, line 2: workingctx JSON or LangChain messages, sent to no provider of their own" in err
+    path.write_text(f"{json.dumps(gemini)}\n{json.dumps(chat)}\n", encoding="utf-8")
+    status, _, err = run(capsys, "replay", str(path), "--model", "gpt-4.1")
+    assert 2 == status
+    assert "mixed.jsonl, line 1: a request to gemini priced with gpt-4.1, a model of openai" in err
+
+
+def _resolve(body, path: str):
+    """
+    The value at the JSON *path* (``$.a.b[2]``) of *body*.
+    """
+    value = body
+    for name, index in re.findall(r"\.(\w+)|\[(\d+)\]", path.removeprefix("$")):
+        value = value[name] if name else value[int(index)]
+    return value
+
+
+@settings(max_examples=60)
+@given(
+    st.one_of(
+        anthropic_bodies().map(lambda b: (b, "anthropic")),
+        google_bodies().map(lambda b: (b, "google")),
+        responses_bodies().map(lambda b: (b, "openai_responses")),
+        chat_messages().map(lambda m: ({"messages": m}, "openai_chat")),
+    )
+)
+def test_every_message_is_placed_in_the_file(case):
+    """
+    Law: each message a body reads to has a place in the body (a JSON path
+    that resolves in it), in order, one per message; a message of the body's
+    array is numbered by its index there.
+    """
+    body, fmt = case
+    ctx = importlib.import_module(f"workingctx.adapters.{fmt}").read(body)
+    where = places(body, fmt, ctx)
+    assert len(ctx.assembled()) == len(where)
+    for path in where:
+        _resolve(body, path)
+    numbered = [position(path) for path in where if position(path) is not None]
+    assert numbered == sorted(set(numbered))

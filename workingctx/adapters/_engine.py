@@ -282,6 +282,14 @@ class Where:
         return (index if origins is None else origins[index][0]), cls(index, origins, name, kind)
 
 
+def at_context(problems: Iterable[Problem], by: int) -> tuple[Problem, ...]:
+    """
+    The problems of a payload's wire turns at the positions of the context
+    read from it: *by* positions on (its system messages, sent outside the turns).
+    """
+    return tuple(p if p.index is None else attrs.evolve(p, index=p.index + by) for p in problems)
+
+
 def shifted(origins: Sequence[Sequence[int]], by: int) -> list[list[int]]:
     """
     *origins* moved by *by* positions (the system messages written elsewhere).

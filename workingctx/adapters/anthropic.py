@@ -722,7 +722,8 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     ctx = read(payload)
     data = plain(payload)
     raw = data["messages"] if isinstance(data, Mapping) else data
-    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire_problems(raw))
+    wire = engine.at_context(wire_problems(raw), len(ctx.prefix.as_messages()))
+    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire)
 
 
 @wire_errors("Anthropic Messages", "messages")

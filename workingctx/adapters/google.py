@@ -643,7 +643,8 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     messages = read_messages(payload)
     data = sdk_form(payload)
     raw = data["contents"] if isinstance(data, Mapping) else data
-    return (*check_messages(messages, provider="gemini"), *media_problems(messages), *wire_problems(raw))
+    wire = engine.at_context(wire_problems(raw), len(messages) - len(raw))
+    return (*check_messages(messages, provider="gemini"), *media_problems(messages), *wire)
 
 
 @wire_errors("Gemini", "contents")

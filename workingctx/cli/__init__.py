@@ -12,10 +12,11 @@ provider's prompt cache.
     workingctx report FILE [--model M] -o report.html  # all of it on one self-contained page
 
 FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
-or workingctx JSON (detected; --format forces one); a .jsonl file is a log of
-requests, one body per line. The model is the one the file names (a body's
-"model", a Gemini model path or model_version, each line's own in a log);
---model overrides it. --json prints the same facts as JSON for scripts.
+LangChain messages (model_dump(), dumpd or messages_to_dict) or workingctx
+JSON (detected; --format forces one); a .jsonl file is a log of requests, one
+body per line. The model is the one the file names (a body's "model", a Gemini
+model path or model_version, each line's own in a log); --model overrides it.
+--json prints the same facts as JSON for scripts.
 Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
 failed check, 2 bad usage.
 """
@@ -45,7 +46,16 @@ from workingctx.cli._facts import (
     show_trim,
     trim_facts,
 )
-from workingctx.cli._files import FORMATS, Document, InputError, UsageError, read_file, write_context, write_text
+from workingctx.cli._files import (
+    FORMATS,
+    PROVIDERS,
+    Document,
+    InputError,
+    UsageError,
+    read_file,
+    write_context,
+    write_text,
+)
 from workingctx.cli._output import Table, emit, printable, shown_path
 from workingctx.cli._report import render
 from workingctx.exceptions import CacheRuleError, PricingError, WorkingCtxError
@@ -93,6 +103,45 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
         )
         raise UsageError(msg)
     return doc.provider
+
+
+def _log_lines(args: argparse.Namespace, doc: Document, model: str) -> list[tuple[str, str]]:
+    """
+    The provider and the model each request of a log is replayed under: its
+    own (its format's provider; the model it names, else *model*), unless
+    ``--provider`` or ``--model`` says. A log may mix providers and models.
+    """
+    providers = [args.provider or PROVIDERS.get(fmt) for fmt in doc.formats]
+    models = [args.model or named or model for named in doc.models]
+    none = [line for line, provider in zip(doc.lines, providers, strict=True) if provider is None]
+    if none:
+        msg = (
+            f"{shown_path(args.file)}, {_numbers(none)}: workingctx JSON or LangChain messages, sent to no "
+            "provider of their own; say whose cache to replay them with with --provider"
+        )
+        raise UsageError(msg)
+    wrong = [
+        (line, provider, name)
+        for line, provider, name in zip(doc.lines, providers, models, strict=True)
+        if model_provider(name) not in {None, provider}
+    ]
+    if wrong and args.provider is None:
+        _, provider, name = wrong[0]
+        fix = "replay without --model (each line with the model it names)" if args.model else "name their own model"
+        msg = (
+            f"{shown_path(args.file)}, {_numbers([w[0] for w in wrong])}: a request to {provider} priced with "
+            f"{name}, a model of {model_provider(name)}; {fix}, or pass --provider"
+        )
+        raise UsageError(msg)
+    return list(zip(providers, models, strict=True))  # type: ignore[arg-type]  # none is None, as checked
+
+
+def _numbers(lines: Sequence[int]) -> str:
+    """
+    Lines named in a message: ``line 3``, ``lines 2, 5``, the first few and how many more.
+    """
+    shown = ", ".join(map(str, lines[:5])) + ("" if len(lines) <= 5 else f" and {len(lines) - 5} more")
+    return f"line {shown}" if len(lines) == 1 else f"lines {shown}"
 
 
 def _positive(text: str) -> int:
@@ -225,8 +274,8 @@ def _run(args: argparse.Namespace) -> int:
     model = _model(args, doc)
     if args.command == "inspect":
         return _finish(args, inspect_facts(doc, provider=provider, model=model, exact=exact), show_inspect)
-    if args.command == "check":
-        facts = check_facts(doc, provider=provider)
+    if args.command == "check":  # each request of a log under its own provider's rules, unless --provider says
+        facts = check_facts(doc, provider=args.provider)
         _finish(args, facts, show_check)
         return 0 if facts["valid"] else 1
     if args.command == "trim":
@@ -235,7 +284,8 @@ def _run(args: argparse.Namespace) -> int:
             write_context(doc, facts["_trimmed"], args.output)
         return _finish(args, facts, show_trim)
     if provider is None:
-        msg = f"{shown_path(args.file)} is workingctx JSON: say whose cache to replay with --provider"
+        kind = "LangChain messages" if doc.format == "langchain" else "workingctx JSON"
+        msg = f"{shown_path(args.file)} is {kind}: say whose cache to replay with --provider"
         raise UsageError(msg)
     if model is None:
         msg = (
@@ -250,11 +300,9 @@ def _run(args: argparse.Namespace) -> int:
             "replayed as they were sent; the window applies to one transcript, whose run replay trims with the managers"
         )
         raise UsageError(msg)
-    models = None
-    if args.model is None and len(doc.requests) > 1:  # a log: each line priced with the model it names
-        models = [line_model or model for line_model in doc.models]
+    lines = _log_lines(args, doc, model) if len(doc.requests) > 1 else None
     facts = replay_facts(
-        doc, provider=provider, model=model, window=args.window, low=args.low, exact=exact, gap=args.gap, models=models
+        doc, provider=provider, model=model, window=args.window, low=args.low, exact=exact, gap=args.gap, lines=lines
     )
     if args.command == "replay":
         return _finish(args, facts, show_replay)

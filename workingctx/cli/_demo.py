@@ -4,7 +4,7 @@ context from a transcript and report on it.
 
 With no file it uses the sample incident transcript shipped in the package; a
 file may be a request body of OpenAI Chat, OpenAI Responses, Anthropic or
-Gemini, or workingctx JSON (``{"prefix": {...}, "messages": [...],
+Gemini, LangChain messages serialized as JSON, or workingctx JSON (``{"prefix": {...}, "messages": [...],
 "scratchpad": {...}}``, as :mod:`workingctx.serialization` writes it); of a
 ``.jsonl`` log, the last request.
 """

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from workingctx import cache
-from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError
+from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, places, position, readable
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
 from workingctx.managers import TokenBudgetContextManager
@@ -52,22 +52,44 @@ def _money(value: Decimal) -> str:
 # -- inspect ---------------------------------------------------------------------------
 
 
-def _rows(problems: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{"index": p.index, "rule": p.rule, "message": p.message, "ids": list(p.ids)} for p in problems]
+def _format(doc: Document, number: int = -1) -> str:
+    """
+    The format of request *number* of *doc*.
+    """
+    return doc.formats[number] if doc.formats else doc.format
 
 
-def _problems(ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
-    return _rows(check_messages(ctx.messages, provider=provider))  # type: ignore[arg-type]
+def _where(doc: Document, number: int = -1) -> tuple[str, ...]:
+    """
+    The JSON path in the file of each message of request *number* (assembled), see :func:`places`.
+    """
+    return places(doc.payloads[number], _format(doc, number), doc.requests[number])
 
 
-def _breakpoints(ctx: WorkingContext, provider: str | None, model: str | None, counter: Any) -> list[dict[str, Any]]:
+def _rows(problems: Sequence[Any], where: Sequence[str]) -> list[dict[str, Any]]:
+    """
+    Problems at positions of the assembled context, each named where the file holds its message.
+    """
+    rows = []
+    for p in problems:
+        path = None if p.index is None else where[p.index]
+        rows.append({"index": position(path), "where": path, "rule": p.rule, "message": p.message, "ids": list(p.ids)})
+    return rows
+
+
+def _problems(ctx: WorkingContext, provider: str | None, where: Sequence[str]) -> list[dict[str, Any]]:
+    return _rows(check_messages(ctx.assembled(), provider=provider), where)  # type: ignore[arg-type]
+
+
+def _breakpoints(
+    ctx: WorkingContext, provider: str | None, model: str | None, counter: Any, where: Sequence[str]
+) -> list[dict[str, Any]]:
     if provider is None or model is None:
         return []
     made = cache.plan(ctx, provider=provider, model=model, counter=counter)
-    prefix = made.prefix_messages
     return [
         {
-            "message": b.message - prefix if b.message >= prefix else f"P{b.message}",
+            "message": _label(where[b.message], f"P{b.message}"),
             "block": b.block,
             "ttl": b.ttl,
             "tokens": b.tokens,
@@ -79,19 +101,21 @@ def _breakpoints(ctx: WorkingContext, provider: str | None, model: str | None, c
 def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exact: bool) -> dict[str, Any]:
     """
     The facts ``workingctx inspect`` prints: per-message tokens, totals,
-    problems under the provider's rules, the cache breakpoints a plan would set
-    and, with a model, the request's input cost.
+    problems under the provider's rules (those ``check`` reports on the
+    request), the cache breakpoints a plan would set and, with a model, the
+    request's input cost.
     """
     ctx = doc.last
     counter = _counter(exact)
+    where = _where(doc)
     rows: list[dict[str, Any]] = []
-    numbered: list[tuple[str | int, str, Message]] = [("P", "prefix", m) for m in ctx.prefix.as_messages()]
-    numbered += [(i, "tail", m) for i, m in enumerate(ctx.messages)]
+    numbered: list[tuple[str, Message]] = [("prefix", m) for m in ctx.prefix.as_messages()]
+    numbered += [("tail", m) for m in ctx.messages]
     with progress("counting", len(numbered)) as advance:
-        for label, part, message in numbered:
+        for path, (part, message) in zip(where, numbered, strict=True):
             rows.append(
                 {
-                    "index": label,
+                    "index": _label(path, "P"),
                     "part": part,
                     "role": message.role,
                     "tokens": counter.count_message(message),
@@ -117,8 +141,8 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
             "tokens": prefix_tokens + tail_tokens,
         },
         "digest": ctx.freeze().digest(),
-        "problems": _problems(ctx, provider),
-        "breakpoints": _breakpoints(ctx, provider, model, counter),
+        "problems": _file_problems(doc.payloads[-1], _format(doc), ctx, provider, where),
+        "breakpoints": _breakpoints(ctx, provider, model, counter, where),
         "model": model,
         "cost": None,
     }
@@ -127,13 +151,22 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
     return facts
 
 
+def _label(path: str, outside: str) -> int | str:
+    """
+    A message's number in a table: its index in the body's array, or *outside* when the file holds it elsewhere.
+    """
+    index = position(path)
+    return outside if index is None else index
+
+
 def show_inspect(facts: dict[str, Any]) -> list[Table | str]:
     rows = tuple((r["index"], r["role"], r["tokens"], r["text"]) for r in facts["messages"])
     totals = facts["totals"]
+    marked = " (marked P)" if any(r["index"] == "P" for r in facts["messages"]) else ""
     out: list[Table | str] = [
         Table(f"messages of {shown_path(facts['file'])} ({facts['format']})", ("#", "role", "tokens", "text"), rows),
         (
-            f"prefix: {totals['prefix_messages']} messages (marked P), {totals['prefix_tokens']} tokens; "
+            f"prefix: {totals['prefix_messages']} messages{marked}, {totals['prefix_tokens']} tokens; "
             f"tail: {totals['tail_messages']} messages, {totals['tail_tokens']} tokens; "
             f"total {totals['tokens']} ({facts['counter']})"
         ),
@@ -161,42 +194,48 @@ def _show_problems(problems: Sequence[dict[str, Any]], provider: str | None) -> 
     rules = f"{provider}'s rules" if provider else "every provider's rules"
     if not problems:
         return [f"valid under {rules}"]
-    rows = tuple(("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems)
+    rows = tuple((p["where"] or "", p["rule"], p["message"]) for p in problems)
     return [Table(f"{len(problems)} problems under {rules}", ("message", "rule", "what and how to fix"), rows)]
 
 
 # -- check -----------------------------------------------------------------------------
 
 
-def _file_problems(payload: Any, fmt: str, ctx: WorkingContext, provider: str | None) -> list[dict[str, Any]]:
+def _file_problems(
+    payload: Any, fmt: str, ctx: WorkingContext, provider: str | None, where: Sequence[str]
+) -> list[dict[str, Any]]:
     """
     The problems of one request: for a request to its own provider, what its
     adapter's ``check`` reports on the body as written (not on the context the
     reader made of it, which may have repaired it); for another provider, what
     that provider's adapter would refuse to write; for workingctx JSON without
-    a provider, every provider's rules.
+    a provider, every provider's rules (LangChain messages: their adapter's).
     """
-    own = PROVIDERS.get(fmt)
-    if own is not None and provider in {None, own}:
-        return _rows(ADAPTERS[fmt].check(payload))
+    if fmt in ADAPTERS and provider in {None, PROVIDERS.get(fmt)}:
+        return _rows(ADAPTERS[fmt].check(readable(payload, fmt)), where)
     if provider is None:
-        return _problems(ctx, None)
-    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx))
+        return _problems(ctx, None, where)
+    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
 
 
 def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
     """
     The facts ``workingctx check`` prints: every problem of every request, as
-    written in the file, under the provider's rules.
+    written in the file, under *provider*'s rules, or each under its own
+    provider's (a log may mix them) when *provider* is None.
     """
     requests = []
     formats = doc.formats or (doc.format,) * len(doc.requests)
-    for line, ctx, payload, fmt in zip(doc.lines, doc.requests, doc.payloads, formats, strict=True):
-        requests.append({"line": line, "problems": _file_problems(payload, fmt, ctx, provider)})
+    for number, (line, ctx, payload, fmt) in enumerate(
+        zip(doc.lines, doc.requests, doc.payloads, formats, strict=True)
+    ):
+        problems = _file_problems(payload, fmt, ctx, provider, _where(doc, number))
+        requests.append({"line": line, "provider": provider or PROVIDERS.get(fmt), "problems": problems})
+    rules = {r["provider"] for r in requests}
     return {
         "file": doc.path,
         "format": doc.format,
-        "provider": provider,
+        "provider": rules.pop() if len(rules) == 1 else None,
         "valid": not any(r["problems"] for r in requests),
         "requests": requests,
     }
@@ -208,7 +247,7 @@ def show_check(facts: dict[str, Any]) -> list[Table | str]:
         return _show_problems(requests[0]["problems"], facts["provider"])
     out: list[Table | str] = []
     for request in requests:
-        shown = _show_problems(request["problems"], facts["provider"])
+        shown = _show_problems(request["problems"], request["provider"])
         if isinstance(shown[0], str):
             out.append(f"line {request['line']}: {shown[0]}")
         else:
@@ -257,16 +296,19 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
     dropped = [i for i in range(ctx.size()) if i not in set(kept)]
     counts = [counter.count_message(m) for m in ctx.messages]
     kept_tokens = sum(counts[i] for i in kept)
-    cache_break = dropped[0] if dropped else None
+    # each message named by its index in the body's array, as the file numbers it
+    tail = _where(doc)[len(ctx.prefix.as_messages()) :]
+    numbers = [position(path) or 0 for path in tail]
+    cache_break = numbers[dropped[0]] if dropped else None
     report = ScopeReport(
         scope=manager,
         total=ctx.size(),
-        kept=tuple(kept),
-        dropped=tuple(dropped),
+        kept=tuple(numbers[i] for i in kept),
+        dropped=tuple(numbers[i] for i in dropped),
         kept_tokens=kept_tokens,
         saved_tokens=sum(counts) - kept_tokens,
         cache_break=cache_break,
-        cached_tokens=kept_tokens if cache_break is None else sum(counts[:cache_break]),
+        cached_tokens=kept_tokens if not dropped else sum(counts[: dropped[0]]),
         prefix_tokens=counter.count(ctx.prefix.as_messages()),
     )
     before = counter.count(ctx.assembled())
@@ -277,15 +319,15 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
         "budget": budget,
         "low": low,
         "scope": repr(manager),
-        "kept": kept,
-        "dropped": dropped,
+        "kept": list(report.kept),
+        "dropped": list(report.dropped),
         "tokens_before": before,
         "tokens_after": after,
         "fits": after <= budget,
         "cache_break": cache_break,
         "prefix_tokens": report.prefix_tokens,
         "explain": str(report),
-        "messages": [{"index": i, "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
+        "messages": [{"index": numbers[i], "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
         "_trimmed": trimmed,
     }
 
@@ -399,7 +441,7 @@ def _strategies(window: int | None, low: int | None, counter: Any) -> list[tuple
     return out
 
 
-def _request_row(number: int, request: Any, *, at: float) -> dict[str, Any]:
+def _request_row(number: int, request: Any, *, at: float, **sent: str) -> dict[str, Any]:
     """
     The row of one request replayed (a :func:`cache.report` or a request of a :func:`cache.simulate` run).
     """
@@ -415,29 +457,39 @@ def _request_row(number: int, request: Any, *, at: float) -> dict[str, Any]:
         "cost": _money(request.cost),
         "uncached_cost": _money(request.uncached_cost),
         "expired_tokens": request.expired_tokens,
+        **sent,
     }
 
 
-def _as_logged(doc: Document, *, provider: str, models: Sequence[str], counter: Any, wait: float) -> dict[str, Any]:
+_LONGEST = 10.0**15 - 1
+"""The longest wait between two requests :func:`cache.report` takes, in seconds (no entry lives that long)."""
+
+
+def _as_logged(doc: Document, *, lines: Sequence[tuple[str, str]], counter: Any, wait: float) -> dict[str, Any]:
     """
-    The log *doc* replayed as it was sent, *wait* seconds apart: each request
-    against the cache the one before it left, priced with its model in *models*.
+    The log *doc* replayed as it was sent, *wait* seconds apart, each request
+    sent to its provider and model in *lines*: against the cache the last
+    request to the same provider and model left (a prompt cache is the
+    model's own: a request to another model neither reads nor fills it).
     """
     reports = []
-    previous = WorkingContext()
+    last: dict[tuple[str, str], tuple[int, WorkingContext]] = {}
     with progress("replaying", len(doc.requests)) as advance:
-        for number, ctx in enumerate(doc.requests):
-            made = cache.report(
-                previous, ctx, provider=provider, model=models[number], counter=counter, elapsed=wait if number else 0
-            )
+        for number, (ctx, (provider, model)) in enumerate(zip(doc.requests, lines, strict=True)):
+            before, previous = last.get((provider, model), (number, WorkingContext()))
+            elapsed = min((number - before) * wait, _LONGEST)
+            made = cache.report(previous, ctx, provider=provider, model=model, counter=counter, elapsed=elapsed)
             reports.append(made)
-            previous = ctx
+            last[provider, model] = (number, ctx)
             advance()
     read = sum(r.usage.cache_read_tokens for r in reports)
     tokens = sum(r.input_tokens for r in reports)
     return {
         "name": "as logged",
-        "requests": [_request_row(number, made, at=number * wait) for number, made in enumerate(reports)],
+        "requests": [
+            _request_row(number, made, at=number * wait, provider=provider, model=model)
+            for number, (made, (provider, model)) in enumerate(zip(reports, lines, strict=True))
+        ],
         "cuts": [],
         "cost": _money(sum((r.cost for r in reports), Decimal(0))),
         "uncached_cost": _money(sum((r.uncached_cost for r in reports), Decimal(0))),
@@ -456,28 +508,28 @@ def replay_facts(
     low: int | None,
     exact: bool,
     gap: float | None = None,
-    models: Sequence[str] | None = None,
+    lines: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """
     The facts ``workingctx replay`` prints.
 
     A ``.jsonl`` log is replayed as it was sent: each request against the cache
-    the one before it left. A single transcript is replayed as the run that
+    the last request to its provider and model left. A single transcript is replayed as the run that
     built it, one request before each assistant message, under each strategy
     (the whole history; trimming to the window every turn; the watermark
     manager), with the provider's cache rules. With *gap*, that many seconds
     pass between two requests, and cache entries older than their lifetime
     are written again (``simulate(..., gaps=...)``); without it no time passes.
-    *models* prices each request of a log with its own model (the one its
-    line names); without it every request is priced with *model*.
+    *lines* gives the provider and the model of each request of a log (a log
+    may mix them); without it every request goes to *provider* and *model*.
     """
     counter = _counter(exact)
     strategies: list[dict[str, Any]] = []
     facts: dict[str, Any] = {"file": doc.path, "format": doc.format, "provider": provider, "model": model}
     facts |= {"window": window, "low": low, "gap": gap, "strategies": strategies}
     if len(doc.requests) > 1:
-        priced = [model] * len(doc.requests) if models is None else models
-        strategies.append(_as_logged(doc, provider=provider, models=priced, counter=counter, wait=gap or 0.0))
+        sent = [(provider, model)] * len(doc.requests) if lines is None else lines
+        strategies.append(_as_logged(doc, lines=sent, counter=counter, wait=gap or 0.0))
         return facts
     ctx = doc.last
     for name, manager, strategy in _strategies(window, low, counter):
@@ -510,19 +562,25 @@ def replay_facts(
 def show_replay(facts: dict[str, Any]) -> list[Table | str]:
     main_strategy = facts["strategies"][-1]
     timed = facts["gap"] is not None
+    requests = main_strategy["requests"]
+    mixed = len({(r.get("provider"), r.get("model")) for r in requests}) > 1  # a log sent to several models
     head: tuple[str, ...] = ("request", "input", "cache read", "cache write", "fresh", "output", "$", "$ uncached")
     keys = ("request", "input_tokens", "cache_read_tokens", "cache_write_tokens", "fresh_tokens", "output_tokens")
     rows = tuple(
         (
             *(r[key] for key in (*keys, "cost", "uncached_cost")),
             *((_seconds(r["at"]), r["expired_tokens"]) if timed else ()),
+            *((f"{r['provider']} {r['model']}",) if mixed else ()),
         )
-        for r in main_strategy["requests"]
+        for r in requests
     )
-    title = f"replay of {shown_path(facts['file'])} on {facts['provider']} {facts['model']}: {main_strategy['name']}"
+    sent = "each line's provider and model" if mixed else f"{facts['provider']} {facts['model']}"
+    title = f"replay of {shown_path(facts['file'])} on {sent}: {main_strategy['name']}"
     if timed:
         title += f", {_seconds(facts['gap'])} s between requests"
         head += ("at s", "expired")
+    if mixed:
+        head += ("sent to",)
     out: list[Table | str] = [Table(title, head, rows)]
     columns = ("strategy", "requests", "cached", "lookback misses", *(("expiry misses",) if timed else ()), "$")
     out.append(Table("strategies", (*columns, "$ uncached"), strategy_rows(facts)))

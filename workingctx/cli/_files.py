@@ -22,7 +22,8 @@ from typing import Any, Final
 
 import attrs
 
-from workingctx.adapters import anthropic, google, openai_chat, openai_responses
+from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.adapters.openai_responses import _is_output
 from workingctx.cli._output import shown_path
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError, WorkingCtxError
@@ -41,15 +42,22 @@ __all__ = [
     "detect",
     "load_context",
     "model_of",
+    "places",
+    "position",
     "read_file",
     "read_text",
+    "readable",
     "to_context",
     "write_context",
     "write_text",
 ]
 
-FORMATS: Final = ("workingctx", "openai_chat", "openai_responses", "anthropic", "google")
-"""The file formats the command line reads: workingctx's own JSON and the adapters' request bodies."""
+FORMATS: Final = ("workingctx", "openai_chat", "openai_responses", "anthropic", "google", "langchain")
+"""
+The file formats the command line reads: workingctx's own JSON, the adapters'
+request bodies, and LangChain messages serialized (each message's
+``model_dump()``, ``langchain_core.load.dumpd`` or ``messages_to_dict``).
+"""
 
 PROVIDERS: Final = {"openai_chat": "openai", "openai_responses": "openai", "anthropic": "anthropic", "google": "gemini"}
 """The provider whose rules a format's requests follow."""
@@ -59,6 +67,7 @@ ADAPTERS: Final[dict[str, ModuleType]] = {
     "openai_responses": openai_responses,
     "anthropic": anthropic,
     "google": google,
+    "langchain": langchain,
 }
 """The adapter that reads, writes and checks each format's requests."""
 
@@ -144,7 +153,7 @@ class Document:
     @property
     def provider(self) -> str | None:
         """
-        The provider whose rules the file's requests follow, or None for workingctx JSON.
+        The provider whose rules the file's requests follow, or None for workingctx JSON and LangChain messages.
         """
         return PROVIDERS.get(self.format)
 
@@ -317,6 +326,27 @@ def _workingctx_calls(messages: Sequence[Any]) -> bool:
     )
 
 
+_LANGCHAIN_TYPES: Final = frozenset({"human", "ai", "system", "tool", "chat", "function", "remove"})
+"""The ``type`` of each kind of LangChain message (a streaming chunk's is its class name, ``AIMessageChunk``)."""
+
+
+def _langchain_form(item: Any) -> str | None:
+    """
+    How *item* serializes a LangChain message: ``"dumpd"`` (``langchain_core.load.dumpd``),
+    ``"messages_to_dict"`` (an item of its list), ``"model_dump"`` (the message's own), or None.
+    """
+    if not isinstance(item, Mapping):
+        return None
+    if item.get("lc") == 1 and item.get("type") == "constructor" and isinstance(item.get("kwargs"), Mapping):
+        return "dumpd"
+    if set(item) == {"type", "data"} and isinstance(item["data"], Mapping):
+        return "messages_to_dict"
+    kind = item.get("type")
+    if "role" not in item and (kind in _LANGCHAIN_TYPES or (isinstance(kind, str) and kind.endswith("MessageChunk"))):
+        return "model_dump"
+    return None
+
+
 def detect(payload: Any) -> str | None:
     """
     The format of a parsed request body or message list, or None when it is none of :data:`FORMATS`.
@@ -333,8 +363,12 @@ def detect(payload: Any) -> str | None:
     'openai_responses'
     >>> detect({"prefix": {"system_prompt": "Be brief."}, "messages": []})
     'workingctx'
+    >>> detect([{"type": "human", "data": {"type": "human", "content": "hi"}}])
+    'langchain'
     """
     if isinstance(payload, list):
+        if any(_langchain_form(item) for item in payload):
+            return "langchain"
         if all(isinstance(item, Mapping) and "parts" in item for item in payload) and payload:
             return "google"
         if any(isinstance(item, Mapping) and "type" in item and "role" not in item for item in payload):
@@ -351,6 +385,8 @@ def detect(payload: Any) -> str | None:
     messages = payload.get("messages")
     if not isinstance(messages, list):
         return None
+    if any(_langchain_form(item) for item in messages):
+        return "langchain"
     if "system" in payload or _anthropic_blocks(messages):
         return "anthropic"
     if _workingctx_calls(messages):
@@ -414,6 +450,77 @@ def model_of(payload: Any) -> str | None:
     return None
 
 
+_ARRAYS: Final = {
+    "workingctx": "messages",
+    "langchain": "messages",
+    "openai_chat": "messages",
+    "openai_responses": "input",
+    "anthropic": "messages",
+    "google": "contents",
+}
+"""The array of a request body that holds its messages, in each format."""
+
+
+def places(payload: Any, fmt: str, ctx: WorkingContext) -> tuple[str, ...]:
+    """
+    Where each message of ``ctx.assembled()`` stands in the file it was read
+    from (*payload*, in format *fmt*), as a JSON path: the item of the body's own
+    array it was read from (``$.messages[2]``, ``$.contents[0]``, ``$.input[3]``;
+    for a Responses message of several output items, the first), or the field
+    holding it outside that array (``$.system``, ``$.instructions``, ``$.prefix``).
+
+    >>> body = {"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}
+    >>> places(body, "anthropic", anthropic.read(body))
+    ('$.system', '$.messages[0]')
+    """
+    if fmt == "workingctx":
+        return ("$.prefix",) * len(ctx.prefix.as_messages()) + tuple(f"$.messages[{i}]" for i in range(ctx.size()))
+    array = _ARRAYS[fmt]
+    body = isinstance(payload, Mapping)
+    items = payload[array] if body else payload
+    base = f"$.{array}" if body else "$"
+    head = _outside(payload, fmt) if body else ()
+    if isinstance(items, str):  # a Responses input of one text
+        return (*head, base)
+    starts: Sequence[int] = range(len(items))
+    if fmt == "openai_responses":  # a run of output items is one assistant message
+        starts = [i for i, item in enumerate(items) if not (i and _is_output(item) and _is_output(items[i - 1]))]
+    return (*head, *(f"{base}[{i}]" for i in starts))
+
+
+_OUTSIDE: Final = {
+    "anthropic": ("system",),
+    "openai_responses": ("instructions",),
+    "google": ("system_instruction", "systemInstruction", "config.system_instruction", "config.systemInstruction"),
+}
+"""Where a body of each format holds its system prompt outside its array of messages, first first."""
+
+
+def _outside(body: Mapping[str, Any], fmt: str) -> tuple[str, ...]:
+    """
+    The JSON path of the field holding *body*'s system prompt outside its array of messages, if it has one.
+    """
+    for path in _OUTSIDE.get(fmt, ()):
+        value: Any = body
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is not None:
+            return (f"$.{path}",)
+    return ()
+
+
+def position(path: str | None) -> int | None:
+    """
+    The index into the body's array that the JSON *path* ends on, or None (``$.system``).
+
+    >>> position("$.messages[2]"), position("$.system")
+    (2, None)
+    """
+    if path is None or not path.endswith("]"):
+        return None
+    return int(path[path.rindex("[") + 1 : -1])
+
+
 def load_context(data: dict[str, Any]) -> WorkingContext:
     """
     Build a context from workingctx JSON: ``{"prefix": ..., "messages": [...], "scratchpad": {...}}``.
@@ -448,6 +555,56 @@ def _part(data: dict[str, Any], key: str, default: Any, kind: Any) -> Any:
         raise SerializationError(msg, path=path, problems=problems) from exc
 
 
+def _langchain_messages(payload: Any) -> list[Any]:
+    """
+    The LangChain messages a file of serialized ones holds (a list, or a
+    mapping with ``messages``, in any form :func:`_langchain_form` knows).
+
+    Raises:
+        ValueError: an item that is no serialized LangChain message, naming it.
+    """
+    from langchain_core.messages import messages_from_dict  # noqa: PLC0415  # the [langchain] extra, when used
+
+    items = payload["messages"] if isinstance(payload, Mapping) else payload
+    dicts = []
+    for position, item in enumerate(items):
+        form = _langchain_form(item)
+        data = item["kwargs"] if form == "dumpd" else item["data"] if form == "messages_to_dict" else item
+        if form is None or not isinstance(data.get("type"), str):
+            msg = (
+                f"item {position} is no LangChain message serialized with model_dump(), langchain_core.load.dumpd "
+                "or messages_to_dict (each names its 'type'); write every message of the list in one of these"
+            )
+            raise ValueError(msg)
+        dicts.append({"type": data["type"], "data": data})
+    return list(messages_from_dict(dicts))
+
+
+def _langchain_written(ctx: WorkingContext, original: Any) -> list[Any]:
+    """
+    *ctx* as LangChain messages serialized in the form the file *original* holds them.
+    """
+    from langchain_core.load import dumpd  # noqa: PLC0415  # the [langchain] extra, when used
+    from langchain_core.messages import messages_to_dict  # noqa: PLC0415
+
+    items = original["messages"] if isinstance(original, Mapping) else original
+    form = next((_langchain_form(item) for item in items), "model_dump")
+    written = langchain.write(ctx)
+    if form == "dumpd":
+        return [dumpd(message) for message in written]
+    if form == "messages_to_dict":
+        return list(messages_to_dict(written))
+    return [message.model_dump() for message in written]
+
+
+def readable(payload: Any, fmt: str) -> Any:
+    """
+    What the adapter of *fmt* reads of a request of the file: the LangChain
+    messages of a LangChain file, the payload itself for a request body.
+    """
+    return _langchain_messages(payload) if fmt == "langchain" else payload
+
+
 def to_context(payload: Any, fmt: str) -> WorkingContext:
     """
     Read one request body in format *fmt* into a context.
@@ -457,7 +614,7 @@ def to_context(payload: Any, fmt: str) -> WorkingContext:
     """
     if fmt == "workingctx":
         return load_context(payload)
-    return ADAPTERS[fmt].read(payload)  # type: ignore[no-any-return]
+    return ADAPTERS[fmt].read(readable(payload, fmt))  # type: ignore[no-any-return]
 
 
 _MESSAGE_FIELDS: Final = {
@@ -466,8 +623,28 @@ _MESSAGE_FIELDS: Final = {
     "openai_responses": {"input", "instructions"},
     "anthropic": {"system", "messages"},
     "google": {"contents", "system_instruction", "systemInstruction"},
+    "langchain": {"messages"},
 }
 """The fields of a request that hold its context: what :func:`write_context` writes anew; the others are kept."""
+
+
+def _system_in_place(written: dict[str, Any], original: Mapping[str, Any], fmt: str) -> dict[str, Any]:
+    """
+    The Gemini body *written* with its system instruction where *original*
+    holds it (the SDK's ``config.system_instruction``, REST's
+    ``systemInstruction``), not beside it; any other body as it is.
+    """
+    field = "system_instruction"
+    where = _outside(original, fmt)
+    if fmt != "google" or field not in written or not where:
+        return written
+    path = where[0].removeprefix("$.")
+    out = {key: value for key, value in written.items() if key != field}
+    if path.startswith("config."):
+        out["config"] = {**original["config"], path.removeprefix("config."): written[field]}
+    else:
+        out[path] = written[field]
+    return out
 
 
 def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
@@ -484,10 +661,14 @@ def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
             "messages": [unstructure(m) for m in ctx.messages],
             "scratchpad": dict(ctx.scratchpad),
         }
+    elif doc.format == "langchain":
+        written = _langchain_written(ctx, doc.payloads[-1])
+        payload = {"messages": written} if isinstance(doc.payloads[-1], dict) else written
     else:
         payload = ADAPTERS[doc.format].write(ctx)
     original = doc.payloads[-1]
     if isinstance(original, dict):
+        payload = _system_in_place(payload, original, doc.format)
         owned = _MESSAGE_FIELDS[doc.format]
         kept = {key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned}
         payload = kept | payload
@@ -548,6 +729,9 @@ def read_file(path: str, fmt: str | None = None) -> Document:
             raise InputError(path, f"not a {found} request: {reason}", line=number, where=where) from None
         except RecursionError:
             raise InputError(path, "nested too deeply to be a transcript", line=number) from None
+        except ImportError:
+            msg = f"reading {found} messages needs langchain-core: pip install 'workingctx[langchain]'"
+            raise InputError(path, msg, line=number) from None
         formats.append(found)
         payloads.append(payload)
     kinds = sorted(set(formats))

@@ -142,6 +142,14 @@ def _legend(entries: Sequence[tuple[str, str]]) -> str:
     )
 
 
+def _sent_to(requests: Sequence[dict[str, Any]], replayed: dict[str, Any]) -> str:
+    """
+    Where the requests went: a provider and model, or each of those a log mixes, in order.
+    """
+    sent = dict.fromkeys(f"{r['provider']} {r['model']}" for r in requests if "model" in r)
+    return ", ".join(sent) if len(sent) > 1 else f"{replayed['provider']} {replayed['model']}"
+
+
 def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
     """
     The report page for the facts of ``replay`` and ``inspect`` on one file.
@@ -164,8 +172,8 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
     problem_table = (
         _table(
             ("message", "rule", "what and how to fix"),
-            [("" if p["index"] is None else p["index"], p["rule"], p["message"]) for p in problems],
-            (True, False, False),
+            [(p["where"] or "", p["rule"], p["message"]) for p in problems],
+            (False, False, False),
         )
         if problems
         else f'<p id="no-problems">No problem under {escape(str(inspected["provider"] or "any"))} rules.</p>'
@@ -176,7 +184,7 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>{_CSS}</style></head><body>
 <h1>{escape(title)}</h1>
-<p>{escape(replayed["format"])} on {escape(replayed["provider"])} {escape(replayed["model"])};
+<p>{escape(replayed["format"])} on {escape(_sent_to(main["requests"], replayed))};
 prefix {totals["prefix_tokens"]:,} tokens, tail {totals["tail_messages"]:,} messages ({totals["tail_tokens"]:,} tokens);
 window {escape(str(replayed["window"] or "none"))}{pause}.</p>
 <h2>Tokens per request: {escape(main["name"])}</h2>
