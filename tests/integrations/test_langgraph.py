@@ -38,7 +38,7 @@ from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
 from workingctx.integrations import langgraph as langgraph_module
-from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name, _writes_name
+from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _convert, _log_name, _writes_name
 from workingctx.serialization import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -354,22 +354,26 @@ class TestTranscript:
         read[1].response_metadata["extra"] = "added by a reader"
         assert expected == repr(saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"])
 
-    def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores):
+    def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores, monkeypatch: pytest.MonkeyPatch):
         """
         After a read of the thread's newest checkpoint (as a run starts), a put
-        continuing it converts only the messages added: the same message
-        objects come back, and the store gains only the new message.
+        continuing it converts only the messages added, and so does the put
+        after a read of that one.
         """
         store = stores.new()
         put_checkpoint(ContextSaver(store), "t", [HumanMessage("a", id="1"), AIMessage("b", id="2")])
         saver = ContextSaver(stores.again(store))
+        converted: list[int] = []
+        monkeypatch.setattr(langgraph_module, "_convert", lambda items: converted.append(len(items)) or _convert(items))
         latest = saver.get_tuple(config("t"))
-        messages = latest.checkpoint["channel_values"]["messages"]
-        grown = [*messages, HumanMessage("c", id="3")]
-        put_checkpoint(saver, "t", grown, latest.config["configurable"]["checkpoint_id"])
-        assert grown == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
-        back = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
-        assert all(a is b for a, b in zip(grown, back, strict=True))
+        grown = [*latest.checkpoint["channel_values"]["messages"], HumanMessage("c", id="3")]
+        saved = put_checkpoint(saver, "t", grown, latest.config["configurable"]["checkpoint_id"])
+        latest = saver.get_tuple(config("t"))
+        assert grown == latest.checkpoint["channel_values"]["messages"]
+        more = [*latest.checkpoint["channel_values"]["messages"], AIMessage("d", id="4")]
+        put_checkpoint(saver, "t", more, saved["configurable"]["checkpoint_id"])
+        assert [1, 1] == converted
+        assert more == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
 
     def test_messages_in_writes_share_the_transcript(self, persistent: Stores):
         """
@@ -866,6 +870,39 @@ class TestGraphs:
         assert "18C in Paris" == out["messages"][2].content
         stored = saver.get_tuple(config("agent")).checkpoint["channel_values"]["messages"]
         assert out["messages"] == stored
+
+    def test_a_read_state_is_the_readers_own(self, stores: Stores):
+        """
+        The messages ``invoke`` returned and those a ``get_state`` read are the
+        caller's own, as with LangGraph's own saver: another read, and a later
+        run whose node edits a message in place, change none of them.
+        """
+
+        def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
+            call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
+            return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
+
+        def review(state: MessagesState) -> dict[str, Any]:
+            last = state["messages"][-1]
+            last.tool_calls[0]["args"]["city"] = "Lyon"
+            return {"messages": [last]}
+
+        def cities(saver: Any) -> list[str]:
+            graph = StateGraph(MessagesState)
+            graph.add_node("ask", ask)
+            graph.add_node("review", review)
+            graph.add_edge(START, "ask")
+            graph.add_edge("ask", "review")
+            app = graph.compile(checkpointer=saver, interrupt_before=["review"])
+            out = app.invoke({"messages": [HumanMessage("weather?", id="h")]}, config("t"))
+            read = app.get_state(config("t")).values["messages"]
+            app.invoke(None, config("t"))
+            again, other = (app.get_state(config("t")).values["messages"] for _ in range(2))
+            other[-1].tool_calls[0]["args"]["city"] = "Nice"
+            return [m[-1].tool_calls[0]["args"]["city"] for m in (out["messages"], read, again)]
+
+        assert ["Paris", "Paris", "Lyon"] == cities(InMemorySaver())
+        assert cities(InMemorySaver()) == cities(ContextSaver(stores.new()))
 
     def test_parallel_nodes(self, stores: Stores):
         """

@@ -294,7 +294,7 @@ class _Cached:
         """
         Whether this transcript is the first *count* of *messages* (the same
         values, as a checkpoint taken from it holds them), its LangChain
-        messages still unchanged: then they can be handed out again.
+        messages still unchanged: then copies of them can be handed out.
         """
         return (
             len(self.objects) == count
@@ -997,14 +997,21 @@ class ContextSaver(BaseCheckpointSaver[int]):
         resume: bool,
     ) -> Any:
         """
-        A carried channel's value. The transcript channel comes from
-        *transcript* when it still holds it unchanged (the very LangChain
-        messages the last put was given, so the next put finds them as they
-        were); otherwise it is built anew, and with *resume* remembered.
+        A carried channel's value, new objects on every read, as LangGraph's
+        own savers give: a reader, or the run resuming from it, that edits a
+        message in place changes no other read's messages, nor the run's that
+        put them. The transcript channel is copied from *transcript* when it
+        still holds it unchanged (the LangChain messages the last put was
+        given); otherwise it is built anew. With *resume* the value is
+        remembered, so the run's next put finds its messages converted.
         """
         main = channel == self.channel and len(spec) == 1 and spec[0][0] is None and spec[0][1] == 0
         if main and transcript is not None and transcript.holds(messages, spec[0][2]):
-            return list(transcript.objects)
+            copies: list[Any] = copy.deepcopy(transcript.objects)
+            if resume:
+                with self._lock:
+                    self._cached[log] = _Cached(copies, transcript.ctx, transcript, len(copies))
+            return copies
         value = _restore(messages, spec)
         if main and resume:
             ctx = WorkingContext(messages=list(messages[: spec[0][2]]))
