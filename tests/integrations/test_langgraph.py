@@ -19,17 +19,27 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import _messages_delta_reducer
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 
@@ -971,6 +981,50 @@ class TestRetention:
         assert 1 == len(list(saver.list(config("other"))))
         saver.prune(["p", "other"], strategy="delete")
         assert 0 == raw.message_count()
+
+    @pytest.mark.parametrize(("frequency", "prunes"), [(100, False), (1, True)])
+    def test_prune_keeps_what_a_delta_channel_is_rebuilt_from(self, stores: Stores, frequency: int, prunes: bool):
+        """
+        A ``DeltaChannel`` stores its value only every *frequency* updates:
+        LangGraph rebuilds it from the checkpoints before. ``keep_latest``
+        refuses a thread whose newest checkpoint needs them, as LangGraph's
+        ``PostgresSaver`` does, and leaves it whole; once the newest holds
+        the channel's value, it prunes.
+        """
+        channel = DeltaChannel(_messages_delta_reducer, snapshot_frequency=frequency)
+        # a class body's annotations are strings here (``from __future__ import annotations``): no local names
+        state = TypedDict("State", {"messages": Annotated[list[AnyMessage], channel]})  # noqa: UP013
+
+        def reply(state: dict[str, Any]) -> dict[str, Any]:
+            return {"messages": [AIMessage(f"reply {len(state['messages'])}", id=f"r{len(state['messages'])}")]}
+
+        saver = ContextSaver(stores.new())
+        graph = StateGraph(state)
+        graph.add_node("reply", reply)
+        graph.add_edge(START, "reply")
+        app = graph.compile(checkpointer=saver)
+        for turn in range(2):
+            app.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"t{turn}")]}, config("d"))
+        expected = ["turn 0", "reply 1", "turn 1", "reply 3"]
+        refused = pytest.raises(NotImplementedError, match="before it: d; nothing was pruned")
+        with contextlib.nullcontext() if prunes else refused:
+            saver.prune(["d"], strategy="keep_latest")
+        assert (1 if prunes else 6) == len(list(saver.list(config("d"))))
+        assert expected == [m.content for m in app.get_state(config("d")).values["messages"]]
+
+    def test_ids_given_as_one_str_are_refused(self, stores: Stores):
+        """
+        ``prune`` and ``delete_for_runs`` take lists of ids, as LangGraph's
+        savers do: one str is refused with the fix, not read as its characters.
+        """
+        saver = ContextSaver(stores.new())
+        for thread in ("a", "b", "ab"):
+            put_checkpoint(saver, thread, [HumanMessage(thread, id=thread)])
+        with pytest.raises(TypeError, match=r"got the str 'ab'; pass \['ab'\]"):
+            saver.prune("ab", strategy="delete")
+        with pytest.raises(TypeError, match=r"got the str 'ab'; pass \['ab'\]"):
+            saver.delete_for_runs("ab")
+        assert {"a", "b", "ab"} == {t.config["configurable"]["thread_id"] for t in saver.list(None)}
 
     def test_delete_threads_before_a_date(self, stores: Stores):
         """

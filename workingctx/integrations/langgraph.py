@@ -1215,8 +1215,11 @@ class ContextSaver(BaseCheckpointSaver[int]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """
         Delete the checkpoints (and their writes) whose metadata names one of *run_ids*.
+
+        Raises:
+            ArgumentTypeError: *run_ids* is one str, not a sequence of them.
         """
-        runs = {str(run) for run in run_ids}
+        runs = {str(run) for run in _ids_of("delete_for_runs", "run_ids", run_ids)}
         if not runs:
             return
         doomed: dict[tuple[str, str], set[str]] = {}
@@ -1234,16 +1237,36 @@ class ContextSaver(BaseCheckpointSaver[int]):
         checkpoints used leave the store; a message a kept checkpoint holds stays.
 
         Raises:
+            ArgumentTypeError: *thread_ids* is one str, not a sequence of them.
             ValueError: An unknown *strategy*.
+            NotImplementedError: ``"keep_latest"`` would keep a checkpoint
+                whose ``DeltaChannel`` LangGraph rebuilds from the checkpoints
+                before it (its metadata counts updates since the channel's
+                last snapshot), as LangGraph's ``PostgresSaver`` refuses;
+                nothing is pruned then.
         """
+        thread_ids = [str(thread_id) for thread_id in _ids_of("prune", "thread_ids", thread_ids)]
         if strategy not in {"keep_latest", "delete"}:
             msg = f"prune's strategy is 'keep_latest' or 'delete', got {strategy!r}"
             raise ValueError(msg)
-        for thread_id in map(str, thread_ids):
+        plan: list[tuple[str, str, set[str]]] = []
+        rebuilt: list[str] = []
+        for thread_id in thread_ids:
             for ns in self._namespaces(thread_id):
                 entries = self._log(thread_id, ns)
-                keep = max(entries, key=lambda entry: entry.checkpoint_id).key if strategy == "keep_latest" else None
-                self._remove(thread_id, ns, {entry.key for entry in entries if entry.key != keep})
+                kept = max(entries, key=lambda entry: entry.checkpoint_id) if strategy == "keep_latest" else None
+                if kept is not None and self._metadata_of(kept).get("counters_since_delta_snapshot"):
+                    rebuilt.append(thread_id)
+                plan.append((thread_id, ns, {entry.key for entry in entries if entry is not kept}))
+        if rebuilt:
+            msg = (
+                "prune(strategy='keep_latest') cannot prune threads whose newest checkpoint has a DeltaChannel "
+                f"LangGraph rebuilds from the checkpoints before it: {', '.join(dict.fromkeys(rebuilt))}; "
+                "nothing was pruned (strategy='delete' removes such a thread)"
+            )
+            raise NotImplementedError(msg)
+        for thread_id, ns, doomed in plan:
+            self._remove(thread_id, ns, doomed)
 
     def delete_threads_before(self, when: datetime) -> builtins.list[str]:
         """
@@ -1399,6 +1422,16 @@ class ContextSaver(BaseCheckpointSaver[int]):
         :meth:`prune`, run in a worker thread.
         """
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _ids_of(method: str, argument: str, ids: Sequence[str]) -> Sequence[str]:
+    """
+    *ids*, checked to be a sequence of ids: one str would be read as its characters.
+    """
+    if isinstance(ids, str):
+        msg = f"{method} takes a list of ids, got the str {ids!r}; pass [{ids!r}]"
+        raise ArgumentTypeError(msg, argument=argument, value=ids, expected="a list of ids")
+    return ids
 
 
 def _iso(when: datetime) -> str:
