@@ -29,6 +29,7 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -40,7 +41,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import _messages_delta_reducer
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
 
 from tests import sqlite_rows
@@ -957,6 +958,191 @@ class TestGraphs:
         assert ["hi", "async hello"] == [m.content for m in asyncio.run(run()).values["messages"]]
 
 
+# -- the same as LangGraph's own saver -----------------------------------------------------
+
+
+def seen(app: Any, cfg: dict[str, Any]) -> list[Any]:
+    """
+    What a user sees of a thread: each state of its history, newest first,
+    without the ids and times each saver makes (a parent is its place in the history).
+    """
+    history = list(app.get_state_history(cfg))
+    ids = [state.config["configurable"]["checkpoint_id"] for state in history]
+    return [
+        (
+            state.values,
+            state.next,
+            {key: sorted(value) if key == "parents" else value for key, value in state.metadata.items()},
+            [(task.name, [i.value for i in task.interrupts], task.result) for task in state.tasks],
+            None if state.parent_config is None else ids.index(state.parent_config["configurable"]["checkpoint_id"]),
+        )
+        for state in history
+    ]
+
+
+def same_as_langgraph(stores: Stores, build: Any, drive: Any) -> None:
+    """
+    ``drive(app)`` gives the same results, and leaves the same history, with
+    ContextSaver as with LangGraph's ``InMemorySaver``.
+    """
+    found = []
+    for saver in (InMemorySaver(), ContextSaver(stores.new())):
+        app = build(saver)
+        found.append((drive(app), seen(app, config("t"))))
+    assert found[0] == found[1]
+
+
+def reply(state: dict[str, Any]) -> dict[str, Any]:  # no state class: it serves every graph's state
+    count = len(state["messages"])
+    return {"messages": [AIMessage(f"reply {count}", id=f"r{count}")]}
+
+
+class TestSameAsLangGraph:
+    def test_a_subgraph_interrupted_edited_and_resumed(self, stores: Stores):
+        """
+        A subgraph's checkpoints (their own namespace) seen through
+        ``get_state(subgraphs=True)``, edited with ``update_state`` and resumed.
+        """
+
+        def inner(state: MessagesState) -> dict[str, Any]:
+            answer = interrupt("inner?")
+            return {"messages": [AIMessage(f"inner: {answer}", id=f"in{len(state['messages'])}")]}
+
+        def build(saver: Any) -> Any:
+            sub = StateGraph(MessagesState)
+            sub.add_node("inner", inner)
+            sub.add_edge(START, "inner")
+            graph = StateGraph(MessagesState)
+            graph.add_node("sub", sub.compile())
+            graph.add_node("reply", reply)
+            graph.add_edge(START, "sub")
+            graph.add_edge("sub", "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            app.invoke({"messages": [HumanMessage("go", id="g")]}, config("t"))
+            task = app.get_state(config("t"), subgraphs=True).tasks[0]
+            inside = [task.state.values, task.state.next, [i.value for i in task.state.interrupts]]
+            app.update_state(task.state.config, {"messages": [HumanMessage("edited inside", id="e")]})
+            edited = app.get_state(config("t"), subgraphs=True).tasks[0].state.values
+            return inside, edited, app.invoke(Command(resume="yes"), config("t"))
+
+        same_as_langgraph(stores, build, drive)
+
+    def test_fan_out_and_parallel_interrupts_resumed_together(self, stores: Stores):
+        """
+        ``Send`` tasks and a parallel node writing messages in one step, two
+        of them interrupted, resumed at once by interrupt id.
+        """
+
+        def worker(state: dict[str, Any]) -> dict[str, Any]:
+            answer = interrupt(f"about {state['topic']}?")
+            return {"messages": [AIMessage(f"{state['topic']}: {answer}", id=f"w{state['topic']}")]}
+
+        def build(saver: Any) -> Any:
+            graph = StateGraph(MessagesState)
+            graph.add_node("worker", worker)
+            graph.add_node("reply", reply)
+            graph.add_conditional_edges(START, lambda _: [Send("worker", {"topic": t}) for t in "ab"], ["worker"])
+            graph.add_edge(START, "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            first = app.invoke({"messages": [HumanMessage("go", id="g")]}, config("t"))
+            answers = {i.id: f"yes to {i.value}" for i in app.get_state(config("t")).interrupts}
+            return sorted(i.value for i in first["__interrupt__"]), app.invoke(Command(resume=answers), config("t"))
+
+        same_as_langgraph(stores, build, drive)
+
+    def test_edits_removals_and_a_fork(self, stores: Stores):
+        """
+        ``update_state`` replacing a message by id, removing one, as a node;
+        then a run from an older checkpoint, which forks the thread.
+        """
+
+        def build(saver: Any) -> Any:
+            graph = StateGraph(MessagesState)
+            graph.add_node("reply", reply)
+            graph.add_edge(START, "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            app.invoke({"messages": [HumanMessage("hi", id="h1")]}, config("t"))
+            app.update_state(config("t"), {"messages": [AIMessage("replaced", id="r1")]}, as_node="reply")
+            app.update_state(config("t"), {"messages": [RemoveMessage(id="h1")]})
+            app.invoke({"messages": [HumanMessage("again", id="h2")]}, config("t"))
+            older = list(app.get_state_history(config("t")))[-3].config
+            return app.invoke({"messages": [HumanMessage("fork", id="h3")]}, older)
+
+        same_as_langgraph(stores, build, drive)
+
+    @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+    def test_durability_and_stream_modes(self, stores: Stores, durability: str):
+        """
+        Every ``durability``, streamed as values, updates and message chunks
+        (a fake chat model's reply, with tool calls and usage).
+        """
+
+        def build(saver: Any) -> Any:
+            model = ToolModel(
+                messages=iter(
+                    [
+                        AIMessage("Asking", id="a1", tool_calls=[{"name": "w", "args": {"city": "Paris"}, "id": "c1"}]),
+                        AIMessage(
+                            "Sunny in Paris",
+                            id="a2",
+                            usage_metadata={"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+                        ),
+                    ]
+                )
+            )
+
+            def chat(state: MessagesState) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            graph = StateGraph(MessagesState)
+            graph.add_node("chat", chat)
+            graph.add_edge(START, "chat")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            chunks = []
+            for text in ("weather?", "and now?"):
+                stream = app.stream(
+                    {"messages": [HumanMessage(text, id=text)]},
+                    config("t"),
+                    stream_mode=["values", "updates", "messages"],
+                    durability=durability,
+                )
+                for mode, payload in stream:
+                    chunks.append((mode, payload[0] if mode == "messages" else payload))
+            return chunks
+
+        same_as_langgraph(stores, build, drive)
+
+    def test_a_delta_channel(self, stores: Stores):
+        """
+        A ``DeltaChannel`` rebuilt from the writes of the checkpoints before
+        (LangGraph's ``get_delta_channel_history``), across a fork.
+        """
+        channel = DeltaChannel(_messages_delta_reducer, snapshot_frequency=2)
+        state = TypedDict("State", {"messages": Annotated[list[AnyMessage], channel]})  # noqa: UP013  # see above
+
+        def build(saver: Any) -> Any:
+            graph = StateGraph(state)
+            graph.add_node("reply", reply)
+            graph.add_edge(START, "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            for turn in range(3):
+                app.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"t{turn}")]}, config("t"))
+            older = list(app.get_state_history(config("t")))[3].config
+            return app.invoke({"messages": [HumanMessage("fork", id="f")]}, older)
+
+        same_as_langgraph(stores, build, drive)
+
+
 # -- retention ---------------------------------------------------------------------------
 
 
@@ -994,9 +1180,6 @@ class TestRetention:
         channel = DeltaChannel(_messages_delta_reducer, snapshot_frequency=frequency)
         # a class body's annotations are strings here (``from __future__ import annotations``): no local names
         state = TypedDict("State", {"messages": Annotated[list[AnyMessage], channel]})  # noqa: UP013
-
-        def reply(state: dict[str, Any]) -> dict[str, Any]:
-            return {"messages": [AIMessage(f"reply {len(state['messages'])}", id=f"r{len(state['messages'])}")]}
 
         saver = ContextSaver(stores.new())
         graph = StateGraph(state)
