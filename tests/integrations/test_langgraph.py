@@ -1195,6 +1195,40 @@ class TestRetention:
         assert (1 if prunes else 6) == len(list(saver.list(config("d"))))
         assert expected == [m.content for m in app.get_state(config("d")).values["messages"]]
 
+    def test_prune_drops_the_namespaces_of_subgraph_calls_it_prunes(self, stores: Stores):
+        """
+        Each call of a subgraph has a namespace of its own: ``keep_latest``
+        drops it whole with the checkpoint the call started from, as
+        LangGraph's ``PostgresSaver`` does, and keeps the newest of the call
+        still under way (interrupted here), which then resumes.
+        """
+
+        def inner(state: MessagesState) -> dict[str, Any]:
+            count = len(state["messages"])
+            answer = interrupt("inner?") if count > 4 else "auto"
+            return {"messages": [AIMessage(f"inner: {answer}", id=f"in{count}")]}
+
+        sub = StateGraph(MessagesState)
+        sub.add_node("inner", inner)
+        sub.add_edge(START, "inner")
+        graph = StateGraph(MessagesState)
+        graph.add_node("sub", sub.compile())
+        graph.add_edge(START, "sub")
+        saver = ContextSaver(stores.new())
+        app = graph.compile(checkpointer=saver)
+        for turn in range(3):
+            app.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"t{turn}")]}, config("s"))
+        saver.prune(["s"], strategy="keep_latest")
+        kept = [
+            (t.config["configurable"]["checkpoint_ns"].split(":")[0], t.metadata["step"])
+            for t in saver.list(config("s"))
+        ]
+        assert [("", 6), ("sub", 0)] == sorted(kept)
+        out = app.invoke(Command(resume="yes"), config("s"))
+        assert ["turn 0", "inner: auto", "turn 1", "inner: auto", "turn 2", "inner: yes"] == [
+            m.content for m in out["messages"]
+        ]
+
     def test_ids_given_as_one_str_are_refused(self, stores: Stores):
         """
         ``prune`` and ``delete_for_runs`` take lists of ids, as LangGraph's

@@ -1236,6 +1236,12 @@ class ContextSaver(BaseCheckpointSaver[int]):
         (``"keep_latest"``), or none (``"delete"``). Messages only the pruned
         checkpoints used leave the store; a message a kept checkpoint holds stays.
 
+        As in LangGraph's ``PostgresSaver``, a subgraph call's namespace (its
+        task id after a ``:``) goes whole with the checkpoint the call started
+        from, once that one is pruned: each call has a namespace of its own,
+        which would keep a checkpoint forever. A ``checkpointer=True``
+        subgraph's namespace keeps its newest.
+
         Raises:
             ArgumentTypeError: *thread_ids* is one str, not a sequence of them.
             ValueError: An unknown *strategy*.
@@ -1252,12 +1258,12 @@ class ContextSaver(BaseCheckpointSaver[int]):
         plan: list[tuple[str, str, set[str]]] = []
         rebuilt: list[str] = []
         for thread_id in thread_ids:
-            for ns in self._namespaces(thread_id):
-                entries = self._log(thread_id, ns)
-                kept = max(entries, key=lambda entry: entry.checkpoint_id) if strategy == "keep_latest" else None
-                if kept is not None and self._metadata_of(kept).get("counters_since_delta_snapshot"):
+            logs = {ns: self._log(thread_id, ns) for ns in self._namespaces(thread_id)}
+            kept = self._newest(logs) if strategy == "keep_latest" else {}
+            for ns, entries in logs.items():
+                if ns in kept and self._metadata_of(kept[ns]).get("counters_since_delta_snapshot"):
                     rebuilt.append(thread_id)
-                plan.append((thread_id, ns, {entry.key for entry in entries if entry is not kept}))
+                plan.append((thread_id, ns, {entry.key for entry in entries if entry is not kept.get(ns)}))
         if rebuilt:
             msg = (
                 "prune(strategy='keep_latest') cannot prune threads whose newest checkpoint has a DeltaChannel "
@@ -1267,6 +1273,22 @@ class ContextSaver(BaseCheckpointSaver[int]):
             raise NotImplementedError(msg)
         for thread_id, ns, doomed in plan:
             self._remove(thread_id, ns, doomed)
+
+    def _newest(self, logs: Mapping[str, Sequence[_Entry]]) -> dict[str, _Entry]:
+        """
+        The checkpoint ``keep_latest`` keeps in each namespace of a thread (its
+        newest), but none in a subgraph call's whose root checkpoint is pruned.
+        """
+        newest = {ns: max(entries, key=lambda entry: entry.checkpoint_id) for ns, entries in logs.items() if entries}
+        roots = {entry.checkpoint_id for entry in logs.get("", ())}
+        kept_root = newest[""].checkpoint_id if "" in newest else None
+        kept = {}
+        for ns, entry in newest.items():
+            parents = self._metadata_of(entry).get("parents")
+            root = parents.get("") if isinstance(parents, Mapping) else None
+            if not (":" in ns and root in roots and root != kept_root):
+                kept[ns] = entry
+        return kept
 
     def delete_threads_before(self, when: datetime) -> builtins.list[str]:
         """
