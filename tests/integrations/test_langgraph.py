@@ -19,18 +19,29 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.graph.message import _messages_delta_reducer
+from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel
 
 from tests import sqlite_rows
@@ -38,7 +49,7 @@ from tests.stores import PERSISTENT, Raw, Stores, kind_params, server_address
 from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore, WorkingContext
 from workingctx.exceptions import CheckpointError
 from workingctx.integrations import langgraph as langgraph_module
-from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _log_name, _writes_name
+from workingctx.integrations.langgraph import ContextSaver, _checkpoint_key, _convert, _log_name, _writes_name
 from workingctx.serialization import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -354,22 +365,26 @@ class TestTranscript:
         read[1].response_metadata["extra"] = "added by a reader"
         assert expected == repr(saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"])
 
-    def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores):
+    def test_a_resumed_run_adds_only_its_new_messages(self, stores: Stores, monkeypatch: pytest.MonkeyPatch):
         """
         After a read of the thread's newest checkpoint (as a run starts), a put
-        continuing it converts only the messages added: the same message
-        objects come back, and the store gains only the new message.
+        continuing it converts only the messages added, and so does the put
+        after a read of that one.
         """
         store = stores.new()
         put_checkpoint(ContextSaver(store), "t", [HumanMessage("a", id="1"), AIMessage("b", id="2")])
         saver = ContextSaver(stores.again(store))
+        converted: list[int] = []
+        monkeypatch.setattr(langgraph_module, "_convert", lambda items: converted.append(len(items)) or _convert(items))
         latest = saver.get_tuple(config("t"))
-        messages = latest.checkpoint["channel_values"]["messages"]
-        grown = [*messages, HumanMessage("c", id="3")]
-        put_checkpoint(saver, "t", grown, latest.config["configurable"]["checkpoint_id"])
-        assert grown == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
-        back = saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
-        assert all(a is b for a, b in zip(grown, back, strict=True))
+        grown = [*latest.checkpoint["channel_values"]["messages"], HumanMessage("c", id="3")]
+        saved = put_checkpoint(saver, "t", grown, latest.config["configurable"]["checkpoint_id"])
+        latest = saver.get_tuple(config("t"))
+        assert grown == latest.checkpoint["channel_values"]["messages"]
+        more = [*latest.checkpoint["channel_values"]["messages"], AIMessage("d", id="4")]
+        put_checkpoint(saver, "t", more, saved["configurable"]["checkpoint_id"])
+        assert [1, 1] == converted
+        assert more == saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"]
 
     def test_messages_in_writes_share_the_transcript(self, persistent: Stores):
         """
@@ -867,6 +882,39 @@ class TestGraphs:
         stored = saver.get_tuple(config("agent")).checkpoint["channel_values"]["messages"]
         assert out["messages"] == stored
 
+    def test_a_read_state_is_the_readers_own(self, stores: Stores):
+        """
+        The messages ``invoke`` returned and those a ``get_state`` read are the
+        caller's own, as with LangGraph's own saver: another read, and a later
+        run whose node edits a message in place, change none of them.
+        """
+
+        def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
+            call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
+            return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
+
+        def review(state: MessagesState) -> dict[str, Any]:
+            last = state["messages"][-1]
+            last.tool_calls[0]["args"]["city"] = "Lyon"
+            return {"messages": [last]}
+
+        def cities(saver: Any) -> list[str]:
+            graph = StateGraph(MessagesState)
+            graph.add_node("ask", ask)
+            graph.add_node("review", review)
+            graph.add_edge(START, "ask")
+            graph.add_edge("ask", "review")
+            app = graph.compile(checkpointer=saver, interrupt_before=["review"])
+            out = app.invoke({"messages": [HumanMessage("weather?", id="h")]}, config("t"))
+            read = app.get_state(config("t")).values["messages"]
+            app.invoke(None, config("t"))
+            again, other = (app.get_state(config("t")).values["messages"] for _ in range(2))
+            other[-1].tool_calls[0]["args"]["city"] = "Nice"
+            return [m[-1].tool_calls[0]["args"]["city"] for m in (out["messages"], read, again)]
+
+        assert ["Paris", "Paris", "Lyon"] == cities(InMemorySaver())
+        assert cities(InMemorySaver()) == cities(ContextSaver(stores.new()))
+
     def test_parallel_nodes(self, stores: Stores):
         """
         Two nodes of one step write at once (their pending writes race for the
@@ -910,6 +958,191 @@ class TestGraphs:
         assert ["hi", "async hello"] == [m.content for m in asyncio.run(run()).values["messages"]]
 
 
+# -- the same as LangGraph's own saver -----------------------------------------------------
+
+
+def seen(app: Any, cfg: dict[str, Any]) -> list[Any]:
+    """
+    What a user sees of a thread: each state of its history, newest first,
+    without the ids and times each saver makes (a parent is its place in the history).
+    """
+    history = list(app.get_state_history(cfg))
+    ids = [state.config["configurable"]["checkpoint_id"] for state in history]
+    return [
+        (
+            state.values,
+            state.next,
+            {key: sorted(value) if key == "parents" else value for key, value in state.metadata.items()},
+            [(task.name, [i.value for i in task.interrupts], task.result) for task in state.tasks],
+            None if state.parent_config is None else ids.index(state.parent_config["configurable"]["checkpoint_id"]),
+        )
+        for state in history
+    ]
+
+
+def same_as_langgraph(stores: Stores, build: Any, drive: Any) -> None:
+    """
+    ``drive(app)`` gives the same results, and leaves the same history, with
+    ContextSaver as with LangGraph's ``InMemorySaver``.
+    """
+    found = []
+    for saver in (InMemorySaver(), ContextSaver(stores.new())):
+        app = build(saver)
+        found.append((drive(app), seen(app, config("t"))))
+    assert found[0] == found[1]
+
+
+def reply(state: dict[str, Any]) -> dict[str, Any]:  # no state class: it serves every graph's state
+    count = len(state["messages"])
+    return {"messages": [AIMessage(f"reply {count}", id=f"r{count}")]}
+
+
+class TestSameAsLangGraph:
+    def test_a_subgraph_interrupted_edited_and_resumed(self, stores: Stores):
+        """
+        A subgraph's checkpoints (their own namespace) seen through
+        ``get_state(subgraphs=True)``, edited with ``update_state`` and resumed.
+        """
+
+        def inner(state: MessagesState) -> dict[str, Any]:
+            answer = interrupt("inner?")
+            return {"messages": [AIMessage(f"inner: {answer}", id=f"in{len(state['messages'])}")]}
+
+        def build(saver: Any) -> Any:
+            sub = StateGraph(MessagesState)
+            sub.add_node("inner", inner)
+            sub.add_edge(START, "inner")
+            graph = StateGraph(MessagesState)
+            graph.add_node("sub", sub.compile())
+            graph.add_node("reply", reply)
+            graph.add_edge(START, "sub")
+            graph.add_edge("sub", "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            app.invoke({"messages": [HumanMessage("go", id="g")]}, config("t"))
+            task = app.get_state(config("t"), subgraphs=True).tasks[0]
+            inside = [task.state.values, task.state.next, [i.value for i in task.state.interrupts]]
+            app.update_state(task.state.config, {"messages": [HumanMessage("edited inside", id="e")]})
+            edited = app.get_state(config("t"), subgraphs=True).tasks[0].state.values
+            return inside, edited, app.invoke(Command(resume="yes"), config("t"))
+
+        same_as_langgraph(stores, build, drive)
+
+    def test_fan_out_and_parallel_interrupts_resumed_together(self, stores: Stores):
+        """
+        ``Send`` tasks and a parallel node writing messages in one step, two
+        of them interrupted, resumed at once by interrupt id.
+        """
+
+        def worker(state: dict[str, Any]) -> dict[str, Any]:
+            answer = interrupt(f"about {state['topic']}?")
+            return {"messages": [AIMessage(f"{state['topic']}: {answer}", id=f"w{state['topic']}")]}
+
+        def build(saver: Any) -> Any:
+            graph = StateGraph(MessagesState)
+            graph.add_node("worker", worker)
+            graph.add_node("reply", reply)
+            graph.add_conditional_edges(START, lambda _: [Send("worker", {"topic": t}) for t in "ab"], ["worker"])
+            graph.add_edge(START, "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            first = app.invoke({"messages": [HumanMessage("go", id="g")]}, config("t"))
+            answers = {i.id: f"yes to {i.value}" for i in app.get_state(config("t")).interrupts}
+            return sorted(i.value for i in first["__interrupt__"]), app.invoke(Command(resume=answers), config("t"))
+
+        same_as_langgraph(stores, build, drive)
+
+    def test_edits_removals_and_a_fork(self, stores: Stores):
+        """
+        ``update_state`` replacing a message by id, removing one, as a node;
+        then a run from an older checkpoint, which forks the thread.
+        """
+
+        def build(saver: Any) -> Any:
+            graph = StateGraph(MessagesState)
+            graph.add_node("reply", reply)
+            graph.add_edge(START, "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            app.invoke({"messages": [HumanMessage("hi", id="h1")]}, config("t"))
+            app.update_state(config("t"), {"messages": [AIMessage("replaced", id="r1")]}, as_node="reply")
+            app.update_state(config("t"), {"messages": [RemoveMessage(id="h1")]})
+            app.invoke({"messages": [HumanMessage("again", id="h2")]}, config("t"))
+            older = list(app.get_state_history(config("t")))[-3].config
+            return app.invoke({"messages": [HumanMessage("fork", id="h3")]}, older)
+
+        same_as_langgraph(stores, build, drive)
+
+    @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+    def test_durability_and_stream_modes(self, stores: Stores, durability: str):
+        """
+        Every ``durability``, streamed as values, updates and message chunks
+        (a fake chat model's reply, with tool calls and usage).
+        """
+
+        def build(saver: Any) -> Any:
+            model = ToolModel(
+                messages=iter(
+                    [
+                        AIMessage("Asking", id="a1", tool_calls=[{"name": "w", "args": {"city": "Paris"}, "id": "c1"}]),
+                        AIMessage(
+                            "Sunny in Paris",
+                            id="a2",
+                            usage_metadata={"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+                        ),
+                    ]
+                )
+            )
+
+            def chat(state: MessagesState) -> dict[str, Any]:
+                return {"messages": [model.invoke(state["messages"])]}
+
+            graph = StateGraph(MessagesState)
+            graph.add_node("chat", chat)
+            graph.add_edge(START, "chat")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            chunks = []
+            for text in ("weather?", "and now?"):
+                stream = app.stream(
+                    {"messages": [HumanMessage(text, id=text)]},
+                    config("t"),
+                    stream_mode=["values", "updates", "messages"],
+                    durability=durability,
+                )
+                for mode, payload in stream:
+                    chunks.append((mode, payload[0] if mode == "messages" else payload))
+            return chunks
+
+        same_as_langgraph(stores, build, drive)
+
+    def test_a_delta_channel(self, stores: Stores):
+        """
+        A ``DeltaChannel`` rebuilt from the writes of the checkpoints before
+        (LangGraph's ``get_delta_channel_history``), across a fork.
+        """
+        channel = DeltaChannel(_messages_delta_reducer, snapshot_frequency=2)
+        state = TypedDict("State", {"messages": Annotated[list[AnyMessage], channel]})  # noqa: UP013  # see above
+
+        def build(saver: Any) -> Any:
+            graph = StateGraph(state)
+            graph.add_node("reply", reply)
+            graph.add_edge(START, "reply")
+            return graph.compile(checkpointer=saver)
+
+        def drive(app: Any) -> Any:
+            for turn in range(3):
+                app.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"t{turn}")]}, config("t"))
+            older = list(app.get_state_history(config("t")))[3].config
+            return app.invoke({"messages": [HumanMessage("fork", id="f")]}, older)
+
+        same_as_langgraph(stores, build, drive)
+
+
 # -- retention ---------------------------------------------------------------------------
 
 
@@ -934,6 +1167,81 @@ class TestRetention:
         assert 1 == len(list(saver.list(config("other"))))
         saver.prune(["p", "other"], strategy="delete")
         assert 0 == raw.message_count()
+
+    @pytest.mark.parametrize(("frequency", "prunes"), [(100, False), (1, True)])
+    def test_prune_keeps_what_a_delta_channel_is_rebuilt_from(self, stores: Stores, frequency: int, prunes: bool):
+        """
+        A ``DeltaChannel`` stores its value only every *frequency* updates:
+        LangGraph rebuilds it from the checkpoints before. ``keep_latest``
+        refuses a thread whose newest checkpoint needs them, as LangGraph's
+        ``PostgresSaver`` does, and leaves it whole; once the newest holds
+        the channel's value, it prunes.
+        """
+        channel = DeltaChannel(_messages_delta_reducer, snapshot_frequency=frequency)
+        # a class body's annotations are strings here (``from __future__ import annotations``): no local names
+        state = TypedDict("State", {"messages": Annotated[list[AnyMessage], channel]})  # noqa: UP013
+
+        saver = ContextSaver(stores.new())
+        graph = StateGraph(state)
+        graph.add_node("reply", reply)
+        graph.add_edge(START, "reply")
+        app = graph.compile(checkpointer=saver)
+        for turn in range(2):
+            app.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"t{turn}")]}, config("d"))
+        expected = ["turn 0", "reply 1", "turn 1", "reply 3"]
+        refused = pytest.raises(NotImplementedError, match="before it: d; nothing was pruned")
+        with contextlib.nullcontext() if prunes else refused:
+            saver.prune(["d"], strategy="keep_latest")
+        assert (1 if prunes else 6) == len(list(saver.list(config("d"))))
+        assert expected == [m.content for m in app.get_state(config("d")).values["messages"]]
+
+    def test_prune_drops_the_namespaces_of_subgraph_calls_it_prunes(self, stores: Stores):
+        """
+        Each call of a subgraph has a namespace of its own: ``keep_latest``
+        drops it whole with the checkpoint the call started from, as
+        LangGraph's ``PostgresSaver`` does, and keeps the newest of the call
+        still under way (interrupted here), which then resumes.
+        """
+
+        def inner(state: MessagesState) -> dict[str, Any]:
+            count = len(state["messages"])
+            answer = interrupt("inner?") if count > 4 else "auto"
+            return {"messages": [AIMessage(f"inner: {answer}", id=f"in{count}")]}
+
+        sub = StateGraph(MessagesState)
+        sub.add_node("inner", inner)
+        sub.add_edge(START, "inner")
+        graph = StateGraph(MessagesState)
+        graph.add_node("sub", sub.compile())
+        graph.add_edge(START, "sub")
+        saver = ContextSaver(stores.new())
+        app = graph.compile(checkpointer=saver)
+        for turn in range(3):
+            app.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"t{turn}")]}, config("s"))
+        saver.prune(["s"], strategy="keep_latest")
+        kept = [
+            (t.config["configurable"]["checkpoint_ns"].split(":")[0], t.metadata["step"])
+            for t in saver.list(config("s"))
+        ]
+        assert [("", 6), ("sub", 0)] == sorted(kept)
+        out = app.invoke(Command(resume="yes"), config("s"))
+        assert ["turn 0", "inner: auto", "turn 1", "inner: auto", "turn 2", "inner: yes"] == [
+            m.content for m in out["messages"]
+        ]
+
+    def test_ids_given_as_one_str_are_refused(self, stores: Stores):
+        """
+        ``prune`` and ``delete_for_runs`` take lists of ids, as LangGraph's
+        savers do: one str is refused with the fix, not read as its characters.
+        """
+        saver = ContextSaver(stores.new())
+        for thread in ("a", "b", "ab"):
+            put_checkpoint(saver, thread, [HumanMessage(thread, id=thread)])
+        with pytest.raises(TypeError, match=r"got the str 'ab'; pass \['ab'\]"):
+            saver.prune("ab", strategy="delete")
+        with pytest.raises(TypeError, match=r"got the str 'ab'; pass \['ab'\]"):
+            saver.delete_for_runs("ab")
+        assert {"a", "b", "ab"} == {t.config["configurable"]["thread_id"] for t in saver.list(None)}
 
     def test_delete_threads_before_a_date(self, stores: Stores):
         """

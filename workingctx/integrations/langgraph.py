@@ -294,7 +294,7 @@ class _Cached:
         """
         Whether this transcript is the first *count* of *messages* (the same
         values, as a checkpoint taken from it holds them), its LangChain
-        messages still unchanged: then they can be handed out again.
+        messages still unchanged: then copies of them can be handed out.
         """
         return (
             len(self.objects) == count
@@ -997,14 +997,21 @@ class ContextSaver(BaseCheckpointSaver[int]):
         resume: bool,
     ) -> Any:
         """
-        A carried channel's value. The transcript channel comes from
-        *transcript* when it still holds it unchanged (the very LangChain
-        messages the last put was given, so the next put finds them as they
-        were); otherwise it is built anew, and with *resume* remembered.
+        A carried channel's value, new objects on every read, as LangGraph's
+        own savers give: a reader, or the run resuming from it, that edits a
+        message in place changes no other read's messages, nor the run's that
+        put them. The transcript channel is copied from *transcript* when it
+        still holds it unchanged (the LangChain messages the last put was
+        given); otherwise it is built anew. With *resume* the value is
+        remembered, so the run's next put finds its messages converted.
         """
         main = channel == self.channel and len(spec) == 1 and spec[0][0] is None and spec[0][1] == 0
         if main and transcript is not None and transcript.holds(messages, spec[0][2]):
-            return list(transcript.objects)
+            copies: list[Any] = copy.deepcopy(transcript.objects)
+            if resume:
+                with self._lock:
+                    self._cached[log] = _Cached(copies, transcript.ctx, transcript, len(copies))
+            return copies
         value = _restore(messages, spec)
         if main and resume:
             ctx = WorkingContext(messages=list(messages[: spec[0][2]]))
@@ -1208,8 +1215,11 @@ class ContextSaver(BaseCheckpointSaver[int]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """
         Delete the checkpoints (and their writes) whose metadata names one of *run_ids*.
+
+        Raises:
+            ArgumentTypeError: *run_ids* is one str, not a sequence of them.
         """
-        runs = {str(run) for run in run_ids}
+        runs = {str(run) for run in _ids_of("delete_for_runs", "run_ids", run_ids)}
         if not runs:
             return
         doomed: dict[tuple[str, str], set[str]] = {}
@@ -1226,17 +1236,59 @@ class ContextSaver(BaseCheckpointSaver[int]):
         (``"keep_latest"``), or none (``"delete"``). Messages only the pruned
         checkpoints used leave the store; a message a kept checkpoint holds stays.
 
+        As in LangGraph's ``PostgresSaver``, a subgraph call's namespace (its
+        task id after a ``:``) goes whole with the checkpoint the call started
+        from, once that one is pruned: each call has a namespace of its own,
+        which would keep a checkpoint forever. A ``checkpointer=True``
+        subgraph's namespace keeps its newest.
+
         Raises:
+            ArgumentTypeError: *thread_ids* is one str, not a sequence of them.
             ValueError: An unknown *strategy*.
+            NotImplementedError: ``"keep_latest"`` would keep a checkpoint
+                whose ``DeltaChannel`` LangGraph rebuilds from the checkpoints
+                before it (its metadata counts updates since the channel's
+                last snapshot), as LangGraph's ``PostgresSaver`` refuses;
+                nothing is pruned then.
         """
+        thread_ids = [str(thread_id) for thread_id in _ids_of("prune", "thread_ids", thread_ids)]
         if strategy not in {"keep_latest", "delete"}:
             msg = f"prune's strategy is 'keep_latest' or 'delete', got {strategy!r}"
             raise ValueError(msg)
-        for thread_id in map(str, thread_ids):
-            for ns in self._namespaces(thread_id):
-                entries = self._log(thread_id, ns)
-                keep = max(entries, key=lambda entry: entry.checkpoint_id).key if strategy == "keep_latest" else None
-                self._remove(thread_id, ns, {entry.key for entry in entries if entry.key != keep})
+        plan: list[tuple[str, str, set[str]]] = []
+        rebuilt: list[str] = []
+        for thread_id in thread_ids:
+            logs = {ns: self._log(thread_id, ns) for ns in self._namespaces(thread_id)}
+            kept = self._newest(logs) if strategy == "keep_latest" else {}
+            for ns, entries in logs.items():
+                if ns in kept and self._metadata_of(kept[ns]).get("counters_since_delta_snapshot"):
+                    rebuilt.append(thread_id)
+                plan.append((thread_id, ns, {entry.key for entry in entries if entry is not kept.get(ns)}))
+        if rebuilt:
+            msg = (
+                "prune(strategy='keep_latest') cannot prune threads whose newest checkpoint has a DeltaChannel "
+                f"LangGraph rebuilds from the checkpoints before it: {', '.join(dict.fromkeys(rebuilt))}; "
+                "nothing was pruned (strategy='delete' removes such a thread)"
+            )
+            raise NotImplementedError(msg)
+        for thread_id, ns, doomed in plan:
+            self._remove(thread_id, ns, doomed)
+
+    def _newest(self, logs: Mapping[str, Sequence[_Entry]]) -> dict[str, _Entry]:
+        """
+        The checkpoint ``keep_latest`` keeps in each namespace of a thread (its
+        newest), but none in a subgraph call's whose root checkpoint is pruned.
+        """
+        newest = {ns: max(entries, key=lambda entry: entry.checkpoint_id) for ns, entries in logs.items() if entries}
+        roots = {entry.checkpoint_id for entry in logs.get("", ())}
+        kept_root = newest[""].checkpoint_id if "" in newest else None
+        kept = {}
+        for ns, entry in newest.items():
+            parents = self._metadata_of(entry).get("parents")
+            root = parents.get("") if isinstance(parents, Mapping) else None
+            if not (":" in ns and root in roots and root != kept_root):
+                kept[ns] = entry
+        return kept
 
     def delete_threads_before(self, when: datetime) -> builtins.list[str]:
         """
@@ -1392,6 +1444,16 @@ class ContextSaver(BaseCheckpointSaver[int]):
         :meth:`prune`, run in a worker thread.
         """
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _ids_of(method: str, argument: str, ids: Sequence[str]) -> Sequence[str]:
+    """
+    *ids*, checked to be a sequence of ids: one str would be read as its characters.
+    """
+    if isinstance(ids, str):
+        msg = f"{method} takes a list of ids, got the str {ids!r}; pass [{ids!r}]"
+        raise ArgumentTypeError(msg, argument=argument, value=ids, expected="a list of ids")
+    return ids
 
 
 def _iso(when: datetime) -> str:
