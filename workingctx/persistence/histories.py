@@ -418,12 +418,21 @@ def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:
 def stored_length(present: Callable[[str], bool], chain_at: Callable[[int], str], count: int) -> int:
     """
     How many leading items of a chain are stored already, given
-    ``present(chain digest) -> bool`` (links are only ever stored with all their
-    ancestors, so presence is monotone: binary search).
+    ``present(chain digest) -> bool``. Links are only ever stored with all
+    their ancestors, so presence is monotone: a search back from the end, in
+    steps that double (a chain saved again mostly continues a stored one by a
+    few items: two or three asks, where a search of the whole chain takes its
+    logarithm), then a binary search of the range it found.
     """
     if count == 0 or present(chain_at(count)):
         return count
-    low, high = 0, count - 1
+    low, high, step = 0, count - 1, 1
+    while step < count:
+        if present(chain_at(count - step)):
+            low = count - step
+            break
+        high = count - step - 1
+        step *= 2
     while low < high:
         middle = (low + high + 1) // 2
         if present(chain_at(middle)):
