@@ -114,7 +114,7 @@ class WorkingContext(MergeMethods, RecordingMethods):
             journal = MutationJournal()
         elif not isinstance(journal, MutationJournal):
             journal = MutationJournal(journal)
-        if isinstance(counter, MessageCounter):
+        if counter is not None and isinstance(counter, MessageCounter):
             counter = whole_counter(counter)  # a name and count_message are enough
         elif counter is not None and not callable(getattr(counter, "estimate", None)):
             raise _checks.wrong_type(
@@ -128,10 +128,12 @@ class WorkingContext(MergeMethods, RecordingMethods):
             msg = f"id={id!r} names a recorded context: pass record=True too"
             raise ArgumentValueError(msg, argument="id", value=id)
 
+        # whether the counter counts one message at a time (checked once: protocol checks are slow;
+        # the default counter does, and costs none)
+        incremental = counter is None or isinstance(counter, TokenCounter)
         if counter is None:
             counter = ApproxTokenCounter()
-        # whether the counter counts one message at a time (checked once: protocol checks are slow)
-        self._init(prefix, Tail(tail, counter, incremental=isinstance(counter, TokenCounter)), notes, journal)
+        self._init(prefix, Tail(tail, counter, incremental=incremental), notes, journal)
         self._rebuild_routes(tail)
         self.limit = limit
         self.shared = shared
