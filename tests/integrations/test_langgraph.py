@@ -915,6 +915,27 @@ class TestGraphs:
         assert ["Paris", "Paris", "Lyon"] == cities(InMemorySaver())
         assert cities(InMemorySaver()) == cities(ContextSaver(stores.new()))
 
+    def test_every_read_has_its_own_nested_values(self, stores: Stores):
+        """
+        A read's messages share no dict or list with another read's: an edit
+        deep inside one (its LangChain kwargs, an extra field) leaves the other
+        and every later read as they were.
+        """
+
+        def reply(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
+            return {"messages": [AIMessage("hi", id="a1", additional_kwargs={"k": [1]}, note={"tags": ["x"]})]}
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("reply", reply)
+        graph.add_edge(START, "reply")
+        app = graph.compile(checkpointer=ContextSaver(stores.new()))
+        app.invoke({"messages": [HumanMessage("hello", id="h")]}, config("t"))
+        first, second = (app.get_state(config("t")).values["messages"][-1] for _ in range(2))
+        first.additional_kwargs["k"].append(2)
+        first.note["tags"].append("y")
+        for message in (second, app.get_state(config("t")).values["messages"][-1]):
+            assert ({"k": [1]}, {"tags": ["x"]}) == (message.additional_kwargs, message.note)
+
     def test_parallel_nodes(self, stores: Stores):
         """
         Two nodes of one step write at once (their pending writes race for the

@@ -313,6 +313,46 @@ class _Cached:
         )
 
 
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _plain_copy(value: Any) -> Any:
+    """
+    A deep copy of *value*, the JSON-like parts (dicts, lists, text, numbers)
+    copied without :func:`copy.deepcopy`'s bookkeeping, anything else by it.
+    """
+    kind = value.__class__
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {key: _plain_copy(item) for key, item in value.items()}
+    if kind is list:
+        return list(map(_plain_copy, value))
+    return copy.deepcopy(value)
+
+
+def _fresh(message: Any) -> Any:
+    """
+    A new LangChain message equal to *message* sharing nothing a reader could
+    change in place with it: as :func:`copy.deepcopy` makes it, at a fraction of its cost.
+    """
+    new = message.model_copy()  # a shallow copy: its own field dicts
+    fields = new.__dict__
+    for key, value in fields.items():
+        kind = value.__class__
+        if kind is dict:
+            fields[key] = {name: _plain_copy(item) for name, item in value.items()} if value else {}
+        elif kind is list:
+            fields[key] = list(map(_plain_copy, value)) if value else []
+        elif kind not in _ATOMS:
+            fields[key] = copy.deepcopy(value)
+    extra = new.__pydantic_extra__
+    if extra:
+        for key, value in extra.items():
+            extra[key] = _plain_copy(value)
+    return new
+
+
 _Parts = tuple[tuple[str | None, tuple[Message, ...]], ...]
 
 
@@ -1007,7 +1047,7 @@ class ContextSaver(BaseCheckpointSaver[int]):
         """
         main = channel == self.channel and len(spec) == 1 and spec[0][0] is None and spec[0][1] == 0
         if main and transcript is not None and transcript.holds(messages, spec[0][2]):
-            copies: list[Any] = copy.deepcopy(transcript.objects)
+            copies = list(map(_fresh, transcript.objects))
             if resume:
                 with self._lock:
                     self._cached[log] = _Cached(copies, transcript.ctx, transcript, len(copies))
