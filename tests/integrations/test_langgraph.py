@@ -102,6 +102,30 @@ class ToolModel(GenericFakeChatModel):
         return self
 
 
+def _asks_then_edits_in_place() -> Any:
+    """
+    A graph whose node ``ask`` calls a tool for Paris and whose node ``review``
+    edits that call's arguments in place (to Lyon) and returns the message to
+    replace itself by id.
+    """
+
+    def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
+        call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
+        return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
+
+    def review(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        last.tool_calls[0]["args"]["city"] = "Lyon"
+        return {"messages": [last]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("ask", ask)
+    graph.add_node("review", review)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", "review")
+    return graph
+
+
 def config(thread: str, **more: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread, **more}}
 
@@ -321,22 +345,8 @@ class TestTranscript:
         the one before it does not, as in LangGraph's own saver.
         """
 
-        def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
-            call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
-            return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
-
-        def review(state: MessagesState) -> dict[str, Any]:
-            last = state["messages"][-1]
-            last.tool_calls[0]["args"]["city"] = "Lyon"
-            return {"messages": [last]}
-
         def cities(saver: Any) -> list[tuple[int, list[str]]]:
-            graph = StateGraph(MessagesState)
-            graph.add_node("ask", ask)
-            graph.add_node("review", review)
-            graph.add_edge(START, "ask")
-            graph.add_edge("ask", "review")
-            app = graph.compile(checkpointer=saver)
+            app = _asks_then_edits_in_place().compile(checkpointer=saver)
             app.invoke({"messages": [HumanMessage("weather?", id="h")]}, config("t"), durability="sync")
             return [
                 (state.metadata["step"], [m.tool_calls[0]["args"]["city"] for m in state.values["messages"][1:]])
@@ -889,22 +899,8 @@ class TestGraphs:
         run whose node edits a message in place, change none of them.
         """
 
-        def ask(state: MessagesState) -> dict[str, Any]:  # noqa: ARG001  # the node ignores the state
-            call = {"name": "weather", "args": {"city": "Paris"}, "id": "c1"}
-            return {"messages": [AIMessage("", id="a1", tool_calls=[call])]}
-
-        def review(state: MessagesState) -> dict[str, Any]:
-            last = state["messages"][-1]
-            last.tool_calls[0]["args"]["city"] = "Lyon"
-            return {"messages": [last]}
-
         def cities(saver: Any) -> list[str]:
-            graph = StateGraph(MessagesState)
-            graph.add_node("ask", ask)
-            graph.add_node("review", review)
-            graph.add_edge(START, "ask")
-            graph.add_edge("ask", "review")
-            app = graph.compile(checkpointer=saver, interrupt_before=["review"])
+            app = _asks_then_edits_in_place().compile(checkpointer=saver, interrupt_before=["review"])
             out = app.invoke({"messages": [HumanMessage("weather?", id="h")]}, config("t"))
             read = app.get_state(config("t")).values["messages"]
             app.invoke(None, config("t"))
