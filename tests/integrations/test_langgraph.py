@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -100,6 +100,16 @@ class ToolModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # noqa: ARG002  # the fake answers from its script
         return self
+
+
+def _one_node(state: Any, node: Callable[..., Any]) -> Any:
+    """
+    A graph of *state* whose one node, named as its function, runs after the start.
+    """
+    graph = StateGraph(state)
+    graph.add_node(node.__name__, node)
+    graph.add_edge(START, node.__name__)
+    return graph
 
 
 def _asks_then_edits_in_place() -> Any:
@@ -1078,10 +1088,7 @@ class TestSameAsLangGraph:
         """
 
         def build(saver: Any) -> Any:
-            graph = StateGraph(MessagesState)
-            graph.add_node("reply", reply)
-            graph.add_edge(START, "reply")
-            return graph.compile(checkpointer=saver)
+            return _one_node(MessagesState, reply).compile(checkpointer=saver)
 
         def drive(app: Any) -> Any:
             app.invoke({"messages": [HumanMessage("hi", id="h1")]}, config("t"))
@@ -1117,10 +1124,7 @@ class TestSameAsLangGraph:
             def chat(state: MessagesState) -> dict[str, Any]:
                 return {"messages": [model.invoke(state["messages"])]}
 
-            graph = StateGraph(MessagesState)
-            graph.add_node("chat", chat)
-            graph.add_edge(START, "chat")
-            return graph.compile(checkpointer=saver)
+            return _one_node(MessagesState, chat).compile(checkpointer=saver)
 
         def drive(app: Any) -> Any:
             chunks = []
@@ -1146,10 +1150,7 @@ class TestSameAsLangGraph:
         state = TypedDict("State", {"messages": Annotated[list[AnyMessage], channel]})  # noqa: UP013  # see above
 
         def build(saver: Any) -> Any:
-            graph = StateGraph(state)
-            graph.add_node("reply", reply)
-            graph.add_edge(START, "reply")
-            return graph.compile(checkpointer=saver)
+            return _one_node(state, reply).compile(checkpointer=saver)
 
         def drive(app: Any) -> Any:
             for turn in range(3):
