@@ -676,7 +676,10 @@ def test_trim_writes_what_it_trimmed(tmp_path, fmt, prefix, messages, notes, bud
     try:
         doc = read_file(str(source))
         if adapter is not None:
-            source.write_text(json.dumps(adapter.write(doc.last)), encoding="utf-8")
+            body = adapter.write(doc.last)
+            if fmt == "langchain":  # messages, serialized as the command reads them
+                body = messages_to_dict(body)
+            source.write_text(json.dumps(body), encoding="utf-8")
             doc = read_file(str(source), fmt)
     except (ValueError, TypeError):  # a context this format cannot carry: no request to trim
         reject()
