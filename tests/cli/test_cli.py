@@ -1499,6 +1499,35 @@ def test_a_list_that_is_not_all_langchain_names_the_item(capsys, tmp_path):
     assert "item 1 is no LangChain message serialized with model_dump(), langchain_core.load.dumpd" in err
 
 
+@pytest.mark.parametrize("form", ["model_dump", "state"])
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda item: item.update(role="user"), "item 2 is no LangChain message serialized with"),
+        (lambda item: item.update(content=5), "item 2 is no LangChain 'ai' message: content.str: Input should be"),
+        (lambda item: item.update(tool_calls=[{"name": "f"}]), "item 2 is no LangChain 'ai' message: tool_call()"),
+    ],
+    ids=["foreign", "content", "tool_call"],
+)
+def test_a_damaged_langchain_item_is_named_by_its_json_path_on_one_line(capsys, tmp_path, form, damage, reason):
+    """
+    A LangChain list whose item is foreign, or one LangChain cannot build (a
+    content that is no text, a tool call without its arguments), is refused
+    on one line naming the item's JSON path in the file, not with pydantic's
+    multi-line report or no place at all.
+    """
+    items = [m.model_dump() for m in _langchain_messages()]
+    damage(items[2])
+    path = tmp_path / "messages.json"
+    body = {"messages": items} if form == "state" else items
+    path.write_text(json.dumps(body), encoding="utf-8")
+    status, _, err = run(capsys, "check", str(path))
+    assert 1 == status
+    where = "$.messages[2]" if form == "state" else "$[2]"
+    assert f"messages.json:1: {where}: not a langchain request: {reason}" in err
+    assert 1 == len(err.strip().splitlines())
+
+
 @pytest.mark.parametrize("where", ["config", "systemInstruction"])
 def test_trim_output_keeps_a_gemini_system_instruction_where_it_was(capsys, tmp_path, where):
     """

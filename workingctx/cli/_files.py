@@ -561,12 +561,14 @@ def _langchain_messages(payload: Any) -> list[Any]:
     mapping with ``messages``, in any form :func:`_langchain_form` knows).
 
     Raises:
-        ValueError: an item that is no serialized LangChain message, naming it.
+        SerializationError: an item that is no serialized LangChain message,
+            or one LangChain cannot build, at its JSON path (``$[3]``, ``$.messages[3]``).
     """
     from langchain_core.messages import messages_from_dict  # noqa: PLC0415  # the [langchain] extra, when used
 
     items = payload["messages"] if isinstance(payload, Mapping) else payload
-    dicts = []
+    base = "$.messages" if isinstance(payload, Mapping) else "$"
+    messages = []
     for position, item in enumerate(items):
         form = _langchain_form(item)
         data = item["kwargs"] if form == "dumpd" else item["data"] if form == "messages_to_dict" else item
@@ -575,9 +577,24 @@ def _langchain_messages(payload: Any) -> list[Any]:
                 f"item {position} is no LangChain message serialized with model_dump(), langchain_core.load.dumpd "
                 "or messages_to_dict (each names its 'type'); write every message of the list in one of these"
             )
-            raise ValueError(msg)
-        dicts.append({"type": data["type"], "data": data})
-    return list(messages_from_dict(dicts))
+            raise SerializationError(msg, path=f"{base}[{position}]")
+        try:
+            messages += messages_from_dict([{"type": data["type"], "data": data}])
+        except (ValueError, TypeError, KeyError) as exc:
+            msg = f"item {position} is no LangChain {data['type']!r} message: {_one_line(exc)}"
+            raise SerializationError(msg, path=f"{base}[{position}]") from None
+    return messages
+
+
+def _one_line(exc: BaseException) -> str:
+    """
+    What *exc* says, on one line: a pydantic validation error as each field at fault and why.
+    """
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the message'}: {e['msg']}" for e in errors())
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _langchain_written(ctx: WorkingContext, original: Any) -> list[Any]:
