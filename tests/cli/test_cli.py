@@ -1439,6 +1439,22 @@ def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path,
     assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]
 
 
+def test_a_responses_input_of_one_text_is_message_0_not_the_prefix(capsys, tmp_path):
+    """
+    A Responses body whose ``input`` is one text holds one message of the
+    tail: ``inspect`` numbers it 0, as ``trim`` does, and marks only the
+    ``instructions`` ``P`` (it marked the text ``P`` too, a prefix message it is not).
+    """
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "instructions": "Be brief.", "input": "hi"}), encoding="utf-8")
+    inspected = run_json(capsys, "inspect", str(path))
+    assert [("P", "prefix"), (0, "tail")] == [(m["index"], m["part"]) for m in inspected["messages"]]
+    assert [0] == [m["index"] for m in run_json(capsys, "trim", str(path), "--budget", "1000")["messages"]]
+    path.write_text(json.dumps({"model": "gpt-4.1", "input": "hi"}), encoding="utf-8")
+    status, out, _ = run(capsys, "inspect", str(path))
+    assert (0, "prefix: 0 messages, 0 tokens") == (status, out.splitlines()[4].partition(";")[0])
+
+
 def _langchain_messages() -> list:
     """
     A LangChain conversation with a tool exchange, built with ``langchain_core``'s own messages.

@@ -511,11 +511,14 @@ def _outside(body: Mapping[str, Any], fmt: str) -> tuple[str, ...]:
 
 def position(path: str | None) -> int | None:
     """
-    The index into the body's array that the JSON *path* ends on, or None (``$.system``).
+    The index into the body's array that the JSON *path* ends on (0 for a
+    Responses ``input`` of one text, its one message), or None (``$.system``).
 
-    >>> position("$.messages[2]"), position("$.system")
-    (2, None)
+    >>> position("$.messages[2]"), position("$.input"), position("$.system")
+    (2, 0, None)
     """
+    if path == "$.input":
+        return 0
     if path is None or not path.endswith("]"):
         return None
     return int(path[path.rindex("[") + 1 : -1])
