@@ -1544,6 +1544,19 @@ def test_a_damaged_langchain_item_is_named_by_its_json_path_on_one_line(capsys, 
     assert 1 == len(err.strip().splitlines())
 
 
+@pytest.mark.parametrize("body", [{"contents": []}, {"messages": "hi"}])
+def test_a_body_forced_to_langchain_without_a_list_of_messages_says_so(capsys, tmp_path, body):
+    """
+    ``--format langchain`` on a body with no list of messages names what was
+    expected, not a bare ``'messages'`` (the KeyError it raised).
+    """
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    status, _, err = run(capsys, "check", str(path), "--format", "langchain")
+    assert 1 == status
+    assert "request.json:1: $.messages: not a langchain request: LangChain messages are a list of serialized" in err
+
+
 @pytest.mark.parametrize("where", ["config", "systemInstruction"])
 def test_trim_output_keeps_a_gemini_system_instruction_where_it_was(capsys, tmp_path, where):
     """

@@ -569,8 +569,11 @@ def _langchain_messages(payload: Any) -> list[Any]:
     """
     from langchain_core.messages import messages_from_dict  # noqa: PLC0415  # the [langchain] extra, when used
 
-    items = payload["messages"] if isinstance(payload, Mapping) else payload
+    items = payload.get("messages") if isinstance(payload, Mapping) else payload
     base = "$.messages" if isinstance(payload, Mapping) else "$"
+    if not isinstance(items, list):
+        msg = "LangChain messages are a list of serialized messages, or a state's 'messages' list; found none"
+        raise SerializationError(msg, path=base)
     messages = []
     for position, item in enumerate(items):
         form = _langchain_form(item)
