@@ -1629,6 +1629,31 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     assert "mixed.jsonl, line 1: a request to gemini priced with gpt-4.1, a model of openai" in err
 
 
+def test_a_mixed_log_whose_last_line_names_no_model_is_replayed(capsys, tmp_path):
+    """
+    A log mixing providers whose last line names no model is replayed, that
+    line priced with the last model the log names, as a line naming none
+    before the last is: it was refused for naming no model, and the
+    ``--model`` it asked for was refused too (one model for every line of a
+    log going to two providers), so no command could replay it.
+    """
+    claude = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}
+    TypeAdapter(list[MessageParam]).validate_python(claude["messages"])
+    chat = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "Hi"}]}
+    unnamed = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(f"{json.dumps(body)}\n" for body in (claude, chat, unnamed)), encoding="utf-8")
+    rows = run_json(capsys, "replay", str(path))["strategies"][0]["requests"]
+    assert [("anthropic", "claude-sonnet-4-6"), ("openai", "gpt-4.1"), ("openai", "gpt-4.1")] == [
+        (r["provider"], r["model"]) for r in rows
+    ]
+    assert 0 == run(capsys, "report", str(path), "-o", str(tmp_path / "report.html"))[0]
+    path.write_text("".join(f"{json.dumps(body)}\n" for body in (chat, claude, unnamed)), encoding="utf-8")
+    status, _, err = run(capsys, "replay", str(path))
+    assert 2 == status
+    assert "mixed.jsonl, line 3: a request to openai priced with claude-sonnet-4-6, a model of anthropic" in err
+
+
 def _resolve(body, path: str):
     """
     The value at the JSON *path* (``$.a.b[2]``) of *body*.

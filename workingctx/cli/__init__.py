@@ -287,6 +287,8 @@ def _run(args: argparse.Namespace) -> int:
         kind = "LangChain messages" if doc.format == "langchain" else "workingctx JSON"
         msg = f"{shown_path(args.file)} is {kind}: say whose cache to replay with --provider"
         raise UsageError(msg)
+    if model is None:  # a log's line naming none is priced with the last model the log names, as the others are
+        model = next((name for name in reversed(doc.models) if name is not None), None)
     if model is None:
         msg = (
             f"{shown_path(args.file)} names no model (no 'model' field): "
