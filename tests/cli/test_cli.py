@@ -845,8 +845,8 @@ class TestOutputFiles:
         out_file = tmp_path / "out.json"
         status, out, err = run(capsys, "trim", str(lone), "--budget", "1000", "-o", str(out_file))
         assert 1 == status
-        assert "message 0: unencodable-text" in err
-        assert "message 1: unencodable-text: content holds the lone surrogate '\\ud800' at character 5" in err
+        assert "$.messages[0]: unencodable-text" in err
+        assert "$.messages[1]: unencodable-text: content holds the lone surrogate '\\ud800' at character 5" in err
         assert not out_file.exists()
         status, out, err = run(capsys, "inspect", str(lone))
         assert (0, "") == (status, err)
@@ -1437,6 +1437,31 @@ def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path,
     trimmed = run_json(capsys, "trim", str(path), "--budget", "100000")
     assert [(1, "assistant"), (2, "user")] == [(m["index"], m["role"]) for m in trimmed["messages"]][-2:]
     assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]
+
+
+def test_trim_output_refused_names_the_message_where_the_file_holds_it(capsys, tmp_path):
+    """
+    ``trim -o`` of a request whose kept window breaks the provider's rules (a
+    prefill ending in a space) writes nothing and says so on one line, naming
+    the message by its JSON path in the file read, not by its position in the
+    trimmed context (``message 4``, with the system prompt counted).
+    """
+    turns = []
+    for i in range(6):
+        turns += [
+            {"role": "user", "content": f"question {i} " * 20},
+            {"role": "assistant", "content": f"answer {i} " * 20},
+        ]
+    turns[-1]["content"] = "Sure "
+    TypeAdapter(list[MessageParam]).validate_python(turns)
+    path = tmp_path / "request.jsonl"
+    path.write_text(json.dumps({"model": "claude-sonnet-4-6", "system": "Be brief.", "messages": turns}) + "\n")
+    out = tmp_path / "trimmed.jsonl"
+    status, _, err = run(capsys, "trim", str(path), "--budget", "200", "-o", str(out))
+    assert (1, False) == (status, out.exists())
+    assert 1 == len(err.strip().splitlines())
+    assert "request.jsonl:1: the trimmed request breaks anthropic's rules, so -o " in err
+    assert "was not written: $.messages[11]: trailing-whitespace: " in err
 
 
 def test_a_responses_input_of_one_text_is_message_0_not_the_prefix(capsys, tmp_path):

@@ -329,6 +329,8 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
         "explain": str(report),
         "messages": [{"index": numbers[i], "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
         "_trimmed": trimmed,
+        # where the file holds each message of the trimmed request (assembled), to name its problems
+        "_where": (*_where(doc)[: len(ctx.prefix.as_messages())], *(tail[i] for i in kept)),
     }
 
 
