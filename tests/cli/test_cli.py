@@ -1464,6 +1464,33 @@ def test_trim_output_refused_names_the_message_where_the_file_holds_it(capsys, t
     assert "was not written: $.messages[11]: trailing-whitespace: " in err
 
 
+def test_a_problem_of_a_call_points_at_its_item_in_a_responses_run(capsys, tmp_path):
+    """
+    A Responses message of several output items (reasoning, text, two calls)
+    is numbered by its first item, and a problem of one of its calls points,
+    by ``where``, at the item holding that call, not at the reasoning item
+    that opens the run.
+    """
+    items = [
+        {"role": "user", "content": "Restart the web tier"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Restarting.", "annotations": []}]},
+        {"type": "function_call", "call_id": "call_1", "name": "restart", "arguments": "{}"},
+        {"type": "function_call", "call_id": "call_2", "name": "status", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "up"},
+        {"role": "user", "content": "Never mind"},
+    ]  # fmt: skip
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "input": items}), encoding="utf-8")
+    for command in ("check", "inspect"):
+        facts = run_json(capsys, command, str(path))
+        problems = facts["requests"][0]["problems"] if command == "check" else facts["problems"]
+        assert [(1, "$.input[3]", "dangling-call")] == [(p["index"], p["where"], p["rule"]) for p in problems]
+    assert [0, 1, 5, 6] == [m["index"] for m in run_json(capsys, "inspect", str(path))["messages"]]
+
+
 def test_a_responses_input_of_one_text_is_message_0_not_the_prefix(capsys, tmp_path):
     """
     A Responses body whose ``input`` is one text holds one message of the

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from workingctx import cache
-from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, places, position, readable
+from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, call_item, places, position, readable
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
 from workingctx.managers import TokenBudgetContextManager
@@ -212,10 +212,14 @@ def _file_problems(
     a provider, every provider's rules (LangChain messages: their adapter's).
     """
     if fmt in ADAPTERS and provider in {None, PROVIDERS.get(fmt)}:
-        return _rows(ADAPTERS[fmt].check(readable(payload, fmt)), where)
-    if provider is None:
-        return _problems(ctx, None, where)
-    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
+        rows = _rows(ADAPTERS[fmt].check(readable(payload, fmt)), where)
+    elif provider is None:
+        rows = _problems(ctx, None, where)
+    else:
+        rows = _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
+    for row in rows:  # a problem of calls points at the item holding them (a Responses run holds several)
+        row["where"] = call_item(payload, fmt, row["where"], row["ids"])
+    return rows
 
 
 def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "InputError",
     "OutputError",
     "UsageError",
+    "call_item",
     "detect",
     "load_context",
     "model_of",
@@ -486,6 +487,30 @@ def places(payload: Any, fmt: str, ctx: WorkingContext) -> tuple[str, ...]:
     if fmt == "openai_responses":  # a run of output items is one assistant message
         starts = [i for i, item in enumerate(items) if not (i and _is_output(item) and _is_output(items[i - 1]))]
     return (*head, *(f"{base}[{i}]" for i in starts))
+
+
+def call_item(payload: Any, fmt: str, path: str | None, ids: Sequence[str]) -> str | None:
+    """
+    Where a problem of the calls *ids* points in the file: for a Responses
+    message of several output items (numbered by its first, at *path*), the
+    item holding the first of those calls; *path* itself otherwise.
+
+    >>> items = [{"type": "reasoning", "summary": []}, {"type": "function_call", "call_id": "c1"}]
+    >>> call_item({"input": items}, "openai_responses", "$.input[0]", ["c1"])
+    '$.input[1]'
+    """
+    index = position(path)
+    if fmt != "openai_responses" or path is None or path == "$.input" or index is None or not ids:
+        return path
+    items = payload["input"] if isinstance(payload, Mapping) else payload
+    base = path[: path.rindex("[")]
+    for at in range(index, len(items)):
+        item = items[at]
+        if not (isinstance(item, Mapping) and _is_output(item)):
+            break
+        if item.get("call_id") in ids:
+            return f"{base}[{at}]"
+    return path
 
 
 _OUTSIDE: Final = {
