@@ -39,7 +39,7 @@ from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies
 from workingctx import Message, WorkingContext
 from workingctx.adapters import langchain
 from workingctx.cli import main, model_provider
-from workingctx.cli._facts import trim_facts
+from workingctx.cli._facts import _kept, trim_facts
 from workingctx.cli._files import FORMATS, PROVIDERS, detect, places, position, read_file, write_context
 from workingctx.cli._output import Table, describe, emit, progress
 from workingctx.exceptions import ProviderError
@@ -1437,6 +1437,37 @@ def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path,
     trimmed = run_json(capsys, "trim", str(path), "--budget", "100000")
     assert [(1, "assistant"), (2, "user")] == [(m["index"], m["role"]) for m in trimmed["messages"]][-2:]
     assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]
+
+
+def test_trim_of_a_repeated_exchange_names_the_newest_kept(capsys, tmp_path):
+    """
+    A request repeating one exchange (a status poll) trimmed to the newest
+    two: ``trim`` says it keeps those, 3-6, and drops 1-2, the cache breaking
+    at message 1, as the written request holds; it matched equal messages
+    from the oldest and reported the newest exchange dropped.
+    """
+    poll = [{"role": "user", "content": "Status?"}, {"role": "assistant", "content": "All green. " * 40}]
+    messages = TypeAdapter(list[ChatCompletionMessageParam]).validate_python(
+        [{"role": "system", "content": "Be brief."}, *poll * 3]
+    )
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "messages": messages}), encoding="utf-8")
+    out = tmp_path / "trimmed.json"
+    facts = run_json(capsys, "trim", str(path), "--budget", "250", "-o", str(out))
+    assert ([3, 4, 5, 6], [1, 2], 1) == (facts["kept"], facts["dropped"], facts["cache_break"])
+    assert "keeps 4 of 6 messages: 3-6" in facts["explain"]
+    assert 5 == len(json.loads(out.read_text(encoding="utf-8"))["messages"])
+
+
+def test_kept_messages_rebuilt_by_a_manager_are_matched_from_the_newest():
+    """
+    A manager's result holding equal messages, not the same ones, is matched
+    from the newest: the repeated exchange kept is the last one.
+    """
+    poll = [Message("user", "Status?"), Message("assistant", "All green.")]
+    rebuilt = [Message("user", "Status?"), Message("assistant", "All green.")]
+    assert [2, 3] == _kept([*poll, *poll], rebuilt)
+    assert [0, 3] == _kept([poll[0], *rebuilt, poll[1]], [poll[0], poll[1]])
 
 
 def test_trim_output_refused_names_the_message_where_the_file_holds_it(capsys, tmp_path):

@@ -279,6 +279,27 @@ def _pin(specs: Sequence[str]) -> Any:
     return scopes[0] if len(scopes) == 1 else AnyOf(scopes)
 
 
+def _kept(messages: Sequence[Message], out: Sequence[Message]) -> list[int]:
+    """
+    The indices of *messages* that a manager's result *out* (a subsequence of
+    them) holds: the very messages it kept, else (a manager that rebuilt
+    them) equal ones matched from the newest, as a window keeps the newest. A
+    match of equal messages from the oldest took a repeated exchange early in
+    the file for the newest one kept.
+    """
+    kept: list[int] = []
+    for index, message in enumerate(messages):
+        if len(kept) < len(out) and out[len(kept)] is message:
+            kept.append(index)
+    if len(kept) == len(out):
+        return kept
+    kept = []
+    for index in reversed(range(len(messages))):
+        if len(kept) < len(out) and out[len(out) - 1 - len(kept)] == messages[index]:
+            kept.append(index)
+    return kept[::-1]
+
+
 def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str], exact: bool) -> dict[str, Any]:
     """
     The facts ``workingctx trim`` prints: what the token-budget manager keeps and
@@ -291,12 +312,7 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
     options: dict[str, Any] = {} if pinned is None else {"pin": pinned}
     manager = _manager(budget, budget if low is None else low, counter=counter, **options)
     trimmed = manager.trim_context(ctx.fork())
-    # What the manager kept, read off its result (a subsequence of the tail).
-    out = trimmed.messages
-    kept: list[int] = []
-    for index, message in enumerate(ctx.messages):
-        if len(kept) < len(out) and out[len(kept)] == message:
-            kept.append(index)
+    kept = _kept(ctx.messages, trimmed.messages)
     dropped = [i for i in range(ctx.size()) if i not in set(kept)]
     counts = [counter.count_message(m) for m in ctx.messages]
     kept_tokens = sum(counts[i] for i in kept)
