@@ -358,3 +358,35 @@ def test_a_malformed_part_is_named_by_its_path(body, bad, mode, data):
     with pytest.raises(PayloadTypeError) as info:
         google.read(body)
     assert info.value.path == f"contents[{position}].parts"
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [gtypes.Part(text="Be brief."), ["Be brief.", gtypes.Part(text="Answer in French.")]],
+    ids=["part", "list"],
+)
+@pytest.mark.parametrize("dump", ["exclude_none", "json", "python", "object"])
+def test_a_system_instruction_of_parts_reads_as_its_text(instruction, dump):
+    """
+    The SDK takes a system instruction as one part or a list of parts (texts
+    and parts) besides a content; read from a config, dumped or not, each reads
+    as the text it holds and is written back as a content the SDK takes. One
+    part read as a content with no parts: an empty system prompt, its text
+    kept as an unknown field and written back where the SDK refuses it.
+    """
+    config = gtypes.GenerateContentConfig(system_instruction=instruction)
+    dumped = {
+        "exclude_none": lambda: config.model_dump(mode="json", exclude_none=True),
+        "json": lambda: config.model_dump(mode="json"),
+        "python": config.model_dump,
+        "object": lambda: config,
+    }[dump]()
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "config": dumped}
+    texts = ["Be brief."] if isinstance(instruction, gtypes.Part) else ["Be brief.", "Answer in French."]
+    system = google.read(body).prefix.as_messages()
+    assert [texts] == [[block.text for block in m.content] for m in system]
+    written = google.write(google.read(body))["system_instruction"]
+    assert [{"text": text} for text in texts] == gtypes.Content.model_validate(written).model_dump(
+        mode="json", exclude_none=True
+    )["parts"]
+    assert () == google.check(body)

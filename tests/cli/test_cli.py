@@ -39,7 +39,7 @@ from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies
 from workingctx import Message, WorkingContext
 from workingctx.adapters import langchain
 from workingctx.cli import main, model_provider
-from workingctx.cli._facts import trim_facts
+from workingctx.cli._facts import _kept, trim_facts
 from workingctx.cli._files import FORMATS, PROVIDERS, detect, places, position, read_file, write_context
 from workingctx.cli._output import Table, describe, emit, progress
 from workingctx.exceptions import ProviderError
@@ -848,8 +848,8 @@ class TestOutputFiles:
         out_file = tmp_path / "out.json"
         status, out, err = run(capsys, "trim", str(lone), "--budget", "1000", "-o", str(out_file))
         assert 1 == status
-        assert "message 0: unencodable-text" in err
-        assert "message 1: unencodable-text: content holds the lone surrogate '\\ud800' at character 5" in err
+        assert "$.messages[0]: unencodable-text" in err
+        assert "$.messages[1]: unencodable-text: content holds the lone surrogate '\\ud800' at character 5" in err
         assert not out_file.exists()
         status, out, err = run(capsys, "inspect", str(lone))
         assert (0, "") == (status, err)
@@ -1442,6 +1442,105 @@ def test_every_command_names_a_message_where_the_file_holds_it(capsys, tmp_path,
     assert sorted(trimmed["kept"] + trimmed["dropped"]) == [m["index"] for m in trimmed["messages"]]
 
 
+def test_trim_of_a_repeated_exchange_names_the_newest_kept(capsys, tmp_path):
+    """
+    A request repeating one exchange (a status poll) trimmed to the newest
+    two: ``trim`` says it keeps those, 3-6, and drops 1-2, the cache breaking
+    at message 1, as the written request holds; it matched equal messages
+    from the oldest and reported the newest exchange dropped.
+    """
+    poll = [{"role": "user", "content": "Status?"}, {"role": "assistant", "content": "All green. " * 40}]
+    messages = TypeAdapter(list[ChatCompletionMessageParam]).validate_python(
+        [{"role": "system", "content": "Be brief."}, *poll * 3]
+    )
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "messages": messages}), encoding="utf-8")
+    out = tmp_path / "trimmed.json"
+    facts = run_json(capsys, "trim", str(path), "--budget", "250", "-o", str(out))
+    assert ([3, 4, 5, 6], [1, 2], 1) == (facts["kept"], facts["dropped"], facts["cache_break"])
+    assert "keeps 4 of 6 messages: 3-6" in facts["explain"]
+    assert 5 == len(json.loads(out.read_text(encoding="utf-8"))["messages"])
+
+
+def test_kept_messages_rebuilt_by_a_manager_are_matched_from_the_newest():
+    """
+    A manager's result holding equal messages, not the same ones, is matched
+    from the newest: the repeated exchange kept is the last one.
+    """
+    poll = [Message("user", "Status?"), Message("assistant", "All green.")]
+    rebuilt = [Message("user", "Status?"), Message("assistant", "All green.")]
+    assert [2, 3] == _kept([*poll, *poll], rebuilt)
+    assert [0, 3] == _kept([poll[0], *rebuilt, poll[1]], [poll[0], poll[1]])
+
+
+def test_trim_output_refused_names_the_message_where_the_file_holds_it(capsys, tmp_path):
+    """
+    ``trim -o`` of a request whose kept window breaks the provider's rules (a
+    prefill ending in a space) writes nothing and says so on one line, naming
+    the message by its JSON path in the file read, not by its position in the
+    trimmed context (``message 4``, with the system prompt counted).
+    """
+    turns = []
+    for i in range(6):
+        turns += [
+            {"role": "user", "content": f"question {i} " * 20},
+            {"role": "assistant", "content": f"answer {i} " * 20},
+        ]
+    turns[-1]["content"] = "Sure "
+    TypeAdapter(list[MessageParam]).validate_python(turns)
+    path = tmp_path / "request.jsonl"
+    path.write_text(json.dumps({"model": "claude-sonnet-4-6", "system": "Be brief.", "messages": turns}) + "\n")
+    out = tmp_path / "trimmed.jsonl"
+    status, _, err = run(capsys, "trim", str(path), "--budget", "200", "-o", str(out))
+    assert (1, False) == (status, out.exists())
+    assert 1 == len(err.strip().splitlines())
+    assert "request.jsonl:1: the trimmed request breaks anthropic's rules, so -o " in err
+    assert "was not written: $.messages[11]: trailing-whitespace: " in err
+
+
+def test_a_problem_of_a_call_points_at_its_item_in_a_responses_run(capsys, tmp_path):
+    """
+    A Responses message of several output items (reasoning, text, two calls)
+    is numbered by its first item, and a problem of one of its calls points,
+    by ``where``, at the item holding that call, not at the reasoning item
+    that opens the run.
+    """
+    items = [
+        {"role": "user", "content": "Restart the web tier"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Restarting.", "annotations": []}]},
+        {"type": "function_call", "call_id": "call_1", "name": "restart", "arguments": "{}"},
+        {"type": "function_call", "call_id": "call_2", "name": "status", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "up"},
+        {"role": "user", "content": "Never mind"},
+    ]  # fmt: skip
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "input": items}), encoding="utf-8")
+    for command in ("check", "inspect"):
+        facts = run_json(capsys, command, str(path))
+        problems = facts["requests"][0]["problems"] if command == "check" else facts["problems"]
+        assert [(1, "$.input[3]", "dangling-call")] == [(p["index"], p["where"], p["rule"]) for p in problems]
+    assert [0, 1, 5, 6] == [m["index"] for m in run_json(capsys, "inspect", str(path))["messages"]]
+
+
+def test_a_responses_input_of_one_text_is_message_0_not_the_prefix(capsys, tmp_path):
+    """
+    A Responses body whose ``input`` is one text holds one message of the
+    tail: ``inspect`` numbers it 0, as ``trim`` does, and marks only the
+    ``instructions`` ``P`` (it marked the text ``P`` too, a prefix message it is not).
+    """
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4.1", "instructions": "Be brief.", "input": "hi"}), encoding="utf-8")
+    inspected = run_json(capsys, "inspect", str(path))
+    assert [("P", "prefix"), (0, "tail")] == [(m["index"], m["part"]) for m in inspected["messages"]]
+    assert [0] == [m["index"] for m in run_json(capsys, "trim", str(path), "--budget", "1000")["messages"]]
+    path.write_text(json.dumps({"model": "gpt-4.1", "input": "hi"}), encoding="utf-8")
+    status, out, _ = run(capsys, "inspect", str(path))
+    assert (0, "prefix: 0 messages, 0 tokens") == (status, out.splitlines()[4].partition(";")[0])
+
+
 def _langchain_messages() -> list:
     """
     A LangChain conversation with a tool exchange, built with ``langchain_core``'s own messages.
@@ -1500,6 +1599,48 @@ def test_a_list_that_is_not_all_langchain_names_the_item(capsys, tmp_path):
     status, _, err = run(capsys, "check", str(path))
     assert 1 == status
     assert "item 1 is no LangChain message serialized with model_dump(), langchain_core.load.dumpd" in err
+
+
+@pytest.mark.parametrize("form", ["model_dump", "state"])
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda item: item.update(role="user"), "item 2 is no LangChain message serialized with"),
+        (lambda item: item.update(content=5), "item 2 is no LangChain 'ai' message: content.str: Input should be"),
+        (lambda item: item.update(tool_calls=[{"name": "f"}]), "item 2 is no LangChain 'ai' message: tool_call()"),
+    ],
+    ids=["foreign", "content", "tool_call"],
+)
+def test_a_damaged_langchain_item_is_named_by_its_json_path_on_one_line(capsys, tmp_path, form, damage, reason):
+    """
+    A LangChain list whose item is foreign, or one LangChain cannot build (a
+    content that is no text, a tool call without its arguments), is refused
+    on one line naming the item's JSON path in the file, not with pydantic's
+    multi-line report or no place at all.
+    """
+    items = [m.model_dump() for m in _langchain_messages()]
+    damage(items[2])
+    path = tmp_path / "messages.json"
+    body = {"messages": items} if form == "state" else items
+    path.write_text(json.dumps(body), encoding="utf-8")
+    status, _, err = run(capsys, "check", str(path))
+    assert 1 == status
+    where = "$.messages[2]" if form == "state" else "$[2]"
+    assert f"messages.json:1: {where}: not a langchain request: {reason}" in err
+    assert 1 == len(err.strip().splitlines())
+
+
+@pytest.mark.parametrize("body", [{"contents": []}, {"messages": "hi"}])
+def test_a_body_forced_to_langchain_without_a_list_of_messages_says_so(capsys, tmp_path, body):
+    """
+    ``--format langchain`` on a body with no list of messages names what was
+    expected, not a bare ``'messages'`` (the KeyError it raised).
+    """
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    status, _, err = run(capsys, "check", str(path), "--format", "langchain")
+    assert 1 == status
+    assert "request.json:1: $.messages: not a langchain request: LangChain messages are a list of serialized" in err
 
 
 @pytest.mark.parametrize("where", ["config", "systemInstruction"])
@@ -1572,6 +1713,31 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     status, _, err = run(capsys, "replay", str(path), "--model", "gpt-4.1")
     assert 2 == status
     assert "mixed.jsonl, line 1: a request to gemini priced with gpt-4.1, a model of openai" in err
+
+
+def test_a_mixed_log_whose_last_line_names_no_model_is_replayed(capsys, tmp_path):
+    """
+    A log mixing providers whose last line names no model is replayed, that
+    line priced with the last model the log names, as a line naming none
+    before the last is: it was refused for naming no model, and the
+    ``--model`` it asked for was refused too (one model for every line of a
+    log going to two providers), so no command could replay it.
+    """
+    claude = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": [{"role": "user", "content": "Hi"}]}
+    TypeAdapter(list[MessageParam]).validate_python(claude["messages"])
+    chat = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "Hi"}]}
+    unnamed = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(f"{json.dumps(body)}\n" for body in (claude, chat, unnamed)), encoding="utf-8")
+    rows = run_json(capsys, "replay", str(path))["strategies"][0]["requests"]
+    assert [("anthropic", "claude-sonnet-4-6"), ("openai", "gpt-4.1"), ("openai", "gpt-4.1")] == [
+        (r["provider"], r["model"]) for r in rows
+    ]
+    assert 0 == run(capsys, "report", str(path), "-o", str(tmp_path / "report.html"))[0]
+    path.write_text("".join(f"{json.dumps(body)}\n" for body in (chat, claude, unnamed)), encoding="utf-8")
+    status, _, err = run(capsys, "replay", str(path))
+    assert 2 == status
+    assert "mixed.jsonl, line 3: a request to openai priced with claude-sonnet-4-6, a model of anthropic" in err
 
 
 def _resolve(body, path: str):

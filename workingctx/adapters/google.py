@@ -264,10 +264,30 @@ class _Reader:
         return ToolResultBlock(call_id, raw.get("response", {}), content=tuple(blocks), provider_data={PROVIDER: data})
 
 
+_PART_FIELDS = frozenset(
+    {
+        "text",
+        "inline_data",
+        "file_data",
+        "function_call",
+        "function_response",
+        "executable_code",
+        "code_execution_result",
+    }
+)
+"""The fields one of which a part holds (and a content does not)."""
+
+
 def _system(raw: Any) -> Message:
     if isinstance(raw, str):
         return Message("system", raw, provider_data={PROVIDER: {"_str": True}})
-    content = _fields(expect_mapping(raw, "system_instruction"))
+    value = plain(raw)
+    if isinstance(value, list):  # the SDK's list of parts (``system_instruction=["Be brief.", part]``)
+        content: dict[str, Any] = {"parts": [{"text": p} if isinstance(p, str) else p for p in value]}
+    else:
+        content = _fields(expect_mapping(raw, "system_instruction"))
+        if "parts" not in content and content.keys() & _PART_FIELDS:  # one part (``system_instruction=Part(...)``)
+            content = {"parts": [raw]}
     reader = _Reader()
     parts = tuple(map(reader.part, expect_list(content.get("parts", []), "parts")))
     extra: dict[str, Any] = sdk_form(unknown(content, ("parts",)))

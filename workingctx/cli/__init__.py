@@ -58,7 +58,7 @@ from workingctx.cli._files import (
 )
 from workingctx.cli._output import Table, emit, printable, shown_path
 from workingctx.cli._report import render
-from workingctx.exceptions import CacheRuleError, PricingError, WorkingCtxError
+from workingctx.exceptions import CacheRuleError, PricingError, ProviderError, WorkingCtxError
 
 __all__ = ["main"]
 
@@ -281,12 +281,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "trim":
         facts = trim_facts(doc, budget=args.budget, low=args.low, pin=args.pin, exact=exact)
         if args.output:
-            write_context(doc, facts["_trimmed"], args.output)
+            try:
+                write_context(doc, facts["_trimmed"], args.output)
+            except ProviderError as exc:  # the kept window breaks the provider's rules: named as the file numbers it
+                raise InputError(args.file, _refused(exc, facts["_where"], args.output), line=doc.lines[-1]) from None
         return _finish(args, facts, show_trim)
     if provider is None:
         kind = "LangChain messages" if doc.format == "langchain" else "workingctx JSON"
         msg = f"{shown_path(args.file)} is {kind}: say whose cache to replay with --provider"
         raise UsageError(msg)
+    if model is None:  # a log's line naming none is priced with the last model the log names, as the others are
+        model = next((name for name in reversed(doc.models) if name is not None), None)
     if model is None:
         msg = (
             f"{shown_path(args.file)} names no model (no 'model' field): "
@@ -313,6 +318,19 @@ def _run(args: argparse.Namespace) -> int:
     else:
         emit([f"wrote {shown_path(args.output)} ({size} bytes)"])
     return 0
+
+
+def _refused(exc: ProviderError, where: Sequence[str], output: str) -> str:
+    """
+    Why ``trim -o`` wrote nothing, on one line: each problem of the trimmed
+    request at the JSON path of its message in the file read (*where*).
+    """
+    rules = "every provider's" if exc.provider is None else f"{exc.provider}'s"
+    found = "; ".join(
+        f"{'' if p.index is None or p.index >= len(where) else where[p.index] + ': '}{p.rule}: {p.message}"
+        for p in exc.problems
+    )
+    return f"the trimmed request breaks {rules} rules, so -o {shown_path(output)} was not written: {found or exc}"
 
 
 def _finish(

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from workingctx import cache
-from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, places, position, readable
+from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, call_item, places, position, readable
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
 from workingctx.managers import TokenBudgetContextManager
@@ -212,10 +212,14 @@ def _file_problems(
     a provider, every provider's rules (LangChain messages: their adapter's).
     """
     if fmt in ADAPTERS and provider in {None, PROVIDERS.get(fmt)}:
-        return _rows(ADAPTERS[fmt].check(readable(payload, fmt)), where)
-    if provider is None:
-        return _problems(ctx, None, where)
-    return _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
+        rows = _rows(ADAPTERS[fmt].check(readable(payload, fmt)), where)
+    elif provider is None:
+        rows = _problems(ctx, None, where)
+    else:
+        rows = _rows(ADAPTERS[_WRITER_OF[provider]].check(ctx), where)
+    for row in rows:  # a problem of calls points at the item holding them (a Responses run holds several)
+        row["where"] = call_item(payload, fmt, row["where"], row["ids"])
+    return rows
 
 
 def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
@@ -275,6 +279,27 @@ def _pin(specs: Sequence[str]) -> Any:
     return scopes[0] if len(scopes) == 1 else AnyOf(scopes)
 
 
+def _kept(messages: Sequence[Message], out: Sequence[Message]) -> list[int]:
+    """
+    The indices of *messages* that a manager's result *out* (a subsequence of
+    them) holds: the very messages it kept, else (a manager that rebuilt
+    them) equal ones matched from the newest, as a window keeps the newest. A
+    match of equal messages from the oldest took a repeated exchange early in
+    the file for the newest one kept.
+    """
+    kept: list[int] = []
+    for index, message in enumerate(messages):
+        if len(kept) < len(out) and out[len(kept)] is message:
+            kept.append(index)
+    if len(kept) == len(out):
+        return kept
+    kept = []
+    for index in reversed(range(len(messages))):
+        if len(kept) < len(out) and out[len(out) - 1 - len(kept)] == messages[index]:
+            kept.append(index)
+    return kept[::-1]
+
+
 def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str], exact: bool) -> dict[str, Any]:
     """
     The facts ``workingctx trim`` prints: what the token-budget manager keeps and
@@ -287,12 +312,7 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
     options: dict[str, Any] = {} if pinned is None else {"pin": pinned}
     manager = _manager(budget, budget if low is None else low, counter=counter, **options)
     trimmed = manager.trim_context(ctx.fork())
-    # What the manager kept, read off its result (a subsequence of the tail).
-    out = trimmed.messages
-    kept: list[int] = []
-    for index, message in enumerate(ctx.messages):
-        if len(kept) < len(out) and out[len(kept)] == message:
-            kept.append(index)
+    kept = _kept(ctx.messages, trimmed.messages)
     dropped = [i for i in range(ctx.size()) if i not in set(kept)]
     counts = [counter.count_message(m) for m in ctx.messages]
     kept_tokens = sum(counts[i] for i in kept)
@@ -329,6 +349,8 @@ def trim_facts(doc: Document, *, budget: int, low: int | None, pin: Sequence[str
         "explain": str(report),
         "messages": [{"index": numbers[i], "role": m.role, "text": describe(m)} for i, m in enumerate(ctx.messages)],
         "_trimmed": trimmed,
+        # where the file holds each message of the trimmed request (assembled), to name its problems
+        "_where": (*_where(doc)[: len(ctx.prefix.as_messages())], *(tail[i] for i in kept)),
     }
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "InputError",
     "OutputError",
     "UsageError",
+    "call_item",
     "detect",
     "load_context",
     "model_of",
@@ -488,6 +489,30 @@ def places(payload: Any, fmt: str, ctx: WorkingContext) -> tuple[str, ...]:
     return (*head, *(f"{base}[{i}]" for i in starts))
 
 
+def call_item(payload: Any, fmt: str, path: str | None, ids: Sequence[str]) -> str | None:
+    """
+    Where a problem of the calls *ids* points in the file: for a Responses
+    message of several output items (numbered by its first, at *path*), the
+    item holding the first of those calls; *path* itself otherwise.
+
+    >>> items = [{"type": "reasoning", "summary": []}, {"type": "function_call", "call_id": "c1"}]
+    >>> call_item({"input": items}, "openai_responses", "$.input[0]", ["c1"])
+    '$.input[1]'
+    """
+    index = position(path)
+    if fmt != "openai_responses" or path is None or path == "$.input" or index is None or not ids:
+        return path
+    items = payload["input"] if isinstance(payload, Mapping) else payload
+    base = path[: path.rindex("[")]
+    for at in range(index, len(items)):
+        item = items[at]
+        if not (isinstance(item, Mapping) and _is_output(item)):
+            break
+        if item.get("call_id") in ids:
+            return f"{base}[{at}]"
+    return path
+
+
 _OUTSIDE: Final = {
     "anthropic": ("system",),
     "openai_responses": ("instructions",),
@@ -511,11 +536,14 @@ def _outside(body: Mapping[str, Any], fmt: str) -> tuple[str, ...]:
 
 def position(path: str | None) -> int | None:
     """
-    The index into the body's array that the JSON *path* ends on, or None (``$.system``).
+    The index into the body's array that the JSON *path* ends on (0 for a
+    Responses ``input`` of one text, its one message), or None (``$.system``).
 
-    >>> position("$.messages[2]"), position("$.system")
-    (2, None)
+    >>> position("$.messages[2]"), position("$.input"), position("$.system")
+    (2, 0, None)
     """
+    if path == "$.input":
+        return 0
     if path is None or not path.endswith("]"):
         return None
     return int(path[path.rindex("[") + 1 : -1])
@@ -561,12 +589,17 @@ def _langchain_messages(payload: Any) -> list[Any]:
     mapping with ``messages``, in any form :func:`_langchain_form` knows).
 
     Raises:
-        ValueError: an item that is no serialized LangChain message, naming it.
+        SerializationError: an item that is no serialized LangChain message,
+            or one LangChain cannot build, at its JSON path (``$[3]``, ``$.messages[3]``).
     """
     from langchain_core.messages import messages_from_dict  # noqa: PLC0415  # the [langchain] extra, when used
 
-    items = payload["messages"] if isinstance(payload, Mapping) else payload
-    dicts = []
+    items = payload.get("messages") if isinstance(payload, Mapping) else payload
+    base = "$.messages" if isinstance(payload, Mapping) else "$"
+    if not isinstance(items, list):
+        msg = "LangChain messages are a list of serialized messages, or a state's 'messages' list; found none"
+        raise SerializationError(msg, path=base)
+    messages = []
     for position, item in enumerate(items):
         form = _langchain_form(item)
         data = item["kwargs"] if form == "dumpd" else item["data"] if form == "messages_to_dict" else item
@@ -575,9 +608,24 @@ def _langchain_messages(payload: Any) -> list[Any]:
                 f"item {position} is no LangChain message serialized with model_dump(), langchain_core.load.dumpd "
                 "or messages_to_dict (each names its 'type'); write every message of the list in one of these"
             )
-            raise ValueError(msg)
-        dicts.append({"type": data["type"], "data": data})
-    return list(messages_from_dict(dicts))
+            raise SerializationError(msg, path=f"{base}[{position}]")
+        try:
+            messages += messages_from_dict([{"type": data["type"], "data": data}])
+        except (ValueError, TypeError, KeyError) as exc:
+            msg = f"item {position} is no LangChain {data['type']!r} message: {_one_line(exc)}"
+            raise SerializationError(msg, path=f"{base}[{position}]") from None
+    return messages
+
+
+def _one_line(exc: BaseException) -> str:
+    """
+    What *exc* says, on one line: a pydantic validation error as each field at fault and why.
+    """
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the message'}: {e['msg']}" for e in errors())
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _langchain_written(ctx: WorkingContext, original: Any) -> list[Any]:
