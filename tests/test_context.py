@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -1584,6 +1584,94 @@ class TestRoutedResults:
         assert "call_0-2" == rebuilt.messages[-1].tool_call_id
         assert parent.freeze().digest() == rebuilt.freeze().digest()
         assert () == check_messages(rebuilt.assembled())
+
+    @staticmethod
+    def waiting_siblings(cities: int) -> WorkingContext:
+        """
+        A parent that merged one sibling's finished `call_0`, then *cities*
+        siblings whose `call_0` still waits: `call_0-2`, `call_0-3`, ... there.
+        """
+        parent = WorkingContext().append(Message("user", "Compare the weather."))
+        children = [parent.fork() for _ in range(cities + 1)]
+        children[0].append(
+            Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": "Oslo"})]),
+            Message("tool", "rain", tool_call_id="call_0"),
+        )
+        for n, child in enumerate(children[1:]):
+            child.append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"city": f"city {n}"})]))
+        for child in children:
+            parent.merge(child, mode="union")
+        return parent
+
+    @pytest.mark.parametrize("batch", [False, True], ids=["one by one", "in one extend"])
+    def test_calls_rekeyed_from_one_id_take_its_results_in_order_live_or_rebuilt(self, batch):
+        """
+        Several calls re-keyed from one id while they wait each take one of its
+        results, the first call the first result, in a live context and in one
+        rebuilt from its snapshot alike (the live one sent the first result to
+        the newest call, and the others none).
+        """
+        live = self.waiting_siblings(3)
+        assert ["call_0-2", "call_0-3", "call_0-4"] == [c.id for c in live.pending_calls]
+        rebuilt = WorkingContext.from_snapshot(live.freeze())
+        results = [Message("tool", text, tool_call_id="call_0") for text in ("sun", "wind", "snow")]
+        for ctx in (live, rebuilt):
+            if batch:
+                ctx.extend(results)
+            else:
+                for result in results:
+                    ctx.append(result)
+            assert [("call_0-2", "sun"), ("call_0-3", "wind"), ("call_0-4", "snow")] == [
+                (m.tool_call_id, m.text()) for m in ctx.messages[-3:]
+            ]
+            assert () == check_messages(ctx.assembled())
+        assert live.freeze().digest() == rebuilt.freeze().digest()
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.lists(st.sampled_from(["finished", "waiting", "result", "two results", "user"]), max_size=7),
+        st.integers(0, 7),
+        st.booleans(),
+    )
+    @example(steps=["finished", "waiting", "waiting", "result", "result"], at=1, from_messages=True)
+    @example(steps=["finished", "waiting", "waiting", "two results"], at=3, from_messages=False)
+    def test_a_rebuilt_twin_ends_with_the_live_messages(self, steps, at, from_messages):
+        """
+        A context and its twin rebuilt at any step (from its snapshot or its
+        messages) that then take the same merges and results end the same.
+        """
+        live = WorkingContext().append(Message("user", "Compare the weather."))
+        base = live.fork()
+        twin = None
+
+        def step(ctx: WorkingContext, n: int, kind: str) -> None:
+            if kind in ("finished", "waiting"):
+                child = base.fork().append(Message("assistant", tool_calls=[ToolCall("call_0", "weather", {"n": n})]))
+                if kind == "finished":
+                    child.append(Message("tool", f"done {n}", tool_call_id="call_0"))
+                ctx.merge(child, mode="union")
+            elif kind == "user":
+                ctx.append(Message("user", f"next {n}"))
+            else:
+                ctx.extend([Message("tool", f"r {n}.{i}", tool_call_id="call_0") for i in range(len(kind.split()))])
+
+        for n, kind in enumerate(steps):
+            if n == at:
+                twin = (
+                    WorkingContext(messages=live.messages)
+                    if from_messages
+                    else WorkingContext.from_snapshot(live.freeze())
+                )
+            outcomes = []
+            for ctx in (live, twin) if twin is not None else (live,):
+                try:
+                    step(ctx, n, kind)
+                    outcomes.append(None)
+                except MergeError:
+                    outcomes.append(MergeError)
+            assert len(set(outcomes)) == 1
+        if twin is not None:
+            assert live.messages == twin.messages
 
     def test_a_rebuilt_context_looks_at_its_trailing_exchange_only(self):
         """

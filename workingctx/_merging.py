@@ -71,8 +71,8 @@ class MergeMethods(ContextState):
             return call_id
         with self._tail.lock:
             pending = rule_state(self._tail.view()).pending()[1]
-            new = self._routes.get(call_id)
-            return new if new is not None and new in pending and call_id not in pending else call_id
+            new = _rekey.route_for(self._routes, call_id, pending)
+            return call_id if new is None else new
 
     def _remember_routes(self, pairs: Sequence[tuple[str, str]]) -> None:
         """
@@ -81,9 +81,11 @@ class MergeMethods(ContextState):
         if not pairs and not self._routes:
             return
         with self._tail.lock:
-            pending = set(rule_state(self._tail.view()).pending()[1])
-            routes = {old: new for old, new in self._routes.items() if new in pending}
-            routes.update((old, new) for old, new in pairs if new in pending)
+            pending = rule_state(self._tail.view()).pending()[1]
+            routes = _rekey.kept_routes(self._routes, pending)
+            for old, new in pairs:  # the first call re-keyed from an id keeps its route (see _rekey.route_for)
+                if new in pending:
+                    routes.setdefault(old, new)
             self._routes = routes
 
     def _rekeyed(self, messages: Sequence[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:

@@ -32,9 +32,11 @@ __all__ = [
     "derived_from",
     "derived_routes",
     "exchange_end",
+    "kept_routes",
     "matchings",
     "rebuilt_routes",
     "rename",
+    "route_for",
     "route_results",
 ]
 
@@ -144,6 +146,39 @@ def rebuilt_routes(messages: Sequence[Message], state: Callable[[], RuleState]) 
     return {}
 
 
+def route_for(routes: Mapping[str, str], old: str, waiting: Collection[str]) -> str | None:
+    """
+    The pending call (of *waiting*, in order) a result for *old* answers
+    through *routes*: the call its route names while that call waits, then the
+    next waiting call given a name for *old* (a merge re-keyed several calls
+    from one id while they waited: each result takes the first of them still
+    waiting, as a rebuilt context's :func:`derived_routes` do). None when *old*
+    has no route or waits itself.
+    """
+    target = routes.get(old)
+    if target is None:
+        return None
+    if old in waiting:
+        return None
+    if target in waiting:
+        return target
+    return next((new for new in waiting if derived_from(new, old)), None)
+
+
+def kept_routes(routes: Mapping[str, str], pending: Collection[str]) -> dict[str, str]:
+    """
+    The *routes* that still lead to a *pending* call (in order), each moved to
+    the call :func:`route_for` sends its results to.
+    """
+    kept: dict[str, str] = {}
+    for old, target in routes.items():
+        if target in pending:
+            kept[old] = target
+        elif (new := route_for(routes, old, pending)) is not None:
+            kept[old] = new
+    return kept
+
+
 def route_results(
     messages: Sequence[Message], routes: MutableMapping[str, str], pending: Collection[str]
 ) -> list[Message]:
@@ -151,15 +186,17 @@ def route_results(
     *messages* with the results for re-keyed pending calls sent to their new
     names: in the leading run of messages that only answer calls, a result
     for an id that is not pending, whose route (old id -> new id) names a
-    pending call, answers that call. Every route whose call is no longer
-    pending is dropped from *routes*: its result came, or the call was left behind.
+    pending call, answers that call (see :func:`route_for`). Every route whose
+    call is no longer pending is dropped from *routes* (its result came, or the
+    call was left behind), or moved to the next call given a name for its id.
     """
-    for old, target in list(routes.items()):
-        if target not in pending:
-            del routes[old]
+    kept = kept_routes(routes, pending)
+    if kept != routes:
+        routes.clear()
+        routes.update(kept)
     if not routes:
         return list(messages)
-    waiting = set(pending)
+    waiting = dict.fromkeys(pending)  # in order: a route moves to the first call still waiting
     out: list[Message] = []
     for position, message in enumerate(messages):
         answered = _result_ids(message)
@@ -168,11 +205,11 @@ def route_results(
             break
         sent: dict[str, str] = {}
         for old in answered:
-            new = routes.get(old)
-            if new is not None and old not in waiting and new in waiting:
+            new = route_for(routes, old, waiting)
+            if new is not None:
                 sent[old] = new
         for old in answered:
-            waiting.discard(sent.get(old, old))
+            waiting.pop(sent.get(old, old), None)
         out.append(rename(message, {}, sent))
     return out
 
@@ -227,7 +264,7 @@ class Rekeyer:
 
     def __init__(self, state: RuleState, incoming: Sequence[Message], routes: Mapping[str, str]) -> None:
         self._taken = _Taken(_Known(state), incoming)
-        self._pending = set(state.pending()[1])
+        self._pending = dict.fromkeys(state.pending()[1])  # in order (see route_for)
         self.routes = dict(routes)
         self._leading = True
         # incoming id -> its name here, for the newest incoming call with that id
@@ -254,7 +291,8 @@ class Rekeyer:
         if self._leading and answered and not calls:
             # results for calls of the receiving transcript: a re-keyed pending call takes its old id's
             routed = route_results([message], self.routes, self._pending)[0]
-            self._pending.difference_update(_result_ids(routed))
+            for answered_id in _result_ids(routed):
+                self._pending.pop(answered_id, None)
             return routed
         self._leading = False
         renamed: dict[str, str] = {}
