@@ -1635,6 +1635,8 @@ class TestRoutedResults:
     )
     @example(steps=["finished", "waiting", "waiting", "result", "result"], at=1, from_messages=True)
     @example(steps=["finished", "waiting", "waiting", "two results"], at=3, from_messages=False)
+    @example(steps=["waiting", "waiting", "two results"], at=2, from_messages=False)
+    @example(steps=["waiting", "waiting", "result", "result"], at=2, from_messages=True)
     def test_a_rebuilt_twin_ends_with_the_live_messages(self, steps, at, from_messages):
         """
         A context and its twin rebuilt at any step (from its snapshot or its

@@ -108,13 +108,15 @@ def derived_routes(state: RuleState) -> dict[str, str]:
     """
     The routes a plain message list implies, which keeps no map: each pending
     call whose name was given to another id (``call_0-2``) takes the results
-    for that id (``call_0``) while that id itself is not pending.
+    for that id (``call_0``) while that id itself is not pending (checked
+    when a result comes, see :func:`route_for`: ``call_0`` may wait too, and
+    have its result first).
     """
     _, pending = state.pending()
     routes: dict[str, str] = {}
     for new in pending:
         head, separator, number = new.rpartition(SEPARATOR)
-        if separator and head and number.isdigit() and head not in pending:
+        if separator and head and number.isdigit():
             routes.setdefault(head, new)
     return routes
 
