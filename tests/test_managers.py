@@ -8,8 +8,13 @@ import asyncio
 import contextvars
 import copy
 import logging
+import multiprocessing
 import pickle
-from collections.abc import Sequence
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import attrs
 import pytest
@@ -90,6 +95,40 @@ def tool_turn(n: int, *, final: bool = True) -> list[Message]:
     if final:
         out.append(Message("assistant", f"answer {n}"))
     return out
+
+
+T = TypeVar("T")
+
+
+def _summarize_into(manager: SummaryContextManager, queue: Any) -> None:
+    """
+    In a child process: summarize a conversation the sync way and put the second message's name in *queue*.
+    """
+    queue.put(manager.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))).messages[1].name)
+
+
+def _in_thread(call: Callable[[], T], timeout: float = 10) -> T:
+    """
+    The result of *call* run in another thread (what it raises, raised here),
+    failing the test when it takes past *timeout* seconds (a hang).
+    """
+    out: list[tuple[T | None, BaseException | None]] = []
+
+    def run() -> None:
+        try:
+            out.append((call(), None))
+        except BaseException as exc:  # raised again in the caller
+            out.append((None, exc))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not out:
+        pytest.fail("the call hung")
+    result, raised = out[0]
+    if raised is not None:
+        raise raised
+    return cast("T", result)
 
 
 async def echo_summarizer(messages: Sequence[Message], *, prompt: str, max_tokens: int) -> str:
@@ -674,6 +713,76 @@ class TestSummaryContextManager:
         ctx = outer.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2")))
         assert "summary" == ctx.messages[1].text()
         assert before is nested.messages
+
+    def test_a_forked_child_process_summarizes_with_a_loop_of_its_own(self):
+        """
+        A process forked after the parent summarized the sync way summarizes
+        too: the parent's loop thread is not in it (it waited forever).
+        """
+        manager = SummaryContextManager(echo_summarizer, max_messages=2, keep_recent=1)
+        manager.trim_context(WorkingContext(messages=conversation("q1", "a1", "q2", "a2")))
+        fork = multiprocessing.get_context("fork")
+        queue = fork.SimpleQueue()
+        child = fork.Process(target=_summarize_into, args=(manager, queue))
+        child.start()
+        child.join(20)
+        if child.is_alive():
+            child.kill()
+            pytest.fail("the forked process hung in trim_context")
+        assert SUMMARY_NAME == queue.get()
+
+    @pytest.mark.parametrize("exit_type", [KeyboardInterrupt, SystemExit])
+    def test_a_summarizer_raising_an_exit_reaches_the_caller_and_the_loop_lives_on(self, exit_type):
+        """
+        A KeyboardInterrupt or SystemExit in the summarizer reaches the code
+        that called trim_context, and later calls still summarize (the loop's
+        thread died of it, and every later call waited forever).
+        """
+
+        async def leaving(*_: object, **__: object) -> str:
+            raise exit_type
+
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = ctx.messages
+        with pytest.raises(exit_type):
+            _in_thread(lambda: SummaryContextManager(leaving, max_messages=2, keep_recent=1).trim_context(ctx))
+        assert before is ctx.messages
+        done = _in_thread(
+            lambda: SummaryContextManager(echo_summarizer, max_messages=2, keep_recent=1).trim_context(ctx)
+        )
+        assert SUMMARY_NAME == done.messages[1].name
+
+    def test_a_caller_interrupted_while_it_waits_cancels_the_summary(self):
+        """
+        Ctrl-C while trim_context waits stops the summary: the context is not
+        changed later, behind the back of the code that was interrupted.
+        """
+        started, finished = threading.Event(), threading.Event()
+
+        async def slow(*_: object, **__: object) -> str:
+            started.set()
+            try:
+                await asyncio.sleep(0.5)
+            finally:
+                finished.set()
+            return "summary"
+
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = ctx.messages
+        main = threading.get_ident()
+
+        def interrupt() -> None:
+            started.wait(5)
+            signal.pthread_kill(main, signal.SIGINT)
+
+        interrupter = threading.Thread(target=interrupt)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            SummaryContextManager(slow, max_messages=2, keep_recent=1).trim_context(ctx)
+        interrupter.join()
+        assert finished.wait(5)
+        time.sleep(0.6)  # past the summarizer's end, had it gone on
+        assert before is ctx.messages
 
     def test_boundary_moves_to_keep_an_exchange_whole(self):
         """

@@ -28,10 +28,11 @@ import bisect
 import inspect
 import itertools
 import logging
+import os
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, cast
 
 import attrs
 
@@ -850,9 +851,16 @@ class _SummarizingLoop:
     client bound to the loop it first ran in keeps working, where a new
     ``asyncio.run`` loop per call would find it closed), and usable from a
     thread whose own loop is running, where ``asyncio.run`` cannot be.
+
+    A child process made by ``fork`` starts a loop of its own on first use
+    (the parent's thread is not in it); a ``KeyboardInterrupt`` or
+    ``SystemExit`` a summarizer raises reaches its caller, not the loop's thread.
     """
 
     def __init__(self) -> None:
+        self._forget()
+
+    def _forget(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -861,23 +869,46 @@ class _SummarizingLoop:
         """
         The result of *coroutine*, run in the loop, with this thread's context
         variables (a tracer's current run, say), while this thread waits.
+        When the wait ends early (``KeyboardInterrupt``), the coroutine is cancelled.
         """
         with self._lock:
-            if self._loop is None:
+            thread = self._thread
+            if self._loop is None or thread is None or not thread.is_alive():
                 self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(
+                thread = self._thread = threading.Thread(
                     target=self._loop.run_forever, name="workingctx-summarizer", daemon=True
                 )
-                self._thread.start()
+                thread.start()
             loop = self._loop
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is thread:
             coroutine.close()
             msg = f"{caller} was called by a summarizer while it summarizes; await atrim_context() there"
             raise RuntimeError(msg)
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()  # in a copy of this thread's context
+        future = asyncio.run_coroutine_threadsafe(_caught(coroutine), loop)  # in a copy of this thread's context
+        try:
+            result, escaped = future.result()
+        except BaseException:
+            future.cancel()  # the caller stopped waiting: the summary does not land later behind its back
+            raise
+        if escaped is not None:
+            raise escaped
+        return result
+
+
+async def _caught(coroutine: Coroutine[Any, Any, C]) -> tuple[C, BaseException | None]:
+    """
+    *coroutine*'s result, or the ``KeyboardInterrupt`` or ``SystemExit`` it
+    raised, which would otherwise stop the loop running it.
+    """
+    try:
+        return await coroutine, None
+    except (KeyboardInterrupt, SystemExit) as exc:
+        return cast("C", None), exc
 
 
 _SUMMARIZING = _SummarizingLoop()
+if hasattr(os, "register_at_fork"):  # a forked child has the loop but not its thread, nor a free lock
+    os.register_at_fork(after_in_child=_SUMMARIZING._forget)  # noqa: SLF001  # the module's own object
 
 
 @attrs.frozen(repr=False)
