@@ -695,6 +695,27 @@ class TestSummaryContextManager:
             current.reset(token)
         assert ["run-7"] == seen
 
+    def test_sync_summarizers_of_two_threads_run_at_once(self):
+        """
+        A plain (not async) summarizer called by trim_context on two threads
+        runs for both at once: it held up the one loop every sync call shares,
+        so each summary waited for the other's.
+        """
+        both = threading.Barrier(2, timeout=5)
+
+        def meeting(*_: object, **__: object) -> str:
+            both.wait()  # broken (and the summary dropped) unless the other thread's call is in here too
+            return "summary"
+
+        manager = SummaryContextManager(meeting, max_messages=2, keep_recent=1)
+        contexts = [WorkingContext(messages=conversation("q1", "a1", "q2", "a2")) for _ in range(2)]
+        workers = [threading.Thread(target=manager.trim_context, args=(ctx,)) for ctx in contexts]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(10)
+        assert [SUMMARY_NAME, SUMMARY_NAME] == [ctx.messages[1].name for ctx in contexts]
+
     def test_a_summarizer_calling_trim_context_names_atrim_context(self):
         """
         Common error: a summarizer that trims another context the sync way

@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import bisect
+import functools
 import inspect
 import itertools
 import logging
@@ -865,6 +866,12 @@ class _SummarizingLoop:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
+    def running_here(self) -> bool:
+        """
+        Whether this thread is the loop's (a summary of :meth:`run` is under way in it).
+        """
+        return threading.current_thread() is self._thread
+
     def run(self, coroutine: Coroutine[Any, Any, C], caller: str) -> C:
         """
         The result of *coroutine*, run in the loop, with this thread's context
@@ -1085,7 +1092,14 @@ class SummaryContextManager(BaseContextManager[WorkingContext]):
 
     async def _summarize(self, old: Sequence[Message]) -> str | None:
         try:
-            result: object = self.summarizer(tuple(old), prompt=self.summary_prompt, max_tokens=self.max_summary_tokens)
+            call = functools.partial(
+                self.summarizer, tuple(old), prompt=self.summary_prompt, max_tokens=self.max_summary_tokens
+            )
+            if _SUMMARIZING.running_here() and not inspect.iscoroutinefunction(self.summarizer):
+                # a sync summarizer would hold up every trim_context of the process: it runs beside the loop
+                result: object = await asyncio.to_thread(call)
+            else:
+                result = call()
             if inspect.isawaitable(result):
                 result = await result
         except Exception:  # any summarizer failure leaves the context as it was
