@@ -558,3 +558,44 @@ def test_a_responses_custom_output_with_an_image_is_named_for_chat():
     problems = openai_chat.check(openai_responses.read(items))
     assert [(p.index, p.rule) for p in problems] == [(2, "unsendable")]
     assert "custom tool's output" in problems[0].message
+
+
+@pytest.mark.parametrize("target", [anthropic, google, langchain], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_answer_of_a_left_out_custom_call_is_left_out_with_it(target):
+    """
+    Where a Chat custom tool call is left out, so is whatever answers it: a
+    result block in a user message (its other content stays), a tool message
+    that carries another call's result besides (that result stays), and a
+    repeated answer, which ``repair`` keeps as a real result. Each request is
+    valid as Chat sends it and as the target does.
+    """
+    chat = [
+        {"role": "user", "content": "count, and the weather"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}},
+                {"id": "f1", "type": "function", "function": {"name": "weather", "arguments": "{}"}},
+            ],
+        },
+    ]
+    asked = openai_chat.read_messages(chat)
+    block_answer = [*asked, Message("user", (ToolResultBlock("c1", "42"), ToolResultBlock("f1", "rain")))]
+    carried = [*asked, Message("tool", (ToolResultBlock("f1", "rain"),), tool_call_id="c1")]
+    answer = [Message("tool", "42", tool_call_id="c1"), Message("tool", "rain", tool_call_id="f1")]
+    repeated = [*asked, *answer, Message("tool", "42", tool_call_id="c1")]
+    for messages in (block_answer, carried):
+        assert openai_chat.check(messages) == ()
+        assert target.check(messages) == ()
+        written = target.write(messages)
+        if target is not langchain:
+            VALIDATORS[target](written)
+        kept = essence(target.read(written))
+        assert [c[0] for c in kept["calls"]] == ["f1"]
+        assert set(kept["results"]) == {"f1"}
+    assert [p.rule for p in openai_chat.check(repeated)] == ["duplicate-result"]
+    written = target.write(repeated, repair=True)
+    assert target.check(repeated) == ()
+    if target is not langchain:
+        VALIDATORS[target](written)
