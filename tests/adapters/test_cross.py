@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from openai.types.chat import ChatCompletionMessageParam
@@ -30,8 +30,8 @@ from tests.wire_strategies import (
     responses_bodies,
     solid,
 )
-from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.adapters._common import parse_data_url
+from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.adapters._common import parse_data_url, repair_messages
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -599,3 +599,60 @@ def test_every_answer_of_a_left_out_custom_call_is_left_out_with_it(target):
     assert target.check(repeated) == ()
     if target is not langchain:
         VALIDATORS[target](written)
+
+
+_IDS = st.sampled_from(["a", "b", "c"])
+
+
+@st.composite
+def _step(draw: st.DrawFn) -> Message:
+    """
+    One message of a transcript mixing function calls with custom tool calls
+    (as Chat Completions reads them), answered by tool messages, result blocks
+    or ``custom_tool_call_output`` items, in any order or not at all.
+    """
+    kind = draw(st.sampled_from(["user", "assistant", "calls", "calls", "tool", "tool", "block", "output"]))
+    if kind == "user":
+        return Message("user", "u")
+    if kind == "assistant":
+        return Message("assistant", "t")
+    if kind == "calls":
+        asked = draw(st.lists(st.tuples(st.booleans(), _IDS), min_size=1, max_size=3, unique_by=lambda c: c[1]))
+        text = (TextBlock("s"),) if draw(st.booleans()) else ()
+        customs = tuple(ProviderBlock("openai_responses", _custom_call(i)) for custom, i in asked if custom)
+        calls = tuple(ToolCall(i, "f", {}) for custom, i in asked if not custom)
+        return Message("assistant", (*text, *customs), tool_calls=calls)
+    call_id = draw(_IDS)
+    if kind == "tool":
+        return Message("tool", "r", tool_call_id=call_id)
+    if kind == "block":
+        return Message("user", (ToolResultBlock(call_id, "r"),))
+    return Message("user", (ProviderBlock("openai_responses", _custom_output(call_id)),))
+
+
+@given(st.lists(_step(), max_size=7))
+def test_check_is_empty_exactly_when_write_succeeds_with_custom_calls(steps):
+    """
+    For every format, with custom tool calls among function calls, reused ids
+    and missing, misplaced or repeated answers: ``check`` finds nothing
+    exactly when ``write`` sends, and ``repair=True`` sends what its repair
+    leaves valid (a custom output answers only custom calls here). What Chat
+    Completions sends, the formats that leave custom calls out send too.
+    """
+    messages = [Message.user("start"), *steps]
+    functions = {c.id for m in messages for c in m.tool_calls}
+    outputs = {b.answers for m in messages for b in m.content if isinstance(b, ProviderBlock)}
+    assume(not functions & outputs)
+    for target in (openai_chat, openai_responses, anthropic, google, langchain):
+        for repair in (False, True):
+            sent = repair_messages(messages) if repair else messages
+            problems = target.check(sent)
+            if target in (anthropic, google, langchain) and openai_chat.check(sent) == ():
+                assert problems == (), target.__name__
+            if problems:
+                with pytest.raises(ProviderError):
+                    target.write(messages, repair=repair)
+                continue
+            written = target.write(messages, repair=repair)
+            if target is not langchain:
+                VALIDATORS[target](written)
