@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from openai.types.chat import ChatCompletionMessageParam
@@ -30,8 +30,8 @@ from tests.wire_strategies import (
     responses_bodies,
     solid,
 )
-from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.adapters._common import parse_data_url
+from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
+from workingctx.adapters._common import parse_data_url, repair_messages
 from workingctx.frozen import thaw
 from workingctx.messages import (
     AudioBlock,
@@ -558,3 +558,101 @@ def test_a_responses_custom_output_with_an_image_is_named_for_chat():
     problems = openai_chat.check(openai_responses.read(items))
     assert [(p.index, p.rule) for p in problems] == [(2, "unsendable")]
     assert "custom tool's output" in problems[0].message
+
+
+@pytest.mark.parametrize("target", [anthropic, google, langchain], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_answer_of_a_left_out_custom_call_is_left_out_with_it(target):
+    """
+    Where a Chat custom tool call is left out, so is whatever answers it: a
+    result block in a user message (its other content stays), a tool message
+    that carries another call's result besides (that result stays), and a
+    repeated answer, which ``repair`` keeps as a real result. Each request is
+    valid as Chat sends it and as the target does.
+    """
+    chat = [
+        {"role": "user", "content": "count, and the weather"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}},
+                {"id": "f1", "type": "function", "function": {"name": "weather", "arguments": "{}"}},
+            ],
+        },
+    ]
+    asked = openai_chat.read_messages(chat)
+    block_answer = [*asked, Message("user", (ToolResultBlock("c1", "42"), ToolResultBlock("f1", "rain")))]
+    carried = [*asked, Message("tool", (ToolResultBlock("f1", "rain"),), tool_call_id="c1")]
+    answer = [Message("tool", "42", tool_call_id="c1"), Message("tool", "rain", tool_call_id="f1")]
+    repeated = [*asked, *answer, Message("tool", "42", tool_call_id="c1")]
+    for messages in (block_answer, carried):
+        assert openai_chat.check(messages) == ()
+        assert target.check(messages) == ()
+        written = target.write(messages)
+        if target is not langchain:
+            VALIDATORS[target](written)
+        kept = essence(target.read(written))
+        assert [c[0] for c in kept["calls"]] == ["f1"]
+        assert set(kept["results"]) == {"f1"}
+    assert [p.rule for p in openai_chat.check(repeated)] == ["duplicate-result"]
+    written = target.write(repeated, repair=True)
+    assert target.check(repeated) == ()
+    if target is not langchain:
+        VALIDATORS[target](written)
+
+
+_IDS = st.sampled_from(["a", "b", "c"])
+
+
+@st.composite
+def _step(draw: st.DrawFn) -> Message:
+    """
+    One message of a transcript mixing function calls with custom tool calls
+    (as Chat Completions reads them), answered by tool messages, result blocks
+    or ``custom_tool_call_output`` items, in any order or not at all.
+    """
+    kind = draw(st.sampled_from(["user", "assistant", "calls", "calls", "tool", "tool", "block", "output"]))
+    if kind == "user":
+        return Message("user", "u")
+    if kind == "assistant":
+        return Message("assistant", "t")
+    if kind == "calls":
+        asked = draw(st.lists(st.tuples(st.booleans(), _IDS), min_size=1, max_size=3, unique_by=lambda c: c[1]))
+        text = (TextBlock("s"),) if draw(st.booleans()) else ()
+        customs = tuple(ProviderBlock("openai_responses", _custom_call(i)) for custom, i in asked if custom)
+        calls = tuple(ToolCall(i, "f", {}) for custom, i in asked if not custom)
+        return Message("assistant", (*text, *customs), tool_calls=calls)
+    call_id = draw(_IDS)
+    if kind == "tool":
+        return Message("tool", "r", tool_call_id=call_id)
+    if kind == "block":
+        return Message("user", (ToolResultBlock(call_id, "r"),))
+    return Message("user", (ProviderBlock("openai_responses", _custom_output(call_id)),))
+
+
+@given(st.lists(_step(), max_size=7))
+def test_check_is_empty_exactly_when_write_succeeds_with_custom_calls(steps):
+    """
+    For every format, with custom tool calls among function calls, reused ids
+    and missing, misplaced or repeated answers: ``check`` finds nothing
+    exactly when ``write`` sends, and ``repair=True`` sends what its repair
+    leaves valid (a custom output answers only custom calls here). What Chat
+    Completions sends, the formats that leave custom calls out send too.
+    """
+    messages = [Message.user("start"), *steps]
+    functions = {c.id for m in messages for c in m.tool_calls}
+    outputs = {b.answers for m in messages for b in m.content if isinstance(b, ProviderBlock)}
+    assume(not functions & outputs)
+    for target in (openai_chat, openai_responses, anthropic, google, langchain):
+        for repair in (False, True):
+            sent = repair_messages(messages) if repair else messages
+            problems = target.check(sent)
+            if target in (anthropic, google, langchain) and openai_chat.check(sent) == ():
+                assert problems == (), target.__name__
+            if problems:
+                with pytest.raises(ProviderError):
+                    target.write(messages, repair=repair)
+                continue
+            written = target.write(messages, repair=repair)
+            if target is not langchain:
+                VALIDATORS[target](written)

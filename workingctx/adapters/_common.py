@@ -390,11 +390,13 @@ def _provider_call(block: ContentBlock, role: str, drops: Drops | None) -> TypeG
 
 def answers_left_out(messages: Sequence[Message], drops: Drops) -> list[Message]:
     """
-    *messages* with each tool message that answers a provider's own call the
-    format leaves out (a Chat Completions custom tool call, written for
-    Anthropic, Gemini or LangChain) left out with its call: in its place stands
-    a user message holding only an empty block of that provider, which the
-    format leaves out too, so that it is neither sent nor checked.
+    *messages* with every answer to a provider's own call the format leaves
+    out (a Chat Completions custom tool call, written for Anthropic, Gemini or
+    LangChain) left out with its call, until a call the format sends asks
+    that id again: a tool message answering it stands as a user message
+    holding the results it carries for other calls, or only an empty block of
+    that provider, which the format leaves out too, so that it is neither sent
+    nor checked; a tool-result block answering it is taken from its message.
     """
     left: dict[str, str] = {}  # the id of a call the format leaves out -> its provider
     out = []
@@ -403,10 +405,9 @@ def answers_left_out(messages: Sequence[Message], drops: Drops) -> list[Message]
         if not left and content.__class__ is str:  # the common case: no such call before
             out.append(message)
             continue
-        answered = message.tool_call_id
-        if message.role == "tool" and answered in left and not message.tool_calls:
-            out.append(Message("user", (ProviderBlock(left.pop(answered), {}),)))
-            continue
+        if left and not message.tool_calls:
+            message = _without_answers(message, left)  # noqa: PLW2901
+            content = message.content
         for block in () if isinstance(content, str) else content:
             asked = asked_id(block)
             if isinstance(block, ProviderBlock) and asked is not None and drops(block, message.role):
@@ -417,6 +418,23 @@ def answers_left_out(messages: Sequence[Message], drops: Drops) -> list[Message]
             left.pop(call.id, None)
         out.append(message)
     return out
+
+
+def _without_answers(message: Message, left: Mapping[str, str]) -> Message:
+    """
+    *message* without what it answers of the calls *left* out (see :func:`answers_left_out`).
+    """
+    content = message.content
+    blocks = () if isinstance(content, str) else content
+    answered = message.tool_call_id
+    if message.role == "tool" and answered is not None and answered in left:
+        others = tuple(b for b in blocks if isinstance(b, ToolResultBlock) and b.call_id not in left)
+        return Message("user", others or (ProviderBlock(left[answered], {}),))
+    if not any(isinstance(b, ToolResultBlock) and b.call_id in left for b in blocks):
+        return message
+    kept = tuple(b for b in blocks if not (isinstance(b, ToolResultBlock) and b.call_id in left))
+    provider = next(left[b.call_id] for b in blocks if isinstance(b, ToolResultBlock) and b.call_id in left)
+    return attrs.evolve(message, content=kept or (ProviderBlock(provider, {}),))
 
 
 def _answered_asks(messages: Sequence[Message]) -> list[set[str]]:
