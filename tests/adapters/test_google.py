@@ -325,6 +325,20 @@ ERRORS = [
         {"contents": [{"role": "user", "parts": [{"inlineData": {"data": "AA==", "mimeType": 5}}]}, MODEL]},
         "contents[0].parts[0].inlineData.mimeType",
     ),
+    (
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "q"}]},
+                {"role": "model", "parts": [{"function_call": {"name": "f", "args": ["Paris"]}}]},
+                MODEL,
+            ]
+        },
+        "contents[1].parts[0].function_call.args",
+    ),
+    (
+        {"contents": [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": "Paris"}}]}, MODEL]},
+        "contents[0].parts[0].functionCall.args",
+    ),
 ]
 
 

@@ -222,7 +222,8 @@ class _Reader:
             return None
         args = raw.get("args", {})
         if not isinstance(args, Mapping):
-            return None
+            msg = f"function_call.args must be a JSON object of the call's arguments, got {args!r}"
+            raise ArgumentTypeError(msg, argument="function_call.args", value=args, expected="a JSON object")
         data = dict(extra)
         if "thought_signature" not in data:
             data["_unsigned"] = True  # Gemini made it without a signature: it goes back without one
