@@ -67,7 +67,7 @@ from workingctx.messages import (
 )
 from workingctx.validity import check_messages as every_rule
 
-__all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
+__all__ = ["Problem", "ProviderError", "check", "message_starts", "read", "read_response", "request_key", "write"]
 
 PROVIDER = "openai_responses"  # the key of what only this format carries
 OPENAI = "openai"  # who produces the reasoning; what both OpenAI formats share (the developer role)
@@ -164,6 +164,19 @@ def _is_output(item: Mapping[str, Any]) -> bool:
     if kind in {None, "message"}:
         return item.get("role") == "assistant"
     return isinstance(kind, str) and kind.endswith("_call")
+
+
+def message_starts(items: Sequence[Mapping[str, Any]]) -> list[int]:
+    """
+    The index of the input item each message :func:`read` makes of *items*
+    starts at: a run of the assistant's output items (reasoning, calls, its
+    messages) is one message, every other item one of its own.
+
+    >>> message_starts([{"role": "user", "content": "hi"}, {"type": "reasoning", "summary": []},
+    ...                 {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}])
+    [0, 1]
+    """
+    return [i for i, item in enumerate(items) if not (i and _is_output(item) and _is_output(items[i - 1]))]
 
 
 @wire_errors("Responses", "input")

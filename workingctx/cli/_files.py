@@ -23,7 +23,6 @@ from typing import Any, Final
 import attrs
 
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.adapters.openai_responses import _is_output
 from workingctx.cli._output import shown_path
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError, WorkingCtxError
@@ -483,9 +482,7 @@ def places(payload: Any, fmt: str, ctx: WorkingContext) -> tuple[str, ...]:
     head = _outside(payload, fmt) if body else ()
     if isinstance(items, str):  # a Responses input of one text
         return (*head, base)
-    starts: Sequence[int] = range(len(items))
-    if fmt == "openai_responses":  # a run of output items is one assistant message
-        starts = [i for i, item in enumerate(items) if not (i and _is_output(item) and _is_output(items[i - 1]))]
+    starts = openai_responses.message_starts(items) if fmt == "openai_responses" else range(len(items))
     return (*head, *(f"{base}[{i}]" for i in starts))
 
 
@@ -504,13 +501,8 @@ def call_item(payload: Any, fmt: str, path: str | None, ids: Sequence[str]) -> s
         return path
     items = payload["input"] if isinstance(payload, Mapping) else payload
     base = path[: path.rindex("[")]
-    for at in range(index, len(items)):
-        item = items[at]
-        if not (isinstance(item, Mapping) and _is_output(item)):
-            break
-        if item.get("call_id") in ids:
-            return f"{base}[{at}]"
-    return path
+    end = next((start for start in openai_responses.message_starts(items) if start > index), len(items))
+    return next((f"{base}[{at}]" for at in range(index, end) if items[at].get("call_id") in ids), path)
 
 
 _OUTSIDE: Final = {
