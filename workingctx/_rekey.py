@@ -100,8 +100,7 @@ def derived_from(new: str, old: str) -> bool:
     """
     Whether *new* is a name :func:`~workingctx.callids.fresh_call_id` gives *old* (``call_0-2`` for ``call_0``).
     """
-    head = old + SEPARATOR
-    return new.startswith(head) and new[len(head) :].isdigit()
+    return _given_for(new) == old
 
 
 def derived_routes(state: RuleState) -> dict[str, str]:
@@ -115,10 +114,19 @@ def derived_routes(state: RuleState) -> dict[str, str]:
     _, pending = state.pending()
     routes: dict[str, str] = {}
     for new in pending:
-        head, separator, number = new.rpartition(SEPARATOR)
-        if separator and head and number.isdigit():
-            routes.setdefault(head, new)
+        old = _given_for(new)
+        if old is not None:
+            routes.setdefault(old, new)
     return routes
+
+
+def _given_for(new: str) -> str | None:
+    """
+    The id *new* would be the name :func:`~workingctx.callids.fresh_call_id`
+    gives (``call_0`` for ``call_0-2``), or None for a name it never gives.
+    """
+    head, separator, number = new.rpartition(SEPARATOR)
+    return head if separator and head and number.isdigit() else None
 
 
 def rebuilt_routes(messages: Sequence[Message], state: Callable[[], RuleState]) -> dict[str, str]:
@@ -140,7 +148,7 @@ def rebuilt_routes(messages: Sequence[Message], state: Callable[[], RuleState]) 
         calls = message.call_ids
         if not calls:
             break
-        if any(number.isdigit() and head for head, _, number in (c.rpartition(SEPARATOR) for c in calls)):
+        if any(map(_given_for, calls)):
             return derived_routes(state())
         if message.role != "assistant" or message.result_ids:
             break
