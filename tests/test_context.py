@@ -266,6 +266,47 @@ class TestFork:
         assert [1] == parent.get("plain")
 
 
+class TestPendingCalls:
+    @given(st.data())
+    def test_every_kind_of_waiting_call_is_pending(self, data):
+        """
+        Any Chat Completions transcript with function and custom tool calls,
+        or Responses client calls of every kind, cut inside an exchange: the
+        pending calls are exactly the calls the rules say wait at the end
+        (``pending-at-end``), in that order, each under the id and name its
+        wire call gives; a fork for each one that a tool message answers is taken.
+        """
+        from tests.wire_strategies import chat_messages, client_call_examples  # noqa: PLC0415
+        from workingctx.adapters import openai_responses  # noqa: PLC0415
+
+        if data.draw(st.booleans(), label="chat"):
+            wire = data.draw(chat_messages(custom=True))
+            calls = [i for i, m in enumerate(wire) if m.get("tool_calls")]
+            assume(calls)
+            at = data.draw(st.sampled_from(calls))
+            answered = data.draw(st.integers(0, len(wire[at]["tool_calls"]) - 1))
+            wire = wire[: at + 1 + answered]
+            names = {c["id"]: (c.get("function") or c["custom"])["name"] for c in wire[at]["tool_calls"]}
+            ctx = openai_chat.read(wire)
+        else:
+            pairs = data.draw(st.lists(st.sampled_from(range(6)), min_size=1, max_size=4))
+            asking = [client_call_examples(f"call_{n}")[kind] for n, kind in enumerate(pairs)]
+            answered = data.draw(st.integers(0, len(asking) - 1))
+            answers = [client_call_examples(f"call_{n}")[kind][1] for n, kind in enumerate(pairs)][:answered]
+            items = [{"role": "user", "content": "go"}, *(a for a, _ in asking), *answers]
+            names = {a.get("call_id") or a["id"]: a.get("name") or a["type"] for a, _ in asking}
+            ctx = openai_responses.read(items)
+        waiting = [p.ids for p in check_messages(ctx.assembled()) if p.rule == "pending-at-end"]
+        assert waiting == [tuple(c.id for c in ctx.pending_calls)]
+        assert [names[c.id] for c in ctx.pending_calls] == [c.name for c in ctx.pending_calls]
+        for call in ctx.pending_calls:
+            if call.provider_data.get("openai_responses", {}).get("item", {}).get("type", "custom_tool_call") in {
+                "custom_tool_call",
+                "function_call",
+            }:
+                assert call.id == ctx.fork(for_call=call.id).parent_call_id
+
+
 class TestMerge:
     def test_union_keeps_a_shared_message_once_and_concat_twice(self):
         """

@@ -260,17 +260,41 @@ class TestPendingCalls:
         parent.merge(parent.fork(for_call="d2"), mode="result", result=Message("tool", "as a message"))
         assert [("d1", "given"), ("d2", "as a message")] == [(m.tool_call_id, m.text()) for m in parent.messages[2:]]
 
-    def test_no_fork_for_a_providers_own_call(self):
+    def test_a_fork_for_a_chat_completions_custom_tool_call(self):
         """
-        A pending Responses custom tool call is answered by an output item of
-        its own kind, which a result merge cannot write: fork(for_call=...)
+        A pending Chat Completions custom tool call (held as a Responses
+        ``custom_tool_call``) is answered by a tool message, as a function call
+        is: fork(for_call=...) takes it, the result merge closes it, and both
+        OpenAI formats send the exchange (Responses as a ``custom_tool_call_output``).
+        """
+        from workingctx.adapters import openai_chat, openai_responses  # noqa: PLC0415
+
+        custom = {"id": "call_1", "type": "custom", "custom": {"name": "grep", "input": "TODO"}}
+        body = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [custom]}]}
+        parent = openai_chat.read(body)
+        child = parent.fork(for_call="call_1")
+        assert "call_1" == child.parent_call_id
+        assert ["user"] == [m.role for m in child.messages]
+        parent.merge(child.append(Message("assistant", "3 hits")), mode="result")
+        assert ("call_1", "3 hits") == (parent.messages[-1].tool_call_id, parent.messages[-1].text())
+        assert {"role": "tool", "content": "3 hits", "tool_call_id": "call_1"}.items() <= openai_chat.write(parent)[
+            "messages"
+        ][-1].items()
+        output = {"type": "custom_tool_call_output", "call_id": "call_1", "output": "3 hits"}
+        assert output == openai_responses.write(parent)["input"][-1]
+        assert [] == valid_everywhere(parent.assembled(), allow_pending=False)
+
+    def test_no_fork_for_a_call_answered_in_its_own_kind(self):
+        """
+        A pending Responses shell call is answered by an output item of its
+        own kind, which a result merge cannot write: fork(for_call=...)
         refuses it with MergeError naming the id (no IndexError at the merge).
         """
-        asking = {"type": "custom_tool_call", "call_id": "c1", "name": "sql", "input": "SELECT 1"}
+        asking = {"type": "shell_call", "call_id": "c1", "action": {"commands": ["ls"]}, "status": "completed"}
         parent = WorkingContext(
             messages=[Message("user", "q"), Message("assistant", (ProviderBlock("openai_responses", asking),))]
         )
-        with pytest.raises(MergeError, match="'c1'") as info:
+        with pytest.raises(MergeError, match="'c1' is a call in a provider's own kind") as info:
             parent.fork(for_call="c1")
         assert ("c1",) == info.value.ids
         assert 2 == parent.size()

@@ -21,7 +21,7 @@ from workingctx._tail import TailView, rule_state
 from workingctx.exceptions import (
     MergeError,
 )
-from workingctx.messages import Message, ToolCall, calls_of, check_messages
+from workingctx.messages import Message, ToolCall, calls_of, check_messages, tool_answers
 from workingctx.scopes._exchanges import is_reasoning_only
 from workingctx.validity import STRUCTURAL_RULES, RuleState
 
@@ -108,11 +108,11 @@ class MergeMethods(ContextState):
                 "fork for a call the newest assistant message made and that has no result yet"
             )
             raise MergeError(msg, ids=(call_id,))
-        if not calls_of(view[at:], (call_id,)):
+        if not tool_answers(calls_of(view[at:], (call_id,))[0]):
             msg = (
-                f"fork(for_call={call_id!r}): {call_id!r} is a call in a provider's own kind (a Responses custom "
-                "tool, computer or shell call, or MCP approval request), answered by an item of that kind, which "
-                "a result merge cannot write; fork() without for_call and append the answer yourself"
+                f"fork(for_call={call_id!r}): {call_id!r} is a call in a provider's own kind (a Responses computer "
+                "or shell call, or MCP approval request), answered by an item of that kind, which a result merge "
+                "cannot write; fork() without for_call and append the answer yourself"
             )
             raise MergeError(msg, ids=(call_id,))
         return at - 1 if at > 0 and is_reasoning_only(view[at - 1]) else at
@@ -122,6 +122,10 @@ class MergeMethods(ContextState):
         """
         The tool calls that wait for their result at the end of the tail, in order.
 
+        Every kind of call that waits for an answer is one: function calls,
+        and a provider's own calls (a custom tool call, a Responses computer
+        or shell call, an MCP approval request), as :class:`~workingctx.ToolCall`
+        values holding their item (see :func:`workingctx.messages.calls_of`).
         They are the calls of the newest assistant message that asked for
         tools (and of the calling turns right before it, which make one
         exchange with it), when only results (or nothing) came after; a call that other

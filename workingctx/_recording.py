@@ -187,6 +187,9 @@ class RecordingMethods(ContextState):
         """
         Give every pending tool call of a recorded context a result (``text``,
         by default ``"(<outcome>)"``) with *outcome*; messages waiting for them go in next.
+        A provider's own call answered by an item of its own kind (a Responses
+        computer or shell call, an MCP approval request) stays pending: a tool
+        message cannot answer it.
         """
         if outcome not in OUTCOMES or outcome == "done":
             msg = f"close_pending() takes an outcome other than 'done', got {outcome!r}"

@@ -468,7 +468,9 @@ class WorkingContext(MergeMethods, RecordingMethods):
                 closes the call with the child's answer.
 
         Raises:
-            MergeError: *for_call* is not the id of a pending call here.
+            MergeError: *for_call* is not the id of a pending call here, or
+                names a call a tool message cannot answer (a Responses computer
+                or shell call, an MCP approval request: see :func:`workingctx.messages.calls_of`).
 
         >>> from workingctx import Message, ToolCall, WorkingContext
         >>> ctx = WorkingContext(messages=[Message("user", "Check the certificate of example.com.")])

@@ -742,19 +742,21 @@ class TestPendingCalls:
 
     def test_a_user_message_waits_for_a_providers_own_call(self):
         """
-        A Responses custom tool call waits for its output as a function call
-        does: a user message added meanwhile goes in after the output, and a
-        clear is refused; close_pending() has no result of that kind to give.
+        A Responses shell call waits for its output as a function call does:
+        it is among ``pending_calls``, a user message added meanwhile goes in
+        after the output, and a clear is refused; close_pending() has no
+        result of that kind to give.
         """
         from workingctx.adapters import openai_responses  # noqa: PLC0415
 
-        custom = {"type": "custom_tool_call", "call_id": "c1", "name": "sql", "input": "SELECT 1"}
-        items = [{"role": "user", "content": "q"}, custom]
-        items.append({"type": "custom_tool_call_output", "call_id": "c1", "output": "1"})
+        shell = {"type": "shell_call", "call_id": "c1", "action": {"commands": ["ls"]}, "status": "completed"}
+        items = [{"role": "user", "content": "q"}, shell]
+        items.append({"type": "shell_call_output", "call_id": "c1", "output": [], "status": "completed"})
         question, asked, output = openai_responses.read(items).messages
         ctx = recorded()
         ctx.append(question, asked, Message("user", "also this"))
         assert 2 == ctx.size()
+        assert [("c1", "shell_call")] == [(c.id, c.name) for c in ctx.pending_calls]
         with pytest.raises(PendingCallsError, match="'c1'"):
             ctx.clear_messages()
         ctx.close_pending("cancelled")
@@ -763,6 +765,27 @@ class TestPendingCalls:
         assert ["q", "", "", "also this"] == [m.text() for m in ctx.messages]
         assert ("c1",) == ctx.messages[2].result_ids
         assert 1 == ctx.turn
+        assert_replays(ctx)
+
+    def test_close_pending_answers_a_custom_tool_call(self):
+        """
+        A custom tool call is pending as a function call is, and a tool
+        message answers it (the Responses adapter writes it as the call's
+        ``custom_tool_call_output``): close_pending() closes it, and the user
+        message waiting for it goes in after.
+        """
+        from workingctx.adapters import openai_responses  # noqa: PLC0415
+
+        custom = {"type": "custom_tool_call", "call_id": "c1", "name": "sql", "input": "SELECT 1"}
+        question, asked = openai_responses.read([{"role": "user", "content": "q"}, custom]).messages
+        ctx = recorded()
+        ctx.append(question, asked, Message("user", "also this"))
+        assert [("c1", "sql")] == [(c.id, c.name) for c in ctx.pending_calls]
+        ctx.close_pending("cancelled")
+        assert [("tool", "(cancelled)"), ("user", "also this")] == [(m.role, m.text()) for m in ctx.messages[2:]]
+        assert () == ctx.pending_calls
+        sent = openai_responses.write(ctx)["input"]
+        assert {"type": "custom_tool_call_output", "call_id": "c1", "output": "(cancelled)"} == sent[2]
         assert_replays(ctx)
 
     @given(

@@ -45,7 +45,7 @@ from workingctx.history.entries import (
     check_note_key,
     freeze_json,
 )
-from workingctx.messages import Message, ProviderBlock, ToolResultBlock, Usage, calls_of
+from workingctx.messages import Message, ToolResultBlock, Usage, calls_of, tool_answers
 from workingctx.prefix import PrefixContext
 from workingctx.pricing import cost
 from workingctx.snapshot import FrozenContext
@@ -119,8 +119,8 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     The ids of the calls waiting for their result at the end of *ctx*'s tail:
     those of :attr:`WorkingContext.pending_calls`, the one notion of a pending
     call (a call other messages already followed without its result is broken,
-    not pending), and a provider's own calls (a Responses custom tool call, see
-    ``ProviderBlock.asks``), which wait for an answer of their own kind.
+    not pending), a provider's own calls included (a custom tool call, a
+    Responses computer or shell call: see ``ProviderBlock.asks``).
     """
     view = ctx._tail.view()  # the tail alone: no prefix to render
     if not view:
@@ -138,11 +138,7 @@ def _pending_ids(ctx: WorkingContext) -> tuple[str, ...]:
     if not ids:
         return ()
     exchange = view[at:]  # the calling turns (one after another, joined) and the results after them
-    own = {call.id for call in calls_of(exchange, ids)}
-    for message in exchange:
-        if not isinstance(message.content, str):
-            own.update(b.asks for b in message.content if isinstance(b, ProviderBlock) and b.asks is not None)
-    return tuple(call_id for call_id in ids if call_id in own)
+    return tuple(call.id for call in calls_of(exchange, ids))
 
 
 def _minus(a: Usage, b: Usage) -> Usage:
@@ -424,8 +420,9 @@ class Recorder:
         with ctx._tail.lock:
             self._open("close_pending()")
             words = text if text is not None else f"({outcome})"
-            # a provider's own call is answered in its own kind, never by a tool message: it stays pending
-            results = [Message.tool(words, call_id=call.id) for call in ctx.pending_calls]
+            # a provider's own call (but a custom tool call) is answered in its own kind, never by a
+            # tool message: it stays pending
+            results = [Message.tool(words, call_id=call.id) for call in ctx.pending_calls if tool_answers(call)]
             self.commit(ctx, [self._entry("tool_result", m, outcome) for m in results])
 
     def replace(self, ctx: WorkingContext, items: Sequence[Message], change: Change | None = None) -> None:

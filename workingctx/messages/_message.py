@@ -16,8 +16,11 @@ from workingctx._canonical import message_digest
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
 from workingctx.frozen import EMPTY_JSON_OBJECT, FrozenDict
 from workingctx.messages._blocks import (
+    _ASKING,
+    _RESPONSES,
     BLOCK_TYPES,
     ContentBlock,
+    ProviderBlock,
     RemoteToolCallBlock,
     TextBlock,
     ToolCall,
@@ -449,6 +452,11 @@ def calls_of(messages: Sequence[Message], ids: Sequence[str]) -> tuple[ToolCall,
     The calls with these ids that *messages* make (the assistant turns of one
     exchange, which may be several calling turns one after another, and the
     results after them), in the order of *ids* (call blocks as :class:`ToolCall`).
+
+    A provider's own call (:attr:`ProviderBlock.asks`: a custom tool call, a
+    computer or shell call, an MCP approval request) is one too: a
+    :class:`ToolCall` under its item's ``name`` (its ``type`` when it has
+    none), with the item whole in ``provider_data`` (see :func:`tool_answers`).
     """
     calls: dict[str, ToolCall] = {}
     for message in messages:
@@ -456,6 +464,46 @@ def calls_of(messages: Sequence[Message], ids: Sequence[str]) -> tuple[ToolCall,
             calls.setdefault(call.id, call)
         if not isinstance(message.content, str):
             for block in message.content:
-                if isinstance(block, ToolCallBlock | RemoteToolCallBlock) and block.id not in calls:
-                    calls[block.id] = ToolCall(block.id, block.name, block.args)
+                if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+                    if block.id not in calls:
+                        calls[block.id] = ToolCall(block.id, block.name, block.args)
+                elif isinstance(block, ProviderBlock) and (asks := block.asks) is not None and asks not in calls:
+                    calls[asks] = _provider_call(block, asks)
     return tuple(calls[i] for i in ids if i in calls)
+
+
+def _provider_call(block: ProviderBlock, call_id: str) -> ToolCall:
+    """
+    A provider's own call as a :class:`ToolCall` (see :func:`calls_of`).
+    """
+    name = block.data.get("name")
+    if not (isinstance(name, str) and name):
+        name = str(block.data.get("type"))
+    return ToolCall(call_id, name, provider_data={block.provider: {_ITEM: block.data}})
+
+
+_ITEM = "item"
+"""The key under a provider's name in a :class:`ToolCall`'s ``provider_data`` holding a provider's own call."""
+
+_TOOL_ANSWERED = frozenset({"function_call", "custom_tool_call"})
+"""The kinds of provider items a tool message answers (the OpenAI formats write it as the kind's output)."""
+
+
+def tool_answers(call: ToolCall) -> bool:
+    """
+    Whether a tool message answers *call*: a function call, or a custom tool
+    call (Chat Completions answers it with a tool message; the Responses
+    adapter writes that as its ``custom_tool_call_output``). A provider's own
+    call of another kind (a computer or shell call, an MCP approval request)
+    is answered by an item of its own kind, which only its provider's items give.
+
+    >>> tool_answers(ToolCall("c1", "weather"))
+    True
+    >>> shell = {"type": "shell_call", "call_id": "c2", "action": {"commands": ["ls"]}}
+    >>> tool_answers(calls_of([Message("assistant", (ProviderBlock("openai_responses", shell),))], ["c2"])[0])
+    False
+    """
+    held = call.provider_data.get(_RESPONSES)
+    item = held.get(_ITEM) if isinstance(held, Mapping) else None
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    return kind not in _ASKING or kind in _TOOL_ANSWERED
