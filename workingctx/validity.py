@@ -52,8 +52,8 @@ rule                  what is wrong                                             
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``unresolved-media``, ``unsendable``,
-``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
+``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``unresolved-media``,
+``unsendable``, ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
 
 ``provider=None`` applies every rule. A dropped system message is not in the
@@ -123,6 +123,7 @@ Rule: TypeAlias = Literal[
     "continued-result",
     "unparsable-arguments",
     "unencodable-text",
+    "invalid-base64",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -160,6 +161,7 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         "text holds a lone surrogate (cut inside an emoji), which UTF-8 cannot encode (adapters)",
         _ALL,
     ),
+    "invalid-base64": ("inline data whose text is not base64 (wire format)", frozenset({"gemini"})),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

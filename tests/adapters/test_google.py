@@ -5,6 +5,9 @@ input, thought signatures, id-less calls, cross-format writes and responses.
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
@@ -15,7 +18,7 @@ from pydantic import TypeAdapter
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, ToolCall
 from workingctx.adapters import anthropic, google, openai_chat, openai_responses
-from workingctx.exceptions import PayloadError, PayloadTypeError
+from workingctx.exceptions import PayloadError, PayloadTypeError, ProviderError
 from workingctx.messages import ReasoningBlock
 
 CONTENTS = TypeAdapter(list[gtypes.Content])
@@ -404,3 +407,50 @@ def test_a_system_instruction_of_parts_reads_as_its_text(instruction, dump):
         mode="json", exclude_none=True
     )["parts"]
     assert () == google.check(body)
+
+
+class TestInlineDataBase64:
+    @given(
+        st.one_of(
+            st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode("ascii")),
+            st.binary(max_size=12).map(lambda b: base64.urlsafe_b64encode(b).decode("ascii").rstrip("=")),
+            st.text(alphabet="aB9+/-_= !\n.", max_size=12),
+        ),
+        st.booleans(),
+    )
+    def test_check_reports_what_the_sdk_refuses(self, data, in_response):
+        """
+        Inline data whose text the SDK's ``Blob`` refuses as base64 (so does
+        the API) is an ``invalid-base64`` problem naming its path, for a
+        payload and for the context read from it, in a user part or among a
+        function response's parts; text the SDK decodes is none.
+        """
+        blob = {"inline_data": {"mime_type": "image/png", "data": data}}
+        if in_response:
+            response = {"id": "c1", "name": "shot", "response": {"ok": True}, "parts": [blob]}
+            parts = [{"function_response": response}]
+            path = "parts[0].function_response.parts[0].inline_data.data"
+        else:
+            parts, path = [{"text": "see"}, blob], "parts[1].inline_data.data"
+        body = {
+            "contents": [
+                {"role": "user", "parts": [{"text": "look"}]},
+                {"role": "model", "parts": [{"function_call": {"id": "c1", "name": "shot", "args": {}}}]},
+                {"role": "user", "parts": parts},
+            ]
+        }
+        try:
+            gtypes.Blob.model_validate_json(json.dumps({"data": data}))
+        except ValueError:
+            refused = True
+        else:
+            refused = False
+        for source in (body, google.read(body)):
+            found = [p for p in google.check(source) if p.rule == "invalid-base64"]
+            assert refused == bool(found)
+            if refused:
+                assert [2] == [p.index for p in found]
+                assert path in found[0].message
+        if refused:
+            with pytest.raises(ProviderError, match="invalid-base64"):
+                google.write(google.read(body))

@@ -24,13 +24,14 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
 from workingctx._canonical import canonical_json
 from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
+    STAND_IN,
     Problem,
     ProviderError,
     check_messages,
@@ -584,7 +585,52 @@ def wire_problems(
                     index, "empty-content", f"{at} has no parts, which Gemini refuses; give it text or leave it out"
                 )
             )
+        for path, data in _inline_data(content.get("parts"), "parts"):
+            if not _is_base64(data) and not data.startswith(STAND_IN):  # a stand-in: its unresolved-media problem
+                index, at = where(position)
+                shown = data if len(data) <= 40 else data[:40] + "..."
+                problems.append(
+                    Problem(
+                        index,
+                        "invalid-base64",
+                        f"{at}: {path}.inline_data.data is {shown!r}, not base64 text, which Gemini refuses; "
+                        "give the bytes base64-encoded (or a file_data URI)",
+                    )
+                )
     return tuple(problems)
+
+
+def _inline_data(parts: Any, path: str) -> Iterable[tuple[str, str]]:
+    """
+    (path, data) of every ``inline_data`` blob with text data in *parts*,
+    those of function responses' parts too.
+    """
+    if not isinstance(parts, Sequence) or isinstance(parts, str):
+        return
+    for position, part in enumerate(parts):
+        if not isinstance(part, Mapping):
+            continue
+        here = f"{path}[{position}]"
+        blob = part.get("inline_data")
+        if isinstance(blob, Mapping) and isinstance(blob.get("data"), str):
+            yield here, blob["data"]
+        response = part.get("function_response")
+        if isinstance(response, Mapping):
+            yield from _inline_data(response.get("parts"), f"{here}.function_response.parts")
+
+
+def _is_base64(data: str) -> bool:
+    """
+    Whether Gemini decodes *data* as base64: the URL-safe or the standard
+    alphabet, padded or not, with no bits past the last byte (as the SDK's ``Blob`` takes it).
+    """
+    text = data.replace("-", "+").replace("_", "/")
+    try:
+        decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except ValueError:
+        return False
+    # the SDK refuses a last symbol with bits past the last byte set ("99"), which Python decodes
+    return base64.b64encode(decoded).decode("ascii").rstrip("=") == text.rstrip("=")
 
 
 def _body(sent: list[Message], *, bypass: bool = True) -> tuple[dict[str, Any], tuple[Problem, ...]]:
