@@ -292,6 +292,48 @@ class TestTranscript:
         first = saver.get_tuple(config("t", checkpoint_ns="", checkpoint_id=parent)).checkpoint
         assert "b" == first["channel_values"]["messages"][1].content
 
+    @pytest.mark.parametrize("new", [1.0, True, Count.ONE], ids=["float", "bool", "enum"])
+    def test_a_value_edited_in_place_to_an_equal_one_of_another_type_is_stored(self, stores: Stores, new: Any):
+        """
+        A message field edited in place from ``1`` to a value equal to it of
+        another type (``1.0``, ``True``, an int enum) is a change: the new
+        checkpoint holds the new type, read by this saver and by a new one, as
+        LangGraph's own saver gives it back.
+        """
+        store = stores.new()
+        found = []
+        for saver in (ContextSaver(store), InMemorySaver()):
+            messages = [HumanMessage("a", id="1"), AIMessage("b", id="2", response_metadata={"n": 1})]
+            parent = None
+            for version in (1, 2):
+                checkpoint = empty_checkpoint()
+                checkpoint["channel_values"] = {"messages": list(messages)}
+                checkpoint["channel_versions"] = versions = {"messages": version}
+                where = config("t", checkpoint_ns="", **({} if parent is None else {"checkpoint_id": parent}))
+                saved = saver.put(where, checkpoint, {"source": "loop", "step": version}, versions)
+                parent = saved["configurable"]["checkpoint_id"]
+                messages[1].response_metadata["n"] = new
+            readers = [saver, ContextSaver(stores.again(store))] if isinstance(saver, ContextSaver) else [saver]
+            for reader in readers:
+                value = reader.get_tuple(config("t")).checkpoint["channel_values"]["messages"][1].response_metadata
+                found.append((type(value["n"]), value["n"]))
+        assert [(type(new), new)] * 3 == found
+
+    def test_messages_sharing_a_field_are_converted_once(self, stores: Stores, monkeypatch: pytest.MonkeyPatch):
+        """
+        Messages that share a field's dict (a shallow copy of another, as a
+        node may return) are read unchanged by the next put, which converts
+        only the message it adds.
+        """
+        saver = ContextSaver(stores.new())
+        first = AIMessage("b", id="2", response_metadata={"model": "m"})
+        messages = [HumanMessage("a", id="1"), first, first.model_copy(update={"id": "3"})]
+        parent = put_checkpoint(saver, "t", messages)["configurable"]["checkpoint_id"]
+        converted: list[int] = []
+        monkeypatch.setattr(langgraph_module, "_convert", lambda items: converted.append(len(items)) or _convert(items))
+        put_checkpoint(saver, "t", [*messages, HumanMessage("c", id="4")], parent)
+        assert [1] == converted
+
     def test_a_state_changed_by_its_reader_is_read_as_stored(self, stores: Stores):
         """
         Messages a reader of the state edits in place never change what a

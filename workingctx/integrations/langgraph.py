@@ -36,8 +36,10 @@ import contextlib
 import copy
 import functools
 import hashlib
+import io
 import json
 import operator
+import pickle
 import threading
 import time
 import uuid
@@ -299,7 +301,7 @@ class _Cached:
         return (
             len(self.objects) == count
             and (count == 0 or self.last is messages[count - 1])
-            and list(map(vars, self.objects)) == self.fields
+            and _unchanged(self.objects, self.fields)
         )
 
     def continued_by(self, value: list[Any]) -> bool:
@@ -308,9 +310,36 @@ class _Cached:
         """
         count = len(self.objects)
         head = value[:count]
-        return (
-            len(head) == count and all(map(operator.is_, head, self.objects)) and list(map(vars, head)) == self.fields
-        )
+        return len(head) == count and all(map(operator.is_, head, self.objects)) and _unchanged(head, self.fields)
+
+
+def _unchanged(objects: Sequence[Any], fields: Sequence[dict[str, Any]]) -> bool:
+    """
+    Whether each of *objects* still has the *fields* copied from it, the same
+    values of the same types: equal is not enough (a ``1`` set to ``1.0`` or
+    ``True`` in place, or a str to an enum of it, is a change the store must
+    see). The types are compared by the values' pickles, which name them, at a
+    fraction of :func:`_same`'s cost.
+    """
+    current: list[Any] = list(map(vars, objects))
+    if current != fields:
+        return False
+    try:
+        return _pickled(current) == _pickled(fields)
+    except Exception:  # noqa: BLE001  # a value pickle refuses (a cycle, a lambda): compared field by field
+        return _same(current, fields)
+
+
+def _pickled(value: Any) -> bytes:
+    """
+    *value* pickled without the memo, so values shared between messages
+    pickle as the copies :class:`_Cached` keeps of them do.
+    """
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True
+    pickler.dump(value)
+    return out.getvalue()
 
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
