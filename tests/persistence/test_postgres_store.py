@@ -1,12 +1,13 @@
 """
 The PostgreSQL store's schema versions.
 
-A new store (schema version 2) keeps every digest as its 32 bytes and every
-payload as bytes, long ones compressed; damage to that layout (a digest cut
-short or too long, a compressed payload that no longer inflates) raises
-CheckpointError naming where, and changes nothing. A store of schema version 1
-(every column text) is read and written as version 1, so that an older
-workingctx still reads it.
+A new store (schema version 3) keeps every digest as its 32 bytes and every
+payload as bytes, long ones compressed, and makes the tables of journals and
+recorded contexts when it first needs them; damage to that layout (a digest
+cut short or too long, a compressed payload that no longer inflates, a
+journal table gone) raises CheckpointError naming where, and changes nothing.
+A store of schema version 1 (every column text) or 2 (every table made with
+the store) is read and written as it is, so that an older workingctx still reads it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 from hypothesis import given, settings
@@ -172,16 +174,17 @@ def saved_run(made: Stores, store: PostgresStore | None = None) -> tuple[Postgre
     return store, run
 
 
-class TestVersion2:
+class TestVersion3:
     def test_a_new_store_keeps_digests_as_bytes_and_long_payloads_compressed(self, made):
         """
-        A new store records schema version 2; every digest column is bytea
+        A new store records schema version 3; every digest column is bytea
         holding 32 bytes, every payload is bytea (long ones compressed, the
         rest their UTF-8 text); ids, metadata and the recorded contexts'
         tables stay text; every checkpoint loads equal, here and from a fresh store.
         """
         store, run = saved_run(made)
-        assert [("2",)] == sql(store, "SELECT value FROM @.workingctx_store WHERE key = 'schema_version'")
+        store.save_context(WorkingContext(record=True, id="run").append(Message("user", "hi")))
+        assert [("3",)] == sql(store, "SELECT value FROM @.workingctx_store WHERE key = 'schema_version'")
         types = column_types(store)
         for table, columns in DIGEST_COLUMNS.items():
             for column in columns:
@@ -236,10 +239,141 @@ class TestVersion2:
             assert [(0,)] == sql(store, f"SELECT count(*) FROM @.{table}"), table  # noqa: S608
 
 
+def tables(store: PostgresStore) -> set[str]:
+    """
+    The tables *store*'s schema holds.
+    """
+    found = sql(store, "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (store.schema,))
+    return {name for (name,) in found}
+
+
+CORE = {"workingctx_store", "messages", "message_links", "blobs", "checkpoints", "heads"}
+"""The tables a store of schema version 3 makes with itself."""
+
+
+def version_2_store(made: Stores) -> PostgresStore:
+    """
+    A new, empty store laid out as workingctx made one with schema version 2:
+    the tables of version 3, all made at once, and its marker.
+    """
+    store = made.new()
+    ctx = WorkingContext().append(Message("user", "x"))
+    ctx.journal.record({"k": 1})
+    store.save(Checkpoint.capture(ctx))
+    store.save_context(WorkingContext(record=True, id="made").append(Message("user", "hi")))
+    sql(
+        store,
+        "TRUNCATE @.messages, @.message_links, @.blobs, @.checkpoints, @.heads, @.journal_entries,"
+        " @.journal_links, @.history_entries, @.contexts",
+    )
+    sql(store, "UPDATE @.workingctx_store SET value = '2' WHERE key = 'schema_version'")
+    return made.again(store)
+
+
+class TestTablesOnFirstUse:
+    def test_a_store_makes_the_journal_and_context_tables_when_first_needed(self, made):
+        """
+        A new store holds six tables; a checkpoint with no journal adds none,
+        the first with one adds the journal's two, the first recorded context
+        the contexts' two; until then, listing contexts gives none, loading or
+        deleting one says it is not there, and deleting checkpoints collects
+        garbage without the journal's tables.
+        """
+        store = made.new()
+        assert CORE == tables(store)
+        plain = Checkpoint.capture(WorkingContext().append(Message("user", "hello")))
+        store.save(plain)
+        assert CORE == tables(store)
+        assert [] == list(store.list_contexts())
+        for missing in (store.load_context, store.delete_context):
+            with pytest.raises(CheckpointError, match="ghost"):
+                missing("ghost")
+        assert CORE == tables(store)
+        store.delete(plain.id)
+        assert [(0,)] == sql(store, "SELECT count(*) FROM @.messages")
+        store, run = saved_run(made, store)
+        assert {*CORE, "journal_entries", "journal_links"} == tables(store)
+        fresh = made.again(store)
+        assert run == [fresh.load(checkpoint.id) for checkpoint in run]
+        ctx = WorkingContext(record=True, id="run").append(Message("user", "hi"))
+        fresh.save_context(ctx)
+        assert {*CORE, "journal_entries", "journal_links", "history_entries", "contexts"} == tables(store)
+        assert ["run"] == [info.id for info in store.list_contexts()]
+        assert ctx.messages == store.load_context("run").messages
+
+    def test_two_handles_making_the_journal_tables_at_once_lose_nothing(self, made):
+        """
+        Two handles on a new store saving their first journals side by side
+        each make the tables or find them made; every checkpoint loads.
+        """
+        import threading  # noqa: PLC0415
+
+        store = made.new()
+        other = made.again(store)
+        run = long_run()
+        errors: list[BaseException] = []
+
+        def save(handle: PostgresStore, checkpoint: Checkpoint) -> None:
+            try:
+                handle.save(attrs.evolve(checkpoint, parent=None))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        workers = [threading.Thread(target=save, args=pair) for pair in ((store, run[0]), (other, run[1]))]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert [] == errors
+        assert {"journal_entries", "journal_links"} <= tables(store)
+        fresh = made.again(store)
+        assert [attrs.evolve(c, parent=None) for c in run[:2]] == [fresh.load(c.id) for c in run[:2]]
+
+    def test_a_journal_table_gone_is_damage_named(self, made):
+        """
+        A checkpoint that holds journal entries whose table is gone raises
+        CheckpointError naming the table and the journal's path; the
+        checkpoints without a journal still load, and nothing changes.
+        """
+        store = made.new()
+        plain = Checkpoint.capture(WorkingContext().append(Message("user", "hello")))
+        store.save(plain)
+        store, run = saved_run(made, store)
+        sql(store, "DROP TABLE @.journal_links")
+        raw = Raw("postgres", store)
+        before = raw.state()
+        fresh = made.again(store)
+        with pytest.raises(CheckpointError, match="table journal_links is missing") as info:
+            fresh.load(run[0].id)
+        assert info.value.path.startswith("$.snapshot.journal")
+        assert plain == fresh.load(plain.id)
+        assert before == raw.state()
+
+
+class TestVersion2:
+    def test_a_version_2_store_loads_saves_and_stays_version_2(self, made):
+        """
+        A store of schema version 2 (every table made with it) saves and
+        loads every checkpoint and context, and stays version 2, as an older
+        workingctx reads it; deleting collects its journal's rows.
+        """
+        store = version_2_store(made)
+        store, run = saved_run(made, store)
+        fresh = made.again(store)
+        assert run == [fresh.load(checkpoint.id) for checkpoint in run]
+        ctx = WorkingContext(record=True, id="run").append(Message("user", "hi"))
+        fresh.save_context(ctx)
+        assert ctx.messages == made.again(store).load_context("run").messages
+        assert [("2",)] == sql(store, "SELECT value FROM @.workingctx_store WHERE key = 'schema_version'")
+        for checkpoint in run:
+            fresh.delete(checkpoint.id)
+        assert [(0,)] == sql(store, "SELECT count(*) FROM @.journal_entries")
+
+
 @pytest.fixture(scope="module")
 def shared(scratch_dir: Path) -> Iterator[tuple[PostgresStore, PostgresStore]]:
     """
-    One store of schema version 2, and a second handle on it, for many examples.
+    One store of schema version 3, and a second handle on it, for many examples.
     """
     stores = Stores("postgres", scratch_dir)
     store = stores.new()

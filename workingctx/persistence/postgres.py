@@ -15,9 +15,13 @@ Schema version 2 keeps every digest (item keys, checksums, chain links, the
 keys and seal of a checkpoint row) as its 32 bytes in a ``bytea`` column, and
 every message, journal entry and blob as ``bytea`` too: its UTF-8 text, or, from
 512 bytes on, that text compressed with zlib when that is shorter. Ids, parent
-ids, threads, metadata, times and the recorded contexts' tables stay text. A
-store of schema version 1 (every column text, every payload as it is) is read,
-and written, as version 1, so that an older workingctx still reads it.
+ids, threads, metadata, times and the recorded contexts' tables stay text.
+Schema version 3 keeps that layout, and makes the tables of journals and of
+recorded contexts when it first needs them, not with the store: PostgreSQL
+gives every table pages of its own even empty (16 KB each). A store of schema
+version 1 (every column text, every payload as it is) or 2 (every table made
+with the store) is read, and written, as it is, so that an older workingctx
+still reads it.
 
 Needs the ``postgres`` extra: ``pip install 'workingctx[postgres]'``.
 """
@@ -61,12 +65,13 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this workingctx writes in PostgreSQL, and the newest it reads.
 
 Version 2 stores digests as their raw bytes and payloads as bytes, long ones
-compressed (:func:`~workingctx.persistence._codec.pack`); a store of version 1
-(all text) is read and written as version 1, so that an older workingctx still reads it."""
+compressed (:func:`~workingctx.persistence._codec.pack`); version 3 makes the
+journal and recorded-context tables when first needed. A store of version 1
+(all text) or 2 is read and written as it is, so that an older workingctx still reads it."""
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _ATTEMPTS = 20
@@ -76,11 +81,6 @@ _TABLES = (
     "CREATE TABLE @.messages (digest bytea PRIMARY KEY, data bytea NOT NULL, checksum bytea NOT NULL)",
     (
         "CREATE TABLE @.message_links (chain bytea PRIMARY KEY, prev bytea NOT NULL, message bytea NOT NULL,"
-        " position integer NOT NULL)"
-    ),
-    "CREATE TABLE @.journal_entries (digest bytea PRIMARY KEY, data bytea NOT NULL, checksum bytea NOT NULL)",
-    (
-        "CREATE TABLE @.journal_links (chain bytea PRIMARY KEY, prev bytea NOT NULL, entry bytea NOT NULL,"
         " position integer NOT NULL)"
     ),
     "CREATE TABLE @.blobs (digest bytea PRIMARY KEY, data bytea NOT NULL)",
@@ -93,23 +93,40 @@ _TABLES = (
     ),
     "CREATE TABLE @.heads (thread text PRIMARY KEY, checkpoint text NOT NULL)",
 )
-"""The tables of a new store (schema version 2). Version 1 made the same
-tables with every ``bytea`` column ``text``: hex digests and payloads as they
-are. Such a store is read, and written, as it is (see :class:`_Text`)."""
+"""The tables of a new store (schema version 3), made when it is. Version 1
+made the same tables with every ``bytea`` column ``text``: hex digests and
+payloads as they are. Such a store is read, and written, as it is (see
+:class:`_Text`)."""
 
-# Recorded contexts (see workingctx.persistence.histories): one row per distinct
-# history prefix, and one row per saved context.
-_HISTORY_TABLES = (
-    (
+_LATER = {
+    "journal_entries": (
+        "CREATE TABLE IF NOT EXISTS @.journal_entries (digest bytea PRIMARY KEY, data bytea NOT NULL,"
+        " checksum bytea NOT NULL)"
+    ),
+    "journal_links": (
+        "CREATE TABLE IF NOT EXISTS @.journal_links (chain bytea PRIMARY KEY, prev bytea NOT NULL,"
+        " entry bytea NOT NULL, position integer NOT NULL)"
+    ),
+    # Recorded contexts (see workingctx.persistence.histories): one row per
+    # distinct history prefix, and one row per saved context.
+    "history_entries": (
         "CREATE TABLE IF NOT EXISTS @.history_entries (chain text PRIMARY KEY, prev text NOT NULL,"
         " position integer NOT NULL, data text NOT NULL)"
     ),
-    (
+    "contexts": (
         "CREATE TABLE IF NOT EXISTS @.contexts (id text PRIMARY KEY, head text NOT NULL, entries integer NOT NULL,"
         " first_message text, created_at text NOT NULL, updated_at text NOT NULL, turn integer NOT NULL,"
         " finished integer NOT NULL, parent_id text, seal text NOT NULL)"
     ),
-)
+}
+"""The tables a store of schema version 3 makes when it first needs them: a
+table PostgreSQL holds takes pages (its free-space map, its indexes, its
+TOAST index) even empty, and most stores never hold a journal or a recorded
+context. A store of schema version 1 or 2 has them all from the start (its
+journal tables made with the others, the recorded contexts' when it is opened)."""
+
+_JOURNAL_TABLES = ("journal_entries", "journal_links")
+_HISTORY_TABLES = ("history_entries", "contexts")
 
 _ROW = ", ".join(_codec.ROW_FIELDS)
 
@@ -287,6 +304,8 @@ class PostgresStore:
         self._entries: dict[str, Any] = {}
         self._prefixes: dict[str, PrefixContext] = {}
         self._layout: _Text = _BINARY  # how the store keeps digests and payloads: see _check_format
+        self._version = SCHEMA_VERSION  # the schema version the store records: see _check_format
+        self._made: set[str] = set()  # the tables of _LATER this handle knows are there
         self._local = threading.Lock()
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
@@ -410,7 +429,8 @@ class PostgresStore:
         digests and payloads from the schema version it records.
         """
         _codec.check_marker(found, self._where, SCHEMA_VERSION)
-        self._layout = _BINARY if int(found["schema_version"]) >= 2 else _TEXT
+        self._version = int(found["schema_version"])
+        self._layout = _BINARY if self._version >= 2 else _TEXT
 
     def _prepare(self) -> None:
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
@@ -436,10 +456,58 @@ class PostgresStore:
                     (FORMAT, str(SCHEMA_VERSION)),
                 )
             self._enter(cur, exclusive=None)
-            for statement in _HISTORY_TABLES:
-                cur.execute(self._q(statement))
+            if self._version < 3:  # an older store has every table, the recorded contexts' made when it is opened
+                for name in _HISTORY_TABLES:
+                    cur.execute(self._q(_LATER[name]))
+                with self._local:
+                    self._made.update(_LATER)
+            else:
+                self._existing(cur, _LATER)
 
         self._run(body, write=True)
+
+    def _existing(self, cur: psycopg.Cursor[Any], names: Iterable[str]) -> set[str]:
+        """
+        Which of the tables *names* (of :data:`_LATER`) the store has, remembered.
+        """
+        cur.execute(
+            "SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind = 'r' AND c.relname = ANY(%s)",
+            (self.schema, builtins.list(names)),
+        )
+        found = {str(row[0]) for row in cur.fetchall()}
+        with self._local:
+            self._made.update(found)
+        return found
+
+    def _has(self, cur: psycopg.Cursor[Any], names: tuple[str, ...]) -> bool:
+        """
+        Whether the store has the tables *names* (of :data:`_LATER`): asked
+        only until they are seen, as no table is ever removed.
+        """
+        with self._local:
+            if self._made.issuperset(names):
+                return True
+        return self._existing(cur, names).issuperset(names)
+
+    def _make(self, names: tuple[str, ...]) -> None:
+        """
+        Make the tables *names* (of :data:`_LATER`) unless this handle has
+        seen them, in a transaction of their own (a writer making them at the
+        same time makes this one run again, and find them).
+        """
+        with self._local:
+            if self._made.issuperset(names):
+                return
+
+        def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
+            self._enter(cur, exclusive=False)
+            for name in names:
+                cur.execute(self._q(_LATER[name]))
+
+        self._run(body, write=True)
+        with self._local:
+            self._made.update(names)
 
     # -- saving -------------------------------------------------------------------
 
@@ -462,6 +530,8 @@ class PostgresStore:
         _check_checkpoint(checkpoint)
         _check_thread(thread)
         encoded = _codec.encode(checkpoint)
+        if checkpoint.snapshot.journal:
+            self._make(_JOURNAL_TABLES)
 
         def body(cur: psycopg.Cursor[Any], exclusive: bool) -> None:
             # Pipelined: everything the save needs to know is asked at once,
@@ -709,6 +779,8 @@ class PostgresStore:
         length = _codec.check_count(count, head, root, path, "table checkpoints")
         if length == 0:
             return [], [], None
+        if kind is JOURNAL and not self._has(cur, _JOURNAL_TABLES):
+            damage(f"the checkpoint holds {length} journal entries, and table {links} is missing", path)
         layout = self._layout
         if self._most_of(cur, links, length):
             hexed = f"{layout.hex('chain')}, {layout.hex('prev')}, {layout.hex(item)}"
@@ -865,10 +937,10 @@ class PostgresStore:
         self._run(body, write=True)
 
     def _collect_garbage(self, cur: psycopg.Cursor[Any]) -> None:
-        for links, items, item, head in (
-            ("message_links", "messages", "message", "messages_head"),
-            ("journal_links", "journal_entries", "entry", "journal_head"),
-        ):
+        chains = [("message_links", "messages", "message", "messages_head")]
+        if self._has(cur, _JOURNAL_TABLES):
+            chains.append(("journal_links", "journal_entries", "entry", "journal_head"))
+        for links, items, item, head in chains:
             cur.execute(
                 self._q(
                     f"WITH RECURSIVE live (chain) AS (SELECT {head} FROM @.checkpoints"  # noqa: S608  # constants
@@ -903,6 +975,7 @@ class PostgresStore:
         """
         histories.check_recorded(ctx)
         context_id = ContextInfo.of(ctx).id
+        self._make(_HISTORY_TABLES)
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> str:
             self._enter(cur, exclusive=False)
@@ -940,6 +1013,8 @@ class PostgresStore:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> WorkingContext:
             self._enter(cur, exclusive=None)
+            if not self._has(cur, _HISTORY_TABLES):  # no context was ever saved
+                raise histories.missing(context_id, self._where)
             cur.execute(self._q(f"SELECT {_CONTEXT_COLUMNS} FROM @.contexts WHERE id = %s"), (context_id,))  # noqa: S608
             row = cur.fetchone()
             if row is None:
@@ -975,6 +1050,8 @@ class PostgresStore:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[Any]:
             self._enter(cur, exclusive=None)
+            if not self._has(cur, _HISTORY_TABLES):  # no context was ever saved
+                return []
             cur.execute(self._q(f"SELECT {_CONTEXT_COLUMNS} FROM @.contexts"))  # noqa: S608  # constant columns
             return cur.fetchall()
 
@@ -992,6 +1069,8 @@ class PostgresStore:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
             self._enter(cur, exclusive=True)
+            if not self._has(cur, _HISTORY_TABLES):  # no context was ever saved
+                raise histories.missing(context_id, self._where)
             cur.execute(self._q("DELETE FROM @.contexts WHERE id = %s RETURNING 1"), (context_id,))
             if cur.fetchone() is None:
                 raise histories.missing(context_id, self._where)
