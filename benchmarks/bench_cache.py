@@ -43,12 +43,14 @@ not grow with the run). The first 450 or so messages of a run fit the window
 uncut, so the 1,000-message run cuts at fewer of its requests: cheaper per
 request; from 10,000 messages on nearly every request is a cut.
 
-The rows "workingctx replay" time the command line on a tool-heavy
-transcript of 1,000 and 5,000 turns (four messages a turn; quick: 500 and
-1,000, which stay inside the window) written as one Anthropic request body, with ``--window 100000``: it
-reads the file and replays it under its three strategies (the whole history;
-trimming to the window every turn; the watermark manager), priced with
-claude-sonnet-4-5 through genai-prices.
+The rows "workingctx replay" time the command line per turn on a tool-heavy
+transcript of 1,000, 10,000 and 40,000 turns (four messages a turn; quick:
+500 and 2,000) written as one Anthropic request body, with ``--window 100000``
+and without a window: with one it reads the file and replays it under its
+three strategies (the whole history; trimming to the window every turn; the
+watermark manager), without one under the first alone, priced with
+claude-sonnet-4-5 through genai-prices. The ratio compares each size with the
+first (near 1.0x: the cost per turn does not grow with the transcript).
 
 The row "pricing.cost" times ``workingctx.pricing.cost`` on claude-sonnet-4-5
 (a model only genai-prices' data prices, with prices tiered by input size)
@@ -278,16 +280,19 @@ def scaling(table: Table, quick: bool) -> None:
             )
 
 
-REPLAY_SIZES = (4_000, 20_000)
-"""Messages of the command-line replay rows (four messages a turn: 1,000 and 5,000 turns; quick: 500 and 1,000)."""
+REPLAY_TURNS = (1_000, 10_000, 40_000)
+"""Turns of the command-line replay rows (four messages a turn)."""
+REPLAY_QUICK_TURNS = (500, 2_000)
+"""Turns of the command-line replay rows in a quick run."""
 REPLAY_WINDOW = 100_000
 
 
-def replay_seconds(messages: int, directory: Path) -> float:
+def replay_seconds(messages: int, directory: Path, window: int | None = REPLAY_WINDOW) -> float:
     """
-    Wall seconds of ``workingctx replay FILE --window 100000 --json`` on an
-    Anthropic request body holding :func:`tool_heavy` (*messages*), in this
-    process (the file's reading, every strategy, the facts written out).
+    Wall seconds of ``workingctx replay FILE --window 100000 --json`` (with
+    *window* None, without ``--window``) on an Anthropic request body holding
+    :func:`tool_heavy` (*messages*), in this process (the file's reading,
+    every strategy, the facts written out).
     """
     ctx = WorkingContext()
     ctx.extend(tool_heavy(messages))
@@ -295,9 +300,12 @@ def replay_seconds(messages: int, directory: Path) -> float:
     body["model"] = "claude-sonnet-4-5"
     path = directory / f"run-{messages}.json"
     path.write_text(json.dumps(body), encoding="utf-8")
+    argv = ["replay", str(path), "--json"]
+    if window is not None:
+        argv += ["--window", str(window)]
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        status = cli.main(["replay", str(path), "--window", str(REPLAY_WINDOW), "--json"])
+        status = cli.main(argv)
     seconds = time.perf_counter() - start
     assert status == 0, status
     return seconds
@@ -306,23 +314,27 @@ def replay_seconds(messages: int, directory: Path) -> float:
 def replay_scaling(table: Table, quick: bool) -> None:
     """
     Rows of the command line's ``replay`` time per turn (four messages) as the
-    transcript grows; the baseline is the same at the first size.
+    transcript grows, with ``--window 100000`` and without a window; the
+    baseline is the same at the first size.
     """
-    sizes = (REPLAY_SIZES[0] // 2, REPLAY_SIZES[0]) if quick else REPLAY_SIZES
-    first: float | None = None
+    sizes = REPLAY_QUICK_TURNS if quick else REPLAY_TURNS
     with tempfile.TemporaryDirectory() as directory:
-        for messages in sizes:
-            per_turn = replay_seconds(messages, Path(directory)) / (messages / 4)
-            first = per_turn if first is None else first
-            table.add(
-                GROUP,
-                f"workingctx replay --window {REPLAY_WINDOW:,}, per turn",
-                f"{messages // 4:,} turns",
-                per_turn,
-                baseline=f"same at {sizes[0] // 4:,} turns",
-                baseline_seconds=first,
-                note="three strategies, claude-sonnet-4-5 (genai-prices); target <= 0.5 ms per turn",
-            )
+        for window in (REPLAY_WINDOW, None):
+            label = "no window" if window is None else f"--window {window:,}"
+            strategies = "the whole history alone" if window is None else "three strategies"
+            first: float | None = None
+            for turns in sizes:
+                per_turn = replay_seconds(4 * turns, Path(directory), window) / turns
+                first = per_turn if first is None else first
+                table.add(
+                    GROUP,
+                    f"workingctx replay {label}, per turn",
+                    f"{turns:,} turns",
+                    per_turn,
+                    baseline=f"same at {sizes[0]:,} turns",
+                    baseline_seconds=first,
+                    note=f"{strategies}, claude-sonnet-4-5 (genai-prices); target <= 0.5 ms per turn",
+                )
 
 
 PRICING_MODEL = "claude-sonnet-4-5"
