@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.strategies import block_transcripts, messages, transcripts
 from workingctx import Message, ToolCall
 from workingctx.exceptions import ProviderError, WorkingCtxError
-from workingctx.messages import ToolResultBlock
+from workingctx.messages import TextBlock, ToolCallBlock, ToolResultBlock
 from workingctx.validity import (
     PROVIDERS,
     RULES,
@@ -164,6 +164,24 @@ class TestCheckMessages:
         assert [(0, "empty-content")] == [(p.index, p.rule) for p in check_messages(msgs)]
         assert () == check_messages(msgs, provider="openai")
 
+    def test_a_call_in_another_role_than_assistant(self):
+        """
+        A call block in a user, tool or system message is refused by every
+        provider, naming the message and its call ids; it still counts as a
+        call, so its result is no orphan.
+        """
+        block = ToolCallBlock("c1", "lookup")
+        for role in ("user", "system", "tool"):
+            holder = Message(role, (TextBlock("see"), block), tool_call_id="c0" if role == "tool" else None)
+            msgs = [USER, call("c0"), holder, result("c1"), Message("assistant", "done")]
+            if role != "tool":
+                msgs = [USER, holder, result("c1"), Message("assistant", "done")]
+            found = [(p.index, p.rule, p.ids) for p in check_messages(msgs, provider="openai")]
+            at = msgs.index(holder)
+            assert found == [(at, "call-not-assistant", ("c1",))], role
+            assert f"this {role} message holds the tool call(s) 'c1'" in check_messages(msgs)[0].message
+        assert () == check_messages([USER, Message("assistant", (block,)), result("c1")])
+
     def test_anthropic_shape(self):
         """
         Results carried by a user message as blocks answer their calls like tool messages.
@@ -291,6 +309,29 @@ class TestProperties:
         problems = check_messages([*msgs, again], allow_pending=True)
         duplicates = [p for p in problems if p.rule in {"duplicate-call-id", "reused-call-id"}]
         assert {c.id for c in again.tool_calls} == {i for p in duplicates for i in p.ids}
+
+    @given(transcripts(allow_pending=False), st.data())
+    def test_calls_moved_into_the_message_before_are_reported_there(self, msgs, data):
+        """
+        The calls of a call-only assistant message written into the message
+        before it (of any other role) are reported at that message, by id,
+        and nothing else is reported that the transcript did not break.
+        """
+        movable = [
+            i for i, m in enumerate(msgs) if i and m.tool_calls and not m.content and msgs[i - 1].role != "assistant"
+        ]
+        if not movable:
+            return
+        at = data.draw(st.sampled_from(movable)) - 1
+        before, caller = msgs[at], msgs[at + 1]
+        blocks = tuple(ToolCallBlock(c.id, c.name, c.arguments) for c in caller.tool_calls)
+        content = (TextBlock(before.content),) if isinstance(before.content, str) else before.content
+        moved = Message(before.role, (*content, *blocks), tool_call_id=before.tool_call_id, name=before.name)
+        damaged = [*msgs[:at], moved, *msgs[at + 2 :]]
+        expected = {(p.rule, p.ids) for p in check_messages(msgs)}
+        found = check_messages(damaged)
+        assert (at, "call-not-assistant", caller.call_ids) in [(p.index, p.rule, p.ids) for p in found]
+        assert {(p.rule, p.ids) for p in found if p.rule != "call-not-assistant"} <= expected
 
     @given(st.lists(messages(), max_size=10), st.integers(0, 10))
     def test_walking_further_never_takes_back_a_problem(self, msgs, k):

@@ -26,29 +26,31 @@ with them before writing it.
 The rules, by id (:data:`RULES` holds each one's description and the providers
 that apply it):
 
-===================== ========================================================= ==================
-rule                  what is wrong                                             providers
-===================== ========================================================= ==================
-``empty``             no message at all                                         all
-``orphan-result``     a result answers a call id no earlier message asked for   all
-``misplaced-result``  a result's call is earlier, but other messages sit        all
-                      between them (results follow their call directly)
-``duplicate-result``  a second result for a call that already has one           all
-``result-without-id`` a tool message that names no call                         all
-``dangling-call``     a call without its result, with messages after it         all
-``pending-at-end``    the conversation ends with unanswered calls               all
-                      (not reported with ``allow_pending=True``)
-``duplicate-call-id`` two tool calls share one id while either waits for its    all
-                      result (in one message, or an id asked again before its
-                      result came): no result could say which call it answers
-``reused-call-id``    a call reuses the id of an earlier call that was          anthropic, gemini
-                      answered already (a new exchange); adapters for formats
-                      that need unique ids re-key it when writing
-``first-not-user``    the first message after the system messages is not a     gemini
-                      user message
-``no-user-message``   no user message at all                                    anthropic, gemini
-``empty-content``     a user or assistant message with no content and no calls  anthropic, gemini
-===================== ========================================================= ==================
+====================== ========================================================= ==================
+rule                   what is wrong                                             providers
+====================== ========================================================= ==================
+``empty``              no message at all                                         all
+``orphan-result``      a result answers a call id no earlier message asked for   all
+``misplaced-result``   a result's call is earlier, but other messages sit        all
+                       between them (results follow their call directly)
+``duplicate-result``   a second result for a call that already has one           all
+``result-without-id``  a tool message that names no call                         all
+``dangling-call``      a call without its result, with messages after it         all
+``pending-at-end``     the conversation ends with unanswered calls               all
+                       (not reported with ``allow_pending=True``)
+``duplicate-call-id``  two tool calls share one id while either waits for its    all
+                       result (in one message, or an id asked again before its
+                       result came): no result could say which call it answers
+``reused-call-id``     a call reuses the id of an earlier call that was          anthropic, gemini
+                       answered already (a new exchange); adapters for formats
+                       that need unique ids re-key it when writing
+``first-not-user``     the first message after the system messages is not a     gemini
+                       user message
+``no-user-message``    no user message at all                                    anthropic, gemini
+``empty-content``      a user or assistant message with no content and no calls  anthropic, gemini
+``call-not-assistant`` a message of another role than assistant holds a tool    all
+                       call (only the model asks for calls)
+====================== ========================================================= ==================
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``result-not-first``, ``blank-text``,
@@ -114,6 +116,7 @@ Rule: TypeAlias = Literal[
     "first-not-user",
     "no-user-message",
     "empty-content",
+    "call-not-assistant",
     "id-format",
     "result-not-first",
     "unresolved-media",
@@ -143,6 +146,7 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "first-not-user": ("the first message after the system messages is not a user message", frozenset({"gemini"})),
     "no-user-message": ("the conversation holds no user message", _TURNS),
     "empty-content": ("a user or assistant message has no content and asks for no tool", _TURNS),
+    "call-not-assistant": ("a message of another role than assistant holds a tool call", _ALL),
     "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
     "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),
     "unresolved-media": ("a media-store reference whose bytes were not resolved (adapters)", _ALL),
@@ -417,6 +421,17 @@ class RuleState:
         joined = bool(calls) and role == "assistant" and i > 0 and self.calls_at == i - 1 and not results
         if not (results or role == "tool" or joined):
             self._close()
+        if calls and role != "assistant":
+            self._report(
+                Problem(
+                    i,
+                    "call-not-assistant",
+                    f"this {role} message holds the tool call(s) {_ids(calls)}, and only an assistant message "
+                    "asks for calls; put each call in an assistant message (write(repair=True) moves them "
+                    "into one right after this message)",
+                    tuple(dict.fromkeys(calls)),
+                )
+            )
         if calls:
             if not joined:
                 self._close()

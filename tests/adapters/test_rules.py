@@ -23,6 +23,7 @@ from workingctx.messages import (
     ImageBlock,
     MediaRef,
     TextBlock,
+    ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
 )
@@ -154,6 +155,40 @@ def test_portable_transcripts_write_everywhere(source):
     for module in WRITERS:
         module.write(ctx)
         assert module.check(ctx) == ()
+
+
+@given(chat_messages(portable=True), st.data())
+def test_a_call_in_a_user_message_is_refused_everywhere_and_repair_moves_it(messages, data):
+    """
+    The calls of a call-only assistant message written into the user message
+    before it: every format refuses the request naming that message and the
+    call ids (none writes a call where its API refuses it, or drops it), and
+    ``repair=True`` writes the calls in an assistant message right after it,
+    with every result still answering its call.
+    """
+    ctx = openai_chat.read(messages)
+    msgs = ctx.assembled()
+    movable = [i for i, m in enumerate(msgs) if m.tool_calls and not m.content and msgs[i - 1].role == "user"]
+    if not movable:
+        return
+    at = data.draw(st.sampled_from(movable)) - 1
+    user, caller = msgs[at], msgs[at + 1]
+    blocks = tuple(ToolCallBlock(c.id, c.name, c.arguments) for c in caller.tool_calls)
+    content = (TextBlock(user.content),) if isinstance(user.content, str) else user.content
+    system = len(msgs) - len(ctx.messages)  # the prefix's messages come first
+    damaged = ctx.replace_tail([*msgs[system:at], Message("user", (*content, *blocks)), *msgs[at + 2 :]])
+    for module in WRITERS:
+        problems = module.check(damaged)
+        assert [(p.index, p.ids) for p in problems if p.rule == "call-not-assistant"] == [(at, caller.call_ids)]
+        assert refused(module, damaged) == problems
+        if {p.rule for p in problems} - {"call-not-assistant"}:
+            continue  # a turn rule of the format the original breaks too
+        body = module.write(damaged, repair=True)
+        back = module.read(body).assembled()
+        assert module.check(back) == ()
+        asked = [i for m in back for i in m.call_ids]
+        assert asked == [i for m in msgs for i in m.call_ids]
+        assert [m.role for m in back if set(m.call_ids) & set(caller.call_ids)] == ["assistant"]
 
 
 @pytest.mark.parametrize("module", [openai_chat, openai_responses, anthropic, google])

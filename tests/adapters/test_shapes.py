@@ -24,7 +24,7 @@ from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.adapters._common import REPAIRED, repair_messages
 from workingctx.exceptions import ProviderError
-from workingctx.messages import ToolResultBlock
+from workingctx.messages import TextBlock, ToolCallBlock, ToolResultBlock
 
 CHAT = TypeAdapter(list[ChatCompletionMessageParam])
 ANTHROPIC = TypeAdapter(list[MessageParam])
@@ -202,6 +202,11 @@ REPAIR_CASES = {
     ],
     "pending-at-end": [Message.user("q"), Message.assistant(tool_calls=[ToolCall("c1", "deploy")])],
     "unencodable-text": [Message.user("cut inside an emoji \ud83d"), Message.assistant("ok"), Message.user("go on")],
+    "call-not-assistant": [
+        Message.user([TextBlock("q"), ToolCallBlock("c1", "deploy", {"env": "prod"})]),
+        Message.tool("deployed", call_id="c1"),
+        Message.user("go on"),
+    ],
 }
 NOT_REPAIRED = {
     "misplaced-result": [

@@ -54,12 +54,13 @@ __all__ = [
 Drops = Callable[[ContentBlock, str], bool]
 """Whether a format leaves out a block (another provider's reasoning or items) in a message of a role."""
 
-_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end", "reused-call-id"})
+_TOOL_RULES = frozenset({*STRUCTURAL_RULES, "pending-at-end", "reused-call-id", "call-not-assistant"})
 
-REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end", "unencodable-text"})
+REPAIRED = frozenset({"orphan-result", "dangling-call", "pending-at-end", "unencodable-text", "call-not-assistant"})
 """The rules ``repair=True`` fixes: it drops results whose call is nowhere,
-closes unanswered calls and replaces lone surrogates. A request whose every
-problem is one of these is the only one whose error advises it."""
+closes unanswered calls, moves calls out of messages of other roles than
+assistant and replaces lone surrogates. A request whose every problem is one
+of these is the only one whose error advises it."""
 
 CONTINUES = "_previous_response_id"
 """The key (under ``openai_responses``) of the ``previous_response_id`` of a
@@ -83,8 +84,8 @@ def refuse(problems: Sequence[Problem], provider: str | None) -> ProviderError:
     if not all(p.rule in REPAIRED for p in problems):
         return error  # repair would not make it sendable: the error does not advise it
     hint = (
-        "pass repair=True to drop orphan results, close unanswered calls with an error result "
-        "and replace lone surrogates with U+FFFD"
+        "pass repair=True to drop orphan results, close unanswered calls with an error result, "
+        "move calls into assistant messages and replace lone surrogates with U+FFFD"
     )
     return ProviderError(f"{error}\n{hint}", problems=error.problems, provider=provider)
 
@@ -317,12 +318,13 @@ UNANSWERED = "error: this tool call was not answered"
 def repair_messages(messages: Sequence[Message]) -> list[Message]:
     """
     *messages* with orphan results dropped, every unanswered call closed by
-    an error result placed right after the call's other results, and every
-    lone surrogate in what is sent replaced by U+FFFD. A result that answers a
-    call elsewhere (misplaced, repeated, or of a stored Responses response) is
-    a real result and is kept: repair never discards one.
+    an error result placed right after the call's other results, every tool
+    call a message of another role holds moved into an assistant message right
+    after it, and every lone surrogate in what is sent replaced by U+FFFD. A
+    result that answers a call elsewhere (misplaced, repeated, or of a stored
+    Responses response) is a real result and is kept: repair never discards one.
     """
-    messages = scrub_text(messages)
+    messages = _calls_to_assistant(scrub_text(messages))
     called: set[str] = set()
     kept: list[Message] = []
     for message in messages:
@@ -358,6 +360,25 @@ def repair_messages(messages: Sequence[Message]) -> list[Message]:
         out.append(message)
         missing.extend(call_id for call_id in message.call_ids if call_id not in answered)
     out.extend(Message("tool", UNANSWERED, tool_call_id=call_id) for call_id in missing)
+    return out
+
+
+def _calls_to_assistant(messages: Sequence[Message]) -> list[Message]:
+    """
+    *messages* with the call blocks of every message whose role is not
+    ``assistant`` moved, in order, into an assistant message right after it;
+    a message left with nothing else is left out.
+    """
+    out: list[Message] = []
+    for message in messages:
+        content = message.content
+        if message.role == "assistant" or isinstance(content, str) or all(asked_id(b) is None for b in content):
+            out.append(message)
+            continue
+        rest = tuple(b for b in content if asked_id(b) is None)
+        if rest or message.tool_call_id is not None:
+            out.append(attrs.evolve(message, content=rest))
+        out.append(Message("assistant", [b for b in content if asked_id(b) is not None]))
     return out
 
 

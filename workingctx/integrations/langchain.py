@@ -76,7 +76,7 @@ CacheSetting = Literal["auto", False]
 _KEPT_WINDOWS = 32
 """How many conversations a middleware remembers the window of (the most recent ones)."""
 
-_REPAIRED = frozenset({*STRUCTURAL_RULES, "pending-at-end", "unencodable-text"})
+_REPAIRED = frozenset({*STRUCTURAL_RULES, "pending-at-end", "unencodable-text", "call-not-assistant"})
 """The rules a request is repaired for: tool exchanges (orphans, dangling and unanswered calls) and lone surrogates."""
 
 Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
