@@ -507,6 +507,24 @@ def working_contexts(draw: st.DrawFn, *, max_turns: int = 4) -> Any:
     return ctx
 
 
+def calls_moved_back(draw: st.DrawFn, msgs: list[Message], roles: tuple[str, ...]) -> tuple[list[Message], int] | None:
+    """
+    *msgs* with the calls of one call-only assistant message written, as call
+    blocks, into the message before it (one of *roles*), that assistant message
+    left out; with the moved message's index. None when no message has calls
+    to move.
+    """
+    movable = [i for i, m in enumerate(msgs) if i and m.tool_calls and not m.content and msgs[i - 1].role in roles]
+    if not movable:
+        return None
+    at = draw(st.sampled_from(movable)) - 1
+    before, caller = msgs[at], msgs[at + 1]
+    blocks = tuple(ToolCallBlock(c.id, c.name, c.arguments) for c in caller.tool_calls)
+    content = (TextBlock(before.content),) if isinstance(before.content, str) else before.content
+    moved = Message(before.role, (*content, *blocks), tool_call_id=before.tool_call_id, name=before.name)
+    return [*msgs[:at], moved, *msgs[at + 2 :]], at
+
+
 # -- checks ---------------------------------------------------------------------------
 
 

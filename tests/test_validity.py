@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import block_transcripts, messages, transcripts
+from tests.strategies import block_transcripts, calls_moved_back, messages, transcripts
 from workingctx import Message, ToolCall
 from workingctx.exceptions import ProviderError, WorkingCtxError
 from workingctx.messages import TextBlock, ToolCallBlock, ToolResultBlock
@@ -317,20 +317,13 @@ class TestProperties:
         before it (of any other role) are reported at that message, by id,
         and nothing else is reported that the transcript did not break.
         """
-        movable = [
-            i for i, m in enumerate(msgs) if i and m.tool_calls and not m.content and msgs[i - 1].role != "assistant"
-        ]
-        if not movable:
+        moved = calls_moved_back(data.draw, msgs, ("user", "tool", "system"))
+        if moved is None:
             return
-        at = data.draw(st.sampled_from(movable)) - 1
-        before, caller = msgs[at], msgs[at + 1]
-        blocks = tuple(ToolCallBlock(c.id, c.name, c.arguments) for c in caller.tool_calls)
-        content = (TextBlock(before.content),) if isinstance(before.content, str) else before.content
-        moved = Message(before.role, (*content, *blocks), tool_call_id=before.tool_call_id, name=before.name)
-        damaged = [*msgs[:at], moved, *msgs[at + 2 :]]
+        damaged, at = moved
         expected = {(p.rule, p.ids) for p in check_messages(msgs)}
         found = check_messages(damaged)
-        assert (at, "call-not-assistant", caller.call_ids) in [(p.index, p.rule, p.ids) for p in found]
+        assert (at, "call-not-assistant", msgs[at + 1].call_ids) in [(p.index, p.rule, p.ids) for p in found]
         assert {(p.rule, p.ids) for p in found if p.rule != "call-not-assistant"} <= expected
 
     @given(st.lists(messages(), max_size=10), st.integers(0, 10))

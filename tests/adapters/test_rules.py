@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.strategies import calls_moved_back
 from tests.wire_strategies import anthropic_bodies, blanks, chat_messages, google_bodies, responses_bodies, solid
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
@@ -23,7 +24,6 @@ from workingctx.messages import (
     ImageBlock,
     MediaRef,
     TextBlock,
-    ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
 )
@@ -168,15 +168,12 @@ def test_a_call_in_a_user_message_is_refused_everywhere_and_repair_moves_it(mess
     """
     ctx = openai_chat.read(messages)
     msgs = ctx.assembled()
-    movable = [i for i, m in enumerate(msgs) if m.tool_calls and not m.content and msgs[i - 1].role == "user"]
-    if not movable:
+    moved = calls_moved_back(data.draw, msgs, ("user",))
+    if moved is None:
         return
-    at = data.draw(st.sampled_from(movable)) - 1
-    user, caller = msgs[at], msgs[at + 1]
-    blocks = tuple(ToolCallBlock(c.id, c.name, c.arguments) for c in caller.tool_calls)
-    content = (TextBlock(user.content),) if isinstance(user.content, str) else user.content
-    system = len(msgs) - len(ctx.messages)  # the prefix's messages come first
-    damaged = ctx.replace_tail([*msgs[system:at], Message("user", (*content, *blocks)), *msgs[at + 2 :]])
+    tail, at = moved
+    caller = msgs[at + 1]
+    damaged = ctx.replace_tail(tail[len(msgs) - len(ctx.messages) :])  # the prefix's messages come first
     for module in WRITERS:
         problems = module.check(damaged)
         assert [(p.index, p.ids) for p in problems if p.rule == "call-not-assistant"] == [(at, caller.call_ids)]
