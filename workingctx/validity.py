@@ -54,7 +54,7 @@ rule                   what is wrong                                            
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``unresolved-media``,
+``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind`` (Responses), ``unresolved-media``,
 ``unsendable``, ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
 
@@ -127,6 +127,7 @@ Rule: TypeAlias = Literal[
     "unparsable-arguments",
     "unencodable-text",
     "invalid-base64",
+    "result-kind",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -166,6 +167,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         _ALL,
     ),
     "invalid-base64": ("inline data whose text is not base64 (wire format)", frozenset({"gemini"})),
+    "result-kind": (
+        "a tool result answers a provider's own call that only an output item of its kind answers (wire format)",
+        frozenset({"openai"}),
+    ),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

@@ -16,7 +16,7 @@ from tests.wire_strategies import anthropic_bodies, chat_messages, client_call_e
 from workingctx import Message, MessageContextManager, TokenBudgetContextManager, WorkingContext
 from workingctx.adapters import anthropic, openai_chat, openai_responses
 from workingctx.exceptions import ProviderError
-from workingctx.messages import ReasoningBlock
+from workingctx.messages import ReasoningBlock, ToolResultBlock
 from workingctx.validity import check_messages
 
 INPUT = TypeAdapter(ResponseInputParam)
@@ -211,6 +211,37 @@ def test_client_calls_are_answered_by_their_own_items(pair):
         with pytest.raises(ProviderError, match=rule):
             openai_responses.write(alone)
         assert openai_responses.write(alone, repair=True) == {"input": [user, thanks]}
+
+
+@pytest.mark.parametrize("pair", client_call_examples("call_9"), ids=lambda pair: pair[0]["type"])
+@pytest.mark.parametrize("form", ["tool message", "result block"])
+def test_a_tool_result_is_sent_only_for_a_call_it_answers(pair, form):
+    """
+    A tool result (a tool message, or a result block in a user message)
+    answering a call of the client's own kind is sent as that kind's output
+    where a tool result is one (a custom tool call's); where only an output
+    item of the call's kind answers it (a computer, shell or patch call, an
+    MCP approval), the request is refused as ``result-kind``, naming the
+    message and the call, instead of sending a function_call_output OpenAI refuses.
+    """
+    call, _ = pair
+    result = (
+        Message.tool("done", call_id="call_9")
+        if form == "tool message"
+        else Message("user", (ToolResultBlock("call_9", "done"),))
+    )
+    messages = [*openai_responses.read_messages({"input": [{"role": "user", "content": "go"}, call]}), result]
+    problems = openai_responses.check(messages)
+    if call["type"] == "custom_tool_call":
+        assert problems == ()
+        items = valid(openai_responses.write(messages))["input"]
+        assert items[2] == {"type": "custom_tool_call_output", "call_id": "call_9", "output": "done"}
+        assert _unpaired(items) == []
+        return
+    assert [(p.index, p.rule, p.ids) for p in problems] == [(2, "result-kind", ("call_9",))]
+    assert call["type"] in problems[0].message
+    with pytest.raises(ProviderError, match="result-kind"):
+        openai_responses.write(messages, repair=True)
 
 
 @given(responses_bodies(), st.integers(0, 4000), st.integers(0, 8))

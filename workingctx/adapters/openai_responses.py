@@ -64,6 +64,8 @@ from workingctx.messages import (
     ToolResultBlock,
     Usage,
     VideoBlock,
+    calls_of,
+    tool_answers,
 )
 from workingctx.validity import check_messages as every_rule
 
@@ -346,6 +348,46 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
     return lost_blocks(messages, _lost)
 
 
+def _unanswerable(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    Every tool result (a tool message, a result block) answering a call that
+    only an output item of the call's own kind answers (a computer, shell or
+    patch call, an MCP approval request: see :func:`workingctx.messages.tool_answers`),
+    each a ``result-kind`` problem: the Responses input would send it as a
+    ``function_call_output``, which OpenAI refuses for such a call.
+    """
+    kinds: dict[str, str] = {}  # call id -> the kind of its latest call, where a tool result cannot answer it
+    problems: list[Problem] = []
+    for index, message in enumerate(messages):
+        blocks = () if isinstance(message.content, str) else message.content
+        for call in calls_of([message], message.call_ids):
+            item = call.provider_data.get(PROVIDER, {}).get("item", {})
+            if tool_answers(call):
+                kinds.pop(call.id, None)
+            else:
+                kinds[call.id] = str(item.get("type"))
+        answered = [b.call_id for b in blocks if isinstance(b, ToolResultBlock)]
+        if message.tool_call_id is not None:
+            answered.append(message.tool_call_id)
+        problems.extend(
+            Problem(
+                index,
+                "result-kind",
+                f"this tool result answers the {kinds[call_id]} {call_id!r}, which only an output item of "
+                "its own kind answers (OpenAI refuses a function_call_output for it); answer it with "
+                "ProviderBlock('openai_responses', {...}) holding that output item, or leave the call out",
+                (call_id,),
+            )
+            for call_id in dict.fromkeys(answered)
+            if call_id in kinds
+        )
+    return tuple(problems)
+
+
+def _refused(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    return (*lost(messages), *_unanswerable(messages))
+
+
 def _lost(block: Any, message: Message, in_result: bool) -> tuple[str, str] | None:
     if isinstance(block, AudioBlock | VideoBlock | DataBlock):
         return (
@@ -608,7 +650,7 @@ def _drops(block: ContentBlock, role: str) -> bool:
 FORMAT = engine.Format(
     "openai",
     _body,
-    lost,
+    _refused,
     unique_ids=True,
     skipped=frozenset({"continued-result"}),
     drops=_drops,
