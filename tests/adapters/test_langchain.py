@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 from tests.wire_strategies import anthropic_bodies, chat_messages, json_args, names, texts
 from workingctx import Message, ToolCall
 from workingctx.adapters import ProviderError, anthropic, langchain, openai_chat
+from workingctx.validity import STRUCTURAL_RULES
 
 
 @st.composite
@@ -196,3 +197,47 @@ class TestState:
         pending = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "pending_1"}])
         with pytest.raises(ProviderError):
             langchain.write(langchain.read([HumanMessage("q"), pending]))
+
+
+class TestInvalidToolCalls:
+    """
+    LangChain's invalid tool calls (arguments that did not parse) are calls: ChatAnthropic sends each
+    as a ``tool_use`` block and ChatOpenAI as a tool call, so each needs its result as any call does.
+    """
+
+    @given(
+        st.lists(st.text(max_size=12) | st.none(), min_size=1, max_size=3),
+        st.lists(json_args, max_size=2),
+        st.none() | texts,
+        st.booleans(),
+    )
+    def test_they_round_trip_and_pair_with_their_results(self, args, good, error, answered):
+        """
+        An AIMessage with valid and invalid calls comes back equal, reads as every one of its calls, and is
+        valid exactly when each call, invalid ones included, has its result.
+        """
+        valid = [{"name": "lookup", "args": a, "id": f"ok_{i}", "type": "tool_call"} for i, a in enumerate(good)]
+        invalid = [
+            {"name": "lookup", "args": a, "id": f"bad_{i}", "error": error, "type": "invalid_tool_call"}
+            for i, a in enumerate(args)
+        ]
+        ai = AIMessage("", tool_calls=valid, invalid_tool_calls=invalid, id="a1")
+        ids = [c["id"] for c in [*valid, *invalid]]
+        state = [HumanMessage("q", id="h1"), ai]
+        if answered:
+            state += [ToolMessage("Error: bad arguments", tool_call_id=i, status="error") for i in ids]
+        state.append(HumanMessage("again", id="h2"))
+        ctx = langchain.read(state)
+        assert ids == [c.id for m in ctx.messages for c in m.tool_calls]
+        assert state == langchain.write(ctx, state=True)
+        rules = {p.rule for p in langchain.check(state) if p.rule in STRUCTURAL_RULES}
+        assert (set() if answered else {"dangling-call"}) == rules
+
+    def test_one_without_an_id_stays_langchain_data(self):
+        """
+        An invalid call with no id, which no chat model sends, is kept as LangChain's field, as before.
+        """
+        ai = AIMessage("", invalid_tool_calls=[{"name": None, "args": "{", "id": None, "error": None}])
+        (message,) = langchain.read([ai]).messages
+        assert () == message.tool_calls
+        assert [ai] == langchain.write(langchain.read([ai]), state=True)

@@ -916,3 +916,29 @@ def test_a_repaired_request_keeps_the_states_call_ids(kind, caplog):
     closed = received[6]
     assert isinstance(closed, ToolMessage)
     assert ("call_0", "error: this tool call was not answered") == (closed.tool_call_id, closed.content)
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_an_invalid_tool_call_is_sent_with_the_result_the_agent_gave_it(use_async, caplog):
+    """
+    A reply whose call arguments did not parse (an invalid tool call) is answered by create_agent
+    with an error result; ChatAnthropic and ChatOpenAI send the call, so the next request keeps
+    the result after it (never a call without its result), and nothing is logged as broken.
+    """
+    cut = {"name": "lookup", "args": '{"key": "x', "id": "call_cut", "error": "cut off", "type": "invalid_tool_call"}
+    replies = iter([AIMessage("", invalid_tool_calls=[cut]), AIMessage("Fixed."), AIMessage("Done.")])
+    model = ToolCallingFake(messages=replies)
+    middleware = ContextMiddleware(TokenBudgetContextManager(2_000))
+    agent = create_agent(model, [lookup], middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "cut"}}
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        for question in ("q1", "q2"):
+            if use_async:
+                asyncio.run(agent.ainvoke({"messages": [HumanMessage(question)]}, config))
+            else:
+                agent.invoke({"messages": [HumanMessage(question)]}, config)
+    last = model.received[-1]
+    assert ["human", "ai", "tool", "human"] == [m.type for m in last]
+    assert "call_cut" == last[2].tool_call_id
+    assert () == _problems(last)
+    assert "" == caplog.text

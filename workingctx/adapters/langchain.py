@@ -210,6 +210,12 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
     if len(calls) != len(data.get("tool_calls") or ()):
         rest["tool_calls"] = data["tool_calls"]
         calls = ()
+    raw_invalid = data.get("invalid_tool_calls") or ()
+    invalid = [call for call in map(_invalid_call, raw_invalid) if call is not None]
+    if invalid and len(invalid) == len(raw_invalid) and (calls or not data.get("tool_calls")):
+        # calls all the same: ChatAnthropic and ChatOpenAI send them (as {} or as the text), so each needs its result
+        calls = (*calls, *invalid)
+        rest.pop("invalid_tool_calls", None)
     usage = Usage.from_langchain(data["usage_metadata"]) if data.get("usage_metadata") else None
     message_id = data.get("id")
     return Message(
@@ -222,6 +228,22 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
         metadata={PROVIDER: rest} if rest else {},
         usage=usage,
     )
+
+
+def _invalid_call(call: Any) -> ToolCall | None:
+    """
+    A LangChain invalid tool call (arguments that did not parse) as a call
+    whose arguments are kept as text; None for one without an id or a name,
+    which no chat model sends.
+    """
+    if not isinstance(call, Mapping):
+        return None
+    call_id, name, args, error = call.get("id"), call.get("name"), call.get("args"), call.get("error")
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+        return None
+    if not (args is None or isinstance(args, str)) or not (error is None or isinstance(error, str)):
+        return None
+    return ToolCall(call_id, name, arguments_json=args, provider_data={PROVIDER: {"invalid": True, "error": error}})
 
 
 def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
@@ -327,6 +349,23 @@ def _drops(block: ContentBlock, _role: str) -> bool:
     return _write_block(block) is None
 
 
+def _is_invalid(call: ToolCall) -> bool:
+    """
+    Whether *call* is written as a LangChain invalid tool call: its arguments
+    text is not a JSON object, or it was read as one.
+    """
+    return not call.arguments_parsed or bool(_langchain_data(call).get("invalid"))
+
+
+def _error(call: ToolCall) -> Any:
+    return _langchain_data(call).get("error")
+
+
+def _langchain_data(call: ToolCall) -> Mapping[str, Any]:
+    data = call.provider_data.get(PROVIDER)
+    return data if isinstance(data, Mapping) else {}
+
+
 def _write(core: Any, message: Message) -> list[Any]:
     rest = dict(thaw(message.metadata.get(PROVIDER, {}))) if isinstance(message.metadata.get(PROVIDER), Mapping) else {}
     kind = rest.pop("_type", None)
@@ -345,13 +384,13 @@ def _write(core: Any, message: Message) -> list[Any]:
     calls = [
         {"name": c.name, "args": thaw(c.arguments), "id": c.id, "type": "tool_call"}
         for c in message.tool_calls
-        if c.arguments_parsed
+        if not _is_invalid(c)
     ]
     # a call whose arguments text is not a JSON object is what LangChain calls an invalid tool call: text, never {}
     invalid = [
-        {"name": c.name, "args": c.arguments_json, "id": c.id, "error": None, "type": "invalid_tool_call"}
+        {"name": c.name, "args": c.arguments_json, "id": c.id, "error": _error(c), "type": "invalid_tool_call"}
         for c in message.tool_calls
-        if not c.arguments_parsed
+        if _is_invalid(c)
     ]
     content: Any
     if isinstance(message.content, str):
