@@ -840,3 +840,52 @@ class TestFeedbackOnARefusedResponse:
             assert out[-2:] == history[-2:]
             before = [p.content for m in out[:-2] for p in m.parts if isinstance(p, UserPromptPart)]
             assert before[-1:] == ["As JSON, please."]
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    args: dict[str, Any] = {"city": "Oslo"}
+    for _ in range(depth):
+        args = {"city": "Oslo", "more": args}
+    return args
+
+
+@pytest.mark.parametrize(
+    ("args", "call_id", "name"),
+    [
+        ('{"city": "Oslo", "days": NaN}', "w0", "weather"),  # pydantic-ai reads NaN in a model's JSON
+        ({"city": "Oslo", "days": float("inf")}, "w0", "weather"),
+        (_nested(150), "w0", "weather"),
+        ({"city": "Oslo"}, "", "weather"),  # a server that gives no call id
+        ({"city": "Oslo"}, "w0", ""),  # a tool with no name: pydantic-ai asks the model again
+    ],
+    ids=["nan-text", "inf", "deep", "empty-id", "empty-name"],
+)
+def test_any_call_pydantic_ai_runs_is_trimmed_not_refused(args, call_id, name):
+    """
+    A call pydantic-ai itself runs (or retries), whatever its arguments, id or tool name, never stops
+    the run in the processor: three turns with a small budget run to the end, every request
+    valid and within the budget once the odd exchange is cut.
+    """
+    odd = iter([ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])])
+    received: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        received.append(list(messages))
+        reply = next(odd, None)
+        return reply if reply is not None else _scripted(messages, info)
+
+    agent = Agent(
+        FunctionModel(model),
+        retries=3,
+        capabilities=[ProcessHistory(trim_history(TokenBudgetContextManager(300)))],
+    )
+    agent.tool_plain(weather)
+    history: list[ModelMessage] = []
+    kept: list[ModelMessage] = []
+    for turn in range(3):
+        result = run(agent.run(f"Weather, turn {turn}?", message_history=history))
+        history, kept = result.all_messages(), [*kept, *result.new_messages()]
+    assert 3 == sum(1 for m in kept for p in m.parts if isinstance(p, UserPromptPart))
+    for messages in received:
+        assert [] == problems(messages)
+    assert all(tokens(messages) <= 300 for messages in received[2:])

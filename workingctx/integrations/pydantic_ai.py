@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from workingctx.context import WorkingContext
+from workingctx.exceptions import WorkingCtxError
 from workingctx.integrations._window import CallNames, Window, broken, check_manager, repaired, report
 from workingctx.managers import BaseContextManager
 from workingctx.messages import ContentBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
@@ -119,7 +120,7 @@ def _request_messages(index: int, request: Any) -> list[Message]:
         elif isinstance(part, parts.ToolReturnPart) or (
             isinstance(part, parts.RetryPromptPart) and part.tool_name is not None  # a retry answers its call
         ):
-            message = Message("tool", _part_text(part), tool_call_id=part.tool_call_id)
+            message = Message("tool", _part_text(part), tool_call_id=_call_id(part.tool_call_id))
         elif isinstance(part, parts.UserPromptPart):
             message = Message("user", _text(part.content))
         elif isinstance(part, feedback):
@@ -160,8 +161,7 @@ def _response_message(index: int, response: Any) -> Message:
     blocks: list[ContentBlock] = []
     for part in response.parts:
         if isinstance(part, ToolCallPart):
-            args = part.args_as_dict()
-            blocks.append(ToolCallBlock(part.tool_call_id, part.tool_name, args if isinstance(args, dict) else {}))
+            blocks.append(_call_block(part))
         elif isinstance(part, ThinkingPart):
             blocks.append(ReasoningBlock(part.content, signature=part.signature, provider=part.provider_name))
         elif isinstance(part, TextPart):
@@ -169,6 +169,29 @@ def _response_message(index: int, response: Any) -> Message:
         else:  # native tool calls and returns, files, ...: counted by their text
             blocks.append(TextBlock(_part_text(part)))
     return Message("assistant", tuple(blocks), metadata={KEY: [index, -1]})
+
+
+_EMPTY_ID = "pydantic-ai-empty-call-id"
+"""The local name of the empty call id a model may give (``""``): its return still answers it."""
+
+
+def _call_id(call_id: str) -> str:
+    return call_id or _EMPTY_ID
+
+
+def _call_block(part: Any) -> ToolCallBlock:
+    """
+    A tool call as workingctx holds one, whatever the model wrote, as pydantic-ai
+    takes it: an empty id or tool name (a local stand-in), and arguments JSON
+    cannot hold (``NaN``, nesting past workingctx's limit), counted as the text
+    pydantic-ai sends.
+    """
+    call_id, name = _call_id(part.tool_call_id), part.tool_name or "unnamed-tool"
+    args = part.args_as_dict()
+    try:
+        return ToolCallBlock(call_id, name, args if isinstance(args, dict) else {})
+    except WorkingCtxError:
+        return ToolCallBlock(call_id, name, {"args": part.args_as_json_str()})
 
 
 def to_workingctx(messages: Sequence[ModelMessage]) -> list[Message]:
