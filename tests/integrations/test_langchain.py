@@ -942,3 +942,82 @@ def test_an_invalid_tool_call_is_sent_with_the_result_the_agent_gave_it(use_asyn
     assert "call_cut" == last[2].tool_call_id
     assert () == _problems(last)
     assert "" == caplog.text
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    args: dict[str, Any] = {"key": "k"}
+    for _ in range(levels):
+        args = {"key": "k", "more": args}
+    return args
+
+
+_NOT_JSON = {
+    "artifact-bytes": ToolMessage("r", tool_call_id="c1", artifact=b"\x89PNG", id="t1"),
+    "artifact-set": ToolMessage("r", tool_call_id="c1", artifact={"rows": {1, 2}, 3: object()}, id="t1"),
+    "nan-result-metadata": ToolMessage("r", tool_call_id="c1", response_metadata={"score": float("nan")}, id="t1"),
+}
+_NOT_JSON_CALLS = {
+    "nan-args": {"key": "k", "limit": float("nan")},
+    "inf-args": {"key": "k", "limit": float("-inf")},
+    "deep-args": _deep(150),
+    "deeper-than-python-prints": _deep(3_000),
+}
+
+
+@pytest.mark.parametrize("kind", [*_NOT_JSON, *_NOT_JSON_CALLS])
+@pytest.mark.parametrize("middleware", ["context", "summarizing"])
+def test_what_json_cannot_hold_is_sent_as_the_state_holds_it(kind, middleware, caplog):
+    """
+    LangChain keeps any Python object as a tool's artifact and NaN or deep nesting in a call's
+    arguments, and sends them as they are (the artifact never): the request is the state's own
+    messages, nothing is refused or logged, and a pending call with such arguments is still
+    closed under its own id.
+    """
+    args = _NOT_JSON_CALLS.get(kind, {"key": "k"})
+    result = _NOT_JSON.get(kind, ToolMessage("r", tool_call_id="c1", id="t1"))
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": args, "id": "c1"}], id="a1")
+    state = [HumanMessage("q1", id="h1"), call, result, AIMessage("a1", id="a2"), HumanMessage("q2", id="h2")]
+    if middleware == "context":
+        made: Any = ContextMiddleware(TokenBudgetContextManager(100_000))
+    else:
+        made = SummarizingMiddleware(_summary, max_messages=3, keep_recent=2)
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        sent = _call(made, state)
+    if middleware == "context":
+        assert all(a is b for a, b in zip(sent.messages, state, strict=True))
+    else:  # the summary of the exchange, then the question before it and the newest messages
+        assert "2 messages" == sent.messages[0].content
+        assert all(a is b for a, b in zip(sent.messages[1:], [state[0], *state[3:]], strict=True))
+    assert "" == caplog.text
+    pending = [HumanMessage("q1", id="h1"), call]
+    with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+        closed = _call(ContextMiddleware(TokenBudgetContextManager(100_000)), pending)
+    assert closed.messages[1] is call
+    assert "c1" == closed.messages[2].tool_call_id
+    assert "pending-at-end" in caplog.text
+
+
+async def _summary(messages: Any, *, prompt: str, max_tokens: int) -> str:  # noqa: ARG001
+    return f"{len(messages)} messages"
+
+
+def test_a_tool_artifact_of_any_object_keeps_the_agent_running():
+    """
+    A tool with response_format="content_and_artifact" may return any object as its artifact,
+    which the state keeps and no chat model sends: the next turns run, each request valid.
+    """
+
+    @tool(response_format="content_and_artifact")
+    def fetch(url: str) -> tuple[str, Any]:
+        """Fetch a page."""
+        return f"page {url}", {"raw": b"\x89PNG", "rows": {1, 2}}
+
+    call = AIMessage("", tool_calls=[{"name": "fetch", "args": {"url": "u"}, "id": "c1"}])
+    model = ToolCallingFake(messages=iter([call, AIMessage("Read it."), AIMessage("Still read.")]))
+    middleware = ContextMiddleware(TokenBudgetContextManager(2_000))
+    agent = create_agent(model, [fetch], middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "artifact"}}
+    for question in ("q1", "q2"):
+        agent.invoke({"messages": [HumanMessage(question)]}, config)
+    assert ["human", "ai", "tool", "ai", "human"] == [m.type for m in model.received[-1]]
+    assert ("c1", b"\x89PNG") == (model.received[-1][2].tool_call_id, model.received[-1][2].artifact["raw"])

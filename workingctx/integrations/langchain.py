@@ -21,6 +21,7 @@ caching needs ``langchain-anthropic``, imported only to recognise its chat model
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -33,7 +34,7 @@ from workingctx.adapters import langchain as adapter
 from workingctx.cache import CachePlan, cache_blocks, plan
 from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
-from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.managers import SUMMARY_NAME, BaseContextManager, Summarizer, SummaryContextManager
 from workingctx.messages import Message
 from workingctx.prefix import PrefixContext
@@ -107,11 +108,73 @@ def _prefix(system: SystemMessage | None) -> PrefixContext:
 def _read(messages: Sequence[BaseMessage]) -> list[Message]:
     """
     workingctx messages for LangChain messages, one for each, in order.
+
+    A message holding what JSON cannot (a tool's artifact of any Python
+    object, ``NaN`` in a call's arguments, nesting past workingctx's limit),
+    which LangChain keeps and sends as it is, is read as a stand-in that
+    counts and pairs as it does: the middleware sends the state's own message.
     """
     if not messages:
         return []
-    # as a runtime's state: a ChatMessage or FunctionMessage is read, not refused
-    return list(adapter.read([_settled(m) for m in messages], state=True).assembled())
+    settled = [_settled(m) for m in messages]
+    try:
+        # as a runtime's state: a ChatMessage or FunctionMessage is read, not refused
+        return list(adapter.read(settled, state=True).assembled())
+    except WorkingCtxError:
+        return [_read_one(m) for m in settled]
+
+
+def _read_one(message: BaseMessage) -> Message:
+    try:
+        return _read_as_state(message)
+    except WorkingCtxError:
+        return _read_as_state(_stand_in(message))
+
+
+def _read_as_state(message: BaseMessage) -> Message:
+    read: list[Message] = list(adapter.read([message], state=True).assembled())
+    return read[0]
+
+
+_NEVER_SENT = ("artifact", "response_metadata", "usage_metadata")
+"""The fields of a LangChain message no chat model sends: a tool's artifact, what a response reported."""
+
+_DEEPEST = 32
+"""How deep a stand-in's JSON goes before the rest is its text."""
+
+
+def _stand_in(message: BaseMessage) -> BaseMessage:
+    """
+    *message* with what JSON cannot hold made JSON (see :func:`_json_safe`) and the fields no chat model sends left out.
+    """
+    update: dict[str, Any] = {name: None for name in _NEVER_SENT if getattr(message, name, None) is not None}
+    update["content"] = _json_safe(message.content)
+    update["additional_kwargs"] = _json_safe(message.additional_kwargs)
+    if isinstance(message, AIMessage):
+        update["tool_calls"] = [{**call, "args": _json_safe(call["args"])} for call in message.tool_calls]
+    return message.model_copy(update=update)
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """
+    *value* as JSON of the same size: a number JSON has no room for as its
+    text (``"nan"``), any other object as its ``repr``, past :data:`_DEEPEST`
+    levels the rest as text.
+    """
+    if isinstance(value, str | bool | int | None):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if depth >= _DEEPEST:
+        try:
+            return repr(value)
+        except RecursionError:  # deeper than Python prints, and than any chat model sends
+            return "..."
+    if isinstance(value, Mapping):
+        return {str(key): _json_safe(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_json_safe(item, depth + 1) for item in value]
+    return repr(value)
 
 
 @attrs.define
