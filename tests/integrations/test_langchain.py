@@ -1021,3 +1021,38 @@ def test_a_tool_artifact_of_any_object_keeps_the_agent_running():
         agent.invoke({"messages": [HumanMessage(question)]}, config)
     assert ["human", "ai", "tool", "ai", "human"] == [m.type for m in model.received[-1]]
     assert ("c1", b"\x89PNG") == (model.received[-1][2].tool_call_id, model.received[-1][2].artifact["raw"])
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 6) | st.floats(allow_nan=False) | st.sampled_from(["h1", "a1", "h2"]),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "through": st.just(2) | _JSON_VALUES,  # mostly matching the state: the rest is then read
+            "last_id": st.just("a1") | _JSON_VALUES,
+            "kept": _JSON_VALUES | st.text(max_size=3),
+            "summary": _JSON_VALUES | st.text(max_size=5),
+        },
+    )
+)
+def test_a_summary_record_it_did_not_write_loses_no_message(record):
+    """
+    A summary record in the state of another shape (an older version's checkpoint, an
+    update_state by hand) is left out, never raised on: a message the request leaves out is
+    always one a summary in the request covers.
+    """
+    state = [HumanMessage("q1", id="h1"), AIMessage("a1", id="a1"), HumanMessage("q2", id="h2")]
+    sent = _call(
+        SummarizingMiddleware(_summary, max_messages=30),
+        state,
+        state={"messages": state, "workingctx_summary": record},
+    )
+    summarized = [m for m in sent.messages if isinstance(m, SystemMessage)]
+    if not summarized:
+        assert state == sent.messages

@@ -782,13 +782,22 @@ class SummarizingMiddleware(_RequestMiddleware):
         record = state.get("workingctx_summary")
         covered, kept, summary = 0, frozenset[str](), None
         if isinstance(record, Mapping):
-            through = record.get("through", 0)
-            if (
+            through, ids, text = record.get("through", 0), record.get("kept", ()), record.get("summary")
+            if not (
                 isinstance(through, int)
-                and 0 < through <= len(messages)
-                and messages[through - 1].id == record.get("last_id")
+                and not isinstance(through, bool)
+                and isinstance(ids, list | tuple)
+                and all(isinstance(i, str) for i in ids)
+                and isinstance(text, str)
+                and text.strip()  # the summary manager never keeps a blank one
             ):
-                covered, kept, summary = through, frozenset(record.get("kept", ())), record.get("summary")
+                logger.warning(
+                    "the summary in the agent's state is not one SummarizingMiddleware wrote (%r); "
+                    "it is left out and the history is summarized again when needed",
+                    {key: record.get(key) for key in ("through", "last_id", "kept")},
+                )
+            elif 0 < through <= len(messages) and messages[through - 1].id == record.get("last_id"):
+                covered, kept, summary = through, frozenset(ids), text
             else:
                 logger.warning(
                     "the summary in the agent's state no longer matches its messages (they were edited); "
