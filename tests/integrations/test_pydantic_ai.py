@@ -22,6 +22,9 @@ from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
+    BinaryContent,
+    DocumentUrl,
+    ImageUrl,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -889,3 +892,40 @@ def test_any_call_pydantic_ai_runs_is_trimmed_not_refused(args, call_id, name):
     for messages in received:
         assert [] == problems(messages)
     assert all(tokens(messages) <= 300 for messages in received[2:])
+
+
+@pytest.mark.parametrize(
+    "media",
+    [
+        ImageUrl("https://example.com/chart.png"),
+        BinaryContent(b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png"),
+        DocumentUrl("https://example.com/report.pdf"),
+        BinaryContent(b"RIFF" + bytes(64), media_type="audio/wav"),
+    ],
+    ids=["image-url", "binary-image", "document-url", "binary-audio"],
+)
+def test_media_in_a_prompt_counts_as_media(media):
+    """
+    An image (765 tokens when its size is unknown), a document page (1,500) or audio (960 for 30s)
+    in the user's prompt counts as workingctx counts that media, not as its kind's name: with a
+    budget of two of them, no request carries three.
+    """
+    received: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:  # noqa: ARG001
+        received.append(list(messages))
+        return ModelResponse(parts=[TextPart("Seen.")])
+
+    one = WorkingContext(messages=to_workingctx([ModelRequest(parts=[UserPromptPart([media])])])).count_tokens()
+    budget = 2 * one + 100
+    agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(trim_history(TokenBudgetContextManager(budget)))])
+    history: list[ModelMessage] = []
+    for turn in range(6):
+        history = run(agent.run([f"What is in this, turn {turn}?", media], message_history=history)).all_messages()
+    media_sent = [
+        sum(1 for m in r for p in m.parts if isinstance(p, UserPromptPart) and media in p.content) for r in received
+    ]
+    assert 6 == len(media_sent)
+    assert 2 == max(media_sent)
+    assert one > 700
+    assert all(tokens(r) <= budget for r in received)

@@ -41,7 +41,18 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
 from workingctx.integrations._window import CallNames, Window, broken, check_manager, repaired, report
 from workingctx.managers import BaseContextManager
-from workingctx.messages import ContentBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock
+from workingctx.messages import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    VideoBlock,
+)
 from workingctx.scopes import Scope
 
 if TYPE_CHECKING:
@@ -122,7 +133,7 @@ def _request_messages(index: int, request: Any) -> list[Message]:
         ):
             message = Message("tool", _part_text(part), tool_call_id=_call_id(part.tool_call_id))
         elif isinstance(part, parts.UserPromptPart):
-            message = Message("user", _text(part.content))
+            message = Message("user", _prompt(part.content))
         elif isinstance(part, feedback):
             message = Message("tool", _part_text(part), tool_call_id=_feedback_id(index, position))
         else:
@@ -134,12 +145,53 @@ def _request_messages(index: int, request: Any) -> list[Message]:
 
     def counted(message: Message, positions: list[int]) -> Message:  # what the riders send counts with their host
         said = [text for q in positions if (text := _rider_text(request.parts[q]))]
-        return attrs.evolve(message, content="\n".join([message.text(), *said])) if said else message
+        if not said:
+            return message
+        if isinstance(message.content, str):
+            return attrs.evolve(message, content="\n".join([message.content, *said]))
+        return attrs.evolve(message, content=(*message.content, *map(TextBlock, said)))
 
     messages = [attrs.evolve(counted(m, riders[p]), metadata={KEY: [index, p, *riders[p]]}) for p, m in made]
     if not messages:  # an empty request, or one of parts that are no turn, still holds its place
         messages.append(counted(Message("user", "", metadata={KEY: [index, -1]}), before))
     return messages
+
+
+_MEDIA_BLOCKS: dict[str, type[ImageBlock | AudioBlock | VideoBlock | DocumentBlock]] = {
+    "image-url": ImageBlock,
+    "audio-url": AudioBlock,
+    "video-url": VideoBlock,
+    "document-url": DocumentBlock,
+}
+
+
+def _prompt(content: Any) -> str | tuple[ContentBlock, ...]:
+    """
+    A user prompt's content: its text, and each image, audio, video or
+    document as the media block workingctx counts it as (an image of unknown
+    size as 1024 x 1024), never as the few tokens of its kind's name.
+    """
+    if isinstance(content, str):
+        return content
+    items = content if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray) else [content]
+    return tuple(_media(item) or TextBlock(_text(item)) for item in items)
+
+
+def _media(item: Any) -> ContentBlock | None:
+    """
+    The media block an item of a prompt counts as, or None for text and other content.
+    """
+    kind = getattr(item, "kind", None)
+    url = getattr(item, "url", None)
+    if isinstance(kind, str) and kind in _MEDIA_BLOCKS and isinstance(url, str) and url:
+        return _MEDIA_BLOCKS[kind](MediaRef(kind="url", url=url))
+    if kind == "binary":  # pydantic-ai names it to the model by its identifier
+        found = [k for k in ("image", "audio", "video", "document") if getattr(item, f"is_{k}", False) is True]
+        identifier = getattr(item, "identifier", None)
+        if found and isinstance(identifier, str) and identifier:
+            media = MediaRef(kind="file_id", file_id=identifier)
+            return _MEDIA_BLOCKS[f"{found[0]}-url"](media)
+    return None
 
 
 def _rider_text(part: Any) -> str:
