@@ -241,3 +241,30 @@ class TestInvalidToolCalls:
         (message,) = langchain.read([ai]).messages
         assert () == message.tool_calls
         assert [ai] == langchain.write(langchain.read([ai]), state=True)
+
+
+@given(langchain_messages())
+def test_messages_as_their_dumps_read_the_same(messages):
+    """
+    LangChain messages given as their model_dump() dicts read as the messages do.
+    """
+    assert langchain.read(messages).assembled() == langchain.read([m.model_dump() for m in messages]).assembled()
+
+
+def test_an_error_names_the_message_it_is_in():
+    """
+    A call's arguments past the nesting limit, in the second of four messages with ids, are
+    reported at that message's call, never at a field of another message.
+    """
+    args: dict = {"key": "k"}
+    for _ in range(150):
+        args = {"more": args}
+    messages = [
+        HumanMessage("q1", id="h1"),
+        AIMessage("", tool_calls=[{"name": "lookup", "args": args, "id": "c1"}], id="a1"),
+        ToolMessage("r", tool_call_id="c1", id="t1"),
+        HumanMessage("q2", id="h2"),
+    ]
+    with pytest.raises(ValueError, match="nested more than 100 levels") as info:
+        langchain.read(messages)
+    assert str(info.value).startswith("messages[1].tool_calls[0].args.more")

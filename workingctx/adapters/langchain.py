@@ -266,6 +266,14 @@ def _state_message(data: Mapping[str, Any], kind: str) -> Message:
     )
 
 
+def _dumped(item: Any) -> bool:
+    """
+    Whether *item* is a LangChain message as its ``model_dump()``: read as it is,
+    so that an error names the field it is in.
+    """
+    return isinstance(item, Mapping) and "role" not in item and item.get("type") in {*_ROLES, *_STATE_ROLES}
+
+
 def _data(item: Any) -> Mapping[str, Any]:
     dump = getattr(item, "model_dump", None)
     if callable(dump):
@@ -287,9 +295,11 @@ def read_messages(payload: Any, *, state: bool = False) -> list[Message]:
         msg = f"expected a list of LangChain messages, got {payload!r} of type {type(payload).__name__}"
         raise ArgumentTypeError(msg, argument="payload", value=payload, expected="a list of LangChain messages")
     items = list(payload)
-    if any(not callable(getattr(item, "model_dump", None)) for item in items):
+    if any(not callable(getattr(item, "model_dump", None)) and not _dumped(item) for item in items):
         items = list(_core().convert_to_messages(items))
-    return [_message(_data(item), position, state=state) for position, item in enumerate(items)]
+    return [
+        _message(item if _dumped(item) else _data(item), position, state=state) for position, item in enumerate(items)
+    ]
 
 
 @wire_errors("LangChain", "messages")
