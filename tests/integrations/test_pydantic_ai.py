@@ -929,3 +929,33 @@ def test_media_in_a_prompt_counts_as_media(media):
     assert 2 == max(media_sent)
     assert one > 700
     assert all(tokens(r) <= budget for r in received)
+
+
+def test_a_screenshot_a_tool_returns_counts_as_an_image():
+    """
+    A tool returning an image (a screenshot) counts as the image, not as a few tokens of text: with a
+    budget of about two images, no request carries three.
+    """
+    shot = BinaryContent(b"\x89PNG\r\n\x1a\n" + bytes(64), media_type="image/png")
+    received: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:  # noqa: ARG001
+        received.append(list(messages))
+        if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            return ModelResponse(parts=[TextPart("The page shows a chart.")])
+        step = len(received)
+        return ModelResponse(parts=[ToolCallPart("screenshot", {}, tool_call_id=f"s{step}")])
+
+    agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(trim_history(TokenBudgetContextManager(1_700)))])
+
+    @agent.tool_plain
+    def screenshot() -> BinaryContent:
+        """Take a screenshot of the page."""
+        return shot
+
+    history: list[ModelMessage] = []
+    for turn in range(5):
+        history = run(agent.run(f"What is on the page, turn {turn}?", message_history=history)).all_messages()
+    shots = [sum(1 for m in r for p in m.parts if isinstance(p, ToolReturnPart)) for r in received]
+    assert 10 == len(shots)
+    assert 2 == max(shots)

@@ -131,7 +131,7 @@ def _request_messages(index: int, request: Any) -> list[Message]:
         elif isinstance(part, parts.ToolReturnPart) or (
             isinstance(part, parts.RetryPromptPart) and part.tool_name is not None  # a retry answers its call
         ):
-            message = Message("tool", _part_text(part), tool_call_id=_call_id(part.tool_call_id))
+            message = Message("tool", _result(part), tool_call_id=_call_id(part.tool_call_id))
         elif isinstance(part, parts.UserPromptPart):
             message = Message("user", _prompt(part.content))
         elif isinstance(part, feedback):
@@ -175,6 +175,18 @@ def _prompt(content: Any) -> str | tuple[ContentBlock, ...]:
         return content
     items = content if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray) else [content]
     return tuple(_media(item) or TextBlock(_text(item)) for item in items)
+
+
+def _result(part: Any) -> str | tuple[ContentBlock, ...]:
+    """
+    A tool return's content: its text, or, when the tool returned media (a
+    screenshot), its items as :func:`_prompt` reads a prompt's.
+    """
+    content = getattr(part, "content", None)
+    items = content if isinstance(content, list | tuple) else [content]
+    if any(_media(item) is not None for item in items):
+        return _prompt(list(items))
+    return _part_text(part)
 
 
 def _media(item: Any) -> ContentBlock | None:
