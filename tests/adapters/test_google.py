@@ -11,7 +11,7 @@ import json
 import pytest
 from anthropic.types import MessageParam
 from google.genai import types as gtypes
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
@@ -418,6 +418,8 @@ class TestInlineDataBase64:
         ),
         st.booleans(),
     )
+    @example(data="99_+", in_response=False)  # both alphabets at once
+    @example(data="YWI==", in_response=True)  # padding past the last group's need
     def test_check_reports_what_the_sdk_refuses(self, data, in_response):
         """
         Inline data whose text the SDK's ``Blob`` refuses as base64 (so does

@@ -199,7 +199,8 @@ class _Reader:
                 media = MediaRef(
                     kind="data",
                     # the SDK writes URL-safe base64; workingctx keeps the standard alphabet other formats send
-                    data_base64=data.replace("-", "+").replace("_", "/"),
+                    # (text mixing both is no base64: kept as it came, for check to name)
+                    data_base64=data if _mixed(data) else data.replace("-", "+").replace("_", "/"),
                     mime_type=blob.get("mime_type"),
                     filename=blob.get("display_name"),
                 )
@@ -373,7 +374,7 @@ def _media(media: MediaRef, extra: Mapping[str, Any], mime: str | None = None) -
         if inline is not None:
             mime, data = inline[0] or mime, inline[1]
         # the SDK's JSON form: URL-safe base64 (the same bytes as the standard alphabet)
-        blob: dict[str, Any] = {"data": data.replace("+", "-").replace("/", "_")}
+        blob: dict[str, Any] = {"data": data if _mixed(data) else data.replace("+", "-").replace("/", "_")}
         if mime is not None:
             blob["mime_type"] = mime
         if media.filename is not None:
@@ -619,11 +620,24 @@ def _inline_data(parts: Any, path: str) -> Iterable[tuple[str, str]]:
             yield from _inline_data(response.get("parts"), f"{here}.function_response.parts")
 
 
+def _mixed(data: str) -> bool:
+    """
+    Whether *data* holds symbols of both base64 alphabets (URL-safe ``-_``, standard ``+/``).
+    """
+    return ("-" in data or "_" in data) and ("+" in data or "/" in data)
+
+
 def _is_base64(data: str) -> bool:
     """
     Whether Gemini decodes *data* as base64: the URL-safe or the standard
-    alphabet, padded or not, with no bits past the last byte (as the SDK's ``Blob`` takes it).
+    alphabet (not both at once), padded or not, with no bits past the last
+    byte (as the SDK's ``Blob`` takes it).
     """
+    if _mixed(data):
+        return False  # the SDK refuses "99_+": one alphabet or the other
+    bare = data.rstrip("=")
+    if len(data) - len(bare) > -len(bare) % 4:
+        return False  # padding past the last group's need ("YWI==", "YWJj="), which the SDK refuses
     text = data.replace("-", "+").replace("_", "/")
     try:
         decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
