@@ -1009,6 +1009,7 @@ _CHANGES = (
 _steps = st.lists(
     st.one_of(
         *_CHANGES,
+        st.tuples(st.just("drop"), st.integers(1, 3)),  # drop that many of the newest tail messages
         st.tuples(st.just("send"), st.sampled_from([0, 30, 299, 301, 900])),  # a request after that gap
     ),
     max_size=40,
@@ -1026,13 +1027,14 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
     longest prefix an earlier request sent.
     """
     from workingctx.cache._rules import rules_for  # noqa: PLC0415  # the private parts under test
-    from workingctx.cache._served import SimulatedCache, seen_before  # noqa: PLC0415
+    from workingctx.cache._served import SentPrefixes, SimulatedCache, seen_before  # noqa: PLC0415
 
     model = "gpt-4.1" if provider == "openai" else "gemini-2.5-flash"
     rules = rules_for(provider, model)
     ours, walked = SimulatedCache(rules, rules.minimum_for(model)), _WalkedCache(rules, rules.minimum_for(model))
     ctx = _context(1_200, [])
     seen: set[int] = set()
+    prefixes = SentPrefixes()
     sent: list[Any] = []
     heads: set[int] = set()
     now, turn = 0.0, 0
@@ -1051,11 +1053,107 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
             assert {k: [e.tokens, e.used] for k, e in ours.entries.items()} == walked.entries
             brute = max((p.tokens for p in layout if any(p.key in s for s in sent)), default=0)
             assert brute == seen_before(layout, seen)
+            assert brute == prefixes.known(layout)
             sent.append({p.key for p in layout})
             heads.update(int(layout.head(m), 16) for m in range(layout.message_count))
             # one value per message sent, its chain value (of which its chain key is the hex form): those of
             # the messages with a position, and maybe of some without
             assert {int(key.rpartition(":")[0], 16) for keys in sent for key in keys} <= seen <= heads
+
+
+def test_the_prefixes_sent_keep_a_piece_per_request_not_a_value_per_prefix():
+    """
+    A run cut at the front at every request sends a new prefix per message
+    of every request; what the best cost keeps of them is each message once
+    (its chain value in the list of messages sent) and a piece or two per
+    request, so it grows with the run, not with the run times the window.
+    """
+    from workingctx.cache._served import SentPrefixes  # noqa: PLC0415  # the private part under test
+
+    prefixes = SentPrefixes()
+    ctx = _context(1_200, [Message.user(f"kept {i} " + _big(50)) for i in range(40)])
+    previous: CachePlan | None = None
+    requests = 200
+    for turn in range(requests):
+        ctx.append(Message.user(f"turn {turn} " + _big(50)))
+        ctx.replace_tail(ctx.messages[1:])
+        previous = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
+        shared = previous._layout[len(ctx.prefix.as_messages()) - 1].tokens if turn else 0  # the prefix, once sent
+        assert prefixes.known(previous._layout) == shared
+    edges, pieces = [prefixes._root], 0
+    while edges:
+        for edge in edges.pop().values():
+            pieces += len(edge.pieces)
+            edges += [edge.child] if edge.child is not None else []
+    assert len(prefixes._chain) == len(prefixes._messages) <= 1 + 40 + requests
+    assert pieces <= 2 * requests
+
+
+class _EveryPrefix:
+    """
+    The best cost's answer from a set of every prefix sent (what :func:`simulate` kept before its tree).
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def known(self, layout: Any) -> int:
+        from workingctx.cache._served import seen_before  # noqa: PLC0415  # the private part under test
+
+        return seen_before(layout, self.seen)
+
+
+@given(
+    run=transcripts(max_turns=12, allow_pending=False),
+    repeats=st.lists(st.integers(0, 6), max_size=6),
+    window=st.integers(150, 1_500),
+    low=st.integers(40, 100),
+    cache=st.sampled_from(["plan", "last", "auto", "tuples"]),
+    provider=st.sampled_from(["anthropic", "openai"]),
+)
+def test_simulate_with_a_window_equals_keeping_every_prefix_sent(run, repeats, window, low, cache, provider):
+    """
+    Property: over a run trimmed by a token window (a cut at every request
+    past it, or down to a low watermark), with messages met twice, under
+    each strategy, a strategy laying some requests out as tuples among them,
+    every request :func:`simulate` reports (usage, costs, best cost, misses)
+    is the one it reports keeping the chain value of every prefix ever sent.
+    """
+    from unittest import mock  # noqa: PLC0415
+
+    from workingctx.cache import _simulate  # noqa: PLC0415  # the private part under test
+
+    turns = list(run)
+    for back in repeats:  # the same message objects again, as a manager or a caller may send them
+        if len(turns) > back:
+            turns.append(turns[-1 - back])
+    model = "claude-sonnet-4-6" if provider == "anthropic" else "gpt-5"
+    sent = 0
+
+    def tuples(ctx: WorkingContext, previous: CachePlan | None) -> CachePlan:
+        nonlocal sent
+        sent += 1
+        made = plan(ctx, provider=provider, model=model, previous=previous, counter=PerMessage(20))
+        return attrs.evolve(made, _layout=tuple(made._layout)) if sent % 3 == 0 else made
+
+    def simulated() -> Any:
+        nonlocal sent
+        sent = 0
+        manager = TokenBudgetContextManager(window, low_watermark=window * low // 100, counter=PerMessage(20))
+        return simulate(
+            turns,
+            provider=provider,
+            model=model,
+            manager=manager,
+            context=WorkingContext(prefix=PrefixContext("Be brief. " * 40)),
+            cache=tuples if cache == "tuples" else cache,
+            counter=PerMessage(20),
+        )
+
+    ours = simulated()
+    with mock.patch.object(_simulate, "SentPrefixes", _EveryPrefix):
+        every = simulated()
+    assert ours.requests == every.requests
 
 
 # -- the explicit cache's searches against the walks it replaced ---------------------
@@ -1222,6 +1320,8 @@ def _change(ctx: WorkingContext, kind: str, value: Any, turn: int) -> WorkingCon
         return ctx.with_prefix(PrefixContext(system_prompt=f"prompt {value} " + _big(1_200)))
     elif kind == "repeat" and len(tail) > value:
         ctx.append(tail[-1 - value])
+    elif kind == "drop" and tail:
+        ctx.replace_tail(tail[:-value])
     elif kind == "blockless":
         ctx.append(*[Message.assistant(""), Message("user", ())][:value])
     return ctx

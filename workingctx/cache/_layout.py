@@ -31,6 +31,10 @@ __all__ = [
     "bisect_right",
     "cache_blocks",
     "can_carry_breakpoint",
+    "chain_modulus",
+    "chain_power",
+    "chain_root",
+    "chained_through",
     "find_position",
     "is_layout_key",
     "keys",
@@ -212,6 +216,38 @@ def _powers(count: int) -> list[int]:
                 more.append(last)
             powers += more
     return powers[1 : count + 1]
+
+
+def chain_power(count: int) -> int:
+    """
+    ``B ** count mod P``, the factor a chain value is lifted by over *count*
+    messages (see :func:`lay_out`).
+    """
+    powers = _POWERS
+    if len(powers) <= count:
+        _powers(count)
+    return powers[count]
+
+
+def chain_root() -> int:
+    """
+    The chain value of an empty request (``R``, see :func:`lay_out`).
+    """
+    return _ROOT
+
+
+def chain_modulus() -> int:
+    """
+    The prime chain values are computed modulo (``P``, see :func:`lay_out`).
+    """
+    return _MODULUS
+
+
+def chained_through(value: int, message: Message) -> int:
+    """
+    The chain value of a request through *message*, from *value*, the chain value of the request before it.
+    """
+    return _chained(value, _shape(message)[0])
 
 
 def _shape(message: Message) -> tuple[str, tuple[tuple[bool, TTL | None], ...], bool]:

@@ -5,20 +5,32 @@ gone once older than its lifetime, and what each request reads, writes and pays 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 import attrs
 
 from workingctx import _checks
-from workingctx.cache._layout import TOKENS_OF, Layout, Position, bisect_right
+from workingctx.cache._layout import (
+    TOKENS_OF,
+    Layout,
+    Position,
+    bisect_right,
+    chain_modulus,
+    chain_power,
+    chain_root,
+    chained_through,
+)
 from workingctx.cache._plan import CachePlan, marked_positions
 from workingctx.cache._rules import TTL, CacheRules
 from workingctx.exceptions import CacheRuleError
+from workingctx.messages import Message
 
-__all__ = ["Served", "SimulatedCache", "checked_seconds", "seen_before"]
+__all__ = ["SentPrefixes", "Served", "SimulatedCache", "checked_seconds", "seen_before"]
 
 _FOREVER = 10**15  # seconds; anything longer is taken for a mistake
 
@@ -234,6 +246,180 @@ def seen_before(layout: Sequence[Position], seen: set[int]) -> int:
     held = _prefix_where(len(layout), lambda i: _chain_value(layout[i].key) in seen)
     seen.update({_chain_value(position.key) for position in layout[held:]})
     return layout[held - 1].tokens if held else 0
+
+
+class _Edge:
+    """
+    An edge of :class:`SentPrefixes`' tree: the messages from *start* to
+    *end* of the requests that go through it, whose chain values are read
+    from pieces of the tree's list of messages (see :meth:`SentPrefixes._value`),
+    and the node where requests part after it (None: one request, or several
+    each a prefix of the longest, ends here).
+    """
+
+    __slots__ = ("child", "end", "pieces", "start", "starts")
+
+    def __init__(self, start: int, end: int, pieces: list[tuple[int, int, int]]) -> None:
+        self.start = start
+        self.end = end
+        self.pieces = pieces  # (first message, index in the tree's list of messages, lift), by first message
+        self.starts = [piece[0] for piece in pieces]
+        self.child: dict[int, _Edge] | None = None
+
+
+class SentPrefixes:
+    """
+    Every prefix an earlier request of a run sent, for :func:`seen_before`'s
+    answer without a chain value kept per message of every request: a tree
+    of the requests sent (a path per request, parting where requests part),
+    with the chain values along each edge read, in one arithmetic step,
+    from a list of the messages sent, each kept once.
+
+    The list holds every message object the tree has met, in the order it
+    met them, and the chain values ``C`` of that list as one request. A run
+    of a request's messages from message *a* that is a run of the list from
+    index *j* has the chain values ``V(m) = (V(a - 1) - C(j - 1)) * B**(m - a + 1)
+    + C(j + m - a) mod P`` (see :func:`~workingctx.cache._layout.lay_out`): an
+    edge keeps one ``(a, j, lift)`` piece per such run, so a request cut at
+    the front and grown at the end costs a piece or two, not a value per message.
+
+    A chain value names the whole request up to its message, so the tree's
+    edges leaving a node are told apart by the chain value of their first
+    message, and along an edge a request goes on with it while their chain
+    values agree, found by a binary search. Requests laid out otherwise than
+    as a :class:`~workingctx.cache._layout.Layout` (a plan unpickled from an
+    earlier version) are answered by :func:`seen_before` over the values of
+    every prefix sent, which the tree then hands over.
+    """
+
+    __slots__ = ("_at", "_chain", "_messages", "_root", "_seen")
+
+    def __init__(self) -> None:
+        self._root: dict[int, _Edge] = {}
+        self._messages: list[Message] = []
+        self._chain: list[int] = []
+        self._at: dict[int, int] = {}  # id of a message of the list -> its last index there
+        self._seen: set[int] | None = None
+
+    def known(self, layout: Sequence[Position]) -> int:
+        """
+        The tokens of the longest prefix of *layout* an earlier request sent
+        (what :func:`seen_before` gives), and add *layout*'s prefixes.
+        """
+        if not layout:
+            return 0
+        if self._seen is None and not isinstance(layout, Layout):
+            self._seen = self._every_value()
+        if self._seen is not None:
+            return seen_before(layout, self._seen)
+        assert isinstance(layout, Layout)  # noqa: S101  # told above
+        run, count = layout._run, layout.message_count
+        values = run.values
+        edges, depth = self._root, 0
+        while True:
+            edge = edges.get(values[depth]) if depth < count else None
+            if edge is None:
+                if depth < count:
+                    edges[values[depth]] = _Edge(depth, count, self._pieces(layout, depth))
+                break
+            top = min(edge.end, count)
+            low, high = depth + 1, top  # values agree at depth (the edge's key) and are searched after it
+            while low < high:
+                middle = (low + high) // 2
+                if self._value(edge, middle) == values[middle]:
+                    low = middle + 1
+                else:
+                    high = middle
+            depth = low
+            if depth < edge.end:  # the request parts from the edge inside it (or ends there)
+                if depth < count:
+                    self._split(edge, depth, values[depth], _Edge(depth, count, self._pieces(layout, depth)))
+                break
+            if edge.child is not None:
+                edges = edge.child
+                continue
+            if depth < count:  # the request goes on past the last request through the edge
+                self._extend(edge, self._pieces(layout, depth), count)
+            break
+        held = bisect.bisect_left(run.messages, depth, 0, len(layout))
+        return run.tokens[held - 1] if held else 0
+
+    def _value(self, edge: _Edge, message: int) -> int:
+        """
+        The chain value through *message* of the requests through *edge*.
+        """
+        first, at, lift = edge.pieces[bisect.bisect_right(edge.starts, message) - 1]
+        return (lift * chain_power(message - first + 1) + self._chain[at + message - first]) % chain_modulus()
+
+    def _split(self, edge: _Edge, depth: int, key: int, other: _Edge) -> None:
+        """
+        Part *edge* at message *depth*: its messages from there on go on in a new edge, beside *other*.
+        """
+        rest = _Edge(depth, edge.end, edge.pieces)
+        rest.starts, rest.child = edge.starts, edge.child  # the pieces are shared: each edge reads its own messages
+        edge.end = depth
+        edge.child = {self._value(rest, depth): rest, key: other}
+
+    def _extend(self, edge: _Edge, pieces: list[tuple[int, int, int]], count: int) -> None:
+        """
+        Lengthen the last edge of a path by *pieces*, up to message *count*.
+        """
+        first, at, lift = pieces[0]
+        last_first, last_at, last_lift = edge.pieces[-1]
+        if at == last_at + first - last_first and lift == last_lift * chain_power(first - last_first) % chain_modulus():
+            pieces = pieces[1:]  # the list's run goes on: the last piece reads it
+        edge.pieces += pieces
+        edge.starts += [piece[0] for piece in pieces]
+        edge.end = count
+
+    def _pieces(self, layout: Layout, start: int) -> list[tuple[int, int, int]]:
+        """
+        The pieces of the list of messages *layout*'s messages from *start* on are, each
+        with its lift; messages not in the list yet are added to it at its end.
+        """
+        run, count = layout._run, layout.message_count
+        sources = run.sources[start:count]
+        at = self._at.get(id(sources[0]))
+        if (
+            at is not None
+            and at + len(sources) <= len(self._messages)
+            and all(map(operator.is_, sources, itertools.islice(self._messages, at, None)))
+        ):
+            return [(start, at, self._lift(run.values, start, at))]  # one run of the list: a cut, or a request again
+        pieces: list[tuple[int, int, int]] = []
+        previous = -2
+        for m, message in enumerate(sources, start):
+            index = self._at.get(id(message))
+            if index is None:
+                index = self._add(message)
+            if index != previous + 1:
+                pieces.append((m, index, self._lift(run.values, m, index)))
+            previous = index
+        return pieces
+
+    def _add(self, message: Message) -> int:
+        index = len(self._messages)
+        self._chain.append(chained_through(self._chain[-1] if index else chain_root(), message))
+        self._messages.append(message)
+        self._at[id(message)] = index
+        return index
+
+    def _lift(self, values: list[int], first: int, at: int) -> int:
+        before = values[first - 1] if first else chain_root()
+        return (before - (self._chain[at - 1] if at else chain_root())) % chain_modulus()
+
+    def _every_value(self) -> set[int]:
+        """
+        The chain value through every message of every request the tree holds.
+        """
+        seen: set[int] = set()
+        stack = [self._root]
+        while stack:
+            for edge in stack.pop().values():
+                seen.update(self._value(edge, m) for m in range(edge.start, edge.end))
+                if edge.child is not None:
+                    stack.append(edge.child)
+        return seen
 
 
 def _chain_value(key: str) -> int:

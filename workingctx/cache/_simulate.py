@@ -16,7 +16,7 @@ from workingctx.cache._layout import per_message
 from workingctx.cache._plan import Breakpoint, CachePlan, last_carrying, plan
 from workingctx.cache._report import request_tokens, sent_usage
 from workingctx.cache._rules import rules_for
-from workingctx.cache._served import SimulatedCache, checked_seconds, seen_before
+from workingctx.cache._served import SentPrefixes, SimulatedCache, checked_seconds
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.messages import Message, Usage
@@ -299,7 +299,7 @@ def simulate(
     served = SimulatedCache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
-    seen: set[int] = set()  # every prefix an earlier request sent, for the best cost
+    sent = SentPrefixes()  # every prefix an earlier request sent, for the best cost
     now = 0.0
     for message in _flatten(turns):
         if message.role == "assistant":
@@ -311,14 +311,14 @@ def simulate(
             result = served.send(made, now)
             output = message.usage.output_tokens if message.usage is not None else count(message)
             total = request_tokens(made)
-            sent = sent_usage(total, result)
-            usage = attrs.evolve(sent, output_tokens=output)
-            known = seen_before(made._layout, seen)
+            paid = sent_usage(total, result)
+            usage = attrs.evolve(paid, output_tokens=output)
+            known = sent.known(made._layout)
             requests.append(
                 SimulatedRequest(
                     usage=usage,
                     cost=_price(model, usage),
-                    input_cost=_price(model, sent),
+                    input_cost=_price(model, paid),
                     uncached_cost=_price(model, Usage(input_tokens=total, output_tokens=output)),
                     uncached_input_cost=_price(model, Usage(input_tokens=total)),
                     breakpoints=len(made.breakpoints) + (1 if made.automatic and rules.explicit else 0),
