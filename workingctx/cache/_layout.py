@@ -647,8 +647,10 @@ def _shifted(
     new = run.cut(count, low)
     values = run.values[found:end]
     if lift:
-        modulus = _MODULUS
-        values = [(lift * power + value) % modulus for power, value in zip(_powers(moved), values, strict=True)]
+        # (lift * B**k + value) % P for each moved value, by C-level maps (a comprehension costs a third more)
+        repeat = itertools.repeat
+        lifted = map(operator.add, map(operator.mul, repeat(lift), _powers(moved)), values)
+        values = list(map(operator.mod, lifted, repeat(_MODULUS)))
         new.heads += map(hex, values)
     else:
         new.heads += run.heads[found:end]
