@@ -374,27 +374,34 @@ class SentPrefixes:
 
     def _pieces(self, layout: Layout, start: int) -> list[tuple[int, int, int]]:
         """
-        The pieces of the list of messages *layout*'s messages from *start* on are, each
-        with its lift; messages not in the list yet are added to it at its end.
+        The pieces of the list of messages *layout*'s messages from *start* on
+        are, each with its lift; messages not in the list yet are added to it
+        at its end. Each run of the list is found without a Python call per
+        message (a cut request is one run, then the messages it added).
         """
         run, count = layout._run, layout.message_count
-        sources = run.sources[start:count]
-        at = self._at.get(id(sources[0]))
-        if (
-            at is not None
-            and at + len(sources) <= len(self._messages)
-            and all(map(operator.is_, sources, itertools.islice(self._messages, at, None)))
-        ):
-            return [(start, at, self._lift(run.values, start, at))]  # one run of the list: a cut, or a request again
+        sources, messages, at_of = run.sources, self._messages, self._at
         pieces: list[tuple[int, int, int]] = []
         previous = -2
-        for m, message in enumerate(sources, start):
-            index = self._at.get(id(message))
+        m = start
+        while m < count:
+            message = sources[m]
+            index = at_of.get(id(message))
             if index is None:
-                index = self._add(message)
+                index, length = self._add(message), 1
+            else:
+                more = min(count - m, len(messages) - index) - 1  # how far the list could go on with the request
+                length = 1 + next(
+                    itertools.compress(
+                        itertools.count(),
+                        map(operator.is_not, sources[m + 1 : m + 1 + more], messages[index + 1 : index + 1 + more]),
+                    ),
+                    more,
+                )
             if index != previous + 1:
                 pieces.append((m, index, self._lift(run.values, m, index)))
-            previous = index
+            previous = index + length - 1
+            m += length
         return pieces
 
     def _add(self, message: Message) -> int:
