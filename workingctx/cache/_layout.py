@@ -297,17 +297,16 @@ _PLACING = threading.Lock()
 class _Run:
     """
     The lists behind the layouts of a growing run, which only grow in place:
-    for each message, the chain key of the request through it (the hex form
-    of its chain value), that chain value, the request tokens through it, the
-    index of its first position and the message itself; for each position,
+    for each message, the chain value of the request through it (its chain
+    key is the hex form, made when a key is read), the request tokens through
+    it, the index of its first position and the message itself; for each position,
     its message, its block, the request tokens through it and its block's
     facts (whether it can carry a breakpoint, and the lifetime of one it carries).
     """
 
-    __slots__ = ("blocks", "ends", "facts", "firsts", "heads", "messages", "sources", "tokens", "values")
+    __slots__ = ("blocks", "ends", "facts", "firsts", "messages", "sources", "tokens", "values")
 
     def __init__(self) -> None:
-        self.heads: list[str] = []
         self.values: list[int] = []
         self.ends: list[int] = []
         self.firsts: list[int] = []
@@ -322,14 +321,13 @@ class _Run:
         A new run holding the first *count* messages and *size* positions of this one.
         """
         run = _Run()
-        run.heads, run.values, run.ends = self.heads[:count], self.values[:count], self.ends[:count]
+        run.values, run.ends = self.values[:count], self.ends[:count]
         run.firsts, run.sources = self.firsts[:count], self.sources[:count]
         run.messages, run.blocks = self.messages[:size], self.blocks[:size]
         run.tokens, run.facts = self.tokens[:size], self.facts[:size]
         return run
 
     def extend(self, more: _Run) -> None:
-        self.heads += more.heads
         self.values += more.values
         self.ends += more.ends
         self.firsts += more.firsts
@@ -376,14 +374,14 @@ class Layout(Sequence[Position]):
         if not 0 <= message < self._count:
             msg = f"layout message {message!r} out of range for {self._count} messages"
             raise IndexError(msg)
-        return self._run.heads[message]
+        return hex(self._run.values[message])
 
     def key(self, index: int) -> str:
         """
         The key of the position at *index* (``layout[index].key``, without making the position).
         """
         run = self._run
-        return f"{run.heads[run.messages[index]]}:{run.blocks[index]}"
+        return f"{hex(run.values[run.messages[index]])}:{run.blocks[index]}"
 
     def tokens(self) -> list[int]:
         """
@@ -395,7 +393,7 @@ class Layout(Sequence[Position]):
         run = self._run
         message, block = run.messages[index], run.blocks[index]
         carries, preset = run.facts[index]
-        return _made(message, block, run.tokens[index], carries, f"{run.heads[message]}:{block}", preset)
+        return _made(message, block, run.tokens[index], carries, f"{hex(run.values[message])}:{block}", preset)
 
     def __len__(self) -> int:
         return self._size
@@ -539,7 +537,7 @@ def lay_out(
         rest = list(rest)
     base, presets = _moved(old, count, rest, reused_presets) if old is not None else (None, [])
     if base is not None:  # a run of the earlier layout's messages follows the first count
-        at = len(base.heads)  # where the messages laid out one by one begin
+        at = len(base.values)  # where the messages laid out one by one begin
         rest = rest[at - count :]
         size, before, value = len(base.tokens), base.ends[-1], base.values[-1]
     elif old is not None and count:
@@ -549,7 +547,7 @@ def lay_out(
     else:
         at, size, before, value = count, 0, 0, _ROOT
     more = _Run()
-    heads, values, ends, firsts = more.heads, more.values, more.ends, more.firsts
+    values, ends, firsts = more.values, more.ends, more.firsts
     of_message, of_block, through, facts = more.messages, more.blocks, more.tokens, more.facts
     more.sources = rest
     tokens_of = per_message(counter)
@@ -560,8 +558,6 @@ def lay_out(
         digest, blocks, marked = _shape(message)
         value = (value * base_value + int(digest[:32], 16)) % modulus  # _chained, inlined
         values.append(value)
-        head = hex(value)
-        heads.append(head)
         firsts.append(first)
         width = len(blocks)
         if width == 1:
@@ -576,7 +572,7 @@ def lay_out(
         facts += blocks
         if marked:
             presets.extend(
-                made(m, k, through[first - size + k], carries, f"{head}:{k}", preset)
+                made(m, k, through[first - size + k], carries, f"{hex(value)}:{k}", preset)
                 for k, (carries, preset) in enumerate(blocks)
                 if preset is not None
             )
@@ -651,9 +647,6 @@ def _shifted(
         repeat = itertools.repeat
         lifted = map(operator.add, map(operator.mul, repeat(lift), _powers(moved)), values)
         values = list(map(operator.mod, lifted, repeat(_MODULUS)))
-        new.heads += map(hex, values)
-    else:
-        new.heads += run.heads[found:end]
     new.values += values
     new.ends += [through + tokens for through in run.ends[found:end]]
     new.firsts += [first + place for first in run.firsts[found:end]]
@@ -662,10 +655,15 @@ def _shifted(
     new.blocks += run.blocks[start:stop]
     new.tokens += [through + tokens for through in run.tokens[start:stop]]
     new.facts += run.facts[start:stop]
-    heads, made = new.heads, _made
+    values, made = new.values, _made
     presets += [
         made(
-            p.message + shift, p.block, p.tokens + tokens, p.carries, f"{heads[p.message + shift]}:{p.block}", p.preset
+            p.message + shift,
+            p.block,
+            p.tokens + tokens,
+            p.carries,
+            f"{hex(values[p.message + shift])}:{p.block}",
+            p.preset,
         )
         for p in reused_presets
         if found <= p.message < end
@@ -679,7 +677,7 @@ def _extended(reused: Layout | None, count: int, size: int, more: _Run) -> Layou
     then *more*: in place at the end of *reused*'s run when it ends there,
     else in a new run.
     """
-    added = len(more.heads)
+    added = len(more.values)
     if reused is None or not count:
         return Layout(more, added, len(more.tokens))
     run = reused._run
@@ -687,7 +685,7 @@ def _extended(reused: Layout | None, count: int, size: int, more: _Run) -> Layou
         if not added:
             return reused
         with _PLACING:
-            if len(run.heads) == count and len(run.tokens) == size:
+            if len(run.values) == count and len(run.tokens) == size:
                 run.extend(more)
                 return Layout(run, count + added, size + len(more.tokens))
     run = run.cut(count, size)

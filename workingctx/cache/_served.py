@@ -83,16 +83,17 @@ class SimulatedCache:
     rules: CacheRules
     minimum: int
     entries: dict[str, _Entry] = attrs.Factory(dict)
-    # the chain keys of the messages whose blocks hold entries (a key is
-    # its message's chain key, ":" and the block), for a walk to skip the others
-    _heads: set[str] = attrs.field(factory=set, init=False, repr=False, eq=False)
+    # the chain values of the messages whose blocks hold entries (a key is its
+    # message's chain key, the hex form of its chain value, ":" and the block),
+    # for a walk to skip the others
+    _heads: set[int] = attrs.field(factory=set, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        self._heads.update(key.rpartition(":")[0] for key in self.entries)
+        self._heads.update(_chain_value(key) for key in self.entries)
 
     def _write(self, key: str, entry: _Entry) -> None:
         self.entries[key] = entry
-        self._heads.add(key.rpartition(":")[0])
+        self._heads.add(_chain_value(key))
 
     def _live(self, key: str, now: float) -> _Entry | None:
         entry = self.entries.get(key)
@@ -138,23 +139,23 @@ class SimulatedCache:
     def _beyond_heads(self, layout: Layout, past: int, now: float) -> tuple[int, int]:
         """
         :meth:`_beyond` over a :class:`Layout`, whose positions after *past*
-        are read from its lists, and only where their message's chain key
+        are read from its lists, and only where their message's chain value
         holds an entry (none, most often, after a cut: a set intersection says so).
         """
         size, count, run = len(layout), layout.message_count, layout._run
         if past >= size:
             return 0, 0
         first = run.messages[past]
-        held = self._heads.intersection(run.heads[first:count])
+        held = self._heads.intersection(run.values[first:count])
         if not held:
             return 0, 0
         entries, lifetimes, tokens = self.entries, self.rules.lifetimes, run.tokens
-        heads, firsts, blocks = run.heads, run.firsts, run.blocks
+        values, firsts, blocks = run.values, run.firsts, run.blocks
         expired = 0
         for m in range(count - 1, first - 1, -1):
-            head = heads[m]
-            if head not in held:
+            if values[m] not in held:
                 continue
+            head = hex(values[m])
             end = firsts[m + 1] if m + 1 < count else size
             for i in range(end - 1, max(firsts[m], past) - 1, -1):
                 entry = entries.get(f"{head}:{blocks[i]}")
