@@ -203,9 +203,9 @@ _POWERS = [1]
 _GROWING = threading.Lock()
 
 
-def _powers(count: int) -> list[int]:
+def _grow_powers(count: int) -> list[int]:
     """
-    ``_BASE ** k % _MODULUS`` for *k* from 1 to *count*.
+    :data:`_POWERS`, grown in place to hold ``_BASE ** count % _MODULUS``.
     """
     powers = _POWERS
     if len(powers) <= count:
@@ -215,18 +215,23 @@ def _powers(count: int) -> list[int]:
                 last = last * _BASE % _MODULUS
                 more.append(last)
             powers += more
-    return powers[1 : count + 1]
+    return powers
+
+
+def _powers(count: int) -> list[int]:
+    """
+    ``_BASE ** k % _MODULUS`` for *k* from 1 to *count*.
+    """
+    return _grow_powers(count)[1 : count + 1]
 
 
 def chain_power(count: int) -> int:
     """
     ``B ** count mod P``, the factor a chain value is lifted by over *count*
-    messages (see :func:`lay_out`).
+    messages (see :func:`lay_out`), without copying the powers before it.
     """
     powers = _POWERS
-    if len(powers) <= count:
-        _powers(count)
-    return powers[count]
+    return powers[count] if count < len(powers) else _grow_powers(count)[count]
 
 
 def chain_root() -> int:
