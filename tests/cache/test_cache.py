@@ -1817,3 +1817,19 @@ def test_a_cut_front_reuses_only_the_same_messages_not_equal_ones():
         served.append((cache.send(p2), p2.total_tokens))
         p2.apply(later.assembled())
     assert served[0] == served[1]
+
+
+def test_a_simulated_cache_holds_entries_of_keys_of_any_form():
+    """
+    A simulated cache given entries under keys that are not a layout's own
+    (the hex form of a chain value) holds them, and a request's layout, whose
+    keys are never of their form, reads none of them.
+    """
+    from workingctx.cache._served import SimulatedCache, _Entry  # noqa: PLC0415  # the private part under test
+
+    ctx = _context(1_200, [Message.user(_big(2_000)), Message.assistant("ok")])
+    made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+    keys = {f"{head}:0" for head in ("custom", "0x0abc", "0XABC", "ab54e2", "0xzz")}
+    cache = SimulatedCache(RULES["anthropic"], 1024, entries={key: _Entry(5_000, "5m", 0.0) for key in keys})
+    assert cache.send(made).read == 0
+    assert set(cache.entries) >= keys

@@ -89,11 +89,24 @@ class SimulatedCache:
     _heads: set[int] = attrs.field(factory=set, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        self._heads.update(_chain_value(key) for key in self.entries)
+        for key in self.entries:
+            self._hold(key)
+
+    def _hold(self, key: str) -> None:
+        # only a layout's own keys (the hex form of a chain value) are ever
+        # looked for by chain value: keys of another form are skipped
+        head = key.rpartition(":")[0]
+        if head.startswith("0x"):
+            try:
+                value = int(head, 16)
+            except ValueError:
+                return
+            if hex(value) == head:
+                self._heads.add(value)
 
     def _write(self, key: str, entry: _Entry) -> None:
         self.entries[key] = entry
-        self._heads.add(_chain_value(key))
+        self._hold(key)
 
     def _live(self, key: str, now: float) -> _Entry | None:
         entry = self.entries.get(key)
@@ -299,7 +312,7 @@ class SentPrefixes:
         self._root: dict[int, _Edge] = {}
         self._messages: list[Message] = []
         self._chain: list[int] = []
-        self._at: dict[int, int] = {}  # id of a message of the list -> its last index there
+        self._at: dict[int, int] = {}  # id of a message of the list -> its index there
         self._seen: set[int] | None = None
 
     def known(self, layout: Sequence[Position]) -> int:
