@@ -306,7 +306,7 @@ class SentPrefixes:
     every prefix sent, which the tree then hands over.
     """
 
-    __slots__ = ("_at", "_chain", "_messages", "_root", "_seen")
+    __slots__ = ("_at", "_chain", "_last", "_messages", "_root", "_seen")
 
     def __init__(self) -> None:
         self._root: dict[int, _Edge] = {}
@@ -314,6 +314,8 @@ class SentPrefixes:
         self._chain: list[int] = []
         self._at: dict[int, int] = {}  # id of a message of the list -> its index there
         self._seen: set[int] | None = None
+        # the run and message count of the last request, when it ended a path, and that path's last edge
+        self._last: tuple[object, int, _Edge] | None = None
 
     def known(self, layout: Sequence[Position]) -> int:
         """
@@ -329,12 +331,23 @@ class SentPrefixes:
         assert isinstance(layout, Layout)  # noqa: S101  # told above
         run, count = layout._run, layout.message_count
         values = run.values
+        last, self._last = self._last, None
+        if last is not None and last[0] is run and last[1] <= count:
+            # The request holds the last one (a run's lists only grow in place), which ended a
+            # path of the tree: no earlier request goes on past it, so the request parts there.
+            _, depth, ended = last
+            if depth < count:
+                self._extend(ended, self._pieces(layout, depth), count)
+            self._last = (run, count, ended)
+            held = bisect.bisect_left(run.messages, depth, 0, len(layout))
+            return run.tokens[held - 1] if held else 0
         edges, depth = self._root, 0
         while True:
             edge = edges.get(values[depth]) if depth < count else None
             if edge is None:
                 if depth < count:
-                    edges[values[depth]] = _Edge(depth, count, self._pieces(layout, depth))
+                    edges[values[depth]] = leaf = _Edge(depth, count, self._pieces(layout, depth))
+                    self._last = (run, count, leaf)
                 break
             top = min(edge.end, count)
             low, high = depth + 1, top  # values agree at depth (the edge's key) and are searched after it
@@ -347,13 +360,16 @@ class SentPrefixes:
             depth = low
             if depth < edge.end:  # the request parts from the edge inside it (or ends there)
                 if depth < count:
-                    self._split(edge, depth, values[depth], _Edge(depth, count, self._pieces(layout, depth)))
+                    leaf = _Edge(depth, count, self._pieces(layout, depth))
+                    self._split(edge, depth, values[depth], leaf)
+                    self._last = (run, count, leaf)
                 break
             if edge.child is not None:
                 edges = edge.child
                 continue
             if depth < count:  # the request goes on past the last request through the edge
                 self._extend(edge, self._pieces(layout, depth), count)
+                self._last = (run, count, edge)
             break
         held = bisect.bisect_left(run.messages, depth, 0, len(layout))
         return run.tokens[held - 1] if held else 0
