@@ -260,7 +260,8 @@ def marked_positions(request: CachePlan) -> list[tuple[int, Position, TTL]]:
     ttls: dict[tuple[int, int], TTL] = {(b.message, b.block): b.ttl for b in request.breakpoints}
     at = [*ttls, *((p.message, p.block) for p in request._presets)]
     indices = sorted({i for i in (find_position(layout, m, k) for m, k in at) if i is not None})
-    found = [(i, layout[i], ttls.get(AT(layout[i])) or layout[i].preset or "5m") for i in indices]
+    positions = [layout[i] for i in indices]  # each made once: a position's key is made when it is
+    found = [(i, p, ttls.get(AT(p)) or p.preset or "5m") for i, p in zip(indices, positions, strict=True)]
     if request.automatic and rules_for(request.provider, request.model).explicit:
         last = _last_carrying_index(layout, layout[-1].message + 1)
         if last is not None and last not in indices:
