@@ -804,6 +804,37 @@ class TestSummaryContextManager:
         assert cancelled.wait(5)
         assert before is ctx.messages
 
+    def test_an_interrupt_while_the_summary_is_handed_to_the_loop_cancels_it(self, monkeypatch):
+        """
+        Ctrl-C that lands after the summary started in the loop but before
+        the caller began to wait for it (inside the hand-over) cancels it too.
+        """
+        started, cancelled = threading.Event(), threading.Event()
+
+        async def slow(*_: object, **__: object) -> str:
+            started.set()
+            try:
+                await asyncio.sleep(60)  # only a cancel ends it
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return "summary"
+
+        hand_over = asyncio.run_coroutine_threadsafe
+
+        def interrupted(coroutine: Any, loop: asyncio.AbstractEventLoop) -> Any:
+            hand_over(coroutine, loop)
+            assert started.wait(5)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(asyncio, "run_coroutine_threadsafe", interrupted)
+        ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
+        before = ctx.messages
+        with pytest.raises(KeyboardInterrupt):
+            SummaryContextManager(slow, max_messages=2, keep_recent=1).trim_context(ctx)
+        assert cancelled.wait(5)
+        assert before is ctx.messages
+
     def test_boundary_moves_to_keep_an_exchange_whole(self):
         """
         When the newest keep_recent messages start on a tool result, the

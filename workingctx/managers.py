@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import bisect
+import concurrent.futures
 import functools
 import inspect
 import itertools
@@ -891,15 +892,32 @@ class _SummarizingLoop:
             coroutine.close()
             msg = f"{caller} was called by a summarizer while it summarizes; await atrim_context() there"
             raise RuntimeError(msg)
-        future = asyncio.run_coroutine_threadsafe(_caught(coroutine), loop)  # in a copy of this thread's context
+        wrapped = _caught(coroutine)
+        future: concurrent.futures.Future[tuple[C, BaseException | None]] | None = None
         try:
+            future = asyncio.run_coroutine_threadsafe(wrapped, loop)  # in a copy of this thread's context
             result, escaped = future.result()
         except BaseException:
-            future.cancel()  # the caller stopped waiting: the summary does not land later behind its back
+            # the caller stopped waiting: the summary does not land later behind its back,
+            # also when the interrupt came while it was being handed to the loop
+            if future is not None:
+                future.cancel()
+            else:
+                loop.call_soon_threadsafe(_cancel_running, loop, wrapped)
             raise
         if escaped is not None:
             raise escaped
         return result
+
+
+def _cancel_running(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, Any]) -> None:
+    """
+    Cancel the task of *loop* running *coroutine*, if any (in the loop's thread,
+    after the callback that made the task: the loop runs callbacks in order).
+    """
+    for task in asyncio.all_tasks(loop):
+        if task.get_coro() is coroutine:
+            task.cancel()
 
 
 async def _caught(coroutine: Coroutine[Any, Any, C]) -> tuple[C, BaseException | None]:
