@@ -360,6 +360,8 @@ def _unanswerable(messages: Sequence[Message]) -> tuple[Problem, ...]:
     problems: list[Problem] = []
     for index, message in enumerate(messages):
         blocks = () if isinstance(message.content, str) else message.content
+        if not (kinds or any(isinstance(block, ProviderBlock) for block in blocks)):
+            continue  # only a provider's own call asks for an output of its kind (every write walks this)
         for call in calls_of([message], message.call_ids):
             item = call.provider_data.get(PROVIDER, {}).get("item", {})
             if tool_answers(call):
