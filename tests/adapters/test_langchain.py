@@ -5,6 +5,9 @@ LangChain's own fields never sent, and cross-format writes.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -268,3 +271,112 @@ def test_an_error_names_the_message_it_is_in():
     with pytest.raises(ValueError, match="nested more than 100 levels") as info:
         langchain.read(messages)
     assert str(info.value).startswith("messages[1].tool_calls[0].args.more")
+
+
+words = st.from_regex(r"[a-z]{1,8}( [a-z]{1,8}){0,3}", fullmatch=True)
+
+
+@functools.cache
+def _chat_anthropic() -> Any:
+    from langchain_anthropic import ChatAnthropic  # noqa: PLC0415
+
+    return ChatAnthropic(model="claude-sonnet-4-6", api_key="offline")  # type: ignore[call-arg]
+
+
+def _tool_results(message: dict) -> list:
+    content = message["content"]
+    return [] if isinstance(content, str) else [b for b in content if b.get("type") == "tool_result"]
+
+
+class TestAnthropicBlocksInHumanMessages:
+    """
+    ChatAnthropic sends a ``tool_result`` or ``tool_use`` dict in a HumanMessage's content
+    to Anthropic as it is: a result there answers its call, and a call there is refused.
+    """
+
+    @staticmethod
+    @st.composite
+    def transcripts(draw: st.DrawFn) -> list:
+        """
+        Turns whose tool results ride in a HumanMessage as ``tool_result`` dicts (text or
+        blocks, errors, a ``cache_control``), as ChatAnthropic's users write them.
+        """
+        out: list = [HumanMessage(draw(words), id="h0")]
+        for turn in range(draw(st.integers(1, 3))):
+            ids = [f"toolu_{turn}_{i}" for i in range(draw(st.integers(1, 3)))]
+            calls = [{"name": draw(names), "args": draw(json_args), "id": i} for i in ids]
+            out.append(AIMessage(draw(st.just("") | words), tool_calls=calls, id=f"a{turn}"))
+            results: list = []
+            for call_id in ids:
+                result: dict = {"type": "tool_result", "tool_use_id": call_id}
+                result["content"] = draw(
+                    words | st.lists(st.builds(lambda t: {"type": "text", "text": t}, words), max_size=2)
+                )
+                if draw(st.booleans()):
+                    result["is_error"] = draw(st.booleans())
+                if draw(st.booleans()):
+                    result["cache_control"] = {"type": "ephemeral"}
+                results.append(result)
+            if draw(st.booleans()):
+                results.append({"type": "text", "text": draw(words)})
+            out.append(HumanMessage(results, id=f"h{turn + 1}"))
+        out.append(AIMessage(draw(words), id="end"))
+        return out
+
+    @given(transcripts())
+    def test_results_answer_their_calls_and_come_back_as_they_came(self, messages):
+        """
+        Such a transcript round-trips equal, breaks no rule of LangChain or Anthropic, and
+        is written for Anthropic as ChatAnthropic itself sends it (the SDK's types accept it).
+        """
+        from anthropic.types import MessageParam  # noqa: PLC0415
+
+        ctx = langchain.read(messages)
+        assert messages == langchain.write(ctx, state=True)
+        assert () == langchain.check(ctx)
+        assert () == anthropic.check(ctx)
+        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        ours = anthropic.write(ctx)["messages"]
+        TypeAdapter(list[MessageParam]).validate_python(ours)
+        results = [_tool_results(m) for m in ours if m["role"] == "user"]
+        theirs = [_tool_results(m) for m in sent if m["role"] == "user"]
+        assert theirs == results
+
+    def test_a_changed_result_is_written_as_what_it_now_is(self):
+        """
+        A result whose call id was changed after reading (as merging re-keys one) is written with
+        the new id, never as the dict it was read from.
+        """
+        import attrs  # noqa: PLC0415
+
+        messages = [
+            HumanMessage("q"),
+            AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "t1"}]),
+            HumanMessage([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]),
+        ]
+        ctx = langchain.read(messages)
+        result = ctx.messages[2].content[0]
+        changed = attrs.evolve(ctx.messages[2], content=(attrs.evolve(result, call_id="t2"),))
+        moved = ctx.replace_tail([*ctx.messages[:2], changed])
+        written = langchain.write_messages(moved.messages)
+        assert [ToolMessage("ok", tool_call_id="t2")] == [m for m in written if isinstance(m, ToolMessage)]
+        assert all("t1" not in str(m.content) for m in written[2:])
+
+    def test_a_call_in_a_human_message_is_refused_and_repair_moves_it(self):
+        """
+        A ``tool_use`` dict in a HumanMessage, which Anthropic refuses in a user turn, breaks the
+        call-not-assistant rule; repair moves it into an AIMessage's tool calls, its result after.
+        """
+        messages = [
+            HumanMessage("q", id="h1"),
+            HumanMessage([{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}], id="h2"),
+            ToolMessage("ok", tool_call_id="t1", id="r1"),
+        ]
+        assert ["call-not-assistant"] == [p.rule for p in langchain.check(messages)]
+        with pytest.raises(ProviderError, match="call-not-assistant"):
+            anthropic.write(langchain.read(messages))
+        repaired = langchain.write(langchain.read(messages), repair=True)
+        assert () == langchain.check(repaired)
+        (ai,) = [m for m in repaired if isinstance(m, AIMessage)]
+        assert [{"name": "f", "args": {"a": 1}, "id": "t1", "type": "tool_call"}] == ai.tool_calls
+        assert messages == langchain.write(langchain.read(messages), state=True)

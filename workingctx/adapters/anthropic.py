@@ -145,6 +145,14 @@ _KEYS = "_keys"
 ``toolset_name``, a ``cache_control`` of null), written back as they came."""
 
 
+def read_block(raw: Mapping[str, Any]) -> ContentBlock:
+    """
+    The workingctx block for one Anthropic content block, as :func:`read` reads
+    it (what it does not model kept to write back as it came).
+    """
+    return _block(raw)
+
+
 def _block(raw: Mapping[str, Any]) -> ContentBlock:
     kind = raw.get("type")
     if kind in {"tool_use", "tool_result"}:

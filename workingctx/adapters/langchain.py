@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
+from workingctx.adapters import anthropic
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
@@ -248,7 +251,66 @@ def _invalid_call(call: Any) -> ToolCall | None:
 
 def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
     raw = data.get("content", "")
-    return raw if isinstance(raw, str) else tuple(_block(i) for i in raw)
+    if isinstance(raw, str):
+        return raw
+    if data.get("type") == "human":
+        return tuple(_human_block(i) for i in raw)
+    return tuple(_block(i) for i in raw)
+
+
+_RAW = "_block"
+"""Where a call or a result read from a human message keeps its dict, written back as it came."""
+
+
+def _human_block(item: Any) -> ContentBlock:
+    """
+    An item of a human message's content. ChatAnthropic sends a ``tool_result``
+    or ``tool_use`` dict found there to Anthropic as it is, so it is read as the
+    result or the call it is (the rules pair a result with its call, and refuse
+    a call outside an assistant message), keeping the dict to write back.
+    """
+    block = _anthropic_tool_block(item)
+    return _block(item) if block is None else block
+
+
+def _anthropic_tool_block(item: Any) -> ToolCallBlock | ToolResultBlock | None:
+    """
+    The call or the result an Anthropic ``tool_use`` or ``tool_result`` dict is,
+    read as the Anthropic adapter reads it, or None for anything else (or one
+    too damaged to be either).
+    """
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type")
+    if kind == "tool_use":
+        call_id, name = item.get("id"), item.get("name")
+        whole = isinstance(name, str) and bool(name) and isinstance(item.get("input"), Mapping)
+    elif kind == "tool_result":
+        call_id, output = item.get("tool_use_id"), item.get("content", "")
+        whole = isinstance(item.get("is_error", False), bool) and (
+            isinstance(output, str) or (isinstance(output, list) and all(isinstance(i, Mapping) for i in output))
+        )
+    else:
+        return None
+    if not (whole and isinstance(call_id, str) and call_id):
+        return None
+    block = anthropic.read_block(item)
+    if not isinstance(block, ToolCallBlock | ToolResultBlock):
+        return None
+    return attrs.evolve(block, provider_data={**block.provider_data, PROVIDER: {_RAW: item}})
+
+
+def _as_read(block: ContentBlock) -> Any:
+    """
+    The dict *block* was read from in a human message, if it is still the call
+    or the result that dict reads as (a re-keyed id or a trimmed output is not),
+    else None.
+    """
+    data = getattr(block, "provider_data", {}).get(PROVIDER)
+    raw = data.get(_RAW) if isinstance(data, Mapping) else None
+    if raw is None or _anthropic_tool_block(raw) != block:
+        return None
+    return thaw(raw)
 
 
 def _state_message(data: Mapping[str, Any], kind: str) -> Message:
@@ -408,7 +470,10 @@ def _write(core: Any, message: Message) -> list[Any]:
     else:
         content = []
         for block in message.content:
-            if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
+            kept = _as_read(block) if message.role == "user" else None
+            if kept is not None:
+                content.append(kept)
+            elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
                 calls.append({"name": block.name, "args": thaw(block.args), "id": block.id, "type": "tool_call"})
             elif isinstance(block, ToolResultBlock):
                 result: Any = block.output_text()
