@@ -262,6 +262,25 @@ class TestBadInput:
         assert state == sent.messages
         assert "" == caplog.text
 
+    def test_results_in_a_human_message_answer_their_calls(self, caplog):
+        """
+        Tool results held as Anthropic ``tool_result`` dicts in a HumanMessage, which
+        ChatAnthropic sends as they are, answer their calls: the state is sent as it is,
+        with no result added for a call it already answers, and nothing is logged.
+        """
+        call = {"name": "lookup", "args": {"key": "k"}, "id": "toolu_1"}
+        state = [
+            HumanMessage("q1", id="h1"),
+            AIMessage("", tool_calls=[call], id="a1"),
+            HumanMessage([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r1"}], id="h2"),
+            AIMessage("done", id="a2"),
+            HumanMessage("q2", id="h3"),
+        ]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.langchain"):
+            sent = _call(ContextMiddleware(TokenBudgetContextManager(1_000)), state)
+        assert state == sent.messages
+        assert "" == caplog.text
+
     def test_streaming_chunks_in_the_state_are_read(self):
         """
         The state may hold a streamed reply as a chunk; it is sent as the message it adds up to.
