@@ -68,6 +68,9 @@ def test_a_rebased_index_is_the_index_of_the_kept_messages(run, head, data):
     assert clean
     kept = [*head, *run[start:]]
     assert state(rebased) == state(indexed(kept))
+    told = old.rebased(head, run[start:], start, run[:start])  # the dropped messages given: the same index
+    assert told is not None
+    assert state(told) == state(rebased)
     more = data.draw(runs)
     rebased.update([*kept, *more])
     assert state(rebased) == state(indexed([*kept, *more]))
@@ -84,6 +87,9 @@ def test_a_rebased_walk_is_the_walk_of_the_kept_messages(run, data):
     walk = old.walk.rebased([], run[start:], start)
     if walk is None:
         return
+    told = old.walk.rebased([], run[start:], start, run[:start])
+    assert told is not None
+    assert (told.users, set(told.answered), told.asked) == (walk.users, set(walk.answered), walk.asked)
     fresh = RuleState()
     for message in run[start:]:
         fresh.feed(message)

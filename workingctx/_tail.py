@@ -652,7 +652,7 @@ class Tail:
             return
         leading = messages[:head]
         if index is not None and index.size == n:
-            self._tail_index = index.rebased(leading, messages[head:], start)
+            self._tail_index = index.rebased(leading, messages[head:], start, items[:start])
         if running is not None and len(running) >= n:
             self._running = running.rebased(leading, start, n)
         scanned, positions = system

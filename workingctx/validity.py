@@ -331,7 +331,9 @@ class RuleState:
             state.feed(message)
         return state
 
-    def rebased(self, head: Sequence[Message], rest: Sequence[Message], start: int) -> RuleState | None:
+    def rebased(
+        self, head: Sequence[Message], rest: Sequence[Message], start: int, dropped: Sequence[Message] | None = None
+    ) -> RuleState | None:
         """
         The state of a walk over *head* and then *rest*, the messages this
         state walked from *start* on, told without walking *rest* again; None
@@ -342,7 +344,9 @@ class RuleState:
         were made from *start* on, and (the caller's promise) no result from
         *start* on answers a call made before it: then every exchange of
         *rest* is whole in *rest*, the new walk finds no problem either, and
-        each position only moves by ``len(head) - start``.
+        each position only moves by ``len(head) - start``. *dropped*, the
+        messages this state walked before *start*, when given, tells how many
+        user messages *rest* holds without a pass over it (a trim drops a few).
         """
         if self.problems or start > self.size or len(rest) != self.size - start:
             return None
@@ -357,7 +361,11 @@ class RuleState:
         state.size = self.size + shift
         asked = {call: at + shift for call, at in self.asked.items() if at >= start}
         state.asked = asked
-        state.answered = dict.fromkeys(call for call in asked if call in self.answered)
+        # With no problem found, every call was answered but those still waiting.
+        answered = dict.fromkeys(asked)
+        for call in self.open:
+            del answered[call]
+        state.answered = answered
         state.open = list(self.open)
         state.open_at = self.open_at + shift if self.open_at >= start else -1
         state.calls_at = self.calls_at + shift if self.calls_at >= start else -1
@@ -367,7 +375,10 @@ class RuleState:
             first = next((j for j, m in enumerate(rest) if m.role != "system"), None)
             if first is not None:
                 state.first, state.first_role = first + state.size - len(rest), rest[first].role
-        state.users += operator.countOf(map(_ROLE, rest), "user")
+        if dropped is not None and len(dropped) == start:
+            state.users += self.users - operator.countOf(map(_ROLE, dropped), "user")
+        else:
+            state.users += operator.countOf(map(_ROLE, rest), "user")
         return state
 
     def skip(self) -> None:

@@ -123,7 +123,9 @@ class TailIndex:
                 return cut
         return n
 
-    def rebased(self, head: Sequence[Message], rest: Sequence[Message], start: int) -> TailIndex | None:
+    def rebased(
+        self, head: Sequence[Message], rest: Sequence[Message], start: int, dropped: Sequence[Message] | None = None
+    ) -> TailIndex | None:
         """
         The index of *head* followed by *rest*, the messages indexed here from
         *start* on, told from this one without walking *rest* again (a trim
@@ -135,25 +137,27 @@ class TailIndex:
         neither call nor answer (see :meth:`RuleState.rebased`): every link
         between messages of *rest* (a result to its call, a call to the
         reasoning before it) is then the same, moved by ``len(head) - start``.
+        *dropped*, the messages indexed here before *start*, saves a pass over
+        *rest* when given (see :meth:`RuleState.rebased`).
         """
         size = self.size
         if not 0 <= start <= size or len(rest) != size - start or self.blocked_by[start] < size:
             return None
-        walk = self.walk.rebased(head, rest, start)
+        walk = self.walk.rebased(head, rest, start, dropped)
         if walk is None:
             return None
         index = TailIndex()
         index.update(head)  # system messages that neither call nor answer: nothing is blocked
         shift = len(head) - start
-        blocked_by = index.blocked_by
-        blocked_by.extend([b if b == NEVER else b + shift for b in self.blocked_by[start + 1 : size + 1]])
-        end = len(head) + len(rest)
-        index._next = array("q", [c if blocked_by[c] == NEVER else c + 1 for c in range(end + 1)])
-        index._next.append(end + 1)
+        # Each cut, its blocker, its chain to the first cut not marked yet (see
+        # _unmarked) and each turn and call, moved; a list becomes an array in one pass.
+        index.blocked_by += array("q", [b if b == NEVER else b + shift for b in self.blocked_by[start + 1 : size + 1]])
+        del index._next[len(head) :]
+        index._next += array("q", [c + shift for c in self._next[start : size + 2]])
         index.turn_start += self.turn_start[start:size]
         turns = self.turns
-        index.turns.extend([t + shift for t in turns[bisect.bisect_left(turns, start) :]])
-        index._call_at.update((call, at + shift) for call, at in self._call_at.items() if at >= start)
+        index.turns += array("q", [t + shift for t in turns[bisect.bisect_left(turns, start) :]])
+        index._call_at = {call: at + shift for call, at in self._call_at.items() if at >= start}  # head calls none
         index.walk = walk
-        index.size = end
+        index.size = len(head) + len(rest)
         return index

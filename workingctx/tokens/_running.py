@@ -187,7 +187,7 @@ class RunningCount:
         other = RunningCount(self.counter)
         other.extend(head)
         shift = other.total - base
-        other._sums.extend([total + shift for total in self._sums[start + 1 : stop + 1]])
+        other._sums += array("q", [total + shift for total in self._sums[start + 1 : stop + 1]])
         return other
 
     def reset(self) -> None:
