@@ -71,15 +71,23 @@ class TestTable:
 
     def test_added_price_wins_and_goes(self):
         """
-        add_price overrides the table for this process; remove_price restores it.
+        add_price overrides the table for this process, also for a model priced
+        before (and one only genai-prices knew); remove_price restores it.
         """
+        million = Usage(input_tokens=1_000_000)
+        before = cost("claude-sonnet-4-5", million)  # priced by genai-prices
+        assert Decimal(3) == cost("claude-sonnet-4-6", million)
         add_price("claude-sonnet-4-6", Price(1, 1))
+        add_price("claude-sonnet-4-5", Price(2, 1))
         try:
-            assert Decimal(1) == cost("claude-sonnet-4-6", Usage(input_tokens=1_000_000))
+            assert Decimal(1) == cost("claude-sonnet-4-6", million)
+            assert Decimal(2) == cost("claude-sonnet-4-5", million)
             assert Price(1, 1) == prices()["claude-sonnet-4-6"]
         finally:
             remove_price("claude-sonnet-4-6")
-        assert Decimal(3) == cost("claude-sonnet-4-6", Usage(input_tokens=1_000_000))
+            remove_price("claude-sonnet-4-5")
+        assert Decimal(3) == cost("claude-sonnet-4-6", million)
+        assert before == cost("claude-sonnet-4-5", million)
 
     def test_builtin_table_read_only(self):
         """

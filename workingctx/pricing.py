@@ -28,7 +28,7 @@ import difflib
 import functools
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from types import MappingProxyType
@@ -249,6 +249,9 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
 
 _added: dict[str, Price] = {}
 _added_lock = threading.Lock()
+_added_version = 0  # counts the changes to _added: a price found under an older one is looked up again
+_found: dict[str, tuple[int, Price | None]] = {}  # model -> (_added_version, its table price)
+_FOUND_KEPT = 1024
 
 
 def _check_model(model: object) -> str:
@@ -277,8 +280,10 @@ def add_price(model: str, price: Price) -> None:
     """
     _check_model(model)
     _checks.check_instance(price, "price", Price, "a Price", label=f"add_price({model!r}, ...)", verb="needs")
+    global _added_version  # noqa: PLW0603  # the module's prices are process-wide
     with _added_lock:
         _added[model] = price
+        _added_version += 1
 
 
 def remove_price(model: str) -> None:
@@ -286,8 +291,10 @@ def remove_price(model: str) -> None:
     Forget a price added with :func:`add_price` (nothing happens when there is none).
     """
     _check_model(model)
+    global _added_version  # noqa: PLW0603  # the module's prices are process-wide
     with _added_lock:
         _added.pop(model, None)
+        _added_version += 1
 
 
 def prices() -> Mapping[str, Price]:
@@ -326,14 +333,29 @@ def find_price(model: str) -> Price | None:
     True
     """
     _check_model(model)
+    return _table_price(model)
+
+
+def _table_price(model: str) -> Price | None:
+    """
+    :func:`find_price` of a checked model name, kept per name until a price is added or removed.
+    """
+    version = _added_version  # read first: a price added meanwhile makes this entry stale, not wrong forever
+    found = _found.get(model)
+    if found is not None and found[0] == version:
+        return found[1]
+    price = None
     for name in _names(model):
         # An added price wins over a built-in one (reading a dict needs no lock).
         price = _added.get(name)
         if price is None:
             price = BUILTIN_PRICES.get(name)
         if price is not None:
-            return price
-    return None
+            break
+    if len(_found) >= _FOUND_KEPT:
+        _found.clear()
+    _found[model] = (version, price)
+    return price
 
 
 def cost(model: str, usage: Usage) -> Decimal:
@@ -348,7 +370,7 @@ def cost(model: str, usage: Usage) -> Decimal:
     """
     _check_model(model)
     _checks.check_instance(usage, "usage", Usage, "a Usage", label=f"cost({model!r}, ...)", verb="needs")
-    price = find_price(model)
+    price = _table_price(model)
     if price is not None:
         return price.cost(usage)
     return _genai_cost(model, usage)
@@ -445,6 +467,28 @@ _PER: Mapping[str, int] = MappingProxyType(
 )
 """The genai-prices price keys _Rates bills, with the count each price is per."""
 
+_SLOT: Mapping[str, int] = MappingProxyType(
+    {
+        "input_mtok": 0,
+        "output_mtok": 1,
+        "cache_read_mtok": 2,
+        "cache_write_mtok": 3,
+        "cache_write_1h_mtok": 4,
+        "web_searches_kcount": 5,
+        "storage_searches_kcount": 6,
+        "requests_kcount": 7,
+    }
+)
+"""The place of each price key's count among those _Rates.cost works out (every key of _PER)."""
+
+
+def _slotted(terms: Sequence[tuple[str, Decimal | _Tiered, int]]) -> tuple[tuple[int, Decimal | _Tiered, int], ...]:
+    """
+    *terms* with each price key as its place among _Rates.cost's counts.
+    """
+    return tuple((_SLOT[key], rate, per) for key, rate, per in terms)
+
+
 _CACHE_KEYS = frozenset({"cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok"})
 
 
@@ -482,24 +526,29 @@ class _Rates:
     reads: bool  # cache reads have a price of their own
     writes: bool  # cache writes have a price of their own
     hours: bool  # one-hour writes have a price of their own
+    # the terms with each price key as its place among cost()'s counts, worked out once
+    _by_slot: tuple[tuple[int, Decimal | _Tiered, int], ...] = attrs.field(
+        init=False, eq=False, repr=False, default=attrs.Factory(lambda rates: _slotted(rates.terms), takes_self=True)
+    )
 
     def cost(self, usage: Usage) -> Decimal:
         read, write, hour = usage.cache_read_tokens, usage.cache_write_tokens, usage.cache_write_1h_tokens
-        counts = {
-            "input_mtok": usage.input_tokens + (0 if self.reads else read) + (0 if self.writes else write),
-            "output_mtok": usage.output_tokens,
-            "cache_read_mtok": read,
-            "cache_write_mtok": write - hour if self.hours else write,
-            "cache_write_1h_mtok": hour,
-            "web_searches_kcount": 0,
-            "storage_searches_kcount": 0,
-            "requests_kcount": 1,
-        }
-        total_input = usage.input_tokens + read + write
+        fresh = usage.input_tokens
+        counts = (  # in _SLOT's order
+            fresh + (0 if self.reads else read) + (0 if self.writes else write),
+            usage.output_tokens,
+            read,
+            write - hour if self.hours else write,
+            hour,
+            0,
+            0,
+            1,
+        )
+        total_input = fresh + read + write
         total = Decimal(0)
-        for key, rate, per in self.terms:
+        for slot, rate, per in self._by_slot:
             price = rate if isinstance(rate, Decimal) else rate.at(total_input)
-            total += price * counts[key] / per
+            total += price * counts[slot] / per
         return total
 
 
