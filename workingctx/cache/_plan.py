@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import is_not
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import attrs
 
@@ -25,7 +25,7 @@ from workingctx.cache._layout import (
     is_layout_key,
     lay_out,
 )
-from workingctx.cache._rules import TTL, TTL_ORDER, rules_for
+from workingctx.cache._rules import TTL, TTL_ORDER, CacheRules, rules_for
 from workingctx.context import TailView, WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.messages import CacheBreakpoint, ContentBlock, Message, TextBlock, ToolCall, ToolCallBlock
@@ -433,52 +433,13 @@ def plan(
             does not offer, or a one-hour tail after a five-minute prefix.
         TypeError: *ctx* is not a context or snapshot, *previous* not a plan.
     """
-    rules = rules_for(provider, model)
-    messages, prefix_count, own_counter, prefix_digest, request_tail = _request(ctx)
-    if previous is not None:
-        _checks.check_instance(previous, "previous", CachePlan, "the CachePlan of the previous request or None")
-    if prefix_ttl not in rules.ttls and rules.explicit:
-        msg = f"prefix_ttl must be one of {list(rules.ttls)} for {provider}, got {prefix_ttl!r}"
-        raise CacheRuleError(msg, argument="prefix_ttl", value=prefix_ttl)
-    if tail_ttl not in rules.ttls and rules.explicit:
-        msg = f"tail_ttl must be one of {list(rules.ttls)} for {provider}, got {tail_ttl!r}"
-        raise CacheRuleError(msg, argument="tail_ttl", value=tail_ttl)
-    if rules.explicit and TTL_ORDER[tail_ttl] < TTL_ORDER[prefix_ttl]:
-        msg = (
-            f"tail_ttl={tail_ttl!r} after prefix_ttl={prefix_ttl!r} would put a longer-lived breakpoint after a "
-            f"shorter one, which {provider} refuses; use prefix_ttl={tail_ttl!r} too"
-        )
-        raise CacheRuleError(msg)
-    (layout, carrying), signature, tail = _planned_layout(
-        messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count), request_tail
+    laid = laid_out(
+        ctx, provider, model, previous, automatic=automatic, prefix_ttl=prefix_ttl, counter=counter, tail_ttl=tail_ttl
     )
-    total = layout[-1].tokens if layout else 0
-    if not rules.explicit:
-        return CachePlan(
-            provider,
-            model,
-            (),
-            automatic=True,
-            cache_key=f"workingctx-{prefix_digest[:32]}" if provider == "openai" else None,
-            total_tokens=total,
-            prefix_messages=prefix_count,
-            _layout=layout,
-            _signature=signature,
-            _tail=tail,
-            _presets=carrying,
-        )
-    minimum = rules.minimum_for(model)
-    where = f"cache plan for {provider} {model}"
-    presets = _presets(carrying)
-    _check_ttl_order(where, presets)
-    budget = rules.max_breakpoints - len(presets) - (1 if automatic else 0)
-    if budget < 0:
-        msg = (
-            f"{where}: the request's blocks already carry {len(presets)} breakpoints (messages "
-            f"{sorted({m for (m, _), _ in presets})}){' and the automatic one' if automatic else ''}, more than the "
-            f"{rules.max_breakpoints} {provider} allows; remove cache= from some blocks"
-        )
-        raise CacheRuleError(msg)
+    if not laid.rules.explicit:
+        return laid.made(())
+    layout, messages, prefix_count, presets = laid.layout, laid.messages, laid.prefix_count, laid.presets
+    minimum, budget = laid.rules.minimum_for(model), laid.budget
     chosen: dict[tuple[int, int], tuple[Position, TTL]] = {}
 
     def add(position: Position | None, ttl: TTL) -> None:
@@ -514,18 +475,118 @@ def plan(
         ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
         seen_5m = seen_5m or ttl == "5m"
         ordered.append(attrs.evolve(point, ttl=ttl))
-    return CachePlan(
-        provider,
-        model,
-        tuple(ordered),
-        automatic=automatic,
-        total_tokens=total,
-        prefix_messages=prefix_count,
-        _layout=layout,
-        _signature=signature,
-        _tail=tail,
-        _presets=carrying,
+    return laid.made(tuple(ordered))
+
+
+class LaidOut(NamedTuple):
+    """
+    A request laid out for a plan, its arguments checked: all :func:`plan` and
+    the simulation's other strategies need before placing breakpoints.
+    """
+
+    provider: str
+    model: str
+    automatic: bool
+    rules: CacheRules
+    messages: Sequence[Message]
+    prefix_count: int
+    prefix_digest: str
+    layout: Layout
+    carrying: tuple[Position, ...]  # the positions whose blocks already carry a breakpoint
+    signature: tuple[str, str] | None
+    tail: Sequence[Message]
+    presets: list[tuple[tuple[int, int], TTL]]  # those breakpoints, for explicit rules
+    budget: int  # how many breakpoints may still be placed, for explicit rules
+
+    def made(self, breakpoints: tuple[Breakpoint, ...]) -> CachePlan:
+        """
+        The plan of the request with *breakpoints* (none with implicit rules: a cache key, for OpenAI).
+        """
+        layout = self.layout
+        total = layout[-1].tokens if layout else 0
+        if not self.rules.explicit:
+            return CachePlan(
+                self.provider,
+                self.model,
+                (),
+                automatic=True,
+                cache_key=f"workingctx-{self.prefix_digest[:32]}" if self.provider == "openai" else None,
+                total_tokens=total,
+                prefix_messages=self.prefix_count,
+                _layout=layout,
+                _signature=self.signature,
+                _tail=self.tail,
+                _presets=self.carrying,
+            )
+        return CachePlan(
+            self.provider,
+            self.model,
+            breakpoints,
+            automatic=self.automatic,
+            total_tokens=total,
+            prefix_messages=self.prefix_count,
+            _layout=layout,
+            _signature=self.signature,
+            _tail=self.tail,
+            _presets=self.carrying,
+        )
+
+
+def laid_out(
+    ctx: WorkingContext | FrozenContext,
+    provider: str,
+    model: str,
+    previous: CachePlan | None,
+    *,
+    automatic: bool,
+    prefix_ttl: TTL,
+    counter: MessageCounter | None,
+    tail_ttl: TTL,
+) -> LaidOut:
+    """
+    The request of *ctx* laid out (reusing *previous*'s layout), with :func:`plan`'s
+    arguments and the breakpoints already on its blocks checked.
+    """
+    rules = rules_for(provider, model)
+    messages, prefix_count, own_counter, prefix_digest, request_tail = _request(ctx)
+    if previous is not None:
+        _checks.check_instance(previous, "previous", CachePlan, "the CachePlan of the previous request or None")
+    if prefix_ttl not in rules.ttls and rules.explicit:
+        msg = f"prefix_ttl must be one of {list(rules.ttls)} for {provider}, got {prefix_ttl!r}"
+        raise CacheRuleError(msg, argument="prefix_ttl", value=prefix_ttl)
+    if tail_ttl not in rules.ttls and rules.explicit:
+        msg = f"tail_ttl must be one of {list(rules.ttls)} for {provider}, got {tail_ttl!r}"
+        raise CacheRuleError(msg, argument="tail_ttl", value=tail_ttl)
+    if rules.explicit and TTL_ORDER[tail_ttl] < TTL_ORDER[prefix_ttl]:
+        msg = (
+            f"tail_ttl={tail_ttl!r} after prefix_ttl={prefix_ttl!r} would put a longer-lived breakpoint after a "
+            f"shorter one, which {provider} refuses; use prefix_ttl={tail_ttl!r} too"
+        )
+        raise CacheRuleError(msg)
+    (layout, carrying), signature, tail = _planned_layout(
+        messages, counter or own_counter or ApproxTokenCounter(), previous, (prefix_digest, prefix_count), request_tail
     )
+    if not rules.explicit:
+        presets: list[tuple[tuple[int, int], TTL]] = []
+        return LaidOut(
+            provider, model, automatic, rules, messages, prefix_count, prefix_digest, layout, carrying, signature, tail,
+            presets, 0
+        )  # fmt: skip
+    where = f"cache plan for {provider} {model}"
+    presets = _presets(carrying)
+    _check_ttl_order(where, presets)
+    budget = rules.max_breakpoints - len(presets) - (1 if automatic else 0)
+    if budget < 0:
+        msg = (
+            f"{where}: the request's blocks already carry {len(presets)} breakpoints (messages "
+            f"{sorted({m for (m, _), _ in presets})}){' and the automatic one' if automatic else ''}, more than the "
+            f"{rules.max_breakpoints} {provider} allows; remove cache= from some blocks"
+        )
+        raise CacheRuleError(msg)
+    return LaidOut(
+        provider, model, automatic, rules, messages, prefix_count, prefix_digest, layout, carrying, signature, tail,
+        presets, budget
+    )  # fmt: skip
 
 
 def prompt_cache_key(source: object, cache: object = True) -> str | None:

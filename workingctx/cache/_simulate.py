@@ -13,7 +13,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx.cache._layout import per_message
-from workingctx.cache._plan import Breakpoint, CachePlan, last_carrying, plan
+from workingctx.cache._plan import Breakpoint, CachePlan, laid_out, last_carrying, plan
 from workingctx.cache._report import request_tokens, sent_usage
 from workingctx.cache._rules import rules_for
 from workingctx.cache._served import SentPrefixes, SimulatedCache, checked_seconds
@@ -172,20 +172,20 @@ def _strategy_plan(
 ) -> CachePlan:
     if strategy == "plan":
         return plan(ctx, provider=provider, model=model, previous=previous, counter=counter)
-    # "auto" and "last" keep only the layout of a plan made with *previous* (which
-    # lays out only what the request added to the one before); they drop its breakpoints.
+    # "auto" and "last" lay the request out as plan() does with *previous* (only
+    # what the request added to the one before), and place their own breakpoints.
     if strategy == "auto":
-        made = plan(
-            ctx, provider=provider, model=model, previous=previous, counter=counter, automatic=True, prefix_ttl="5m"
-        )
-        return attrs.evolve(made, breakpoints=(), _layout=made._layout, _presets=made._presets)
+        return laid_out(
+            ctx, provider, model, previous, automatic=True, prefix_ttl="5m", counter=counter, tail_ttl="5m"
+        ).made(())
     if strategy == "last":
-        made = plan(ctx, provider=provider, model=model, previous=previous, counter=counter, prefix_ttl="5m")
-        layout = made._layout
+        laid = laid_out(
+            ctx, provider, model, previous, automatic=False, prefix_ttl="5m", counter=counter, tail_ttl="5m"
+        )
+        layout, rules = laid.layout, laid.rules
         tail = last_carrying(layout, layout[-1].message + 1) if layout else None
-        rules = rules_for(provider, model)
         last: tuple[Breakpoint, ...] = ()
-        room = len(made._presets) < rules.max_breakpoints
+        room = len(laid.carrying) < rules.max_breakpoints
         if (
             rules.explicit
             and room
@@ -194,7 +194,7 @@ def _strategy_plan(
             and tail.tokens >= rules.minimum_for(model)
         ):
             last = (Breakpoint(tail.message, tail.block, "5m", tail.tokens),)
-        return attrs.evolve(made, breakpoints=last, _layout=layout, _presets=made._presets)
+        return laid.made(last)
     if callable(strategy):
         made = strategy(ctx, previous)
         if not isinstance(made, CachePlan):
