@@ -432,6 +432,26 @@ class TestSimulate:
         assert sim.cost < sim.uncached_cost
         assert sim.input_cost < sim.uncached_input_cost
 
+    def test_the_totals_add_up_every_request(self):
+        """
+        A run's usage is its requests' usages added up, and its cached share the part of it read from the cache.
+        """
+        sim = simulate(
+            _tool_turns(12, 3),
+            provider="anthropic",
+            model="claude-sonnet-4-6",
+            manager=TokenBudgetContextManager(9_000, low_watermark=7_000),
+            context=_context(5_000, []),
+        )
+        total = Usage()
+        for request in sim.requests:
+            total += request.usage
+        assert total == sim.usage
+        assert total.cache_write_tokens > total.cache_write_1h_tokens > 0
+        inputs = total.input_tokens + total.cache_read_tokens + total.cache_write_tokens
+        assert (inputs, total.cache_read_tokens / inputs) == (sim.input_tokens, sim.cached_share)
+        assert Usage() == simulate([], provider="anthropic", model="claude-sonnet-4-6").usage
+
     def test_automatic_caching_misses_after_a_wide_fan_out(self):
         """
         Only the automatic breakpoint: a turn adding more than 20 blocks is read from cache
