@@ -191,9 +191,15 @@ class SimulatedCache:
         key, tokens = _readers(layout)
         read = 0
         hit: str | None = None
+        # A layout's position can hold an entry only where its message's chain value
+        # holds one (see _heads): the others are passed without making their keys.
+        heads = self._heads if isinstance(layout, Layout) else None
+        values, of_message = (layout._run.values, layout._run.messages) if isinstance(layout, Layout) else ([], [])
         for at, _ttl in marks:
             # Each breakpoint looks back for the nearest live entry; the longest found is read.
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
+                if heads is not None and values[of_message[j]] not in heads:
+                    continue
                 if self._live(key(j), now) is not None:
                     if tokens(j) > read:
                         read, hit = tokens(j), key(j)
