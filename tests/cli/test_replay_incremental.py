@@ -21,7 +21,22 @@ from workingctx.scopes._index import TailIndex
 from workingctx.tokens import RunningCount
 from workingctx.validity import RuleState
 
-_WORDS = "cache window budget trim request token prefix tail exchange result call answer latency region".split()
+_WORDS = [
+    "cache",
+    "window",
+    "budget",
+    "trim",
+    "request",
+    "token",
+    "prefix",
+    "tail",
+    "exchange",
+    "result",
+    "call",
+    "answer",
+    "latency",
+    "region",
+]
 
 
 def _text(rng: random.Random, words: int) -> str:
