@@ -78,16 +78,23 @@ def problems(messages: list[ModelMessage]) -> list[str]:
     never answered, a first message that is not the user's request.
     """
     found: list[str] = []
-    open_calls: set[str] = set()
+    # pydantic-ai's pairing (repair_messages): a return answers the oldest open call with its id, and a
+    # call reusing the id of open calls from an earlier response leaves those never answered
+    open_calls: dict[str, list[int]] = {}
     for index, message in enumerate(messages):
         for part in message.parts:
             if isinstance(part, ToolCallPart):
-                open_calls.add(part.tool_call_id)
+                waiting = open_calls.setdefault(part.tool_call_id, [])
+                if waiting and waiting[-1] != index:
+                    found.append(f"call {part.tool_call_id!r} of message {waiting[-1]} never answered")
+                    waiting.clear()
+                waiting.append(index)
             elif isinstance(part, ToolReturnPart):
-                if part.tool_call_id not in open_calls:
-                    found.append(f"{index}: return for {part.tool_call_id} answers no open call")
-                open_calls.discard(part.tool_call_id)
-    found.extend(f"call {c} never answered" for c in sorted(open_calls))
+                if not open_calls.get(part.tool_call_id):
+                    found.append(f"{index}: return for {part.tool_call_id!r} answers no open call")
+                else:
+                    open_calls[part.tool_call_id].pop(0)
+    found.extend(f"call {c!r} never answered" for c, waiting in sorted(open_calls.items()) for _ in waiting)
     first = messages[0] if messages else None
     if not isinstance(first, ModelRequest):
         found.append("the history does not start with a request")
@@ -959,3 +966,110 @@ def test_a_screenshot_a_tool_returns_counts_as_an_image():
     shots = [sum(1 for m in r for p in m.parts if isinstance(p, ToolReturnPart)) for r in received]
     assert 10 == len(shots)
     assert 2 == max(shots)
+
+
+# -- call ids shared by several calls ----------------------------------------------------------
+
+SHARED_IDS = ["", "call_0", "call_0-2", "pydantic-ai-empty-call-id", "pydantic-ai-empty-call-id-2"]
+"""The empty id a server without ids gives, ``call_0`` as OpenAI-compatible servers number each
+response's calls, and ids named like workingctx's own local names for them."""
+
+
+@st.composite
+def shared_id_histories(draw: Any) -> list[ModelMessage]:
+    """
+    A valid history whose calls share ids, within one response too, each response's calls answered
+    by the next request in their order (pydantic-ai pairs a return with the oldest open call of its
+    id), ending in a request.
+    """
+    messages: list[ModelMessage] = []
+    for turn in range(draw(st.integers(1, 4))):
+        messages.append(ModelRequest(parts=[UserPromptPart(f"Weather, turn {turn}?", timestamp=T0)], timestamp=T0))
+        for step in range(draw(st.integers(0, 3))):
+            ids = draw(st.lists(st.sampled_from(SHARED_IDS), min_size=1, max_size=3))
+            calls = [ToolCallPart("weather", {"city": f"{turn}.{step}.{k}"}, tool_call_id=i) for k, i in enumerate(ids)]
+            messages.append(ModelResponse(parts=calls, model_name="m", timestamp=T0))
+            returns = [ToolReturnPart("weather", f"{k}C", tool_call_id=i, timestamp=T0) for k, i in enumerate(ids)]
+            messages.append(ModelRequest(parts=returns, timestamp=T0))
+        messages.append(ModelResponse(parts=[TextPart(f"Answer {turn}.")], model_name="m", timestamp=T0))
+    messages.append(ModelRequest(parts=[UserPromptPart("And now?", timestamp=T0)], timestamp=T0))
+    return messages
+
+
+def _no_ids(turn: int) -> list[ModelMessage]:
+    """
+    A turn whose response makes two calls without ids, answered in their order.
+    """
+    calls = [ToolCallPart("weather", {"city": city}, tool_call_id="") for city in ("Oslo", "Rome")]
+    return [
+        ModelRequest(parts=[UserPromptPart(f"Weather, turn {turn}?", timestamp=T0)], timestamp=T0),
+        ModelResponse(parts=calls, model_name="m", timestamp=T0),
+        ModelRequest(parts=[ToolReturnPart("weather", f"{c}C", tool_call_id="", timestamp=T0) for c in "12"]),
+        ModelResponse(parts=[TextPart(f"Answer {turn}.")], model_name="m", timestamp=T0),
+    ]
+
+
+class TestSharedCallIds:
+    @settings(max_examples=60, deadline=None)
+    @given(history=shared_id_histories())
+    def test_nothing_cut_keeps_every_exchange(self, history):
+        """
+        Calls sharing an id (none, or a server's ``call_0``, twice in one response) each pair with
+        their return as pydantic-ai pairs them: when nothing needs cutting, nothing is dropped, and
+        what comes back is the very objects with the very ids.
+        """
+        assert repair_messages(history) == history  # valid for pydantic-ai
+        assert [] == problems(history)
+        for trimmer in (TokenBudgetContextManager(10**9), Since(0)):
+            out = run(trim_history(trimmer)(list(history)))
+            assert len(history) == len(out)
+            assert all(a is b for a, b in zip(history, out, strict=True))
+
+    @settings(max_examples=60, deadline=None)
+    @given(history=shared_id_histories(), trimmer=trimmers())
+    def test_any_trim_pairs_calls_as_pydantic_ai(self, history, trimmer):
+        """
+        Whatever a manager or scope cuts of such a history, no return is kept for a call cut away,
+        pydantic-ai's repair has nothing to do, and every part is the very one given.
+        """
+        out = run(trim_history(trimmer)(list(history)))
+        assert [] == problems(out)
+        assert repair_messages(out) == out
+        assert out[-1] is history[-1]
+        given_parts = {id(p) for m in history for p in m.parts}
+        assert all(id(p) in given_parts for m in out for p in m.parts)
+
+    def test_two_calls_without_ids_in_one_response(self, caplog):
+        """
+        Two calls without ids in one response are two exchanges, each answered by its return in
+        order: kept, nothing logged; a cut that drops the first turn keeps the second whole.
+        """
+        history = [*_no_ids(0), *_no_ids(1), ModelRequest(parts=[UserPromptPart("And now?", timestamp=T0)])]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.pydantic_ai"):
+            out = run(trim_history(MessageContextManager(100))(list(history)))
+            assert all(a is b for a, b in zip(history, out, strict=True))
+            assert len(history) == len(out)
+            cut = run(trim_history(LastNTurns(2))(list(history)))
+        assert "" == caplog.text
+        assert all(a is b for a, b in zip(history[4:], cut, strict=True))
+        assert len(history) - 4 == len(cut)
+
+    def test_a_run_continues_a_history_of_calls_without_ids(self):
+        """
+        End to end: a run given a history whose response made two calls without ids sends the
+        model that history whole, and the new prompt.
+        """
+        received: list[list[ModelMessage]] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:  # noqa: ARG001
+            received.append(list(messages))
+            return ModelResponse(parts=[TextPart("Still 1C and 2C.")])
+
+        history = [*_no_ids(0), *_no_ids(1)]
+        processor = trim_history(TokenBudgetContextManager(10**6))
+        agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(processor)])
+        result = run(agent.run("And now?", message_history=history))
+        assert 1 == len(received)
+        assert history == received[0][:-1]
+        assert [] == problems(received[0])
+        assert history == result.all_messages()[: len(history)]

@@ -14,7 +14,7 @@ cleared session, another agent's instructions) starts a new window.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -30,7 +30,7 @@ from workingctx.messages import (
     ToolCall,
     ToolCallBlock,
     ToolResultBlock,
-    answered_id,
+    asked_id,
 )
 from workingctx.prefix import PrefixContext
 from workingctx.scopes import ContextScope, PositionalScope, Scope, Since, ValidRequest, WholeExchanges
@@ -65,20 +65,30 @@ def check_manager(value: object, argument: str, owner: str, *, scopes: bool = Fa
 
 class CallNames:
     """
-    Gives every tool call a name no other call of the window has.
+    Gives every tool call a name no other call of the window has, and every
+    result the name of the call it answers.
 
     Frameworks reuse call ids (pydantic-ai's test model names every call of a
     tool after the tool; OpenAI-compatible servers start at ``call_0`` in every
-    response). Inside workingctx a call id means "the result that answers this
-    call", so a call whose id an earlier call already took is renamed with
-    :func:`~workingctx.callids.fresh_call_id`, and the results that follow it
-    answer the new name. The names only live inside the window: what goes back
-    to the framework is its own objects.
+    response; a model may give no id at all, and a framework's stand-in is then
+    the same for every call). Inside workingctx a call id means "the result
+    that answers this call", so every call but the first under an id is
+    renamed with :func:`~workingctx.callids.fresh_call_id`, and results are
+    paired as the frameworks pair them (pydantic-ai's ``repair_messages``): a
+    result answers the oldest call under its id still waiting (calls repeating
+    an id in one message are answered in order), and a call under an id that
+    earlier calls still waiting hold takes the id from them (later results
+    answer the new call). A result that answers no waiting call keeps the name
+    of the newest call under its id (a second result for it), or a name no call
+    has (an orphan). The names only live inside the window: what goes back to
+    the framework is its own objects.
     """
 
     def __init__(self) -> None:
-        self._taken: set[str] = set()
-        self._current: dict[str, str] = {}
+        self._taken: set[str] = set()  # every local name given
+        self._waiting: dict[str, list[str]] = {}  # an id -> the names of its calls still waiting, oldest first
+        self._newest: dict[str, str] = {}  # an id -> the name of its newest call
+        self._stray: dict[str, str] = {}  # an id no call had, taken as a local name -> what its results are named
 
     def rename(self, message: Message) -> Message:
         """
@@ -93,55 +103,81 @@ class CallNames:
     def _name(self, call_id: str) -> str:
         name = call_id if call_id not in self._taken else fresh_call_id(call_id, self._taken)
         self._taken.add(name)
-        self._current[call_id] = name
         return name
 
     def _calls(self, message: Message) -> Message:
-        names: dict[str, str] = {}
-        for call_id in message.call_ids:
-            names[call_id] = self._name(call_id)
-        if all(old == new for old, new in names.items()):
-            return message
-        calls = tuple(attrs.evolve(c, id=names[c.id]) if isinstance(c, ToolCall) else c for c in message.tool_calls)
+        given: dict[str, list[str]] = {}  # an id -> the names of this message's calls under it, in order
+        calls: list[ToolCall] = []
+        for call in message.tool_calls:
+            name = self._name(call.id)
+            given.setdefault(call.id, []).append(name)
+            calls.append(call if name == call.id else attrs.evolve(call, id=name))
         content = message.content
         if not isinstance(content, str):
-            content = tuple(_named_call(b, names) for b in content)
-        return attrs.evolve(message, content=content, tool_calls=calls)
+            blocks: list[ContentBlock] = []
+            for block in content:
+                asked = asked_id(block)
+                if asked is None:
+                    blocks.append(block)
+                    continue
+                name = self._name(asked)
+                given.setdefault(asked, []).append(name)
+                blocks.append(block if name == asked else _named_call(block, name))
+            content = tuple(blocks)
+        for call_id, names in given.items():  # the calls still waiting under these ids can no longer be answered
+            self._waiting[call_id] = list(names)
+            self._newest[call_id] = names[-1]
+        if all(old == new for old, names in given.items() for new in names):
+            return message
+        return attrs.evolve(message, content=content, tool_calls=tuple(calls))
+
+    def _answered(self, call_id: str) -> str:
+        """
+        The local name of the call a result under *call_id* answers (see the class).
+        """
+        waiting = self._waiting.get(call_id)
+        if waiting:
+            return waiting.pop(0)
+        if call_id in self._newest:
+            return self._newest[call_id]
+        if call_id not in self._taken:
+            return call_id
+        if call_id not in self._stray:  # a call was renamed to it: the orphan must not answer that call
+            self._stray[call_id] = self._name(call_id)
+        return self._stray[call_id]
 
     def _results(self, message: Message) -> Message:
-        def local(call_id: str) -> str:
-            return self._current.get(call_id, call_id)
-
+        names = {call_id: self._answered(call_id) for call_id in message.result_ids}
+        if all(old == new for old, new in names.items()):
+            return message
         changes: dict[str, object] = {}
-        if message.tool_call_id is not None and local(message.tool_call_id) != message.tool_call_id:
-            changes["tool_call_id"] = local(message.tool_call_id)
+        if message.tool_call_id is not None:
+            changes["tool_call_id"] = names[message.tool_call_id]
         content = message.content
-        if not isinstance(content, str) and any(
-            (answered := answered_id(b)) is not None and local(answered) != answered for b in content
-        ):
-            changes["content"] = tuple(_named_answer(b, local) for b in content)
-        return attrs.evolve(message, **changes) if changes else message  # type: ignore[arg-type]
+        if not isinstance(content, str):
+            changes["content"] = tuple(_named_answer(b, names) for b in content)
+        return attrs.evolve(message, **changes)  # type: ignore[arg-type]
 
 
-def _named_call(block: ContentBlock, names: Mapping[str, str]) -> ContentBlock:
+def _named_call(block: ContentBlock, name: str) -> ContentBlock:
     """
-    *block* asking for its call under the name *names* gives it (a provider's own call included).
+    *block* asking for its call under the local *name* (a provider's own call included).
     """
     if isinstance(block, ToolCallBlock | RemoteToolCallBlock):
-        return attrs.evolve(block, id=names[block.id])
-    if isinstance(block, ProviderBlock) and (asked := block.asks) is not None and asked in names:
-        return block.renamed(names[asked])
+        return attrs.evolve(block, id=name)
+    if isinstance(block, ProviderBlock):
+        return block.renamed(name)
     return block
 
 
-def _named_answer(block: ContentBlock, local: Callable[[str], str]) -> ContentBlock:
+def _named_answer(block: ContentBlock, names: Mapping[str, str]) -> ContentBlock:
     """
     *block* answering its call under the call's local name (a provider's own answer included).
     """
-    if isinstance(block, ToolResultBlock):
-        return attrs.evolve(block, call_id=local(block.call_id))
-    if isinstance(block, ProviderBlock) and block.answers is not None:
-        return block.renamed(local(block.answers))
+    if isinstance(block, ToolResultBlock) and block.call_id in names:
+        return attrs.evolve(block, call_id=names[block.call_id])
+    if isinstance(block, ProviderBlock) and block.answers is not None and block.answers in names:
+        return block.renamed(names[block.answers])
     return block
 
 
