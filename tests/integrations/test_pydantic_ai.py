@@ -1054,6 +1054,25 @@ class TestSharedCallIds:
         assert all(a is b for a, b in zip(history[4:], cut, strict=True))
         assert len(history) - 4 == len(cut)
 
+    def test_a_return_named_like_the_stand_in_answers_no_call_without_an_id(self, caplog):
+        """
+        A return whose id is the local name workingctx would give an empty id answers no call here
+        (pydantic-ai drops it as orphaned): it alone is dropped, and the call without an id keeps
+        its return.
+        """
+        orphan = ToolReturnPart("weather", "3C", tool_call_id="pydantic-ai-empty-call-id", timestamp=T0)
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("Weather?", timestamp=T0)], timestamp=T0),
+            ModelResponse(parts=[ToolCallPart("weather", {"city": "Oslo"}, tool_call_id="")], timestamp=T0),
+            ModelRequest(parts=[ToolReturnPart("weather", "1C", tool_call_id="", timestamp=T0), orphan]),
+        ]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.pydantic_ai"):
+            out = run(trim_history(MessageContextManager(100))(list(history)))
+        assert repair_messages(history) == out
+        assert out[:2] == history[:2]
+        assert [history[2].parts[0]] == out[2].parts
+        assert "message 3: orphan-result" in caplog.text
+
     def test_a_run_continues_a_history_of_calls_without_ids(self):
         """
         End to end: a run given a history whose response made two calls without ids sends the

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from workingctx.callids import fresh_call_id
 from workingctx.context import WorkingContext
 from workingctx.exceptions import WorkingCtxError
 from workingctx.integrations._window import CallNames, Window, broken, check_manager, repaired, report
@@ -95,14 +96,46 @@ def _part_text(part: Any) -> str:
     return _text(getattr(part, "content", ""))
 
 
-def _feedback_id(index: int, position: int) -> str:
+@attrs.frozen
+class _Ids:
     """
-    The local call id that ties the feedback at *position* of request *index* to the response before it.
+    The local call ids of one history: the stand-in for the empty call id a
+    model may give, and the ids tying feedback to the response before it,
+    none of them an id the history's own parts hold (a call named like a
+    stand-in stays apart from the calls with no id).
     """
-    return f"pydantic-ai-feedback-{index}-{position}"
+
+    empty: str
+    feedback: dict[tuple[int, int], str]
+
+    @classmethod
+    def of(cls, messages: Sequence[Any]) -> _Ids:
+        from pydantic_ai import messages as parts  # noqa: PLC0415
+
+        kinds = tuple(getattr(parts, name) for name in ("RetryFeedbackPart", "RetryPromptPart") if hasattr(parts, name))
+        taken = {i for m in messages for p in m.parts if isinstance(i := getattr(p, "tool_call_id", None), str)}
+
+        def free(name: str) -> str:
+            name = name if name not in taken else fresh_call_id(name, taken)
+            taken.add(name)
+            return name
+
+        feedback = {
+            (index, position): free(f"pydantic-ai-feedback-{index}-{position}")
+            for index, message in enumerate(messages)
+            for position, part in enumerate(message.parts)
+            if isinstance(part, kinds) and getattr(part, "tool_name", None) is None
+        }
+        return cls(free(_EMPTY_ID), feedback)
+
+    def call(self, call_id: str) -> str:
+        """
+        The local id of the call *call_id* (the stand-in for an empty one).
+        """
+        return call_id or self.empty
 
 
-def _request_messages(index: int, request: Any) -> list[Message]:
+def _request_messages(index: int, request: Any, ids: _Ids) -> list[Message]:
     """
     The workingctx messages of a request's parts: system prompts, the user's
     prompts, and tool returns and retries answering their calls, the returns
@@ -131,11 +164,11 @@ def _request_messages(index: int, request: Any) -> list[Message]:
         elif isinstance(part, parts.ToolReturnPart) or (
             isinstance(part, parts.RetryPromptPart) and part.tool_name is not None  # a retry answers its call
         ):
-            message = Message("tool", _result(part), tool_call_id=_call_id(part.tool_call_id))
+            message = Message("tool", _result(part), tool_call_id=ids.call(part.tool_call_id))
         elif isinstance(part, parts.UserPromptPart):
             message = Message("user", _prompt(part.content))
         elif isinstance(part, feedback):
-            message = Message("tool", _part_text(part), tool_call_id=_feedback_id(index, position))
+            message = Message("tool", _part_text(part), tool_call_id=ids.feedback[index, position])
         else:
             (before if host is None else riders[host]).append(position)
             continue
@@ -219,13 +252,13 @@ def _rider_text(part: Any) -> str:
     return ""
 
 
-def _response_message(index: int, response: Any) -> Message:
+def _response_message(index: int, response: Any, ids: _Ids) -> Message:
     from pydantic_ai.messages import TextPart, ThinkingPart, ToolCallPart  # noqa: PLC0415
 
     blocks: list[ContentBlock] = []
     for part in response.parts:
         if isinstance(part, ToolCallPart):
-            blocks.append(_call_block(part))
+            blocks.append(_call_block(part, ids))
         elif isinstance(part, ThinkingPart):
             blocks.append(ReasoningBlock(part.content, signature=part.signature, provider=part.provider_name))
         elif isinstance(part, TextPart):
@@ -236,21 +269,17 @@ def _response_message(index: int, response: Any) -> Message:
 
 
 _EMPTY_ID = "pydantic-ai-empty-call-id"
-"""The local name of the empty call id a model may give (``""``): its return still answers it."""
+"""The local name of the empty call id a model may give (``""``), unless a part holds it as its own id."""
 
 
-def _call_id(call_id: str) -> str:
-    return call_id or _EMPTY_ID
-
-
-def _call_block(part: Any) -> ToolCallBlock:
+def _call_block(part: Any, ids: _Ids) -> ToolCallBlock:
     """
     A tool call as workingctx holds one, whatever the model wrote, as pydantic-ai
     takes it: an empty id or tool name (a local stand-in), and arguments JSON
     cannot hold (``NaN``, nesting past workingctx's limit), counted as the text
     pydantic-ai sends.
     """
-    call_id, name = _call_id(part.tool_call_id), part.tool_name or "unnamed-tool"
+    call_id, name = ids.call(part.tool_call_id), part.tool_name or "unnamed-tool"
     args = part.args_as_dict()
     try:
         return ToolCallBlock(call_id, name, args if isinstance(args, dict) else {})
@@ -264,13 +293,18 @@ def to_workingctx(messages: Sequence[ModelMessage]) -> list[Message]:
     """
     from pydantic_ai.messages import ModelResponse  # noqa: PLC0415
 
+    ids = _Ids.of(messages)
     out: list[Message] = []
     for index, message in enumerate(messages):
         if isinstance(message, ModelResponse):
-            out.append(_response_message(index, message))
+            out.append(_response_message(index, message, ids))
             continue
-        made = _request_messages(index, message)
-        asked = [m.tool_call_id for m in made if m.tool_call_id == _feedback_id(*m.metadata[KEY][:2])]
+        made = _request_messages(index, message, ids)
+        asked = [
+            call_id
+            for m in made
+            if (call_id := m.tool_call_id) is not None and call_id == ids.feedback.get(tuple(m.metadata[KEY][:2]))
+        ]
         if asked and index > 0 and isinstance(messages[index - 1], ModelResponse):
             # the response before asks for the feedback that answers it, as a call for its result
             response = out[-1]
