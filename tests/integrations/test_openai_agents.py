@@ -30,6 +30,7 @@ from agents import (
 from agents.memory import Session, SessionABC, SessionSettings
 from agents.models.interface import Model
 from agents.run_config import CallModelData, ModelInputData
+from agents.run_internal.items import drop_orphan_function_calls
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import (
@@ -924,6 +925,99 @@ class TestInputFilter:
             out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items)))
         assert [user("q")] == out.input
         assert "without results (call_1)" in caplog.text
+
+
+# -- call ids shared by several calls ------------------------------------------------------------
+
+SHARED_IDS = ["", "call_0", "call_1", "openai-agents-empty-call-id"]
+"""The empty id an OpenAI-compatible server may give, ``call_0`` as such servers number each
+response's calls, and an id named like workingctx's local name for the empty one."""
+
+
+@st.composite
+def shared_id_turns(draw: Any) -> list[dict[str, Any]]:
+    """
+    A valid conversation whose calls reuse ids from turn to turn (each round's calls under distinct
+    ids, the empty one included), each round's outputs after its calls, as the SDK writes them.
+    """
+    items: list[dict[str, Any]] = []
+    counter = 0
+    for turn in range(draw(st.integers(1, 5))):
+        items.append(user(f"Weather, turn {turn}?"))
+        for _ in range(draw(st.integers(0, 2))):
+            counter += 1
+            ids = draw(st.lists(st.sampled_from(SHARED_IDS), min_size=1, max_size=3, unique=True))
+            items.extend(call(c, counter) for c in ids)
+            items.extend(output(c, f"{counter}C") for c in ids)
+        counter += 1
+        items.append(answer(counter))
+    return items
+
+
+def pairing_problems(items: list[Any]) -> list[str]:
+    """
+    An output no call of its kind waits for before it, a call no output answers: as the SDK pairs
+    them (by the call's kind and its id, the empty one too), each call answered once.
+    """
+    found: list[str] = []
+    waiting: dict[tuple[str, str], int] = {}
+    for index, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "function_call":
+            waiting[kind, item["call_id"]] = waiting.get((kind, item["call_id"]), 0) + 1
+        elif kind == "function_call_output":
+            key = ("function_call", item["call_id"])
+            if not waiting.get(key):
+                found.append(f"{index}: output {item['call_id']!r} answers no call")
+            else:
+                waiting[key] -= 1
+    found.extend(f"call {c!r} unanswered" for (_, c), n in waiting.items() for _ in range(n))
+    return found
+
+
+class TestSharedCallIds:
+    def test_a_call_with_an_empty_id_keeps_its_output(self, caplog):
+        """
+        A call with an empty id (the SDK keeps the id an OpenAI-compatible server gives) is answered
+        by its output: the exchange is kept whole, nothing logged, and the items are the very ones.
+        """
+        items = [user("q"), call("", 1), output(""), answer(2), user("next")]
+        with caplog.at_level(logging.WARNING, logger="workingctx.integrations.openai_agents"):
+            out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items)))
+        assert "" == caplog.text
+        assert len(items) == len(out.input)
+        assert all(a is b for a, b in zip(items, out.input, strict=True))
+
+    @settings(max_examples=40, deadline=None)
+    @given(items=shared_id_turns(), turns_kept=st.integers(1, 4))
+    def test_reused_ids_trim_to_a_valid_input(self, items, turns_kept):
+        """
+        Calls reusing ids across turns, the empty one included: with nothing to cut every item is
+        passed on; whatever a manager cuts, each output kept answers a call kept, no call is left
+        unanswered, the SDK's own pruning of orphans has nothing to do, and the items are the very ones.
+        """
+        whole = run(input_filter(TokenBudgetContextManager(10**6))(_data(items)))
+        assert all(a is b for a, b in zip(items, whole.input, strict=True))
+        assert len(items) == len(whole.input)
+        out = run(input_filter(MessageContextManager(turns_kept))(_data(items))).input
+        assert [] == pairing_problems(out)
+        assert drop_orphan_function_calls(list(out), output_pruning_indexes=set(range(len(out)))) == out
+        ids = {id(i) for i in items}
+        assert all(id(i) in ids for i in out)
+
+    @settings(max_examples=20, deadline=None)
+    @given(items=shared_id_turns())
+    def test_a_session_gives_back_reused_ids_whole(self, items):
+        """
+        A session with a manager that needs no cut gives back every item of such a conversation.
+        """
+
+        async def stored() -> list[Any]:
+            session = ContextSession("shared", manager=TokenBudgetContextManager(10**6))
+            await session.add_items(items)
+            return await session.get_items()
+
+        assert ordered(run(stored())) == ordered(items)
 
 
 # -- end to end: the SDK's runner with a scripted model ---------------------------------------------

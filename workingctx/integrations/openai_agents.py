@@ -119,6 +119,39 @@ def _rides(item: Mapping[str, Any], single: Message) -> bool:
     return "role" not in item and single.role == "user" and item_call_ids(item) == (None, None)
 
 
+_EMPTY_ID = "openai-agents-empty-call-id"
+"""The local name of the empty call id an OpenAI-compatible server may give (``""``)."""
+
+_CALL_FIELDS = ("call_id", "approval_request_id")
+"""The fields of an item that name a call."""
+
+_BY_ID = frozenset({"mcp_approval_request", "local_shell_call_output"})
+"""The kinds of item that name their call by ``id``."""
+
+
+def _local_id(call_id: str) -> str:
+    """
+    The id workingctx reads *call_id* as: the empty one under :data:`_EMPTY_ID`,
+    which items with an id of that name give way to (one to one, so no two ids meet).
+    """
+    if not call_id:
+        return _EMPTY_ID
+    return f"{_EMPTY_ID}-{call_id}" if call_id.startswith(_EMPTY_ID) else call_id
+
+
+def _readable(item: dict[str, Any]) -> dict[str, Any]:
+    """
+    *item* as workingctx reads it: the calls it names under their local ids (see
+    :func:`_local_id`), so a call with an empty id (the SDK keeps the id an
+    OpenAI-compatible server gives, ``""`` too) is read as a call its output
+    answers. What goes back is always the item itself.
+    """
+    kind = item.get("type")
+    fields = [*_CALL_FIELDS, *(("id",) if isinstance(kind, str) and kind in _BY_ID else ())]
+    changed = {f: _local_id(v) for f in fields if isinstance(v := item.get(f), str) and _local_id(v) != v}
+    return {**item, **changed} if changed else item
+
+
 def _groups(items: Sequence[dict[str, Any]]) -> list[tuple[int, int, Message]]:
     """
     ``(start, stop, message)`` for each message *items* read as, in order.
@@ -129,6 +162,7 @@ def _groups(items: Sequence[dict[str, Any]]) -> list[tuple[int, int, Message]]:
     user's turn, so a cut cannot open the request there and leave out the
     user's question, nor part a reasoning item from the calls after it.
     """
+    items = [_readable(item) for item in items]
     singles = [_read([item]) for item in items]
     rides = [_rides(item, single) for item, single in zip(items, singles, strict=True)]
     groups: list[tuple[int, int, Message]] = []
