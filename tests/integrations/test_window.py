@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workingctx import Message
+from workingctx.callids import fresh_call_id
 from workingctx.integrations._window import CallNames
 from workingctx.messages import ToolCallBlock
 
@@ -110,3 +111,45 @@ def test_an_orphan_named_like_a_renamed_call_does_not_answer_it():
     orphan = names.rename(message("result", ("a-2",)))
     assert ("a-2",) == second.call_ids
     assert orphan.tool_call_id not in {"a", "a-2"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(calls=st.lists(st.lists(st.sampled_from(IDS), min_size=1, max_size=3), max_size=12))
+def test_names_are_fresh_call_ids(calls):
+    """
+    The local name of a call is its id, or the name fresh_call_id gives it among the names taken before.
+    """
+    taken: set[str] = set()
+    expected: list[str] = []
+    for ids in calls:
+        for call_id in ids:
+            expected.append(call_id if call_id not in taken else fresh_call_id(call_id, taken))
+            taken.add(expected[-1])
+    names = CallNames()
+    got = [b.id for ids in calls for b in names.rename(message("call", tuple(ids))).content]
+    assert expected == got
+
+
+class _Counted(set[str]):
+    """
+    A set that counts the lookups made in it.
+    """
+
+    lookups = 0
+
+    def __contains__(self, item: object) -> bool:
+        self.lookups += 1
+        return super().__contains__(item)
+
+
+def test_one_id_reused_throughout_is_named_in_linear_time():
+    """
+    A long history whose every call reuses one id (an OpenAI-compatible server's ``call_0``) is
+    named with a few lookups per call, not one per call named before it.
+    """
+    names = CallNames()
+    taken = names._taken = _Counted()  # noqa: SLF001  # the lookups naming makes
+    for _ in range(2_000):
+        names.rename(message("call", ("call_0",)))
+        names.rename(message("result", ("call_0",)))
+    assert taken.lookups < 10 * 2_000

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from workingctx.callids import fresh_call_id
+from workingctx.callids import SEPARATOR
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError
 from workingctx.managers import BaseContextManager
@@ -89,6 +89,7 @@ class CallNames:
         self._waiting: dict[str, list[str]] = {}  # an id -> the names of its calls still waiting, oldest first
         self._newest: dict[str, str] = {}  # an id -> the name of its newest call
         self._stray: dict[str, str] = {}  # an id no call had, taken as a local name -> what its results are named
+        self._searched: dict[str, int] = {}  # an id -> the number its next fresh name is searched from
 
     def rename(self, message: Message) -> Message:
         """
@@ -101,7 +102,17 @@ class CallNames:
         return message
 
     def _name(self, call_id: str) -> str:
-        name = call_id if call_id not in self._taken else fresh_call_id(call_id, self._taken)
+        """
+        *call_id* itself, or :func:`~workingctx.callids.fresh_call_id`'s name
+        for it when another call has it: found from where the last search for
+        *call_id* ended (names are only ever taken), so a history of calls that
+        all reuse one id is named in linear time.
+        """
+        name, number = call_id, self._searched.get(call_id, 2)
+        while name in self._taken:  # the names numbered below where the last search ended are all taken
+            name, number = f"{call_id}{SEPARATOR}{number}", number + 1
+        if name != call_id:
+            self._searched[call_id] = number
         self._taken.add(name)
         return name
 
