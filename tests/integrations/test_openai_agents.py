@@ -929,16 +929,17 @@ class TestInputFilter:
 
 # -- call ids shared by several calls ------------------------------------------------------------
 
-SHARED_IDS = ["", "call_0", "call_1", "openai-agents-empty-call-id"]
+SHARED_IDS = ["", "call_0", "call_1", "openai-agents-function_call:"]
 """The empty id an OpenAI-compatible server may give, ``call_0`` as such servers number each
 response's calls, and an id named like workingctx's local name for the empty one."""
 
 
 @st.composite
-def shared_id_turns(draw: Any) -> list[dict[str, Any]]:
+def shared_id_turns(draw: Any, lost: int = 0) -> list[dict[str, Any]]:
     """
-    A valid conversation whose calls reuse ids from turn to turn (each round's calls under distinct
-    ids, the empty one included), each round's outputs after its calls, as the SDK writes them.
+    A conversation whose calls reuse ids from turn to turn, the empty one included, and across
+    kinds (a function call and a custom tool call under one id), each round's outputs after its
+    calls in any order, as the SDK writes them; with *lost*, up to that many items lost.
     """
     items: list[dict[str, Any]] = []
     counter = 0
@@ -946,12 +947,17 @@ def shared_id_turns(draw: Any) -> list[dict[str, Any]]:
         items.append(user(f"Weather, turn {turn}?"))
         for _ in range(draw(st.integers(0, 2))):
             counter += 1
-            ids = draw(st.lists(st.sampled_from(SHARED_IDS), min_size=1, max_size=3, unique=True))
-            items.extend(call(c, counter) for c in ids)
-            items.extend(output(c, f"{counter}C") for c in ids)
+            kinds = st.sampled_from([(call, output), (custom_call, custom_output)])
+            made = draw(st.lists(st.tuples(kinds, st.sampled_from(SHARED_IDS)), min_size=1, max_size=3, unique=True))
+            items.extend(ask(c, counter) for (ask, _), c in made)
+            items.extend(draw(st.permutations([answer_(c, f"{counter}C") for (_, answer_), c in made])))
         counter += 1
         items.append(answer(counter))
-    return items
+    gone = draw(st.sets(st.integers(0, len(items) - 1), max_size=lost))
+    return [item for position, item in enumerate(items) if position not in gone]
+
+
+_ANSWERED_BY = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
 
 
 def pairing_problems(items: list[Any]) -> list[str]:
@@ -963,15 +969,15 @@ def pairing_problems(items: list[Any]) -> list[str]:
     waiting: dict[tuple[str, str], int] = {}
     for index, item in enumerate(items):
         kind = item.get("type")
-        if kind == "function_call":
+        if kind in _ANSWERED_BY.values():
             waiting[kind, item["call_id"]] = waiting.get((kind, item["call_id"]), 0) + 1
-        elif kind == "function_call_output":
-            key = ("function_call", item["call_id"])
+        elif kind in _ANSWERED_BY:
+            key = (_ANSWERED_BY[kind], item["call_id"])
             if not waiting.get(key):
-                found.append(f"{index}: output {item['call_id']!r} answers no call")
+                found.append(f"{index}: {kind} {item['call_id']!r} answers no call")
             else:
                 waiting[key] -= 1
-    found.extend(f"call {c!r} unanswered" for (_, c), n in waiting.items() for _ in range(n))
+    found.extend(f"{k} {c!r} unanswered" for (k, c), n in waiting.items() for _ in range(n))
     return found
 
 
@@ -1004,6 +1010,27 @@ class TestSharedCallIds:
         assert drop_orphan_function_calls(list(out), output_pruning_indexes=set(range(len(out)))) == out
         ids = {id(i) for i in items}
         assert all(id(i) in ids for i in out)
+
+    @settings(max_examples=40, deadline=None)
+    @given(items=shared_id_turns(lost=3), budget=st.sampled_from([150, 10**6]))
+    def test_a_broken_input_pairs_outputs_with_calls_of_their_kind(self, items, budget):
+        """
+        Whatever items such a conversation lost, each output passed on answers a call of its own
+        kind passed on, as the SDK pairs them, and the SDK's own pruning has nothing to do.
+        """
+        out = run(input_filter(TokenBudgetContextManager(budget))(_data(items))).input
+        assert [] == pairing_problems(out)
+        assert drop_orphan_function_calls(list(out), output_pruning_indexes=set(range(len(out)))) == out
+
+    def test_an_output_of_another_kind_does_not_answer_a_call(self):
+        """
+        A custom tool call's output under the id of a function call (its own call lost) answers no
+        call here, as the SDK pairs them: it alone is left out, and the function call keeps its output.
+        """
+        items = [user("q"), call("call_1", 1), custom_output("call_1"), output("call_1"), answer(2), user("next")]
+        out = run(input_filter(TokenBudgetContextManager(10_000))(_data(items))).input
+        assert [items[0], items[1], items[3], items[4], items[5]] == out
+        assert all(any(o is i for i in items) for o in out)
 
     @settings(max_examples=20, deadline=None)
     @given(items=shared_id_turns())

@@ -119,36 +119,61 @@ def _rides(item: Mapping[str, Any], single: Message) -> bool:
     return "role" not in item and single.role == "user" and item_call_ids(item) == (None, None)
 
 
-_EMPTY_ID = "openai-agents-empty-call-id"
-"""The local name of the empty call id an OpenAI-compatible server may give (``""``)."""
+_LOCAL = "openai-agents-"
+"""What the local ids of calls other than function calls begin with (see :func:`_local_id`)."""
 
-_CALL_FIELDS = ("call_id", "approval_request_id")
-"""The fields of an item that name a call."""
+_KINDS: dict[str, str] = {
+    "function_call": "function_call",
+    "function_call_output": "function_call",
+    "custom_tool_call": "custom_tool_call",
+    "custom_tool_call_output": "custom_tool_call",
+    "computer_call": "computer_call",
+    "computer_call_output": "computer_call",
+    "local_shell_call": "local_shell_call",
+    "local_shell_call_output": "local_shell_call",
+    "shell_call": "shell_call",
+    "shell_call_output": "shell_call",
+    "apply_patch_call": "apply_patch_call",
+    "apply_patch_call_output": "apply_patch_call",
+    "tool_search_call": "tool_search_call",
+    "tool_search_output": "tool_search_call",
+    "mcp_approval_request": "mcp_approval_request",
+    "mcp_approval_response": "mcp_approval_request",
+}
+"""The kind of call an item asks for or answers, by its type: the SDK pairs an output only with a call of its kind."""
 
-_BY_ID = frozenset({"mcp_approval_request", "local_shell_call_output"})
-"""The kinds of item that name their call by ``id``."""
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "mcp_approval_request": ("id",),
+    "mcp_approval_response": ("approval_request_id",),
+    "local_shell_call_output": ("call_id", "id"),  # the SDK writes call_id, the API's type names it id
+}
+"""The fields naming the call, by item type, where it is not ``call_id``."""
 
 
-def _local_id(call_id: str) -> str:
+def _local_id(kind: str, call_id: str) -> str:
     """
-    The id workingctx reads *call_id* as: the empty one under :data:`_EMPTY_ID`,
-    which items with an id of that name give way to (one to one, so no two ids meet).
+    The id workingctx reads the call *call_id* of *kind* under: a function
+    call's own id, any other's (and an empty or a local-looking function call
+    id) marked with its kind, one to one. So an output pairs only with a call of
+    its kind, as the SDK pairs them (a ``computer_call_output`` never answers a
+    ``function_call`` of the same id), and an empty id is an id.
     """
-    if not call_id:
-        return _EMPTY_ID
-    return f"{_EMPTY_ID}-{call_id}" if call_id.startswith(_EMPTY_ID) else call_id
+    if kind == "function_call" and call_id and not call_id.startswith(_LOCAL):
+        return call_id
+    return f"{_LOCAL}{kind}:{call_id}"
 
 
 def _readable(item: dict[str, Any]) -> dict[str, Any]:
     """
-    *item* as workingctx reads it: the calls it names under their local ids (see
-    :func:`_local_id`), so a call with an empty id (the SDK keeps the id an
-    OpenAI-compatible server gives, ``""`` too) is read as a call its output
-    answers. What goes back is always the item itself.
+    *item* as workingctx reads it: the call it asks for or answers under its
+    local id (see :func:`_local_id`). What goes back is always the item itself.
     """
     kind = item.get("type")
-    fields = [*_CALL_FIELDS, *(("id",) if isinstance(kind, str) and kind in _BY_ID else ())]
-    changed = {f: _local_id(v) for f in fields if isinstance(v := item.get(f), str) and _local_id(v) != v}
+    if not isinstance(kind, str) or kind not in _KINDS:
+        return item
+    fields = _FIELDS.get(kind, ("call_id",))
+    local = {f: (v, _local_id(_KINDS[kind], v)) for f in fields if isinstance(v := item.get(f), str)}
+    changed = {f: new for f, (old, new) in local.items() if new != old}
     return {**item, **changed} if changed else item
 
 
