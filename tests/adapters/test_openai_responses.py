@@ -244,6 +244,43 @@ def test_a_tool_result_is_sent_only_for_a_call_it_answers(pair, form):
         openai_responses.write(messages, repair=True)
 
 
+_FUNCTION_PAIR = (
+    {"type": "function_call", "call_id": "call_9", "name": "lookup", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_9", "output": "done"},
+)
+
+
+@pytest.mark.parametrize("asking", [_FUNCTION_PAIR, *client_call_examples("call_9")], ids=lambda p: p[0]["type"])
+@pytest.mark.parametrize("answering", [_FUNCTION_PAIR, *client_call_examples("call_9")], ids=lambda p: p[1]["type"])
+def test_an_output_item_answers_only_a_call_of_its_kind(asking, answering):
+    """
+    An output item naming a call of another kind (a ``custom_tool_call_output``
+    for a ``function_call``, ...) is refused as ``result-kind`` naming the
+    output's message and the call, as OpenAI refuses it, repair or not; an
+    output of the call's own kind is sent as it came. A ``function_call_output``
+    reads as a tool message, which answers a custom tool call as its own output.
+    """
+    call, output = asking[0], answering[1]
+    body = valid({"input": [{"role": "user", "content": "go"}, call, output, {"role": "user", "content": "ok"}]})
+    problems = [(p.index, p.rule, p.ids) for p in openai_responses.check(openai_responses.read(body))]
+    if (call["type"], output["type"]) == ("custom_tool_call", "function_call_output"):
+        assert problems == []
+        written = valid(openai_responses.write(openai_responses.read(body)))["input"]
+        assert written[2] == {"type": "custom_tool_call_output", "call_id": "call_9", "output": "done"}
+        return
+    if call["type"] == _OUTPUT_KIND[output["type"]]:
+        assert problems == []
+        assert openai_responses.write(openai_responses.read(body)) == body
+        return
+    assert (2, "result-kind", ("call_9",)) in problems
+    for repair in (False, True):
+        with pytest.raises(ProviderError, match="result-kind"):
+            openai_responses.write(openai_responses.read(body), repair=repair)
+
+
+_OUTPUT_KIND = {output: call for call, (output, _) in _ANSWER.items()}
+
+
 @given(responses_bodies(), st.integers(0, 4000), st.integers(0, 8))
 def test_trimmed_transcripts_keep_each_call_with_its_answer(body, budget, turns):
     """

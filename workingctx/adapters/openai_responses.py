@@ -386,8 +386,65 @@ def _unanswerable(messages: Sequence[Message]) -> tuple[Problem, ...]:
     return tuple(problems)
 
 
+_OUTPUT_OF = {
+    "function_call_output": "function_call",
+    "custom_tool_call_output": "custom_tool_call",
+    "computer_call_output": "computer_call",
+    "local_shell_call_output": "local_shell_call",
+    "shell_call_output": "shell_call",
+    "apply_patch_call_output": "apply_patch_call",
+    "tool_search_output": "tool_search_call",
+    "mcp_approval_response": "mcp_approval_request",
+}
+"""The kind of call each output item answers: OpenAI pairs an output only with a call of its kind."""
+
+
+def _mismatched(messages: Sequence[Message]) -> tuple[Problem, ...]:
+    """
+    Every output item of this format's own (a ``custom_tool_call_output``, a
+    ``computer_call_output``, ...) naming a call of another kind, each a
+    ``result-kind`` problem: OpenAI refuses the output (no call of its kind
+    has that id), and the call it names is left without its answer.
+    """
+    outputs = [
+        (index, block.answers, block.data["type"])
+        for index, message in enumerate(messages)
+        if not isinstance(message.content, str)
+        for block in message.content
+        if isinstance(block, ProviderBlock)
+        and block.provider == PROVIDER
+        and block.answers is not None
+        and block.data.get("type") in _OUTPUT_OF
+    ]
+    if not outputs:  # the usual request: no message is walked for its calls
+        return ()
+    problems: list[Problem] = []
+    kinds: dict[str, str] = {}  # call id -> the kind of its latest call
+    pending = iter(outputs)
+    output = next(pending, None)
+    for index, message in enumerate(messages):
+        while output is not None and output[0] == index:
+            _, call_id, kind = output
+            asked = kinds.get(call_id)
+            if asked is not None and asked != _OUTPUT_OF[kind]:
+                problems.append(
+                    Problem(
+                        index,
+                        "result-kind",
+                        f"this {kind} answers {call_id!r}, a {asked}, and OpenAI pairs an output only with a "
+                        f"call of its own kind: answer the {asked} with its own output (a tool message for a "
+                        "function call), or leave this output out",
+                        (call_id,),
+                    )
+                )
+            output = next(pending, None)
+        for call in calls_of([message], message.call_ids):
+            kinds[call.id] = str(call.provider_data.get(PROVIDER, {}).get("item", {}).get("type", "function_call"))
+    return tuple(problems)
+
+
 def _refused(messages: Sequence[Message]) -> tuple[Problem, ...]:
-    return (*lost(messages), *_unanswerable(messages))
+    return (*lost(messages), *_unanswerable(messages), *_mismatched(messages))
 
 
 def _lost(block: Any, message: Message, in_result: bool) -> tuple[str, str] | None:
