@@ -76,6 +76,7 @@ from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, ProviderError
 from workingctx.messages import (
     Message,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     answered_id,
@@ -97,6 +98,23 @@ __all__ = [
 ]
 
 _ROLE = operator.attrgetter("role")
+
+LEFT_OUT_CALL = "_left_out_call"
+"""The key of the block a format puts where a provider's own call it leaves out
+stood (``ProviderBlock(provider, {LEFT_OUT_CALL: True})``, see the adapters'
+``without_provider_calls``): the assistant message holding it still continues
+the calls right before it, as it would with the call, since Anthropic and
+Gemini join consecutive turns of a role."""
+
+
+def _left_out(message: Message) -> bool:
+    """
+    Whether *message* holds the block standing for a call its format leaves out (see :data:`LEFT_OUT_CALL`).
+    """
+    content = message.content
+    return content.__class__ is not str and any(
+        isinstance(block, ProviderBlock) and LEFT_OUT_CALL in block.data for block in content
+    )
 
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
 """The providers whose rules :func:`check_messages` knows."""
@@ -435,6 +453,9 @@ class RuleState:
         # exchange (Anthropic and Gemini join consecutive turns of a role):
         # their results may follow them all.
         joined = bool(calls) and role == "assistant" and i > 0 and self.calls_at == i - 1 and not results
+        if not (calls or results) and role == "assistant" and i > 0 and self.calls_at == i - 1 and _left_out(message):
+            joined = True
+            self.calls_at = i
         if not (results or role == "tool" or joined):
             self._close()
         if calls and role != "assistant":

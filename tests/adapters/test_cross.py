@@ -630,6 +630,32 @@ def _step(draw: st.DrawFn) -> Message:
     return Message("user", (ProviderBlock("openai_responses", _custom_output(call_id)),))
 
 
+def test_a_custom_call_left_out_keeps_its_message_in_the_calls_before_it():
+    """
+    A text and a custom tool call in the assistant message right after a function
+    call, their results after both: Chat sends it, and so do the formats that leave
+    the custom call out, its message's text joined to the turn of the call before
+    it (Anthropic and Gemini join consecutive turns of a role), never refused as a
+    dangling call.
+    """
+    messages = [
+        Message.user("start"),
+        Message("assistant", (), tool_calls=(ToolCall("b", "f", {}),)),
+        Message("assistant", (TextBlock("s"), ProviderBlock("openai_responses", _custom_call("a")))),
+        Message.tool("r", call_id="a"),
+        Message.tool("r", call_id="b"),
+    ]
+    assert openai_chat.check(messages) == ()
+    for target in (anthropic, google, langchain):
+        assert target.check(messages) == (), target.__name__
+        written = target.write(messages)
+        if target is not langchain:
+            VALIDATORS[target](written)
+    turns = anthropic.write(messages)["messages"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
+    assert [b["type"] for b in turns[1]["content"]] == ["tool_use", "text"]
+
+
 @given(st.lists(_step(), max_size=7))
 def test_check_is_empty_exactly_when_write_succeeds_with_custom_calls(steps):
     """

@@ -33,7 +33,7 @@ from workingctx.messages import (
     asked_id,
 )
 from workingctx.prefix import PrefixContext
-from workingctx.validity import RULES, STRUCTURAL_RULES, Problem, Provider, RuleState
+from workingctx.validity import LEFT_OUT_CALL, RULES, STRUCTURAL_RULES, Problem, Provider, RuleState
 from workingctx.validity import check_messages as validity_check
 
 __all__ = [
@@ -396,7 +396,12 @@ def without_provider_calls(messages: Sequence[Message], drops: Drops | None = No
         if isinstance(content, str) or not any(_provider_call(b, message.role, drops) for b in content):
             out.append(message)
             continue
-        kept = tuple(ProviderBlock(b.provider, {}) if _provider_call(b, message.role, drops) else b for b in content)
+        kept = tuple(
+            (ProviderBlock(b.provider, {LEFT_OUT_CALL: True}) if b.asks is not None else ProviderBlock(b.provider, {}))
+            if _provider_call(b, message.role, drops)
+            else b
+            for b in content
+        )
         out.append(attrs.evolve(message, content=kept))
     return out
 
