@@ -380,3 +380,65 @@ class TestAnthropicBlocksInHumanMessages:
         (ai,) = [m for m in repaired if isinstance(m, AIMessage)]
         assert [{"name": "f", "args": {"a": 1}, "id": "t1", "type": "tool_call"}] == ai.tool_calls
         assert messages == langchain.write(langchain.read(messages), state=True)
+
+
+class TestLangChainBlockKeys:
+    """
+    Text, image and file dicts with the keys LangChain and the chat models add beside their content
+    (``create_text_block``'s ``id``, ChatOpenAI's ``annotations`` and ``id``, a stream's ``index``,
+    ``extras``, Anthropic's ``cache_control``) are that text or media for every format.
+    """
+
+    @staticmethod
+    @st.composite
+    def keyed_texts(draw: st.DrawFn) -> dict:
+        block: dict = {"type": "text", "text": draw(words)}
+        extra = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "id": st.just("msg_1") | st.just("lc_3a76876a"),
+                    "index": st.integers(0, 3),
+                    "annotations": st.just([]) | st.just([{"type": "citation", "url": "https://example.com"}]),
+                    "extras": st.just({"note": "x"}),
+                },
+            )
+        )
+        if not extra:
+            extra = {"cache_control": {"type": "ephemeral"}}
+        return {**block, **extra}
+
+    @given(st.lists(keyed_texts(), min_size=1, max_size=3), st.lists(keyed_texts(), min_size=1, max_size=2))
+    def test_their_text_reaches_every_format_and_comes_back_as_it_came(self, asked, answered):
+        """
+        Such blocks round-trip equal, and each text is in the Chat Completions and Anthropic
+        bodies written for them (it was a LangChain-only block, left out of both, in silence).
+        """
+        from anthropic.types import MessageParam  # noqa: PLC0415
+        from langchain_core.messages import content as blocks  # noqa: PLC0415
+
+        image = blocks.create_image_block(url="https://example.com/a.png")
+        document = blocks.create_file_block(base64="JVBERi0=", mime_type="application/pdf")
+        messages = [HumanMessage([*asked, image, document], id="h1"), AIMessage(answered, id="a1")]
+        ctx = langchain.read(messages)
+        assert messages == langchain.write(ctx, state=True)
+        assert () == langchain.check(ctx)
+        chat = openai_chat.write(ctx)["messages"]
+        TypeAdapter(list[ChatCompletionMessageParam]).validate_python(chat)
+        body = anthropic.write(ctx)["messages"]
+        TypeAdapter(list[MessageParam]).validate_python(body)
+        for written in (chat, body):
+            texts = [[b["text"] for b in m["content"] if b["type"] == "text"] for m in written]
+            assert [[b["text"] for b in asked], [b["text"] for b in answered]] == texts
+        assert ["image_url", "file"] == [b["type"] for b in chat[0]["content"][len(asked) :]]
+
+    def test_an_edited_text_is_written_as_it_now_is(self):
+        """
+        A text changed after reading is written as plain text, never as the dict it was read from.
+        """
+        import attrs  # noqa: PLC0415
+
+        ctx = langchain.read([HumanMessage([{"type": "text", "text": "old", "id": "lc_1"}])])
+        (block,) = ctx.messages[0].content
+        edited = ctx.replace_tail([attrs.evolve(ctx.messages[0], content=(attrs.evolve(block, text="new"),))])
+        assert [HumanMessage([{"type": "text", "text": "new"}])] == langchain.write(edited)

@@ -18,7 +18,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -104,8 +104,8 @@ def _block(item: Any) -> ContentBlock:
         return TextBlock(item, provider_data={PROVIDER: {"_str": True}})
     if isinstance(item, Mapping):
         kind = item.get("type")
-        if kind == "text" and set(item) == {"type", "text"} and isinstance(item["text"], str):
-            return TextBlock(item["text"])
+        if kind == "text" and isinstance(item.get("text"), str):
+            return _text(item)
         if kind == "image_url" and set(item) == {"type", "image_url"} and isinstance(item["image_url"], Mapping):
             image = item["image_url"]
             if set(image) <= {"url", "detail"} and isinstance(image.get("url"), str):
@@ -116,6 +116,14 @@ def _block(item: Any) -> ContentBlock:
             block = _standard(kind, item)
             if block is not None:
                 return block
+        if kind in {"image", "file"} and set(item) <= _STANDARD_KEYS | _LANGCHAIN_KEYS:
+            # as LangChain's create_image_block and create_file_block make them (audio and video
+            # blocks have no place for the dict, so such a one stays a LangChain block)
+            block = _standard(kind, {k: v for k, v in item.items() if k not in _LANGCHAIN_KEYS})
+            if isinstance(block, ImageBlock):
+                return _keeping(block, item)
+            if isinstance(block, DocumentBlock):
+                return _keeping(block, item)
         if kind == "thinking" and set(item) == {"type", "thinking", "signature"}:
             return ReasoningBlock(item["thinking"], signature=item["signature"], provider="anthropic")
         if kind == "redacted_thinking" and set(item) == {"type", "data"}:
@@ -123,6 +131,34 @@ def _block(item: Any) -> ContentBlock:
         return ProviderBlock(PROVIDER, item)
     msg = f"a LangChain content item must be a str or a dict, got {item!r} of type {type(item).__name__}"
     raise ArgumentTypeError(msg, argument="content", value=item, expected="a str or a dict")
+
+
+_Block = TypeVar("_Block", TextBlock, ImageBlock, DocumentBlock)
+
+_LANGCHAIN_KEYS = frozenset({"id", "index", "extras"})
+"""What LangChain's standard blocks carry beside their content (``create_text_block`` gives each an ``id``)."""
+
+
+def _text(item: Mapping[str, Any]) -> TextBlock:
+    """
+    A text dict as text. Its other keys (an ``id``, ``annotations``, Anthropic's
+    ``cache_control``, as ChatOpenAI, ChatAnthropic and LangChain's own block
+    factories write them) keep the dict, written back while the text is as read.
+    """
+    if set(item) == {"type", "text"}:
+        return TextBlock(item["text"])
+    block = anthropic.read_block(item) if set(item) == {"type", "text", "cache_control"} else None
+    return _keeping(block if isinstance(block, TextBlock) else TextBlock(item["text"]), item)
+
+
+def _keeping(block: _Block, item: Mapping[str, Any]) -> _Block:
+    """
+    *block* keeping *item*, the dict it was read from, to write back while it is unchanged.
+    """
+    provider_data = block.provider_data
+    data = provider_data.get(PROVIDER)
+    kept = {**(data if isinstance(data, Mapping) else {}), _RAW: item}
+    return attrs.evolve(block, provider_data={**provider_data, PROVIDER: kept})
 
 
 _STANDARD: dict[str, type[ImageBlock | AudioBlock | VideoBlock | DocumentBlock]] = {
@@ -253,13 +289,14 @@ def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
     raw = data.get("content", "")
     if isinstance(raw, str):
         return raw
-    if data.get("type") == "human":
+    kind = data.get("type")
+    if kind == "human":
         return tuple(_human_block(i) for i in raw)
     return tuple(_block(i) for i in raw)
 
 
 _RAW = "_block"
-"""Where a call or a result read from a human message keeps its dict, written back as it came."""
+"""Where a block read from a LangChain dict it does not model whole keeps that dict, written back as it came."""
 
 
 def _human_block(item: Any) -> ContentBlock:
@@ -300,17 +337,20 @@ def _anthropic_tool_block(item: Any) -> ToolCallBlock | ToolResultBlock | None:
     return attrs.evolve(block, provider_data={**block.provider_data, PROVIDER: {_RAW: item}})
 
 
-def _as_read(block: ContentBlock) -> Any:
+def _as_read(block: ContentBlock, role: str) -> Any:
     """
-    The dict *block* was read from in a human message, if it is still the call
-    or the result that dict reads as (a re-keyed id or a trimmed output is not),
+    The dict *block* was read from in a message of *role*, if it still reads as
+    *block* (a re-keyed call id, a trimmed output or an edited text does not),
     else None.
     """
     data = getattr(block, "provider_data", {}).get(PROVIDER)
     raw = data.get(_RAW) if isinstance(data, Mapping) else None
-    if raw is None or _anthropic_tool_block(raw) != block:
+    if not isinstance(raw, Mapping):
         return None
-    return thaw(raw)
+    typed: ContentBlock | None = None
+    if role == "user":
+        typed = _anthropic_tool_block(raw)
+    return thaw(raw) if (typed or _block(raw)) == block else None
 
 
 def _state_message(data: Mapping[str, Any], kind: str) -> Message:
@@ -383,6 +423,9 @@ def read(payload: Any, *, state: bool = False) -> Any:
 
 
 def _write_block(block: ContentBlock) -> Any:
+    kept = _as_read(block, "")
+    if kept is not None:
+        return kept
     if isinstance(block, TextBlock):
         if block.provider_data.get(PROVIDER, {}).get("_str"):
             return block.text
@@ -470,7 +513,7 @@ def _write(core: Any, message: Message) -> list[Any]:
     else:
         content = []
         for block in message.content:
-            kept = _as_read(block) if message.role == "user" else None
+            kept = _as_read(block, message.role)
             if kept is not None:
                 content.append(kept)
             elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
