@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, json_args, names, texts
 from workingctx import Message, ToolCall
-from workingctx.adapters import ProviderError, anthropic, langchain, openai_chat
+from workingctx.adapters import ProviderError, anthropic, langchain, openai_chat, openai_responses
 from workingctx.validity import STRUCTURAL_RULES
 
 
@@ -442,3 +442,91 @@ class TestLangChainBlockKeys:
         (block,) = ctx.messages[0].content
         edited = ctx.replace_tail([attrs.evolve(ctx.messages[0], content=(attrs.evolve(block, text="new"),))])
         assert [HumanMessage([{"type": "text", "text": "new"}])] == langchain.write(edited)
+
+
+def _tool_use_ids(messages: list) -> list:
+    return [
+        [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+        for m in messages
+        if m["role"] == "assistant" and not isinstance(m["content"], str)
+    ]
+
+
+class TestCallsInAIContent:
+    """
+    A call an AIMessage holds only in its content (an Anthropic ``tool_use``, LangChain's
+    ``tool_call`` block of a v1 message, a Responses ``function_call``) is a call: ChatAnthropic
+    or ChatOpenAI sends it as one, so the ToolMessage after it answers it.
+    """
+
+    @staticmethod
+    def _call(kind: str, call_id: str, name: str, args: dict) -> dict:
+        if kind == "tool_use":
+            return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+        return {"type": "tool_call", "id": call_id, "name": name, "args": args}
+
+    @given(st.data())
+    def test_their_results_answer_them_as_chatanthropic_sends_them(self, data):
+        """
+        Turns whose calls ride only in content (some in ``tool_calls`` too, as a v1 message has
+        them) round-trip equal, break no rule of LangChain or Anthropic, and make the calls
+        ChatAnthropic sends, each once.
+        """
+        from anthropic.types import MessageParam  # noqa: PLC0415
+
+        messages: list = [HumanMessage(data.draw(words), id="h0")]
+        for turn in range(data.draw(st.integers(1, 3))):
+            kind = data.draw(st.sampled_from(["tool_use", "tool_call"]))
+            ids = [f"toolu_{turn}_{i}" for i in range(data.draw(st.integers(1, 3)))]
+            calls = [self._call(kind, i, data.draw(names), data.draw(json_args)) for i in ids]
+            listed = [c for c in calls if data.draw(st.booleans())]
+            tool_calls = [
+                {"name": c["name"], "args": c.get("args", c.get("input")), "id": c["id"], "type": "tool_call"}
+                for c in listed
+            ]
+            meta = {"output_version": "v1", "model_provider": "anthropic"} if kind == "tool_call" else {}
+            text = [{"type": "text", "text": data.draw(words)}]
+            messages.append(AIMessage([*text, *calls], tool_calls=tool_calls, response_metadata=meta, id=f"a{turn}"))
+            messages.extend(ToolMessage(data.draw(words), tool_call_id=i, id=f"r_{i}") for i in ids)
+        messages.append(AIMessage(data.draw(words), id="end"))
+        ctx = langchain.read(messages)
+        assert messages == langchain.write(ctx, state=True)
+        assert () == langchain.check(ctx)
+        assert () == anthropic.check(ctx)
+        ours = anthropic.write(ctx)["messages"]
+        TypeAdapter(list[MessageParam]).validate_python(ours)
+        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        assert [sorted(ids) for ids in _tool_use_ids(sent)] == [sorted(ids) for ids in _tool_use_ids(ours)]
+        chat = openai_chat.write(ctx)["messages"]
+        TypeAdapter(list[ChatCompletionMessageParam]).validate_python(chat)
+        asked = [sorted(c["id"] for c in m["tool_calls"]) for m in chat if m.get("tool_calls")]
+        assert [sorted(ids) for ids in _tool_use_ids(sent)] == asked
+
+    def test_a_function_call_item_is_a_call_for_the_responses_api(self):
+        """
+        ChatOpenAI's Responses output keeps a ``function_call`` item in content; alone there it is
+        still the call its ``function_call_output`` answers, and goes to OpenAI as that call.
+        """
+        from openai.types.responses import ResponseInputParam  # noqa: PLC0415
+
+        item = {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": '{"a":1}', "id": "fc_1"}
+        messages = [HumanMessage("q"), AIMessage([item]), ToolMessage("r", tool_call_id="call_1")]
+        ctx = langchain.read(messages)
+        assert () == langchain.check(ctx)
+        assert messages == langchain.write(ctx, state=True)
+        body = openai_responses.write(ctx)["input"]
+        TypeAdapter(ResponseInputParam).validate_python(body)
+        assert ["function_call", "function_call_output"] == [i.get("type") for i in body[1:]]
+
+    def test_an_unanswered_one_is_reported(self):
+        """
+        A call only in content with no result after it is dangling, as any call is; repair closes it.
+        """
+        messages = [
+            HumanMessage("q"),
+            AIMessage([{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]),
+            HumanMessage("next"),
+        ]
+        assert ["dangling-call"] == [p.rule for p in langchain.check(messages) if p.rule in STRUCTURAL_RULES]
+        repaired = langchain.write(langchain.read(messages), repair=True)
+        assert ["toolu_1"] == [m.tool_call_id for m in repaired if isinstance(m, ToolMessage)]

@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -292,11 +293,60 @@ def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
     kind = data.get("type")
     if kind == "human":
         return tuple(_human_block(i) for i in raw)
+    if kind == "ai":
+        calls = [*(data.get("tool_calls") or ()), *(data.get("invalid_tool_calls") or ())]
+        named = {call.get("id") for call in calls if isinstance(call, Mapping)}
+        return tuple(_ai_block(i, named) for i in raw)
     return tuple(_block(i) for i in raw)
 
 
 _RAW = "_block"
 """Where a block read from a LangChain dict it does not model whole keeps that dict, written back as it came."""
+
+
+def _ai_block(item: Any, named: set[Any]) -> ContentBlock:
+    """
+    An item of an AI message's content. A ``tool_use`` (Anthropic), ``tool_call``
+    (LangChain's standard) or ``function_call`` (OpenAI Responses) dict that no
+    entry of ``tool_calls`` names is a call all the same (ChatAnthropic and
+    ChatOpenAI send it as one), read as a call block keeping the dict; one that
+    ``tool_calls`` names stays a LangChain block, the call being there.
+    """
+    block = _ai_call_block(item)
+    return _block(item) if block is None or block.id in named else block
+
+
+def _ai_call_block(item: Any) -> ToolCallBlock | None:
+    """
+    The call a ``tool_use``, ``tool_call`` or ``function_call`` dict is (its
+    arguments a JSON object), or None for anything else.
+    """
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type")
+    if kind == "tool_use":
+        block = _anthropic_tool_block(item)
+        if not isinstance(block, ToolCallBlock):
+            return None
+        return attrs.evolve(block, provider_data={**block.provider_data, PROVIDER: {_RAW: item, _AI: True}})
+    if kind == "tool_call":
+        call_id, name, args = item.get("id"), item.get("name"), item.get("args")
+    elif kind == "function_call":
+        call_id, name, args = item.get("call_id"), item.get("name"), item.get("arguments")
+        try:
+            args = json.loads(args) if isinstance(args, str) else None
+        except ValueError:
+            return None
+    else:
+        return None
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name and isinstance(args, Mapping)):
+        return None
+    return ToolCallBlock(call_id, name, args, provider_data={PROVIDER: {_RAW: item, _AI: True}})
+
+
+_AI = "_ai"
+"""Marks a call read from an AI message's content: written back there as it came, and only there
+(a call moved out of a human message is written as a ``tool_calls`` entry)."""
 
 
 def _human_block(item: Any) -> ContentBlock:
@@ -350,6 +400,8 @@ def _as_read(block: ContentBlock, role: str) -> Any:
     typed: ContentBlock | None = None
     if role == "user":
         typed = _anthropic_tool_block(raw)
+    elif role == "assistant":
+        typed = _ai_call_block(raw)
     return thaw(raw) if (typed or _block(raw)) == block else None
 
 
