@@ -530,3 +530,44 @@ class TestCallsInAIContent:
         assert ["dangling-call"] == [p.rule for p in langchain.check(messages) if p.rule in STRUCTURAL_RULES]
         repaired = langchain.write(langchain.read(messages), repair=True)
         assert ["toolu_1"] == [m.tool_call_id for m in repaired if isinstance(m, ToolMessage)]
+
+
+class TestToolMessageOfToolResults:
+    """
+    A ToolMessage whose content is Anthropic ``tool_result`` blocks (ChatAnthropic sends these
+    blocks as they are, in a user turn) answers the calls those blocks name.
+    """
+
+    @given(st.integers(1, 4), st.lists(words, min_size=4, max_size=4), st.booleans())
+    def test_its_blocks_answer_their_calls(self, n, outputs, error):
+        """
+        Parallel results in one such ToolMessage round-trip equal, break no rule, are written for
+        Anthropic as ChatAnthropic sends them and for Chat Completions one tool message each.
+        """
+        from anthropic.types import MessageParam  # noqa: PLC0415
+
+        ids = [f"toolu_{i}" for i in range(n)]
+        calls = [{"name": "f", "args": {"i": i}, "id": c} for i, c in enumerate(ids)]
+        results = [{"type": "tool_result", "tool_use_id": c, "content": o} for c, o in zip(ids, outputs, strict=False)]
+        if error:
+            results[0]["is_error"] = True
+        status = "error" if error else "success"
+        messages = [
+            HumanMessage("q", id="h1"),
+            AIMessage("", tool_calls=calls, id="a1"),
+            ToolMessage(results, tool_call_id=ids[0], status=status, artifact={"raw": 1}, id="t1"),
+            AIMessage("done", id="a2"),
+        ]
+        ctx = langchain.read(messages)
+        assert messages == langchain.write(ctx, state=True)
+        assert () == langchain.check(ctx)
+        assert () == anthropic.check(ctx)
+        ours = anthropic.write(ctx)["messages"]
+        TypeAdapter(list[MessageParam]).validate_python(ours)
+        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        assert [_tool_results(m) for m in sent if m["role"] == "user"] == [
+            _tool_results(m) for m in ours if m["role"] == "user"
+        ]
+        chat = openai_chat.write(ctx)["messages"]
+        TypeAdapter(list[ChatCompletionMessageParam]).validate_python(chat)
+        assert ids == [m["tool_call_id"] for m in chat if m["role"] == "tool"]

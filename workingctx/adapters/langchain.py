@@ -244,6 +244,10 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
         raise ArgumentValueError(msg, argument=f"messages[{position}]", value=data)
     content = _content(data)
     rest = {k: v for k, v in data.items() if k not in _MODELLED and not _default(k, v)}
+    if role == "tool" and not isinstance(content, str) and all(isinstance(b, ToolResultBlock) for b in content):
+        # ChatAnthropic sends a tool message of tool_result blocks as a user turn of those blocks alone
+        role = "user"
+        rest.update({"_type": kind, "tool_call_id": data.get("tool_call_id")})
     calls = tuple(
         ToolCall(c["id"], c["name"], c.get("args") or {}) for c in data.get("tool_calls") or () if c.get("id")
     )
@@ -262,7 +266,7 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
         role,  # type: ignore[arg-type]  # from _ROLES
         content,
         name=data.get("name"),
-        tool_call_id=data.get("tool_call_id"),
+        tool_call_id=data.get("tool_call_id") if role == "tool" else None,
         tool_calls=calls,
         id=message_id if isinstance(message_id, str) else None,
         metadata={PROVIDER: rest} if rest else {},
@@ -297,6 +301,8 @@ def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
         calls = [*(data.get("tool_calls") or ()), *(data.get("invalid_tool_calls") or ())]
         named = {call.get("id") for call in calls if isinstance(call, Mapping)}
         return tuple(_ai_block(i, named) for i in raw)
+    if kind == "tool" and raw and all(isinstance(i, Mapping) and i.get("type") == "tool_result" for i in raw):
+        return tuple(_human_block(i) for i in raw)  # ChatAnthropic sends these blocks as they are, in a user turn
     return tuple(_block(i) for i in raw)
 
 
@@ -398,7 +404,7 @@ def _as_read(block: ContentBlock, role: str) -> Any:
     if not isinstance(raw, Mapping):
         return None
     typed: ContentBlock | None = None
-    if role == "user":
+    if role in {"user", "tool"}:
         typed = _anthropic_tool_block(raw)
     elif role == "assistant":
         typed = _ai_call_block(raw)
@@ -542,6 +548,8 @@ def _write(core: Any, message: Message) -> list[Any]:
             raw = [b for b in map(_write_block, raw) if b is not None]
         data = {**rest, "content": raw, "id": None if message.id is None else str(message.id)}
         return list(core.messages_from_dict([{"type": kind, "data": data}]))
+    if kind == "tool":  # a tool message of tool_result blocks, read as the user turn ChatAnthropic sends
+        return _tool_results_message(core, message, rest)
     fields: dict[str, Any] = {**rest}
     if message.id is not None:
         fields["id"] = str(message.id)
@@ -602,6 +610,19 @@ def _write(core: Any, message: Message) -> list[Any]:
             }
         return [*before, core.AIMessage(content, **fields)]
     return [*before, core.ToolMessage(content, tool_call_id=message.tool_call_id or "", **fields)]
+
+
+def _tool_results_message(core: Any, message: Message, rest: dict[str, Any]) -> list[Any]:
+    """
+    The tool message of ``tool_result`` blocks *message* was read from, while
+    each block is as read; else the results it now holds, each its own tool message.
+    """
+    blocks = () if isinstance(message.content, str) else message.content
+    kept = [_as_read(block, "user") for block in blocks]
+    if blocks and all(raw is not None for raw in kept):
+        fields = {**rest, "name": message.name, "id": None if message.id is None else str(message.id)}
+        return [core.ToolMessage(kept, **{k: v for k, v in fields.items() if v is not None})]
+    return _write(core, attrs.evolve(message, metadata={}))
 
 
 def write_messages(messages: Sequence[Message]) -> list[Any]:
