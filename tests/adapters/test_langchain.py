@@ -571,3 +571,40 @@ class TestToolMessageOfToolResults:
         chat = openai_chat.write(ctx)["messages"]
         TypeAdapter(list[ChatCompletionMessageParam]).validate_python(chat)
         assert ids == [m["tool_call_id"] for m in chat if m["role"] == "tool"]
+
+
+class TestV1AnthropicThinking:
+    """
+    ChatAnthropic with ``output_version="v1"`` holds its thinking as a ``reasoning`` block, the
+    signature in ``extras``, and sends it back as Anthropic's thinking.
+    """
+
+    @given(st.lists(st.tuples(words, names), min_size=1, max_size=3), st.booleans())
+    def test_it_goes_to_anthropic_as_chatanthropic_sends_it(self, turns, indexed):
+        """
+        Tool turns of v1 messages with signed reasoning round-trip equal, and the Anthropic body
+        written for them holds the thinking blocks ChatAnthropic sends (they were left out).
+        """
+        from anthropic.types import MessageParam  # noqa: PLC0415
+
+        meta = {"output_version": "v1", "model_provider": "anthropic"}
+        messages: list = [HumanMessage("q", id="h0")]
+        for turn, (thought, name) in enumerate(turns):
+            reasoning: dict = {"type": "reasoning", "reasoning": thought, "extras": {"signature": f"sig{turn}"}}
+            if indexed:
+                reasoning["index"] = 0
+            call = {"type": "tool_call", "name": name, "args": {}, "id": f"toolu_{turn}"}
+            messages.append(AIMessage(content_blocks=[reasoning, call], response_metadata=meta, id=f"a{turn}"))
+            messages.append(ToolMessage("ok", tool_call_id=f"toolu_{turn}", id=f"t{turn}"))
+        ctx = langchain.read(messages)
+        assert messages == langchain.write(ctx, state=True)
+        assert () == anthropic.check(ctx)
+        ours = anthropic.write(ctx)["messages"]
+        TypeAdapter(list[MessageParam]).validate_python(ours)
+        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+
+        def thinking(body: list) -> list:
+            return [b for m in body if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
+
+        assert thinking(sent) == thinking(ours)
+        assert len(turns) == len(thinking(ours))

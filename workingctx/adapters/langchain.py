@@ -300,7 +300,9 @@ def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
     if kind == "ai":
         calls = [*(data.get("tool_calls") or ()), *(data.get("invalid_tool_calls") or ())]
         named = {call.get("id") for call in calls if isinstance(call, Mapping)}
-        return tuple(_ai_block(i, named) for i in raw)
+        meta = data.get("response_metadata") or {}
+        signed = meta.get("output_version") == "v1" and meta.get("model_provider") == "anthropic"
+        return tuple(_ai_block(i, named, anthropic_v1=signed) for i in raw)
     if kind == "tool" and raw and all(isinstance(i, Mapping) and i.get("type") == "tool_result" for i in raw):
         return tuple(_human_block(i) for i in raw)  # ChatAnthropic sends these blocks as they are, in a user turn
     return tuple(_block(i) for i in raw)
@@ -310,16 +312,38 @@ _RAW = "_block"
 """Where a block read from a LangChain dict it does not model whole keeps that dict, written back as it came."""
 
 
-def _ai_block(item: Any, named: set[Any]) -> ContentBlock:
+def _ai_block(item: Any, named: set[Any], *, anthropic_v1: bool) -> ContentBlock:
     """
     An item of an AI message's content. A ``tool_use`` (Anthropic), ``tool_call``
     (LangChain's standard) or ``function_call`` (OpenAI Responses) dict that no
     entry of ``tool_calls`` names is a call all the same (ChatAnthropic and
     ChatOpenAI send it as one), read as a call block keeping the dict; one that
-    ``tool_calls`` names stays a LangChain block, the call being there.
+    ``tool_calls`` names stays a LangChain block, the call being there. In a v1
+    message from Anthropic, a signed ``reasoning`` block is Anthropic's thinking
+    (ChatAnthropic sends it back as that).
     """
+    if anthropic_v1:
+        thinking = _v1_thinking(item)
+        if thinking is not None:
+            return thinking
     block = _ai_call_block(item)
     return _block(item) if block is None or block.id in named else block
+
+
+def _v1_thinking(item: Any) -> ReasoningBlock | None:
+    """
+    Anthropic's thinking as LangChain's v1 ``reasoning`` block holds it (the
+    signature in ``extras``), keeping the dict; None for any other block.
+    """
+    if not (isinstance(item, Mapping) and item.get("type") == "reasoning"):
+        return None
+    extras, text = item.get("extras"), item.get("reasoning", "")
+    if not (set(item) <= {"type", "reasoning", "extras", "index"} and isinstance(text, str)):
+        return None
+    if not (isinstance(extras, Mapping) and set(extras) == {"signature"} and isinstance(extras["signature"], str)):
+        return None
+    kept = {PROVIDER: {_RAW: item}}
+    return ReasoningBlock(text, signature=extras["signature"], provider="anthropic", provider_data=kept)
 
 
 def _ai_call_block(item: Any) -> ToolCallBlock | None:
@@ -407,7 +431,7 @@ def _as_read(block: ContentBlock, role: str) -> Any:
     if role in {"user", "tool"}:
         typed = _anthropic_tool_block(raw)
     elif role == "assistant":
-        typed = _ai_call_block(raw)
+        typed = _ai_call_block(raw) or _v1_thinking(raw)
     return thaw(raw) if (typed or _block(raw)) == block else None
 
 
