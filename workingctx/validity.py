@@ -116,6 +116,7 @@ def _left_out(message: Message) -> bool:
         isinstance(block, ProviderBlock) and LEFT_OUT_CALL in block.data for block in content
     )
 
+
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
 """The providers whose rules :func:`check_messages` knows."""
 
