@@ -503,27 +503,14 @@ class LaidOut(NamedTuple):
         The plan of the request with *breakpoints* (none with implicit rules: a cache key, for OpenAI).
         """
         layout = self.layout
-        total = layout[-1].tokens if layout else 0
-        if not self.rules.explicit:
-            return CachePlan(
-                self.provider,
-                self.model,
-                (),
-                automatic=True,
-                cache_key=f"workingctx-{self.prefix_digest[:32]}" if self.provider == "openai" else None,
-                total_tokens=total,
-                prefix_messages=self.prefix_count,
-                _layout=layout,
-                _signature=self.signature,
-                _tail=self.tail,
-                _presets=self.carrying,
-            )
+        explicit = self.rules.explicit
         return CachePlan(
             self.provider,
             self.model,
-            breakpoints,
-            automatic=self.automatic,
-            total_tokens=total,
+            breakpoints if explicit else (),
+            automatic=self.automatic if explicit else True,
+            cache_key=None if explicit or self.provider != "openai" else f"workingctx-{self.prefix_digest[:32]}",
+            total_tokens=layout[-1].tokens if layout else 0,
             prefix_messages=self.prefix_count,
             _layout=layout,
             _signature=self.signature,
