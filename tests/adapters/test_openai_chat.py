@@ -349,3 +349,53 @@ def test_trimmed_transcripts_keep_each_custom_call_with_its_result(messages, bud
         written = valid(openai_chat.write(ctx)["messages"])
         asked = [c["id"] for m in written for c in m.get("tool_calls") or ()]
         assert [m["tool_call_id"] for m in written if m["role"] == "tool"] == asked
+
+
+class TestAssistantTurnsJoined:
+    """
+    An assistant message right after one that calls is the same exchange for the
+    rules (Anthropic and Gemini join consecutive turns), so Chat Completions, which
+    wants a call's results right after the message making it, gets them as one.
+    """
+
+    def test_text_and_calls_after_a_call_join_its_message(self):
+        """
+        A second assistant message with text and a call: one Chat message holding
+        both calls, the text, then the results.
+        """
+        messages = [
+            Message.user("start"),
+            Message("assistant", "first", tool_calls=(ToolCall("b", "f", {}),)),
+            Message("assistant", (TextBlock("then"),), tool_calls=(ToolCall("a", "g", {}),)),
+            Message.tool("ra", call_id="a"),
+            Message.tool("rb", call_id="b"),
+        ]
+        assert openai_chat.check(messages) == ()
+        written = valid(openai_chat.write(messages)["messages"])
+        assert [m["role"] for m in written] == ["user", "assistant", "tool", "tool"]
+        assert [c["id"] for c in written[1]["tool_calls"]] == ["b", "a"]
+        assert written[1]["content"] == [{"type": "text", "text": "first"}, {"type": "text", "text": "then"}]
+
+    def test_a_message_whose_only_call_is_left_out_joins_the_call_before_it(self):
+        """
+        A Responses computer call, which Chat leaves out, in the assistant message
+        after a function call: its text joins the call's message, the result after both.
+        """
+        computer = {
+            "type": "computer_call",
+            "call_id": "c",
+            "id": "cu_1",
+            "action": {"type": "screenshot"},
+            "pending_safety_checks": [],
+            "status": "completed",
+        }
+        messages = [
+            Message.user("start"),
+            Message("assistant", (), tool_calls=(ToolCall("b", "f", {}),)),
+            Message("assistant", (TextBlock("looking"), ProviderBlock("openai_responses", computer))),
+            Message.tool("rb", call_id="b"),
+        ]
+        assert openai_chat.check(messages) == ()
+        written = valid(openai_chat.write(messages)["messages"])
+        assert [m["role"] for m in written] == ["user", "assistant", "tool"]
+        assert written[1]["content"] == [{"type": "text", "text": "looking"}]

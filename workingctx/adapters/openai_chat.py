@@ -609,32 +609,55 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
 
 def _join_calls(out: list[dict[str, Any]], origins: list[int]) -> tuple[list[dict[str, Any]], list[int]]:
     """
-    Assistant messages that only call, one right after another, as one message
-    holding all their calls: OpenAI wants a call's results right after the
-    message that made it, and Anthropic and Gemini transcripts hold one turn
-    per call before one turn of results.
+    An assistant message right after one that calls, joined to it: OpenAI wants
+    a call's results right after the message that made it, and the rules read
+    consecutive assistant turns as one exchange, as Anthropic and Gemini join
+    them (their transcripts hold one turn per call before one turn of results;
+    a message whose only call a format leaves out continues the calls before it).
+    Its calls follow the earlier ones, its text the earlier text.
     """
-    if not any(
-        a.get("tool_calls") and b.get("tool_calls") and a.get("role") == b.get("role") == "assistant"
-        for a, b in itertools.pairwise(out)
-    ):
+    if not any(_joins(a, b) for a, b in itertools.pairwise(out)):
         return out, origins
     joined: list[dict[str, Any]] = []
     joined_origins: list[int] = []
     for message, origin in zip(out, origins, strict=True):
-        last = joined[-1] if joined else None
-        if (
-            last is not None
-            and last.get("role") == message.get("role") == "assistant"
-            and last.get("tool_calls")
-            and message.get("tool_calls")
-            and not message.get("content")
-        ):
-            joined[-1] = {**last, "tool_calls": [*last["tool_calls"], *message["tool_calls"]]}
+        if joined and _joins(joined[-1], message):
+            joined[-1] = _joined(joined[-1], message)
             continue
         joined.append(message)
         joined_origins.append(origin)
     return joined, joined_origins
+
+
+_JOINABLE = frozenset({"role", "content", "tool_calls"})
+
+
+def _joins(last: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
+    """
+    Whether *message* joins *last*: an assistant message holding only text and
+    calls, right after an assistant message that calls.
+    """
+    return (
+        last.get("role") == message.get("role") == "assistant"
+        and bool(last.get("tool_calls"))
+        and message.keys() <= _JOINABLE
+    )
+
+
+def _joined(last: dict[str, Any], message: Mapping[str, Any]) -> dict[str, Any]:
+    out = {**last, "tool_calls": [*last["tool_calls"], *(message.get("tool_calls") or ())]}
+    text = message.get("content")
+    if text:
+        before = last.get("content")
+        if not before:
+            out["content"] = text
+        else:
+            out["content"] = [*_text_parts(before), *_text_parts(text)]
+    return out
+
+
+def _text_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def wire_problems(
