@@ -28,7 +28,7 @@ import difflib
 import functools
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from types import MappingProxyType
@@ -249,9 +249,7 @@ BUILTIN_PRICES: Mapping[str, Price] = MappingProxyType(
 
 _added: dict[str, Price] = {}
 _added_lock = threading.Lock()
-_added_version = 0  # counts the changes to _added: a price found under an older one is looked up again
-_found: dict[str, tuple[int, Price | None]] = {}  # model -> (_added_version, its table price)
-_FOUND_KEPT = 1024
+_added_version = 0  # counts the changes to _added: a price looked up under an older one is looked up again
 
 
 def _check_model(model: object) -> str:
@@ -338,24 +336,22 @@ def find_price(model: str) -> Price | None:
 
 def _table_price(model: str) -> Price | None:
     """
-    :func:`find_price` of a checked model name, kept per name until a price is added or removed.
+    :func:`find_price` of a checked model name: looked up once per name until a
+    price is added or removed (which moves ``_added_version``).
     """
-    version = _added_version  # read first: a price added meanwhile makes this entry stale, not wrong forever
-    found = _found.get(model)
-    if found is not None and found[0] == version:
-        return found[1]
-    price = None
+    return _price_at(model, _added_version)
+
+
+@functools.lru_cache(maxsize=1024)
+def _price_at(model: str, _version: int) -> Price | None:
     for name in _names(model):
         # An added price wins over a built-in one (reading a dict needs no lock).
         price = _added.get(name)
         if price is None:
             price = BUILTIN_PRICES.get(name)
         if price is not None:
-            break
-    if len(_found) >= _FOUND_KEPT:
-        _found.clear()
-    _found[model] = (version, price)
-    return price
+            return price
+    return None
 
 
 def cost(model: str, usage: Usage) -> Decimal:
@@ -467,26 +463,8 @@ _PER: Mapping[str, int] = MappingProxyType(
 )
 """The genai-prices price keys _Rates bills, with the count each price is per."""
 
-_SLOT: Mapping[str, int] = MappingProxyType(
-    {
-        "input_mtok": 0,
-        "output_mtok": 1,
-        "cache_read_mtok": 2,
-        "cache_write_mtok": 3,
-        "cache_write_1h_mtok": 4,
-        "web_searches_kcount": 5,
-        "storage_searches_kcount": 6,
-        "requests_kcount": 7,
-    }
-)
-"""The place of each price key's count among those _Rates.cost works out (every key of _PER)."""
-
-
-def _slotted(terms: Sequence[tuple[str, Decimal | _Tiered, int]]) -> tuple[tuple[int, Decimal | _Tiered, int], ...]:
-    """
-    *terms* with each price key as its place among _Rates.cost's counts.
-    """
-    return tuple((_SLOT[key], rate, per) for key, rate, per in terms)
+_SLOT: Mapping[str, int] = MappingProxyType({key: place for place, key in enumerate(_PER)})
+"""The place of each price key's count among those _Rates.cost works out (in _PER's order)."""
 
 
 _CACHE_KEYS = frozenset({"cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok"})
@@ -522,19 +500,15 @@ class _Rates:
     the prices are stored.
     """
 
-    terms: tuple[tuple[str, Decimal | _Tiered, int], ...]  # (price key, rate, per), in stored order
+    terms: tuple[tuple[int, Decimal | _Tiered, int], ...]  # (the price key's _SLOT, rate, per), in stored order
     reads: bool  # cache reads have a price of their own
     writes: bool  # cache writes have a price of their own
     hours: bool  # one-hour writes have a price of their own
-    # the terms with each price key as its place among cost()'s counts, worked out once
-    _by_slot: tuple[tuple[int, Decimal | _Tiered, int], ...] = attrs.field(
-        init=False, eq=False, repr=False, default=attrs.Factory(lambda rates: _slotted(rates.terms), takes_self=True)
-    )
 
     def cost(self, usage: Usage) -> Decimal:
         read, write, hour = usage.cache_read_tokens, usage.cache_write_tokens, usage.cache_write_1h_tokens
         fresh = usage.input_tokens
-        counts = (  # in _SLOT's order
+        counts = (  # in _PER's order (see _SLOT)
             fresh + (0 if self.reads else read) + (0 if self.writes else write),
             usage.output_tokens,
             read,
@@ -546,7 +520,7 @@ class _Rates:
         )
         total_input = fresh + read + write
         total = Decimal(0)
-        for slot, rate, per in self._by_slot:
+        for slot, rate, per in self.terms:
             price = rate if isinstance(rate, Decimal) else rate.at(total_input)
             total += price * counts[slot] / per
         return total
@@ -584,15 +558,16 @@ def _rates_of(price: object) -> _Rates | None:
 
     if type(price) is not genai_prices.types.ModelPrice:
         return None
-    terms: list[tuple[str, Decimal | _Tiered, int]] = []
+    terms: list[tuple[int, Decimal | _Tiered, int]] = []
+    keys: set[str] = set()
     for key, value in vars(price).items():
         if key.startswith("_") or value is None:
             continue
         rate = _rate(value) if key in _PER else None
         if rate is None:
             return None
-        terms.append((key, rate, _PER[key]))
-    keys = {key for key, _, _ in terms}
+        terms.append((_SLOT[key], rate, _PER[key]))
+        keys.add(key)
     # genai-prices refuses a cache price without the input price, or a one-hour write price without the write price.
     if (keys & _CACHE_KEYS and "input_mtok" not in keys) or (
         "cache_write_1h_mtok" in keys and "cache_write_mtok" not in keys
