@@ -283,6 +283,24 @@ def _chat_anthropic() -> Any:
     return ChatAnthropic(model="claude-sonnet-4-6", api_key="offline")  # type: ignore[call-arg]
 
 
+def _as_chatanthropic_sends(messages: list) -> tuple[Any, list, list]:
+    """
+    The context *messages* read as, after asserting that it round-trips equal and breaks
+    no rule of LangChain or Anthropic; with the Anthropic messages workingctx writes
+    (the SDK's types accept them) and those ChatAnthropic itself sends.
+    """
+    from anthropic.types import MessageParam  # noqa: PLC0415
+
+    ctx = langchain.read(messages)
+    assert messages == langchain.write(ctx, state=True)
+    assert () == langchain.check(ctx)
+    assert () == anthropic.check(ctx)
+    ours = anthropic.write(ctx)["messages"]
+    TypeAdapter(list[MessageParam]).validate_python(ours)
+    sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+    return ctx, ours, sent
+
+
 def _tool_results(message: dict) -> list:
     content = message["content"]
     return [] if isinstance(content, str) else [b for b in content if b.get("type") == "tool_result"]
@@ -329,15 +347,7 @@ class TestAnthropicBlocksInHumanMessages:
         Such a transcript round-trips equal, breaks no rule of LangChain or Anthropic, and
         is written for Anthropic as ChatAnthropic itself sends it (the SDK's types accept it).
         """
-        from anthropic.types import MessageParam  # noqa: PLC0415
-
-        ctx = langchain.read(messages)
-        assert messages == langchain.write(ctx, state=True)
-        assert () == langchain.check(ctx)
-        assert () == anthropic.check(ctx)
-        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
-        ours = anthropic.write(ctx)["messages"]
-        TypeAdapter(list[MessageParam]).validate_python(ours)
+        _, ours, sent = _as_chatanthropic_sends(messages)
         results = [_tool_results(m) for m in ours if m["role"] == "user"]
         theirs = [_tool_results(m) for m in sent if m["role"] == "user"]
         assert theirs == results
@@ -472,7 +482,6 @@ class TestCallsInAIContent:
         them) round-trip equal, break no rule of LangChain or Anthropic, and make the calls
         ChatAnthropic sends, each once.
         """
-        from anthropic.types import MessageParam  # noqa: PLC0415
 
         messages: list = [HumanMessage(data.draw(words), id="h0")]
         for turn in range(data.draw(st.integers(1, 3))):
@@ -489,13 +498,7 @@ class TestCallsInAIContent:
             messages.append(AIMessage([*text, *calls], tool_calls=tool_calls, response_metadata=meta, id=f"a{turn}"))
             messages.extend(ToolMessage(data.draw(words), tool_call_id=i, id=f"r_{i}") for i in ids)
         messages.append(AIMessage(data.draw(words), id="end"))
-        ctx = langchain.read(messages)
-        assert messages == langchain.write(ctx, state=True)
-        assert () == langchain.check(ctx)
-        assert () == anthropic.check(ctx)
-        ours = anthropic.write(ctx)["messages"]
-        TypeAdapter(list[MessageParam]).validate_python(ours)
-        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        ctx, ours, sent = _as_chatanthropic_sends(messages)
         assert [sorted(ids) for ids in _tool_use_ids(sent)] == [sorted(ids) for ids in _tool_use_ids(ours)]
         chat = openai_chat.write(ctx)["messages"]
         TypeAdapter(list[ChatCompletionMessageParam]).validate_python(chat)
@@ -544,7 +547,6 @@ class TestToolMessageOfToolResults:
         Parallel results in one such ToolMessage round-trip equal, break no rule, are written for
         Anthropic as ChatAnthropic sends them and for Chat Completions one tool message each.
         """
-        from anthropic.types import MessageParam  # noqa: PLC0415
 
         ids = [f"toolu_{i}" for i in range(n)]
         calls = [{"name": "f", "args": {"i": i}, "id": c} for i, c in enumerate(ids)]
@@ -558,13 +560,7 @@ class TestToolMessageOfToolResults:
             ToolMessage(results, tool_call_id=ids[0], status=status, artifact={"raw": 1}, id="t1"),
             AIMessage("done", id="a2"),
         ]
-        ctx = langchain.read(messages)
-        assert messages == langchain.write(ctx, state=True)
-        assert () == langchain.check(ctx)
-        assert () == anthropic.check(ctx)
-        ours = anthropic.write(ctx)["messages"]
-        TypeAdapter(list[MessageParam]).validate_python(ours)
-        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        ctx, ours, sent = _as_chatanthropic_sends(messages)
         assert [_tool_results(m) for m in sent if m["role"] == "user"] == [
             _tool_results(m) for m in ours if m["role"] == "user"
         ]
@@ -585,7 +581,6 @@ class TestV1AnthropicThinking:
         Tool turns of v1 messages with signed reasoning round-trip equal, and the Anthropic body
         written for them holds the thinking blocks ChatAnthropic sends (they were left out).
         """
-        from anthropic.types import MessageParam  # noqa: PLC0415
 
         meta = {"output_version": "v1", "model_provider": "anthropic"}
         messages: list = [HumanMessage("q", id="h0")]
@@ -596,12 +591,7 @@ class TestV1AnthropicThinking:
             call = {"type": "tool_call", "name": name, "args": {}, "id": f"toolu_{turn}"}
             messages.append(AIMessage(content_blocks=[reasoning, call], response_metadata=meta, id=f"a{turn}"))
             messages.append(ToolMessage("ok", tool_call_id=f"toolu_{turn}", id=f"t{turn}"))
-        ctx = langchain.read(messages)
-        assert messages == langchain.write(ctx, state=True)
-        assert () == anthropic.check(ctx)
-        ours = anthropic.write(ctx)["messages"]
-        TypeAdapter(list[MessageParam]).validate_python(ours)
-        sent = _chat_anthropic()._get_request_payload(messages)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        _, ours, sent = _as_chatanthropic_sends(messages)
 
         def thinking(body: list) -> list:
             return [b for m in body if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
