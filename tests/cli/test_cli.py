@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-from enum import IntEnum
 from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
@@ -42,7 +41,7 @@ from workingctx.adapters import langchain
 from workingctx.cli import main, model_provider
 from workingctx.cli._facts import _kept, trim_facts
 from workingctx.cli._files import FORMATS, PROVIDERS, detect, places, position, read_file, write_context
-from workingctx.cli._output import Table, describe, emit, json_text, progress
+from workingctx.cli._output import Table, describe, emit, progress
 from workingctx.exceptions import ProviderError
 from workingctx.serialization import unstructure
 
@@ -1774,51 +1773,3 @@ def test_every_message_is_placed_in_the_file(case):
         _resolve(body, path)
     numbered = [position(path) for path in where if position(path) is not None]
     assert numbered == sorted(set(numbered))
-
-
-class _Named:
-    """
-    A value json cannot write: the command's output writes its str.
-    """
-
-    def __str__(self) -> str:
-        return "named\n"
-
-
-_leaves = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.floats(),  # NaN and the infinities too
-    st.text(),
-    st.decimals(),
-    st.sampled_from([IntEnum("Level", "LOW HIGH").HIGH, _Named()]),
-)
-_keys = st.one_of(st.text(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
-_json_like = st.recursive(
-    _leaves,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.lists(inner, max_size=3).map(tuple),
-        st.dictionaries(st.text(), inner, max_size=4),
-        st.dictionaries(_keys, inner, max_size=3),
-    ),
-    max_leaves=30,
-)
-
-
-@given(_json_like)
-def test_json_text_is_json_dumps_with_an_indent_of_two(value):
-    """
-    Property: the command's JSON output is ``json.dumps(value, indent=2, default=str)``, to the byte.
-    """
-    assert json_text(value) == json.dumps(value, indent=2, default=str)
-
-
-def test_json_text_of_replay_rows():
-    """
-    A list of flat rows inside a dict, as replay writes them, and empty containers.
-    """
-    rows = [{"request": i, "cost": "0.0100", "at": 0.5 * i, "cached": i % 2 == 0, "model": None} for i in range(3)]
-    value = {"strategies": [{"name": "é", "requests": rows, "cuts": [], "extra": {}}], "window": 10}
-    assert json_text(value) == json.dumps(value, indent=2, default=str)

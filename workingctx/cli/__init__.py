@@ -24,6 +24,7 @@ failed check, 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -55,7 +56,7 @@ from workingctx.cli._files import (
     write_context,
     write_text,
 )
-from workingctx.cli._output import Table, emit, json_text, printable, shown_path
+from workingctx.cli._output import Table, emit, printable, shown_path
 from workingctx.cli._report import render
 from workingctx.exceptions import CacheRuleError, PricingError, ProviderError, WorkingCtxError
 
@@ -242,7 +243,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _print_json(facts: dict[str, Any]) -> None:
-    print(json_text({k: v for k, v in facts.items() if not k.startswith("_")}))
+    print(json.dumps({k: v for k, v in facts.items() if not k.startswith("_")}, indent=2, default=str))
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -10,14 +10,14 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import attrs
 
 from workingctx.messages import Message, ToolCallBlock
 
-__all__ = ["Table", "describe", "emit", "json_text", "printable", "progress", "shown_path"]
+__all__ = ["Table", "describe", "emit", "printable", "progress", "shown_path"]
 
 
 @attrs.frozen
@@ -151,64 +151,3 @@ def describe(message: Message, width: int = 60) -> str:
         text = f"{text} → {shown}".strip(" →")
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-"""The value types json writes without a call back into Python (subclasses are not among them)."""
-
-_ENCODERS: dict[int, Callable[[Any], str]] = {}
-
-
-def _encoder(depth: int) -> Callable[[Any], str]:
-    """
-    A C-level writer of one container of plain values at *depth*: its items
-    parted by a newline and the indent of the depth below (``indent=2``'s
-    text, but the first item's line and the closing bracket's). It is json's
-    own C encoder, made once (``JSONEncoder.encode`` makes one per call).
-    """
-    found = _ENCODERS.get(depth)
-    if found is None:
-        separator = ",\n" + "  " * (depth + 1)
-        make: Any = getattr(json.encoder, "c_make_encoder", None)  # json's C encoder, where it is built
-        if make is None:  # pragma: no cover  # a Python built without json's C part
-            found = json.JSONEncoder(separators=(separator, ": "), default=str).encode
-        else:
-            # markers, default, encoder, indent, key and item separators, sort_keys, skipkeys, allow_nan
-            chunks = make(None, str, json.encoder.encode_basestring_ascii, None, ": ", separator, False, False, True)  # noqa: FBT003  # its signature
-
-            def found(value: Any) -> str:
-                return "".join(chunks(value, 0))
-
-        _ENCODERS[depth] = found
-    return found
-
-
-def json_text(value: Any) -> str:
-    """
-    ``json.dumps(value, indent=2, default=str)``, the same text: a dict or a
-    list whose items are all plain values (str keys; str, int, float, bool or
-    None values), such as a replay's rows, is written by json's C encoder in
-    one call, where ``indent`` alone takes its Python one, a call per value.
-    """
-    return _indented(value, 0)
-
-
-def _indented(value: Any, depth: int) -> str:
-    pad, inner = _PADS[depth] if depth < len(_PADS) else ("\n" + "  " * depth, "\n" + "  " * (depth + 1))
-    if type(value) is dict and value:
-        if _STR.issuperset(map(type, value)):  # set checks over C-level maps: no Python call per item
-            if _PLAIN.issuperset(map(type, value.values())):
-                return "{" + inner + _encoder(depth)(value)[1:-1] + pad + "}"
-            items = (f"{json.dumps(key)}: {_indented(item, depth + 1)}" for key, item in value.items())
-            return "{" + inner + ("," + inner).join(items) + pad + "}"
-    elif type(value) is list and value:
-        if _PLAIN.issuperset(map(type, value)):
-            return "[" + inner + _encoder(depth)(value)[1:-1] + pad + "]"
-        return "[" + inner + ("," + inner).join(_indented(item, depth + 1) for item in value) + pad + "]"
-    # anything else as json.dumps writes it, its lines indented to *depth* (a string holds no raw newline)
-    return json.dumps(value, indent=2, default=str).replace("\n", pad)
-
-
-_STR = frozenset({str})
-_PADS = tuple(("\n" + "  " * depth, "\n" + "  " * (depth + 1)) for depth in range(8))
-"""The line breaks with the indent of a container at each depth and of its items."""
