@@ -155,6 +155,8 @@ class TestErrors:
             "gpt-4o-mini",
             "o4-mini",
             "claude-sonnet-4-6",
+            "claude-sonnet-4-5",
+            "claude-opus-4-5",
             "claude-opus-4-1",
             "claude-haiku-4-5",
             "gemini-2.5-pro",
