@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workingctx.callids import fresh_call_id
+from workingctx.callids import fresh_call_id, short_call_ids
 
 IDS = st.from_regex(r"[a-zA-Z0-9_-]{1,20}", fullmatch=True)
 
@@ -37,3 +37,34 @@ def test_the_first_free_number_is_taken() -> None:
 def test_a_call_id_is_a_nonempty_string(bad: object) -> None:
     with pytest.raises(TypeError, match="non-empty string"):
         fresh_call_id(bad, set())  # type: ignore[arg-type]
+
+
+@given(
+    ids=st.lists(st.text(min_size=1, max_size=80), max_size=6),
+    limit=st.integers(24, 64),
+    order=st.randoms(use_true_random=False),
+)
+def test_short_names_fit_the_limit_and_keep_ids_apart(ids, limit, order):
+    """
+    Each id longer than the limit gets a name of exactly the limit, distinct
+    from every other id and name of the request, whatever the ids' order.
+    """
+    names = short_call_ids(ids, limit)
+    assert set(names) == {i for i in ids if len(i) > limit}
+    assert all(len(name) == limit for name in names.values())
+    kept = {i for i in ids if len(i) <= limit}
+    assert len(set(names.values())) == len(names)
+    assert not kept & set(names.values())
+    shuffled = list(ids)
+    order.shuffle(shuffled)
+    assert short_call_ids(shuffled, limit) == names
+
+
+def test_a_short_name_already_taken_is_skipped():
+    long = "chatcmpl-tool-" + "ab" * 20
+    first = short_call_ids([long], 40)[long]
+    second = short_call_ids([long, first], 40)[long]
+    assert second != first
+    assert len(second) == 40
+    with pytest.raises(ValueError, match="room for a digest"):
+        short_call_ids([long], 23)

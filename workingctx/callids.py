@@ -16,13 +16,24 @@ name, so it fits every provider's id alphabet whenever the old name did.
 'call_0-4'
 >>> fresh_call_id("toolu_01A", set())
 'toolu_01A-2'
+
+A format may also cap an id's length (OpenAI Chat Completions takes ids of at
+most 40 characters, the Responses API at most 64): a longer id is written under
+a name of exactly that length, its head and a digest of the whole id, the
+same in every request, so a call and its results still meet and the prompt
+cache still sees the same bytes.
+
+>>> short_call_ids(["call_1", "chatcmpl-tool-5f3a9c1e8b2d4f6a9e0c7b1d3f5a8c2e"], 40)
+{'chatcmpl-tool-5f3a9c1e8b2d4f6a9e0c7b1d3f5a8c2e': 'chatcmpl-tool-5f3-cnoFMCTF-A2SJ7vZfpJtRC'}
 """
 
 from __future__ import annotations
 
-from collections.abc import Container
+import base64
+import hashlib
+from collections.abc import Container, Iterable
 
-__all__ = ["SEPARATOR", "fresh_call_id"]
+__all__ = ["SEPARATOR", "fresh_call_id", "short_call_ids"]
 
 SEPARATOR = "-"
 """What joins an id and its number in a new name (``call_0`` -> ``call_0-2``)."""
@@ -45,3 +56,38 @@ def fresh_call_id(call_id: str, taken: Container[str]) -> str:
     while (candidate := f"{call_id}{SEPARATOR}{n}") in taken:
         n += 1
     return candidate
+
+
+_DIGEST = 22
+"""Characters of an id's digest in its short name: 132 bits of its sha256, base64url."""
+
+
+def short_call_ids(ids: Iterable[str], limit: int) -> dict[str, str]:
+    """
+    A name of exactly *limit* characters for each of *ids* longer than that
+    (the ids of one request): its first ``limit - 23`` characters, ``-`` and
+    22 characters of the base64url sha256 of the whole id. A name another id
+    of the request already holds is skipped for the next one (the digest of
+    ``"2:" + id``, and so on), so the result depends only on the ids, not on
+    their order.
+    """
+    if limit <= _DIGEST + 1:
+        msg = f"an id limit must leave room for a digest, got {limit!r}; use at least {_DIGEST + 2}"
+        raise ValueError(msg)
+    present = set(ids)
+    long = sorted(call_id for call_id in present if len(call_id) > limit)
+    taken = present.difference(long)
+    names: dict[str, str] = {}
+    for call_id in long:
+        n = 1
+        while (name := _short(call_id, limit, n)) in taken:
+            n += 1
+        taken.add(name)
+        names[call_id] = name
+    return names
+
+
+def _short(call_id: str, limit: int, n: int) -> str:
+    seed = call_id if n == 1 else f"{n}:{call_id}"
+    digest = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest()
+    return f"{call_id[: limit - _DIGEST - 1]}{SEPARATOR}{base64.urlsafe_b64encode(digest).decode('ascii')[:_DIGEST]}"

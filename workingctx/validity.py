@@ -53,7 +53,7 @@ rule                   what is wrong                                            
 ====================== ========================================================= ==================
 
 The adapters check what they write with more rules of the wire formats
-themselves: ``id-format``, ``result-not-first``, ``blank-text``,
+themselves: ``id-format``, ``id-length`` (OpenAI), ``result-not-first``, ``blank-text``,
 ``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind`` (Responses), ``unresolved-media``,
 ``unsendable``, ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
@@ -137,6 +137,7 @@ Rule: TypeAlias = Literal[
     "empty-content",
     "call-not-assistant",
     "id-format",
+    "id-length",
     "result-not-first",
     "unresolved-media",
     "blank-text",
@@ -168,6 +169,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "empty-content": ("a user or assistant message has no content and asks for no tool", _TURNS),
     "call-not-assistant": ("a message of another role than assistant holds a tool call", _ALL),
     "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
+    "id-length": (
+        "a tool-call id is longer than OpenAI takes: 40 characters in Chat, 64 in Responses (wire format)",
+        frozenset({"openai"}),
+    ),
     "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),
     "unresolved-media": ("a media-store reference whose bytes were not resolved (adapters)", _ALL),
     "blank-text": ("a text block is empty or only whitespace (wire format)", frozenset({"anthropic"})),

@@ -399,3 +399,44 @@ class TestAssistantTurnsJoined:
         written = valid(openai_chat.write(messages)["messages"])
         assert [m["role"] for m in written] == ["user", "assistant", "tool"]
         assert written[1]["content"] == [{"type": "text", "text": "looking"}]
+
+
+long_ids = st.text(st.characters(codec="utf-8"), min_size=1, max_size=90)
+
+
+@given(ids=st.lists(long_ids, min_size=1, max_size=4, unique=True), again=st.booleans())
+def test_call_ids_longer_than_openai_takes_are_written_within_its_limit(ids, again):
+    """
+    OpenAI refuses a tool call id of more than 40 characters
+    (``string_above_max_length``): such an id is written under a 40-character
+    name, the same for the call and its result and in every request, and
+    distinct ids stay distinct; an id within the limit is written as it is.
+    A payload holding such an id is a ``check`` problem.
+    """
+    ctx = WorkingContext()
+    ctx.append(Message("user", "go"))
+    ctx.append(Message("assistant", "", tool_calls=[ToolCall(i, "f", {}) for i in ids]))
+    ctx.extend(Message("tool", f"r{n}", tool_call_id=i) for n, i in enumerate(ids))
+    if again:  # a second exchange reusing the ids
+        ctx.append(Message("assistant", "", tool_calls=[ToolCall(i, "g", {}) for i in ids]))
+        ctx.extend(Message("tool", f"s{n}", tool_call_id=i) for n, i in enumerate(ids))
+    assert openai_chat.check(ctx) == ()
+    body = openai_chat.write(ctx)
+    assert body == openai_chat.write(ctx)
+    messages = valid(body["messages"])
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert calls == results
+    assert all(len(i) <= openai_chat.ID_LIMIT for i in calls)
+    written = dict(zip([c.id for m in ctx.messages for c in m.tool_calls], calls, strict=True))
+    assert all(new == old for old, new in written.items() if len(old) <= openai_chat.ID_LIMIT)
+    assert len(set(written.values())) == len(ids)
+    assert openai_chat.check(body) == ()
+    raw = openai_chat.write(ctx)
+    for m in raw["messages"]:
+        for c in m.get("tool_calls") or ():
+            c["id"] = next(old for old, new in written.items() if new == c["id"])
+        if m["role"] == "tool":
+            m["tool_call_id"] = next(old for old, new in written.items() if new == m["tool_call_id"])
+    flagged = {i for p in openai_chat.check(raw) if p.rule == "id-length" for i in p.ids}
+    assert flagged == {i for i in ids if len(i) > openai_chat.ID_LIMIT}

@@ -400,3 +400,34 @@ def test_an_answer_built_by_hand_is_written_as_its_own_item(role):
     if tail:
         assert body["input"][3] == {"role": "user", "content": [{"type": "input_text", "text": "and now?"}]}
     assert openai_responses.check(openai_responses.read(body)) == ()
+
+
+@pytest.mark.parametrize("length", [64, 65, 120])
+@pytest.mark.parametrize("example", range(len(client_call_examples("c"))))
+def test_call_ids_longer_than_openai_takes_are_written_within_its_limit(length, example):
+    """
+    OpenAI refuses an input item's ``call_id`` of more than 64 characters:
+    every kind of call and its output, read with such an id, are written with
+    one 64-character name (in the key each item names it by); a payload
+    holding one is a ``check`` problem.
+    """
+    call_id = ("call_" + "x9" * 60)[:length]
+    call, output = client_call_examples(call_id)[example]
+    if call.get("id", call_id) != call_id:  # an item id of its own (cu_..., lsh_...), within the limit
+        call = {**call, "id": call["id"][:60]}
+    body = {"input": [{"role": "user", "content": "go"}, call, output]}
+    flagged = {i for p in openai_responses.check(body) if p.rule == "id-length" for i in p.ids}
+    assert flagged == ({call_id} if length > openai_responses.ID_LIMIT else set())
+    ctx = openai_responses.read(body)
+    assert openai_responses.check(ctx) == ()
+    items = openai_responses.write(ctx)["input"]
+    TypeAdapter(ResponseInputParam).validate_python(items)
+    keys = {
+        "local_shell_call_output": "id",
+        "mcp_approval_request": "id",
+        "mcp_approval_response": "approval_request_id",
+    }
+    named = [item[keys.get(item["type"], "call_id")] for item in items[1:]]
+    assert named[0] == named[1]
+    assert named[0] == call_id if length <= openai_responses.ID_LIMIT else len(named[0]) == openai_responses.ID_LIMIT
+    assert openai_responses.check({"input": items}) == ()

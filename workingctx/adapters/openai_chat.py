@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from workingctx.adapters import _engine as engine
@@ -39,6 +39,7 @@ from workingctx.adapters._common import (
 )
 from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
 from workingctx.cache import prompt_cache_key
+from workingctx.callids import short_call_ids
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import EMPTY_JSON_OBJECT, thaw
 from workingctx.messages import (
@@ -604,7 +605,45 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
         pending_at.extend([position] * len(after))
     out.extend(pending)
     origins.extend(pending_at)
-    return _join_calls(out, origins)
+    joined, origins = _join_calls(out, origins)
+    return _short_ids(joined), origins
+
+
+ID_LIMIT = 40
+"""The most characters OpenAI takes in a tool call's id (``string_above_max_length`` past it)."""
+
+
+def _ids(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, str]]:
+    """
+    Each tool call id of *messages* (its calls' and the one a tool message answers), with its message's position.
+    """
+    for position, message in enumerate(messages):
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                yield position, call["id"]
+        if isinstance(message.get("tool_call_id"), str):
+            yield position, message["tool_call_id"]
+
+
+def _short_ids(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    *out* with every tool call id longer than OpenAI takes written under its
+    short name (:func:`~workingctx.callids.short_call_ids`), in the calls and
+    in the tool messages that answer them alike.
+    """
+    if all(len(call_id) <= ID_LIMIT for _, call_id in _ids(out)):
+        return out
+    names = short_call_ids((call_id for _, call_id in _ids(out)), ID_LIMIT)
+    renamed = []
+    for message in out:
+        calls, answered = message.get("tool_calls"), message.get("tool_call_id")
+        written = message
+        if calls:
+            written = {**written, "tool_calls": [{**c, "id": names.get(c["id"], c["id"])} for c in calls]}
+        if answered in names:
+            written = {**written, "tool_call_id": names[answered]}
+        renamed.append(written)
+    return renamed
 
 
 def _join_calls(out: list[dict[str, Any]], origins: list[int]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -674,6 +713,18 @@ def wire_problems(
     problems: list[Problem] = []
     if not messages:
         problems.append(Problem(None, "empty", "there is no message to send; add a user message"))
+    for position, call_id in _ids(messages):
+        if len(call_id) > ID_LIMIT:
+            index = position if origins is None else origins[position]
+            problems.append(
+                Problem(
+                    index,
+                    "id-length",
+                    f"messages[{position}]: tool call id {call_id!r} has {len(call_id)} characters and OpenAI takes "
+                    f"at most {ID_LIMIT}; write the context read from it, which names the call within that",
+                    (call_id,),
+                )
+            )
     for position, message in enumerate(messages):
         index = position if origins is None else origins[position]
         where = f"messages[{position}]" if origins is None else f"messages[{position}] (from message {index})"

@@ -45,6 +45,7 @@ from workingctx.adapters._common import (
 )
 from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
 from workingctx.cache import prompt_cache_key
+from workingctx.callids import short_call_ids
 from workingctx.exceptions import ArgumentValueError
 from workingctx.frozen import thaw
 from workingctx.messages import (
@@ -669,7 +670,7 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     items: list[dict[str, Any]] = []
     for message in rest:
         items.extend(_items(message))
-    body["input"] = _custom_outputs(items)
+    body["input"] = _short_ids(_custom_outputs(items))
     if not items and "instructions" not in body:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
@@ -692,6 +693,63 @@ def _custom_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "function_call_output" and call_id in custom:
             items[position] = {**item, "type": "custom_tool_call_output"}
     return items
+
+
+ID_LIMIT = 64
+"""The most characters OpenAI takes in an input item's ``call_id`` (``string_above_max_length`` past it)."""
+
+
+_CALL_KEY = {
+    "local_shell_call_output": "id",
+    "mcp_approval_request": "id",
+    "mcp_approval_response": "approval_request_id",
+}
+"""The key of the call id in the items that do not name it ``call_id``."""
+
+
+def _call_key(item: Mapping[str, Any]) -> str:
+    return _CALL_KEY.get(item.get("type"), "call_id")  # type: ignore[arg-type]
+
+
+def _call_ids(item: Mapping[str, Any]) -> tuple[str, ...]:
+    """
+    The call id *item* names (none or one): the call's own, or the one its output answers.
+    """
+    found = item.get(_call_key(item))
+    return (found,) if isinstance(found, str) else ()
+
+
+def _short_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    *items* with every call id longer than OpenAI takes written under its
+    short name (:func:`~workingctx.callids.short_call_ids`), in the calls and
+    in the outputs that answer them alike.
+    """
+    if all(len(call_id) <= ID_LIMIT for item in items for call_id in _call_ids(item)):
+        return items
+    names = short_call_ids((call_id for item in items for call_id in _call_ids(item)), ID_LIMIT)
+    return [
+        {**item, _call_key(item): names[item[_call_key(item)]]} if any(c in names for c in _call_ids(item)) else item
+        for item in items
+    ]
+
+
+def _long_ids(messages: Sequence[Message]) -> list[Problem]:
+    """
+    A problem for each call id of *messages* (a payload as read) longer than OpenAI takes.
+    """
+    return [
+        Problem(
+            index,
+            "id-length",
+            f"message {index}: call_id {call_id!r} has {len(call_id)} characters and OpenAI takes at most "
+            f"{ID_LIMIT}; write the context read from it, which names the call within that",
+            (call_id,),
+        )
+        for index, message in enumerate(messages)
+        for call_id in dict.fromkeys((*message.call_ids, *message.result_ids))
+        if len(call_id) > ID_LIMIT
+    ]
 
 
 def _drops(block: ContentBlock, role: str) -> bool:
@@ -729,7 +787,7 @@ def check(source: Any) -> tuple[Problem, ...]:
 def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     messages = read_messages(payload)
     reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
-    return (*engine.build(FORMAT, messages)[1], *reused)
+    return (*engine.build(FORMAT, messages)[1], *reused, *_long_ids(messages))
 
 
 @wire_errors("Responses", "input")
