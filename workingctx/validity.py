@@ -53,7 +53,7 @@ rule                   what is wrong                                            
 ====================== ========================================================= ==================
 
 The adapters check what they write with more rules of the wire formats
-themselves: ``id-format``, ``id-length`` (OpenAI), ``result-not-first``, ``blank-text``,
+themselves: ``id-format``, ``id-length`` and ``name-format`` (OpenAI), ``result-not-first``, ``blank-text``,
 ``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind`` (Responses), ``unresolved-media``,
 ``unsendable``, ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
@@ -138,6 +138,7 @@ Rule: TypeAlias = Literal[
     "call-not-assistant",
     "id-format",
     "id-length",
+    "name-format",
     "result-not-first",
     "unresolved-media",
     "blank-text",
@@ -171,6 +172,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
     "id-length": (
         "a tool-call id is longer than OpenAI takes: 40 characters in Chat, 64 in Responses (wire format)",
+        frozenset({"openai"}),
+    ),
+    "name-format": (
+        "a speaker's or a called function's name has characters OpenAI refuses (wire format)",
         frozenset({"openai"}),
     ),
     "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),

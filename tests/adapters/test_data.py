@@ -313,8 +313,12 @@ class TestUnencodableText:
         assert "repair=True" in problems[0].message
         with pytest.raises(ProviderError, match="unencodable-text"):
             module.write(source)
+        if where in {"name", "tool name"} and module is openai_chat:  # U+FFFD is not in a name OpenAI takes either
+            with pytest.raises(ProviderError, match="name-format"):
+                wire(module, source, repair=True)
+            return
         payload = wire(module, source, repair=True)
-        if where != "name" or module in (openai_chat, langchain):  # the formats that send a message's name
+        if where != "name" or module is langchain:  # the formats that send a message's name
             assert "\ufffd" in json.dumps(payload, ensure_ascii=False)
         assert encoded(payload)
 

@@ -440,3 +440,34 @@ def test_call_ids_longer_than_openai_takes_are_written_within_its_limit(ids, aga
             m["tool_call_id"] = next(old for old, new in written.items() if new == m["tool_call_id"])
     flagged = {i for p in openai_chat.check(raw) if p.rule == "id-length" for i in p.ids}
     assert flagged == {i for i in ids if len(i) > openai_chat.ID_LIMIT}
+
+
+@given(speaker=st.text(max_size=70), function=st.text(min_size=1, max_size=70))
+def test_names_openai_refuses_are_problems_naming_them(speaker, function):
+    """
+    OpenAI takes a speaker's name and a called function's name only as 1 to
+    64 letters, digits, ``_`` and ``-`` (``invalid_value`` otherwise): each
+    other name is a ``name-format`` problem naming where it is, and ``write``
+    refuses it; names it takes are written as they are.
+    """
+    ctx = WorkingContext(
+        messages=[
+            Message("user", "go", name=speaker),
+            Message("assistant", "", tool_calls=[ToolCall("c1", function, {})]),
+            Message("tool", "done", tool_call_id="c1"),
+        ]
+    )
+    refused = {
+        where
+        for where, name in (("messages[0].name", speaker), ("messages[1].tool_calls[0].function.name", function))
+        if not openai_chat.NAME_PATTERN.fullmatch(name)
+    }
+    problems = [p for p in openai_chat.check(ctx) if p.rule == "name-format"]
+    assert {p.message.split(" is ")[0] for p in problems} == refused
+    if refused:
+        with pytest.raises(ProviderError, match="name-format"):
+            openai_chat.write(ctx)
+    else:
+        messages = valid(openai_chat.write(ctx)["messages"])
+        assert messages[0]["name"] == speaker
+        assert messages[1]["tool_calls"][0]["function"]["name"] == function

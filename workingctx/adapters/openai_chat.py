@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -612,6 +613,9 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
 ID_LIMIT = 40
 """The most characters OpenAI takes in a tool call's id (``string_above_max_length`` past it)."""
 
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""What OpenAI takes as a speaker's name and as a called function's name (``invalid_value`` otherwise)."""
+
 
 def _ids(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, str]]:
     """
@@ -713,6 +717,7 @@ def wire_problems(
     problems: list[Problem] = []
     if not messages:
         problems.append(Problem(None, "empty", "there is no message to send; add a user message"))
+    problems.extend(_name_problems(messages, origins))
     for position, call_id in _ids(messages):
         if len(call_id) > ID_LIMIT:
             index = position if origins is None else origins[position]
@@ -756,6 +761,39 @@ def wire_problems(
                 )
             )
     return tuple(problems)
+
+
+def _name_problems(messages: Sequence[Mapping[str, Any]], origins: Sequence[int] | None) -> list[Problem]:
+    """
+    A problem for each speaker's name and each called function's name that OpenAI refuses.
+    """
+    problems: list[Problem] = []
+    for position, message in enumerate(messages):
+        index = position if origins is None else origins[position]
+        named: list[tuple[str, object]] = []
+        if message.get("role") in {"system", "developer", "user", "assistant"}:
+            named.append((f"messages[{position}].name", message.get("name")))
+        for number, call in enumerate(message.get("tool_calls") or ()):
+            if isinstance(call, Mapping):
+                kind = "custom" if call.get("type") == "custom" else "function"
+                holder = call.get(kind)
+                if isinstance(holder, Mapping):
+                    named.append((f"messages[{position}].tool_calls[{number}].{kind}.name", holder.get("name")))
+        problems.extend(
+            Problem(
+                index,
+                "name-format",
+                f"{where} is {name!r}, and OpenAI takes only 1 to 64 letters, digits, '_' and '-' "
+                f"(rename it, e.g. {_suggested(name)!r})",
+            )
+            for where, name in named
+            if isinstance(name, str) and not NAME_PATTERN.fullmatch(name)
+        )
+    return problems
+
+
+def _suggested(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_")[:64] or "name"
 
 
 def _body(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
