@@ -708,7 +708,8 @@ _CALL_KEY = {
 
 
 def _call_key(item: Mapping[str, Any]) -> str:
-    return _CALL_KEY.get(item.get("type"), "call_id")  # type: ignore[arg-type]
+    kind = item.get("type")
+    return _CALL_KEY.get(kind, "call_id") if isinstance(kind, str) else "call_id"
 
 
 def _call_ids(item: Mapping[str, Any]) -> tuple[str, ...]:
