@@ -246,6 +246,30 @@ def anthropic_bodies(draw: st.DrawFn) -> dict[str, Any]:
             }
         )
     body["messages"] = messages
+    return _at_most_four_breakpoints(body)
+
+
+def _at_most_four_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """
+    *body* with ``cache_control`` kept on its first four blocks that carry one
+    (in a tool result's content too): Anthropic refuses a request with more.
+    """
+    seen = 0
+
+    def walk(blocks: Any) -> None:
+        nonlocal seen
+        if not isinstance(blocks, list):
+            return
+        for block in blocks:
+            if block.get("cache_control") is not None:
+                seen += 1
+                if seen > 4:
+                    del block["cache_control"]
+            walk(block.get("content") if block.get("type") == "tool_result" else None)
+
+    walk(body.get("system"))
+    for message in body["messages"]:
+        walk(message["content"])
     return body
 
 

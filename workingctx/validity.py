@@ -53,7 +53,8 @@ rule                   what is wrong                                            
 ====================== ========================================================= ==================
 
 The adapters check what they write with more rules of the wire formats
-themselves: ``id-format``, ``id-length`` and ``name-format`` (OpenAI), ``result-not-first``, ``blank-text``,
+themselves: ``id-format``, ``cache-breakpoints`` (Anthropic), ``id-length``
+and ``name-format`` (OpenAI), ``result-not-first``, ``blank-text``,
 ``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind`` (Responses), ``unresolved-media``,
 ``unsendable``, ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
@@ -137,6 +138,7 @@ Rule: TypeAlias = Literal[
     "empty-content",
     "call-not-assistant",
     "id-format",
+    "cache-breakpoints",
     "id-length",
     "name-format",
     "result-not-first",
@@ -170,6 +172,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "empty-content": ("a user or assistant message has no content and asks for no tool", _TURNS),
     "call-not-assistant": ("a message of another role than assistant holds a tool call", _ALL),
     "id-format": ("a tool-call id has characters the provider refuses (wire format)", frozenset({"anthropic"})),
+    "cache-breakpoints": (
+        "more blocks carry a cache breakpoint than the provider takes in one request (wire format)",
+        frozenset({"anthropic"}),
+    ),
     "id-length": (
         "a tool-call id is longer than OpenAI takes: 40 characters in Chat, 64 in Responses (wire format)",
         frozenset({"openai"}),

@@ -12,6 +12,7 @@ import pytest
 from anthropic.types import Message as SDKMessage
 from anthropic.types import MessageParam, TextBlockParam
 from hypothesis import given
+from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
@@ -199,3 +200,56 @@ def test_tool_message_with_result_blocks_keeps_their_output():
         {"type": "tool_result", "tool_use_id": "c1", "content": first},
         {"type": "tool_result", "tool_use_id": "c2", "content": "second"},
     ] == results
+
+
+@given(
+    system=st.integers(0, 3),
+    texts=st.integers(0, 4),
+    results=st.integers(0, 3),
+    inner=st.integers(0, 2),
+    automatic=st.booleans(),
+)
+def test_more_than_four_cache_breakpoints_are_refused(system, texts, results, inner, automatic):
+    """
+    Anthropic takes at most four blocks with ``cache_control`` in a request,
+    the automatic (top-level) one included, counting those in a tool result's
+    content (``A maximum of 4 blocks with cache_control may be provided``):
+    more is a ``cache-breakpoints`` problem of the payload, of the context
+    read from it, and of ``write``, naming every marked block; four or fewer
+    are written as they came.
+    """
+    mark = {"cache_control": {"type": "ephemeral"}}
+    calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "f", "input": {}} for n in range(max(results, 1))]
+    answers = [
+        {
+            "type": "tool_result",
+            "tool_use_id": f"toolu_{n}",
+            "content": [{"type": "text", "text": "r", **(mark if n < inner else {})}],
+            **(mark if n < results else {}),
+        }
+        for n in range(len(calls))
+    ]
+    body = {
+        "system": [{"type": "text", "text": f"s{n}", **mark} for n in range(system)] or "be brief",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": f"t{n}", **mark} for n in range(texts)] or "go"},
+            {"role": "assistant", "content": calls},
+            {"role": "user", "content": answers},
+        ],
+    }
+    count = system + texts + results + min(inner, len(calls))
+    over = count + automatic > anthropic.MAX_BREAKPOINTS
+    payload = {**body, "cache_control": {"type": "ephemeral"}} if automatic else body
+    assert [p.rule for p in anthropic.check(payload) if p.rule == "cache-breakpoints"] == (
+        ["cache-breakpoints"] if over else []
+    )
+    ctx = anthropic.read(body)
+    if over:
+        with pytest.raises(ProviderError, match="cache-breakpoints") as raised:
+            anthropic.write(ctx, cache="auto" if automatic else False)
+        named = count if count > anthropic.MAX_BREAKPOINTS else count + automatic  # the blocks alone, or with it
+        assert raised.value.problems[0].message.startswith(f"{named} cache breakpoints")
+    else:
+        written = anthropic.write(ctx, cache="auto" if automatic else False)
+        assert written["messages"] == body["messages"]
+        TypeAdapter(list[MessageParam]).validate_python(written["messages"])

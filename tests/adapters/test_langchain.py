@@ -317,9 +317,10 @@ class TestAnthropicBlocksInHumanMessages:
     def transcripts(draw: st.DrawFn) -> list:
         """
         Turns whose tool results ride in a HumanMessage as ``tool_result`` dicts (text or
-        blocks, errors, a ``cache_control``), as ChatAnthropic's users write them.
+        blocks, errors, a ``cache_control`` on at most four, as Anthropic takes), as ChatAnthropic's users write them.
         """
         out: list = [HumanMessage(draw(words), id="h0")]
+        marked = 0
         for turn in range(draw(st.integers(1, 3))):
             ids = [f"toolu_{turn}_{i}" for i in range(draw(st.integers(1, 3)))]
             calls = [{"name": draw(names), "args": draw(json_args), "id": i} for i in ids]
@@ -332,8 +333,9 @@ class TestAnthropicBlocksInHumanMessages:
                 )
                 if draw(st.booleans()):
                     result["is_error"] = draw(st.booleans())
-                if draw(st.booleans()):
+                if marked < 4 and draw(st.booleans()):
                     result["cache_control"] = {"type": "ephemeral"}
+                    marked += 1
                 results.append(result)
             if draw(st.booleans()):
                 results.append({"type": "text", "text": draw(words)})

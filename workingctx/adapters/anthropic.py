@@ -581,6 +581,9 @@ def write(
     """
     body = engine.write(FORMAT, _hinted(source, cache), repair=repair, store=store, upload=upload)
     if cache == "auto" or getattr(cache, "automatic", False) is True:
+        problems = _breakpoint_problems(body, automatic=True)
+        if problems:
+            raise ProviderError.from_problems(problems, provider=PROVIDER)
         body["cache_control"] = {"type": "ephemeral"}
     return body
 
@@ -592,7 +595,54 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     if written is not None:
         body["system"] = written
     body["messages"], origins = _write_turns(tail)
-    return body, wire_problems(body["messages"], origins=engine.shifted(origins, len(system)))
+    problems = wire_problems(body["messages"], origins=engine.shifted(origins, len(system)))
+    return body, (*problems, *_breakpoint_problems(body))
+
+
+MAX_BREAKPOINTS = 4
+"""The most blocks with ``cache_control`` one request may hold, the automatic (top-level) one included."""
+
+
+def _marked(body: Mapping[str, Any]) -> list[str]:
+    """
+    Where *body*'s blocks carrying ``cache_control`` are (``system[0]``, ``messages[2].content[1]``), in order.
+    """
+    found: list[str] = []
+    system = body.get("system")
+    if isinstance(system, list):
+        found.extend(f"system[{k}]" for k, block in enumerate(system) if _carries(block))
+    messages = body.get("messages")
+    for position, message in enumerate(messages if isinstance(messages, list) else ()):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for k, block in enumerate(content if isinstance(content, list) else ()):
+            where = f"messages[{position}].content[{k}]"
+            if _carries(block):
+                found.append(where)
+            inner = block.get("content") if isinstance(block, Mapping) and block.get("type") == "tool_result" else None
+            if isinstance(inner, list):
+                found.extend(f"{where}.content[{j}]" for j, part in enumerate(inner) if _carries(part))
+    return found
+
+
+def _carries(block: object) -> bool:
+    return isinstance(block, Mapping) and block.get("cache_control") is not None
+
+
+def _breakpoint_problems(body: Mapping[str, Any], *, automatic: bool = False) -> tuple[Problem, ...]:
+    """
+    The problem of a request holding more breakpoints than Anthropic takes
+    (``A maximum of 4 blocks with cache_control may be provided``).
+    """
+    marked = _marked(body)
+    count = len(marked) + automatic
+    if count <= MAX_BREAKPOINTS:
+        return ()
+    also = " and the automatic (top-level) one" if automatic else ""
+    message = (
+        f"{count} cache breakpoints ({', '.join(marked)}{also}), and Anthropic takes at most {MAX_BREAKPOINTS} "
+        "in a request; take cache= off the blocks that need none, or let workingctx.cache.plan place them"
+    )
+    return (Problem(None, "cache-breakpoints", message),)
 
 
 def _text_problems(message: Mapping[str, Any], index: int, where: Where, last: bool) -> list[Problem]:
@@ -731,7 +781,9 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     data = plain(payload)
     raw = data["messages"] if isinstance(data, Mapping) else data
     wire = engine.at_context(wire_problems(raw), len(ctx.prefix.as_messages()))
-    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire)
+    automatic = isinstance(data, Mapping) and data.get("cache_control") is not None
+    marked = _breakpoint_problems(data, automatic=automatic) if isinstance(data, Mapping) else ()
+    return (*check_messages(ctx.assembled(), provider="anthropic"), *wire, *marked)
 
 
 @wire_errors("Anthropic Messages", "messages")
