@@ -29,6 +29,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    NativeToolCallPart,
     RetryFeedbackPart,
     RetryInfo,
     SystemPromptPart,
@@ -850,6 +851,62 @@ class TestFeedbackOnARefusedResponse:
             assert out[-2:] == history[-2:]
             before = [p.content for m in out[:-2] for p in m.parts if isinstance(p, UserPromptPart)]
             assert before[-1:] == ["As JSON, please."]
+
+
+def _paused(text: str) -> ModelResponse:
+    """
+    A response whose turn the provider paused mid-flight (Anthropic's ``pause_turn``, here during
+    a web search it runs itself), as pydantic-ai records it for the run that resumes it.
+    """
+    search = NativeToolCallPart("web_search", {"query": text}, tool_call_id="srvtoolu_1", provider_name="anthropic")
+    return ModelResponse(
+        parts=[TextPart(f"Searching for {text}."), search],
+        model_name="claude",
+        provider_name="anthropic",
+        provider_response_id="msg_1",
+        state="suspended",
+    )
+
+
+class TestAPausedTurn:
+    @settings(max_examples=80, deadline=None)
+    @given(history=histories(), trimmer=trimmers(), words=st.integers(0, 400))
+    def test_a_paused_turn_is_kept_with_its_request(self, history, trimmer, words):
+        """
+        A history ending in a turn the provider paused is being resumed: pydantic-ai requires the
+        processed history to end in that very response, so every trimmer keeps it, and the user's
+        question it continues, as the request in flight is kept otherwise; the rest is as valid
+        as ever.
+        """
+        paused = _paused("Oslo weather " * words)  # over the budget of some trimmers
+        out = run(trim_history(trimmer)([*history, paused]))
+        assert out[-1] is paused
+        prompts = [p for m in history for p in m.parts if isinstance(p, UserPromptPart)]
+        assert prompts[-1] in [p for m in out for p in m.parts]
+        assert ["the history does not end with a request"] == problems(out)
+
+    def test_a_run_resumes_a_paused_turn_under_a_tight_scope(self):
+        """
+        End to end: a run resuming a paused turn, under a scope whose budget the turn alone
+        exceeds, continues it (the model gets the question and the paused response) rather
+        than failing on a history that no longer ends in it.
+        """
+        received: list[list[ModelMessage]] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:  # noqa: ARG001
+            received.append(list(messages))
+            return ModelResponse(parts=[TextPart("It rains in Oslo.")])
+
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("Hello " * 50)]),
+            ModelResponse(parts=[TextPart("Hi " * 50)], model_name="claude"),
+            ModelRequest(parts=[UserPromptPart("Weather in Oslo?")]),
+            _paused("Oslo weather " * 20),
+        ]
+        agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(trim_history(TokenBudget(10)))])
+        result = run(agent.run(message_history=history))
+        assert "It rains in Oslo." == result.output
+        assert [history[2:]] == received
 
 
 def _nested(depth: int) -> dict[str, Any]:

@@ -369,6 +369,17 @@ def from_workingctx(kept: Sequence[Message], messages: Sequence[ModelMessage]) -
     return _alternating(out)
 
 
+def _suspended(message: Any) -> bool:
+    """
+    Whether *message* is a response whose turn the provider paused (Anthropic's
+    ``pause_turn``, OpenAI's background mode): a history ending in one is
+    resumed, and pydantic-ai requires the processed history to end in it.
+    """
+    from pydantic_ai.messages import ModelResponse  # noqa: PLC0415  # the [pydantic-ai] extra
+
+    return isinstance(message, ModelResponse) and getattr(message, "state", None) == "suspended"
+
+
 def _synthetic(message: Any) -> bool:
     return message.provider_response_id is None and message.provider_name is None and message.model_name is None
 
@@ -459,7 +470,10 @@ def trim_history(
             :class:`~workingctx.TokenBudgetContextManager`), or a scope (such as
             ``LastNTurns(10)``), whose kept messages are made a valid request
             (:class:`~workingctx.scopes.ValidRequest`); the request in flight
-            (the newest ``ModelRequest``) is always kept.
+            (the newest ``ModelRequest``) is always kept, and so is a turn the
+            provider paused that a run resumes (a history ending in a
+            ``ModelResponse`` whose ``state`` is ``'suspended'``), with the
+            request before it.
 
     Returns:
         An async function ``(messages) -> messages``. It replaces the run's
@@ -485,6 +499,14 @@ def trim_history(
         keep = 0  # the newest request left is the one in flight, always kept
         if left and isinstance(messages[last := left[-1].metadata[KEY][0]], ModelRequest):
             keep = sum(1 for m in left if m.metadata[KEY][0] == last)
+        elif left and _suspended(messages[last]):
+            # a turn the provider paused, being resumed: pydantic-ai sends the history ending in it
+            # back as it is, so it is kept with the request that asked for it
+            asked = max(
+                (m.metadata[KEY][0] for m in left if isinstance(messages[m.metadata[KEY][0]], ModelRequest)),
+                default=last,
+            )
+            keep = sum(1 for m in left if m.metadata[KEY][0] >= asked)
         kept = await window.trim(left, keep=keep, sendable=True)
         out = from_workingctx(kept, messages)
         if in_flight is not None and (not out or not isinstance(out[-1], ModelRequest)):
