@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, json_args, names, texts
-from workingctx import Message, ToolCall
+from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, langchain, openai_chat, openai_responses
 from workingctx.validity import STRUCTURAL_RULES
 
@@ -235,6 +236,33 @@ class TestInvalidToolCalls:
         assert state == langchain.write(ctx, state=True)
         rules = {p.rule for p in langchain.check(state) if p.rule in STRUCTURAL_RULES}
         assert (set() if answered else {"dangling-call"}) == rules
+
+    @given(st.lists(st.tuples(st.booleans(), st.booleans(), st.text(max_size=8)), min_size=1, max_size=4))
+    def test_those_a_chat_model_sends_are_calls_beside_those_it_cannot(self, shapes):
+        """
+        Beside invalid calls without an id or a name (which ChatAnthropic leaves out), each with
+        both is a call all the same (ChatAnthropic sends it), pairing with its result; the message
+        comes back equal, and a request that no longer makes one of those calls never writes it.
+        """
+        invalid = [
+            {"name": "lookup" if named else None, "args": a, "id": f"bad_{i}" if has_id else None, "error": None}
+            for i, (has_id, named, a) in enumerate(shapes)
+        ]
+        sent = [c["id"] for c in invalid if c["id"] and c["name"]]
+        ai = AIMessage("", invalid_tool_calls=invalid, id="a1")
+        results = [ToolMessage("Error: bad arguments", tool_call_id=i, status="error") for i in sent]
+        state = [HumanMessage("q", id="h1"), ai, *results, HumanMessage("again", id="h2")]
+        ctx = langchain.read(state)
+        assert sent == [c.id for m in ctx.messages for c in m.tool_calls]
+        assert state == langchain.write(ctx, state=True)
+        assert set() == {p.rule for p in langchain.check(state) if p.rule in STRUCTURAL_RULES}
+        (read,) = [m for m in ctx.messages if m.role == "assistant"]
+        for dropped in sent:
+            fewer = attrs.evolve(read, tool_calls=tuple(c for c in read.tool_calls if c.id != dropped))
+            (written,) = langchain.write(WorkingContext(messages=[fewer]), state=True)
+            assert [c for c in invalid if c["id"] != dropped] == [
+                {k: c[k] for k in ("name", "args", "id", "error")} for c in written.invalid_tool_calls
+            ]
 
     def test_one_without_an_id_stays_langchain_data(self):
         """

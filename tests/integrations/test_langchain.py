@@ -963,6 +963,27 @@ def test_an_invalid_tool_call_is_sent_with_the_result_the_agent_gave_it(use_asyn
     assert "" == caplog.text
 
 
+def test_an_invalid_tool_call_beside_one_without_an_id_keeps_its_result():
+    """
+    A reply with two invalid tool calls, one without an id: create_agent answers the one with an
+    id, and ChatAnthropic sends it as a ``tool_use`` block (the other it leaves out), so the
+    request keeps that result after it; the body ChatAnthropic writes of it breaks no rule.
+    """
+    cut = {"name": "lookup", "args": '{"key": "x', "id": "call_cut", "error": "cut off", "type": "invalid_tool_call"}
+    lost = {"name": "lookup", "args": '{"ke', "id": None, "error": "cut off", "type": "invalid_tool_call"}
+    replies = iter([AIMessage("", invalid_tool_calls=[cut, lost]), AIMessage("Fixed."), AIMessage("Done.")])
+    model = ToolCallingFake(messages=replies)
+    agent = create_agent(model, [lookup], middleware=[ContextMiddleware(TokenBudgetContextManager(2_000))])
+    state = agent.invoke({"messages": [HumanMessage("q1")]})
+    agent.invoke({"messages": [*state["messages"], HumanMessage("q2")]})
+    last = model.received[-1]
+    assert ["human", "ai", "tool", "human"] == [m.type for m in last]
+    assert "call_cut" == last[2].tool_call_id
+    chat = ChatAnthropic(model=ANTHROPIC_MODEL, api_key="offline")  # type: ignore[call-arg]
+    body = chat._get_request_payload(last)  # noqa: SLF001  # the body it would send
+    assert () == anthropic_adapter.check(body)
+
+
 def _deep(levels: int) -> dict[str, Any]:
     args: dict[str, Any] = {"key": "k"}
     for _ in range(levels):

@@ -256,10 +256,13 @@ def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> 
         calls = ()
     raw_invalid = data.get("invalid_tool_calls") or ()
     invalid = [call for call in map(_invalid_call, raw_invalid) if call is not None]
-    if invalid and len(invalid) == len(raw_invalid) and (calls or not data.get("tool_calls")):
-        # calls all the same: ChatAnthropic and ChatOpenAI send them (as {} or as the text), so each needs its result
+    if invalid and (calls or not data.get("tool_calls")):
+        # calls all the same: ChatAnthropic and ChatOpenAI send them (as {} or as the text), so each needs its
+        # result; those without an id or a name (which ChatAnthropic leaves out) stay in LangChain's field,
+        # which is then written back as it is
         calls = (*calls, *invalid)
-        rest.pop("invalid_tool_calls", None)
+        if len(invalid) == len(raw_invalid):
+            rest.pop("invalid_tool_calls", None)
     usage = Usage.from_langchain(data["usage_metadata"]) if data.get("usage_metadata") else None
     message_id = data.get("id")
     return Message(
@@ -624,6 +627,14 @@ def _write(core: Any, message: Message) -> list[Any]:
             fields["tool_calls"] = calls
         if invalid and "invalid_tool_calls" not in fields:
             fields["invalid_tool_calls"] = invalid
+        elif isinstance(fields.get("invalid_tool_calls"), list) and "tool_calls" not in rest:
+            # LangChain's field as read (some calls in it were not), less the calls the message no longer makes
+            made = {c.id for c in message.tool_calls}
+            fields["invalid_tool_calls"] = [
+                call
+                for call in fields["invalid_tool_calls"]
+                if (read := _invalid_call(call)) is None or read.id in made
+            ]
         if message.usage is not None and "usage_metadata" not in fields:
             fields["usage_metadata"] = {
                 "input_tokens": message.usage.input_tokens
