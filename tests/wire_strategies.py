@@ -152,7 +152,37 @@ cache_controls = st.sampled_from(
         {"cache_control": {"type": "ephemeral", "ttl": "5m"}},
     ]
 )
-a_text = st.builds(lambda t, c: {"type": "text", "text": t, **c}, solid, cache_controls)
+a_citations = st.sampled_from(
+    [
+        {},
+        {"citations": None},
+        {
+            "citations": [
+                {
+                    "type": "char_location",
+                    "cited_text": "the sky is blue",
+                    "document_index": 0,
+                    "document_title": "Notes",
+                    "start_char_index": 0,
+                    "end_char_index": 15,
+                }
+            ]
+        },
+        {
+            "citations": [
+                {
+                    "type": "web_search_result_location",
+                    "cited_text": "rain",
+                    "encrypted_index": "RW5j",
+                    "title": "Weather",
+                    "url": "https://example.com/weather",
+                }
+            ]
+        },
+    ]
+)
+"""A text block's citations: none, unset as the SDK's ``model_dump`` writes it, a document's or a search's."""
+a_text = st.builds(lambda t, c, cited: {"type": "text", "text": t, **cited, **c}, solid, cache_controls, a_citations)
 a_image = st.builds(
     lambda source, c: {"type": "image", "source": source, **c},
     st.builds(

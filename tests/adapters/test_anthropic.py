@@ -253,3 +253,115 @@ def test_more_than_four_cache_breakpoints_are_refused(system, texts, results, in
         written = anthropic.write(ctx, cache="auto" if automatic else False)
         assert written["messages"] == body["messages"]
         TypeAdapter(list[MessageParam]).validate_python(written["messages"])
+
+
+def _turn_texts(body):
+    """
+    The text of each user and assistant turn of an Anthropic body, tool results left aside.
+    """
+    out = []
+    for turn in body["messages"]:
+        content = turn["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        out.extend((turn["role"], b["text"]) for b in blocks if b["type"] == "text")
+    return out
+
+
+def _chat_texts(messages):
+    """
+    The text of each user and assistant message of a Chat Completions body
+    (a document known by URL alone, which Chat has no part for, is named in a text of its own: left aside).
+    """
+    out = []
+    for message in messages:
+        if message["role"] not in {"user", "assistant"}:
+            continue
+        content = message.get("content") or []
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts = (p["text"] for p in parts if p["type"] == "text")
+        out.extend((message["role"], t) for t in texts if not t.startswith("[document: "))
+    return out
+
+
+@given(anthropic_bodies())
+def test_text_with_citations_is_text_for_every_format(body):
+    """
+    A text block is text whatever citations it carries (none, ``None`` as the
+    SDK's ``model_dump`` writes them unset, a document's or a web search's):
+    written for Chat Completions every turn's text is there, in order, and
+    for Anthropic the citations come back as they were.
+    """
+    ctx = anthropic.read(body)
+    written = openai_chat.write(ctx)["messages"]
+    assert _chat_texts(written) == _turn_texts(body)
+    assert anthropic.write(ctx) == body
+
+
+def test_a_cited_answer_from_the_sdk_is_sent_to_other_providers():
+    """
+    A reply as the SDK gives it (thinking, a web search with its results, a
+    cited text, a call), its blocks dumped into the next request as
+    ``model_dump`` writes them: the answer's text reaches every other format,
+    and Anthropic gets the blocks back as they were.
+    """
+    from workingctx.adapters import google, langchain, openai_responses  # noqa: PLC0415
+
+    reply = SDKMessage.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-6",
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+            "content": [
+                {"type": "thinking", "thinking": "search first", "signature": "c2ln"},
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "oslo"}},
+                {
+                    "type": "web_search_tool_result",
+                    "tool_use_id": "srvtoolu_1",
+                    "content": [
+                        {"type": "web_search_result", "encrypted_content": "RW5j", "title": "Oslo", "url": "https://a"}
+                    ],
+                },
+                {
+                    "type": "text",
+                    "text": "It rains in Oslo.",
+                    "citations": [
+                        {
+                            "type": "web_search_result_location",
+                            "cited_text": "rain",
+                            "encrypted_index": "RW5j",
+                            "title": "Oslo",
+                            "url": "https://a",
+                        }
+                    ],
+                },
+                {"type": "tool_use", "id": "toolu_1", "name": "umbrella", "input": {}},
+            ],
+        }
+    )
+    final = SDKMessage.model_validate(
+        {**reply.model_dump(), "content": [{"type": "text", "text": "Take an umbrella."}], "stop_reason": "end_turn"}
+    )
+    body = {
+        "messages": [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": [b.model_dump() for b in reply.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "yes"}]},
+            {"role": "assistant", "content": [b.model_dump() for b in final.content]},
+        ]
+    }
+    valid(body)
+    ctx = anthropic.read(body)
+    assert anthropic.write(ctx) == body
+    assert _chat_texts(openai_chat.write(ctx)["messages"])[1:] == [
+        ("assistant", "It rains in Oslo."),
+        ("assistant", "Take an umbrella."),
+    ]
+    for module in (openai_responses, google, langchain):
+        said = [m.text() for m in module.read(module.write(ctx)).messages if m.role == "assistant"]
+        assert "It rains in Oslo." in said[0], module.__name__
+        assert said[-1] == "Take an umbrella.", module.__name__
+    assert anthropic.read_response(reply, context=ctx).text() == "It rains in Oslo."

@@ -130,7 +130,7 @@ def _media(source: Mapping[str, Any]) -> MediaRef | None:
 
 
 _SIMPLE = {
-    "text": {"type", "text", "cache_control"},
+    "text": {"type", "text", "cache_control", "citations"},
     "image": {"type", "source", "cache_control"},
     "document": {"type", "source", "cache_control", "title", "context", "citations"},
     "tool_use": {"type", "id", "name", "input", "cache_control"},
@@ -170,7 +170,9 @@ def _block(raw: Mapping[str, Any]) -> ContentBlock:
     cache = found
     if kind == "text":
         if isinstance(raw.get("text"), str):
-            return TextBlock(raw["text"], cache=cache)
+            # citations (None as the SDK's model_dump writes them unset) are Anthropic's: the text is anyone's
+            extra = {"citations": raw["citations"]} if "citations" in raw else {}
+            return TextBlock(raw["text"], cache=cache, provider_data={PROVIDER: extra} if extra else {})
     elif kind in {"image", "document"}:
         media = _media(expect_mapping(raw.get("source"), "source"))
         if media is not None:
@@ -319,7 +321,9 @@ def _write_block(block: ContentBlock) -> dict[str, Any] | None:
     """
     sendable(block)
     if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text, **_cache_control(block.cache)}
+        citations = block.provider_data.get(PROVIDER, {})
+        citations = {"citations": thaw(citations["citations"])} if "citations" in citations else {}
+        return {"type": "text", "text": block.text, **citations, **_cache_control(block.cache)}
     if isinstance(block, ImageBlock):
         source = _source(block.media, "image/png")
         return None if source is None else {"type": "image", "source": source, **_cache_control(block.cache)}
