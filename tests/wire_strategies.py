@@ -406,13 +406,14 @@ def responses_bodies(draw: st.DrawFn, *, portable: bool = False) -> dict[str, An
             pairs = [draw(client_call_pairs(i)) for i in ids]
             items.extend(call for call, _ in pairs)
             items.extend(output for _, output in pairs)
+        final = f"msg_final{len(items)}"  # OpenAI refuses two items with one id
         items.append(
             draw(
                 st.builds(lambda t: {"role": "assistant", "content": t}, text)
                 | st.builds(
-                    lambda c: {
+                    lambda c, i=final: {
                         "type": "message",
-                        "id": "msg_final",
+                        "id": i,
                         "role": "assistant",
                         "status": "completed",
                         "content": c,

@@ -16,7 +16,7 @@ from tests.wire_strategies import anthropic_bodies, chat_messages, client_call_e
 from workingctx import Message, MessageContextManager, TokenBudgetContextManager, WorkingContext
 from workingctx.adapters import anthropic, openai_chat, openai_responses
 from workingctx.exceptions import ProviderError
-from workingctx.messages import ReasoningBlock, ToolResultBlock
+from workingctx.messages import ReasoningBlock, TextBlock, ToolResultBlock
 from workingctx.validity import check_messages
 
 INPUT = TypeAdapter(ResponseInputParam)
@@ -65,6 +65,51 @@ def test_responses_transcripts_write_valid_anthropic(body):
     out = anthropic.write(openai_responses.read(body))
     TypeAdapter(list[MessageParam]).validate_python(out["messages"])
     assert anthropic.check(out) == ()
+
+
+def _item_ids(body):
+    return [item["id"] for item in body["input"] if isinstance(item, dict) and "id" in item]
+
+
+@given(
+    st.one_of(
+        anthropic_bodies().map(anthropic.read),
+        chat_messages(portable=True).map(openai_chat.read),
+        responses_bodies().map(openai_responses.read),
+    ),
+    st.none() | st.integers(0, 3),
+)
+def test_every_item_id_in_a_request_is_its_own(ctx, turns):
+    """
+    OpenAI refuses input holding two items with one id ("Duplicate item
+    found"): the output messages written from another format's text (each
+    given an id, which the output message type requires) take ids no other
+    item holds, also after a trim, and keep them when read back and written again.
+    """
+    if turns is not None:
+        MessageContextManager(max_messages=turns).trim_context(ctx)
+    body = valid(openai_responses.write(ctx))
+    ids = _item_ids(body)
+    assert len(ids) == len(set(ids))
+    assert openai_responses.write(openai_responses.read(body)) == body
+
+
+def test_a_message_written_from_elsewhere_never_takes_an_id_read_with_the_transcript():
+    """
+    An id chosen for an output message written from another format's text is
+    not one an item of the transcript already holds.
+    """
+    read = openai_responses.read(
+        [
+            {"role": "user", "content": "hi"},
+            {"type": "message", "id": "msg_3", "role": "assistant", "status": "completed", "content": []},
+        ]
+    )
+    messages = [*read.messages, Message.user("and?"), Message("assistant", (TextBlock("more"),))]
+    ids = _item_ids(valid(openai_responses.write(messages)))
+    assert ids[0] == "msg_3"
+    assert ids[1].startswith("msg_")
+    assert len(ids) == len(set(ids)) == 2
 
 
 def test_reasoning_round_trips_and_stays_with_openai():

@@ -495,7 +495,7 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
                 }
                 if envelope is None:
                     current["status"] = "completed"
-                    current["id"] = f"msg_{len(items)}"
+                    current["id"] = _NEW_ID  # named by _name_messages, unique in the request
                 items.append(current)
             current["content"].append(_write_part(block, assistant=True))
             continue
@@ -670,12 +670,37 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     items: list[dict[str, Any]] = []
     for message in rest:
         items.extend(_items(message))
-    body["input"] = _short_ids(_custom_outputs(items))
+    body["input"] = _short_ids(_custom_outputs(_name_messages(items)))
     if not items and "instructions" not in body:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
     return body, ()
+
+
+_NEW_ID: Any = object()
+"""The id of an output message written from text read elsewhere, until :func:`_name_messages` names it."""
+
+
+def _name_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    *items* with each output message written from text read elsewhere given an
+    id of its own: ``msg_`` and its position in the input (so an id stays the
+    same while the transcript grows), never an id another item holds. OpenAI
+    refuses a request holding two items with one id ("Duplicate item found").
+    """
+    fresh = [position for position, item in enumerate(items) if item.get("id") is _NEW_ID]
+    if not fresh:
+        return items
+    taken = {item.get("id") for item in items}
+    for position in fresh:
+        name, n = f"msg_{position}", 0
+        while name in taken:
+            n += 1
+            name = f"msg_{position}_{n}"
+        taken.add(name)
+        items[position]["id"] = name
+    return items
 
 
 def _custom_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
