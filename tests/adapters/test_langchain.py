@@ -472,6 +472,52 @@ class TestLangChainBlockKeys:
             assert [[b["text"] for b in asked], [b["text"] for b in answered]] == texts
         assert ["image_url", "file"] == [b["type"] for b in chat[0]["content"][len(asked) :]]
 
+    @given(st.sampled_from(["audio", "video"]), st.sampled_from(["url", "base64"]), st.data())
+    def test_audio_and_video_made_by_langchain_reach_the_formats_that_take_them(self, kind, source, data):
+        """
+        An audio or video dict from LangChain's ``create_audio_block`` or
+        ``create_video_block`` (which give it an ``id``) is that media: Gemini
+        takes it, Chat Completions takes WAV or MP3 audio inline, the formats
+        with no place for it refuse it by name, and LangChain gets the dict
+        back as it came. It was a LangChain-only block, left out of every
+        other format in silence.
+        """
+        from google.genai import types as gtypes  # noqa: PLC0415
+        from langchain_core.messages import content as blocks  # noqa: PLC0415
+
+        from workingctx.adapters import google  # noqa: PLC0415
+
+        create = blocks.create_audio_block if kind == "audio" else blocks.create_video_block
+        mime = "audio/wav" if kind == "audio" else "video/mp4"
+        where = {"url": f"https://example.com/a.{mime[6:]}"} if source == "url" else {"base64": "UklGRg=="}
+        media = create(**where, mime_type=mime)
+        extra = data.draw(st.fixed_dictionaries({}, optional={"index": st.integers(0, 3), "extras": st.just({})}))
+        media = {**media, **extra}
+        messages = [HumanMessage([{"type": "text", "text": "what is in it?"}, media]), AIMessage("A bird.")]
+        ctx = langchain.read(messages)
+        assert messages == langchain.write(ctx)
+        contents = google.write(ctx)["contents"]
+        TypeAdapter(list[gtypes.Content]).validate_python(contents)
+        (part,) = contents[0]["parts"][1:]
+        assert part == (
+            {"inline_data": {"data": "UklGRg==", "mime_type": mime}}
+            if source == "base64"
+            else {"file_data": {"file_uri": where["url"], "mime_type": mime}}
+        )
+        refusing = [anthropic, openai_responses]
+        if (kind, source) == ("audio", "base64"):
+            chat = openai_chat.write(ctx)["messages"]
+            assert chat[0]["content"][1] == {
+                "type": "input_audio",
+                "input_audio": {"data": "UklGRg==", "format": "wav"},
+            }
+        else:
+            refusing.append(openai_chat)
+        for module in refusing:
+            assert [(p.index, p.rule) for p in module.check(ctx)] == [(0, "unsendable")], module.__name__
+            with pytest.raises(ProviderError, match=kind.capitalize() + "Block"):
+                module.write(ctx)
+
     def test_an_edited_text_is_written_as_it_now_is(self):
         """
         A text changed after reading is written as plain text, never as the dict it was read from.

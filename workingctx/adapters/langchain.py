@@ -117,13 +117,10 @@ def _block(item: Any) -> ContentBlock:
             block = _standard(kind, item)
             if block is not None:
                 return block
-        if kind in {"image", "file"} and set(item) <= _STANDARD_KEYS | _LANGCHAIN_KEYS:
-            # as LangChain's create_image_block and create_file_block make them (audio and video
-            # blocks have no place for the dict, so such a one stays a LangChain block)
+        if kind in _STANDARD and set(item) <= _STANDARD_KEYS | _LANGCHAIN_KEYS:
+            # as LangChain's create_image_block, create_audio_block, ... make them
             block = _standard(kind, {k: v for k, v in item.items() if k not in _LANGCHAIN_KEYS})
-            if isinstance(block, ImageBlock):
-                return _keeping(block, item)
-            if isinstance(block, DocumentBlock):
+            if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
                 return _keeping(block, item)
         if kind == "thinking" and set(item) == {"type", "thinking", "signature"}:
             return ReasoningBlock(item["thinking"], signature=item["signature"], provider="anthropic")
@@ -134,7 +131,7 @@ def _block(item: Any) -> ContentBlock:
     raise ArgumentTypeError(msg, argument="content", value=item, expected="a str or a dict")
 
 
-_Block = TypeVar("_Block", TextBlock, ImageBlock, DocumentBlock)
+_Block = TypeVar("_Block", bound=TextBlock | ImageBlock | AudioBlock | VideoBlock | DocumentBlock)
 
 _LANGCHAIN_KEYS = frozenset({"id", "index", "extras"})
 """What LangChain's standard blocks carry beside their content (``create_text_block`` gives each an ``id``)."""

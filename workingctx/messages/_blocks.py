@@ -151,7 +151,7 @@ class ImageBlock:
     provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class AudioBlock:
     """
     Audio, referenced through a :class:`MediaRef`, with an optional transcript.
@@ -162,9 +162,10 @@ class AudioBlock:
     transcript: str | None = attrs.field(default=None, validator=_opt_str)
     sample_rate: int | None = attrs.field(default=None, validator=_opt_int)
     channels: int | None = attrs.field(default=None, validator=_opt_int)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(cache_hash=True, repr=False)
 class VideoBlock:
     """
     A video, referenced through a :class:`MediaRef`.
@@ -173,6 +174,7 @@ class VideoBlock:
     type: ClassVar[Literal["video"]] = "video"
     media: MediaRef = attrs.field(validator=_MEDIA)
     thumbnail: MediaRef | None = attrs.field(default=None, validator=_OPT_MEDIA)
+    provider_data: FrozenDict = attrs.field(default=EMPTY_JSON_OBJECT, kw_only=True, converter=_provider_data)
 
 
 @attrs.frozen(cache_hash=True, repr=False)
@@ -570,5 +572,15 @@ def _json_object_text(raw: str) -> dict[str, Any] | None:
     return decoded if isinstance(decoded, dict) else None
 
 
-for _cls in (TextBlock, ImageBlock, DocumentBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ToolCall):
+for _cls in (
+    TextBlock,
+    ImageBlock,
+    AudioBlock,
+    VideoBlock,
+    DocumentBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ReasoningBlock,
+    ToolCall,
+):
     _cls.__repr__ = _quiet_repr  # type: ignore[method-assign]
