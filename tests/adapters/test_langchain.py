@@ -597,6 +597,35 @@ class TestCallsInAIContent:
         TypeAdapter(ResponseInputParam).validate_python(body)
         assert ["function_call", "function_call_output"] == [i.get("type") for i in body[1:]]
 
+    @given(st.text(max_size=12), st.none() | texts, st.booleans())
+    def test_a_v1_invalid_call_from_anthropic_is_the_call_chatanthropic_sends(self, args, error, answered):
+        """
+        An ``invalid_tool_call`` block only in a v1 AIMessage's content from
+        Anthropic is a call: ChatAnthropic sends it as a ``tool_use`` with an
+        empty input, so the ToolMessage after it answers it (it was a
+        LangChain-only block, its result an orphan every format refused), and
+        it is dangling without one. The dict comes back as it came.
+        """
+        invalid = {"type": "invalid_tool_call", "id": "toolu_9", "name": "lookup", "args": args, "error": error}
+        meta = {"output_version": "v1", "model_provider": "anthropic"}
+        messages: list = [
+            HumanMessage("q", id="h0"),
+            AIMessage([{"type": "text", "text": "on it"}, invalid], response_metadata=meta, id="a0"),
+        ]
+        if not answered:
+            messages.append(HumanMessage("next", id="h1"))
+            assert ["dangling-call"] == [p.rule for p in langchain.check(messages) if p.rule in STRUCTURAL_RULES]
+            return
+        messages += [
+            ToolMessage("Error: bad arguments", tool_call_id="toolu_9", status="error", id="t0"),
+            AIMessage("sorry", id="a1"),
+        ]
+        ctx, ours, sent = _as_chatanthropic_sends(messages)
+        assert _tool_use_ids(sent) == _tool_use_ids(ours) == [["toolu_9"]]
+        chat = openai_chat.write(ctx)["messages"]
+        TypeAdapter(list[ChatCompletionMessageParam]).validate_python(chat)
+        assert [c["id"] for m in chat for c in m.get("tool_calls") or ()] == ["toolu_9"]
+
     def test_an_unanswered_one_is_reported(self):
         """
         A call only in content with no result after it is dangling, as any call is; repair closes it.

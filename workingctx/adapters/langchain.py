@@ -323,8 +323,8 @@ def _ai_block(item: Any, named: set[Any], *, anthropic_v1: bool) -> ContentBlock
     (ChatAnthropic sends it back as that).
     """
     if anthropic_v1:
-        thinking = _v1_thinking(item)
-        if thinking is not None:
+        thinking = _v1_thinking(item) or _v1_invalid_call(item)
+        if thinking is not None and not (isinstance(thinking, ToolCallBlock) and thinking.id in named):
             return thinking
     block = _ai_call_block(item)
     return _block(item) if block is None or block.id in named else block
@@ -344,6 +344,21 @@ def _v1_thinking(item: Any) -> ReasoningBlock | None:
         return None
     kept = {PROVIDER: {_RAW: item}}
     return ReasoningBlock(text, signature=extras["signature"], provider="anthropic", provider_data=kept)
+
+
+def _v1_invalid_call(item: Any) -> ToolCallBlock | None:
+    """
+    The call a v1 ``invalid_tool_call`` block (arguments that did not parse)
+    is in a message from Anthropic: ChatAnthropic sends it as a ``tool_use``
+    with an empty input, so it is that call, keeping the dict; None for any
+    other block, or one without an id and a name.
+    """
+    if not (isinstance(item, Mapping) and item.get("type") == "invalid_tool_call"):
+        return None
+    call_id, name = item.get("id"), item.get("name")
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+        return None
+    return ToolCallBlock(call_id, name, {}, provider_data={PROVIDER: {_RAW: item, _AI: True}})
 
 
 def _ai_call_block(item: Any) -> ToolCallBlock | None:
@@ -431,7 +446,7 @@ def _as_read(block: ContentBlock, role: str) -> Any:
     if role in {"user", "tool"}:
         typed = _anthropic_tool_block(raw)
     elif role == "assistant":
-        typed = _ai_call_block(raw) or _v1_thinking(raw)
+        typed = _ai_call_block(raw) or _v1_thinking(raw) or _v1_invalid_call(raw)
     return thaw(raw) if (typed or _block(raw)) == block else None
 
 
