@@ -7,6 +7,7 @@ and bad usage reported in one line with the right exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import io
@@ -34,7 +35,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
-from tests.strategies import block_transcripts, messages, prefixes, scratchpads, transcripts
+from tests.strategies import block_transcripts, json_values, messages, prefixes, scratchpads, transcripts
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, WorkingContext
 from workingctx.adapters import langchain
@@ -470,6 +471,43 @@ class TestBadInput:
         assert 2 == status
         assert f"error: --window 100: {tmp_path}/a\\x1b[2Jb.jsonl is a log of 2 requests" in err
         assert 1 == err.count("\n")
+
+
+_NAMES = st.sampled_from(["user", "assistant", "tool_use", "tool_result", "thinking", "human", "text"]) | json_values(4)
+"""What a file may hold where a role or a block's type belongs: a name, or any JSON value."""
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(
+    messages=st.lists(
+        st.fixed_dictionaries(
+            {"role": _NAMES, "content": st.text(max_size=3) | st.lists(st.fixed_dictionaries({"type": _NAMES}))}
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    fields=st.sampled_from([{}, {"model": "claude-sonnet-4-5"}, {"system": "Be brief."}]),
+    listed=st.booleans(),
+)
+def test_a_role_or_type_that_is_no_name_is_bad_input_named_in_the_file(tmp_path, messages, fields, listed):
+    """
+    A role or a block type that is a list or an object (not a name) is read
+    like any other value: detecting the format never fails on it, and the
+    command says what is wrong where, on one line naming the file, with status
+    0 or 1, never as an internal error ("TypeError: unhashable type").
+    """
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(messages if listed else {**fields, "messages": messages}), encoding="utf-8")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            status = main(["check", str(path)])
+        except SystemExit as exc:
+            status = int(exc.code or 0)
+    said = err.getvalue()
+    assert status in {0, 1}
+    assert said == "" or (said.startswith(f"error: {path}:1: ") and 1 == said.count("\n")), said
+    assert "WORKINGCTX_DEBUG" not in said
 
 
 class TestBadUsage:

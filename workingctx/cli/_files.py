@@ -308,9 +308,18 @@ def write_text(path: str, text: str) -> int:
     return len(data)
 
 
+def _text(value: Any) -> str:
+    """
+    *value* if it is a string, else the empty string: what a ``type`` or a
+    ``role`` names, compared with names without failing on a list or an
+    object where a name belongs (the reader then names it, at its path).
+    """
+    return value if isinstance(value, str) else ""
+
+
 def _anthropic_blocks(messages: Sequence[Any]) -> bool:
     return any(
-        isinstance(block, Mapping) and block.get("type") in {"tool_use", "tool_result", "thinking"}
+        isinstance(block, Mapping) and _text(block.get("type")) in {"tool_use", "tool_result", "thinking"}
         for message in messages
         if isinstance(message, Mapping) and isinstance(message.get("content"), list)
         for block in message["content"]
@@ -341,8 +350,8 @@ def _langchain_form(item: Any) -> str | None:
         return "dumpd"
     if set(item) == {"type", "data"} and isinstance(item["data"], Mapping):
         return "messages_to_dict"
-    kind = item.get("type")
-    if "role" not in item and (kind in _LANGCHAIN_TYPES or (isinstance(kind, str) and kind.endswith("MessageChunk"))):
+    kind = _text(item.get("type"))
+    if "role" not in item and (kind in _LANGCHAIN_TYPES or kind.endswith("MessageChunk")):
         return "model_dump"
     return None
 
@@ -413,7 +422,7 @@ def _plain_turn(message: object) -> bool:
     return (
         isinstance(message, Mapping)
         and set(message) <= {"role", "content"}
-        and message.get("role") in {"user", "assistant"}
+        and _text(message.get("role")) in {"user", "assistant"}
         and isinstance(message.get("content"), str)
     )
 
