@@ -330,6 +330,30 @@ class TestReport:
         assert "400 seconds between requests" in text
         assert "<th>expiry misses</th>" in text
 
+    @pytest.mark.parametrize(
+        ("fmt", "model"),
+        [
+            ("google", "gemini-2.0-flash-lite"),
+            ("openai_chat", "gpt-4.1-nano"),
+            ("anthropic", "claude-3-haiku-20240307"),
+        ],
+    )
+    def test_each_cost_line_ends_at_the_cost_in_the_table(self, capsys, tmp_path, fmt, model):
+        """
+        The cost chart's line of each strategy ends at that strategy's cost as
+        ``replay`` gives it (and the page's table shows): its running total
+        adds up the exact cost of each request, not the amounts rounded to
+        four places (on gemini-2.0-flash-lite those ended the line at $0.0008,
+        below the $0.0010 in the table).
+        """
+        argv = ["--model", model, "--window", "1700"]
+        replayed = run_json(capsys, "replay", sample(fmt), *argv)
+        out = tmp_path / "report.html"
+        status, _, err = run(capsys, "report", sample(fmt), *argv, "-o", str(out))
+        assert 0 == status, err
+        ends = re.findall(r'<polyline class="cost"[^>]*><title>(.*?): \$([0-9.]+)</title>', out.read_text("utf-8"))
+        assert [(s["name"], s["cost"]) for s in replayed["strategies"]] == ends
+
     @pytest.mark.skipif(shutil.which("chromium") is None, reason="no headless chromium on this machine")
     def test_page_renders_in_a_headless_browser(self, page):
         """

@@ -507,6 +507,7 @@ def _as_logged(doc: Document, *, lines: Sequence[tuple[str, str]], counter: Any,
     read = sum(r.usage.cache_read_tokens for r in reports)
     tokens = sum(r.input_tokens for r in reports)
     return {
+        "_costs": [r.cost for r in reports],
         "name": "as logged",
         "requests": [
             _request_row(number, made, at=number * wait, provider=provider, model=model)
@@ -549,9 +550,14 @@ def replay_facts(
     strategies: list[dict[str, Any]] = []
     facts: dict[str, Any] = {"file": doc.path, "format": doc.format, "provider": provider, "model": model}
     facts |= {"window": window, "low": low, "gap": gap, "strategies": strategies}
+    # the exact cost of each request of each strategy (the rows show it rounded), for the report's running totals
+    costs: list[list[Decimal]] = []
+    facts["_costs"] = costs
     if len(doc.requests) > 1:
         sent = [(provider, model)] * len(doc.requests) if lines is None else lines
-        strategies.append(_as_logged(doc, lines=sent, counter=counter, wait=gap or 0.0))
+        logged = _as_logged(doc, lines=sent, counter=counter, wait=gap or 0.0)
+        costs.append(logged.pop("_costs"))
+        strategies.append(logged)
         return facts
     ctx = doc.last
     for name, manager, strategy in _strategies(window, low, counter):
@@ -566,6 +572,7 @@ def replay_facts(
             counter=counter,
             gaps=gap,
         )
+        costs.append([r.cost for r in run.requests])
         strategies.append(
             {
                 "name": name,

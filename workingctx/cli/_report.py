@@ -90,13 +90,20 @@ def _bars(strategy: dict[str, Any], width: int = 920, height: int = 260) -> str:
     return "".join(parts)
 
 
-def _cumulative(strategies: Sequence[dict[str, Any]], width: int = 920, height: int = 260) -> str:
+def _cumulative(
+    strategies: Sequence[dict[str, Any]], costs: Sequence[Sequence[Decimal]], width: int = 920, height: int = 260
+) -> str:
+    """
+    The chart of each strategy's running cost, summed from the exact cost of
+    each request (*costs*, one list per strategy), not from the rounded
+    amounts the rows show: a line ends at the strategy's cost in the table.
+    """
     series = []
-    for strategy in strategies:
+    for strategy, paid in zip(strategies, costs, strict=True):
         total = Decimal(0)
         points = []
-        for row in strategy["requests"]:
-            total += Decimal(row["cost"])
+        for amount in paid:
+            total += amount
             points.append(total)
         series.append((strategy["name"], points))
     top = max((float(p[-1]) for _, p in series if p), default=0.0) or 1.0
@@ -116,7 +123,7 @@ def _cumulative(strategies: Sequence[dict[str, Any]], width: int = 920, height: 
         color = _LINES[number % len(_LINES)]
         parts.append(
             f'<polyline class="cost" fill="none" stroke="{color}" stroke-width="2" points="{coords}">'
-            f"<title>{escape(name)}: ${float(points[-1]):,.4f}</title></polyline>"
+            f"<title>{escape(name)}: ${points[-1]:.4f}</title></polyline>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -192,7 +199,7 @@ window {escape(str(replayed["window"] or "none"))}{pause}.</p>
 {_bars(main)}
 <h2>Cumulative cost per strategy</h2>
 <p class="legend">{lines_legend}</p>
-{_cumulative(strategies)}
+{_cumulative(strategies, replayed["_costs"])}
 {summary}
 <h2>Problems</h2>
 {problem_table}
