@@ -641,6 +641,20 @@ class TestBadUsage:
         assert 2 == status
         assert "--pin 'first'" in err
 
+    @pytest.mark.parametrize("role", ["User", "human", "developer", "model"])
+    def test_a_pin_of_no_role_is_bad_usage(self, capsys, role):
+        """
+        ``--pin role:ROLE`` of a role no message has (a capital, LangChain's
+        "human", OpenAI's "developer", Gemini's "model") is bad usage (status
+        2) naming the option and the roles there are; it was reported as bad
+        input (status 1) without naming ``--pin``.
+        """
+        status, out, err = run(capsys, "trim", sample("anthropic"), "--budget", "100", "--pin", f"role:{role}")
+        assert (2, "") == (status, out)
+        assert err.startswith(f"error: --pin 'role:{role}': '{role}' is no role; ")
+        assert "role:user" in err
+        assert 1 == err.count("\n")
+
 
 class TestProgram:
     def test_console_script_and_module_agree(self, tmp_path):

@@ -14,7 +14,7 @@ from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, cal
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
 from workingctx.managers import TokenBudgetContextManager
-from workingctx.messages import Message, Usage
+from workingctx.messages import ROLES, Message, Usage
 from workingctx.pricing import cost
 from workingctx.scopes import AnyOf, RoleFilter, ScopeReport, Tagged
 from workingctx.snapshot import common_prefix_length
@@ -267,6 +267,10 @@ def _pin(specs: Sequence[str]) -> Any:
     scopes: list[Any] = []
     for spec in specs:
         kind, _, value = spec.partition(":")
+        if kind == "role" and value not in ROLES and value:
+            roles = ", ".join(f"role:{role}" for role in sorted(ROLES))
+            msg = f"--pin {spec!r}: {value!r} is no role; a message's role is one of {roles} (lower case)"
+            raise UsageError(msg)
         if kind == "role" and value:
             scopes.append(RoleFilter({value}))
         elif kind == "tag" and value:
