@@ -449,6 +449,37 @@ class TestBadInput:
         status, _, err = run(capsys, "check", str(path))
         assert (0, "") == (status, err)
 
+    def test_a_log_named_ndjson_is_a_log(self, capsys, tmp_path):
+        """
+        ``requests.ndjson`` (NDJSON, the other name of JSON Lines) is read as a
+        log of requests, one per line, as ``requests.jsonl`` is; it was read
+        as one JSON document and refused at its second line ("Extra data").
+        """
+        path = tmp_path / "requests.ndjson"
+        path.write_text('{"model": "gpt-4.1", "messages": [{"role": "user", "content": "a"}]}\n' * 2, "utf-8")
+        assert (1, 2) == read_file(str(path)).lines
+        status, out, err = run(capsys, "check", str(path))
+        assert (0, "") == (status, err)
+        assert "line 2: valid" in out
+        assert 0 == main(["replay", str(path)])
+
+    def test_a_log_in_a_json_file_says_to_name_it_jsonl(self, capsys, tmp_path):
+        """
+        A ``.json`` file holding one request body per line (a log saved under
+        another name) is refused on one line that says to name it ``.jsonl``;
+        it said only "Extra data (column 1)".
+        """
+        path = tmp_path / "requests.json"
+        path.write_text('{"messages": [{"role": "user", "content": "a"}]}\n' * 2, encoding="utf-8")
+        status, _, err = run(capsys, "check", str(path))
+        assert 1 == status
+        assert err.startswith(f"error: {path}:2: not valid JSON: Extra data (column 1); ")
+        assert "name it .jsonl" in err
+        assert 1 == err.count("\n")
+        path.write_text('{"messages": []} x', encoding="utf-8")  # extra data inside a line: no log
+        status, _, err = run(capsys, "check", str(path))
+        assert (1, f"error: {path}:1: not valid JSON: Extra data (column 18)\n") == (status, err)
+
     def test_a_byte_order_mark_is_read_past(self, capsys, tmp_path):
         """
         A UTF-8 byte order mark (as some Windows editors save files) starts a

@@ -13,9 +13,10 @@ provider's prompt cache.
 
 FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
 LangChain messages (model_dump(), dumpd or messages_to_dict) or workingctx
-JSON (detected; --format forces one); a .jsonl file is a log of requests, one
-body per line. The model is the one the file names (a body's "model", a Gemini
-model path or model_version, each line's own in a log); --model overrides it.
+JSON (detected; --format forces one); a .jsonl (or .ndjson) file is a log of
+requests, one body per line. The model is the one the file names (a body's
+"model", a Gemini model path or model_version, each line's own in a log);
+--model overrides it.
 --json prints the same facts as JSON for scripts.
 Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
 failed check, 2 bad usage.
@@ -48,6 +49,7 @@ from workingctx.cli._facts import (
 )
 from workingctx.cli._files import (
     FORMATS,
+    LOG_SUFFIXES,
     PROVIDERS,
     Document,
     InputError,
@@ -190,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def file_command(name: str, text: str) -> argparse.ArgumentParser:
         sub = command(name, text)
-        sub.add_argument("file", help="a request body (.json) or a log of them (.jsonl)")
+        sub.add_argument("file", help="a request body (.json) or a log of them (.jsonl, .ndjson)")
         sub.add_argument("--format", choices=FORMATS, help="read the file as this format instead of detecting it")
         return sub
 
@@ -368,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"demo", "inspect", "check", "trim", "diff", "replay", "report"}
-    if argv and argv[0] not in commands and argv[0].lower().endswith((".json", ".jsonl")):
+    if argv and argv[0] not in commands and argv[0].lower().endswith((".json", *LOG_SUFFIXES)):
         argv = ["demo", *argv]  # `python -m workingctx FILE.json`, as before the subcommands
     args = _parser().parse_args(argv)
     try:

@@ -33,6 +33,7 @@ from workingctx.serialization import structure, unstructure
 __all__ = [
     "ADAPTERS",
     "FORMATS",
+    "LOG_SUFFIXES",
     "PROVIDERS",
     "Document",
     "InputError",
@@ -40,6 +41,7 @@ __all__ = [
     "UsageError",
     "call_item",
     "detect",
+    "is_log",
     "load_context",
     "model_of",
     "places",
@@ -204,14 +206,32 @@ def _parse(path: str, text: str, first_line: int) -> Any:
             text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_float, parse_int=_int
         )
     except json.JSONDecodeError as exc:
-        raise InputError(
-            path, f"not valid JSON: {exc.msg} (column {exc.colno})", line=first_line + exc.lineno - 1
-        ) from None
+        reason = f"not valid JSON: {exc.msg} (column {exc.colno})"
+        if exc.msg == "Extra data" and exc.colno == 1 and not is_log(path):  # a second value starts a line
+            reason += (
+                "; the file holds one JSON value after another, as a log of requests does: "
+                "name it .jsonl to read it as one, one request body per line"
+            )
+        raise InputError(path, reason, line=first_line + exc.lineno - 1) from None
     except RecursionError:
         msg = "JSON nested too deeply to be a transcript; no request nests that far"
         raise InputError(path, msg, line=first_line) from None
     except ValueError as exc:
         raise InputError(path, str(exc), line=first_line) from None
+
+
+LOG_SUFFIXES: Final = (".jsonl", ".ndjson")
+"""The names of the files that are logs of requests, one request body per line (JSON Lines, NDJSON), in any case."""
+
+
+def is_log(path: str) -> bool:
+    """
+    Whether the file at *path* is a log of requests by its name (see :data:`LOG_SUFFIXES`).
+
+    >>> is_log("requests.jsonl"), is_log("REQUESTS.NDJSON"), is_log("request.json")
+    (True, True, False)
+    """
+    return path.lower().endswith(LOG_SUFFIXES)
 
 
 def read_text(path: str) -> str:
@@ -722,7 +742,7 @@ def write_context(doc: Document, ctx: WorkingContext, path: str) -> None:
         kept = {key: payload.get(key, value) for key, value in original.items() if key in payload or key not in owned}
         payload = kept | payload
     # a .jsonl path is a log: the request on one line, so the command reads it back
-    indent = None if path.lower().endswith(".jsonl") else 2
+    indent = None if is_log(path) else 2
     write_text(path, json.dumps(payload, indent=indent, ensure_ascii=False) + "\n")
 
 
@@ -747,12 +767,12 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         msg = f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
         raise InputError(path, msg)
     text = read_text(path)
-    if path.lower().endswith(".jsonl"):
+    if is_log(path):
         # Lines end at "\n" only: str.splitlines() also splits at U+2028, U+0085 and form feeds (valid in JSON strings).
         lines = enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
         chunks = [(number, line) for number, line in lines if line.strip()]
         if not chunks:
-            raise InputError(path, "an empty log: a .jsonl file holds one request body per line")
+            raise InputError(path, "an empty log: a log file holds one request body per line")
     else:
         chunks = [(1, text)]
     formats: list[str] = []
