@@ -1164,6 +1164,27 @@ def _with_model(tmp_path, fmt: str, **fields) -> str:
 
 
 class TestModelFromTheFile:
+    @pytest.mark.parametrize("model", ["ft:gpt-4o-mini-2024-07-18:acme:support:9abc", "my-azure-deployment"])
+    def test_inspect_of_a_file_naming_a_model_without_a_price_leaves_the_cost_out(self, capsys, tmp_path, model):
+        """
+        ``inspect`` of a body naming a model no price table knows (a fine-tuned
+        model, a deployment's name) shows everything but the cost, and says
+        how to get it; it refused the whole file (status 2). Naming that model
+        with ``--model`` is still bad usage.
+        """
+        body = json.loads(Path(sample("openai_chat")).read_text(encoding="utf-8"))
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps({"model": model, **body}), encoding="utf-8")
+        facts = run_json(capsys, "inspect", str(path))
+        assert (model, None) == (facts["model"], facts["cost"])
+        assert facts["totals"]["tokens"] == read_file(sample("openai_chat")).last.count_tokens()
+        status, out, err = run(capsys, "inspect", str(path))
+        assert (0, "") == (status, err)
+        assert f"no price for the file's model {model}: give --model" in out
+        status, _, err = run(capsys, "inspect", str(path), "--model", model)
+        assert 2 == status
+        assert f"no price for model '{model}'" in err
+
     @pytest.mark.parametrize(
         ("fmt", "fields", "model"),
         [

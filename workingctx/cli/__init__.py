@@ -274,8 +274,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     provider = _provider(args, doc)
     model = _model(args, doc)
-    if args.command == "inspect":
-        return _finish(args, inspect_facts(doc, provider=provider, model=model, exact=exact), show_inspect)
+    if args.command == "inspect":  # the file's own model may have no price (a fine-tuned model): the rest still shows
+        facts = inspect_facts(doc, provider=provider, model=model, exact=exact, unpriced=args.model is None)
+        return _finish(args, facts, show_inspect)
     if args.command == "check":  # each request of a log under its own provider's rules, unless --provider says
         facts = check_facts(doc, provider=args.provider)
         _finish(args, facts, show_check)

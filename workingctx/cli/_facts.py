@@ -13,6 +13,7 @@ from workingctx import cache
 from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, call_item, places, position, readable
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
+from workingctx.exceptions import PricingError
 from workingctx.managers import TokenBudgetContextManager
 from workingctx.messages import ROLES, Message, Usage
 from workingctx.pricing import cost
@@ -98,12 +99,16 @@ def _breakpoints(
     ]
 
 
-def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exact: bool) -> dict[str, Any]:
+def inspect_facts(
+    doc: Document, *, provider: str | None, model: str | None, exact: bool, unpriced: bool = False
+) -> dict[str, Any]:
     """
     The facts ``workingctx inspect`` prints: per-message tokens, totals,
     problems under the provider's rules (those ``check`` reports on the
     request), the cache breakpoints a plan would set and, with a model, the
-    request's input cost.
+    request's input cost. With *unpriced*, a model without a price (one the
+    file names, such as a fine-tuned model) leaves the cost out (None) instead
+    of raising :class:`PricingError`.
     """
     ctx = doc.last
     counter = _counter(exact)
@@ -147,7 +152,11 @@ def inspect_facts(doc: Document, *, provider: str | None, model: str | None, exa
         "cost": None,
     }
     if model is not None:
-        facts["cost"] = {"input_uncached": _money(cost(model, Usage(input_tokens=prefix_tokens + tail_tokens)))}
+        try:
+            facts["cost"] = {"input_uncached": _money(cost(model, Usage(input_tokens=prefix_tokens + tail_tokens)))}
+        except PricingError:
+            if not unpriced:
+                raise
     return facts
 
 
@@ -187,6 +196,10 @@ def show_inspect(facts: dict[str, Any]) -> list[Table | str]:
         out.append(f"input cost without cache on {facts['model']}: ${facts['cost']['input_uncached']}")
     elif facts["model"] is None:
         out.append("the file names no model: give --model for the cost and the cache breakpoints")
+    else:
+        out.append(
+            f"no price for the file's model {facts['model']}: give --model with a model of known prices for the cost"
+        )
     return out
 
 
