@@ -687,6 +687,26 @@ class TestBadUsage:
         assert 1 == err.count("\n")
 
 
+def test_trim_of_a_log_onto_itself_is_refused_and_the_log_kept(capsys, tmp_path):
+    """
+    ``trim LOG.jsonl -o LOG.jsonl`` is bad usage (status 2) and leaves the log
+    as it was: it wrote the last request, trimmed, over the log of every
+    request. A single request body may still be trimmed in place.
+    """
+    log = tmp_path / "requests.jsonl"
+    shutil.copyfile(sample("openai_chat", "jsonl"), log)
+    before = log.read_bytes()
+    status, out, err = run(capsys, "trim", str(log), "--budget", "1500", "-o", str(log))
+    assert (2, "") == (status, out)
+    assert err.startswith(f"error: -o {log} is the log trim reads, of 8 requests: ")
+    assert before == log.read_bytes()
+    body = tmp_path / "request.json"
+    shutil.copyfile(sample("openai_chat"), body)
+    status, _, _ = run(capsys, "trim", str(body), "--budget", "1500", "-o", str(body))
+    assert 0 == status
+    assert read_file(str(body)).last.size() < read_file(sample("openai_chat")).last.size()
+
+
 class TestProgram:
     def test_console_script_and_module_agree(self, tmp_path):
         """

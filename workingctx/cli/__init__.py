@@ -282,6 +282,12 @@ def _run(args: argparse.Namespace) -> int:
         _finish(args, facts, show_check)
         return 0 if facts["valid"] else 1
     if args.command == "trim":
+        if args.output and len(doc.requests) > 1 and _same_file(args.file, args.output):
+            msg = (
+                f"-o {shown_path(args.output)} is the log trim reads, of {len(doc.requests)} requests: it would be "
+                "replaced by its last request trimmed; write the trimmed request to another file"
+            )
+            raise UsageError(msg)
         facts = trim_facts(doc, budget=args.budget, low=args.low, pin=args.pin, exact=exact)
         if args.output:
             try:
