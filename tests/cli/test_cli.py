@@ -1863,6 +1863,38 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     assert "mixed.jsonl, line 1: a request to gemini priced with gpt-4.1, a model of openai" in err
 
 
+@pytest.mark.parametrize("command", ["replay", "report"])
+def test_provider_and_a_model_of_another_provider_are_refused(capsys, tmp_path, command):
+    """
+    ``--provider P`` with a model of another provider (``--model``, the
+    file's own, or a log line's) is refused (status 2) naming the model, the
+    lines of a log, and the fixes, as ``--model`` of another provider than the
+    file's is: it priced Claude under OpenAI's cache rules ("openai
+    claude-sonnet-4-5"), and a log's GPT lines under Anthropic's.
+    """
+    page = ["-o", str(tmp_path / "page.html")] if command == "report" else []
+    status, _, err = run(
+        capsys, command, sample("anthropic"), "--provider", "openai", "--model", "claude-sonnet-4-6", *page
+    )
+    assert 2 == status
+    assert "--model claude-sonnet-4-6 is a model of anthropic, but --provider openai replays" in err
+    assert "pass --model with a model of openai, or --provider anthropic" in err
+    path = _with_model(tmp_path, "anthropic", model="claude-sonnet-4-6")
+    status, _, err = run(capsys, command, path, "--provider", "openai", *page)
+    assert (2, True) == (status, "the file's model claude-sonnet-4-6 is a model of anthropic" in err)
+    chat = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "Hi"}]}
+    claude = {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "Hi"}]}
+    log = tmp_path / "mixed.jsonl"
+    log.write_text(f"{json.dumps(chat)}\n{json.dumps(claude)}\n{json.dumps(chat)}\n", encoding="utf-8")
+    status, _, err = run(capsys, command, str(log), "--provider", "anthropic", *page)
+    assert 2 == status
+    assert "mixed.jsonl, lines 1, 3: a request to anthropic priced with gpt-4.1, a model of openai" in err
+    assert "pass --model with a model of anthropic, or replay without --provider" in err
+    assert not (tmp_path / "page.html").exists()
+    status, _, err = run(capsys, command, str(log), "--provider", "anthropic", "--model", "claude-sonnet-4-6", *page)
+    assert (0, "") == (status, err)
+
+
 def test_a_mixed_log_whose_last_line_names_no_model_is_replayed(capsys, tmp_path):
     """
     A log mixing providers whose last line names no model is replayed, that

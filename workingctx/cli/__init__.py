@@ -92,6 +92,8 @@ def _model(args: argparse.Namespace, doc: Document) -> str | None:
 def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     given: str | None = getattr(args, "provider", None)
     if given is not None:
+        if args.command in {"replay", "report"} and len(doc.requests) == 1:  # a log's lines: see _log_lines
+            _same_provider(args, doc, given)
         return given
     if not hasattr(args, "model"):  # check, trim, diff: the file's own format says whose rules apply
         return doc.provider
@@ -105,6 +107,24 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
         )
         raise UsageError(msg)
     return doc.provider
+
+
+def _same_provider(args: argparse.Namespace, doc: Document, provider: str) -> None:
+    """
+    Refuse to replay under ``--provider``'s cache a model of another provider
+    (``--model`` or the file's own): that would price one provider's model
+    under another's cache rules.
+    """
+    model = _model(args, doc)
+    owner = None if model is None else model_provider(model)
+    if owner is None or owner == provider:
+        return
+    named = f"--model {model}" if args.model is not None else f"the file's model {model}"
+    msg = (
+        f"{named} is a model of {owner}, but --provider {provider} replays {shown_path(args.file)} under "
+        f"{provider}'s cache; pass --model with a model of {provider}, or --provider {owner}"
+    )
+    raise UsageError(msg)
 
 
 def _log_lines(args: argparse.Namespace, doc: Document, model: str) -> list[tuple[str, str]]:
@@ -127,12 +147,17 @@ def _log_lines(args: argparse.Namespace, doc: Document, model: str) -> list[tupl
         for line, provider, name in zip(doc.lines, providers, models, strict=True)
         if model_provider(name) not in {None, provider}
     ]
-    if wrong and args.provider is None:
+    if wrong:
         _, provider, name = wrong[0]
-        fix = "replay without --model (each line with the model it names)" if args.model else "name their own model"
+        if args.provider is not None:
+            fix = f"pass --model with a model of {provider}, or replay without --provider (each line under its own)"
+        elif args.model:
+            fix = "replay without --model (each line with the model it names), or pass --provider"
+        else:
+            fix = "name their own model, or pass --provider"
         msg = (
             f"{shown_path(args.file)}, {_numbers([w[0] for w in wrong])}: a request to {provider} priced with "
-            f"{name}, a model of {model_provider(name)}; {fix}, or pass --provider"
+            f"{name}, a model of {model_provider(name)}; {fix}"
         )
         raise UsageError(msg)
     return list(zip(providers, models, strict=True))  # type: ignore[arg-type]  # none is None, as checked
