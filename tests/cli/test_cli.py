@@ -330,6 +330,30 @@ class TestReport:
         assert "400 seconds between requests" in text
         assert "<th>expiry misses</th>" in text
 
+    def test_the_problems_of_a_log_are_those_of_every_request(self, capsys, tmp_path):
+        """
+        The page of a log lists the problems ``check`` finds in each of its
+        requests, with the line of each; it showed those of the last request
+        only, and so said "No problem" of a log that ``check`` refuses.
+        """
+        calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+        dangling = [{"role": "user", "content": "Hi"}, {"role": "assistant", "tool_calls": calls}]
+        requests = [{"model": "gpt-4.1", "messages": [*dangling, {"role": "user", "content": "Go on"}]}]
+        requests.append({"model": "gpt-4.1", "messages": [{"role": "user", "content": "Hi"}]})
+        log = tmp_path / "requests.jsonl"
+        log.write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
+        checked = run_json(capsys, "check", str(log))
+        assert [["dangling-call"], []] == [[p["rule"] for p in r["problems"]] for r in checked["requests"]]
+        out = tmp_path / "report.html"
+        status, _, err = run(capsys, "report", str(log), "-o", str(out))
+        assert 0 == status, err
+        text = out.read_text(encoding="utf-8")
+        assert 'id="no-problems"' not in text
+        assert '<td class="n">1</td><td>$.messages[1]</td><td>dangling-call</td>' in text
+        log.write_text(json.dumps(requests[1]) + "\n" + json.dumps(requests[1]) + "\n", encoding="utf-8")
+        assert 0 == run(capsys, "report", str(log), "-o", str(out))[0]
+        assert 'id="no-problems"' in out.read_text(encoding="utf-8")
+
     @pytest.mark.parametrize(
         ("fmt", "model"),
         [

@@ -345,7 +345,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.command == "replay":
         return _finish(args, facts, show_replay)
-    page = render(facts, inspect_facts(doc, provider=provider, model=model, exact=exact))
+    # the problems of every request of a log, as check finds them, not of the last one only
+    page = render(
+        facts, inspect_facts(doc, provider=provider, model=model, exact=exact), check_facts(doc, provider=args.provider)
+    )
     size = write_text(args.output, page)
     if args.json:
         _print_json({"file": args.file, "output": args.output, "bytes": size})

@@ -157,9 +157,26 @@ def _sent_to(requests: Sequence[dict[str, Any]], replayed: dict[str, Any]) -> st
     return ", ".join(sent) if len(sent) > 1 else f"{replayed['provider']} {replayed['model']}"
 
 
-def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
+def _problems(checked: dict[str, Any]) -> str:
     """
-    The report page for the facts of ``replay`` and ``inspect`` on one file.
+    The problems ``check`` finds in the file: of each request of a log, under its line's number.
+    """
+    log = len(checked["requests"]) > 1
+    rows = [
+        (*((request["line"],) if log else ()), p["where"] or "", p["rule"], p["message"])
+        for request in checked["requests"]
+        for p in request["problems"]
+    ]
+    if rows:
+        columns = (*(("line",) if log else ()), "message", "rule", "what and how to fix")
+        return _table(columns, rows, (*((True,) if log else ()), False, False, False))
+    rules = f"{checked['provider']} rules" if checked["provider"] else "the rules of each request's provider"
+    return f'<p id="no-problems">No problem under {escape(rules)}.</p>'
+
+
+def render(replayed: dict[str, Any], inspected: dict[str, Any], checked: dict[str, Any]) -> str:
+    """
+    The report page for the facts of ``replay``, ``inspect`` and ``check`` on one file.
     """
     strategies = replayed["strategies"]
     main = strategies[-1]
@@ -175,16 +192,6 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any]) -> str:
         (False, True, True, True, *((True,) if timed else ()), True, True),
     )
     pause = f"; {replayed['gap']:.15g} seconds between requests" if timed else ""
-    problems = inspected["problems"]
-    problem_table = (
-        _table(
-            ("message", "rule", "what and how to fix"),
-            [(p["where"] or "", p["rule"], p["message"]) for p in problems],
-            (False, False, False),
-        )
-        if problems
-        else f'<p id="no-problems">No problem under {escape(str(inspected["provider"] or "any"))} rules.</p>'
-    )
     totals = inspected["totals"]
     title = f"workingctx report: {shown_path(replayed['file'])}"
     return f"""<!doctype html>
@@ -202,6 +209,6 @@ window {escape(str(replayed["window"] or "none"))}{pause}.</p>
 {_cumulative(strategies, replayed["_costs"])}
 {summary}
 <h2>Problems</h2>
-{problem_table}
+{_problems(checked)}
 </body></html>
 """
