@@ -795,7 +795,8 @@ def read_file(path: str, fmt: str | None = None) -> Document:
             where = _where(exc)
             if where is not None:  # named before the reason: not again after it
                 reason = reason.removesuffix(f" at {where}")
-            raise InputError(path, f"not a {found} request: {reason}", line=number, where=where) from None
+            article = "an" if found.startswith(("a", "o")) else "a"  # an openai_chat, an anthropic request
+            raise InputError(path, f"not {article} {found} request: {reason}", line=number, where=where) from None
         except RecursionError:
             raise InputError(path, "nested too deeply to be a transcript", line=number) from None
         except ImportError:
