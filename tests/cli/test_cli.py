@@ -635,7 +635,8 @@ class TestBadUsage:
         assert (2, "") == (status, out)
         assert "--model gpt-4.1 is a model of openai" in err
         assert "is a request to anthropic" in err
-        assert "--provider openai" in err
+        verb = {"replay": "replay it under openai's cache", "inspect": "inspect it under openai's rules"}[command]
+        assert f"pass --provider openai to {verb}, or --model with a model of anthropic" in err
         facts = run_json(capsys, command, sample("anthropic"), "--model", "gpt-4.1", "--provider", "openai")
         assert "openai" == facts["provider"]
 

@@ -101,9 +101,10 @@ def _provider(args: argparse.Namespace, doc: Document) -> str | None:
     owner = None if model is None else model_provider(model)
     if doc.provider is not None and owner is not None and owner != doc.provider:
         named = f"--model {model}" if getattr(args, "model", None) is not None else f"the file's model {model}"
+        under = f"replay it under {owner}'s cache" if args.command != "inspect" else f"inspect it under {owner}'s rules"
         msg = (
             f"{named} is a model of {owner}, but {shown_path(args.file)} is a request to {doc.provider}; "
-            f"pass --provider {owner} to replay it under {owner}'s cache, or --model with a model of {doc.provider}"
+            f"pass --provider {owner} to {under}, or --model with a model of {doc.provider}"
         )
         raise UsageError(msg)
     return doc.provider
