@@ -714,6 +714,28 @@ class TestBadUsage:
         assert 1 == err.count("\n")
 
 
+def test_inspect_of_a_body_with_too_many_breakpoints_is_bad_input(capsys, tmp_path):
+    """
+    ``inspect`` of an Anthropic body whose blocks carry five ``cache_control``
+    breakpoints (Anthropic allows four) is bad input (status 1) naming the
+    file, the count and the fix in the file's terms; it was bad usage
+    (status 2) without the file, telling to remove ``cache=``.
+    """
+    body = json.loads(Path(sample("anthropic")).read_text(encoding="utf-8"))
+    texts = [m for m in body["messages"] if isinstance(m["content"], str)][:5]
+    for message in texts:
+        message["content"] = [{"type": "text", "text": message["content"], "cache_control": {"type": "ephemeral"}}]
+    TypeAdapter(list[MessageParam]).validate_python(body["messages"])
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "claude-sonnet-4-6", **body}), encoding="utf-8")
+    status, out, err = run(capsys, "inspect", str(path))
+    assert (1, "") == (status, out)
+    assert err.startswith(f"error: {path}:1: cache plan for anthropic claude-sonnet-4-6: ")
+    assert "already carry 5 breakpoints" in err
+    assert "remove cache_control from some blocks" in err
+    assert 1 == err.count("\n")
+
+
 def test_trim_of_a_log_onto_itself_is_refused_and_the_log_kept(capsys, tmp_path):
     """
     ``trim LOG.jsonl -o LOG.jsonl`` is bad usage (status 2) and leaves the log

@@ -10,10 +10,20 @@ from decimal import Decimal
 from typing import Any
 
 from workingctx import cache
-from workingctx.cli._files import ADAPTERS, PROVIDERS, Document, UsageError, call_item, places, position, readable
+from workingctx.cli._files import (
+    ADAPTERS,
+    PROVIDERS,
+    Document,
+    InputError,
+    UsageError,
+    call_item,
+    places,
+    position,
+    readable,
+)
 from workingctx.cli._output import Table, describe, progress, shown_path
 from workingctx.context import WorkingContext
-from workingctx.exceptions import PricingError
+from workingctx.exceptions import CacheRuleError, PricingError
 from workingctx.managers import TokenBudgetContextManager
 from workingctx.messages import ROLES, Message, Usage
 from workingctx.pricing import cost
@@ -83,11 +93,24 @@ def _problems(ctx: WorkingContext, provider: str | None, where: Sequence[str]) -
 
 
 def _breakpoints(
-    ctx: WorkingContext, provider: str | None, model: str | None, counter: Any, where: Sequence[str]
+    doc: Document, provider: str | None, model: str | None, counter: Any, where: Sequence[str]
 ) -> list[dict[str, Any]]:
+    """
+    The cache breakpoints a plan sets on the last request of *doc*.
+
+    Raises:
+        InputError: the request already carries more breakpoints than the provider allows.
+    """
+    ctx = doc.last
     if provider is None or model is None:
         return []
-    made = cache.plan(ctx, provider=provider, model=model, counter=counter)
+    try:
+        made = cache.plan(ctx, provider=provider, model=model, counter=counter)
+    except CacheRuleError as exc:  # the provider and its rules are known: the request's own breakpoints break them
+        reason = str(exc)
+        if _format(doc) == "anthropic":  # the file's name for a block's breakpoint
+            reason = reason.replace("remove cache= from", "remove cache_control from")
+        raise InputError(doc.path, reason, line=doc.lines[-1]) from None
     return [
         {
             "message": _label(where[b.message], f"P{b.message}"),
@@ -147,7 +170,7 @@ def inspect_facts(
         },
         "digest": ctx.freeze().digest(),
         "problems": _file_problems(doc.payloads[-1], _format(doc), ctx, provider, where),
-        "breakpoints": _breakpoints(ctx, provider, model, counter, where),
+        "breakpoints": _breakpoints(doc, provider, model, counter, where),
         "model": model,
         "cost": None,
     }
