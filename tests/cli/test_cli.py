@@ -772,6 +772,28 @@ class TestProgram:
         assert 0 == result.returncode, result.stderr
         assert json.loads(result.stdout)["valid"]
 
+    def test_a_warning_repeated_at_every_request_is_shown_once(self, tmp_path):
+        """
+        ``replay`` with a window below the prefix, where the managers warn at
+        every request that they cannot cut down to their watermark, shows the
+        warning once after ``warning:`` and then how many more came; it showed
+        sixteen bare lines, one per request of each trimming strategy.
+        """
+        argv = ["replay", sample("openai_chat"), "--model", "gpt-4.1", "--window", "100", "--low", "10"]
+        result = subprocess.run(
+            [sys.executable, "-m", "workingctx", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert 0 == result.returncode, result.stderr
+        lines = result.stderr.splitlines()
+        assert 2 == len(lines), result.stderr
+        assert lines[0].startswith("warning: TokenBudgetContextManager: the context holds ")
+        assert "warning: and 15 more like it" == lines[1]
+
     def test_demo_is_the_default(self, capsys):
         """
         With no command the program prints the demo report on the shipped sample.

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
@@ -381,6 +382,33 @@ def _finish(
     return 0
 
 
+class _Warnings(logging.Handler):
+    """
+    The library's warnings as the command shows them: each kind once, on one
+    line after ``warning:``, and at the end how many more of each kind came (a
+    replay warns at every request a manager cannot cut down to its watermark).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.more: dict[tuple[str, object], int] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        kind = (record.name, record.msg)
+        if kind in self.more:
+            self.more[kind] += 1
+            return
+        self.more[kind] = 0
+        print(f"warning: {printable(' '.join(record.getMessage().split()))}", file=sys.stderr)
+
+    def close(self) -> None:
+        for count in self.more.values():
+            if count:
+                print(f"warning: and {count} more like it", file=sys.stderr)
+        self.more.clear()
+        super().close()
+
+
 def _fail(status: int, text: str) -> NoReturn:
     print(f"error: {printable(text)}", file=sys.stderr)
     raise SystemExit(status)
@@ -409,6 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] not in commands and argv[0].lower().endswith((".json", *LOG_SUFFIXES)):
         argv = ["demo", *argv]  # `python -m workingctx FILE.json`, as before the subcommands
     args = _parser().parse_args(argv)
+    warnings = _Warnings()
+    library = logging.getLogger("workingctx")
+    library.addHandler(warnings)
     try:
         return _run(args)
     except InputError as exc:
@@ -428,3 +459,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("WORKINGCTX_DEBUG"):
             raise
         _fail(1, f"{type(exc).__name__}: {exc} (set WORKINGCTX_DEBUG=1 for the traceback)")
+    finally:
+        library.removeHandler(warnings)
+        warnings.close()
