@@ -506,6 +506,32 @@ class TestBadInput:
         status, _, err = run(capsys, "check", str(path))
         assert (1, f"error: {path}:1: not valid JSON: Extra data (column 18)\n") == (status, err)
 
+    @pytest.mark.parametrize(
+        ("envelope", "key"),
+        [
+            ({"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions"}, "body"),
+            ({"custom_id": "r1"}, "params"),
+            ({"key": "r1"}, "request"),
+        ],
+    )
+    def test_a_batch_file_says_where_its_bodies_are(self, capsys, tmp_path, envelope, key):
+        """
+        A line of a batch API's file (OpenAI's ``body``, Anthropic's
+        ``params``, Gemini's ``request``) is refused on one line naming the
+        field that holds the request body and how to take it out; it said
+        to force a format with --format, which reads no such line.
+        """
+        fmt = {"body": "openai_chat", "params": "anthropic", "request": "google"}[key]
+        body = json.loads(Path(sample(fmt)).read_text(encoding="utf-8"))
+        path = tmp_path / "batch.jsonl"
+        path.write_text(json.dumps({**envelope, key: body}) + "\n", encoding="utf-8")
+        status, out, err = run(capsys, "check", str(path))
+        assert (1, "") == (status, out)
+        assert err.startswith(f"error: {path}:1: ")
+        assert f"whose request body is under '{key}': give the bodies themselves" in err
+        assert f"jq -c .{key}" in err
+        assert 1 == err.count("\n")
+
     def test_a_byte_order_mark_is_read_past(self, capsys, tmp_path):
         """
         A UTF-8 byte order mark (as some Windows editors save files) starts a

@@ -751,6 +751,30 @@ def _where(exc: BaseException) -> str | None:
     return path if isinstance(path, str) and path.startswith("$") else None
 
 
+_ENVELOPES: Final = (
+    ("body", "a line of an OpenAI Batch API file"),
+    ("params", "a request of an Anthropic message batch"),
+    ("request", "a line of a Gemini batch file"),
+)
+"""The field of each batch API's line that holds the request body, and what the line is."""
+
+
+def _wrapped(payload: Any) -> str | None:
+    """
+    Why *payload* is refused when it is a batch API's line holding a request
+    body under a field (``body``, ``params``, ``request``), with the fix; None otherwise.
+    """
+    if not isinstance(payload, Mapping):
+        return None
+    for key, what in _ENVELOPES:
+        if isinstance(payload.get(key), Mapping) and detect(payload[key]) is not None:
+            return (
+                f"{what}, whose request body is under {key!r}: give the bodies themselves, "
+                f"one per line (such as jq -c .{key} FILE)"
+            )
+    return None
+
+
 def read_file(path: str, fmt: str | None = None) -> Document:
     """
     Read a transcript file: a JSON request body in any of :data:`FORMATS`, or a
@@ -783,7 +807,7 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         found = fmt or detect(payload)
         if found is None:
             kind = type(payload).__name__
-            msg = (
+            msg = _wrapped(payload) or (
                 f"a {kind} that is no known transcript format; a request body of "
                 f"{', '.join(FORMATS[1:])} or workingctx JSON was expected (force one with --format)"
             )
