@@ -83,7 +83,7 @@ class TestBadFiles:
         [
             (
                 b'{"messages": [], "scratchpad": ["a", "b"]}',
-                "$.scratchpad: not a workingctx request: the scratchpad is a JSON object of notes, got list",
+                "$.scratchpad: not a workingctx request: the scratchpad is a JSON object of notes, got an array",
             ),
             (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', ":1: not UTF-8 text: byte 0xe9 at offset 46"),
             (b'{"messages": [\n' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested too deeply"),

@@ -578,7 +578,7 @@ def load_context(data: dict[str, Any]) -> WorkingContext:
         SerializationError: the data does not describe a context.
     """
     if not isinstance(data, dict):
-        msg = f"a transcript file holds a JSON object, got {type(data).__name__} at $"
+        msg = f"a transcript file holds a JSON object, got {_json_kind(data)} at $"
         raise SerializationError(msg, path="$")
     prefix = _part(data, "prefix", {}, PrefixContext)
     messages = _part(data, "messages", [], tuple[Message, ...])
@@ -586,7 +586,7 @@ def load_context(data: dict[str, Any]) -> WorkingContext:
     if notes is None:
         notes = {}
     if not isinstance(notes, dict):
-        msg = f"the scratchpad is a JSON object of notes, got {type(notes).__name__} at $.scratchpad"
+        msg = f"the scratchpad is a JSON object of notes, got {_json_kind(notes)} at $.scratchpad"
         raise SerializationError(msg, path="$.scratchpad")
     return WorkingContext(prefix=prefix, messages=messages, scratchpad=notes)
 
@@ -751,6 +751,24 @@ def _where(exc: BaseException) -> str | None:
     return path if isinstance(path, str) and path.startswith("$") else None
 
 
+def _json_kind(value: Any) -> str:
+    """
+    What kind of JSON value *value* is, as JSON names it: ``an object``, ``a number``, ``null``.
+
+    >>> _json_kind({}), _json_kind(42), _json_kind(None), _json_kind(True)
+    ('an object', 'a number', 'null', 'a boolean')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    return "an array" if isinstance(value, list) else "a string"
+
+
 _ENVELOPES: Final = (
     ("body", "a line of an OpenAI Batch API file"),
     ("params", "a request of an Anthropic message batch"),
@@ -806,9 +824,8 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         payload = _parse(path, chunk, number)
         found = fmt or detect(payload)
         if found is None:
-            kind = type(payload).__name__
             msg = _wrapped(payload) or (
-                f"a {kind} that is no known transcript format; a request body of "
+                f"{_json_kind(payload)} that is no known transcript format; a request body of "
                 f"{', '.join(FORMATS[1:])} or workingctx JSON was expected (force one with --format)"
             )
             raise InputError(path, msg, line=number)
