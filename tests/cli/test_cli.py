@@ -1930,6 +1930,8 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     line's: a Chat Completions request opening with an assistant turn (which
     OpenAI takes and Gemini refuses) is valid. ``--provider`` still puts every
     line under one; a line going to no provider of its own is refused by number.
+    Its report says it is a log of both formats (it named the last line's
+    format, "google"), and that the sizes it gives are the last request's.
     """
     chat = {
         "model": "gpt-4.1",
@@ -1952,7 +1954,10 @@ def test_a_log_mixing_providers_checks_and_replays_each_line_under_its_own(capsy
     assert "sent to" in run(capsys, "replay", str(path))[1]
     page = tmp_path / "report.html"
     assert 0 == run(capsys, "report", str(path), "-o", str(page))[0]
-    assert "on openai gpt-4.1, gemini gemini-2.5-flash;" in page.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    # a log, not the format of its last line; the sizes are the last request's, and said so
+    assert "<p>a log of 2 requests (openai_chat, google) on openai gpt-4.1, gemini gemini-2.5-flash;" in text
+    assert "the last request's prefix 0 tokens, tail 1 messages" in text
     path.write_text(f'{json.dumps(chat)}\n{{"messages": []}}\n{json.dumps(gemini)}\n', encoding="utf-8")
     status, _, err = run(capsys, "replay", str(path))
     assert 2 == status

@@ -278,6 +278,7 @@ def check_facts(doc: Document, *, provider: str | None) -> dict[str, Any]:
         "provider": rules.pop() if len(rules) == 1 else None,
         "valid": not any(r["problems"] for r in requests),
         "requests": requests,
+        "_formats": list(formats),  # of each request: a log may mix them
     }
 
 

@@ -157,6 +157,16 @@ def _sent_to(requests: Sequence[dict[str, Any]], replayed: dict[str, Any]) -> st
     return ", ".join(sent) if len(sent) > 1 else f"{replayed['provider']} {replayed['model']}"
 
 
+def _what(checked: dict[str, Any], replayed: dict[str, Any]) -> str:
+    """
+    What the file is: the format of its request, or a log of so many requests and the formats of its lines.
+    """
+    requests = len(checked["requests"])
+    if requests == 1:
+        return str(replayed["format"])
+    return f"a log of {requests} requests ({', '.join(dict.fromkeys(checked['_formats']))})"
+
+
 def _problems(checked: dict[str, Any]) -> str:
     """
     The problems ``check`` finds in the file: of each request of a log, under its line's number.
@@ -198,8 +208,9 @@ def render(replayed: dict[str, Any], inspected: dict[str, Any], checked: dict[st
 <html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>
 <style>{_CSS}</style></head><body>
 <h1>{escape(title)}</h1>
-<p>{escape(replayed["format"])} on {escape(_sent_to(main["requests"], replayed))};
-prefix {totals["prefix_tokens"]:,} tokens, tail {totals["tail_messages"]:,} messages ({totals["tail_tokens"]:,} tokens);
+<p>{escape(_what(checked, replayed))} on {escape(_sent_to(main["requests"], replayed))};
+{"the last request's " if len(checked["requests"]) > 1 else ""}prefix {totals["prefix_tokens"]:,} tokens, \
+tail {totals["tail_messages"]:,} messages ({totals["tail_tokens"]:,} tokens);
 window {escape(str(replayed["window"] or "none"))}{pause}.</p>
 <h2>Tokens per request: {escape(main["name"])}</h2>
 <p class="legend">{legend}<span>- - - the manager cut</span></p>
