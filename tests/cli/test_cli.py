@@ -785,19 +785,21 @@ def test_trim_of_a_log_onto_itself_is_refused_and_the_log_kept(capsys, tmp_path)
     assert read_file(str(body)).last.size() < read_file(sample("openai_chat")).last.size()
 
 
+def program(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """
+    ``python -m workingctx ARGV`` run in a process of its own, from *cwd*.
+    """
+    return subprocess.run(
+        [sys.executable, "-m", "workingctx", *argv], capture_output=True, text=True, check=False, timeout=120, cwd=cwd
+    )
+
+
 class TestProgram:
     def test_console_script_and_module_agree(self, tmp_path):
         """
         ``python -m workingctx check FILE`` runs the same command as the console script.
         """
-        result = subprocess.run(
-            [sys.executable, "-m", "workingctx", "check", sample("openai_chat"), "--json"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-            cwd=tmp_path,
-        )
+        result = program(tmp_path, "check", sample("openai_chat"), "--json")
         assert 0 == result.returncode, result.stderr
         assert json.loads(result.stdout)["valid"]
 
@@ -809,14 +811,7 @@ class TestProgram:
         sixteen bare lines, one per request of each trimming strategy.
         """
         argv = ["replay", sample("openai_chat"), "--model", "gpt-4.1", "--window", "100", "--low", "10"]
-        result = subprocess.run(
-            [sys.executable, "-m", "workingctx", *argv],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-            cwd=tmp_path,
-        )
+        result = program(tmp_path, *argv)
         assert 0 == result.returncode, result.stderr
         lines = result.stderr.splitlines()
         assert 2 == len(lines), result.stderr
