@@ -192,15 +192,55 @@ class TestState:
 
     def test_request_mode_still_checks(self):
         """
-        Without ``state``, a chunk is refused and a trailing unanswered call is an error, as before.
+        Without ``state``, a function message is refused and a trailing unanswered call is an error, as before.
         """
-        from langchain_core.messages import AIMessageChunk  # noqa: PLC0415
+        from langchain_core.messages import FunctionMessage  # noqa: PLC0415
 
-        with pytest.raises(ValueError, match="AIMessageChunk"):
-            langchain.read([AIMessageChunk("x")])
+        with pytest.raises(ValueError, match=r"'function' message.*state=True"):
+            langchain.read([FunctionMessage("42", name="f")])
         pending = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "pending_1"}])
         with pytest.raises(ProviderError):
             langchain.write(langchain.read([HumanMessage("q"), pending]))
+
+    @given(split=st.integers(0, 14), cut=st.integers(1, 5))
+    def test_a_streamed_reply_is_the_message_it_adds_up_to(self, split, cut):
+        """
+        A request may hold a reply as streaming gave it (``AIMessageChunk``s
+        summed): it reads as the AI message it adds up to, its tool calls
+        parsed from their chunks and answered by the tool messages after it,
+        and is written back as that message, for LangChain and every provider.
+        """
+        from langchain_core.messages import AIMessageChunk  # noqa: PLC0415
+
+        text, args = "Let me look", '{"city": "Paris"}'
+        pieces = [
+            AIMessageChunk(text[:split], id="r"),
+            AIMessageChunk(text[split:]),
+            *(
+                AIMessageChunk(
+                    "",
+                    tool_call_chunks=[
+                        {"name": "f" if n == 0 else None, "args": part, "id": "c1" if n == 0 else None, "index": 0}
+                    ],
+                )
+                for n, part in enumerate(args[i : i + cut] for i in range(0, len(args), cut))
+            ),
+        ]
+        summed = pieces[0]
+        for piece in pieces[1:]:
+            summed = summed + piece
+        request = [HumanMessage("weather?", id="h"), summed, ToolMessage("18C", tool_call_id="c1", id="t")]
+        ctx = langchain.read(request)
+        assert "assistant" == ctx.messages[1].role
+        assert [("c1", "f", {"city": "Paris"})] == [
+            (c.id, c.name, dict(c.arguments)) for c in ctx.messages[1].tool_calls
+        ]
+        assert () == langchain.check(ctx)
+        back = langchain.write(ctx)
+        assert AIMessage(text, id="r", tool_calls=[{"name": "f", "args": {"city": "Paris"}, "id": "c1"}]) == back[1]
+        assert AIMessage is type(back[1])
+        assert "18C" == openai_chat.write(ctx)["messages"][2]["content"]
+        assert "tool_result" == anthropic.write(ctx)["messages"][2]["content"][0]["type"]
 
 
 class TestInvalidToolCalls:

@@ -228,15 +228,32 @@ def _default(key: str, value: Any) -> bool:
     return value is None or value in ({}, []) or (key == "status" and value == "success")
 
 
+_CHUNKS = {
+    "AIMessageChunk": "ai",
+    "HumanMessageChunk": "human",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+}
+"""The streaming chunks a chat model takes as the message they complete, by the kind of that message."""
+
+_CHUNK_ONLY = frozenset({"tool_call_chunks", "chunk_position"})
+"""A chunk's fields its message lacks: the pieces its ``tool_calls`` were parsed from, and where it stood."""
+
+
 def _message(data: Mapping[str, Any], position: int, *, state: bool = False) -> Message:
     kind = data.get("type")
     role = _ROLES.get(kind) if isinstance(kind, str) else None
     if role is None and state and kind in _STATE_ROLES:
         return _state_message(data, kind)
+    if role is None and isinstance(kind, str) and kind in _CHUNKS:
+        # A chat model sends a chunk (what streaming gives, summed) as the message it completes.
+        whole = {k: v for k, v in data.items() if k not in _CHUNK_ONLY}
+        return _message({**whole, "type": _CHUNKS[kind]}, position)
     if role is None:
         msg = (
             f"messages[{position}] is a LangChain {kind!r} message; read takes system, human, ai and tool "
-            "messages (convert chat and function messages to these first)"
+            "messages and their streaming chunks (convert chat and function messages to these first, or read "
+            "a runtime's state with state=True)"
         )
         raise ArgumentValueError(msg, argument=f"messages[{position}]", value=data)
     content = _content(data)
@@ -507,6 +524,9 @@ def read(payload: Any, *, state: bool = False) -> Any:
     A WorkingContext from LangChain messages; leading system messages become the prefix.
     LangChain's own fields (``response_metadata``, ``additional_kwargs``, ...) ride in
     ``metadata["langchain"]`` and the message id in ``id``.
+
+    A streaming chunk (``AIMessageChunk``, summed or not, and the other chunks) reads as the
+    message it completes, as a chat model sends it, and is written back as that message.
 
     With ``state=True``, *payload* is a runtime's state rather than a request: every
     kind of message it may hold (``AIMessageChunk`` and the other chunks, chat,
