@@ -305,8 +305,8 @@ MODEL = {"role": "model", "parts": [{"text": "a later field"}]}
 ERRORS = [
     ({"contents": [{"role": "user", "parts": {"text": "x"}}, MODEL]}, "contents[0].parts"),
     ({"contents": [{"role": "user", "parts": [["x"]]}, MODEL]}, "contents[0].parts[0]"),
-    ({"contents": [[{"text": "x"}], MODEL]}, "contents[0]"),
-    ({"contents": {"role": "user"}, "x": [1]}, "contents"),
+    ({"contents": [5, MODEL]}, "contents[0]"),
+    ({"contents": 5, "x": [1]}, "contents"),
     ({"contents": [{"role": "assistant", "parts": [{"text": "x"}]}, MODEL]}, "contents[0].role"),
     ({"system_instruction": {"parts": {"text": "s"}}, "contents": [MODEL]}, "system_instruction.parts"),
     ({"config": {"systemInstruction": {"parts": "s"}}, "contents": [MODEL]}, "config.systemInstruction.parts"),
@@ -456,3 +456,36 @@ class TestInlineDataBase64:
         if refused:
             with pytest.raises(ProviderError, match="invalid-base64"):
                 google.write(google.read(body))
+
+
+_loose = st.one_of(
+    st.text(min_size=1, max_size=5),
+    st.builds(lambda t: {"text": t}, st.text(min_size=1, max_size=5)),
+    st.builds(lambda t: gtypes.Part(text=t), st.text(min_size=1, max_size=5)),
+)
+_calling = st.builds(lambda n: gtypes.Part(function_call=gtypes.FunctionCall(name=f"f{n}", args={})), st.integers(0, 3))
+_whole = st.builds(
+    lambda role, t: gtypes.Content(role=role, parts=[gtypes.Part(text=t)]),
+    st.sampled_from(["user", "model"]),
+    st.text(max_size=5),
+)
+_nested = st.lists(st.builds(lambda t: {"text": t}, st.text(min_size=1, max_size=5)), min_size=1, max_size=2)
+
+
+@given(
+    contents=_loose
+    | _whole
+    | st.builds(lambda c: {"role": "user", "parts": [{"text": c}]}, st.text(max_size=5))
+    | st.lists(_loose | _calling | _whole | _nested, min_size=1, max_size=6)
+)
+def test_contents_are_read_as_the_sdk_takes_them(contents):
+    """
+    ``contents`` may be what ``generate_content`` takes besides a list of
+    contents: a string, a part, or a list mixing strings, parts (function
+    calls among them), lists of parts and contents; it reads as the contents
+    the SDK sends for it (its own ``t_contents``).
+    """
+    from google.genai import _transformers  # noqa: PLC0415  # the SDK's own reading of contents, as the oracle
+
+    sent = [c.model_dump(mode="json", exclude_none=True) for c in _transformers.t_contents(contents)]
+    assert google.read({"contents": sent}).messages == google.read({"contents": contents}).messages

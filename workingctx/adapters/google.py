@@ -317,7 +317,7 @@ def read_messages(payload: Any) -> list[Message]:
             messages.append(_system(system))
         contents = data["contents"]
     reader = _Reader()
-    for position, raw in enumerate(expect_list(contents, "contents")):
+    for position, raw in enumerate(_as_contents(contents)):
         content = _fields(expect_mapping(raw, f"contents[{position}]"))
         role = content.get("role")
         if role not in ("user", "model", None):
@@ -331,6 +331,83 @@ def read_messages(payload: Any) -> list[Message]:
             Message("assistant" if role == "model" else "user", parts, provider_data={PROVIDER: extra} if extra else {})
         )
     return messages
+
+
+_PART_FIELDS = frozenset(
+    {
+        "audio_metadata",
+        "audio_transcription",
+        "code_execution_result",
+        "document_metadata",
+        "executable_code",
+        "file_data",
+        "function_call",
+        "function_response",
+        "inline_data",
+        "media_processing",
+        "media_resolution",
+        "part_metadata",
+        "speech_metadata",
+        "spreadsheet_metadata",
+        "text",
+        "thought",
+        "thought_signature",
+        "tool_call",
+        "tool_response",
+        "video_metadata",
+    }
+)
+"""The fields of a part (``types.Part``): a mapping of only these, and at least one, is a part, not a content."""
+
+
+def _as_contents(contents: Any) -> list[Any]:
+    """
+    *contents* as a list of contents, as the SDK takes them: a string or a part
+    alone is a content of it; in a list, each run of strings and parts between
+    contents is one content (a user's, or the model's for parts that call a
+    function, a run split where that changes), and a list in it a user content
+    of its parts.
+    """
+    contents = plain(contents)
+    if isinstance(contents, str) or _is_part(contents):
+        return [_content_of([_as_part(contents)])]
+    if isinstance(contents, Mapping):
+        return [contents]
+    out: list[Any] = []
+    run: list[Any] = []
+    for item in expect_list(contents, "contents"):
+        if isinstance(item, str) or _is_part(item):
+            part = _as_part(item)
+            if run and _calls(run[-1]) != _calls(part):
+                out.append(_content_of(run))
+                run = []
+            run.append(part)
+            continue
+        if run:
+            out.append(_content_of(run))
+            run = []
+        out.append({"role": "user", "parts": item} if isinstance(item, list) else item)
+    if run:
+        out.append(_content_of(run))
+    return out
+
+
+def _calls(part: Any) -> bool:
+    fields = _object(part)
+    return fields is not None and fields.get("function_call") is not None
+
+
+def _content_of(parts: list[Any]) -> dict[str, Any]:
+    return {"role": "model" if any(map(_calls, parts)) else "user", "parts": parts}
+
+
+def _is_part(item: Any) -> bool:
+    fields = _object(item)
+    return bool(fields) and fields.keys() <= _PART_FIELDS  # type: ignore[union-attr]
+
+
+def _as_part(item: Any) -> Any:
+    return {"text": item} if isinstance(item, str) else item
 
 
 @wire_errors("Gemini", "contents")
