@@ -74,9 +74,11 @@ def short_call_ids(ids: Iterable[str], limit: int) -> dict[str, str]:
     if limit <= _DIGEST + 1:
         msg = f"an id limit must leave room for a digest, got {limit!r}; use at least {_DIGEST + 2}"
         raise ValueError(msg)
-    present = set(ids)
-    long = sorted(call_id for call_id in present if len(call_id) > limit)
-    taken = present.difference(long)
+    every = ids if isinstance(ids, list) else list(ids)
+    long = sorted({call_id for call_id in every if len(call_id) > limit})
+    if not long:  # the usual request: nothing to rename, no set of every id
+        return {}
+    taken = set(every).difference(long)
     names: dict[str, str] = {}
     for call_id in long:
         n = 1

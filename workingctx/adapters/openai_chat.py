@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workingctx.adapters import _engine as engine
@@ -617,16 +617,23 @@ NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """What OpenAI takes as a speaker's name and as a called function's name (``invalid_value`` otherwise)."""
 
 
-def _ids(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, str]]:
+def _ids(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
     """
     Each tool call id of *messages* (its calls' and the one a tool message answers), with its message's position.
     """
+    found: list[tuple[int, str]] = []
     for position, message in enumerate(messages):
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
-                yield position, call["id"]
-        if isinstance(message.get("tool_call_id"), str):
-            yield position, message["tool_call_id"]
+        calls = message.get("tool_calls")
+        if calls:
+            found.extend(
+                (position, call["id"])
+                for call in calls
+                if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+            )
+        answered = message.get("tool_call_id")
+        if isinstance(answered, str):
+            found.append((position, answered))
+    return found
 
 
 def _short_ids(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -635,9 +642,9 @@ def _short_ids(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     short name (:func:`~workingctx.callids.short_call_ids`), in the calls and
     in the tool messages that answer them alike.
     """
-    if all(len(call_id) <= ID_LIMIT for _, call_id in _ids(out)):
+    names = short_call_ids([call_id for _, call_id in _ids(out)], ID_LIMIT)
+    if not names:
         return out
-    names = short_call_ids((call_id for _, call_id in _ids(out)), ID_LIMIT)
     renamed = []
     for message in out:
         calls, answered = message.get("tool_calls"), message.get("tool_call_id")
@@ -718,18 +725,6 @@ def wire_problems(
     if not messages:
         problems.append(Problem(None, "empty", "there is no message to send; add a user message"))
     problems.extend(_name_problems(messages, origins))
-    for position, call_id in _ids(messages):
-        if len(call_id) > ID_LIMIT:
-            index = position if origins is None else origins[position]
-            problems.append(
-                Problem(
-                    index,
-                    "id-length",
-                    f"messages[{position}]: tool call id {call_id!r} has {len(call_id)} characters and OpenAI takes "
-                    f"at most {ID_LIMIT}; write the context read from it, which names the call within that",
-                    (call_id,),
-                )
-            )
     for position, message in enumerate(messages):
         index = position if origins is None else origins[position]
         where = f"messages[{position}]" if origins is None else f"messages[{position}] (from message {index})"
@@ -763,6 +758,10 @@ def wire_problems(
     return tuple(problems)
 
 
+_NAMED_ROLES = frozenset({"system", "developer", "user", "assistant"})
+"""The roles whose ``name`` OpenAI reads (and checks)."""
+
+
 def _name_problems(messages: Sequence[Mapping[str, Any]], origins: Sequence[int] | None) -> list[Problem]:
     """
     A problem for each speaker's name and each called function's name that OpenAI refuses.
@@ -770,26 +769,25 @@ def _name_problems(messages: Sequence[Mapping[str, Any]], origins: Sequence[int]
     problems: list[Problem] = []
     for position, message in enumerate(messages):
         index = position if origins is None else origins[position]
-        named: list[tuple[str, object]] = []
-        if message.get("role") in {"system", "developer", "user", "assistant"}:
-            named.append((f"messages[{position}].name", message.get("name")))
+        name = message.get("name")
+        if isinstance(name, str) and message.get("role") in _NAMED_ROLES and not NAME_PATTERN.fullmatch(name):
+            problems.append(_bad_name(index, f"messages[{position}].name", name))
         for number, call in enumerate(message.get("tool_calls") or ()):
-            if isinstance(call, Mapping):
-                kind = "custom" if call.get("type") == "custom" else "function"
-                holder = call.get(kind)
-                if isinstance(holder, Mapping):
-                    named.append((f"messages[{position}].tool_calls[{number}].{kind}.name", holder.get("name")))
-        problems.extend(
-            Problem(
-                index,
-                "name-format",
-                f"{where} is {name!r}, and OpenAI takes only 1 to 64 letters, digits, '_' and '-' "
-                f"(rename it, e.g. {_suggested(name)!r})",
-            )
-            for where, name in named
-            if isinstance(name, str) and not NAME_PATTERN.fullmatch(name)
-        )
+            kind = "custom" if isinstance(call, Mapping) and call.get("type") == "custom" else "function"
+            holder = call.get(kind) if isinstance(call, Mapping) else None
+            name = holder.get("name") if isinstance(holder, Mapping) else None
+            if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
+                problems.append(_bad_name(index, f"messages[{position}].tool_calls[{number}].{kind}.name", name))
     return problems
+
+
+def _bad_name(index: int, where: str, name: str) -> Problem:
+    return Problem(
+        index,
+        "name-format",
+        f"{where} is {name!r}, and OpenAI takes only 1 to 64 letters, digits, '_' and '-' "
+        f"(rename it, e.g. {_suggested(name)!r})",
+    )
 
 
 def _suggested(name: str) -> str:
@@ -855,7 +853,26 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
         *media_problems(messages),
         *lost(messages),
         *wire_problems(raw),
+        *_long_ids(raw),
     )
+
+
+def _long_ids(raw: Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """
+    A problem for each tool call id of a payload longer than OpenAI takes (a
+    written body has none: ``write`` gives such a call a short name).
+    """
+    return [
+        Problem(
+            position,
+            "id-length",
+            f"messages[{position}]: tool call id {call_id!r} has {len(call_id)} characters and OpenAI takes "
+            f"at most {ID_LIMIT}; write the context read from it, which names the call within that",
+            (call_id,),
+        )
+        for position, call_id in _ids(raw)
+        if len(call_id) > ID_LIMIT
+    ]
 
 
 @wire_errors("Chat Completions", "messages")

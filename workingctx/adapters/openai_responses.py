@@ -751,9 +751,9 @@ def _short_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     short name (:func:`~workingctx.callids.short_call_ids`), in the calls and
     in the outputs that answer them alike.
     """
-    if all(len(call_id) <= ID_LIMIT for item in items for call_id in _call_ids(item)):
+    names = short_call_ids([call_id for item in items for call_id in _call_ids(item)], ID_LIMIT)
+    if not names:
         return items
-    names = short_call_ids((call_id for item in items for call_id in _call_ids(item)), ID_LIMIT)
     return [
         {**item, _call_key(item): names[item[_call_key(item)]]} if any(c in names for c in _call_ids(item)) else item
         for item in items
