@@ -398,12 +398,15 @@ def _calls(part: Any) -> bool:
 
 
 def _content_of(parts: list[Any]) -> dict[str, Any]:
-    return {"role": "model" if any(map(_calls, parts)) else "user", "parts": parts}
+    """The content of a run of parts (all calling a function, or none)."""
+    return {"role": "model" if _calls(parts[0]) else "user", "parts": parts}
 
 
 def _is_part(item: Any) -> bool:
+    if isinstance(item, Mapping) and ("parts" in item or "role" in item):
+        return False  # a content, the usual item: not taken apart twice
     fields = _object(item)
-    return bool(fields) and fields.keys() <= _PART_FIELDS  # type: ignore[union-attr]
+    return fields is not None and bool(fields) and fields.keys() <= _PART_FIELDS
 
 
 def _as_part(item: Any) -> Any:
