@@ -151,6 +151,8 @@ Rule: TypeAlias = Literal[
     "unencodable-text",
     "invalid-base64",
     "result-kind",
+    "call-after-model",
+    "split-responses",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -205,6 +207,14 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "result-kind": (
         "a tool result answers a provider's own call that only an output item of its kind answers (wire format)",
         frozenset({"openai"}),
+    ),
+    "call-after-model": (
+        "a call turn follows another model turn, not a user or function response turn (wire format)",
+        frozenset({"gemini"}),
+    ),
+    "split-responses": (
+        "the responses to one call turn are spread over several contents (wire format)",
+        frozenset({"gemini"}),
     ),
 }
 """Each rule id, with what it means and the providers that enforce it."""

@@ -6,6 +6,7 @@ input, thought signatures, id-less calls, cross-format writes and responses.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 
 import pytest
@@ -489,3 +490,51 @@ def test_contents_are_read_as_the_sdk_takes_them(contents):
 
     sent = [c.model_dump(mode="json", exclude_none=True) for c in _transformers.t_contents(contents)]
     assert google.read({"contents": sent}).messages == google.read({"contents": contents}).messages
+
+
+@st.composite
+def _split_turns(draw):
+    """
+    A Gemini body, and the same body as a client may have kept it: a call
+    turn's thoughts apart from its calls (a model turn, then a call turn) and
+    the responses to a call turn over several contents; with how many of each.
+    """
+    body = draw(google_bodies())
+    contents: list = []
+    calls_apart = responses_apart = 0
+    for content in body["contents"]:
+        parts = content["parts"]
+        called = [p for p in parts if "function_call" in p]
+        if content["role"] == "model" and called and len(called) < len(parts) and draw(st.booleans()):
+            contents += [{"role": "model", "parts": parts[: -len(called)]}, {"role": "model", "parts": called}]
+            calls_apart += 1
+        elif content["role"] == "user" and len(parts) > 1 and "function_response" in parts[0] and draw(st.booleans()):
+            cuts = sorted(draw(st.sets(st.integers(1, len(parts) - 1), min_size=1)))
+            bounds = [0, *cuts, len(parts)]
+            contents += [{"role": "user", "parts": parts[a:b]} for a, b in itertools.pairwise(bounds)]
+            responses_apart += 1
+        else:
+            contents.append(content)
+    return body, {**body, "contents": contents}, calls_apart, responses_apart
+
+
+@given(_split_turns())
+def test_turns_gemini_refuses_apart_are_problems_and_written_joined(case):
+    """
+    Gemini takes a call turn only after a user turn or a function response
+    turn ("function call turn comes immediately after a user turn or after a
+    function response turn"), and every response to a call turn in the one
+    content after it ("the number of function response parts is equal to the
+    number of function call parts"). A body split so is a ``call-after-model``
+    problem for each call turn after a model turn and a ``split-responses``
+    problem for each call turn's first content of responses; written, the
+    turns are joined and nothing is lost: the body before the split, which
+    the SDK takes.
+    """
+    body, split, calls_apart, responses_apart = case
+    rules = [p.rule for p in google.check(split)]
+    assert rules.count("call-after-model") == calls_apart
+    assert rules.count("split-responses") == responses_apart
+    assert len(rules) == calls_apart + responses_apart
+    assert valid(google.write(google.read(split))) == body
+    assert google.check(body) == ()

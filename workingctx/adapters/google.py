@@ -610,8 +610,58 @@ def _write_turns(messages: Sequence[Message], *, bypass: bool = True) -> tuple[l
     out, origins = engine.grouped(
         messages, turn, lambda last, turn: last["parts"].extend(turn["parts"]), after_empty=False
     )
+    out, origins = _joined(out, origins)
     _sign(out, bypass=bypass)
     return out, origins
+
+
+def _role(content: Mapping[str, Any]) -> Any:
+    return content.get("role", "user")
+
+
+def _count(content: Mapping[str, Any], kind: str) -> int:
+    """
+    How many parts of *content* are *kind* parts (``function_call``, ``function_response``).
+    """
+    parts = content.get("parts")
+    if not isinstance(parts, Sequence) or isinstance(parts, str):
+        return 0
+    return sum(1 for part in parts if isinstance(part, Mapping) and kind in part)
+
+
+def _joins(last: Mapping[str, Any], content: Mapping[str, Any]) -> bool:
+    """
+    Whether Gemini refuses *content* right after *last* when they stay apart:
+    a call turn must follow a user turn or a function response turn, and the
+    responses to a call turn must all be in the one content after it.
+    """
+    role = _role(content)
+    if role != _role(last):
+        return False
+    if role == "model":
+        return _count(content, "function_call") > 0
+    return _count(content, "function_response") > 0 and _count(last, "function_response") > 0
+
+
+def _joined(contents: list[dict[str, Any]], origins: list[list[int]]) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """
+    *contents* with each content Gemini refuses after the one before it (see
+    :func:`_joins`; a transcript read from Gemini may hold such, split as
+    they were sent) joined to it: its parts after that content's.
+    """
+    out: list[dict[str, Any]] = []
+    where: list[list[int]] = []
+    for content, origin in zip(contents, origins, strict=True):
+        if out and _joins(out[-1], content):
+            last = out[-1]
+            last["parts"].extend(content["parts"])
+            for key, value in content.items():
+                last.setdefault(key, value)
+            where[-1].extend(origin)
+        else:
+            out.append(content)
+            where.append(origin)
+    return out, where
 
 
 def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
@@ -636,7 +686,9 @@ def wire_problems(
 ) -> tuple[Problem, ...]:
     """
     Rules of the Gemini wire format itself: at least one content, a user turn
-    first, no content without parts.
+    first, no content without parts, a call turn only after a user turn or a
+    function response turn, and every response to a call turn in the one
+    content after it.
 
     Problem indexes are positions in *contents*, or with *origins* (for each
     content, the positions of the messages written into it) the first of those.
@@ -659,6 +711,32 @@ def wire_problems(
             )
         )
     for position, content in enumerate(contents):
+        calls = _count(content, "function_call") if _role(content) == "model" else 0
+        if calls and position and _role(contents[position - 1]) == "model":
+            index, at = where(position)
+            problems.append(
+                Problem(
+                    index,
+                    "call-after-model",
+                    f"{at} calls functions right after another model turn, and Gemini takes a call turn "
+                    "only after a user turn or a function response turn: join the two model turns into "
+                    "one (write does)",
+                )
+            )
+        if calls and position + 2 < len(contents):
+            answer, then = contents[position + 1], contents[position + 2]
+            answered = _count(answer, "function_response")
+            if 0 < answered < calls and _role(then) == "user" and _count(then, "function_response"):
+                index, at = where(position + 1)
+                problems.append(
+                    Problem(
+                        index,
+                        "split-responses",
+                        f"{at} answers {answered} of the {calls} calls of the turn before it, the others "
+                        "coming in the contents after it, and Gemini wants every response to a call turn "
+                        "in the one content after it: join those contents into one (write does)",
+                    )
+                )
         if not content.get("parts"):
             index, at = where(position)
             problems.append(
