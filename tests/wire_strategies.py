@@ -18,6 +18,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from workingctx.messages import image_type
+
 texts = st.text(max_size=20)
 # text every provider accepts as content: not empty, no whitespace at either end
 solid = st.text(min_size=1, max_size=20).map(str.strip).filter(bool)
@@ -186,7 +188,10 @@ a_text = st.builds(lambda t, c, cited: {"type": "text", "text": t, **cited, **c}
 a_image = st.builds(
     lambda source, c: {"type": "image", "source": source, **c},
     st.builds(
-        lambda d, m: {"type": "base64", "media_type": m, "data": d}, b64, st.sampled_from(["image/png", "image/jpeg"])
+        # labelled as its bytes say when they say a type, as Anthropic wants
+        lambda raw, m: {"type": "base64", "media_type": image_type(raw) or m, "data": base64.b64encode(raw).decode()},
+        st.binary(min_size=1, max_size=24),
+        st.sampled_from(["image/png", "image/jpeg"]),
     )
     | st.just({"type": "url", "url": "https://example.com/a.png"}),
     cache_controls,

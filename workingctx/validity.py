@@ -153,6 +153,7 @@ Rule: TypeAlias = Literal[
     "result-kind",
     "call-after-model",
     "split-responses",
+    "media-type",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -215,6 +216,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "split-responses": (
         "the responses to one call turn are spread over several contents (wire format)",
         frozenset({"gemini"}),
+    ),
+    "media-type": (
+        "an inline image is labelled with another type than its bytes are (wire format)",
+        frozenset({"anthropic"}),
     ),
 }
 """Each rule id, with what it means and the providers that enforce it."""

@@ -5,6 +5,7 @@ cross-format writes, ids, checks, responses and cache breakpoints.
 
 from __future__ import annotations
 
+import base64
 import itertools
 
 import attrs
@@ -19,7 +20,7 @@ from pydantic import TypeAdapter
 from tests.wire_strategies import anthropic_bodies, chat_messages
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, openai_chat
-from workingctx.messages import ReasoningBlock, TextBlock, ToolResultBlock
+from workingctx.messages import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolResultBlock
 
 MESSAGES = TypeAdapter(list[MessageParam])
 SYSTEM = TypeAdapter(str | list[TextBlockParam])
@@ -365,3 +366,72 @@ def test_a_cited_answer_from_the_sdk_is_sent_to_other_providers():
         assert "It rains in Oslo." in said[0], module.__name__
         assert said[-1] == "Take an umbrella.", module.__name__
     assert anthropic.read_response(reply, context=ctx).text() == "It rains in Oslo."
+
+
+_SIGNED = {
+    "image/png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+    "image/jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00",
+    "image/gif": b"GIF89a\x01\x00\x01\x00",
+    "image/webp": b"RIFF\x1a\x00\x00\x00WEBPVP8 ",
+}
+_images = st.builds(
+    lambda kind, tail: (kind, base64.b64encode(_SIGNED[kind] + tail).decode("ascii")),
+    st.sampled_from(sorted(_SIGNED)),
+    st.binary(max_size=40),
+)
+
+
+@given(_images, st.sampled_from(sorted(_SIGNED)), st.booleans())
+def test_an_image_labelled_with_another_type_than_its_bytes_is_sent_as_its_bytes_say(image, label, in_result):
+    """
+    Anthropic refuses an inline image whose ``media_type`` is not the type of
+    its bytes ("The image was specified using the image/jpeg media type, but
+    the image appears to be a image/png image"), in a user turn or in a tool
+    result. ``check`` reports such a payload as ``media-type``, naming the
+    block; ``write`` labels the image as its bytes say, and a context from
+    another format (a data URL of the wrong type, or no type at all) is written so too.
+    """
+    kind, data = image
+    block = {"type": "image", "source": {"type": "base64", "media_type": label, "data": data}}
+    turns = [{"role": "user", "content": [block, {"type": "text", "text": "what is it?"}]}]
+    path = "content[0]"
+    if in_result:
+        turns = [
+            {"role": "user", "content": "take a screenshot"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [block]}]},
+        ]
+        path = "content[0].content[0]"
+    body = {"messages": turns}
+    problems = anthropic.check(valid(body))
+    if label == kind:
+        assert problems == ()
+    else:
+        assert [(p.rule, p.index) for p in problems] == [("media-type", len(turns) - 1)]
+        assert f"{path} is an image labelled {label!r} whose bytes are {kind!r}" in problems[0].message
+    written = valid(anthropic.write(anthropic.read(body)))
+    sent = written["messages"][-1]["content"][0]
+    assert (sent["content"][0] if in_result else sent)["source"] == {"type": "base64", "media_type": kind, "data": data}
+    assert anthropic.check(written) == ()
+    for url in (f"data:{label};base64,{data}", None):
+        image_block = ImageBlock(
+            MediaRef(kind="data", data_base64=data) if url is None else MediaRef(kind="data", data_base64=url)
+        )
+        out = anthropic.write([Message.user([image_block, TextBlock("what is it?")])])
+        assert out["messages"][0]["content"][0]["source"]["media_type"] == kind
+
+
+def test_an_image_of_a_type_anthropic_does_not_take_is_unsendable():
+    """
+    Anthropic takes JPEG, PNG, GIF and WebP images only: an inline image of
+    another type (a BMP) is an ``unsendable`` problem naming its type, and
+    write sends nothing.
+    """
+    chat = [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/bmp;base64,Qk0eAAAA"}}]}
+    ]
+    problems = anthropic.check(openai_chat.read(chat))
+    assert [p.rule for p in problems] == ["unsendable"]
+    assert "'image/bmp'" in problems[0].message
+    with pytest.raises(ProviderError, match="unsendable"):
+        anthropic.write(openai_chat.read(chat))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -63,6 +63,7 @@ from workingctx.messages import (
     ToolResultBlock,
     Usage,
     VideoBlock,
+    image_type,
 )
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
@@ -300,12 +301,43 @@ def _cache_control(cache: CacheBreakpoint | None) -> dict[str, Any]:
     return {"cache_control": control}
 
 
-def _source(media: MediaRef, default_mime: str) -> dict[str, Any] | None:
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types Anthropic takes."""
+
+
+def _head(data: str) -> bytes:
+    """
+    The first bytes of the base64 text *data*, enough for an image's
+    signature; none when they are not base64.
+    """
+    head = data[:24]
+    try:
+        return base64.b64decode(head + "=" * (-len(head) % 4))
+    except ValueError:
+        return b""
+
+
+def _inline(media: MediaRef, default_mime: str) -> tuple[str, str]:
+    """
+    The MIME type and base64 text of inline media (a data URL's own type first).
+    """
+    data = media.data_base64 or ""
+    mime = media.mime_type or default_mime
+    if data.startswith("data:") and ";base64," in data:
+        mime, data = data[5:].split(";base64,", 1)
+    return mime, data
+
+
+def _source(media: MediaRef, default_mime: str, *, image: bool = False) -> dict[str, Any] | None:
+    """
+    The ``source`` of a media block; an inline *image* is labelled with the
+    type its bytes say when they say one (Anthropic refuses an image labelled
+    otherwise: a JPEG sent as ``image/png``, the type assumed when none is given).
+    """
     if media.kind == "data":
-        data = media.data_base64 or ""
-        mime = media.mime_type or default_mime
-        if data.startswith("data:") and ";base64," in data:
-            mime, data = data[5:].split(";base64,", 1)
+        mime, data = _inline(media, default_mime)
+        if image:
+            mime = image_type(_head(data)) or mime
         return {"type": "base64", "media_type": mime, "data": data}
     if media.kind == "url":
         return {"type": "url", "url": media.url}
@@ -325,7 +357,7 @@ def _write_block(block: ContentBlock) -> dict[str, Any] | None:
         citations = {"citations": thaw(citations["citations"])} if "citations" in citations else {}
         return {"type": "text", "text": block.text, **citations, **_cache_control(block.cache)}
     if isinstance(block, ImageBlock):
-        source = _source(block.media, "image/png")
+        source = _source(block.media, "image/png", image=True)
         return None if source is None else {"type": "image", "source": source, **_cache_control(block.cache)}
     if isinstance(block, DocumentBlock):
         source = _source(block.media, "application/pdf")
@@ -721,7 +753,49 @@ def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | N
         )
     if message.role == "system" and isinstance(block, ImageBlock | DocumentBlock):
         return "a system message, which Anthropic takes as text only", "move it into a user message"
+    if isinstance(block, ImageBlock) and block.media.kind == "data":
+        mime, data = _inline(block.media, "image/png")
+        if mime not in IMAGE_TYPES and image_type(_head(data)) is None:
+            return (
+                f"an image of type {mime!r}, and Anthropic takes JPEG, PNG, GIF and WebP images only",
+                "convert it to one of those",
+            )
     return None
+
+
+def _mislabelled(block: Any) -> tuple[Any, str] | None:
+    """
+    The type an inline image block is labelled with and the type its bytes
+    say, when they differ; else None.
+    """
+    source = block.get("source") if isinstance(block, Mapping) and block.get("type") == "image" else None
+    if not isinstance(source, Mapping) or source.get("type") != "base64" or not isinstance(source.get("data"), str):
+        return None
+    actual = image_type(_head(source["data"]))
+    declared = source.get("media_type")
+    return None if actual is None or actual == declared else (declared, actual)
+
+
+def _image_problems(content: list[Any], index: int | None, where: Any) -> Iterable[Problem]:
+    """
+    A ``media-type`` problem for each inline image of *content* (those in
+    tool results too) labelled with another type than its bytes say.
+    """
+    for position, block in enumerate(content):
+        inner = block.get("content") if isinstance(block, Mapping) and block.get("type") == "tool_result" else None
+        found = [(f"content[{position}]", block)]
+        if isinstance(inner, list):
+            found += [(f"content[{position}].content[{j}]", item) for j, item in enumerate(inner)]
+        for path, image in found:
+            wrong = _mislabelled(image)
+            if wrong is not None:
+                declared, actual = wrong
+                yield Problem(
+                    index,
+                    "media-type",
+                    f"{where}: {path} is an image labelled {declared!r} whose bytes are {actual!r}, which "
+                    f"Anthropic refuses: label it {actual!r} (write does)",
+                )
 
 
 def wire_problems(
@@ -748,6 +822,7 @@ def wire_problems(
         problems.extend(_text_problems(message, index, where, last))
         if not isinstance(content, list):
             continue
+        problems.extend(_image_problems(content, index, where))
         seen_other = False
         for block in content:
             kind = block.get("type")

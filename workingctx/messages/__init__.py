@@ -15,8 +15,8 @@ True
 
 import typing
 
-# Re-exported "as" themselves and kept out of __all__: BLOCK_TYPES, STORE_URL_PREFIX, _as_tuple,
-# asked_id, answered_id, item_call_ids, calls_of, tool_answers and check_messages serve the rest of workingctx.
+# Re-exported "as" themselves and kept out of __all__: BLOCK_TYPES, STORE_URL_PREFIX, _as_tuple, asked_id,
+# answered_id, item_call_ids, calls_of, tool_answers, check_messages and image_type serve the rest of workingctx.
 from workingctx.messages._blocks import (
     BLOCK_TYPES as BLOCK_TYPES,
 )
@@ -48,6 +48,7 @@ from workingctx.messages._message import check_messages as check_messages
 from workingctx.messages._message import tool_answers as tool_answers
 from workingctx.messages._refs import STORE_URL_PREFIX as STORE_URL_PREFIX
 from workingctx.messages._refs import AnnotationRef, CacheBreakpoint, MediaRef
+from workingctx.messages._refs import image_type as image_type
 from workingctx.messages._usage import Usage
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from workingctx import _checks
 from workingctx.exceptions import ArgumentTypeError, InvalidMessageError
 from workingctx.messages._blocks import AudioBlock, ContentBlock, DocumentBlock, ImageBlock, TextBlock, VideoBlock
-from workingctx.messages._refs import MediaRef
+from workingctx.messages._refs import MediaRef, image_type
 
 if TYPE_CHECKING:
     from workingctx.media import MediaStore  # a layer above: for annotations only
@@ -154,19 +154,8 @@ def _guess_mime(path: Path, data: bytes) -> str:
     """
     guessed = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     if guessed.startswith("image/"):
-        for signature, offset, kind in _IMAGE_SIGNATURES:
-            if data[offset : offset + len(signature)] == signature and (offset == 0 or data.startswith(b"RIFF")):
-                return kind
+        return image_type(data) or guessed
     return guessed
-
-
-_IMAGE_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
-    (b"\xff\xd8\xff", 0, "image/jpeg"),
-    (b"GIF87a", 0, "image/gif"),
-    (b"GIF89a", 0, "image/gif"),
-    (b"WEBP", 8, "image/webp"),  # after "RIFF" and the size
-)
 
 
 def _media_block(mime: str, media: MediaRef) -> ContentBlock:

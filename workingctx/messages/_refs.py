@@ -12,7 +12,7 @@ import attrs
 from workingctx.exceptions import InvalidMessageError
 from workingctx.messages._fields import _one_of, _opt_int, _opt_str
 
-__all__ = ["STORE_URL_PREFIX", "AnnotationRef", "CacheBreakpoint", "MediaRef"]
+__all__ = ["STORE_URL_PREFIX", "AnnotationRef", "CacheBreakpoint", "MediaRef", "image_type"]
 
 
 @attrs.frozen(cache_hash=True)
@@ -59,6 +59,30 @@ class MediaRef:
             raise InvalidMessageError(msg)
         if self.kind == "store":
             _check_store_ref(self)
+
+
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"WEBP", 8, "image/webp"),  # after "RIFF" and the size
+)
+
+
+def image_type(data: bytes) -> str | None:
+    """
+    The MIME type the signature of *data* says, for the image types every
+    provider takes (PNG, JPEG, GIF, WebP); None for other bytes. A provider
+    refuses an image labelled with another type than its bytes'.
+
+    >>> image_type(b"GIF89a"), image_type(b"%PDF-1.7")
+    ('image/gif', None)
+    """
+    for signature, offset, kind in _IMAGE_SIGNATURES:
+        if data[offset : offset + len(signature)] == signature and (offset == 0 or data.startswith(b"RIFF")):
+            return kind
+    return None
 
 
 STORE_URL_PREFIX = "workingctx://media/"
