@@ -154,6 +154,9 @@ Rule: TypeAlias = Literal[
     "call-after-model",
     "split-responses",
     "media-type",
+    "image-size",
+    "image-dimensions",
+    "media-count",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -221,6 +224,12 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         "an inline image is labelled with another type than its bytes are (wire format)",
         frozenset({"anthropic"}),
     ),
+    "image-size": ("an inline image is larger than the provider takes (wire format)", frozenset({"anthropic"})),
+    "image-dimensions": (
+        "an image has a side longer than the provider takes, in a request of its number of images (wire format)",
+        frozenset({"anthropic"}),
+    ),
+    "media-count": ("a request holds more images than the provider takes (wire format)", frozenset({"anthropic"})),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

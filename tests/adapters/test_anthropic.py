@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import struct
 
 import attrs
 import pytest
@@ -368,12 +369,23 @@ def test_a_cited_answer_from_the_sdk_is_sent_to_other_providers():
     assert anthropic.read_response(reply, context=ctx).text() == "It rains in Oslo."
 
 
-_SIGNED = {
-    "image/png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
-    "image/jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00",
-    "image/gif": b"GIF89a\x01\x00\x01\x00",
-    "image/webp": b"RIFF\x1a\x00\x00\x00WEBPVP8 ",
-}
+def _image_bytes(kind, width, height, padding):
+    """
+    The header of an image of *kind* and size (a JPEG's frame after EXIF segments of *padding* bytes).
+    """
+    if kind == "png":
+        return b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00"
+    if kind == "gif":
+        return b"GIF89a" + struct.pack("<HH", width, height) + b"\x00\x00\x00"
+    if kind == "webp":
+        sizes = (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+        return b"RIFF\x16\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00" + sizes
+    chunks = [min(65_000, padding - start) for start in range(0, padding, 65_000)]
+    exif = b"".join(b"\xff\xe1" + struct.pack(">H", chunk + 2) + b"\x00" * chunk for chunk in chunks)
+    return b"\xff\xd8" + exif + b"\xff\xc0\x00\x11\x08" + struct.pack(">HH", height, width) + b"\x03" + b"\x00" * 9
+
+
+_SIGNED = {f"image/{kind}": _image_bytes(kind, 16, 9, 0) for kind in ("png", "jpeg", "gif", "webp")}
 _images = st.builds(
     lambda kind, tail: (kind, base64.b64encode(_SIGNED[kind] + tail).decode("ascii")),
     st.sampled_from(sorted(_SIGNED)),
@@ -435,3 +447,91 @@ def test_an_image_of_a_type_anthropic_does_not_take_is_unsendable():
     assert "'image/bmp'" in problems[0].message
     with pytest.raises(ProviderError, match="unsendable"):
         anthropic.write(openai_chat.read(chat))
+
+
+_sides = st.sampled_from([1, 640, 1999, 2000, 2001, 4000, 7999, 8000, 8001, 9000])
+_sized_image = st.tuples(
+    st.sampled_from(["png", "jpeg", "gif", "webp"]), _sides, _sides, st.sampled_from([0, 300, 150_000])
+)
+# a few images, or about as many as make a request one of many images (more than 20)
+_sized_images = (st.integers(1, 4) | st.integers(19, 23)).flatmap(
+    lambda n: st.lists(_sized_image, min_size=n, max_size=n)
+)
+
+
+@given(_sized_images, st.booleans())
+def test_images_larger_than_anthropic_takes_are_problems(images, in_results):
+    """
+    Anthropic refuses an image with a side over 8000 pixels, and over 2000
+    in a request of more than 20 images ("At least one of the image
+    dimensions exceed max allowed size for many-image requests: 2000
+    pixels"), which a growing transcript of screenshots reaches. Each such
+    image is an ``image-dimensions`` problem naming its size and the limit,
+    read from its header (a JPEG's after a long EXIF segment too), in a user
+    turn or a tool result; ``write`` refuses the request, and sends it when none is.
+    """
+    limit = 2000 if len(images) > 20 else 8000
+    blocks = []
+    for kind, width, height, padding in images:
+        data = base64.b64encode(_image_bytes(kind, width, height, padding)).decode("ascii")
+        blocks.append({"type": "image", "source": {"type": "base64", "media_type": f"image/{kind}", "data": data}})
+    if in_results:
+        turns = [
+            {"role": "user", "content": "take the screenshots"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shots", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": blocks}]},
+        ]
+    else:
+        turns = [{"role": "user", "content": [*blocks, {"type": "text", "text": "compare them"}]}]
+    body = {"messages": turns}
+    too_large = [f"{w}x{h} pixels" for _, w, h, _ in images if max(w, h) > limit]
+    problems = anthropic.check(valid(body))
+    assert [p.rule for p in problems] == ["image-dimensions"] * len(too_large)
+    assert [p.message.split(" is an image of ")[1].split(",")[0] for p in problems] == too_large
+    assert all(f"takes {limit} pixels a side at most" in p.message for p in problems)
+    if too_large:
+        with pytest.raises(ProviderError, match="image-dimensions"):
+            anthropic.write(anthropic.read(body))
+    else:
+        assert valid(anthropic.write(anthropic.read(body))) == body
+
+
+@pytest.mark.parametrize("count", [100, 101])
+def test_more_images_than_anthropic_takes_are_a_problem(count):
+    """
+    Anthropic takes 100 images in a request at most ("Too much media: 0
+    document pages + 102 images > 100"): more is a ``media-count`` problem
+    naming the number and the first turn holding one, and ``write`` refuses.
+    """
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlhAQABAAAAAA=="}}
+    body = {"messages": [{"role": "user", "content": "look"}, {"role": "assistant", "content": "at what?"}]}
+    body["messages"] += [{"role": "user", "content": [image] * count}]
+    problems = anthropic.check(body)
+    if count <= 100:
+        assert problems == ()
+        return
+    assert [(p.rule, p.index) for p in problems] == [("media-count", 2)]
+    assert f"holds {count} images, from messages[2] on" in problems[0].message
+    with pytest.raises(ProviderError, match="media-count"):
+        anthropic.write(anthropic.read(body))
+
+
+def test_an_image_longer_than_anthropic_takes_is_a_problem():
+    """
+    Anthropic takes an image of 5 MB of base64 at most ("image exceeds 5 MB
+    maximum: 6275800 bytes > 5242880 bytes"): a longer one is an ``image-size`` problem.
+    """
+    head = base64.b64encode(_image_bytes("png", 100, 100, 0)).decode("ascii")
+    for length, found in ((5 * 1024 * 1024, []), (5 * 1024 * 1024 + 4, ["image-size"])):
+        data = head + "A" * (length - len(head))
+        body = {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+                    ],
+                }
+            ]
+        }
+        assert [p.rule for p in anthropic.check(body)] == found

@@ -46,6 +46,7 @@ from workingctx.adapters._engine import Where, content_of, sendable, unknown
 from workingctx.cache import CachePlan
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
+from workingctx.media import image_size
 from workingctx.messages import (
     AudioBlock,
     CacheBreakpoint,
@@ -776,26 +777,94 @@ def _mislabelled(block: Any) -> tuple[Any, str] | None:
     return None if actual is None or actual == declared else (declared, actual)
 
 
-def _image_problems(content: list[Any], index: int | None, where: Any) -> Iterable[Problem]:
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+"""The longest base64 text of one image Anthropic takes (its "5 MB")."""
+MAX_IMAGES = 100
+"""The most images Anthropic takes in one request (pages of documents count too)."""
+MAX_SIDE = 8000
+"""The longest side of an image Anthropic takes, in pixels."""
+MANY_IMAGES = 20
+"""In a request of more images than this, an image's side is MAX_SIDE_OF_MANY pixels at most."""
+MAX_SIDE_OF_MANY = 2000
+
+
+def _dimensions(data: str) -> tuple[int, int] | None:
     """
-    A ``media-type`` problem for each inline image of *content* (those in
-    tool results too) labelled with another type than its bytes say.
+    The width and height of the inline image *data* (base64), decoding no
+    more of it than its header needs; None when they cannot be read.
+    """
+    head = _head(data)
+    if image_type(head) != "image/jpeg":
+        return image_size(_decoded(data[:64]))
+    # a JPEG's size comes after its other segments (EXIF may take 64 KiB): its first 96 KiB, or all of it
+    return image_size(_decoded(data[: 128 * 1024])) or (image_size(_decoded(data)) if len(data) > 128 * 1024 else None)
+
+
+def _decoded(text: str) -> bytes:
+    text = text[: len(text) - len(text) % 4]
+    try:
+        return base64.b64decode(text)
+    except ValueError:
+        return b""
+
+
+def _images(content: list[Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """
+    (path, block) of each image block of *content*, those in tool results too.
     """
     for position, block in enumerate(content):
-        inner = block.get("content") if isinstance(block, Mapping) and block.get("type") == "tool_result" else None
-        found = [(f"content[{position}]", block)]
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "image":
+            yield f"content[{position}]", block
+        inner = block.get("content") if block.get("type") == "tool_result" else None
         if isinstance(inner, list):
-            found += [(f"content[{position}].content[{j}]", item) for j, item in enumerate(inner)]
-        for path, image in found:
-            wrong = _mislabelled(image)
-            if wrong is not None:
-                declared, actual = wrong
-                yield Problem(
-                    index,
-                    "media-type",
-                    f"{where}: {path} is an image labelled {declared!r} whose bytes are {actual!r}, which "
-                    f"Anthropic refuses: label it {actual!r} (write does)",
-                )
+            for j, item in enumerate(inner):
+                if isinstance(item, Mapping) and item.get("type") == "image":
+                    yield f"content[{position}].content[{j}]", item
+
+
+def _image_problems(content: list[Any], index: int | None, where: Any, images: int) -> Iterable[Problem]:
+    """
+    The problems of the inline images of *content* (those in tool results
+    too) in a request of *images* images: one labelled with another type
+    than its bytes say (``media-type``), longer than Anthropic takes
+    (``image-size``), or with a side longer than Anthropic takes
+    (``image-dimensions``: 8000 pixels, 2000 in a request of more than 20 images).
+    """
+    side = MAX_SIDE_OF_MANY if images > MANY_IMAGES else MAX_SIDE
+    for path, image in _images(content):
+        wrong = _mislabelled(image)
+        if wrong is not None:
+            declared, actual = wrong
+            yield Problem(
+                index,
+                "media-type",
+                f"{where}: {path} is an image labelled {declared!r} whose bytes are {actual!r}, which "
+                f"Anthropic refuses: label it {actual!r} (write does)",
+            )
+        source = image.get("source")
+        if not isinstance(source, Mapping) or source.get("type") != "base64" or not isinstance(source.get("data"), str):
+            continue
+        data = source["data"]
+        if len(data) > MAX_IMAGE_BASE64:
+            yield Problem(
+                index,
+                "image-size",
+                f"{where}: {path} is an image of {len(data):,} bytes of base64, and Anthropic takes "
+                f"{MAX_IMAGE_BASE64:,} at most: send a smaller copy (scaled down or compressed)",
+            )
+        size = _dimensions(data)
+        if size is not None and max(size) > side:
+            many = (
+                f" in a request of more than {MANY_IMAGES} images (this one holds {images})" if side < MAX_SIDE else ""
+            )
+            yield Problem(
+                index,
+                "image-dimensions",
+                f"{where}: {path} is an image of {size[0]}x{size[1]} pixels, and Anthropic takes {side} pixels "
+                f"a side at most{many}: send a copy scaled down to fit" + (", or fewer images" if many else ""),
+            )
 
 
 def wire_problems(
@@ -813,6 +882,23 @@ def wire_problems(
         problems.append(
             Problem(None, "empty", "there is no Anthropic turn to send (no message with content); add a user message")
         )
+    held = [
+        (position, sum(1 for _ in _images(message["content"])))
+        for position, message in enumerate(messages)
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+    ]
+    images = sum(count for _, count in held)
+    if images > MAX_IMAGES:
+        first = next(position for position, count in held if count)
+        index, where = Where.of(first, origins, "messages", "Anthropic turn")
+        problems.append(
+            Problem(
+                index,
+                "media-count",
+                f"the request holds {images} images, from {where} on, and Anthropic takes {MAX_IMAGES} at most "
+                "(pages of documents count too): leave the oldest out, or put text in their place",
+            )
+        )
     for position, message in enumerate(messages):
         index, where = Where.of(position, origins, "messages", "Anthropic turn")
         content = message.get("content")
@@ -822,7 +908,7 @@ def wire_problems(
         problems.extend(_text_problems(message, index, where, last))
         if not isinstance(content, list):
             continue
-        problems.extend(_image_problems(content, index, where))
+        problems.extend(_image_problems(content, index, where, images))
         seen_other = False
         for block in content:
             kind = block.get("type")
