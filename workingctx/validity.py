@@ -157,6 +157,7 @@ Rule: TypeAlias = Literal[
     "image-size",
     "image-dimensions",
     "media-count",
+    "empty-calls",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -230,6 +231,7 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"anthropic"}),
     ),
     "media-count": ("a request holds more images than the provider takes (wire format)", frozenset({"anthropic"})),
+    "empty-calls": ("an assistant message has an empty list of tool calls (wire format)", frozenset({"openai"})),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

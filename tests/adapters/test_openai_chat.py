@@ -471,3 +471,31 @@ def test_names_openai_refuses_are_problems_naming_them(speaker, function):
         messages = valid(openai_chat.write(ctx)["messages"])
         assert messages[0]["name"] == speaker
         assert messages[1]["tool_calls"][0]["function"]["name"] == function
+
+
+@given(chat_messages(), st.data())
+def test_an_empty_tool_calls_list_is_a_problem_and_left_out(messages, data):
+    """
+    OpenAI refuses an assistant message whose ``tool_calls`` is an empty list
+    ("Invalid 'messages[1].tool_calls': empty array"), which is what the
+    SDK's ``parse()`` gives for a reply that calls nothing. ``check`` reports
+    each as ``empty-calls``; ``write`` leaves the list out, nothing else changed.
+    """
+    replies = [i for i, m in enumerate(messages) if m["role"] == "assistant" and not m.get("tool_calls")]
+    chosen = data.draw(st.sets(st.sampled_from(replies)) if replies else st.just(set()))
+    given_ = [{**m, "tool_calls": []} if i in chosen else m for i, m in enumerate(messages)]
+    problems = openai_chat.check(valid(given_))
+    assert sorted(p.index for p in problems if p.rule == "empty-calls") == sorted(chosen)
+    assert openai_chat.write(openai_chat.read(given_)) == {"messages": messages}
+
+
+def test_a_reply_from_the_sdk_parse_is_sent_without_its_empty_tool_calls():
+    """
+    The reply ``client.chat.completions.parse`` returns carries ``tool_calls=[]``;
+    appended to the history as it comes, it is sent without them.
+    """
+    reply = ChatCompletionMessage(role="assistant", content='{"sky": "blue"}', tool_calls=[])
+    history = [{"role": "user", "content": "What color is the sky?"}, reply, {"role": "user", "content": "And grass?"}]
+    assert [p.rule for p in openai_chat.check(history)] == ["empty-calls"]
+    sent = valid(openai_chat.write(openai_chat.read(history))["messages"])
+    assert sent[1] == {"role": "assistant", "content": '{"sky": "blue"}'}

@@ -210,8 +210,6 @@ def _message(raw: Mapping[str, Any], position: int) -> Message:
         functions = [entry == "function" for entry in order]
         if any(entry != "function" and entry for entry in order) or functions != sorted(functions, reverse=True):
             extra[_CALLS] = order  # not all the functions first, or custom calls with fields of their own
-    if "tool_calls" in raw and not raw["tool_calls"]:
-        extra["_tool_calls"] = raw["tool_calls"]
     return Message(
         role,
         content,
@@ -515,7 +513,6 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
     """
     extra = dict(message.provider_data.get(PROVIDER, {}))
     form = extra.pop(_CONTENT_FORM, None)
-    extra_calls = extra.pop("_tool_calls", None)
     order = extra.pop(_CALLS, None)
     refused = extra.pop(_REFUSAL, None)
     if refused is not None and isinstance(message.content, str) and not message.tool_calls:
@@ -554,8 +551,6 @@ def _write_message(message: Message) -> tuple[list[dict[str, Any]], list[dict[st
         body["name"] = message.name
     if calls:
         body["tool_calls"] = calls if order is None else _in_order(calls, order)
-    elif extra_calls is not None:
-        body["tool_calls"] = thaw(extra_calls)
     if message.tool_call_id is not None:
         body["tool_call_id"] = message.tool_call_id
     body.update({k: thaw(v) for k, v in extra.items()})
@@ -753,6 +748,14 @@ def wire_problems(
                     index,
                     "empty-content",
                     f"{where} has an empty content list, which OpenAI refuses; send a string or at least one part",
+                )
+            )
+        if message.get("tool_calls") == []:  # as the SDK's parse() gives a reply that calls nothing
+            problems.append(
+                Problem(
+                    index,
+                    "empty-calls",
+                    f"{where} has an empty tool_calls list, which OpenAI refuses: leave tool_calls out (write does)",
                 )
             )
     return tuple(problems)
