@@ -193,7 +193,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),
     "unresolved-media": ("a media-store reference whose bytes were not resolved (adapters)", _ALL),
-    "blank-text": ("a text block is empty or only whitespace (wire format)", frozenset({"anthropic"})),
+    "blank-text": (
+        "a text block is empty, or for Anthropic only whitespace (wire format)",
+        frozenset({"anthropic", "gemini"}),
+    ),
     "trailing-whitespace": (
         "the final assistant message (a prefill) ends with whitespace (wire format)",
         frozenset({"anthropic"}),

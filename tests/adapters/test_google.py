@@ -538,3 +538,21 @@ def test_turns_gemini_refuses_apart_are_problems_and_written_joined(case):
     assert len(rules) == calls_apart + responses_apart
     assert valid(google.write(google.read(split))) == body
     assert google.check(body) == ()
+
+
+@given(google_bodies(), st.data())
+def test_an_empty_text_part_is_a_problem_and_left_out(body, data):
+    """
+    Gemini refuses a part of empty text ("Unable to submit request because
+    it has an empty text parameter"). ``check`` reports each as
+    ``blank-text``, naming its content and part; ``write`` leaves it out, nothing else changed.
+    """
+    contents = [dict(c, parts=list(c["parts"])) for c in body["contents"]]
+    chosen = data.draw(st.lists(st.integers(0, len(contents) - 1), min_size=1, max_size=3))
+    for position in chosen:
+        parts = contents[position]["parts"]
+        parts.insert(data.draw(st.integers(0, len(parts))), {"text": ""})
+    given_ = {**body, "contents": contents}
+    found = [p for p in google.check(given_) if p.rule == "blank-text"]
+    assert sorted(int(p.message.split("contents[")[1].split("]")[0]) for p in found) == sorted(chosen)
+    assert valid(google.write(google.read(given_))) == body

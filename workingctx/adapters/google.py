@@ -687,8 +687,8 @@ def wire_problems(
     """
     Rules of the Gemini wire format itself: at least one content, a user turn
     first, no content without parts, a call turn only after a user turn or a
-    function response turn, and every response to a call turn in the one
-    content after it.
+    function response turn, every response to a call turn in the one
+    content after it, and no empty text.
 
     Problem indexes are positions in *contents*, or with *origins* (for each
     content, the positions of the messages written into it) the first of those.
@@ -737,6 +737,19 @@ def wire_problems(
                         "in the one content after it: join those contents into one (write does)",
                     )
                 )
+        parts = content.get("parts")
+        if isinstance(parts, Sequence) and not isinstance(parts, str):
+            for number, part in enumerate(parts):
+                if isinstance(part, Mapping) and part.get("text") == "" and "thought_signature" not in part:
+                    index, at = where(position)
+                    problems.append(
+                        Problem(
+                            index,
+                            "blank-text",
+                            f"{at}: parts[{number}] is an empty text, which Gemini refuses (an empty text "
+                            "parameter): leave it out (write does)",
+                        )
+                    )
         if not content.get("parts"):
             index, at = where(position)
             problems.append(
