@@ -793,11 +793,14 @@ def _dimensions(data: str) -> tuple[int, int] | None:
     The width and height of the inline image *data* (base64), decoding no
     more of it than its header needs; None when they cannot be read.
     """
-    head = _head(data)
-    if image_type(head) != "image/jpeg":
+    if image_type(_head(data)) != "image/jpeg":
         return image_size(_decoded(data[:64]))
-    # a JPEG's size comes after its other segments (EXIF may take 64 KiB): its first 96 KiB, or all of it
-    return image_size(_decoded(data[: 128 * 1024])) or (image_size(_decoded(data)) if len(data) > 128 * 1024 else None)
+    # a JPEG's size comes after its other segments, mostly in its first 3 KiB (EXIF may take 64 KiB)
+    for length in (4 * 1024, 128 * 1024, len(data)):
+        size = image_size(_decoded(data[:length]))
+        if size is not None or length >= len(data):
+            return size
+    return None
 
 
 def _decoded(text: str) -> bytes:
