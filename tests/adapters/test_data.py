@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 from tests.strategies import unparsable_arguments
 from workingctx import Message, PrefixContext, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.messages import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from workingctx.messages import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from workingctx.validity import RULES
 
 WRITERS = (openai_chat, openai_responses, anthropic, google, langchain)
@@ -378,3 +378,15 @@ class TestUnencodableText:
 
         assert "lone surrogate" in description
         assert {"openai", "anthropic", "gemini"} == providers
+
+
+@pytest.mark.parametrize("module", WRITERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_inline_media_is_searched_for_surrogates_too(module):
+    """
+    Inline media's text is checked like any other text (ASCII base64 is passed
+    over without being copied): a lone surrogate in it is an ``unencodable-text`` problem naming it.
+    """
+    image = ImageBlock(MediaRef(kind="data", data_base64="iVBORw0K\ud83d", mime_type="image/png"))
+    found = [p for p in module.check([Message.user([image, TextBlock("what is it?")])]) if p.rule == "unencodable-text"]
+    assert [0] == [p.index for p in found]
+    assert "media.data_base64 holds the lone surrogate '\\ud83d' at character 8" in found[0].message

@@ -202,7 +202,10 @@ def _fields(value: Any) -> dict[str, Any]:
     if not attrs.has(value.__class__):
         msg = f"not JSON data: {value!r}"
         raise TypeError(msg)
-    return {field.name: getattr(value, field.name) for field in attrs.fields(value.__class__) if field.init}
+    fields = {field.name: getattr(value, field.name) for field in attrs.fields(value.__class__) if field.init}
+    if value.__class__ is MediaRef and value.data_base64 is not None and value.data_base64.isascii():
+        del fields["data_base64"]  # inline media, often megabytes, holds no surrogate: not copied into the text
+    return fields
 
 
 _TEXT_OF = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_fields).encode
