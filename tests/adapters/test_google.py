@@ -556,3 +556,23 @@ def test_an_empty_text_part_is_a_problem_and_left_out(body, data):
     found = [p for p in google.check(given_) if p.rule == "blank-text"]
     assert sorted(int(p.message.split("contents[")[1].split("]")[0]) for p in found) == sorted(chosen)
     assert valid(google.write(google.read(given_))) == body
+
+
+def test_a_call_turn_takes_in_every_model_turn_before_it():
+    """
+    A call turn after several model turns (replies that each said a little)
+    is written as one turn with them, which Gemini takes: joining it to the
+    last alone would leave a call turn after a model turn still.
+    """
+    messages = [
+        Message.user("start"),
+        Message.assistant("one"),
+        Message.assistant("two"),
+        Message.assistant("three"),
+        Message.assistant(tool_calls=[ToolCall("a", "f", {})]),
+        Message("tool", "done", tool_call_id="a"),
+    ]
+    contents = valid(google.write(messages))["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user"]
+    assert [next(iter(p)) for p in contents[1]["parts"]] == ["text", "text", "text", "function_call"]
+    assert google.check(messages) == ()

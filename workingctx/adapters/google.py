@@ -647,20 +647,20 @@ def _joined(contents: list[dict[str, Any]], origins: list[list[int]]) -> tuple[l
     """
     *contents* with each content Gemini refuses after the one before it (see
     :func:`_joins`; a transcript read from Gemini may hold such, split as
-    they were sent) joined to it: its parts after that content's.
+    they were sent) joined to it, its parts after that content's, until
+    Gemini takes the content before.
     """
     out: list[dict[str, Any]] = []
     where: list[list[int]] = []
     for content, origin in zip(contents, origins, strict=True):
-        if out and _joins(out[-1], content):
-            last = out[-1]
-            last["parts"].extend(content["parts"])
-            for key, value in content.items():
-                last.setdefault(key, value)
-            where[-1].extend(origin)
-        else:
-            out.append(content)
-            where.append(origin)
+        out.append(content)
+        where.append(origin)
+        while len(out) > 1 and _joins(out[-2], out[-1]):  # a call turn takes in every model turn before it
+            joined, more = out.pop(), where.pop()
+            out[-1]["parts"].extend(joined["parts"])
+            for key, value in joined.items():
+                out[-1].setdefault(key, value)
+            where[-1].extend(more)
     return out, where
 
 
