@@ -390,3 +390,23 @@ def test_inline_media_is_searched_for_surrogates_too(module):
     found = [p for p in module.check([Message.user([image, TextBlock("what is it?")])]) if p.rule == "unencodable-text"]
     assert [0] == [p.index for p in found]
     assert "media.data_base64 holds the lone surrogate '\\ud83d' at character 8" in found[0].message
+
+
+@pytest.mark.parametrize("mime", ["image/bmp", "image/heic", "image/svg+xml", "image/tiff"])
+def test_an_inline_image_of_a_type_openai_and_anthropic_do_not_take_is_unsendable(mime):
+    """
+    OpenAI and Anthropic take PNG, JPEG, GIF and WebP images only: an inline
+    image of another type (a BMP, a phone's HEIC photo) is an ``unsendable``
+    problem for them naming its type, unless its bytes are one of those
+    (then it was only labelled wrong); Gemini takes HEIC.
+    """
+    odd = ImageBlock(MediaRef(kind="data", data_base64="AAAAGGZ0eXBoZWlj", mime_type=mime))
+    png = ImageBlock(MediaRef(kind="data", data_base64="iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB", mime_type=mime))
+    for module in (openai_chat, openai_responses, anthropic):
+        found = [p for p in module.check([Message.user([odd, TextBlock("what is it?")])]) if p.rule == "unsendable"]
+        assert len(found) == 1, module.__name__
+        assert f"an image of type {mime!r}" in found[0].message
+        assert "PNG, JPEG, GIF and WebP images only" in found[0].message
+        assert not [p for p in module.check([Message.user([png, TextBlock("what is it?")])]) if p.rule == "unsendable"]
+    if mime == "image/heic":
+        assert google.check([Message.user([odd, TextBlock("what is it?")])]) == ()

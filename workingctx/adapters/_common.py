@@ -5,6 +5,7 @@ context, the provider rules and their repair, and request keys.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -21,6 +22,7 @@ from workingctx.exceptions import ArgumentTypeError, InvalidMessageError, Provid
 from workingctx.media import resolve_media
 from workingctx.messages import (
     ContentBlock,
+    ImageBlock,
     MediaRef,
     Message,
     ProviderBlock,
@@ -31,6 +33,7 @@ from workingctx.messages import (
     ToolResultBlock,
     answered_id,
     asked_id,
+    image_type,
 )
 from workingctx.prefix import PrefixContext
 from workingctx.validity import LEFT_OUT_CALL, RULES, STRUCTURAL_RULES, Problem, Provider, RuleState
@@ -887,3 +890,44 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
     """
     match = _DATA_URL.fullmatch(url)
     return None if match is None else (match.group(1), match.group(2))
+
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types OpenAI and Anthropic take (no other)."""
+
+
+def base64_head(data: str) -> bytes:
+    """
+    The first bytes of the base64 text *data*, enough for an image's
+    signature; none when they are not base64.
+    """
+    head = data[:24]
+    try:
+        return base64.b64decode(head + "=" * (-len(head) % 4))
+    except ValueError:
+        return b""
+
+
+def inline(media: MediaRef, default_mime: str) -> tuple[str, str]:
+    """
+    The MIME type and base64 text of inline media (a data URL's own type first).
+    """
+    data = media.data_base64 or ""
+    mime = media.mime_type or default_mime
+    if data.startswith("data:") and ";base64," in data:
+        mime, data = data[5:].split(";base64,", 1)
+    return mime, data
+
+
+def odd_image_type(block: object) -> str | None:
+    """
+    The type of an inline image of a type OpenAI and Anthropic do not take
+    (a BMP, a HEIC photo, an SVG): the type it is labelled with, when its
+    bytes are none of :data:`IMAGE_TYPES` either; None for any other block.
+    """
+    if not isinstance(block, ImageBlock) or block.media.kind != "data":
+        return None
+    mime, data = inline(block.media, "image/png")
+    if mime in IMAGE_TYPES or image_type(base64_head(data)) is not None:
+        return None
+    return mime

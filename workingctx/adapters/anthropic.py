@@ -31,13 +31,16 @@ from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     Problem,
     ProviderError,
+    base64_head,
     cache_hinted,
     check_messages,
     context_from,
     expect_list,
     expect_mapping,
+    inline,
     lost_blocks,
     messages_of,
+    odd_image_type,
     plain,
     sends_nothing,
     wire_errors,
@@ -302,33 +305,6 @@ def _cache_control(cache: CacheBreakpoint | None) -> dict[str, Any]:
     return {"cache_control": control}
 
 
-IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-"""The image types Anthropic takes."""
-
-
-def _head(data: str) -> bytes:
-    """
-    The first bytes of the base64 text *data*, enough for an image's
-    signature; none when they are not base64.
-    """
-    head = data[:24]
-    try:
-        return base64.b64decode(head + "=" * (-len(head) % 4))
-    except ValueError:
-        return b""
-
-
-def _inline(media: MediaRef, default_mime: str) -> tuple[str, str]:
-    """
-    The MIME type and base64 text of inline media (a data URL's own type first).
-    """
-    data = media.data_base64 or ""
-    mime = media.mime_type or default_mime
-    if data.startswith("data:") and ";base64," in data:
-        mime, data = data[5:].split(";base64,", 1)
-    return mime, data
-
-
 def _source(media: MediaRef, default_mime: str, *, image: bool = False) -> dict[str, Any] | None:
     """
     The ``source`` of a media block; an inline *image* is labelled with the
@@ -336,9 +312,9 @@ def _source(media: MediaRef, default_mime: str, *, image: bool = False) -> dict[
     otherwise: a JPEG sent as ``image/png``, the type assumed when none is given).
     """
     if media.kind == "data":
-        mime, data = _inline(media, default_mime)
+        mime, data = inline(media, default_mime)
         if image:
-            mime = image_type(_head(data)) or mime
+            mime = image_type(base64_head(data)) or mime
         return {"type": "base64", "media_type": mime, "data": data}
     if media.kind == "url":
         return {"type": "url", "url": media.url}
@@ -754,13 +730,12 @@ def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | N
         )
     if message.role == "system" and isinstance(block, ImageBlock | DocumentBlock):
         return "a system message, which Anthropic takes as text only", "move it into a user message"
-    if isinstance(block, ImageBlock) and block.media.kind == "data":
-        mime, data = _inline(block.media, "image/png")
-        if mime not in IMAGE_TYPES and image_type(_head(data)) is None:
-            return (
-                f"an image of type {mime!r}, and Anthropic takes JPEG, PNG, GIF and WebP images only",
-                "convert it to one of those",
-            )
+    odd = odd_image_type(block)
+    if odd is not None:
+        return (
+            f"an image of type {odd!r}, and Anthropic takes PNG, JPEG, GIF and WebP images only",
+            "convert it to one of those",
+        )
     return None
 
 
@@ -772,7 +747,7 @@ def _mislabelled(block: Any) -> tuple[Any, str] | None:
     source = block.get("source") if isinstance(block, Mapping) and block.get("type") == "image" else None
     if not isinstance(source, Mapping) or source.get("type") != "base64" or not isinstance(source.get("data"), str):
         return None
-    actual = image_type(_head(source["data"]))
+    actual = image_type(base64_head(source["data"]))
     declared = source.get("media_type")
     return None if actual is None or actual == declared else (declared, actual)
 
@@ -793,7 +768,7 @@ def _dimensions(data: str) -> tuple[int, int] | None:
     The width and height of the inline image *data* (base64), decoding no
     more of it than its header needs; None when they cannot be read.
     """
-    if image_type(_head(data)) != "image/jpeg":
+    if image_type(base64_head(data)) != "image/jpeg":
         return image_size(_decoded(data[:64]))
     # a JPEG's size comes after its other segments, mostly in its first 3 KiB (EXIF may take 64 KiB)
     for length in (4 * 1024, 128 * 1024, len(data)):

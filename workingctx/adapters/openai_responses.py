@@ -38,6 +38,7 @@ from workingctx.adapters._common import (
     expect_mapping,
     lost_blocks,
     messages_of,
+    odd_image_type,
     plain,
     sends_nothing,
     split_system,
@@ -456,6 +457,12 @@ def _lost(block: Any, message: Message, in_result: bool) -> tuple[str, str] | No
         )
     if message.role == "assistant" and not in_result and isinstance(block, ImageBlock | DocumentBlock):
         return "an assistant message, which the Responses input takes as text only", "move it into a user message"
+    odd = odd_image_type(block)
+    if odd is not None:
+        return (
+            f"an image of type {odd!r}, and OpenAI takes PNG, JPEG, GIF and WebP images only",
+            "convert it to one of those, or write this context with google",
+        )
     return None
 
 
