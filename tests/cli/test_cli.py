@@ -35,6 +35,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
+import workingctx
 from tests.strategies import block_transcripts, json_values, messages, prefixes, scratchpads, transcripts
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, WorkingContext
@@ -802,6 +803,19 @@ class TestProgram:
         result = program(tmp_path, "check", sample("openai_chat"), "--json")
         assert 0 == result.returncode, result.stderr
         assert json.loads(result.stdout)["valid"]
+
+    @pytest.mark.parametrize("entry", ["module", "script"])
+    def test_version_prints_the_installed_version(self, tmp_path, entry):
+        """
+        ``workingctx --version`` and ``python -m workingctx --version`` print
+        the version of workingctx and exit 0; ``--version`` was an unknown option.
+        """
+        script = Path(sys.executable).with_name("workingctx")
+        command = [sys.executable, "-m", "workingctx"] if entry == "module" else [str(script)]
+        result = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path
+        )
+        assert (0, f"workingctx {workingctx.__version__}\n", "") == (result.returncode, result.stdout, result.stderr)
 
     def test_a_warning_repeated_at_every_request_is_shown_once(self, tmp_path):
         """

@@ -17,7 +17,8 @@ JSON (detected; --format forces one); a .jsonl (or .ndjson) file is a log of
 requests, one body per line. The model is the one the file names (a body's
 "model", a Gemini model path or model_version, each line's own in a log);
 --model overrides it.
---json prints the same facts as JSON for scripts.
+--json prints the same facts as JSON for scripts; --version prints the
+installed version of workingctx.
 Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
 failed check, 2 bad usage.
 """
@@ -34,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from workingctx._version import __version__
 from workingctx.cli._demo import demo
 from workingctx.cli._facts import (
     check_facts,
@@ -209,6 +211,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=doc.strip().split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"workingctx {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
