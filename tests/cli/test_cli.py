@@ -2067,3 +2067,134 @@ def test_every_message_is_placed_in_the_file(case):
         _resolve(body, path)
     numbered = [position(path) for path in where if position(path) is not None]
     assert numbered == sorted(set(numbered))
+
+
+def _piped(monkeypatch, data: bytes) -> None:
+    """
+    Make *data* the standard input of the command run in-process.
+    """
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def _without_paths(facts: dict) -> dict:
+    return {key: value for key, value in facts.items() if key not in {"file", "a", "b"}}
+
+
+class TestStandardInput:
+    @pytest.mark.parametrize(
+        ("command", "suffix", "extra"),
+        [
+            ("inspect", "json", ["--model", "gpt-4.1"]),
+            ("check", "json", []),
+            ("check", "jsonl", []),
+            ("trim", "json", ["--budget", "1500"]),
+            ("replay", "json", ["--model", "gpt-4.1"]),
+            ("replay", "jsonl", ["--model", "gpt-4.1"]),
+        ],
+    )
+    def test_dash_reads_standard_input_as_the_file(self, capsys, monkeypatch, command, suffix, extra):
+        """
+        ``-`` as FILE reads standard input: the facts are those of the file
+        piped in, a log when it holds one body per line; ``-`` was a missing file.
+        """
+        path = sample("openai_chat", suffix)
+        expected = run_json(capsys, command, path, *extra)
+        _piped(monkeypatch, Path(path).read_bytes())
+        facts = run_json(capsys, command, "-", *extra)
+        assert "-" == facts["file"]
+        assert _without_paths(expected) == _without_paths(facts)
+
+    @pytest.mark.parametrize("side", [0, 1])
+    def test_diff_reads_either_side_from_standard_input(self, capsys, monkeypatch, side):
+        """
+        ``diff - B`` and ``diff A -`` read that side from standard input.
+        """
+        files = [sample("openai_chat", "jsonl"), sample("openai_chat")]
+        expected = run_json(capsys, "diff", *files)
+        _piped(monkeypatch, Path(files[side]).read_bytes())
+        argv = [*files]
+        argv[side] = "-"
+        assert _without_paths(expected) == _without_paths(run_json(capsys, "diff", *argv))
+
+    def test_demo_and_report_read_standard_input(self, capsys, monkeypatch, tmp_path):
+        """
+        ``demo -`` reports on the request piped in, and ``report - -o PAGE``
+        writes the page of it, titled ``<stdin>``.
+        """
+        path = sample("anthropic")
+        status, expected, _ = run(capsys, "demo", path)
+        assert 0 == status
+        _piped(monkeypatch, Path(path).read_bytes())
+        assert (0, expected, "") == run(capsys, "demo", "-")
+        _piped(monkeypatch, Path(path).read_bytes())
+        page = tmp_path / "report.html"
+        status, _, err = run(capsys, "report", "-", "--model", MODELS["anthropic"], "-o", str(page))
+        assert 0 == status, err
+        assert "workingctx report: &lt;stdin&gt;" in page.read_text(encoding="utf-8")
+
+    @pytest.mark.parametrize(
+        ("data", "reason"),
+        [
+            (
+                b"",
+                (
+                    "error: <stdin>: empty: pipe a request body into standard input (cat request.json | workingctx "
+                    "check -)"
+                ),
+            ),
+            (b" \n\t\n", "error: <stdin>: empty: pipe a request body into standard input"),
+            (b'{"messages": [', "error: <stdin>:1: not valid JSON: "),
+            (b'{"model": "gpt-4.1"}', "error: <stdin>:1: an object that is no known transcript format"),
+            (b'{"messages": []}\n[1]\n', "error: <stdin>:2: "),
+            (b"\xff", "error: <stdin>:1: not UTF-8 text: byte 0xff"),
+        ],
+    )
+    def test_bad_standard_input_is_named_stdin(self, capsys, monkeypatch, data, reason):
+        """
+        Bad input piped in is reported as a file's is, named ``<stdin>`` (with
+        the line), and empty input says what to pipe in.
+        """
+        _piped(monkeypatch, data)
+        status, out, err = run(capsys, "check", "-")
+        assert (1, "") == (status, out)
+        assert err.startswith(reason), err
+        assert 1 == len(err.splitlines())
+
+    @pytest.mark.parametrize(
+        ("argv", "reason"),
+        [
+            (["diff", "-", "-"], "error: diff - -: standard input is read once; give one of A and B as a file"),
+            (["trim", "PATH", "--budget", "1500", "-o", "-"], "error: -o -: trim writes a file, not standard output"),
+            (["report", "PATH", "--model", "gpt-4.1", "-o", "-"], "error: -o -: report writes a file"),
+        ],
+    )
+    def test_impossible_uses_of_dash_are_bad_usage(self, capsys, monkeypatch, tmp_path, argv, reason):
+        """
+        Both sides of ``diff`` from standard input, and ``-o -``, are refused
+        as bad usage, and no file named ``-`` is written.
+        """
+        monkeypatch.chdir(tmp_path)
+        _piped(monkeypatch, Path(sample("openai_chat")).read_bytes())
+        status, _, err = run(capsys, *(sample("openai_chat") if word == "PATH" else word for word in argv))
+        assert 2 == status
+        assert err.startswith(reason), err
+        assert [] == list(tmp_path.iterdir())
+
+    def test_the_program_reads_a_pipe(self, tmp_path):
+        """
+        ``cat request.json | python -m workingctx check -`` checks the request
+        piped in; an empty pipe fails with the error naming ``<stdin>`` and the fix.
+        """
+        command = [sys.executable, "-m", "workingctx", "check", "-", "--json"]
+        text = Path(sample("google")).read_text(encoding="utf-8")
+        result = subprocess.run(
+            command, input=text, capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path
+        )
+        assert 0 == result.returncode, result.stderr
+        facts = json.loads(result.stdout)
+        assert (True, "-") == (facts["valid"], facts["file"])
+        result = subprocess.run(
+            command, input="", capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path
+        )
+        assert (1, "") == (result.returncode, result.stdout)
+        assert result.stderr.startswith("error: <stdin>: empty: pipe a request body into standard input"), result.stderr

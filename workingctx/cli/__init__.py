@@ -14,9 +14,10 @@ provider's prompt cache.
 FILE is a request body of OpenAI Chat, OpenAI Responses, Anthropic or Gemini,
 LangChain messages (model_dump(), dumpd or messages_to_dict) or workingctx
 JSON (detected; --format forces one); a .jsonl (or .ndjson) file is a log of
-requests, one body per line. The model is the one the file names (a body's
-"model", a Gemini model path or model_version, each line's own in a log);
---model overrides it.
+requests, one body per line. FILE - (or A or B -) reads standard input:
+a log when it holds one body per line. The model is the one the file names
+(a body's "model", a Gemini model path or model_version, each line's own in
+a log); --model overrides it.
 --json prints the same facts as JSON for scripts; --version prints the
 installed version of workingctx.
 Exit status: 0 done, 1 bad input (the file, line and JSON path are named) or a
@@ -61,7 +62,7 @@ from workingctx.cli._files import (
     write_context,
     write_text,
 )
-from workingctx.cli._output import Table, emit, printable, shown_path
+from workingctx.cli._output import STDIN, Table, emit, printable, shown_path
 from workingctx.cli._report import render
 from workingctx.exceptions import CacheRuleError, PricingError, ProviderError, WorkingCtxError
 
@@ -222,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def file_command(name: str, text: str) -> argparse.ArgumentParser:
         sub = command(name, text)
-        sub.add_argument("file", help="a request body (.json) or a log of them (.jsonl, .ndjson)")
+        sub.add_argument("file", help="a request body (.json) or a log of them (.jsonl, .ndjson); - for standard input")
         sub.add_argument("--format", choices=FORMATS, help="read the file as this format instead of detecting it")
         return sub
 
@@ -282,16 +283,31 @@ def _same_file(a: str, b: str) -> bool:
     """
     Whether the paths *a* and *b* name one existing file (through links too).
     """
+    if STDIN in {a, b}:  # standard input is no file
+        return False
     try:
         return Path(a).samefile(b)
     except OSError:  # one of them does not exist (yet)
         return False
 
 
+def _stdin_once(args: argparse.Namespace) -> None:
+    """
+    Refuse what ``-`` (standard input) cannot do: be read twice (``diff - -``) or be written (``-o -``).
+    """
+    if getattr(args, "output", None) == STDIN:
+        msg = f"-o -: {args.command} writes a file, not standard output; give -o the path of one"
+        raise UsageError(msg)
+    if args.command == "diff" and args.a == args.b == STDIN:
+        msg = "diff - -: standard input is read once; give one of A and B as a file"
+        raise UsageError(msg)
+
+
 def _run(args: argparse.Namespace) -> int:
     exact = getattr(args, "exact", False)
     if args.command in {None, "demo"}:
         return demo(getattr(args, "file", None), getattr(args, "format", None))
+    _stdin_once(args)
     if args.command == "diff":
         facts = diff_facts(read_file(args.a, args.format), read_file(args.b, args.format), exact=exact)
         return _finish(args, facts, show_diff)

@@ -15,6 +15,7 @@ import math
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -23,7 +24,7 @@ from typing import Any, Final
 import attrs
 
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.cli._output import shown_path
+from workingctx.cli._output import STDIN, shown_path
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError, WorkingCtxError
 from workingctx.messages import Message
@@ -239,10 +240,44 @@ def read_text(path: str) -> str:
     The text of the transcript file at *path*, without a leading byte order
     mark: the one reader of the command line's files.
 
+    *path* ``-`` reads standard input, named ``<stdin>`` in errors.
+
     Raises:
         InputError: The file is missing, not a regular file, over
-            :data:`MAX_FILE_BYTES`, unreadable, or not UTF-8 (naming the line
-            and the byte).
+            :data:`MAX_FILE_BYTES`, unreadable, not UTF-8 (naming the line
+            and the byte), or standard input holds nothing.
+    """
+    raw = _stdin() if path == STDIN else _file_bytes(path)
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")  # a byte order mark: RFC 8259 lets readers ignore it
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        msg = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
+        raise InputError(path, msg, line=line) from None
+
+
+def _stdin() -> bytes:
+    """
+    The bytes of standard input, up to :data:`MAX_FILE_BYTES`.
+    """
+    try:
+        raw = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    except (AttributeError, OSError, ValueError) as exc:  # closed, or no byte stream behind it
+        raise InputError(STDIN, f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(STDIN, f"over the {MAX_FILE_BYTES}-byte limit for a transcript file")
+    if not raw.strip():
+        msg = (
+            "empty: pipe a request body into standard input (cat request.json | workingctx check -), "
+            "or give the path of the file instead of -"
+        )
+        raise InputError(STDIN, msg)
+    return raw
+
+
+def _file_bytes(path: str) -> bytes:
+    """
+    The bytes of the file at *path*, up to :data:`MAX_FILE_BYTES`.
     """
     file = Path(path)
     try:
@@ -252,15 +287,9 @@ def read_text(path: str) -> str:
         size = file.stat().st_size
         if size > MAX_FILE_BYTES:
             raise InputError(path, f"{size} bytes, over the {MAX_FILE_BYTES}-byte limit for a transcript file")
-        raw = file.read_bytes()
+        return file.read_bytes()
     except OSError as exc:
         raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
-    try:
-        return raw.decode("utf-8").removeprefix("\ufeff")  # a byte order mark: RFC 8259 lets readers ignore it
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        msg = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
-        raise InputError(path, msg, line=line) from None
 
 
 def write_text(path: str, text: str) -> int:
@@ -793,13 +822,31 @@ def _wrapped(payload: Any) -> str | None:
     return None
 
 
+def _one_value_a_line(text: str) -> bool:
+    """
+    Whether *text* holds one JSON value after another, the next starting a
+    line: a log of requests, as standard input (which has no name to say so) holds one.
+
+    >>> _one_value_a_line('{"messages": []}\\n{"messages": []}\\n'), _one_value_a_line('{"messages": []}\\n')
+    (True, False)
+    """
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg == "Extra data" and exc.colno == 1
+    except (ValueError, RecursionError):  # not JSON at all: read as one document, which names the fault
+        return False
+    return False
+
+
 def read_file(path: str, fmt: str | None = None) -> Document:
     """
     Read a transcript file: a JSON request body in any of :data:`FORMATS`, or a
     ``.jsonl`` log with one request body per line.
 
     Args:
-        path: The file.
+        path: The file; ``-`` reads standard input, a log when it holds one
+            request body after another, one per line.
         fmt: The format to read it as; None to detect it per request.
 
     Raises:
@@ -809,7 +856,7 @@ def read_file(path: str, fmt: str | None = None) -> Document:
         msg = f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"
         raise InputError(path, msg)
     text = read_text(path)
-    if is_log(path):
+    if is_log(path) or (path == STDIN and _one_value_a_line(text)):
         # Lines end at "\n" only: str.splitlines() also splits at U+2028, U+0085 and form feeds (valid in JSON strings).
         lines = enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
         chunks = [(number, line) for number, line in lines if line.strip()]

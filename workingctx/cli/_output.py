@@ -17,7 +17,10 @@ import attrs
 
 from workingctx.messages import Message, ToolCallBlock
 
-__all__ = ["Table", "describe", "emit", "printable", "progress", "shown_path"]
+__all__ = ["STDIN", "Table", "describe", "emit", "printable", "progress", "shown_path"]
+
+STDIN = "-"
+"""The file argument that reads standard input, as ``cat request.json | workingctx check -``."""
 
 
 @attrs.frozen
@@ -133,8 +136,10 @@ def shown_path(path: str) -> str:
     """
     *path* as an error line shows it: each control character, the tab and the
     line feed too (a line feed in a file name would split the line), written
-    as its escape, such as ``\\x0a``.
+    as its escape, such as ``\\x0a``; ``-``, standard input read as a file, as ``<stdin>``.
     """
+    if path == STDIN:
+        return "<stdin>"
     return _ANY_CONTROL.sub(_escaped, path)
 
 
