@@ -104,6 +104,49 @@ class TestDetect:
         assert detect("text") is None
         assert detect({"model": "x"}) is None
 
+    @pytest.mark.parametrize(
+        ("body", "fmt"),
+        [
+            ({"model": "gpt-4.1", "messages": []}, "openai_chat"),
+            ({"model": "openai/gpt-4.1", "max_tokens": 100, "messages": []}, "openai_chat"),
+            ({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []}, "anthropic"),
+            ({"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": []}, "anthropic"),
+            ({"model": "gpt-4.1", "input": []}, "openai_responses"),
+            ({"model": "gemini-2.5-flash", "contents": []}, "google"),
+            ({"messages": []}, "workingctx"),
+            ({"model": "gpt-4.1", "prefix": {}, "messages": []}, "workingctx"),
+            ({"model": "gpt-4.1", "messages": [], "scratchpad": {}}, "workingctx"),
+        ],
+    )
+    def test_a_request_with_no_message_is_the_providers_it_names(self, body, fmt):
+        """
+        A body naming its model is a provider's request by its fields even
+        with no message (a Chat Completions request with no messages was read
+        as workingctx JSON); workingctx JSON, which names no model, is still
+        told by its prefix or notes, or by messages alone.
+        """
+        assert fmt == detect(body)
+
+    @given(
+        model=st.sampled_from(["gpt-4.1", "o3", "openai/gpt-4.1-mini", "my-fine-tune"]),
+        messages=chat_messages() | st.just([]),
+    )
+    def test_a_chat_request_naming_its_model_is_chat(self, model, messages):
+        """
+        Law: a Chat Completions request naming a model not Claude's is
+        detected as one, whatever its messages, none included.
+        """
+        assert "openai_chat" == detect({"model": model, "messages": messages})
+
+    @given(prefix=prefixes, messages=st.lists(messages(), max_size=4), notes=scratchpads, model=st.booleans())
+    def test_workingctx_json_is_still_workingctx(self, prefix, messages, notes, model):
+        """
+        Law: the workingctx JSON the command line writes is detected as
+        workingctx JSON, with a model named beside it or not.
+        """
+        document = {"prefix": unstructure(prefix), "messages": [unstructure(m) for m in messages], "scratchpad": notes}
+        assert "workingctx" == detect({"model": "gpt-4.1", **document} if model else document)
+
 
 @pytest.mark.parametrize("fmt", FORMATS)
 class TestEachFormat:
@@ -2198,3 +2241,55 @@ class TestStandardInput:
         )
         assert (1, "") == (result.returncode, result.stdout)
         assert result.stderr.startswith("error: <stdin>: empty: pipe a request body into standard input"), result.stderr
+
+
+class TestEmptyRequest:
+    def test_check_applies_the_rules_of_the_provider_it_names(self, capsys, tmp_path):
+        """
+        ``check`` of a Chat Completions request with no messages reports the
+        empty request under OpenAI's rules (it was checked as workingctx JSON,
+        under no provider's).
+        """
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps({"model": "gpt-4.1", "messages": []}), encoding="utf-8")
+        status, out, _ = run(capsys, "check", str(path), "--json")
+        facts = json.loads(out)
+        assert 1 == status
+        assert ("openai_chat", "openai") == (facts["format"], facts["provider"])
+        assert ["empty"] == [p["rule"] for p in facts["requests"][0]["problems"]]
+
+    @pytest.mark.parametrize(
+        ("argv", "verb"),
+        [
+            (["trim", "--budget", "100"], "trim"),
+            (["replay"], "replay"),
+            (["report", "-o", "OUT"], "report"),
+            (["demo"], "report on"),
+        ],
+    )
+    @pytest.mark.parametrize(
+        ("body", "where"),
+        [
+            ({"model": "gpt-4.1", "messages": []}, "$.messages"),
+            ({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []}, "$.messages"),
+            ({"model": "gemini-2.5-flash", "contents": []}, "$.contents"),
+            ({"model": "gpt-4.1", "input": []}, "$.input"),
+            ({"messages": []}, "$.messages"),
+        ],
+    )
+    def test_a_request_with_no_message_has_nothing_to_do(self, capsys, tmp_path, argv, verb, body, where):
+        """
+        ``trim``, ``replay``, ``report`` and ``demo`` of a request holding no
+        message say there is nothing to do and where the messages go, and
+        write nothing; they reported an empty trim and a replay of no request.
+        """
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps(body), encoding="utf-8")
+        command, *rest = argv
+        out_file = tmp_path / "out.html"
+        rest = [str(out_file) if word == "OUT" else word for word in rest]
+        status, out, err = run(capsys, command, str(path), *rest)
+        assert (1, "") == (status, out), err
+        expected = f"error: {path}:1: {where}: the request holds no message, so there is nothing to {verb}; "
+        assert err.startswith(expected), err
+        assert not out_file.exists()

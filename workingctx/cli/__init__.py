@@ -59,6 +59,7 @@ from workingctx.cli._files import (
     InputError,
     UsageError,
     read_file,
+    require_messages,
     write_context,
     write_text,
 )
@@ -312,6 +313,8 @@ def _run(args: argparse.Namespace) -> int:
         facts = diff_facts(read_file(args.a, args.format), read_file(args.b, args.format), exact=exact)
         return _finish(args, facts, show_diff)
     doc = read_file(args.file, args.format)
+    if args.command in {"trim", "replay", "report"}:  # inspect and check name the problem of an empty request
+        require_messages(doc, args.command)
     if args.command == "report" and _same_file(args.file, args.output):
         msg = (
             f"-o {shown_path(args.output)} is the transcript the page reports on; "

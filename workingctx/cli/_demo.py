@@ -16,7 +16,7 @@ import sys
 from importlib import resources
 from typing import Any
 
-from workingctx.cli._files import InputError, load_context, read_file
+from workingctx.cli._files import InputError, load_context, read_file, require_messages
 from workingctx.cli._output import describe, printable, shown_path
 from workingctx.context import WorkingContext
 from workingctx.exceptions import SerializationError
@@ -85,7 +85,9 @@ def demo(path: str | None = None, fmt: str | None = None) -> int:
             ctx = load_context(_sample())
             print("workingctx: the sample incident transcript shipped in the package\n")
         else:
-            ctx = read_file(path, fmt).last
+            doc = read_file(path, fmt)
+            require_messages(doc, "report on")
+            ctx = doc.last
         text = report(ctx)
     except InputError as exc:
         error = str(exc)

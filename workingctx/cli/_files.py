@@ -50,6 +50,7 @@ __all__ = [
     "read_file",
     "read_text",
     "readable",
+    "require_messages",
     "to_context",
     "write_context",
     "write_text",
@@ -409,6 +410,13 @@ def detect(payload: Any) -> str | None:
     """
     The format of a parsed request body or message list, or None when it is none of :data:`FORMATS`.
 
+    The fields of a body tell its format first: ``contents`` is Gemini's,
+    ``input`` Responses', ``system`` Anthropic's. A body of ``messages`` that
+    names its ``model`` is a provider's request, even with no message (workingctx
+    JSON names none): Anthropic's for a Claude model when its messages read
+    alike in both formats, Chat Completions' otherwise; ``messages`` alone, with
+    none, is workingctx JSON.
+
     >>> detect({"messages": [{"role": "user", "content": "hi"}]})
     'openai_chat'
     >>> detect({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]})
@@ -419,7 +427,13 @@ def detect(payload: Any) -> str | None:
     'google'
     >>> detect({"input": [{"role": "user", "content": "hi"}]})
     'openai_responses'
+    >>> detect({"model": "gpt-4.1", "messages": []})
+    'openai_chat'
+    >>> detect({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []})
+    'anthropic'
     >>> detect({"prefix": {"system_prompt": "Be brief."}, "messages": []})
+    'workingctx'
+    >>> detect({"messages": []})
     'workingctx'
     >>> detect([{"type": "human", "data": {"type": "human", "content": "hi"}}])
     'langchain'
@@ -449,9 +463,30 @@ def detect(payload: Any) -> str | None:
         return "anthropic"
     if _workingctx_calls(messages):
         return "workingctx"
-    if messages and _claude(payload) and all(_plain_turn(m) for m in messages):
+    if _claude(payload) and all(_plain_turn(m) for m in messages):
         return "anthropic"  # both formats read it alike: the model says whose request it is
-    return "openai_chat" if messages else "workingctx"
+    # a request names its model; workingctx JSON ("prefix", "messages", "scratchpad") never does
+    return "openai_chat" if messages or "model" in payload else "workingctx"
+
+
+def require_messages(doc: Document, command: str) -> None:
+    """
+    Refuse a file whose requests hold no message at all (no system prompt, no
+    turn): *command* (``trim``, ``replay``) has nothing to work on.
+
+    Raises:
+        InputError: every request of *doc* is empty, naming the array to fill.
+    """
+    if any(ctx.size() or ctx.prefix.as_messages() for ctx in doc.requests):
+        return
+    array = _ARRAYS[doc.format]
+    body = isinstance(doc.payloads[-1], Mapping)
+    what = "the request holds" if len(doc.requests) == 1 else f"each of its {len(doc.requests)} requests holds"
+    reason = (
+        f"{what} no message, so there is nothing to {command}; "
+        f"write the conversation (a user message at least) into {f'its {array!r}' if body else 'the list'}"
+    )
+    raise InputError(doc.path, reason, line=doc.lines[-1], where=f"$.{array}" if body else "$")
 
 
 def _claude(payload: Mapping[str, Any]) -> bool:
