@@ -17,11 +17,13 @@ from typing import Any, TypeVar, cast
 
 import attrs
 import pytest
-from hypothesis import example, given
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import block_transcripts, positional_scopes, predicate_scopes, scope_transcripts, transcripts
+from tests.wire_strategies import solid
 from workingctx import ApproxTokenCounter, LastNTurns, Message, PrefixContext, ToolCall, WorkingContext, explain
+from workingctx.adapters import anthropic, google, openai_chat, openai_responses
 from workingctx.exceptions import InvalidMessageError, ScopeError
 from workingctx.managers import (
     SUMMARY_NAME,
@@ -35,8 +37,12 @@ from workingctx.managers import (
 from workingctx.scopes import Tagged, TokenBudget, surviving_indices
 from workingctx.scopes._index import TailIndex
 from workingctx.snapshot import common_prefix_length
+from workingctx.validity import _is_empty
 
 # -- helpers -------------------------------------------------------------------------
+
+ADAPTERS = (openai_chat, openai_responses, anthropic, google)
+"""The providers' writers: a trim leaves each of them something to send."""
 
 tool_heavy_transcripts = transcripts(max_turns=8) | block_transcripts()
 """Valid transcripts: OpenAI-shaped tool messages, or results carried by user messages, reasoning before calls."""
@@ -474,6 +480,48 @@ class TestTokenBudgetContextManager:
         """
         with pytest.raises(error, match=match):
             TokenBudgetContextManager(*args, **kwargs)
+
+    def test_a_tail_of_empty_turns_keeps_what_the_transcript_says(self):
+        """
+        A cut of a transcript ending in two empty turns keeps the newest
+        exchange that says something (and the empty turns after it): it kept
+        only the empty turns, which Gemini leaves out, so the request written
+        for Gemini had no contents and ``write`` refused it.
+        """
+        said = [Message("user", "x" * 400), Message("assistant", "y" * 400)]
+        ctx = WorkingContext(messages=[*said, Message("user", ""), Message("assistant", "")])
+        TokenBudgetContextManager(60, low_watermark=10).trim_context(ctx)
+        assert said == [m for m in ctx.messages if m.text()]
+        written = google.write(ctx)["contents"]
+        assert [("user", "x" * 400), ("model", "y" * 400)] == [(c["role"], c["parts"][0]["text"]) for c in written]
+
+    @given(
+        opener=solid,
+        messages=tool_heavy_transcripts,
+        empty=st.lists(
+            st.builds(Message, st.sampled_from(["user", "assistant"]), st.sampled_from(["", " ", ()])),
+            min_size=1,
+            max_size=3,
+        ),
+        budget=st.integers(1, 400),
+    )
+    @settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+    def test_a_cut_never_leaves_nothing_to_send(self, opener, messages, empty, budget):
+        """
+        Property: over transcripts opening with a user message and ending in
+        empty turns, a cut keeps the newest message that says something, and
+        leaves no provider's writer with nothing to send (its ``empty``
+        problem) when the whole transcript gave it something.
+        """
+        ctx = WorkingContext(messages=[Message("user", opener), *messages, *empty])
+        assume(not openai_chat.check(ctx))  # a broken exchange is dropped whole, whatever it says
+        newest = next(m for m in reversed(ctx.messages) if m.role != "system" and not _is_empty(m))
+        before = {adapter: {p.rule for p in adapter.check(ctx)} for adapter in ADAPTERS}
+        TokenBudgetContextManager(budget).trim_context(ctx)
+        assert any(newest is m for m in ctx.messages)
+        for adapter in ADAPTERS:
+            if "empty" not in before[adapter]:
+                assert "empty" not in {p.rule for p in adapter.check(ctx)}, adapter.__name__
 
     @given(tool_heavy_transcripts, st.integers(0, 400), st.integers(0, 400))
     def test_output_is_always_valid(self, messages, a, b):

@@ -60,7 +60,7 @@ from workingctx.scopes._exchanges import exchange_units, starts_turn
 from workingctx.scopes._index import TailIndex
 from workingctx.scopes._tools import WITHOUT_COMPLETED_TOOL_SEQUENCES, _newest_turn_before
 from workingctx.tokens import MessageCounter, counting
-from workingctx.validity import STRUCTURAL_RULES
+from workingctx.validity import STRUCTURAL_RULES, _is_empty
 
 __all__ = [
     "SUMMARY_NAME",
@@ -457,7 +457,10 @@ class BudgetCut(_ScopeOps):
 
     First the messages always kept, counted first: every system message, the
     *pin* scope's messages with their whole exchanges, and the newest
-    exchange (the newest question, or the newest call with its results).
+    exchange (the newest question, or the newest call with its results) that
+    says something, with the turns after it that say nothing (no content,
+    no call), so a cut never keeps only empty turns, which providers leave
+    out or refuse, while it drops what the transcript says.
     Then, in what is left of *max_tokens*, the newest messages from a cut
     that splits no exchange, on a user turn when one fits; with *user_first*,
     the cut moves on until the newest user message before the window fits in
@@ -511,8 +514,12 @@ class BudgetCut(_ScopeOps):
         if pinned is not None:
             always |= surviving_indices(pinned, messages)
         if others:
-            newest = unit[others[-1]]
+            said = _newest_with_content(messages, others[-1])
+            last = others[-1] if said is None else said
+            newest = unit[last]
             always.update(i for i in range(others[0], size) if unit[i] == newest)
+            # what follows it carries nothing (all of it, when nothing does): kept, it costs little
+            always.update(range(others[0] if said is None else said + 1, size))
         budget = self.max_tokens - sum(counts[i] for i in always)
         if budget < 0:
             return frozenset(always)
@@ -560,6 +567,9 @@ class BudgetCut(_ScopeOps):
             last -= 1
         if last >= 0:
             first = next(i for i in range(size) if messages[i].role != "system")
+            said = _newest_with_content(messages, last)
+            empty_after = range(first if said is None else said + 1, size)
+            last = last if said is None else said
             # the newest exchange lies past the last cut before its last message that splits none
             blocked_by = index.blocked_by
             clean = last
@@ -568,6 +578,7 @@ class BudgetCut(_ScopeOps):
             unit, _ = exchange_units(messages[clean:size])
             newest = unit[last - clean]
             always.update(clean + j for j in range(max(first - clean, 0), size - clean) if unit[j] == newest)
+            always.update(empty_after)
         ordered = sorted(always)
         # after[j]: the tokens of the messages always kept from ordered[j] on
         after = list(itertools.accumulate(map(count_at, reversed(ordered)), initial=0))[::-1]
@@ -606,6 +617,21 @@ class BudgetCut(_ScopeOps):
         if not self.user_first:
             parts.append("user_first=False")
         return f"BudgetCut({', '.join(parts)})"
+
+
+def _newest_with_content(messages: Sequence[Message], last: int) -> int | None:
+    """
+    The newest message from *last* back that carries something to send (not
+    a system message, nor a user or assistant message with no content and no
+    call), or None. The newest exchange a cut always keeps is the newest that
+    says something, with the empty turns after it, so a cut never keeps only
+    turns a provider leaves out or refuses while it drops what says something.
+    """
+    for i in range(last, -1, -1):
+        message = messages[i]
+        if message.role != "system" and not _is_empty(message):
+            return i
+    return None
 
 
 def _room_for_a_user(
@@ -664,7 +690,8 @@ class TokenBudgetContextManager(BaseContextManager[WorkingContext]):
     Both watermarks count the whole request: the prefix and the tail. Some
     messages are always kept and counted first: every system message, the
     *pin* scope's messages with their exchanges, the newest exchange (the
-    user's newest question, or the newest call with its results), and, when
+    user's newest question, or the newest call with its results) that says
+    something, with the empty turns after it, and, when
     the window would open with something other than a user message, the
     newest user message before it (kept in front of it). When those alone
     exceed *low_watermark*, they are kept anyway: the trim logs a warning on
