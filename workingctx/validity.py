@@ -55,8 +55,9 @@ rule                   what is wrong                                            
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints`` (Anthropic), ``id-length``
 and ``name-format`` (OpenAI), ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind`` (Responses), ``unresolved-media``,
-``unsendable``, ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
+``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind``
+and ``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
+``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
 
 ``provider=None`` applies every rule. A dropped system message is not in the
@@ -158,6 +159,7 @@ Rule: TypeAlias = Literal[
     "image-dimensions",
     "media-count",
     "empty-calls",
+    "duplicate-item-id",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -235,6 +237,7 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "media-count": ("a request holds more images than the provider takes (wire format)", frozenset({"anthropic"})),
     "empty-calls": ("an assistant message has an empty list of tool calls (wire format)", frozenset({"openai"})),
+    "duplicate-item-id": ("two input items hold one id (wire format)", frozenset({"openai"})),
 }
 """Each rule id, with what it means and the providers that enforce it."""
 

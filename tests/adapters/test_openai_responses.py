@@ -5,11 +5,15 @@ reasoning replayed only to OpenAI, cross-format writes and responses.
 
 from __future__ import annotations
 
+import copy
+import typing
+
 import pytest
+import typing_extensions
 from anthropic.types import MessageParam
 from hypothesis import given
 from hypothesis import strategies as st
-from openai.types.responses import Response, ResponseInputParam
+from openai.types.responses import Response, ResponseInputItemParam, ResponseInputParam
 from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages, client_call_examples, responses_bodies
@@ -110,6 +114,142 @@ def test_a_message_written_from_elsewhere_never_takes_an_id_read_with_the_transc
     assert ids[0] == "msg_3"
     assert ids[1].startswith("msg_")
     assert len(ids) == len(set(ids)) == 2
+
+
+def _id_required() -> dict[str, bool]:
+    """
+    For each input item type of the SDK that has an ``id``, whether its param type requires it.
+    """
+    required = {}
+    for param in typing.get_args(ResponseInputItemParam):
+        hints = typing_extensions.get_type_hints(param, include_extras=True)
+        if "id" in hints:
+            kinds = [a for a in typing.get_args(typing.get_args(hints["type"])[0]) if isinstance(a, str)]
+            for kind in kinds or typing.get_args(hints["type"]):
+                required[kind] = typing.get_origin(hints["id"]) is typing_extensions.Required
+    return required
+
+
+ID_REQUIRED = _id_required()
+
+
+def test_the_items_whose_id_may_go_are_those_the_sdk_leaves_it_optional_in():
+    """
+    ``write`` sends a repeated id's later item without it only for an item
+    type whose SDK param type leaves the id out: checked against every type.
+    """
+    assert {kind for kind, required in ID_REQUIRED.items() if not required} == openai_responses.ID_OPTIONAL
+    assert ID_REQUIRED["reasoning"]
+    assert ID_REQUIRED["message"]  # an output message needs its id
+
+
+def _held_twice(items):
+    """
+    The ids two items of *items* hold (a local shell call's output names its call by ``id``).
+    """
+    seen, twice = set(), set()
+    for item in items:
+        ident = item.get("id")
+        if isinstance(ident, str) and item.get("type") != "local_shell_call_output":
+            (twice if ident in seen else seen).add(ident)
+    return twice
+
+
+@st.composite
+def repeated_item_ids(draw):
+    """
+    A Responses body, and that body with items holding one id: its turns
+    from some user message on sent again (concatenated histories), or one
+    item given the id of another.
+    """
+    original = draw(responses_bodies())
+    body = copy.deepcopy(original)
+    if isinstance(body["input"], str):
+        body["input"] = [{"role": "user", "content": body["input"]}]
+    items = body["input"]
+    if draw(st.booleans()):
+        starts = [i for i, item in enumerate(items) if item.get("role") == "user"]
+        start = draw(st.sampled_from(starts))
+        body["input"] = [*items, *copy.deepcopy(items[start:])]
+        return original, body
+    kinds = set(ID_REQUIRED) - {"mcp_approval_request", "local_shell_call_output"}  # whose id is a call id
+    holders = [i for i, item in enumerate(items) if item.get("type") in kinds]
+    if len(holders) >= 2:
+        first, later = sorted(draw(st.lists(st.sampled_from(holders), min_size=2, max_size=2, unique=True)))
+        ident = items[first].get("id", "item_1")
+        items[first] = {**items[first], "id": ident}
+        items[later] = {**items[later], "id": ident}
+    return original, body
+
+
+@given(repeated_item_ids())
+def test_no_request_holds_two_items_with_one_id(bodies):
+    """
+    OpenAI refuses an input holding two items with one id ("Duplicate item
+    found with id ...", as concatenated histories make): ``check`` on such a
+    payload reports each (``duplicate-item-id``), and every request ``write``
+    sends holds each id once, validated by the SDK's own types. A later item
+    whose id its type leaves optional goes without it, a later output message
+    takes a ``msg_`` id of its own; an item that needs its id (reasoning, an
+    item a reasoning item is paired with by its id) is refused, naming the id
+    and the fix. A body without a repeated id is written back byte for byte.
+    """
+    original, body = bodies
+    assert not _held_twice(valid(original)["input"] if not isinstance(original["input"], str) else [])
+    assert openai_responses.check(original) == ()
+    assert openai_responses.write(openai_responses.read(original)) == original
+    valid(body)
+    twice = _held_twice(body["input"])
+    assert {i for p in openai_responses.check(body) if p.rule == "duplicate-item-id" for i in p.ids} == twice
+    ctx = openai_responses.read(body)
+    try:
+        out, refused = openai_responses.write(ctx), ()
+    except ProviderError as error:
+        out, refused = None, error.problems
+    if out is None:
+        for problem in refused:
+            assert problem.rule == "duplicate-item-id"
+            assert set(problem.ids) <= twice
+            assert repr(problem.ids[0]) in problem.message
+            assert "leave out one of the two items" in problem.message
+        assert openai_responses.check(ctx) == refused
+        reasoned = any(item.get("type") == "reasoning" for item in body["input"])
+        assert reasoned or any(ID_REQUIRED.get(item.get("type"), False) for item in body["input"])
+        return
+    assert refused == ()
+    valid(out)
+    assert not _held_twice(out["input"])
+    assert openai_responses.check(out) == ()
+    assert openai_responses.write(openai_responses.read(out)) == out
+
+
+def test_a_repeated_reasoning_item_is_refused_naming_its_id():
+    """
+    A reasoning item's id goes with its encrypted content, and the call after
+    it is paired with it by its own id: a history holding that turn twice is
+    refused, naming both places, the id and the fix; a repeated call without
+    reasoning goes without its id, which its type leaves optional.
+    """
+    turn = [
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "1"},
+    ]
+    body = {"input": [{"role": "user", "content": "go"}, *turn, {"role": "user", "content": "again"}, *turn]}
+    problems = [p for p in openai_responses.check(body) if p.rule != "reused-call-id"]  # write re-keys it
+    assert [(p.index, p.rule, p.ids) for p in problems] == [
+        (4, "duplicate-item-id", ("rs_1",)),
+        (4, "duplicate-item-id", ("fc_1",)),
+    ]
+    assert "input[1] and input[5]" in problems[0].message
+    with pytest.raises(ProviderError, match=r"input\[1\] \(written from message 1\) and input\[5\]") as raised:
+        openai_responses.write(openai_responses.read(body))
+    assert "'rs_1'" in str(raised.value)
+    assert "leave out one of the two items" in str(raised.value)
+    plain = [item for item in body["input"] if item.get("type") != "reasoning"]
+    out = valid(openai_responses.write(openai_responses.read(plain)))["input"]
+    assert [item.get("id") for item in out if item.get("type") == "function_call"] == ["fc_1", None]
+    assert openai_responses.write(openai_responses.read(out))["input"] == out
 
 
 def test_reasoning_round_trips_and_stays_with_openai():

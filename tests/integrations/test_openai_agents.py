@@ -93,7 +93,7 @@ def call(call_id: str, n: int = 0, args: dict[str, Any] | None = None) -> dict[s
         call_id=call_id,
         name="weather",
         type="function_call",
-        id=f"fc_{n}",
+        id=f"fc_{n}_{call_id}",  # OpenAI refuses two items with one id: parallel calls have their own
         status="completed",
     ).model_dump(exclude_unset=True)
 
@@ -104,7 +104,7 @@ def output(call_id: str, text: str = "18C") -> dict[str, Any]:
 
 def custom_call(call_id: str, n: int = 0) -> dict[str, Any]:
     return ResponseCustomToolCall(
-        call_id=call_id, input=f"SELECT {n}", name="sql", type="custom_tool_call", id=f"ctc_{n}"
+        call_id=call_id, input=f"SELECT {n}", name="sql", type="custom_tool_call", id=f"ctc_{n}_{call_id}"
     ).model_dump(exclude_unset=True)
 
 

@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
@@ -659,8 +660,10 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     """
     The body for *sent*, and the problem of a request with nothing to send.
     """
+    positions: Sequence[int] = range(len(sent))  # of each message kept, in *sent*: where its problems are
     if any(sends_nothing(m, _drops) for m in sent):  # not even an empty message
-        sent = [m for m in sent if not sends_nothing(m, _drops)]
+        positions = [i for i, m in enumerate(sent) if not sends_nothing(m, _drops)]
+        sent = [sent[i] for i in positions]
     body: dict[str, Any] = {}
     previous = next((found for m in sent if (found := continued(m)) is not None), None)
     if previous is not None:  # the request continues a stored response, whose calls these results answer
@@ -671,18 +674,23 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
         if data.get("_instructions") or not data.get("_item"):
             body["instructions"] = sent[0].content
             rest = sent[1:]
+            positions = positions[1:]
     if len(rest) == 1 and rest[0].provider_data.get(PROVIDER, {}).get("_input_text"):
         body["input"] = rest[0].content
         return body, ()
     items: list[dict[str, Any]] = []
-    for message in rest:
-        items.extend(_items(message))
+    origins: list[int] = []  # the message each item is written from
+    for position, message in zip(positions, rest, strict=True):
+        made = _items(message)
+        items.extend(made)
+        origins.extend([position] * len(made))
+    items, refused = _distinct_ids(items, origins)
     body["input"] = _short_ids(_custom_outputs(_name_messages(items)))
     if not items and "instructions" not in body:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
-    return body, ()
+    return body, tuple(refused)
 
 
 _NEW_ID: Any = object()
@@ -708,6 +716,125 @@ def _name_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         taken.add(name)
         items[position]["id"] = name
     return items
+
+
+ID_OPTIONAL = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "computer_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_approval_response",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "configuration_update",
+        "compaction",
+        "compaction_trigger",
+    }
+)
+"""The input items whose ``id`` the SDK's param types leave optional: sent
+without it, OpenAI takes such an item as a new one. Every other item with an
+id needs it (reasoning, an output message, the calls OpenAI runs itself, ...);
+a message of the user, system or developer has none."""
+
+_ID_NAMES_CALL = frozenset({"local_shell_call_output"})
+"""The items whose ``id`` is the call id they answer, not an id of their own."""
+
+Duplicate = tuple[int, int, str, str]
+"""(position of the first item holding an id, position of a later one, the id,
+what ``write`` does: ``drop``, ``rename``, ``rekey`` (a call whose id is its
+call id, re-keyed as every reused call id is) or a reason it refuses)."""
+
+
+def _duplicates(items: Sequence[Mapping[str, Any]]) -> list[Duplicate]:
+    """
+    Every item of *items* holding an id an earlier item holds, with the first
+    one's position and what ``write`` does about it. OpenAI refuses an input
+    holding two items with one id ("Duplicate item found with id ...; remove
+    duplicate items from your input"), as concatenated histories make. The
+    later item goes without its id when the SDK's param type leaves it out
+    (:data:`ID_OPTIONAL`), and an output message takes a ``msg_`` id of its
+    own (as one written from another format's text does), unless a reasoning
+    item of its run is paired with it by that id; any other item needs its id.
+    """
+    seen: dict[str, int] = {}
+    found: list[Duplicate] = []
+    reasoned = False  # whether a reasoning item came earlier in the current run of output items
+    for position, item in enumerate(items):
+        kind = item.get("type")
+        if not (kind is None or isinstance(kind, str)):  # no item OpenAI takes, refused as it is
+            reasoned = False
+            continue
+        if not _is_output(item):
+            reasoned = False
+        ident = item.get("id")
+        if isinstance(ident, str) and kind not in _ID_NAMES_CALL:
+            first = seen.setdefault(ident, position)
+            if first != position:
+                found.append((first, position, ident, _settle(item, reasoned)))
+        reasoned = reasoned or (kind == "reasoning" and _is_output(item))
+    return found
+
+
+def _settle(item: Mapping[str, Any], reasoned: bool) -> str:
+    """
+    What ``write`` does with *item*, holding an id an earlier item holds: ``drop``
+    its id, ``rename`` it, or why it cannot (what refusing says).
+    """
+    kind = item.get("type")
+    if kind in {None, "message"}:
+        output = item.get("role") == "assistant" and isinstance(item.get("content"), list)
+        kind = "message" if output else None
+    if reasoned and kind != "reasoning":
+        return f"a reasoning item before it in its turn is paired with this {kind} by its id"
+    if kind is None or kind in ID_OPTIONAL:
+        return "drop"
+    if kind in _CALL_KEY and _CALL_KEY[kind] == "id":
+        return "rekey"
+    if kind == "message":
+        return "rename"
+    return f"a {kind} item needs its id (the SDK's {kind} param type requires it)"
+
+
+def _duplicate_text(first: str, later: str, ident: str, done: str) -> str:
+    return (
+        f"{first} and {later} both have id {ident!r}, and OpenAI refuses an input holding two items with "
+        f'one id ("Duplicate item found"); {done}'
+    )
+
+
+_REFUSED_FIX = (
+    "leave out one of the two items (a transcript holding the same turn twice, as concatenated "
+    "histories do, sends it once)"
+)
+
+
+def _distinct_ids(items: list[dict[str, Any]], origins: Sequence[int]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """
+    *items* with no id held twice: a later item whose id may go is sent
+    without it, a later output message under an id of its own; a
+    ``duplicate-item-id`` problem (at the later item's message) for any other.
+    """
+    found = _duplicates(items)
+    problems: list[Problem] = []
+    for first, later, ident, done in found:
+        if done == "drop":
+            items[later] = {k: v for k, v in items[later].items() if k != "id"}
+        elif done == "rename":
+            items[later] = {**items[later], "id": _NEW_ID}  # named by _name_messages, unique in the request
+        else:
+            # a call whose id is its call id was re-keyed if reused: here another item holds that id
+            reason = f"the {items[later]['type']}'s id is the call id its answer names" if done == "rekey" else done
+            where = f"input[{later}] (written from message {origins[later]})"
+            text = _duplicate_text(f"input[{first}] (written from message {origins[first]})", where, ident, reason)
+            problems.append(Problem(origins[later], "duplicate-item-id", f"{text}: {_REFUSED_FIX}", (ident,)))
+    return items, problems
 
 
 def _custom_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -812,7 +939,8 @@ def check(source: Any) -> tuple[Problem, ...]:
     """
     The problems ``write`` would raise for a context, or for a wire payload
     (a payload giving one ``call_id`` to two calls is refused by OpenAI as it
-    stands: ``reused-call-id``; ``write`` re-keys it).
+    stands: ``reused-call-id``; ``write`` re-keys it. Two items with one id are
+    ``duplicate-item-id``, saying what ``write`` does about the later one).
     """
     return engine.check(FORMAT, source, _payload_problems)
 
@@ -820,7 +948,39 @@ def check(source: Any) -> tuple[Problem, ...]:
 def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     messages = read_messages(payload)
     reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
-    return (*engine.build(FORMAT, messages)[1], *reused, *_long_ids(messages))
+    written = (p for p in engine.build(FORMAT, messages)[1] if p.rule != "duplicate-item-id")  # all are below
+    return (*written, *reused, *_long_ids(messages), *_repeated_ids(payload))
+
+
+def _repeated_ids(payload: Any) -> list[Problem]:
+    """
+    A ``duplicate-item-id`` problem for each item of a payload (already read)
+    holding an id an earlier item holds, at the message read from it, saying
+    what ``write`` does about it.
+    """
+    data = plain(payload)
+    items = data.get("input") if isinstance(data, Mapping) else data
+    if isinstance(items, str) or not items:
+        return []
+    found = _duplicates(items)
+    if not found:
+        return []
+    starts = message_starts(items)
+    by = 1 if isinstance(data, Mapping) and data.get("instructions") is not None else 0
+    problems = []
+    for first, later, ident, done in found:
+        if done == "drop":
+            fix = f"write sends input[{later}] without its id, which its item type leaves out"
+        elif done == "rename":
+            fix = f"write gives the message at input[{later}] a msg_ id of its own"
+        elif done == "rekey":
+            fix = f"write gives the call at input[{later}] and its answer a fresh id, as every reused call id"
+        else:
+            fix = f"write refuses it, as {done}: {_REFUSED_FIX}"
+        index = by + bisect.bisect_right(starts, later) - 1
+        text = _duplicate_text(f"input[{first}]", f"input[{later}]", ident, fix)
+        problems.append(Problem(index, "duplicate-item-id", text, (ident,)))
+    return problems
 
 
 @wire_errors("Responses", "input")
