@@ -743,3 +743,95 @@ class TestV1AnthropicThinking:
 
         assert thinking(sent) == thinking(ours)
         assert len(turns) == len(thinking(ours))
+
+
+class TestAnthropicReplyBlocks:
+    """
+    Anthropic's replies hold blocks no other provider has (the tools it runs itself and their
+    results, MCP calls, a text's citations). ChatAnthropic keeps them in an AIMessage's content
+    and sends them back; written from an Anthropic transcript, they were left out in silence.
+    """
+
+    @staticmethod
+    def _units(turn: int, text: str) -> list[list[dict]]:
+        """
+        The blocks of an Anthropic reply as the SDK's ``BetaMessage`` validates them, each
+        call with its result: a web search, an MCP call, code execution, a cited text.
+        """
+        search, mcp, code = f"srvtoolu_{turn}", f"mcptoolu_{turn}", f"srvtoolu_c{turn}"
+        found = {"type": "web_search_result", "url": "https://a", "title": "A", "encrypted_content": "RW5j"}
+        location = {
+            "type": "web_search_result_location",
+            "url": "https://a",
+            "title": "A",
+            "encrypted_index": "RW5j",
+            "cited_text": text,
+        }
+        ran = {"type": "code_execution_result", "stdout": text, "stderr": "", "return_code": 0, "content": []}
+        return [
+            [
+                {"type": "server_tool_use", "id": search, "name": "web_search", "input": {"query": text}},
+                {"type": "web_search_tool_result", "tool_use_id": search, "content": [found]},
+            ],
+            [
+                {"type": "mcp_tool_use", "id": mcp, "name": "lookup", "server_name": "docs", "input": {"q": text}},
+                {
+                    "type": "mcp_tool_result",
+                    "tool_use_id": mcp,
+                    "is_error": False,
+                    "content": [{"type": "text", "text": text}],
+                },
+            ],
+            [
+                {"type": "server_tool_use", "id": code, "name": "code_execution", "input": {"code": "print(1)"}},
+                {"type": "code_execution_tool_result", "tool_use_id": code, "content": ran},
+            ],
+            [{"type": "text", "text": text, "citations": [location]}],
+        ]
+
+    @given(st.data())
+    def test_chatanthropic_sends_them_again_and_no_other_format_gets_them(self, data):
+        """
+        An Anthropic transcript whose replies hold such blocks (dumped from the SDK's own
+        ``BetaMessage``), written as LangChain messages: the Anthropic body ChatAnthropic builds
+        from them holds each reply as it was, the messages round-trip equal, and the Chat
+        Completions, Responses and Gemini bodies written from them are those written from the
+        transcript itself (such blocks stay out of them, as before).
+        """
+        from anthropic.types.beta import BetaMessage  # noqa: PLC0415
+
+        from workingctx.adapters import google  # noqa: PLC0415
+
+        messages: list = []
+        for turn in range(data.draw(st.integers(1, 3))):
+            units = self._units(turn, data.draw(words))
+            chosen = data.draw(st.lists(st.sampled_from(range(len(units))), min_size=1, max_size=4, unique=True))
+            content = [block for i in chosen for block in units[i]]
+            if data.draw(st.booleans()):
+                content.append({"type": "text", "text": data.draw(words)})
+            reply = BetaMessage.model_validate(
+                {
+                    "id": f"msg_{turn}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-6",
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                    "content": content,
+                }
+            )
+            messages.append({"role": "user", "content": data.draw(words)})
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+        messages.append({"role": "user", "content": "thanks"})
+        body = {"messages": messages}
+        ctx = anthropic.read(body)
+        written = langchain.write(ctx)
+        sent = _chat_anthropic()._get_request_payload(written)["messages"]  # noqa: SLF001  # the body ChatAnthropic sends
+        assert sent == messages
+        back = langchain.read(written)
+        assert langchain.write(back) == written
+        assert () == langchain.check(back)
+        assert anthropic.write(back) == body
+        for module in (openai_chat, openai_responses, google):
+            assert module.write(back) == module.write(ctx), module.__name__

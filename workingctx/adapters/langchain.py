@@ -145,7 +145,8 @@ def _text(item: Mapping[str, Any]) -> TextBlock:
     """
     if set(item) == {"type", "text"}:
         return TextBlock(item["text"])
-    block = anthropic.read_block(item) if set(item) == {"type", "text", "cache_control"} else None
+    # Anthropic's cache_control and citations (ChatAnthropic keeps a cited answer's citations and sends them back)
+    block = anthropic.read_block(item) if set(item) <= {"type", "text", "cache_control", "citations"} else None
     return _keeping(block if isinstance(block, TextBlock) else TextBlock(item["text"]), item)
 
 
@@ -328,6 +329,27 @@ def _content(data: Mapping[str, Any]) -> str | tuple[ContentBlock, ...]:
 _RAW = "_block"
 """Where a block read from a LangChain dict it does not model whole keeps that dict, written back as it came."""
 
+ANTHROPIC_BLOCKS = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "mcp_tool_listing",
+        "container_upload",
+        "advisor_tool_result",
+        "compaction",
+    }
+)
+"""The blocks of Anthropic's replies (the SDK's content block types) other than text, thinking
+and client tool calls: the tools Anthropic runs itself, their results, MCP calls. ChatAnthropic
+keeps them in an AIMessage's content and sends them back as they are; they are Anthropic's alone."""
+
 
 def _ai_block(item: Any, named: set[Any], *, anthropic_v1: bool) -> ContentBlock:
     """
@@ -343,6 +365,8 @@ def _ai_block(item: Any, named: set[Any], *, anthropic_v1: bool) -> ContentBlock
         thinking = _v1_thinking(item) or _v1_invalid_call(item)
         if thinking is not None and not (isinstance(thinking, ToolCallBlock) and thinking.id in named):
             return thinking
+    if isinstance(item, Mapping) and item.get("type") in ANTHROPIC_BLOCKS:
+        return ProviderBlock(anthropic.PROVIDER, item)  # as ChatAnthropic gives and sends it: Anthropic's alone
     block = _ai_call_block(item)
     return _block(item) if block is None or block.id in named else block
 
@@ -539,13 +563,23 @@ def read(payload: Any, *, state: bool = False) -> Any:
 # -- writing ---------------------------------------------------------------------------
 
 
-def _write_block(block: ContentBlock) -> Any:
+def _write_block(block: ContentBlock, role: str = "") -> Any:
+    """
+    The LangChain content item of *block* in a message of *role*; None for
+    what LangChain content leaves out (other providers' reasoning and items).
+    In an AI message, Anthropic's own blocks (:data:`ANTHROPIC_BLOCKS`) and
+    its text's citations are written as ChatAnthropic gives them, which it
+    sends back to Anthropic as they are.
+    """
     kept = _as_read(block, "")
     if kept is not None:
         return kept
     if isinstance(block, TextBlock):
         if block.provider_data.get(PROVIDER, {}).get("_str"):
             return block.text
+        cited = block.provider_data.get(anthropic.PROVIDER, {})
+        if role == "assistant" and "citations" in cited:
+            return {"type": "text", "text": block.text, "citations": thaw(cited["citations"])}
         return {"type": "text", "text": block.text}
     if (
         isinstance(block, ImageBlock)
@@ -570,15 +604,24 @@ def _write_block(block: ContentBlock) -> Any:
             return {"type": "thinking", "thinking": block.summary, "signature": block.signature}
         return None
     if isinstance(block, ProviderBlock):
-        return dict(thaw(block.data)) if block.provider == PROVIDER else None
+        if block.provider == PROVIDER or (role == "assistant" and _anthropic_own(block)):
+            return dict(thaw(block.data))
+        return None
     return None
 
 
-def _drops(block: ContentBlock, _role: str) -> bool:
+def _anthropic_own(block: ProviderBlock) -> bool:
+    """
+    Whether *block* is one of Anthropic's own reply blocks ChatAnthropic keeps in an AI message.
+    """
+    return block.provider == anthropic.PROVIDER and block.data.get("type") in ANTHROPIC_BLOCKS
+
+
+def _drops(block: ContentBlock, role: str) -> bool:
     """
     Whether a request leaves out *block* (reasoning other than Anthropic's, other formats' items).
     """
-    return _write_block(block) is None
+    return _write_block(block, role) is None
 
 
 def _is_invalid(call: ToolCall) -> bool:
@@ -604,7 +647,7 @@ def _write(core: Any, message: Message) -> list[Any]:
     if isinstance(kind, str) and kind in _STATE_ROLES:  # a kind kept whole by read(..., state=True)
         raw: Any = message.content
         if not isinstance(raw, str):
-            raw = [b for b in map(_write_block, raw) if b is not None]
+            raw = [b for b in (_write_block(block, message.role) for block in raw) if b is not None]
         data = {**rest, "content": raw, "id": None if message.id is None else str(message.id)}
         return list(core.messages_from_dict([{"type": kind, "data": data}]))
     if kind == "tool":  # a tool message of tool_result blocks, read as the user turn ChatAnthropic sends
@@ -645,7 +688,7 @@ def _write(core: Any, message: Message) -> list[Any]:
                 status = "error" if block.is_error else "success"
                 before.append(core.ToolMessage(result, tool_call_id=block.call_id, status=status))
             else:
-                written = _write_block(block)
+                written = _write_block(block, message.role)
                 if written is not None:
                     content.append(written)
         if before and not content and message.role in {"user", "tool"}:
