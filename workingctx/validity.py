@@ -53,10 +53,12 @@ rule                   what is wrong                                            
 ====================== ========================================================= ==================
 
 The adapters check what they write with more rules of the wire formats
-themselves: ``id-format``, ``cache-breakpoints`` (Anthropic), ``id-length``
-and ``name-format`` (OpenAI), ``result-not-first``, ``blank-text``,
-``trailing-whitespace`` (Anthropic), ``invalid-base64`` (Gemini), ``result-kind``
-and ``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
+themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
+``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``
+and ``media-count`` (Anthropic), ``blank-text`` (Anthropic, Gemini),
+``id-length``, ``name-format`` and ``empty-calls`` (OpenAI), ``invalid-base64``,
+``call-after-model`` and ``split-responses`` (Gemini), ``result-kind`` and
+``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
 ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
 :data:`RULES` describes each and names the providers that enforce it.
 
