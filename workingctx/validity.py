@@ -56,7 +56,7 @@ The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
 ``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``
 and ``media-count`` (Anthropic), ``blank-text`` (Anthropic, Gemini),
-``id-length``, ``name-format`` and ``empty-calls`` (OpenAI), ``invalid-base64``,
+``name-format`` (OpenAI, Anthropic), ``id-length`` and ``empty-calls`` (OpenAI), ``invalid-base64``,
 ``call-after-model`` and ``split-responses`` (Gemini), ``result-kind`` and
 ``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
 ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
@@ -192,8 +192,8 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"openai"}),
     ),
     "name-format": (
-        "a speaker's or a called function's name has characters OpenAI refuses (wire format)",
-        frozenset({"openai"}),
+        "a speaker's or a called function's name has characters the provider refuses (wire format)",
+        frozenset({"openai", "anthropic"}),
     ),
     "result-not-first": ("tool results are not first in their user turn (wire format)", frozenset({"anthropic"})),
     "unresolved-media": ("a media-store reference whose bytes were not resolved (adapters)", _ALL),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import re
 import struct
 
 import attrs
@@ -20,7 +21,7 @@ from pydantic import TypeAdapter
 
 from tests.wire_strategies import anthropic_bodies, chat_messages
 from workingctx import Message, ToolCall, WorkingContext
-from workingctx.adapters import ProviderError, anthropic, openai_chat
+from workingctx.adapters import ProviderError, anthropic, google, openai_chat
 from workingctx.messages import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolResultBlock
 
 MESSAGES = TypeAdapter(list[MessageParam])
@@ -535,3 +536,43 @@ def test_an_image_longer_than_anthropic_takes_is_a_problem():
             ]
         }
         assert [p.rule for p in anthropic.check(body)] == found
+
+
+@given(
+    st.text(min_size=1, max_size=70)
+    | st.sampled_from(["mcp.server:tool", "Research Agent", "a" * 65, "get_weather", "x-1"])
+)
+def test_a_tool_name_anthropic_refuses_is_a_problem_naming_it(name):
+    """
+    Anthropic takes a ``tool_use`` name of 1 to 64 letters, digits, ``_``
+    and ``-`` ("tool_use.name: String should match pattern
+    '^[a-zA-Z0-9_-]{1,64}$'"); Gemini's names may hold dots and colons (an
+    MCP tool's ``server:tool``). Any other name is a ``name-format`` problem
+    naming it and a name Anthropic takes, in a payload and in a context from
+    Gemini, and ``write`` refuses it.
+    """
+    takes = re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) is not None
+    body = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        ]
+    }
+    call = {"function_call": {"id": "t1", "name": name, "args": {}}}
+    gemini = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [call]},
+            {"role": "user", "parts": [{"function_response": {"id": "t1", "name": name, "response": {"r": "ok"}}}]},
+        ]
+    }
+    for source in (body, google.read(gemini)):
+        found = [p for p in anthropic.check(source) if p.rule == "name-format"]
+        assert [p.index for p in found] == ([] if takes else [1])
+        if not takes:
+            assert repr(name) in found[0].message
+            suggested = found[0].message.split("e.g. ")[1].rstrip(")")
+            assert re.fullmatch(r"'[a-zA-Z0-9_-]{1,64}'", suggested)
+            with pytest.raises(ProviderError, match="name-format"):
+                anthropic.write(source if source is not body else anthropic.read(body))

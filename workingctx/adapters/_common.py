@@ -931,3 +931,15 @@ def odd_image_type(block: object) -> str | None:
     if mime in IMAGE_TYPES or image_type(base64_head(data)) is not None:
         return None
     return mime
+
+
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""What OpenAI takes as a speaker's name and a called function's name, and
+Anthropic as a ``tool_use`` block's name: both refuse any other."""
+
+
+def suggested_name(name: str) -> str:
+    """
+    A name :data:`NAME_PATTERN` takes, close to *name* (for the fix a ``name-format`` problem names).
+    """
+    return re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_")[:64] or "name"

@@ -29,6 +29,7 @@ import attrs
 
 from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
+    NAME_PATTERN,
     Problem,
     ProviderError,
     base64_head,
@@ -43,6 +44,7 @@ from workingctx.adapters._common import (
     odd_image_type,
     plain,
     sends_nothing,
+    suggested_name,
     wire_errors,
 )
 from workingctx.adapters._engine import Where, content_of, sendable, unknown
@@ -896,6 +898,17 @@ def wire_problems(
             if isinstance(ident, str) and not ID_PATTERN.fullmatch(ident):
                 problems.append(
                     Problem(index, "id-format", f"{where}: id {ident!r} must match ^[a-zA-Z0-9_-]+$", (ident,))
+                )
+            name = block.get("name") if kind == "tool_use" else None
+            if isinstance(name, str) and not NAME_PATTERN.fullmatch(name):
+                problems.append(
+                    Problem(
+                        index,
+                        "name-format",
+                        f"{where}: the tool_use name {name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$, as Anthropic "
+                        f"refuses any other (rename the tool, e.g. {suggested_name(name)!r})",
+                        (str(ident),),
+                    )
                 )
             if kind == "tool_result" and seen_other:
                 problems.append(

@@ -17,12 +17,12 @@ True
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
+    NAME_PATTERN,
     Problem,
     ProviderError,
     cache_hinted,
@@ -37,6 +37,7 @@ from workingctx.adapters._common import (
     plain,
     sends_nothing,
     split_system,
+    suggested_name,
     wire_errors,
 )
 from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
@@ -614,9 +615,6 @@ def _write_all(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[
 ID_LIMIT = 40
 """The most characters OpenAI takes in a tool call's id (``string_above_max_length`` past it)."""
 
-NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-"""What OpenAI takes as a speaker's name and as a called function's name (``invalid_value`` otherwise)."""
-
 
 def _ids(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
     """
@@ -795,12 +793,8 @@ def _bad_name(index: int, where: str, name: str) -> Problem:
         index,
         "name-format",
         f"{where} is {name!r}, and OpenAI takes only 1 to 64 letters, digits, '_' and '-' "
-        f"(rename it, e.g. {_suggested(name)!r})",
+        f"(rename it, e.g. {suggested_name(name)!r})",
     )
-
-
-def _suggested(name: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_")[:64] or "name"
 
 
 def _body(messages: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
