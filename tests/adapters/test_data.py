@@ -411,3 +411,16 @@ def test_an_inline_image_of_a_type_openai_and_anthropic_do_not_take_is_unsendabl
         assert not [p for p in module.check([Message.user([png, TextBlock("what is it?")])]) if p.rule == "unsendable"]
     if mime == "image/heic":
         assert google.check([Message.user([odd, TextBlock("what is it?")])]) == ()
+
+
+@pytest.mark.parametrize("module", WRITERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("length", [10, 256, 257, 100_000])
+def test_long_text_is_searched_for_surrogates_too(module, length):
+    """
+    Long text (a tool's log) is checked like short text (long ASCII text is
+    passed over without being copied): a lone surrogate at its end is named at its offset.
+    """
+    text = "x" * length + "\ud83d"
+    found = [p for p in module.check([Message.user([TextBlock(text)])]) if p.rule == "unencodable-text"]
+    assert [0] == [p.index for p in found]
+    assert f"at character {length}" in found[0].message

@@ -205,10 +205,17 @@ def _fields(value: Any) -> dict[str, Any]:
     if not attrs.has(value.__class__):
         msg = f"not JSON data: {value!r}"
         raise TypeError(msg)
-    fields = {field.name: getattr(value, field.name) for field in attrs.fields(value.__class__) if field.init}
-    if value.__class__ is MediaRef and value.data_base64 is not None and value.data_base64.isascii():
-        del fields["data_base64"]  # inline media, often megabytes, holds no surrogate: not copied into the text
-    return fields
+    # long ASCII text (inline media, a tool's log) holds no surrogate: passed over, not copied into the text
+    return {
+        field.name: found
+        for field in attrs.fields(value.__class__)
+        if field.init
+        and not ((found := getattr(value, field.name)).__class__ is str and len(found) > _LONG and found.isascii())
+    }
+
+
+_LONG = 256
+"""Text longer than this is passed over when it is ASCII, rather than copied into the JSON text."""
 
 
 _TEXT_OF = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_fields).encode
