@@ -903,12 +903,12 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types OpenAI and Anthropic take (no other)."""
 
 
-def base64_head(data: str) -> bytes:
+def base64_head(data: str, length: int = 24) -> bytes:
     """
-    The first bytes of the base64 text *data*, enough for an image's
-    signature; none when they are not base64.
+    The bytes of the first *length* characters of the base64 text *data*
+    (by default enough for an image's signature, 18 bytes); none when they are not base64.
     """
-    head = data[:24]
+    head = data[:length]
     try:
         return base64.b64decode(head + "=" * (-len(head) % 4))
     except ValueError:

@@ -741,19 +741,6 @@ def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | N
     return None
 
 
-def _mislabelled(block: Any) -> tuple[Any, str] | None:
-    """
-    The type an inline image block is labelled with and the type its bytes
-    say, when they differ; else None.
-    """
-    source = block.get("source") if isinstance(block, Mapping) and block.get("type") == "image" else None
-    if not isinstance(source, Mapping) or source.get("type") != "base64" or not isinstance(source.get("data"), str):
-        return None
-    actual = image_type(base64_head(source["data"]))
-    declared = source.get("media_type")
-    return None if actual is None or actual == declared else (declared, actual)
-
-
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 """The longest base64 text of one image Anthropic takes (its "5 MB")."""
 MAX_IMAGES = 100
@@ -771,21 +758,13 @@ def _dimensions(data: str) -> tuple[int, int] | None:
     more of it than its header needs; None when they cannot be read.
     """
     if image_type(base64_head(data)) != "image/jpeg":
-        return image_size(_decoded(data[:64]))
+        return image_size(base64_head(data, 64))
     # a JPEG's size comes after its other segments, mostly in its first 3 KiB (EXIF may take 64 KiB)
     for length in (4 * 1024, 128 * 1024, len(data)):
-        size = image_size(_decoded(data[:length]))
+        size = image_size(base64_head(data, length))
         if size is not None or length >= len(data):
             return size
     return None
-
-
-def _decoded(text: str) -> bytes:
-    text = text[: len(text) - len(text) % 4]
-    try:
-        return base64.b64decode(text)
-    except ValueError:
-        return b""
 
 
 def _images(content: list[Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
@@ -804,29 +783,30 @@ def _images(content: list[Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
                     yield f"content[{position}].content[{j}]", item
 
 
-def _image_problems(content: list[Any], index: int | None, where: Any, images: int) -> Iterable[Problem]:
+def _image_problems(
+    images: Sequence[tuple[str, Mapping[str, Any]]], index: int | None, where: Any, count: int
+) -> Iterable[Problem]:
     """
-    The problems of the inline images of *content* (those in tool results
-    too) in a request of *images* images: one labelled with another type
-    than its bytes say (``media-type``), longer than Anthropic takes
-    (``image-size``), or with a side longer than Anthropic takes
+    The problems of the inline *images* of a turn ((path, block), those in
+    tool results too) in a request of *count* images: one labelled with
+    another type than its bytes say (``media-type``), longer than Anthropic
+    takes (``image-size``), or with a side longer than Anthropic takes
     (``image-dimensions``: 8000 pixels, 2000 in a request of more than 20 images).
     """
-    side = MAX_SIDE_OF_MANY if images > MANY_IMAGES else MAX_SIDE
-    for path, image in _images(content):
-        wrong = _mislabelled(image)
-        if wrong is not None:
-            declared, actual = wrong
+    side = MAX_SIDE_OF_MANY if count > MANY_IMAGES else MAX_SIDE
+    for path, image in images:
+        source = image.get("source")
+        if not isinstance(source, Mapping) or source.get("type") != "base64" or not isinstance(source.get("data"), str):
+            continue
+        data, declared = source["data"], source.get("media_type")
+        actual = image_type(base64_head(data))
+        if actual is not None and actual != declared:
             yield Problem(
                 index,
                 "media-type",
                 f"{where}: {path} is an image labelled {declared!r} whose bytes are {actual!r}, which "
                 f"Anthropic refuses: label it {actual!r} (write does)",
             )
-        source = image.get("source")
-        if not isinstance(source, Mapping) or source.get("type") != "base64" or not isinstance(source.get("data"), str):
-            continue
-        data = source["data"]
         if len(data) > MAX_IMAGE_BASE64:
             yield Problem(
                 index,
@@ -837,7 +817,7 @@ def _image_problems(content: list[Any], index: int | None, where: Any, images: i
         size = _dimensions(data)
         if size is not None and max(size) > side:
             many = (
-                f" in a request of more than {MANY_IMAGES} images (this one holds {images})" if side < MAX_SIDE else ""
+                f" in a request of more than {MANY_IMAGES} images (this one holds {count})" if side < MAX_SIDE else ""
             )
             yield Problem(
                 index,
@@ -863,13 +843,14 @@ def wire_problems(
             Problem(None, "empty", "there is no Anthropic turn to send (no message with content); add a user message")
         )
     held = [
-        (position, sum(1 for _ in _images(message["content"])))
-        for position, message in enumerate(messages)
+        list(_images(message["content"]))
         if isinstance(message, Mapping) and isinstance(message.get("content"), list)
-    ]
-    images = sum(count for _, count in held)
+        else []
+        for message in messages
+    ]  # each turn's images, walked once
+    images = sum(map(len, held))
     if images > MAX_IMAGES:
-        first = next(position for position, count in held if count)
+        first = next(position for position, found in enumerate(held) if found)
         index, where = Where.of(first, origins, "messages", "Anthropic turn")
         problems.append(
             Problem(
@@ -888,7 +869,7 @@ def wire_problems(
         problems.extend(_text_problems(message, index, where, last))
         if not isinstance(content, list):
             continue
-        problems.extend(_image_problems(content, index, where, images))
+        problems.extend(_image_problems(held[position], index, where, images))
         seen_other = False
         for block in content:
             kind = block.get("type")
