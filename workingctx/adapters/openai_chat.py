@@ -415,9 +415,6 @@ def _why_lost(block: ContentBlock, role: str, in_result: bool) -> str | None:
     media = block.media
     if isinstance(block, ImageBlock) and media.kind == "file_id":
         return "an image by file id, which Chat Completions cannot take (only URLs and inline data)"
-    odd = odd_image_type(block)
-    if odd is not None:
-        return f"an image of type {odd!r}, and OpenAI takes PNG, JPEG, GIF and WebP images only"
     if isinstance(block, AudioBlock) and _audio_format(media) is None:
         return "audio that is not inline wav or mp3, the only audio Chat Completions takes"
     if role in {"system", "assistant"} and not in_result:
@@ -437,11 +434,15 @@ def lost(messages: Sequence[Message]) -> tuple[Problem, ...]:
 
 
 def _lost(block: Any, message: Message, in_result: bool) -> tuple[str, str] | None:
+    odd = odd_image_type(block)
+    if odd is not None:
+        return (
+            f"an image of type {odd!r}, and OpenAI takes PNG, JPEG, GIF and WebP images only",
+            "convert it to one of those, or write this context with google",
+        )
     why = _why_lost(block, message.role, in_result)
     if why is None:
         return None
-    if why.startswith("an image of type"):
-        return why, "convert it to one of those, or write this context with google"
     fix = (
         "give its URL or inline bytes in a user message, convert it to a format Chat Completions "
         "takes, or write this context with openai_responses, anthropic or google"
