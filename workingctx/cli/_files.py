@@ -865,13 +865,14 @@ def _one_value_a_line(text: str) -> bool:
     >>> _one_value_a_line('{"messages": []}\\n{"messages": []}\\n'), _one_value_a_line('{"messages": []}\\n')
     (True, False)
     """
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        return exc.msg == "Extra data" and exc.colno == 1
-    except (ValueError, RecursionError):  # not JSON at all: read as one document, which names the fault
+    first, _, rest = text.lstrip().partition("\n")
+    if not rest.strip():
+        return False  # one line: a document
+    try:  # its first line a whole value (a document over several lines has none), without parsing it all
+        json.loads(first)
+    except (ValueError, RecursionError):
         return False
-    return False
+    return True
 
 
 def read_file(path: str, fmt: str | None = None) -> Document:
