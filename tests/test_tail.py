@@ -29,14 +29,10 @@ def state(index: TailIndex) -> tuple[object, ...]:
     Everything an index answers with: its cuts, turns, calls and the rules' state.
     """
     walk = index.walk
-    unmarked = [index._unmarked(c) for c in range(index.size + 1)]  # noqa: SLF001  # the next cut to mark
     return (
         index.size,
-        list(index.blocked_by),
-        bytes(index.turn_start),
-        list(index.turns),
-        dict(index._call_at),  # noqa: SLF001
-        unmarked,
+        index.positions(),
+        index.turn_count(),
         walk.size,
         dict(walk.asked),
         set(walk.answered),
@@ -61,7 +57,7 @@ def test_a_rebased_index_is_the_index_of_the_kept_messages(run, head, data):
     old = indexed(run)
     start = data.draw(st.integers(0, len(run)))
     rebased = old.rebased(head, run[start:], start)
-    clean = old.blocked_by[start] == NEVER and not old.walk.problems
+    clean = old.blocker(start) == NEVER and not old.walk.problems
     if rebased is None:
         assert not clean or (old.walk.open and old.walk.open_at < start)
         return
@@ -77,13 +73,71 @@ def test_a_rebased_index_is_the_index_of_the_kept_messages(run, head, data):
 
 
 @given(runs, st.data())
+def test_indexes_trimmed_and_grown_in_turn_answer_as_new_ones(run, data):
+    """
+    Property: an index trimmed again and again (each trim reading the arrays
+    of the one before, sometimes copied when few messages are kept), grown
+    between the trims, answers as an index built over its messages; and an
+    index a trim left behind, grown on its own afterwards, still does.
+    """
+    messages = list(run)
+    index = indexed(messages)
+    left: list[tuple[TailIndex, list[Message]]] = []
+    for _ in range(data.draw(st.integers(1, 6))):
+        if data.draw(st.booleans()):
+            messages = [*messages, *data.draw(runs)]
+            index.update(messages)
+        else:
+            start = data.draw(st.integers(0, len(messages)))
+            head = data.draw(heads)
+            rebased = index.rebased(head, messages[start:], start)
+            if rebased is None:
+                continue
+            left.append((index, messages))
+            index, messages = rebased, [*head, *messages[start:]]
+        assert state(index) == state(indexed(messages))
+    for old, kept in left:
+        assert state(old) == state(indexed(kept))  # what another index wrote after it is not read
+        grown = [*kept, *data.draw(runs)]
+        old.update(grown)
+        assert state(old) == state(indexed(grown))
+
+
+def test_a_long_run_of_trims_keeps_only_the_kept_messages_arrays():
+    """
+    Trims that each drop one exchange copy the arrays once the messages
+    dropped outnumber those kept, so the arrays stay near the window's size.
+    """
+    messages: list[Message] = [Message("system", "Be brief.")]
+    index = indexed(messages)
+    longest = 0
+    for turn in range(400):
+        call = ToolCall(f"c{turn}", "lookup")
+        messages = [
+            *messages,
+            Message("user", f"q{turn}"),
+            Message("assistant", tool_calls=(call,)),
+            Message("tool", "r", tool_call_id=call.id),
+            Message("assistant", "a"),
+        ]
+        index.update(messages)
+        if len(messages) > 41:
+            told = index.rebased(messages[:1], messages[5:], 5)
+            assert told is not None
+            index, messages = told, [messages[0], *messages[5:]]
+        longest = max(longest, len(index._opens))  # noqa: SLF001  # the stored arrays' length
+    assert state(index) == state(indexed(messages))
+    assert longest <= 3 * len(messages) + 64
+
+
+@given(runs, st.data())
 def test_a_rebased_walk_is_the_walk_of_the_kept_messages(run, data):
     """
     Property: a rules' state told from the old one finds what a walk over the kept messages finds.
     """
     old = indexed(run)
     start = data.draw(st.integers(0, len(run)))
-    assume(old.blocked_by[start] == NEVER)
+    assume(old.blocker(start) == NEVER)
     walk = old.walk.rebased([], run[start:], start)
     if walk is None:
         return

@@ -279,9 +279,9 @@ def _needs_repair(view: TailView, user_first: bool) -> bool:
     state = index.walk
     if state.broken:
         return True
-    if not user_first or not index.turns:
+    if not user_first or not index.turn_count():
         return False
-    return state.first < 0 or not index.turn_start[state.first]
+    return state.first < 0 or not index.opens_turn(state.first)
 
 
 def _broken_rules(view: TailView) -> list[str]:
@@ -431,7 +431,7 @@ class MessageContextManager(BaseContextManager[WorkingContext]):
         index = view.tail_index
         if index is None:  # pragma: no cover  # a context's view always has one
             return len(surviving_indices(LastNTurns(self.max_messages), view)) < len(view)
-        return len(index.turns) > self.max_messages
+        return index.turn_count() > self.max_messages
 
     async def atrim_context(self, ctx: WorkingContext) -> WorkingContext:
         """
@@ -571,9 +571,9 @@ class BudgetCut(_ScopeOps):
             empty_after = range(first if said is None else said + 1, size)
             last = last if said is None else said
             # the newest exchange lies past the last cut before its last message that splits none
-            blocked_by = index.blocked_by
+            blocker = index.blocker
             clean = last
-            while blocked_by[clean] < size:
+            while blocker(clean) < size:
                 clean -= 1
             unit, _ = exchange_units(messages[clean:size])
             newest = unit[last - clean]

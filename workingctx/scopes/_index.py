@@ -34,35 +34,92 @@ class TailIndex:
     A *cut* ``c`` keeps the messages from index ``c`` on. It splits an exchange
     when a kept message answers a call made before ``c``, or when ``c`` separates
     a call from the reasoning-only assistant message just before it.
-    ``blocked_by[c]`` is the index of the first message that makes ``c`` split
-    an exchange (:data:`NEVER` if none does), so the answer for the transcript's
-    first ``n`` messages is ``blocked_by[c] >= n``: an index taken when the
-    transcript was longer still answers for a shorter view of it.
+    :meth:`blocker` of ``c`` is the index of the first message that makes ``c``
+    split an exchange (:data:`NEVER` if none does), so the answer for the
+    transcript's first ``n`` messages is ``blocker(c) >= n``: an index taken
+    when the transcript was longer still answers for a shorter view of it.
 
     Each cut is marked at most once (the first message that blocks it is the
     lowest), and cuts already marked are skipped, so indexing costs the same
     per message however many results answer one call.
 
+    A trim that keeps a few system messages and then the newest messages gets
+    its index from the old one by :meth:`rebased`, which moves nothing: the
+    new index reads the old one's arrays from the first message kept on (the
+    arrays are *stored* positions, a message keeps its stored position while
+    the trims drop the ones before it), and copies them only when the
+    messages dropped outnumber the ones kept, so a trim on every turn costs
+    the same however long the window.
+
     Attributes:
         size: How many messages are indexed.
-        blocked_by: One entry per cut, ``0`` to ``size``.
-        turn_start: ``turn_start[i]`` is 1 when message ``i`` opens a user turn.
-        turns: The indices of the messages that open a user turn, ascending.
         walk: The provider rules' state after the indexed messages
             (see :mod:`workingctx.validity`).
     """
 
-    __slots__ = ("_call_at", "_next", "blocked_by", "size", "turn_start", "turns", "walk")
+    __slots__ = ("_base", "_blocked", "_call_at", "_given", "_lead", "_next", "_opens", "_turns", "size", "walk")
 
     def __init__(self) -> None:
         self.size = 0
-        self.blocked_by = array("q", [NEVER])
-        self.turn_start = bytearray()
-        self.turns = array("q")
-        self._call_at: dict[str, int] = {}
-        # _next[c] leads (through a chain that finds are shortening) to the first cut >= c not marked yet
+        # Message i >= _lead is stored at i - _lead + _base; the first _lead
+        # messages are system messages that neither call nor answer, not stored.
+        self._lead = 0
+        self._base = 0
+        self._blocked = array("q", [NEVER])  # per stored cut: the stored index of its first blocker
+        self._opens = bytearray()  # per stored message: 1 when it opens a user turn
+        self._turns = array("q")  # the stored indices of the messages that open a user turn, ascending
+        self._call_at: dict[str, int] = {}  # a call's id: the stored index of its message
+        # _next[c] leads (through a chain that finds are shortening) to the first stored cut >= c not marked yet
         self._next = array("q", [0, 1])
+        self._given = False  # rebased() handed the arrays on: copy them before writing
         self.walk = RuleState()
+
+    @property
+    def _end(self) -> int:
+        """The stored index past the last message indexed."""
+        return self.size - self._lead + self._base
+
+    def blocker(self, cut: int) -> int:
+        """
+        The index of the first message that makes *cut* split an exchange, :data:`NEVER` if none does.
+        """
+        if cut < self._lead:  # a cut among the leading system messages: they call nothing
+            return NEVER
+        by = self._blocked[cut - self._lead + self._base]
+        # a mark past this index's messages is another index's (one this index's arrays were handed to)
+        return NEVER if by >= self._end else by - self._base + self._lead
+
+    def opens_turn(self, i: int) -> bool:
+        """
+        Whether message *i* opens a user turn.
+        """
+        return i >= self._lead and bool(self._opens[i - self._lead + self._base])
+
+    def turn_count(self) -> int:
+        """
+        How many of the indexed messages open a user turn.
+        """
+        turns = self._turns
+        return bisect.bisect_left(turns, self._end) - bisect.bisect_left(turns, self._base)
+
+    def positions(self) -> tuple[list[int], bytes, list[int], dict[str, int], list[int]]:
+        """
+        The index as it answers, in the transcript's positions (a copy, to
+        compare two indexes): each cut's blocker, each message's turn flag,
+        the messages opening a turn, each call's message, and each cut's
+        next cut not marked yet.
+        """
+        size, base, end = self.size, self._base, self._end
+        shift = self._lead - base
+        blockers = [self.blocker(c) for c in range(size + 1)]
+        opens = bytes(self._lead) + bytes(self._opens[base:end])
+        turns = [t + shift for t in self._turns if base <= t < end]
+        calls = {call: at + shift for call, at in self._call_at.items() if base <= at < end}
+        unmarked = list(range(size + 1))
+        for c in range(size - 1, -1, -1):
+            if blockers[c] < size:
+                unmarked[c] = unmarked[c + 1]
+        return blockers, opens, turns, calls, unmarked
 
     def _unmarked(self, cut: int) -> int:
         following = self._next
@@ -75,51 +132,82 @@ class TailIndex:
 
     def _block(self, start: int, stop: int, by: int) -> None:
         """
-        Mark every cut from *start* to *stop* that no earlier message blocks as blocked by *by*.
+        Mark every stored cut from *start* to *stop* that no earlier message blocks as blocked by *by*.
         """
-        blocked_by, following = self.blocked_by, self._next
+        blocked_by, following = self._blocked, self._next
         cut = self._unmarked(start)
         while cut <= stop:
             blocked_by[cut] = by
             following[cut] = cut + 1
             cut = self._unmarked(cut + 1)
 
+    def _own(self) -> None:
+        """
+        Arrays of this index's own, before it writes: the stored messages it
+        indexed, from its first on, with none of the marks that messages
+        another index stored after them left.
+        """
+        base, end = self._base, self._end
+        blocked = array("q", [NEVER if b >= end else b - base for b in self._blocked[base : end + 1]])
+        # a cut's chain leads to the next cut not marked: each unmarked cut leads to itself
+        following = array("q", [c if b == NEVER else c + 1 for c, b in enumerate(blocked)])
+        following.append(len(blocked))
+        self._blocked, self._next = blocked, following
+        self._opens = self._opens[base:end]
+        self._turns = array("q", [t - base for t in self._turns if base <= t < end])
+        self._call_at = {call: at - base for call, at in self._call_at.items() if base <= at < end}
+        self._base = 0
+        self._given = False
+
     def update(self, messages: Sequence[Message]) -> None:
         """
         Index the messages past ``size``; *messages* must extend the ones indexed.
         """
-        call_at = self._call_at
-        walk = self.walk
+        if self.size >= len(messages):
+            return
+        if self._given or len(self._opens) != self._end:
+            self._own()
+        call_at, base = self._call_at, self._base
+        walk, blocked_by, following, opens, turns = self.walk, self._blocked, self._next, self._opens, self._turns
+        shift = base - self._lead  # a message's stored index less its index
         for j in range(self.size, len(messages)):
             message = messages[j]
+            at = j + shift
             for answered in result_ids(message):
                 asked = call_at.get(answered)
-                if asked is not None:
+                if asked is not None and asked >= base:
                     # Every cut between the call and this answer splits the exchange.
-                    self._block(asked + 1, j, j)
+                    self._block(asked + 1, at, at)
             calls = call_ids(message)
             if calls:
                 if j > 0 and is_reasoning_only(messages[j - 1]):
-                    self._block(j, j, j)
+                    self._block(at, at, at)
                 for call in calls:
-                    call_at[call] = j
-            self.blocked_by.append(NEVER)
-            self._next.append(j + 2)
-            opens = starts_turn(message)
-            self.turn_start.append(opens)
-            if opens:
-                self.turns.append(j)
+                    call_at[call] = at
+            blocked_by.append(NEVER)
+            following.append(at + 2)
+            opens_turn = starts_turn(message)
+            opens.append(opens_turn)
+            if opens_turn:
+                turns.append(at)
             walk.feed(message)
-        self.size = max(self.size, len(messages))
+        self.size = len(messages)
 
     def first_cut(self, start: int, n: int, *, user_turn: bool) -> int:
         """
         The first cut at or after *start* that splits no exchange of the first
         *n* messages (and opens a user turn, with *user_turn*); *n* if none.
         """
-        blocked_by, turn_start = self.blocked_by, self.turn_start
+        lead = self._lead
+        if start < lead:
+            if not user_turn or start == 0:
+                return min(n, start)
+            start = lead
+        shift = self._base - lead
+        blocked_by, opens, bound = self._blocked, self._opens, n + shift
         for cut in range(start, n):
-            if blocked_by[cut] >= n and (not user_turn or cut == 0 or turn_start[cut]):
+            stored = cut + shift
+            if blocked_by[stored] >= bound and (not user_turn or cut == 0 or opens[stored]):
                 return cut
         return n
 
@@ -139,25 +227,30 @@ class TailIndex:
         reasoning before it) is then the same, moved by ``len(head) - start``.
         *dropped*, the messages indexed here before *start*, saves a pass over
         *rest* when given (see :meth:`RuleState.rebased`).
+
+        The new index reads this one's arrays, which this one no longer writes
+        (it copies them first if it indexes more).
         """
         size = self.size
-        if not 0 <= start <= size or len(rest) != size - start or self.blocked_by[start] < size:
+        if not 0 <= start <= size or len(rest) != size - start or self.blocker(start) < size:
             return None
         walk = self.walk.rebased(head, rest, start, dropped)
         if walk is None:
             return None
         index = TailIndex()
-        index.update(head)  # system messages that neither call nor answer: nothing is blocked
-        shift = len(head) - start
-        # Each cut, its blocker, its chain to the first cut not marked yet (see
-        # _unmarked) and each turn and call, moved; a list becomes an array in one pass.
-        index.blocked_by += array("q", [b if b == NEVER else b + shift for b in self.blocked_by[start + 1 : size + 1]])
-        del index._next[len(head) :]
-        index._next += array("q", [c + shift for c in self._next[start : size + 2]])
-        index.turn_start += self.turn_start[start:size]
-        turns = self.turns
-        index.turns += array("q", [t + shift for t in turns[bisect.bisect_left(turns, start) :]])
-        index._call_at = {call: at + shift for call, at in self._call_at.items() if at >= start}  # head calls none
+        if start < self._lead:  # rest begins among this index's leading messages, which it does not store
+            index.update([*head, *rest])
+            return index
         index.walk = walk
         index.size = len(head) + len(rest)
+        index._lead = len(head)  # system messages that neither call nor answer: nothing is blocked
+        stored = start - self._lead + self._base
+        index._base = stored
+        index._blocked, index._next, index._opens = self._blocked, self._next, self._opens
+        # the calls in a dict of its own (a C-level copy): a call id indexed again would move this one's
+        index._turns, index._call_at = self._turns, self._call_at.copy()
+        self._given = True
+        if stored > 2 * len(rest) + 64:
+            # more messages dropped than kept: the kept ones' arrays alone, so the dropped are freed
+            index._own()
         return index

@@ -480,7 +480,7 @@ def _kept_whole(messages: Sequence[Message], keep: list[int]) -> bool:
         if message.role != "system" or call_ids(message) or result_ids(message):
             return False
         j += 1
-    return bool(index.blocked_by[keep[j]] >= size)
+    return bool(index.blocker(keep[j]) >= size)
 
 
 def _open_with_user(
