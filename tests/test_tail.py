@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.strategies import block_transcripts, scope_transcripts, transcripts
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.scopes._index import NEVER, TailIndex
+from workingctx.tokens import RunningCount
 from workingctx.validity import RuleState
 
 runs = st.one_of(transcripts(max_turns=8), scope_transcripts(broken=True), block_transcripts(broken=True))
@@ -128,6 +129,46 @@ def test_a_long_run_of_trims_keeps_only_the_kept_messages_arrays():
         longest = max(longest, len(index._opens))  # noqa: SLF001  # the stored arrays' length
     assert state(index) == state(indexed(messages))
     assert longest <= 3 * len(messages) + 64
+
+
+@given(runs, st.data())
+def test_running_sums_trimmed_and_grown_in_turn_are_those_counted_anew(run, data):
+    """
+    Property: running sums rebased again and again (each reading the buffer
+    of the ones before, sometimes copied), extended and truncated between,
+    equal sums counted over their messages; and sums a trim left behind,
+    extended on their own afterwards, still do.
+    """
+    messages = list(run)
+    running = RunningCount()
+    running.extend(messages)
+    left: list[tuple[RunningCount, list[Message]]] = []
+    for _ in range(data.draw(st.integers(1, 6))):
+        step = data.draw(st.sampled_from(["extend", "truncate", "rebase", "rebase"]))
+        if step == "extend":
+            more = data.draw(runs)
+            running.extend(more)
+            messages = [*messages, *more]
+        elif step == "truncate":
+            n = data.draw(st.integers(0, len(messages)))
+            running.truncate(n)
+            messages = messages[:n]
+        else:
+            start = data.draw(st.integers(0, len(messages)))
+            stop = data.draw(st.integers(start, len(messages)))
+            head = data.draw(heads)
+            left.append((running, messages))
+            running, messages = running.rebased(head, start, stop), [*head, *messages[start:stop]]
+        fresh = RunningCount()
+        fresh.extend(messages)
+        assert running == fresh
+        assert (running.total, len(running)) == (fresh.total, len(fresh))
+    for old, kept in left:
+        more = data.draw(runs)
+        old.extend(more)
+        fresh = RunningCount()
+        fresh.extend([*kept, *more])
+        assert old == fresh
 
 
 @given(runs, st.data())

@@ -57,7 +57,7 @@ class TailIndex:
             (see :mod:`workingctx.validity`).
     """
 
-    __slots__ = ("_base", "_blocked", "_call_at", "_given", "_lead", "_next", "_opens", "_turns", "size", "walk")
+    __slots__ = ("_base", "_blocked", "_call_at", "_lead", "_next", "_opens", "_turns", "size", "walk")
 
     def __init__(self) -> None:
         self.size = 0
@@ -71,7 +71,6 @@ class TailIndex:
         self._call_at: dict[str, int] = {}  # a call's id: the stored index of its message
         # _next[c] leads (through a chain that finds are shortening) to the first stored cut >= c not marked yet
         self._next = array("q", [0, 1])
-        self._given = False  # rebased() handed the arrays on: copy them before writing
         self.walk = RuleState()
 
     @property
@@ -157,7 +156,6 @@ class TailIndex:
         self._turns = array("q", [t - base for t in self._turns if base <= t < end])
         self._call_at = {call: at - base for call, at in self._call_at.items() if base <= at < end}
         self._base = 0
-        self._given = False
 
     def update(self, messages: Sequence[Message]) -> None:
         """
@@ -165,8 +163,8 @@ class TailIndex:
         """
         if self.size >= len(messages):
             return
-        if self._given or len(self._opens) != self._end:
-            self._own()
+        if len(self._opens) != self._end:
+            self._own()  # the arrays go on past this index's messages: another index told from it wrote them
         call_at, base = self._call_at, self._base
         walk, blocked_by, following, opens, turns = self.walk, self._blocked, self._next, self._opens, self._turns
         shift = base - self._lead  # a message's stored index less its index
@@ -228,8 +226,8 @@ class TailIndex:
         *dropped*, the messages indexed here before *start*, saves a pass over
         *rest* when given (see :meth:`RuleState.rebased`).
 
-        The new index reads this one's arrays, which this one no longer writes
-        (it copies them first if it indexes more).
+        The new index reads this one's arrays: whichever of the two indexes
+        more messages second copies them first (see :meth:`_own`).
         """
         size = self.size
         if not 0 <= start <= size or len(rest) != size - start or self.blocker(start) < size:
@@ -249,7 +247,6 @@ class TailIndex:
         index._blocked, index._next, index._opens = self._blocked, self._next, self._opens
         # the calls in a dict of its own (a C-level copy): a call id indexed again would move this one's
         index._turns, index._call_at = self._turns, self._call_at.copy()
-        self._given = True
         if stored > 2 * len(rest) + 64:
             # more messages dropped than kept: the kept ones' arrays alone, so the dropped are freed
             index._own()

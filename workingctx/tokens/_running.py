@@ -84,7 +84,7 @@ def _default_counter() -> MessageCounter:
     return ApproxTokenCounter()
 
 
-@attrs.define
+@attrs.define(eq=False)
 class RunningCount:
     """
     The running token total of a growing transcript, kept as prefix sums.
@@ -93,6 +93,8 @@ class RunningCount:
     message), so the total after one append costs one message, whatever the
     length of the transcript. ``upto(n)`` is the count of the first ``n``
     messages, and ``truncate(n)`` forgets the rest, both without counting again.
+    ``rebased`` gives the sums of a trimmed transcript without moving the
+    sums it keeps: it reads them from these, through an offset.
 
     Args:
         counter: The counter to use; :class:`ApproxTokenCounter` by default.
@@ -108,18 +110,51 @@ class RunningCount:
     """
 
     counter: MessageCounter = attrs.field(factory=_default_counter)
-    # prefix sums in one machine-integer buffer: compact, and freed in one step
+    # prefix sums in one machine-integer buffer: compact, and freed in one step. The sum of the first
+    # n messages is _head[n] up to n = _lead (a trim's leading messages), past it _sums[n + _off] + _shift:
+    # a trim reads the sums it keeps from the buffer it was told from.
     _sums: array[int] = attrs.field(init=False, factory=lambda: array("q", [0]), repr=False)
+    _head: array[int] = attrs.field(init=False, factory=lambda: array("q", [0]), repr=False)
+    _lead: int = attrs.field(init=False, default=0, repr=False)
+    _off: int = attrs.field(init=False, default=0, repr=False)
+    _shift: int = attrs.field(init=False, default=0, repr=False)
+    _count: int = attrs.field(init=False, default=0, repr=False)
+    _shared: bool = attrs.field(init=False, default=False, repr=False)  # another count reads _sums too
 
     @property
     def total(self) -> int:
         """
         The tokens of every message counted so far.
         """
-        return self._sums[-1]
+        n = self._count
+        return self._sums[n + self._off] + self._shift if n > self._lead else self._head[n]
 
     def __len__(self) -> int:
-        return len(self._sums) - 1
+        return self._count
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, RunningCount)  # noqa: S101  # for the type checker
+        return self.counter == other.counter and self._all() == other._all()
+
+    __hash__ = None  # type: ignore[assignment]  # it grows: not hashable
+
+    def _all(self) -> list[int]:
+        upto = self.upto
+        return [upto(n) for n in range(self._count + 1)]
+
+    def _own(self) -> None:
+        """
+        Sums of its own, in one buffer from the first message on, before it
+        writes anything but an append at the buffer's end.
+        """
+        if not (self._lead or self._off or self._shift or self._shared) and len(self._sums) == self._count + 1:
+            return
+        self._sums = array("q", self._all())
+        self._head = array("q", [0])
+        self._lead = self._off = self._shift = 0
+        self._shared = False
 
     def extend(self, messages: Iterable[Message]) -> int:
         """
@@ -140,14 +175,19 @@ class RunningCount:
             except TypeError:
                 relocate(sequence)
                 raise
+        if not counts:
+            return self.total
+        if self._count <= self._lead or len(self._sums) != self._count + self._off + 1:
+            self._own()  # the buffer goes on past these sums (a count told from these appended), or starts here
         sums = self._sums
+        self._count += len(counts)
         if len(counts) == 1:  # an agent's step: one new message
             sums.append(sums[-1] + counts[0])
-            return sums[-1]
-        totals = accumulate(counts, initial=sums[-1])
-        next(totals)  # the initial total, already the last sum
-        sums.extend(totals)
-        return sums[-1]
+        else:
+            totals = accumulate(counts, initial=sums[-1])
+            next(totals)  # the initial total, already the last sum
+            sums.extend(totals)
+        return sums[-1] + self._shift
 
     def upto(self, n: int) -> int:
         """
@@ -156,10 +196,10 @@ class RunningCount:
         Raises:
             IndexError: *n* is negative or more than the messages counted.
         """
-        if not 0 <= n < len(self._sums):
-            msg = f"upto({n!r}) is out of range: {len(self)} messages are counted"
+        if not 0 <= n <= self._count:
+            msg = f"upto({n!r}) is out of range: {self._count} messages are counted"
             raise IndexError(msg)
-        return self._sums[n]
+        return self._sums[n + self._off] + self._shift if n > self._lead else self._head[n]
 
     def truncate(self, n: int) -> None:
         """
@@ -169,12 +209,16 @@ class RunningCount:
             IndexError: *n* is negative or more than the messages counted.
         """
         self.upto(n)
+        self._own()
         del self._sums[n + 1 :]
+        self._count = n
 
     def rebased(self, head: Iterable[Message], start: int, stop: int) -> RunningCount:
         """
         New running sums: *head* counted, then the messages counted here from
-        *start* to *stop*, whose counts are read from these sums, not counted again.
+        *start* to *stop*, whose counts are read from these sums, not counted
+        again (nor moved: the new sums read these ones' buffer; whichever
+        appends to it second copies its own sums first).
 
         Raises:
             IndexError: *start* or *stop* is out of range, or *stop* is before *start*.
@@ -186,12 +230,29 @@ class RunningCount:
             raise IndexError(msg)
         other = RunningCount(self.counter)
         other.extend(head)
-        shift = other.total - base
-        other._sums += array("q", [total + shift for total in self._sums[start + 1 : stop + 1]])
+        if start < self._lead or stop == start:
+            # the kept sums begin among this one's leading messages (not in its buffer), or there are none
+            sums = other._sums
+            sums += array("q", [self.upto(n) - base + sums[-1] for n in range(start + 1, stop + 1)])
+            other._count = len(sums) - 1
+            return other
+        lead = len(other)
+        other._head = other._sums
+        other._sums = self._sums
+        other._lead = lead
+        other._off = start + self._off - lead  # the buffer's index of this one's sum at `start`, less `lead`
+        other._shift = other._head[lead] - self._sums[start + self._off]
+        other._count = lead + stop - start
+        self._shared = other._shared = True  # appends stay safe; a truncation copies first
+        if start + self._off > 2 * (stop - start) + 64:
+            other._own()  # more sums dropped than kept: the kept ones alone, so the dropped are freed
         return other
 
     def reset(self) -> None:
         """
         Forget every count: the total is 0 again.
         """
-        del self._sums[1:]
+        self._sums = array("q", [0])
+        self._head = array("q", [0])
+        self._lead = self._off = self._shift = self._count = 0
+        self._shared = False
