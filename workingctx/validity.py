@@ -56,7 +56,7 @@ The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
 ``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``
 and ``media-count`` (Anthropic), ``blank-text`` (Anthropic, Gemini),
-``name-format`` (OpenAI, Anthropic), ``id-length`` and ``empty-calls`` (OpenAI), ``invalid-base64``,
+``name-format`` (OpenAI, Anthropic), ``id-length``, ``empty-calls`` and ``text-length`` (OpenAI), ``invalid-base64``,
 ``call-after-model`` and ``split-responses`` (Gemini), ``result-kind`` and
 ``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
 ``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
@@ -162,6 +162,7 @@ Rule: TypeAlias = Literal[
     "media-count",
     "empty-calls",
     "duplicate-item-id",
+    "text-length",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -238,6 +239,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"anthropic"}),
     ),
     "media-count": ("a request holds more images than the provider takes (wire format)", frozenset({"anthropic"})),
+    "text-length": (
+        "a text (content, tool output, arguments) is longer than the provider takes in one string (wire format)",
+        frozenset({"openai"}),
+    ),
     "empty-calls": ("an assistant message has an empty list of tool calls (wire format)", frozenset({"openai"})),
     "duplicate-item-id": ("two input items hold one id (wire format)", frozenset({"openai"})),
 }

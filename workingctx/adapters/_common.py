@@ -950,3 +950,47 @@ def suggested_name(name: str) -> str:
     A name :data:`NAME_PATTERN` takes, close to *name* (for the fix a ``name-format`` problem names).
     """
     return re.sub(r"[^a-zA-Z0-9_-]+", "_", name).strip("_")[:64] or "name"
+
+
+TEXT_LIMIT = 10_485_760
+"""The longest string OpenAI takes in a request's text, in characters (10 MiB):
+a longer content, text part, tool output or arguments string is refused
+("string too long", ``string_above_max_length``)."""
+
+
+def long_texts(index: int | None, where: str, fields: Mapping[str, Any]) -> list[Problem]:
+    """
+    A ``text-length`` problem for each text of a written OpenAI message or
+    item (*fields*; *where* names it in the request, *index* is the message
+    it was written from) longer than :data:`TEXT_LIMIT`: its content or
+    output (a string, or parts holding text), refusal, and a call's
+    arguments or input.
+    """
+    found: list[tuple[str, str]] = []
+    for key in ("content", "output", "refusal", "arguments", "input"):
+        value = fields.get(key)
+        if isinstance(value, str):
+            found.append((key, value))
+        elif isinstance(value, list):
+            found.extend(
+                (f"{key}[{number}].text", part["text"])
+                for number, part in enumerate(value)
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            )
+    for kind, key in (("function", "arguments"), ("custom", "input")):  # a Chat Completions tool call's
+        holder = fields.get(kind)
+        if isinstance(holder, Mapping) and isinstance(holder.get(key), str):
+            found.append((f"{kind}.{key}", holder[key]))
+    return [too_long(index, f"{where}.{path}", text) for path, text in found if len(text) > TEXT_LIMIT]
+
+
+def too_long(index: int | None, where: str, text: str) -> Problem:
+    """
+    The ``text-length`` problem of *text*, at *where* in an OpenAI request.
+    """
+    return Problem(
+        index,
+        "text-length",
+        f"{where} holds {len(text):,} characters, and OpenAI takes at most {TEXT_LIMIT:,} in one string "
+        "(string too long); cut it to what the model needs (a tool's output: its head and tail, or a summary)",
+    )

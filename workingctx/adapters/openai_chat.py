@@ -30,6 +30,7 @@ from workingctx.adapters._common import (
     context_from,
     expect_list,
     expect_mapping,
+    long_texts,
     lost_blocks,
     media_problems,
     messages_of,
@@ -716,7 +717,7 @@ def wire_problems(
     """
     Rules of the Chat Completions wire format itself: at least one message,
     content on every message (an assistant may have tool calls instead), no
-    empty content list.
+    empty content list, no text longer than OpenAI takes in one string.
 
     Problem indexes are positions in *messages*, or with *origins* (for each
     wire message, the position of the message it was written from) those.
@@ -763,6 +764,10 @@ def wire_problems(
                     f"{where} has an empty tool_calls list, which OpenAI refuses: leave tool_calls out (write does)",
                 )
             )
+        problems.extend(long_texts(index, f"messages[{position}]", message))
+        for number, call in enumerate(message.get("tool_calls") or ()):
+            if isinstance(call, Mapping):
+                problems.extend(long_texts(index, f"messages[{position}].tool_calls[{number}]", call))
     return tuple(problems)
 
 

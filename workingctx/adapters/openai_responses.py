@@ -30,6 +30,7 @@ import attrs
 from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     CONTINUES,
+    TEXT_LIMIT,
     Problem,
     ProviderError,
     cache_hinted,
@@ -37,12 +38,14 @@ from workingctx.adapters._common import (
     continued,
     expect_list,
     expect_mapping,
+    long_texts,
     lost_blocks,
     messages_of,
     odd_image_type,
     plain,
     sends_nothing,
     split_system,
+    too_long,
     wire_errors,
 )
 from workingctx.adapters._engine import arguments_text, call_text, content_of, data_url, media_of_url, sendable, unknown
@@ -669,15 +672,21 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
     if previous is not None:  # the request continues a stored response, whose calls these results answer
         body["previous_response_id"] = previous
     rest = sent
+    long: list[Problem] = []  # texts longer than OpenAI takes in one string
     if sent and sent[0].role == "system" and isinstance(sent[0].content, str):
         data = sent[0].provider_data.get(PROVIDER, {})
         if data.get("_instructions") or not data.get("_item"):
             body["instructions"] = sent[0].content
+            if len(sent[0].content) > TEXT_LIMIT:
+                long.append(too_long(positions[0], "instructions", sent[0].content))
             rest = sent[1:]
             positions = positions[1:]
     if len(rest) == 1 and rest[0].provider_data.get(PROVIDER, {}).get("_input_text"):
-        body["input"] = rest[0].content
-        return body, ()
+        text = rest[0].content
+        body["input"] = text
+        if isinstance(text, str) and len(text) > TEXT_LIMIT:
+            long.append(too_long(positions[0], "input", text))
+        return body, tuple(long)
     items: list[dict[str, Any]] = []
     origins: list[int] = []  # the message each item is written from
     for position, message in zip(positions, rest, strict=True):
@@ -690,7 +699,9 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
-    return body, tuple(refused)
+    for number, (item, origin) in enumerate(zip(body["input"], origins, strict=True)):
+        long.extend(long_texts(origin, f"input[{number}]", item))
+    return body, (*refused, *long)
 
 
 _NEW_ID: Any = object()
