@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import gc
 import importlib
 import io
 import itertools
@@ -36,6 +37,7 @@ from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
 import workingctx
+import workingctx.cli as cli_module
 from tests.strategies import block_transcripts, json_values, messages, prefixes, scratchpads, transcripts
 from tests.wire_strategies import anthropic_bodies, chat_messages, google_bodies, responses_bodies
 from workingctx import Message, WorkingContext
@@ -859,6 +861,40 @@ class TestProgram:
             [*command, "--version"], capture_output=True, text=True, check=False, timeout=120, cwd=tmp_path
         )
         assert (0, f"workingctx {workingctx.__version__}\n", "") == (result.returncode, result.stdout, result.stderr)
+
+    @pytest.mark.parametrize(
+        ("argv", "status"),
+        [
+            (["replay", "openai_chat", "--model", "gpt-4.1", "--window", "2000"], 0),
+            (["check", "anthropic"], 0),
+            (["replay", "workingctx"], 2),  # refused once the file is read: no provider to replay with
+        ],
+    )
+    @pytest.mark.parametrize("young", [700, 50_000])
+    def test_a_command_run_in_process_leaves_the_garbage_collector_as_it_found_it(self, capsys, argv, status, young):
+        """
+        A command lets the garbage collector run less often while it runs (at
+        10,000 new objects, or the caller's threshold when it is higher) and
+        sets the thresholds back when it ends, failing or not.
+        """
+        argv = [argv[0], sample(argv[1]), *argv[2:]]
+        during: list[tuple[int, int, int]] = []
+        provider = cli_module._provider  # noqa: SLF001  # a step every command takes once its file is read
+
+        def seen(*args: object) -> str | None:
+            during.append(gc.get_threshold())
+            return provider(*args)  # type: ignore[arg-type]
+
+        before = gc.get_threshold()
+        try:
+            gc.set_threshold(young, 11, 12)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(cli_module, "_provider", seen)
+                assert status == run(capsys, *argv)[0]
+            after = gc.get_threshold()
+        finally:
+            gc.set_threshold(*before)
+        assert ((max(young, cli_module.YOUNG_OBJECTS), 11, 12), (young, 11, 12)) == (during[0], after)
 
     def test_a_warning_repeated_at_every_request_is_shown_once(self, tmp_path):
         """
