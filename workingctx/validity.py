@@ -54,8 +54,8 @@ rule                   what is wrong                                            
 
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
-``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``
-and ``media-count`` (Anthropic), ``blank-text`` (Anthropic, Gemini),
+``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``,
+``media-count`` and ``thinking-not-first`` (Anthropic), ``blank-text`` (Anthropic, Gemini),
 ``name-format`` (OpenAI, Anthropic), ``id-length``, ``empty-calls`` and ``text-length`` (OpenAI), ``invalid-base64``,
 ``call-after-model`` and ``split-responses`` (Gemini), ``result-kind`` and
 ``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
@@ -163,6 +163,7 @@ Rule: TypeAlias = Literal[
     "empty-calls",
     "duplicate-item-id",
     "text-length",
+    "thinking-not-first",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -242,6 +243,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "text-length": (
         "a text (content, tool output, arguments) is longer than the provider takes in one string (wire format)",
         frozenset({"openai"}),
+    ),
+    "thinking-not-first": (
+        "a request with thinking on ends in a tool-use loop whose turn does not start with thinking (request body)",
+        frozenset({"anthropic"}),
     ),
     "empty-calls": ("an assistant message has an empty list of tool calls (wire format)", frozenset({"openai"})),
     "duplicate-item-id": ("two input items hold one id (wire format)", frozenset({"openai"})),

@@ -13,7 +13,7 @@ import struct
 import attrs
 import pytest
 from anthropic.types import Message as SDKMessage
-from anthropic.types import MessageParam, TextBlockParam
+from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam
 from hypothesis import given
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam
@@ -576,3 +576,87 @@ def test_a_tool_name_anthropic_refuses_is_a_problem_naming_it(name):
             assert re.fullmatch(r"'[a-zA-Z0-9_-]{1,64}'", suggested)
             with pytest.raises(ProviderError, match="name-format"):
                 anthropic.write(source if source is not body else anthropic.read(body))
+
+
+THINKING = TypeAdapter(ThinkingConfigParam)
+_CONFIGS = {
+    "enabled": {"type": "enabled", "budget_tokens": 2048},
+    "adaptive": {"type": "adaptive"},
+    "disabled": {"type": "disabled"},
+    "between tools": {"type": "between_tools"},
+}
+_OPENINGS = {
+    "thinking": {"type": "thinking", "thinking": "Look it up first.", "signature": "EqQBCgIYAhIM"},
+    "redacted_thinking": {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+    "text": {"type": "text", "text": "Let me look."},
+    "tool_use": None,  # the turn starts with its call
+}
+
+
+@st.composite
+def _tool_loops(draw, opening: str, config: str | None):
+    """
+    An Anthropic request whose last turn may be a tool-use loop still going
+    on, its assistant turn opened by *opening*, with the thinking
+    configuration *config*: (body, how the request ends, the index of the
+    turn's first assistant message in the context read from it).
+    """
+    ids = (f"toolu_{n:02d}" for n in itertools.count())
+
+    def call_turn(opening: str | None) -> tuple[dict, dict]:
+        calls = [
+            {"type": "tool_use", "id": next(ids), "name": "weather", "input": {"city": city}}
+            for city in draw(st.lists(st.sampled_from(["Oslo", "Rome", "Lima"]), min_size=1, max_size=2))
+        ]
+        head = [] if opening is None or _OPENINGS[opening] is None else [dict(_OPENINGS[opening])]
+        results = [{"type": "tool_result", "tool_use_id": c["id"], "content": "sunny"} for c in calls]
+        return {"role": "assistant", "content": [*head, *calls]}, {"role": "user", "content": results}
+
+    messages: list[dict] = []
+    for _ in range(draw(st.integers(0, 2))):  # earlier turns, ended with an answer
+        messages.append({"role": "user", "content": "What is the weather?"})
+        for step in range(draw(st.integers(0, 2))):
+            messages.extend(call_turn(draw(st.sampled_from(list(_OPENINGS))) if step == 0 else None))
+        messages.append({"role": "assistant", "content": "It is sunny."})
+    messages.append({"role": "user", "content": "And now?"})
+    first = len(messages)
+    for step in range(draw(st.integers(1, 3))):
+        later = draw(st.sampled_from([None, "thinking", "text"]))  # interleaved thinking may come later too
+        messages.extend(call_turn(opening if step == 0 else later))
+    ending = draw(st.sampled_from(["loop", "answered", "user text"]))
+    if ending == "answered":
+        messages.append({"role": "assistant", "content": "Sunny everywhere."})
+    elif ending == "user text":
+        messages[-1]["content"].append({"type": "text", "text": "Also, which is warmest?"})
+    body: dict = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "messages": messages}
+    system = draw(st.booleans())
+    if system:
+        body["system"] = "You report the weather."
+    if config is not None:
+        body["thinking"] = THINKING.validate_python(_CONFIGS[config])
+    return valid(body), ending, first + system
+
+
+@pytest.mark.parametrize("config", [None, *_CONFIGS])
+@pytest.mark.parametrize("opening", list(_OPENINGS))
+@given(data=st.data())
+def test_a_tool_loop_sent_without_its_thinking_first_is_a_problem_while_thinking_is_enabled(opening, config, data):
+    """
+    With manual extended thinking, Anthropic refuses a request whose final
+    tool results continue an assistant turn that does not start with its
+    thinking ("Expected `thinking` or `redacted_thinking`, but found
+    `tool_use`. When `thinking` is enabled, a final `assistant` message must
+    start with a thinking block"; opencode #3077, mastra #7799): ``check``
+    on the body reports it at the turn's first assistant message. Adaptive
+    thinking may start a turn with a call, a turn answered is over, later
+    steps of the loop need no thinking, and a user turn with text of its
+    own beside the results is taken as a new turn (not reported).
+    """
+    body, ending, first = data.draw(_tool_loops(opening, config))
+    found = [p for p in anthropic.check(body) if p.rule == "thinking-not-first"]
+    refused = config == "enabled" and ending == "loop" and opening not in {"thinking", "redacted_thinking"}
+    assert [p.index for p in found] == ([first] if refused else [])
+    if refused:
+        assert f"with a {opening!r} block" in found[0].message
+        assert found[0].message.startswith(f"messages[{first - ('system' in body)}] ")
+    assert [p.rule for p in anthropic.check(body) if p.rule != "thinking-not-first"] == []

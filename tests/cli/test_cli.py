@@ -1655,13 +1655,49 @@ class TestCheckAsWritten:
                 {"id-format"},
             ),
             ({"messages": [{"role": "user", "content": []}, {"role": "user", "content": "x"}]}, {"empty-content"}),
+            (
+                {
+                    "system": "Be brief.",
+                    "thinking": {"type": "enabled", "budget_tokens": 1024},
+                    "messages": [
+                        {"role": "user", "content": "Oslo and Rome?"},
+                        {
+                            "role": "assistant",
+                            "content": [
+                                {"type": "thinking", "thinking": "Both.", "signature": "EqQBCg"},
+                                {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"city": "Oslo"}},
+                                {"type": "tool_use", "id": "toolu_2", "name": "f", "input": {"city": "Rome"}},
+                            ],
+                        },
+                        {
+                            "role": "user",
+                            "content": [
+                                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "rain"},
+                                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "sun"},
+                            ],
+                        },
+                        {"role": "assistant", "content": "Rain, then sun."},
+                        {"role": "user", "content": "And Lima?"},
+                        {
+                            "role": "assistant",
+                            "content": [{"type": "tool_use", "id": "toolu_3", "name": "f", "input": {}}],
+                        },
+                        {
+                            "role": "user",
+                            "content": [{"type": "tool_result", "tool_use_id": "toolu_3", "content": "fog"}],
+                        },
+                    ],
+                },
+                {"thinking-not-first"},
+            ),
         ],
     )
     def test_check_reports_what_the_adapter_reports(self, capsys, tmp_path, body, rules):
         """
         A body its reader takes but its adapter's ``check(payload)`` refuses
         (a prefill ending in a space, an id outside Anthropic's alphabet, an
-        empty content list) is reported by ``check`` with the same problems,
+        empty content list, a tool-use loop sent without its thinking while
+        thinking is on) is reported by ``check`` with the same problems,
         and exits 1; ``inspect`` reports the same problems.
         """
         path = tmp_path / "request.json"

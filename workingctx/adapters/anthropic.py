@@ -904,6 +904,68 @@ def wire_problems(
     return tuple(problems)
 
 
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+"""The block types that hold the model's thinking."""
+
+
+def _results_only(message: Any) -> bool:
+    """
+    Whether *message* is a user turn of tool results alone (a tool-use loop going on).
+    """
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and bool(content)
+        and all(isinstance(block, Mapping) and block.get("type") == "tool_result" for block in content)
+    )
+
+
+def _thinking_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[Problem, ...]:
+    """
+    With manual extended thinking (``"thinking": {"type": "enabled", ...}``),
+    a request that ends inside an assistant turn (its last message a user
+    turn of tool results alone: a tool-use loop is one assistant turn) must
+    send that turn starting with its thinking block, as the model returned
+    it; Anthropic refuses it otherwise ("a final assistant message must
+    start with a thinking block"). Adaptive thinking may start a turn with
+    a tool call, so only manual thinking is checked.
+    """
+    thinking = data.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return ()
+    if not messages or not _results_only(messages[-1]):
+        return ()
+    start = len(messages) - 1
+    while start and isinstance(messages[start - 1], Mapping):
+        before = messages[start - 1]
+        if before.get("role") != "assistant" and not _results_only(before):
+            break
+        start -= 1
+    first = next(
+        (i for i in range(start, len(messages)) if messages[i].get("role") == "assistant"),
+        None,
+    )
+    if first is None:
+        return ()
+    content = messages[first].get("content")
+    head = content[0] if isinstance(content, list) and content else None
+    kind = head.get("type") if isinstance(head, Mapping) else "text" if isinstance(content, str) and content else None
+    if kind in THINKING_BLOCKS:
+        return ()
+    opening = f"a {kind!r} block" if isinstance(kind, str) else "no block"
+    return (
+        Problem(
+            first,
+            "thinking-not-first",
+            f"messages[{first}] starts the assistant turn that the final tool results continue with {opening}, "
+            'and while thinking is enabled ("type": "enabled") Anthropic takes that turn only starting with its '
+            "thinking block: send the turn's thinking blocks back first, unchanged, as the model returned them, "
+            "or leave thinking out of this request",
+        ),
+    )
+
+
 @wire_errors("Anthropic Messages", "messages")
 def check(source: Any) -> tuple[Problem, ...]:
     """
@@ -917,7 +979,8 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     ctx = read(payload)
     data = plain(payload)
     raw = data["messages"] if isinstance(data, Mapping) else data
-    wire = engine.at_context(wire_problems(raw), len(ctx.prefix.as_messages()))
+    thinking = _thinking_problems(data, raw) if isinstance(data, Mapping) else ()
+    wire = engine.at_context((*wire_problems(raw), *thinking), len(ctx.prefix.as_messages()))
     automatic = isinstance(data, Mapping) and data.get("cache_control") is not None
     marked = _breakpoint_problems(data, automatic=automatic) if isinstance(data, Mapping) else ()
     return (*check_messages(ctx.assembled(), provider="anthropic"), *wire, *marked)
