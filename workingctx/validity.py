@@ -55,12 +55,14 @@ rule                   what is wrong                                            
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
 ``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``,
-``media-count`` and ``thinking-not-first`` (Anthropic), ``blank-text`` (Anthropic, Gemini),
-``name-format`` (OpenAI, Anthropic), ``id-length``, ``empty-calls`` and ``text-length`` (OpenAI), ``invalid-base64``,
-``call-after-model`` and ``split-responses`` (Gemini), ``result-kind`` and
-``duplicate-item-id`` (Responses), ``unresolved-media``, ``unsendable``,
-``continued-result``, ``unparsable-arguments`` and ``unencodable-text``;
-:data:`RULES` describes each and names the providers that enforce it.
+``media-count`` and ``thinking-not-first`` (Anthropic), ``blank-text``
+(Anthropic, Gemini), ``name-format`` (OpenAI, Anthropic), ``id-length``,
+``empty-calls`` and ``text-length`` (OpenAI), ``invalid-base64``,
+``call-after-model`` and ``split-responses`` (Gemini), ``result-kind``,
+``duplicate-item-id`` and ``unstored-reasoning`` (Responses),
+``unresolved-media``, ``unsendable``, ``continued-result``,
+``unparsable-arguments`` and ``unencodable-text``; :data:`RULES` describes
+each and names the providers that enforce it.
 
 ``provider=None`` applies every rule. A dropped system message is not in the
 list: it is a property of a transformation (what went in, what came out), not
@@ -164,6 +166,7 @@ Rule: TypeAlias = Literal[
     "duplicate-item-id",
     "text-length",
     "thinking-not-first",
+    "unstored-reasoning",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
 
@@ -247,6 +250,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     "thinking-not-first": (
         "a request with thinking on ends in a tool-use loop whose turn does not start with thinking (request body)",
         frozenset({"anthropic"}),
+    ),
+    "unstored-reasoning": (
+        "a request with store false sends a reasoning item by its id, without its encrypted content (request body)",
+        frozenset({"openai"}),
     ),
     "empty-calls": ("an assistant message has an empty list of tool calls (wire format)", frozenset({"openai"})),
     "duplicate-item-id": ("two input items hold one id (wire format)", frozenset({"openai"})),

@@ -616,3 +616,36 @@ def test_call_ids_longer_than_openai_takes_are_written_within_its_limit(length, 
     assert named[0] == named[1]
     assert named[0] == call_id if length <= openai_responses.ID_LIMIT else len(named[0]) == openai_responses.ID_LIMIT
     assert openai_responses.check({"input": items}) == ()
+
+
+@given(responses_bodies(), st.sampled_from([False, True, None]), st.data())
+def test_a_reasoning_item_sent_by_its_id_alone_with_store_false_is_a_problem(body, store, data):
+    """
+    With ``"store": false`` OpenAI keeps no item, so a reasoning item sent by
+    its id without its ``encrypted_content`` cannot be found ("Item with id
+    'rs_...' not found. Items are not persisted when `store` is set to
+    false"; vercel/ai #7543, openai-agents-python #919): ``check`` on the body
+    names each one, at the message read from it. Its encrypted content, or
+    ``store`` left true, is what that request needs.
+    """
+    body = copy.deepcopy(body)
+    if isinstance(body["input"], str):
+        body["input"] = [{"role": "user", "content": body["input"]}]
+    bare: list[str] = []
+    for number, item in enumerate(body["input"]):
+        if item.get("type") == "reasoning" and data.draw(st.booleans()):
+            item.pop("encrypted_content", None)
+            item["id"] = item.get("id") or f"rs_{number}"
+            bare.append(item["id"])
+        elif item.get("type") == "reasoning" and "encrypted_content" not in item:
+            item["encrypted_content"] = "gAAAAB"
+    if store is not None:
+        body["store"] = store
+    found = [p for p in openai_responses.check(valid(body)) if p.rule == "unstored-reasoning"]
+    assert [p.ids for p in found] == ([(ident,) for ident in bare] if store is False else [])
+    messages = openai_responses.read_messages(body)
+    for problem in found:
+        assert any(isinstance(block, ReasoningBlock) for block in messages[problem.index].content)
+    assert [p.rule for p in openai_responses.check(body) if p.rule != "unstored-reasoning"] == [
+        p.rule for p in openai_responses.check({**body, "store": True})
+    ]

@@ -960,7 +960,40 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     messages = read_messages(payload)
     reused = (p for p in every_rule(messages, allow_pending=True) if p.rule == "reused-call-id")
     written = (p for p in engine.build(FORMAT, messages)[1] if p.rule != "duplicate-item-id")  # all are below
-    return (*written, *reused, *_long_ids(messages), *_repeated_ids(payload))
+    return (*written, *reused, *_long_ids(messages), *_repeated_ids(payload), *_unstored(payload))
+
+
+def _unstored(payload: Any) -> list[Problem]:
+    """
+    An ``unstored-reasoning`` problem for each reasoning item a body with
+    ``"store": false`` sends by its id alone, without its
+    ``encrypted_content``: OpenAI looks such an item up among the stored
+    ones, and with ``store`` false none was kept ("Item with id 'rs_...' not
+    found. Items are not persisted when `store` is set to false").
+    """
+    data = plain(payload)
+    if not isinstance(data, Mapping) or data.get("store") is not False:
+        return []
+    items = data.get("input")
+    if not isinstance(items, list):
+        return []
+    starts = message_starts(items)
+    by = 1 if data.get("instructions") is not None else 0
+    problems = []
+    for number, item in enumerate(items):
+        if not isinstance(item, Mapping) or item.get("type") != "reasoning" or item.get("encrypted_content"):
+            continue
+        ident = item.get("id")
+        if not isinstance(ident, str) or not ident:
+            continue
+        text = (
+            f"input[{number}] is the reasoning item {ident!r} without its encrypted_content, and with store false "
+            "OpenAI keeps no item to find it by (it answers 'Item ... not found'): make the responses with "
+            "include=['reasoning.encrypted_content'] and send each reasoning item with it, leave the item out, "
+            "or set store to true"
+        )
+        problems.append(Problem(by + bisect.bisect_right(starts, number) - 1, "unstored-reasoning", text, (ident,)))
+    return problems
 
 
 def _repeated_ids(payload: Any) -> list[Problem]:
