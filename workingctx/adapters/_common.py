@@ -966,6 +966,8 @@ def long_texts(index: int | None, where: str, fields: Mapping[str, Any]) -> list
     output (a string, or parts holding text), refusal, and a call's
     arguments or input.
     """
+    if not _may_be_long(fields):
+        return []  # the common case, told without naming a place
     found: list[tuple[str, str]] = []
     for key in ("content", "output", "refusal", "arguments", "input"):
         value = fields.get(key)
@@ -977,11 +979,72 @@ def long_texts(index: int | None, where: str, fields: Mapping[str, Any]) -> list
                 for number, part in enumerate(value)
                 if isinstance(part, Mapping) and isinstance(part.get("text"), str)
             )
-    for kind, key in (("function", "arguments"), ("custom", "input")):  # a Chat Completions tool call's
-        holder = fields.get(kind)
-        if isinstance(holder, Mapping) and isinstance(holder.get(key), str):
-            found.append((f"{kind}.{key}", holder[key]))
+    calls = fields.get("tool_calls")  # a Chat Completions message's calls, each with its arguments or input
+    for number, call in enumerate(calls if isinstance(calls, list) else ()):
+        for kind, key in (("function", "arguments"), ("custom", "input")):
+            holder = call.get(kind) if isinstance(call, Mapping) else None
+            if isinstance(holder, Mapping) and isinstance(holder.get(key), str):
+                found.append((f"tool_calls[{number}].{kind}.{key}", holder[key]))
     return [too_long(index, f"{where}.{path}", text) for path, text in found if len(text) > TEXT_LIMIT]
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
+def _may_be_long(fields: Mapping[str, Any]) -> bool:
+    """
+    Whether *fields* may hold a text :func:`long_texts` finds too long: a
+    string longer than :data:`TEXT_LIMIT` in it, in a dict in it or in one
+    of its lists, or in a dict in such a dict (a call's function). False is
+    sure; anything but plain JSON values is True.
+    """
+    for value in fields.values():
+        kind = value.__class__
+        if kind is list:
+            for part in value:
+                if part.__class__ is dict:
+                    if _holds_long(part, 2):
+                        return True
+                elif part.__class__ is not str and part.__class__ not in _PLAIN:
+                    return True
+        elif kind is str:
+            if len(value) > TEXT_LIMIT:
+                return True
+        elif kind is dict:
+            if _holds_long(value, 2):
+                return True
+        elif kind not in _PLAIN:
+            return True
+    return False
+
+
+def _holds_long(fields: dict[str, Any], depth: int) -> bool:
+    """
+    Whether the dict *fields*, or a dict or list in it down to *depth*
+    dicts deep, holds a string longer than :data:`TEXT_LIMIT`, or a value
+    that is no plain JSON value (to be looked at closely).
+    """
+    for value in fields.values():
+        kind = value.__class__
+        if kind is str:
+            if len(value) > TEXT_LIMIT:
+                return True
+        elif kind is dict:
+            if depth <= 1 or _holds_long(value, depth - 1):
+                return True
+        elif kind is list:
+            for item in value:
+                if item.__class__ is dict:
+                    if depth <= 1 or _holds_long(item, depth - 1):
+                        return True
+                elif item.__class__ is str:
+                    if len(item) > TEXT_LIMIT:
+                        return True
+                elif item.__class__ not in _PLAIN:
+                    return True
+        elif kind not in _PLAIN:
+            return True
+    return False
 
 
 def too_long(index: int | None, where: str, text: str) -> Problem:

@@ -765,9 +765,6 @@ def wire_problems(
                 )
             )
         problems.extend(long_texts(index, f"messages[{position}]", message))
-        for number, call in enumerate(message.get("tool_calls") or ()):
-            if isinstance(call, Mapping):
-                problems.extend(long_texts(index, f"messages[{position}].tool_calls[{number}]", call))
     return tuple(problems)
 
 
