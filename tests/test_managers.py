@@ -824,8 +824,13 @@ class TestSummaryContextManager:
         """
         Ctrl-C while trim_context waits stops the summary: the context is not
         changed later, behind the back of the code that was interrupted.
+
+        Ctrl-C is pressed again every second while the call has not ended, as
+        a user would: one signal can land where the interpreter drops the
+        exception it raises (inside a finalizer, say), and the call would then
+        wait for the summary as if nothing came.
         """
-        started, cancelled = threading.Event(), threading.Event()
+        started, cancelled, ended = threading.Event(), threading.Event(), threading.Event()
 
         async def slow(*_: object, **__: object) -> str:
             started.set()
@@ -839,16 +844,35 @@ class TestSummaryContextManager:
         ctx = WorkingContext(messages=conversation("q1", "a1", "q2", "a2"))
         before = ctx.messages
         main = threading.get_ident()
+        waiting = [False]
+
+        def on_interrupt(*_: object) -> None:
+            if waiting[0]:  # only while the call runs: not in the test's own code once it has ended
+                raise KeyboardInterrupt
 
         def interrupt() -> None:
             started.wait(5)
-            signal.pthread_kill(main, signal.SIGINT)
+            while not ended.is_set():
+                signal.pthread_kill(main, signal.SIGINT)
+                ended.wait(1)
 
+        def trim() -> None:
+            waiting[0] = True
+            try:
+                SummaryContextManager(slow, max_messages=2, keep_recent=1).trim_context(ctx)
+            finally:
+                waiting[0] = False
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
         interrupter = threading.Thread(target=interrupt)
-        interrupter.start()
-        with pytest.raises(KeyboardInterrupt):
-            SummaryContextManager(slow, max_messages=2, keep_recent=1).trim_context(ctx)
-        interrupter.join()
+        try:
+            interrupter.start()
+            with pytest.raises(KeyboardInterrupt):
+                trim()
+        finally:
+            ended.set()
+            interrupter.join()
+            signal.signal(signal.SIGINT, previous)
         assert cancelled.wait(5)
         assert before is ctx.messages
 
