@@ -1047,6 +1047,50 @@ def _holds_long(fields: dict[str, Any], depth: int) -> bool:
     return False
 
 
+def long_texts_in(entries: Sequence[Any], name: str, index_of: Callable[[int], int | None]) -> list[Problem]:
+    """
+    :func:`long_texts` of each of *entries* (the written messages or items,
+    ``name[number]`` in the request; ``index_of(number)`` is the message each
+    was written from), in one pass that tells most of them free of long text
+    by their plain values alone: strings, and the strings of the dicts in
+    their lists (parts, calls) and of the dicts in those (a call's function).
+    """
+    limit, plain = TEXT_LIMIT, _PLAIN
+    problems: list[Problem] = []
+    for number, fields in enumerate(entries):
+        maybe = fields.__class__ is not dict
+        if not maybe:
+            for value in fields.values():
+                kind = value.__class__
+                if kind is str:
+                    maybe = len(value) > limit
+                elif kind is list:
+                    for part in value:
+                        if part.__class__ is dict:
+                            for inner in part.values():
+                                if inner.__class__ is str:
+                                    maybe = len(inner) > limit
+                                elif inner.__class__ is dict or inner.__class__ is list:
+                                    maybe = _holds_long({"": inner}, 2)
+                                else:
+                                    maybe = inner.__class__ not in plain
+                                if maybe:
+                                    break
+                        else:
+                            maybe = part.__class__ is not str and part.__class__ not in plain
+                        if maybe:
+                            break
+                elif kind is dict:
+                    maybe = _holds_long(value, 2)
+                else:
+                    maybe = kind not in plain
+                if maybe:
+                    break
+        if maybe:
+            problems.extend(long_texts(index_of(number), f"{name}[{number}]", fields))
+    return problems
+
+
 def too_long(index: int | None, where: str, text: str) -> Problem:
     """
     The ``text-length`` problem of *text*, at *where* in an OpenAI request.

@@ -38,7 +38,7 @@ from workingctx.adapters._common import (
     continued,
     expect_list,
     expect_mapping,
-    long_texts,
+    long_texts_in,
     lost_blocks,
     messages_of,
     odd_image_type,
@@ -699,8 +699,7 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
-    for number, (item, origin) in enumerate(zip(body["input"], origins, strict=True)):
-        long.extend(long_texts(origin, f"input[{number}]", item))
+    long.extend(long_texts_in(body["input"], "input", origins.__getitem__))
     return body, (*refused, *long)
 
 
