@@ -904,7 +904,7 @@ def wire_problems(
     return tuple(problems)
 
 
-THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 """The block types that hold the model's thinking."""
 
 
@@ -912,7 +912,9 @@ def _results_only(message: Any) -> bool:
     """
     Whether *message* is a user turn of tool results alone (a tool-use loop going on).
     """
-    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(message, Mapping):
+        return False
+    content = message.get("content")
     return (
         message.get("role") == "user"
         and isinstance(content, list)
@@ -951,7 +953,7 @@ def _thinking_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tupl
     content = messages[first].get("content")
     head = content[0] if isinstance(content, list) and content else None
     kind = head.get("type") if isinstance(head, Mapping) else "text" if isinstance(content, str) and content else None
-    if kind in THINKING_BLOCKS:
+    if kind in _THINKING_BLOCKS:
         return ()
     opening = f"a {kind!r} block" if isinstance(kind, str) else "no block"
     return (
