@@ -958,16 +958,26 @@ a longer content, text part, tool output or arguments string is refused
 ("string too long", ``string_above_max_length``)."""
 
 
-def long_texts(index: int | None, where: str, fields: Mapping[str, Any]) -> list[Problem]:
+def long_texts(entries: Sequence[Any], name: str, origins: Sequence[int]) -> list[Problem]:
     """
-    A ``text-length`` problem for each text of a written OpenAI message or
-    item (*fields*; *where* names it in the request, *index* is the message
-    it was written from) longer than :data:`TEXT_LIMIT`: its content or
-    output (a string, or parts holding text), refusal, and a call's
-    arguments or input.
+    A ``text-length`` problem for each text longer than :data:`TEXT_LIMIT`
+    in the written OpenAI messages or items *entries* (``name[number]`` in
+    the request; ``origins[number]`` is the message each was written from):
+    a content or output (a string, or parts holding text), a refusal, a
+    call's arguments or input. Most entries are told free of long text by
+    their strings alone, and only the others are read field by field.
     """
-    if not _may_be_long(fields):
-        return []  # the common case, told without naming a place
+    problems: list[Problem] = []
+    for number, fields in enumerate(entries):
+        if fields.__class__ is not dict or _holds_long(fields, 3):
+            problems.extend(_long_fields(origins[number], f"{name}[{number}]", fields))
+    return problems
+
+
+def _long_fields(index: int, where: str, fields: Mapping[str, Any]) -> list[Problem]:
+    """
+    The ``text-length`` problems of one written message or item (see :func:`long_texts`).
+    """
     found: list[tuple[str, str]] = []
     for key in ("content", "output", "refusal", "arguments", "input"):
         value = fields.get(key)
@@ -991,38 +1001,12 @@ def long_texts(index: int | None, where: str, fields: Mapping[str, Any]) -> list
 _PLAIN = frozenset({int, float, bool, type(None)})
 
 
-def _may_be_long(fields: Mapping[str, Any]) -> bool:
-    """
-    Whether *fields* may hold a text :func:`long_texts` finds too long: a
-    string longer than :data:`TEXT_LIMIT` in it, in a dict in it or in one
-    of its lists, or in a dict in such a dict (a call's function). False is
-    sure; anything but plain JSON values is True.
-    """
-    for value in fields.values():
-        kind = value.__class__
-        if kind is list:
-            for part in value:
-                if part.__class__ is dict:
-                    if _holds_long(part, 2):
-                        return True
-                elif part.__class__ is not str and part.__class__ not in _PLAIN:
-                    return True
-        elif kind is str:
-            if len(value) > TEXT_LIMIT:
-                return True
-        elif kind is dict:
-            if _holds_long(value, 2):
-                return True
-        elif kind not in _PLAIN:
-            return True
-    return False
-
-
 def _holds_long(fields: dict[str, Any], depth: int) -> bool:
     """
-    Whether the dict *fields*, or a dict or list in it down to *depth*
-    dicts deep, holds a string longer than :data:`TEXT_LIMIT`, or a value
-    that is no plain JSON value (to be looked at closely).
+    Whether the dict *fields*, or a dict or list in it down to *depth* dicts
+    deep (a message, its calls, a call's function), holds a string longer
+    than :data:`TEXT_LIMIT`, or a value that is no plain JSON value (to be
+    read field by field). False is sure.
     """
     for value in fields.values():
         kind = value.__class__
@@ -1045,50 +1029,6 @@ def _holds_long(fields: dict[str, Any], depth: int) -> bool:
         elif kind not in _PLAIN:
             return True
     return False
-
-
-def long_texts_in(entries: Sequence[Any], name: str, index_of: Callable[[int], int | None]) -> list[Problem]:
-    """
-    :func:`long_texts` of each of *entries* (the written messages or items,
-    ``name[number]`` in the request; ``index_of(number)`` is the message each
-    was written from), in one pass that tells most of them free of long text
-    by their plain values alone: strings, and the strings of the dicts in
-    their lists (parts, calls) and of the dicts in those (a call's function).
-    """
-    limit, plain = TEXT_LIMIT, _PLAIN
-    problems: list[Problem] = []
-    for number, fields in enumerate(entries):
-        maybe = fields.__class__ is not dict
-        if not maybe:
-            for value in fields.values():
-                kind = value.__class__
-                if kind is str:
-                    maybe = len(value) > limit
-                elif kind is list:
-                    for part in value:
-                        if part.__class__ is dict:
-                            for inner in part.values():
-                                if inner.__class__ is str:
-                                    maybe = len(inner) > limit
-                                elif inner.__class__ is dict or inner.__class__ is list:
-                                    maybe = _holds_long({"": inner}, 2)
-                                else:
-                                    maybe = inner.__class__ not in plain
-                                if maybe:
-                                    break
-                        else:
-                            maybe = part.__class__ is not str and part.__class__ not in plain
-                        if maybe:
-                            break
-                elif kind is dict:
-                    maybe = _holds_long(value, 2)
-                else:
-                    maybe = kind not in plain
-                if maybe:
-                    break
-        if maybe:
-            problems.extend(long_texts(index_of(number), f"{name}[{number}]", fields))
-    return problems
 
 
 def too_long(index: int | None, where: str, text: str) -> Problem:

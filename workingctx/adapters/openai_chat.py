@@ -30,7 +30,7 @@ from workingctx.adapters._common import (
     context_from,
     expect_list,
     expect_mapping,
-    long_texts_in,
+    long_texts,
     lost_blocks,
     media_problems,
     messages_of,
@@ -764,12 +764,8 @@ def wire_problems(
                     f"{where} has an empty tool_calls list, which OpenAI refuses: leave tool_calls out (write does)",
                 )
             )
-    problems.extend(long_texts_in(messages, "messages", _same if origins is None else origins.__getitem__))
+    problems.extend(long_texts(messages, "messages", range(len(messages)) if origins is None else origins))
     return tuple(problems)
-
-
-def _same(position: int) -> int:
-    return position
 
 
 _NAMED_ROLES = frozenset({"system", "developer", "user", "assistant"})

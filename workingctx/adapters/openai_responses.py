@@ -38,7 +38,7 @@ from workingctx.adapters._common import (
     continued,
     expect_list,
     expect_mapping,
-    long_texts_in,
+    long_texts,
     lost_blocks,
     messages_of,
     odd_image_type,
@@ -699,7 +699,7 @@ def _body(sent: list[Message]) -> tuple[dict[str, Any], tuple[Problem, ...]]:
         return body, (
             Problem(None, "empty", "there is nothing to send (no instructions, no input); add a user message"),
         )
-    long.extend(long_texts_in(body["input"], "input", origins.__getitem__))
+    long.extend(long_texts(body["input"], "input", origins))
     return body, (*refused, *long)
 
 
