@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 import attrs
@@ -976,8 +976,7 @@ def _unstored(payload: Any) -> list[Problem]:
     items = data.get("input")
     if not isinstance(items, list):
         return []
-    starts = message_starts(items)
-    by = 1 if data.get("instructions") is not None else 0
+    message_of = _message_of(data, items)
     problems = []
     for number, item in enumerate(items):
         if not isinstance(item, Mapping) or item.get("type") != "reasoning" or item.get("encrypted_content"):
@@ -991,8 +990,18 @@ def _unstored(payload: Any) -> list[Problem]:
             "include=['reasoning.encrypted_content'] and send each reasoning item with it, leave the item out, "
             "or set store to true"
         )
-        problems.append(Problem(by + bisect.bisect_right(starts, number) - 1, "unstored-reasoning", text, (ident,)))
+        problems.append(Problem(message_of(number), "unstored-reasoning", text, (ident,)))
     return problems
+
+
+def _message_of(data: Any, items: Sequence[Mapping[str, Any]]) -> Callable[[int], int]:
+    """
+    The position, in the messages :func:`read_messages` makes of the body
+    *data*, of the message read from each of its input *items* (by the item's index).
+    """
+    starts = message_starts(items)
+    by = 1 if isinstance(data, Mapping) and data.get("instructions") is not None else 0
+    return lambda number: by + bisect.bisect_right(starts, number) - 1
 
 
 def _repeated_ids(payload: Any) -> list[Problem]:
@@ -1008,8 +1017,7 @@ def _repeated_ids(payload: Any) -> list[Problem]:
     found = _duplicates(items)
     if not found:
         return []
-    starts = message_starts(items)
-    by = 1 if isinstance(data, Mapping) and data.get("instructions") is not None else 0
+    message_of = _message_of(data, items)
     problems = []
     for first, later, ident, done in found:
         if done == "drop":
@@ -1020,7 +1028,7 @@ def _repeated_ids(payload: Any) -> list[Problem]:
             fix = f"write gives the call at input[{later}] and its answer a fresh id, as every reused call id"
         else:
             fix = f"write refuses it, as {done}: {_REFUSED_FIX}"
-        index = by + bisect.bisect_right(starts, later) - 1
+        index = message_of(later)
         text = _duplicate_text(f"input[{first}]", f"input[{later}]", ident, fix)
         problems.append(Problem(index, "duplicate-item-id", text, (ident,)))
     return problems
