@@ -16,7 +16,6 @@ from pydantic import TypeAdapter
 
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.adapters._common import check_messages, expect_list, expect_mapping, messages_of, repair_messages
 from workingctx.messages import (
     DocumentBlock,
     ImageBlock,
@@ -121,44 +120,6 @@ def test_request_keys_differ_by_format_and_content():
     for module in (openai_chat, anthropic, openai_responses, google, langchain):
         assert module.request_key(ctx) != module.request_key(changed)
         assert module.request_key(ctx) == module.request_key(ctx.fork())
-
-
-def test_shared_rules_and_repair():
-    """
-    Duplicate results are problems, a reused call id too for a provider that needs unique ids;
-    repair drops orphan result blocks inside a user turn.
-    """
-    twice = [
-        Message.assistant(tool_calls=[ToolCall("a", "f")]),
-        Message.tool("1", call_id="a"),
-        Message.tool("2", call_id="a"),
-        Message.assistant(tool_calls=[ToolCall("a", "f")]),
-        Message.tool("3", call_id="a"),
-    ]
-    assert {p.rule for p in check_messages(twice)} == {"duplicate-result"}
-    assert {p.rule for p in check_messages(twice, provider="anthropic")} == {"duplicate-result", "reused-call-id"}
-    stray = [
-        Message.user("q"),
-        Message("user", [ToolResultBlock("nowhere", "x"), TextBlock("hi")]),
-        Message("user", [ToolResultBlock("gone")]),
-    ]
-    repaired = repair_messages(stray)
-    assert repaired == [Message.user("q"), Message("user", [TextBlock("hi")])]
-    assert check_messages([Message.assistant(tool_calls=[ToolCall("p", "f")])], allow_pending=True) == ()
-
-
-def test_plain_data_errors_name_the_value():
-    """
-    Wrong shapes raise TypeError naming the value and what was expected.
-    """
-    with pytest.raises(TypeError, match="Message values, got 'x'"):
-        messages_of(["x"])
-    with pytest.raises(TypeError, match="got 5 of type int"):
-        messages_of(5)
-    with pytest.raises(TypeError, match="messages must be a list"):
-        expect_list({"a": 1}, "messages")
-    with pytest.raises(TypeError, match="must be a JSON object"):
-        expect_mapping([1], "a part")
 
 
 @pytest.mark.parametrize(

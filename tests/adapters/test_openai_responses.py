@@ -24,6 +24,7 @@ from workingctx.messages import ReasoningBlock, TextBlock, ToolResultBlock
 from workingctx.validity import check_messages
 
 INPUT = TypeAdapter(ResponseInputParam)
+LIMIT = 10_485_760  # the longest string OpenAI takes in a request
 
 
 def valid(body):
@@ -649,3 +650,18 @@ def test_a_reasoning_item_sent_by_its_id_alone_with_store_false_is_a_problem(bod
     assert [p.rule for p in openai_responses.check(body) if p.rule != "unstored-reasoning"] == [
         p.rule for p in openai_responses.check({**body, "store": True})
     ]
+
+
+# -- text longer than OpenAI takes -----------------------------------------------------------------
+
+
+def test_long_instructions_and_a_long_input_text_are_refused_by_responses():
+    """
+    The instructions and a bare input text are strings of the request too.
+    """
+    body = {"instructions": "y" * (LIMIT + 1), "input": "hello"}
+    assert [p.message.split(" holds ")[0] for p in openai_responses.check(body) if p.rule == "text-length"] == [
+        "instructions"
+    ]
+    body = {"input": "z" * (LIMIT + 1)}
+    assert [p.message.split(" holds ")[0] for p in openai_responses.check(body) if p.rule == "text-length"] == ["input"]

@@ -22,9 +22,8 @@ from pydantic import TypeAdapter
 from tests.wire_strategies import chat_messages
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
-from workingctx.adapters._common import REPAIRED, repair_messages
 from workingctx.exceptions import ProviderError
-from workingctx.messages import TextBlock, ToolCallBlock, ToolResultBlock
+from workingctx.messages import ToolResultBlock
 
 CHAT = TypeAdapter(list[ChatCompletionMessageParam])
 ANTHROPIC = TypeAdapter(list[MessageParam])
@@ -190,86 +189,6 @@ class TestReusedIds:
             ]
         )
         assert ("call_0",) == google.read_response(gemini_reply, context=ctx).call_ids
-
-
-# One context per rule: those repair=True fixes, and those it does not.
-REPAIR_CASES = {
-    "orphan-result": [Message.user("q"), Message.tool("stray", call_id="nowhere"), Message.user("go on")],
-    "dangling-call": [
-        Message.user("q"),
-        Message.assistant(tool_calls=[ToolCall("c1", "deploy")]),
-        Message.user("status?"),
-    ],
-    "pending-at-end": [Message.user("q"), Message.assistant(tool_calls=[ToolCall("c1", "deploy")])],
-    "unencodable-text": [Message.user("cut inside an emoji \ud83d"), Message.assistant("ok"), Message.user("go on")],
-    "call-not-assistant": [
-        Message.user([TextBlock("q"), ToolCallBlock("c1", "deploy", {"env": "prod"})]),
-        Message.tool("deployed", call_id="c1"),
-        Message.user("go on"),
-    ],
-}
-NOT_REPAIRED = {
-    "misplaced-result": [
-        Message.user("q"),
-        Message.assistant(tool_calls=[ToolCall("c1", "f")]),
-        Message.user("wait"),
-        Message.tool("late", call_id="c1"),
-    ],
-    "duplicate-result": [
-        Message.user("q"),
-        Message.assistant(tool_calls=[ToolCall("c1", "f")]),
-        Message.tool("one", call_id="c1"),
-        Message.tool("two", call_id="c1"),
-    ],
-    "duplicate-call-id": [
-        Message.user("q"),
-        Message.assistant(tool_calls=[ToolCall("c1", "f"), ToolCall("c1", "g")]),
-        Message.tool("one", call_id="c1"),
-    ],
-    "result-without-id": [Message.user("q"), Message("tool", "loose")],
-}
-
-
-class TestRepairAdvice:
-    """
-    Every problem whose error advises repair=True is one repair=True fixes, and repair keeps every real result.
-    """
-
-    def test_the_repaired_rules_are_the_advised_ones(self):
-        """
-        The cases cover every rule repair fixes.
-        """
-        assert set(REPAIR_CASES) == REPAIRED
-
-    @pytest.mark.parametrize("rule", sorted(REPAIR_CASES))
-    @pytest.mark.parametrize(
-        "module", [openai_chat, openai_responses, anthropic, google, langchain], ids=lambda m: m.__name__
-    )
-    def test_advised_repair_fixes(self, module, rule):
-        """
-        The error names the rule and advises repair=True; repair=True then writes a request with no problem.
-        """
-        ctx = WorkingContext(messages=REPAIR_CASES[rule])
-        with pytest.raises(ProviderError, match="pass repair=True") as info:
-            module.write(ctx)
-        assert rule in {p.rule for p in info.value.problems}
-        body = module.write(ctx, repair=True)
-        if module in VALID:
-            VALID[module](body)
-        assert () == module.check(body)
-
-    @pytest.mark.parametrize("rule", sorted(NOT_REPAIRED))
-    def test_no_advice_where_repair_does_not_fix(self, rule):
-        """
-        A problem repair does not fix is refused without advising it, and repair keeps every result.
-        """
-        messages = NOT_REPAIRED[rule]
-        with pytest.raises(ProviderError) as info:
-            openai_chat.write(messages)
-        assert rule in {p.rule for p in info.value.problems}
-        assert "repair=True" not in str(info.value)
-        results = [m for m in messages if m.role == "tool"]
-        assert all(m in repair_messages(messages) for m in results)
 
 
 def _gemini_reply(*calls: tuple[str, dict], finish: str = "STOP") -> dict:
