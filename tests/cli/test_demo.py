@@ -1,5 +1,6 @@
 """
-Tests for ``python -m workingctx``: the report on the shipped sample and on files.
+Tests for ``workingctx demo``, what ``python -m workingctx`` runs with no
+command: the report on the shipped sample and on files of every format.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import sys
 
 import pytest
 
+from tests.cli.commands import run, sample
 from workingctx.cli import main
 from workingctx.cli._demo import _sample
-from workingctx.cli._files import load_context
+from workingctx.cli._files import FORMATS, load_context, read_file
 
 
 class TestSample:
@@ -77,87 +79,6 @@ class TestFiles:
         assert f"error: {tmp_path / 'nope.json'}: no such file\n" == capsys.readouterr().err
 
 
-class TestBadFiles:
-    @pytest.mark.parametrize(
-        ("content", "expected"),
-        [
-            (
-                b'{"messages": [], "scratchpad": ["a", "b"]}',
-                "$.scratchpad: not a workingctx request: the scratchpad is a JSON object of notes, got an array",
-            ),
-            (b'{"messages": [{"role": "user", "content": "caf\xe9"}]}', ":1: not UTF-8 text: byte 0xe9 at offset 46"),
-            (b'{"messages": [\n' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested too deeply"),
-            (b'{"messages": [], "scratchpad": {"k": 1, "k": 2}}', "the key 'k' appears twice in one object"),
-            (
-                b'{"messages": [\n  {"role": "user",\n   "content": }]}',
-                ":3: not valid JSON: Expecting value (column 15)",
-            ),
-            (b"[1, 2]", "messages[0] must be a JSON object, got 1"),
-            (b'{"messages": [], "scratchpad": {"n": [1, NaN]}}', ":1: NaN is not JSON; write a number or null"),
-            (
-                b'{"messages": [{"role": "user", "content": "x", "metadata": {"m": -1e999}}]}',
-                "the number -1e999 is too large for a float",
-            ),
-            (
-                b'{"messages": [{"role": "user", "content": "hi", "metadata": '
-                + b'{"a":' * 5000
-                + b"1"
-                + b"}" * 5000
-                + b"}]}",
-                "",
-            ),
-        ],
-    )
-    def test_bad_input_prints_one_error_line_and_exits_1(self, tmp_path, content, expected):
-        """
-        A scratchpad that is a list, a file that is not UTF-8, JSON nested too
-        deeply, a repeated key, broken JSON, a file that is not an object and
-        a deeply nested payload: ``error: FILE: ...`` naming the line or the
-        JSON path, exit status 1, never a traceback.
-        """
-        path = tmp_path / "bad.json"
-        path.write_bytes(content)
-        result = subprocess.run(
-            [sys.executable, "-m", "workingctx", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-            cwd=tmp_path,
-        )
-        assert 1 == result.returncode, result.stdout
-        assert "Traceback" not in result.stderr
-        assert 1 == len(result.stderr.splitlines()), result.stderr
-        assert result.stderr.startswith(f"error: {path}:")
-        assert expected in result.stderr
-
-    def test_a_directory_is_not_a_transcript(self, tmp_path, capsys):
-        """
-        A directory exits 1 with the same line as every other command.
-        """
-        assert 1 == main(["demo", str(tmp_path)])
-        assert f"error: {tmp_path}: not a regular file\n" == capsys.readouterr().err
-
-
-class TestOneReader:
-    @pytest.mark.parametrize("content", [None, b"\xff", b'{"messages": []}\n\xfe'])
-    def test_demo_and_inspect_refuse_an_unreadable_file_alike(self, tmp_path, capsys, content):
-        """
-        A missing file and a file that is not UTF-8 give the same error line to
-        ``demo`` and to ``inspect``: one reader reads both commands' files.
-        """
-        path = tmp_path / "t.json"
-        if content is not None:
-            path.write_bytes(content)
-        assert 1 == main(["demo", str(path)])
-        demo_err = capsys.readouterr().err
-        with pytest.raises(SystemExit) as exited:
-            main(["inspect", str(path)])
-        assert 1 == exited.value.code
-        assert demo_err == capsys.readouterr().err
-        assert demo_err.startswith(f"error: {path}")
-
-
 class TestOutputText:
     def test_help_is_plain_text(self, capsys):
         """
@@ -183,3 +104,65 @@ class TestOutputText:
         ctx = load_context(_sample())
         prefix_tokens = ctx.counter.count(ctx.prefix.as_messages())
         assert f"cached prefix: breaks at message 0; the prefix ({prefix_tokens} tokens) stays cached" == line.strip()
+
+
+class TestDemoOfAnyFormat:
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_demo_reads_every_format(self, capsys, fmt):
+        """
+        ``demo FILE`` reads the samples of every format, and reports the same
+        conversation (the same token total) for each.
+        """
+        status, out, err = run(capsys, "demo", sample(fmt))
+        assert 0 == status, err
+        assert f"tail messages: {read_file(sample(fmt)).last.size()} " in out
+
+    def test_demo_reads_provider_shapes(self, capsys, tmp_path):
+        """
+        An Anthropic request with ``tool_use`` blocks and an OpenAI request
+        with ``content: null`` beside its tool calls (both valid bodies, as the
+        SDK types say) are read by ``demo``.
+        """
+        anthropic_body = {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 256,
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_01", "name": "weather", "input": {"city": "Paris"}}],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18 C"}]},
+            ],
+        }
+        openai_body = {
+            "model": "gpt-4.1",
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_0",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": '{"city": "Paris"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_0", "content": "18 C"},
+            ],
+        }
+        from anthropic.types import MessageCreateParams  # noqa: PLC0415
+        from openai.types.chat import CompletionCreateParams  # noqa: PLC0415
+        from pydantic import TypeAdapter  # noqa: PLC0415
+
+        TypeAdapter(MessageCreateParams).validate_python(anthropic_body)
+        TypeAdapter(CompletionCreateParams).validate_python(openai_body)
+        for name, body in (("a.json", anthropic_body), ("o.json", openai_body)):
+            path = tmp_path / name
+            path.write_text(json.dumps(body), encoding="utf-8")
+            status, out, err = run(capsys, "demo", str(path))
+            assert 0 == status, err
+            assert 'weather({"city": "Paris"})' in out
+            assert "tail messages: 3" in out
