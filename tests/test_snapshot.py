@@ -4,6 +4,7 @@ Tests for workingctx.snapshot: freeze, hash, digest, diff and the common prefix.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import gc
 import os
@@ -505,3 +506,61 @@ class TestSnapshotNotesAreKeepable:
         snap = FrozenContext(scratchpad=notes)
         assert snap.scratchpad == ctx.freeze().scratchpad
         assert snap.digest() == ctx.freeze().digest()
+
+
+class TestFreezeCostsTheSameAtEveryLength:
+    def test_freeze_after_an_append_allocates_the_same_at_any_length(self):
+        """
+        Taking a snapshot after an append allocates the same on a tail of
+        100,000 messages as on one of 1,000: the snapshot reads the messages
+        and journal entries into tuples only when they are first read.
+        """
+        import tracemalloc  # noqa: PLC0415
+
+        def peak_of_one_step(n: int) -> int:
+            ctx = WorkingContext(messages=[Message("user", f"m{i}") for i in range(n)])
+            ctx.journal.apply(range(n))
+            ctx.freeze().digest()
+            for step in range(3):
+                message = Message("user", f"step {step}")
+                tracemalloc.start()
+                ctx.append(message)
+                ctx.journal.record(step)
+                ctx.freeze().digest()
+                _, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+            return peak
+
+        assert peak_of_one_step(100_000) < 4 * peak_of_one_step(1_000) + 4096
+
+    def test_a_lazy_snapshot_keeps_its_moment_through_every_change(self):
+        """
+        A snapshot taken before appends, a trim that keeps the start, a trim
+        that cuts, a clear, and an apply_locked() rolled back, reads the
+        messages and journal of its own moment, equal to an eager copy.
+        """
+        ctx = WorkingContext(messages=[Message("user", "q0"), Message("assistant", "a0")])
+        ctx.journal.record({"n": 0})
+        snap = ctx.freeze()
+        eager = FrozenContext(prefix=ctx.prefix, messages=ctx.messages, journal=tuple(ctx.journal))
+        ctx.append(Message("user", "q1"))
+        ctx.journal.record({"n": 1})
+        ctx.replace_tail([*ctx.messages, Message("assistant", "a1")])
+        ctx.replace_tail(ctx.messages[1:])
+
+        async def fail(c: WorkingContext) -> None:
+            c.append(Message("user", "lost"))
+            c.journal.record({"n": "lost"})
+            msg = "boom"
+            raise RuntimeError(msg)
+
+        with pytest.raises(RuntimeError):
+            asyncio.run(ctx.apply_locked(fail))
+        ctx.journal.record({"n": 2})
+        ctx.clear_messages()
+        assert eager.messages == snap.messages
+        assert eager.journal == snap.journal
+        assert eager == snap
+        assert eager.digest() == snap.digest()
+        assert isinstance(snap.messages, tuple)
+        assert snap.messages is snap.messages
