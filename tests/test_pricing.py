@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.strategies import usages
-from workingctx import Message, Usage, WorkingContext, pricing
+from workingctx import Usage, pricing
 from workingctx.cache import RULES
 from workingctx.exceptions import PricingError, WorkingCtxError
 from workingctx.pricing import BUILTIN_PRICES, Price, add_price, close_names, cost, find_price, prices, remove_price
@@ -275,39 +275,6 @@ class TestGenaiPrices:
             model,
         )
         assert theirs.total_price == BUILTIN_PRICES[model].cost(usage)
-
-
-class TestContextCost:
-    def test_usage_adds_every_reply(self):
-        """
-        ctx.usage adds the usage of every message that carries one.
-        """
-        ctx = WorkingContext().append(
-            Message.user("q"),
-            Message.assistant("a", usage=Usage(input_tokens=10, output_tokens=2)),
-            Message.assistant("b", usage=Usage(cache_read_tokens=5, output_tokens=3)),
-        )
-        assert Usage(input_tokens=10, output_tokens=5, cache_read_tokens=5) == ctx.usage
-        assert Usage() == WorkingContext().usage
-
-    def test_each_reply_priced_for_its_model(self):
-        """
-        A reply naming its model in metadata is priced for it; the others for the model given.
-        """
-        million = Usage(input_tokens=1_000_000)
-        ctx = WorkingContext().append(
-            Message("assistant", "a", usage=million, metadata={"model": "gpt-5"}),
-            Message.assistant("b", usage=million),
-        )
-        assert Decimal("1.25") + Decimal(3) == ctx.cost("claude-sonnet-4-6")
-
-    def test_reply_without_model(self):
-        """
-        A reply with usage but no model, and no model given, raises PricingError naming the reply.
-        """
-        ctx = WorkingContext().append(Message.user("q"), Message.assistant("a", usage=Usage(input_tokens=1)))
-        with pytest.raises(PricingError, match=r"message 1 .*cost\(model="):
-            ctx.cost()
 
 
 OLDER_READ_MULTIPLIERS = {
