@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.history.test_history import _Program, state, steps
+from tests.history.programs import _Program, state, steps
 from tests.stores import Stores, kind_params
 from workingctx import Checkpoint, Message, SQLiteStore, ToolCall, Usage, WorkingContext
 from workingctx.exceptions import CheckpointError, FinishedError, HistoryError, MergeError, PendingCallsError
