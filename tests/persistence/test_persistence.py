@@ -1,13 +1,13 @@
 """
-Tests for workingctx.persistence: checkpoints, rehydrating, and the stores.
+Tests for checkpoints: capturing one, its id, rehydrating it, and the
+checkpoint store protocol as the in-memory and SQLite stores keep it.
 
-The SQLite store's crash and concurrency behaviour (SIGKILL mid-save, two
-writer processes) and its fuzzed damaged payloads are in test_sqlite_store.py.
+The SQLite store's own tables, settings, crashes and writer processes are in
+test_sqlite.py; the suite every store runs, in test_stores.py.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import tempfile
 from collections.abc import Callable, Iterator
@@ -19,36 +19,20 @@ import attrs
 import pytest
 from hypothesis import given
 
+from tests.persistence.runs import run_context
+from tests.persistence.stored import sqlite_factory
 from tests.strategies import assert_identical, json_objects, working_contexts
-from workingctx import Checkpoint, InMemoryStore, Message, PrefixContext, SQLiteStore, ToolCall
+from workingctx import Checkpoint, InMemoryStore, Message, SQLiteStore
 from workingctx._canonical import message_digest
 from workingctx.checkpoint import journal_chain
 from workingctx.context import WorkingContext
-from workingctx.exceptions import CheckpointError, FrozenPayloadError, PayloadTypeError
+from workingctx.exceptions import CheckpointError, FrozenPayloadError
 from workingctx.frozen import FrozenDict
 from workingctx.persistence import CheckpointInfo, CheckpointStore, _codec, checkpoint_id, rehydrate
 from workingctx.serialization import from_json, to_json
 from workingctx.snapshot import FrozenContext
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def run_context(turns: int, *, journal: bool = True) -> WorkingContext:
-    """
-    A small tool-using run: turns of a question, a call, its result, an answer.
-    """
-    ctx = WorkingContext(prefix=PrefixContext("You are careful."))
-    for turn in range(turns):
-        ctx.append(
-            Message("user", f"question {turn}"),
-            Message.assistant(tool_calls=[ToolCall(f"c{turn}", "lookup", {"q": turn})]),
-            Message.tool(f"result {turn}", call_id=f"c{turn}"),
-            Message("assistant", f"answer {turn}"),
-        )
-        ctx.note("turn", turn)
-        if journal:
-            ctx.journal.record({"kind": "turn", "n": turn})
-    return ctx
 
 
 def _twin(value: Any) -> Any:
@@ -89,17 +73,10 @@ def _twin_context(ctx: WorkingContext) -> WorkingContext:
     return twin
 
 
-_paths = itertools.count()
-
-
 @pytest.fixture(scope="module")
 def scratch_dir() -> Iterator[Path]:
     with tempfile.TemporaryDirectory() as name:
         yield Path(name)
-
-
-def sqlite_factory(directory: Path) -> Callable[[], SQLiteStore]:
-    return lambda: SQLiteStore(directory / f"store-{next(_paths)}.db")
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite"])
@@ -471,114 +448,6 @@ class TestStoreProtocol:
         store.save(Checkpoint(id="a", snapshot=snapshot, created_at=T0, parent="b"))
         store.save(Checkpoint(id="b", snapshot=snapshot, created_at=T0, parent="a"))
         assert [info.id for info in store.lineage("a")] == ["b", "a"]
-
-
-# -- the SQLite store's own behaviour ------------------------------------------------------
-
-
-def table_counts(store: SQLiteStore) -> dict[str, int]:
-    import sqlite3  # noqa: PLC0415  # only these tests look inside
-
-    with sqlite3.connect(store.path) as db:
-        tables = [
-            "messages",
-            "message_links",
-            "journal_entries",
-            "journal_links",
-            "blobs",
-            "checkpoints",
-        ]
-        return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables}  # noqa: S608
-
-
-class TestSQLiteStorage:
-    def test_each_message_stored_once(self, scratch_dir):
-        """
-        Checkpointing every turn stores each message, link and journal entry
-        once, and an unchanged prefix once.
-        """
-        store = sqlite_factory(scratch_dir)()
-        ctx = run_context(0)
-        parent = None
-        for turn in range(20):
-            ctx.append(Message("user", f"q{turn}"), Message("assistant", "same answer"))
-            ctx.journal.record({"turn": turn})
-            parent = store.save(Checkpoint.capture(ctx, parent=parent))
-        counts = table_counts(store)
-        assert counts["checkpoints"] == 20
-        assert counts["messages"] == 21  # 20 questions and one answer, repeated
-        assert counts["message_links"] == 40
-        assert counts["journal_entries"] == 20
-        assert counts["journal_links"] == 20
-        assert counts["blobs"] == 2  # the prefix, and the one (empty) scratchpad
-
-    def test_delete_collects_garbage(self, scratch_dir):
-        """
-        Deleting every checkpoint leaves every table empty; deleting one keeps
-        what the others use.
-        """
-        store = sqlite_factory(scratch_dir)()
-        first = Checkpoint.capture(run_context(2))
-        second = Checkpoint.capture(run_context(3), parent=first)
-        store.save(first)
-        store.save(second)
-        store.delete(second.id)
-        assert store.load(first.id) == first
-        assert table_counts(store)["message_links"] == 8
-        store.delete(first.id)
-        assert set(table_counts(store).values()) == {0}
-
-    def test_reopen(self, scratch_dir):
-        """
-        A closed store reopens with everything in it.
-        """
-        path = scratch_dir / "reopen.db"
-        checkpoint = Checkpoint.capture(run_context(3))
-        with SQLiteStore(path) as store:
-            store.save(checkpoint)
-        with SQLiteStore(path) as store:
-            assert store.load(checkpoint.id) == checkpoint
-            assert checkpoint.id in store
-            assert len(store) == 1
-
-    def test_memory_database(self):
-        """
-        ":memory:" gives a private store for one process.
-        """
-        store = SQLiteStore(":memory:")
-        checkpoint = Checkpoint.capture(run_context(2))
-        store.save(checkpoint)
-        assert store.load(checkpoint.id) == checkpoint
-
-    def test_non_json_payload_refused_and_nothing_written(self, scratch_dir):
-        """
-        A scratchpad value JSON cannot hold is refused with its path; the store
-        is unchanged.
-        """
-        store = sqlite_factory(scratch_dir)()
-        good = Checkpoint.capture(run_context(1))
-        store.save(good)
-        before = table_counts(store)
-        bad = Checkpoint.capture(run_context(2).note("seen", {1, 2}))
-        with pytest.raises(CheckpointError, match=r"not JSON data.* at \$\.snapshot\.scratchpad\['seen'\]") as info:
-            store.save(bad)
-        assert info.value.path == "$.snapshot.scratchpad['seen']"
-        assert table_counts(store) == before
-        entry = run_context(1)
-        with pytest.raises(PayloadTypeError, match=r"journal entry 1\['when'\] is datetime"):
-            entry.journal.record({"when": datetime.now(UTC)})
-        assert 1 == len(entry.journal)  # nothing was recorded
-        assert table_counts(store) == before
-        assert store.list() == [CheckpointInfo.of(good)]
-
-    def test_bad_settings(self, scratch_dir):
-        """
-        A negative timeout or an unknown synchronous mode is refused.
-        """
-        with pytest.raises(ValueError, match="timeout"):
-            SQLiteStore(scratch_dir / "x.db", timeout=-1)
-        with pytest.raises(ValueError, match="synchronous"):
-            SQLiteStore(scratch_dir / "x.db", synchronous="SOMETIMES")
 
 
 class TestContentTheIdMustCover:

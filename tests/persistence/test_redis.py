@@ -1,12 +1,14 @@
 """
 ``RedisStore``'s load: one round trip, two for a chain long enough to have
 segments (``ms:`` and ``es:`` keys, read whole in one ``MGET``, their bodies
-compressed), with chains saved without segments read link by link.
+compressed), with chains saved without segments read link by link. Keys and
+values that are not UTF-8 text, and a foreign key among many, are named or refused.
 """
 
 from __future__ import annotations
 
 import tempfile
+import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,11 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.persistence.test_stores import run, turns
+from tests.persistence.runs import recorded, run, turns
 from tests.stores import Raw, Stores, server_address
 from workingctx import Checkpoint, Message, ToolCall, WorkingContext
 from workingctx.checkpoint import rehydrate
 from workingctx.exceptions import CheckpointError
+from workingctx.persistence import RedisStore
 from workingctx.persistence._codec import PACKED, checksum, step
 from workingctx.persistence.redis import _SEGMENT, _inflated
 
@@ -320,5 +323,153 @@ def test_a_transcript_round_trips_through_compressed_segments(scratch_dir, turns
         sent = commands(fresh)
         assert checkpoint == fresh.load(checkpoint.id)
         assert len(sent) == 1 + (len(messages) >= _SEGMENT)
+    finally:
+        made.close()
+
+
+@pytest.mark.server
+class TestRedisBytes:
+    """
+    Keys and values that are not UTF-8 text in a Redis store's namespace.
+    """
+
+    @pytest.fixture
+    def saved(self, scratch_dir: Path) -> Iterator[tuple[Any, list[Checkpoint], Raw, Stores]]:
+        made = Stores("redis", scratch_dir)
+        store = made.new()
+        saved = run(store, 3, thread="t")
+        store.save_context(recorded("a", "hello"))
+        yield store, saved, Raw("redis", store), made
+        made.close()
+
+    def test_an_id_that_is_not_utf8_is_named_and_the_rest_listed(self, saved):
+        """
+        A checkpoint listed under an id that is not UTF-8 text: list() returns
+        the others and names it (its invalid bytes escaped); delete() of
+        another checkpoint still works.
+        """
+        store, checkpoints, raw, _ = saved
+        raw.redis_bytes("ZADD", b"order", 0, b"\xff\xfe")
+        raw.redis_bytes("SET", b"cp:\xff\xfe", b"x")
+        listing = store.list()
+        assert [c.id for c in checkpoints] == [info.id for info in listing]
+        assert ["\\xff\\xfe"] == list(listing.damaged)
+        store.delete(checkpoints[0].id)
+        assert checkpoints[2] == store.load(checkpoints[2].id)
+
+    def test_a_row_that_is_not_utf8_is_a_checkpoint_error(self, saved):
+        """
+        A checkpoint row that is not UTF-8 text: load() raises CheckpointError
+        naming the id; list() names it and returns the others; lineage()
+        stops there; nothing changes; delete() removes it.
+        """
+        store, checkpoints, raw, _ = saved
+        raw.redis_bytes("SET", b"cp:" + checkpoints[1].id.encode(), b"\xff\xfe[")
+        before = raw.state()
+        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[1].id}'.*not UTF-8"):
+            store.load(checkpoints[1].id)
+        listing = store.list()
+        assert [checkpoints[0].id, checkpoints[2].id] == [info.id for info in listing]
+        assert [checkpoints[1].id] == list(listing.damaged)
+        assert [checkpoints[1].id] == list(store.lineage(checkpoints[2].id).damaged)
+        assert before == raw.state()
+        store.delete(checkpoints[1].id)
+        assert {} == store.list().damaged
+
+    @pytest.mark.parametrize("space", [b"m:", b"ml:"])
+    def test_an_item_or_link_that_is_not_utf8_fails_only_its_load(self, saved, space):
+        """
+        A message or a link that is not UTF-8 text: load() of a checkpoint
+        that uses it raises CheckpointError naming that checkpoint; list()
+        is untouched (it reads rows only); nothing changes.
+        """
+        store, checkpoints, raw, made = saved
+        snapshot = checkpoints[2].snapshot
+        key = snapshot.messages[-4].digest() if space == b"m:" else snapshot.chain_digest()  # only its own
+        raw.redis_bytes("SET", space + key.encode(), b"\xff\xfe")
+        before = raw.state()
+        what = "not UTF-8" if space == b"m:" else "expected 12 links, found 0"
+        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[2].id}'.*{what}"):
+            made.again(store).load(checkpoints[2].id)
+        assert checkpoints[0] == made.again(store).load(checkpoints[0].id)
+        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
+        assert before == raw.state()
+
+    def test_a_context_id_or_row_that_is_not_utf8_is_named(self, saved):
+        """
+        A saved context listed under an id that is not UTF-8 text, or whose
+        row is not: list_contexts() names both and returns the others.
+        """
+        store, _, raw, _ = saved
+        store.save_context(recorded("b", "hi"))
+        raw.redis_bytes("SADD", b"contexts", b"\xff")
+        raw.redis_bytes("SET", b"ctx:\xff", b"[]")
+        raw.redis_bytes("SET", b"ctx:b", b"\xff\xfe")
+        listing = store.list_contexts()
+        assert ["a"] == [info.id for info in listing]
+        assert {"\\xff", "b"} == set(listing.damaged)
+        with pytest.raises(CheckpointError, match="'b'"):
+            store.load_context("b")
+
+    @pytest.mark.parametrize("space", [b"m:", b"ml:", b"b:", b"h:", b"x"])
+    def test_a_stray_key_that_is_not_utf8_is_collected_or_ignored(self, saved, space):
+        """
+        A key that is not UTF-8 text beside the store's own: load, list and
+        delete work; delete collects it when it is under a space the store
+        collects (no checkpoint can use it).
+        """
+        store, checkpoints, raw, _ = saved
+        raw.redis_bytes("SET", space + b"\xff\xfe", b"\xff")
+        assert checkpoints[2] == store.load(checkpoints[2].id)
+        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
+        store.delete(checkpoints[0].id)
+        stray = store.namespace.encode() + b":" + space + b"\xff\xfe"
+        assert (space == b"x") == (stray in raw.state())
+
+    def test_a_head_or_marker_that_is_not_utf8_is_a_checkpoint_error(self, saved):
+        """
+        A thread head that is not UTF-8 text makes head() raise CheckpointError
+        naming the thread; a schema version that is not makes every operation
+        raise CheckpointError naming the marker; nothing changes.
+        """
+        store, checkpoints, raw, made = saved
+        raw.redis_bytes("SET", b"head:t", b"\xff")
+        with pytest.raises(CheckpointError, match=r"thread 't'.*not UTF-8"):
+            store.head("t")
+        raw.redis_bytes("HSET", b"store", b"schema_version", b"\xff")
+        before = raw.state()
+        for operation in (lambda: store.load(checkpoints[0].id), store.list, lambda: store.delete(checkpoints[0].id)):
+            with pytest.raises(CheckpointError, match="damaged schema version"):
+                operation()
+        with pytest.raises(CheckpointError, match="damaged schema version"):
+            made.again(store)
+        assert before == raw.state()
+
+
+@pytest.mark.server
+def test_redis_foreign_key_found_among_many(scratch_dir):
+    """
+    A namespace holding a foreign key is refused even when the database holds
+    so many other keys that one SCAN call does not reach it.
+    """
+    made = Stores("redis", scratch_dir)
+    try:
+        client = Raw("redis", made.new())._redis()  # noqa: SLF001  # the test's own connection
+        crowd = f"crowd_{uuid.uuid4().hex[:12]}"
+        name = f"f_{uuid.uuid4().hex[:12]}"
+        with client.pipeline(transaction=False) as pipe:
+            for i in range(20_000):
+                pipe.set(f"{crowd}:{i}", "x")
+            pipe.set(f"{name}:users", "ada")
+            pipe.execute()
+        try:
+            with pytest.raises(CheckpointError, match=f"such as '{name}:users'"):
+                RedisStore(server_address("redis"), namespace=name)
+            assert not client.exists(f"{name}:store")
+        finally:
+            for start in range(0, 20_000, 5_000):
+                client.delete(*(f"{crowd}:{i}" for i in range(start, start + 5_000)))
+            client.delete(f"{name}:users")
+            client.close()
     finally:
         made.close()

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import random
 import tempfile
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,15 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.persistence.test_sqlite_store import mutation
-from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params, schema_version, server_address
+from tests.persistence.runs import T0, recorded, run, turns
+from tests.persistence.stored import mutation
+from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params, schema_version
 from tests.strategies import json_objects, working_contexts
-from workingctx import Checkpoint, Message, PrefixContext, ToolCall, WorkingContext
+from workingctx import Checkpoint, Message, ToolCall, WorkingContext
 from workingctx.exceptions import ArgumentValueError, CheckpointError, HeadConflictError, StoreUnavailableError
 from workingctx.persistence import CheckpointStore, Listing, PostgresStore, RedisStore
 from workingctx.serialization import to_json
-
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -51,41 +49,6 @@ def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[St
     made = Stores(request.param, scratch_dir)
     yield made
     made.close()
-
-
-def turns(ctx: WorkingContext, start: int, count: int) -> WorkingContext:
-    """
-    Append *count* tool-using turns (a question, a call, its result, one shared answer).
-    """
-    for turn in range(start, start + count):
-        ctx.append(
-            Message("user", f"question {turn}"),
-            Message.assistant(tool_calls=[ToolCall(f"c{turn}", "lookup", {"q": turn})]),
-            Message.tool(f"result {turn}", call_id=f"c{turn}"),
-            Message("assistant", "noted"),
-        )
-        ctx.note("turn", turn)
-        ctx.journal.record({"kind": "turn", "n": turn})
-    return ctx
-
-
-def run(store: CheckpointStore, count: int, *, thread: str | None = None) -> list[Checkpoint]:
-    """
-    A run checkpointed after every turn, each checkpoint continuing the last.
-    """
-    ctx = WorkingContext(prefix=PrefixContext("You are careful."))
-    saved: list[Checkpoint] = []
-    for turn in range(count):
-        turns(ctx, turn, 1)
-        checkpoint = Checkpoint.capture(
-            ctx,
-            parent=saved[-1] if saved else None,
-            metadata={"turn": turn},
-            created_at=T0 + timedelta(seconds=turn),
-        )
-        store.save(checkpoint, thread=thread)
-        saved.append(checkpoint)
-    return saved
 
 
 class TestRoundTrip:
@@ -433,13 +396,6 @@ class TestDamagedStorage:
         assert "workingctx_store" == info.value.path
 
 
-def recorded(context_id: str, text: str) -> WorkingContext:
-    """
-    A recorded context of one exchange.
-    """
-    return WorkingContext(record=True, id=context_id).append(Message("user", text), Message("assistant", "ok"))
-
-
 class TestDamagedRows:
     """
     Issue 26, point 7: a damaged row never hides the intact ones.
@@ -553,125 +509,6 @@ class TestUnreadableSchemaVersion:
         assert [c.id for c in saved] == [info.id for info in store.list()]
 
 
-@pytest.mark.server
-class TestRedisBytes:
-    """
-    Keys and values that are not UTF-8 text in a Redis store's namespace.
-    """
-
-    @pytest.fixture
-    def saved(self, scratch_dir: Path) -> Iterator[tuple[Any, list[Checkpoint], Raw, Stores]]:
-        made = Stores("redis", scratch_dir)
-        store = made.new()
-        saved = run(store, 3, thread="t")
-        store.save_context(recorded("a", "hello"))
-        yield store, saved, Raw("redis", store), made
-        made.close()
-
-    def test_an_id_that_is_not_utf8_is_named_and_the_rest_listed(self, saved):
-        """
-        A checkpoint listed under an id that is not UTF-8 text: list() returns
-        the others and names it (its invalid bytes escaped); delete() of
-        another checkpoint still works.
-        """
-        store, checkpoints, raw, _ = saved
-        raw.redis_bytes("ZADD", b"order", 0, b"\xff\xfe")
-        raw.redis_bytes("SET", b"cp:\xff\xfe", b"x")
-        listing = store.list()
-        assert [c.id for c in checkpoints] == [info.id for info in listing]
-        assert ["\\xff\\xfe"] == list(listing.damaged)
-        store.delete(checkpoints[0].id)
-        assert checkpoints[2] == store.load(checkpoints[2].id)
-
-    def test_a_row_that_is_not_utf8_is_a_checkpoint_error(self, saved):
-        """
-        A checkpoint row that is not UTF-8 text: load() raises CheckpointError
-        naming the id; list() names it and returns the others; lineage()
-        stops there; nothing changes; delete() removes it.
-        """
-        store, checkpoints, raw, _ = saved
-        raw.redis_bytes("SET", b"cp:" + checkpoints[1].id.encode(), b"\xff\xfe[")
-        before = raw.state()
-        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[1].id}'.*not UTF-8"):
-            store.load(checkpoints[1].id)
-        listing = store.list()
-        assert [checkpoints[0].id, checkpoints[2].id] == [info.id for info in listing]
-        assert [checkpoints[1].id] == list(listing.damaged)
-        assert [checkpoints[1].id] == list(store.lineage(checkpoints[2].id).damaged)
-        assert before == raw.state()
-        store.delete(checkpoints[1].id)
-        assert {} == store.list().damaged
-
-    @pytest.mark.parametrize("space", [b"m:", b"ml:"])
-    def test_an_item_or_link_that_is_not_utf8_fails_only_its_load(self, saved, space):
-        """
-        A message or a link that is not UTF-8 text: load() of a checkpoint
-        that uses it raises CheckpointError naming that checkpoint; list()
-        is untouched (it reads rows only); nothing changes.
-        """
-        store, checkpoints, raw, made = saved
-        snapshot = checkpoints[2].snapshot
-        key = snapshot.messages[-4].digest() if space == b"m:" else snapshot.chain_digest()  # only its own
-        raw.redis_bytes("SET", space + key.encode(), b"\xff\xfe")
-        before = raw.state()
-        what = "not UTF-8" if space == b"m:" else "expected 12 links, found 0"
-        with pytest.raises(CheckpointError, match=f"cannot load checkpoint '{checkpoints[2].id}'.*{what}"):
-            made.again(store).load(checkpoints[2].id)
-        assert checkpoints[0] == made.again(store).load(checkpoints[0].id)
-        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
-        assert before == raw.state()
-
-    def test_a_context_id_or_row_that_is_not_utf8_is_named(self, saved):
-        """
-        A saved context listed under an id that is not UTF-8 text, or whose
-        row is not: list_contexts() names both and returns the others.
-        """
-        store, _, raw, _ = saved
-        store.save_context(recorded("b", "hi"))
-        raw.redis_bytes("SADD", b"contexts", b"\xff")
-        raw.redis_bytes("SET", b"ctx:\xff", b"[]")
-        raw.redis_bytes("SET", b"ctx:b", b"\xff\xfe")
-        listing = store.list_contexts()
-        assert ["a"] == [info.id for info in listing]
-        assert {"\\xff", "b"} == set(listing.damaged)
-        with pytest.raises(CheckpointError, match="'b'"):
-            store.load_context("b")
-
-    @pytest.mark.parametrize("space", [b"m:", b"ml:", b"b:", b"h:", b"x"])
-    def test_a_stray_key_that_is_not_utf8_is_collected_or_ignored(self, saved, space):
-        """
-        A key that is not UTF-8 text beside the store's own: load, list and
-        delete work; delete collects it when it is under a space the store
-        collects (no checkpoint can use it).
-        """
-        store, checkpoints, raw, _ = saved
-        raw.redis_bytes("SET", space + b"\xff\xfe", b"\xff")
-        assert checkpoints[2] == store.load(checkpoints[2].id)
-        assert [c.id for c in checkpoints] == [info.id for info in store.list()]
-        store.delete(checkpoints[0].id)
-        stray = store.namespace.encode() + b":" + space + b"\xff\xfe"
-        assert (space == b"x") == (stray in raw.state())
-
-    def test_a_head_or_marker_that_is_not_utf8_is_a_checkpoint_error(self, saved):
-        """
-        A thread head that is not UTF-8 text makes head() raise CheckpointError
-        naming the thread; a schema version that is not makes every operation
-        raise CheckpointError naming the marker; nothing changes.
-        """
-        store, checkpoints, raw, made = saved
-        raw.redis_bytes("SET", b"head:t", b"\xff")
-        with pytest.raises(CheckpointError, match=r"thread 't'.*not UTF-8"):
-            store.head("t")
-        raw.redis_bytes("HSET", b"store", b"schema_version", b"\xff")
-        before = raw.state()
-        for operation in (lambda: store.load(checkpoints[0].id), store.list, lambda: store.delete(checkpoints[0].id)):
-            with pytest.raises(CheckpointError, match="damaged schema version"):
-                operation()
-        with pytest.raises(CheckpointError, match="damaged schema version"):
-            made.again(store)
-        assert before == raw.state()
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_is_in_the_suite(kind):
     """
@@ -723,35 +560,6 @@ class TestFuzzedServerStorage:
                     operation()
         finally:
             made.close()
-
-
-@pytest.mark.server
-def test_redis_foreign_key_found_among_many(scratch_dir):
-    """
-    A namespace holding a foreign key is refused even when the database holds
-    so many other keys that one SCAN call does not reach it.
-    """
-    made = Stores("redis", scratch_dir)
-    try:
-        client = Raw("redis", made.new())._redis()  # noqa: SLF001  # the test's own connection
-        crowd = f"crowd_{uuid.uuid4().hex[:12]}"
-        name = f"f_{uuid.uuid4().hex[:12]}"
-        with client.pipeline(transaction=False) as pipe:
-            for i in range(20_000):
-                pipe.set(f"{crowd}:{i}", "x")
-            pipe.set(f"{name}:users", "ada")
-            pipe.execute()
-        try:
-            with pytest.raises(CheckpointError, match=f"such as '{name}:users'"):
-                RedisStore(server_address("redis"), namespace=name)
-            assert not client.exists(f"{name}:store")
-        finally:
-            for start in range(0, 20_000, 5_000):
-                client.delete(*(f"{crowd}:{i}" for i in range(start, start + 5_000)))
-            client.delete(f"{name}:users")
-            client.close()
-    finally:
-        made.close()
 
 
 class TestServerStoreSettings:

@@ -1,12 +1,13 @@
 """
-The SQLite store under damage: foreign, newer, truncated and fuzzed databases,
-a writer killed mid-save, and two writer processes at once.
+The SQLite store: its tables, settings and text encodings, keyed seals,
+read-only storage and earlier schema versions; and the store under damage
+(foreign, newer, truncated and fuzzed databases, a writer killed mid-save,
+two writer processes at once).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import random
@@ -20,6 +21,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +30,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import sqlite_rows
+from tests.persistence.runs import arguments_run, run_context
+from tests.persistence.stored import fresh_path, mutation, reseal, rows, saved_pair, sqlite_factory
 from tests.stores import DIGEST_COLUMNS
 from tests.strategies import working_contexts
 from workingctx import Checkpoint, Message, SQLiteStore
 from workingctx.context import WorkingContext
-from workingctx.exceptions import CheckpointError
+from workingctx.exceptions import CheckpointError, PayloadTypeError
+from workingctx.persistence import CheckpointInfo
 from workingctx.persistence.sqlite import _checksum
-
-_names = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -44,27 +47,9 @@ def scratch_dir() -> Iterator[Path]:
         yield Path(name)
 
 
-def fresh_path(directory: Path) -> Path:
-    return directory / f"db-{next(_names)}.db"
-
-
 def dump(path: Path) -> list[str]:
     with sqlite_rows.connect(path) as db:
         return list(db.iterdump())
-
-
-def saved_pair(path: Path, ctx: WorkingContext) -> tuple[Checkpoint, Checkpoint]:
-    """
-    Two checkpoints of one run (the second continues the first), saved and closed.
-    """
-    first = Checkpoint.capture(ctx, metadata={"n": 1})
-    ctx.append(Message("user", "and then?"), Message("assistant", "then this."))
-    ctx.journal.record({"kind": "step", "n": 2})
-    second = Checkpoint.capture(ctx, parent=first, metadata={"n": 2})
-    with SQLiteStore(path) as store:
-        store.save(first)
-        store.save(second)
-    return first, second
 
 
 class TestRefusedDatabases:
@@ -167,47 +152,6 @@ TABLES = {
     "blobs": ["digest", "data"],
     "workingctx_store": ["key", "value"],
 }
-
-
-def mutate_json(text: str, rng: random.Random) -> str:
-    """
-    Valid JSON text with one change deep inside: a key dropped or renamed, a
-    value replaced by one of another type.
-    """
-    data = json.loads(text)
-    holders: list[Any] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict | list) and node:
-            holders.append(node)
-            for child in node.values() if isinstance(node, dict) else node:
-                walk(child)
-
-    walk(data)
-    if not holders:
-        return json.dumps(rng.choice([None, 0, "x", [], {"type": "zzz"}]))
-    node = rng.choice(holders)
-    key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
-    action = rng.choice(["drop", "rename", "replace"])
-    if isinstance(node, dict) and action == "drop":
-        del node[key]
-    elif isinstance(node, dict) and action == "rename":
-        node[f"{key}_"] = node.pop(key)
-    else:
-        node[key] = rng.choice([None, 0, -1, 2.5, True, "", "zzz", [], {}, {"type": "zzz"}])
-    return json.dumps(data)
-
-
-def mutation(value: Any, rng: random.Random) -> Any:
-    choices: list[Any] = [None, 0, -5, 1.5, "", "garbage", b"\x00\x01", "{", "[]", "{}"]
-    if isinstance(value, str) and value:
-        cut = rng.randrange(len(value))
-        choices += [value[:cut], value[:cut] + "Z" + value[cut + 1 :], value + " "]
-        with contextlib.suppress(ValueError):  # not JSON text: no JSON mutation
-            choices.append(mutate_json(value, rng))
-    if isinstance(value, int):
-        choices += [value + 1, value - 1, str(value)]
-    return rng.choice(choices)
 
 
 KEYS = {"checkpoints": "seq", "workingctx_store": "key"}
@@ -448,23 +392,6 @@ class TestProcesses:
 
 
 # -- crafted stores, keyed seals, read-only storage -----------------------------------------
-
-
-def reseal(path: Path, checkpoint_id: str, **changes: Any) -> None:
-    """
-    Rewrite fields of a checkpoint row and seal it again without a key, as
-    anyone who can write the file can.
-    """
-    from workingctx.persistence import _codec  # noqa: PLC0415  # the codec's own seal, as a forger would
-
-    query = f"SELECT {', '.join(_codec.ROW_FIELDS)} FROM checkpoints WHERE id = ?"  # noqa: S608  # constant names
-    with sqlite_rows.connect(path) as db:
-        row = dict(zip(_codec.ROW_FIELDS, db.execute(query, (checkpoint_id,)).fetchone(), strict=True))
-        row.update(changes)
-        row["seal"] = _codec.seal([row[name] for name in _codec.ROW_FIELDS])
-        assignments = ", ".join(f"{name} = ?" for name in row)
-        db.execute(f"UPDATE checkpoints SET {assignments} WHERE id = ?", (*row.values(), checkpoint_id))  # noqa: S608
-    db.close()
 
 
 class VMSteps:
@@ -1413,3 +1340,147 @@ class TestSchemaVersions:
         assert {"messages": ["text"], "blobs": ["text"]} == after["kinds"]
         with SQLiteStore(path) as store:
             assert [*run, more] == [store.load(checkpoint.id) for checkpoint in [*run, more]]
+
+
+# -- the SQLite store's own behaviour ------------------------------------------------------
+
+
+def table_counts(store: SQLiteStore) -> dict[str, int]:
+    import sqlite3  # noqa: PLC0415  # only these tests look inside
+
+    with sqlite3.connect(store.path) as db:
+        tables = [
+            "messages",
+            "message_links",
+            "journal_entries",
+            "journal_links",
+            "blobs",
+            "checkpoints",
+        ]
+        return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables}  # noqa: S608
+
+
+class TestSQLiteStorage:
+    def test_each_message_stored_once(self, scratch_dir):
+        """
+        Checkpointing every turn stores each message, link and journal entry
+        once, and an unchanged prefix once.
+        """
+        store = sqlite_factory(scratch_dir)()
+        ctx = run_context(0)
+        parent = None
+        for turn in range(20):
+            ctx.append(Message("user", f"q{turn}"), Message("assistant", "same answer"))
+            ctx.journal.record({"turn": turn})
+            parent = store.save(Checkpoint.capture(ctx, parent=parent))
+        counts = table_counts(store)
+        assert counts["checkpoints"] == 20
+        assert counts["messages"] == 21  # 20 questions and one answer, repeated
+        assert counts["message_links"] == 40
+        assert counts["journal_entries"] == 20
+        assert counts["journal_links"] == 20
+        assert counts["blobs"] == 2  # the prefix, and the one (empty) scratchpad
+
+    def test_delete_collects_garbage(self, scratch_dir):
+        """
+        Deleting every checkpoint leaves every table empty; deleting one keeps
+        what the others use.
+        """
+        store = sqlite_factory(scratch_dir)()
+        first = Checkpoint.capture(run_context(2))
+        second = Checkpoint.capture(run_context(3), parent=first)
+        store.save(first)
+        store.save(second)
+        store.delete(second.id)
+        assert store.load(first.id) == first
+        assert table_counts(store)["message_links"] == 8
+        store.delete(first.id)
+        assert set(table_counts(store).values()) == {0}
+
+    def test_reopen(self, scratch_dir):
+        """
+        A closed store reopens with everything in it.
+        """
+        path = scratch_dir / "reopen.db"
+        checkpoint = Checkpoint.capture(run_context(3))
+        with SQLiteStore(path) as store:
+            store.save(checkpoint)
+        with SQLiteStore(path) as store:
+            assert store.load(checkpoint.id) == checkpoint
+            assert checkpoint.id in store
+            assert len(store) == 1
+
+    def test_memory_database(self):
+        """
+        ":memory:" gives a private store for one process.
+        """
+        store = SQLiteStore(":memory:")
+        checkpoint = Checkpoint.capture(run_context(2))
+        store.save(checkpoint)
+        assert store.load(checkpoint.id) == checkpoint
+
+    def test_non_json_payload_refused_and_nothing_written(self, scratch_dir):
+        """
+        A scratchpad value JSON cannot hold is refused with its path; the store
+        is unchanged.
+        """
+        store = sqlite_factory(scratch_dir)()
+        good = Checkpoint.capture(run_context(1))
+        store.save(good)
+        before = table_counts(store)
+        bad = Checkpoint.capture(run_context(2).note("seen", {1, 2}))
+        with pytest.raises(CheckpointError, match=r"not JSON data.* at \$\.snapshot\.scratchpad\['seen'\]") as info:
+            store.save(bad)
+        assert info.value.path == "$.snapshot.scratchpad['seen']"
+        assert table_counts(store) == before
+        entry = run_context(1)
+        with pytest.raises(PayloadTypeError, match=r"journal entry 1\['when'\] is datetime"):
+            entry.journal.record({"when": datetime.now(UTC)})
+        assert 1 == len(entry.journal)  # nothing was recorded
+        assert table_counts(store) == before
+        assert store.list() == [CheckpointInfo.of(good)]
+
+    def test_bad_settings(self, scratch_dir):
+        """
+        A negative timeout or an unknown synchronous mode is refused.
+        """
+        with pytest.raises(ValueError, match="timeout"):
+            SQLiteStore(scratch_dir / "x.db", timeout=-1)
+        with pytest.raises(ValueError, match="synchronous"):
+            SQLiteStore(scratch_dir / "x.db", synchronous="SOMETIMES")
+
+
+class TestTextEncoding:
+    def test_a_utf16_database_loads(self, scratch_dir):
+        """
+        A store in a database made with another text encoding than UTF-8
+        reads item texts as text, and loads what it saved.
+        """
+        path = fresh_path(scratch_dir)
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
+            db.execute("PRAGMA encoding = 'UTF-16le'")
+            db.execute("CREATE TABLE made_first (x)")
+            db.execute("DROP TABLE made_first")
+        ctx = arguments_run().append(Message("user", "Ærø, 15°, 東京 ✈"))
+        first, second = saved_pair(path, ctx)
+        with contextlib.closing(sqlite_rows.connect(path)) as db:
+            assert db.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
+        with SQLiteStore(path) as store:
+            assert store.load(first.id) == first
+            assert store.load(second.id) == second
+
+    def test_an_item_whose_bytes_are_not_utf8_is_damaged(self, scratch_dir):
+        """
+        A stored text changed into bytes that are not UTF-8 is refused as
+        damaged, naming the message and where it is.
+        """
+        path = fresh_path(scratch_dir)
+        _, second = saved_pair(path, arguments_run())
+        digest = second.snapshot.messages[0].digest()
+        text = rows(path, "messages")[digest][0]
+        with contextlib.closing(sqlite_rows.connect(path)) as db, db:
+            db.execute("UPDATE messages SET data = ? WHERE digest = ?", (text.encode() + b"\xff", digest))
+        with SQLiteStore(path) as store, pytest.raises(CheckpointError, match="does not match its checksum") as info:
+            store.load(second.id)
+        assert info.value.path == "$.snapshot.messages[0]"
+        assert digest in str(info.value)
