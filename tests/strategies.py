@@ -551,3 +551,12 @@ def assert_identical(expected: Any, actual: Any, path: str = "$") -> None:
         assert str(expected) == str(actual), f"{path}: {expected!r} != {actual!r}"
     else:
         assert expected == actual, f"{path}: {expected!r} != {actual!r}"
+
+
+trim_runs = st.one_of(transcripts(max_turns=8), scope_transcripts(broken=True), block_transcripts(broken=True))
+"""Transcripts of every kind a trim meets: whole turns, broken exchanges, content blocks."""
+
+system_heads = st.lists(
+    st.sampled_from([Message("system", "Be brief."), Message("system", "Cite sources.")]), max_size=2
+)
+"""The few system messages a trim may keep before the newest messages."""
