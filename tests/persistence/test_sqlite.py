@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -364,6 +365,44 @@ class TestProcesses:
             for info in infos:
                 assert store.load(info.id).snapshot.digest() == info.digest
             assert len(store.lineage(infos[-1].id)) == len(infos)
+
+    def test_a_new_file_another_connection_is_creating_is_waited_for(self, scratch_dir):
+        """
+        A store opened on a new file while another connection holds its write
+        lock, as when two processes open one new store together, waits for
+        the lock within its timeout: SQLite refuses at once, without waiting,
+        to turn the file to WAL meanwhile.
+        """
+        path = fresh_path(scratch_dir)
+        holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(0.3, holder.execute, ("ROLLBACK",))
+        release.start()
+        try:
+            with SQLiteStore(path, timeout=30) as store:
+                saved = store.save(Checkpoint.capture(run_context(2)))
+                assert store.load(saved).snapshot == run_context(2).freeze()
+        finally:
+            release.join()
+            holder.close()
+
+    def test_a_lock_held_past_the_timeout_is_named_and_leaves_the_file_as_it_was(self, scratch_dir):
+        """
+        Past its timeout the store gives up, naming the lock, and writes nothing: the file opens afterwards.
+        """
+        path = fresh_path(scratch_dir)
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(CheckpointError, match="database is locked"):
+                SQLiteStore(path, timeout=0.2)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            assert db.execute("SELECT name FROM sqlite_master").fetchall() == []
+        with SQLiteStore(path) as store:
+            assert store.list() == []
 
     def test_two_writers_lose_nothing(self, scratch_dir):
         """

@@ -39,6 +39,7 @@ import operator
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -135,6 +136,10 @@ _NO_LOCKS = "win32-none" if os.name == "nt" else "unix-none"
 # (the extended codes add bits above the low byte).
 _SQLITE_READONLY = 8
 _SQLITE_CANTOPEN = 14
+_SQLITE_BUSY = 5
+
+_PAUSE = 0.01
+"""Seconds between two tries to set up a file another connection has locked (see :meth:`SQLiteStore._prepare`)."""
 
 
 class _CannotWrite(Exception):  # noqa: N818  # internal: the store falls back to reading
@@ -146,6 +151,11 @@ class _CannotWrite(Exception):  # noqa: N818  # internal: the store falls back t
 def _cannot_write(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == _SQLITE_BUSY
 
 
 def _escaped(data: bytes) -> str:
@@ -363,7 +373,7 @@ class SQLiteStore:
             msg = f"cannot open the checkpoint store {self.path!r}: {exc}"
             raise CheckpointError(msg) from None
         try:
-            self._prepare(synchronous)
+            self._prepare(synchronous, timeout)
         except _CannotWrite as exc:
             self._db.close()
             if read_only is False:
@@ -440,36 +450,55 @@ class SQLiteStore:
         msg = f"{self.path!r} is not a readable SQLite database ({failure}); nothing was changed"
         raise CheckpointError(msg)
 
-    def _prepare(self, synchronous: str) -> None:
+    def _prepare(self, synchronous: str, timeout: float) -> None:
+        """
+        Make the tables of a new file, or check those of an existing one, and
+        set the journal up; tried again until *timeout* while another
+        connection holds the file: SQLite refuses to turn a new file to WAL
+        at once, without waiting, while another connection writes to it (two
+        processes opening one new store together).
+        """
+        deadline = time.monotonic() + timeout
         try:
-            tables = self._tables()
-            if not tables:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("BEGIN IMMEDIATE")
+            while True:
                 try:
-                    if not self._tables():
-                        for statement in _SCHEMA:
-                            self._db.execute(statement)
-                        self._db.executemany(
-                            "INSERT INTO workingctx_store (key, value) VALUES (?, ?)",
-                            [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))],
-                        )
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-            self._check_format()
-            if "heads" not in self._tables():  # written before threads existed: add their table
-                with self._transaction(write=True) as db:
-                    if "heads" not in self._tables():
-                        db.execute(_HEADS)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous}")
+                    self._set_up(synchronous)
+                except sqlite3.OperationalError as exc:
+                    if not _busy(exc) or time.monotonic() >= deadline:
+                        raise
+                else:
+                    return
+                time.sleep(_PAUSE)
         except sqlite3.Error as exc:
             if _cannot_write(exc) and Path(self.path).exists() and self.path != ":memory:":
                 raise _CannotWrite(str(exc)) from None
             msg = f"{self.path!r} is not a readable SQLite database ({exc}); nothing was changed"
             raise CheckpointError(msg) from None
+
+    def _set_up(self, synchronous: str) -> None:
+        tables = self._tables()
+        if not tables:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if not self._tables():
+                    for statement in _SCHEMA:
+                        self._db.execute(statement)
+                    self._db.executemany(
+                        "INSERT INTO workingctx_store (key, value) VALUES (?, ?)",
+                        [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))],
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self._check_format()
+        if "heads" not in self._tables():  # written before threads existed: add their table
+            with self._transaction(write=True) as db:
+                if "heads" not in self._tables():
+                    db.execute(_HEADS)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
 
     def _tables(self) -> set[str]:
         return {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
