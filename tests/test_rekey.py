@@ -174,6 +174,28 @@ class TestMergeRekeys:
             assert 4 == target.size()
             assert [] == list(target.journal)
 
+    def test_a_call_that_only_looks_rekeyed_is_another_call_under_union(self):
+        """
+        A transcript may name its own calls ``call_0-2``. Under union, an
+        incoming ``call_0`` equal to that call once renamed is still another
+        call, as no merge gave ``call_0`` that name: it comes in, re-keyed;
+        merging again adds nothing, as the journal records the new name.
+        """
+        parent = WorkingContext().append(Message("user", "Research both."))
+        first = parent.fork().append(
+            Message("assistant", tool_calls=[ToolCall("call_0", "search", {"q": "b"})]),
+            Message("tool", "B", tool_call_id="call_0"),
+            Message("assistant", tool_calls=[ToolCall("call_0-2", "search", {"q": "a"})]),
+            Message("tool", "A", tool_call_id="call_0-2"),
+        )
+        second = parent.fork().append(Message("assistant", tool_calls=[ToolCall("call_0", "search", {"q": "a"})]))
+        parent.merge(first, mode="union").merge(second, mode="union")
+        assert ["call_0", "call_0-2", "call_0-3"] == [m.call_ids[0] for m in parent.messages if m.call_ids]
+        assert [["call_0", "call_0-3"]] == [list(pair) for pair in list(parent.journal)[-1]["rekeyed"]]
+        once = parent.freeze()
+        parent.merge(first, mode="union").merge(second, mode="union")
+        assert once == parent.freeze()
+
     def test_concat_repeats_shared_calls_under_new_ids(self):
         """
         concat appends every message of the other context: a call the fork

@@ -361,6 +361,7 @@ class MergeMethods(ContextState):
         state = rule_state(view)
         present = Counter(self._tail.messages())
         engine = _rekey.Rekeyer(state, theirs, self._routes)
+        given = self._given_names()
         added: list[Message] = []
         position, size = 0, len(theirs)
         while position < size:
@@ -375,7 +376,7 @@ class MergeMethods(ContextState):
                 continue
             unit = list(theirs[position:end])
             position = end
-            match = self._union_match(unit, view, state, present)
+            match = self._union_match(unit, view, state, present, given)
             if match is None:
                 added.extend(engine.take(message) for message in unit)
                 continue
@@ -391,7 +392,11 @@ class MergeMethods(ContextState):
 
     @staticmethod
     def _union_match(
-        unit: list[Message], view: TailView, state: RuleState, present: Counter[Message]
+        unit: list[Message],
+        view: TailView,
+        state: RuleState,
+        present: Counter[Message],
+        given: Callable[[_rekey.Pair], bool],
     ) -> tuple[dict[str, str], list[Message]] | None:
         """
         Where the exchange *unit* is here already: the names its calls go by
@@ -401,7 +406,7 @@ class MergeMethods(ContextState):
         """
         at, waiting = state.pending()
         partial = None
-        for names in _rekey.matchings(unit[0], view, state, lambda message: present[message] > 0):
+        for names in _rekey.matchings(unit[0], view, state, lambda message: present[message] > 0, given):
             here = [_rekey.rename(message, names, names) for message in unit]
             if all(present[message] >= count for message, count in Counter(here).items()):
                 return names, here
@@ -409,6 +414,30 @@ class MergeMethods(ContextState):
             if partial is None and waiting and state.asked.get(first) == at:
                 partial = names, here
         return partial
+
+    def _given_names(self) -> Callable[[_rekey.Pair], bool]:
+        """
+        Whether a merge re-keyed one id to another here, as the merge entries
+        of the journal record it (this context's merges, and those of the
+        contexts merged into it); the journal is read when first asked.
+        """
+        found: set[_rekey.Pair] | None = None
+
+        def given(pair: _rekey.Pair) -> bool:
+            nonlocal found
+            if found is None:
+                found = set()
+                for entry in self.journal:
+                    if isinstance(entry, Mapping) and entry.get("kind") == "merge":
+                        rekeyed = entry.get("rekeyed")
+                        found.update(
+                            (item[0], item[1])
+                            for item in (rekeyed if isinstance(rekeyed, Sequence) else ())
+                            if isinstance(item, Sequence) and len(item) == 2
+                        )
+            return pair in found
+
+        return given
 
     def _result_message(self, other: WorkingContext, own: list[Message], result: str | Message | None) -> Message:
         """

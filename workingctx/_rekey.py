@@ -346,12 +346,19 @@ class _Known:
 
 
 def matchings(
-    head: Message, messages: Sequence[Message], state: RuleState, available: Callable[[Message], bool]
+    head: Message,
+    messages: Sequence[Message],
+    state: RuleState,
+    available: Callable[[Message], bool],
+    given: Callable[[Pair], bool],
 ) -> Iterator[dict[str, str]]:
     """
     Every way the incoming call message *head* is here already: ``{}`` when
     it is here as it is, ``{old: new, ...}`` for each copy whose calls an
-    earlier merge gave new names (copies spoken for by *available* are skipped).
+    earlier merge gave new names, each ``(old, new)`` a pair *given* says a
+    merge made (copies spoken for by *available* are skipped). A call here
+    that only looks re-keyed (a transcript may name its own calls
+    ``call_0-2``) is another call.
     """
     if available(head):
         yield {}
@@ -367,7 +374,7 @@ def matchings(
         if len(theirs) != len(ids):
             continue
         names = {old: new for old, new in zip(ids, theirs, strict=True) if old != new}
-        if names and all(derived_from(new, old) for old, new in names.items()):
+        if names and all(derived_from(new, old) and given((old, new)) for old, new in names.items()):
             renamed = rename(head, names, names)
             if renamed == found and available(found):
                 yield names
