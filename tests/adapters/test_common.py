@@ -18,14 +18,10 @@ import httpx
 import httpx2
 import openai as openai_sdk
 import pytest
-from anthropic.types import MessageParam
-from google.genai import types as gtypes
 from hypothesis import given
 from hypothesis import strategies as st
-from openai.types.chat import ChatCompletionMessageParam
-from openai.types.responses import ResponseInputParam
-from pydantic import TypeAdapter
 
+from tests.adapters.sdk import CHAT, RESPONSES, VALID
 from tests.wire_strategies import chat_messages, responses_bodies
 from workingctx import Message, PrefixContext, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, _common, anthropic, google, langchain, openai_chat, openai_responses
@@ -41,17 +37,7 @@ from workingctx.messages import ImageBlock, MediaRef, TextBlock, ToolCallBlock, 
 from workingctx.validity import RULES
 
 LIMIT = 10_485_760
-CHAT = TypeAdapter(list[ChatCompletionMessageParam])
-ANTHROPIC = TypeAdapter(list[MessageParam])
-INPUT = TypeAdapter(ResponseInputParam)
-GEMINI = TypeAdapter(list[gtypes.Content])
 
-VALID = {
-    openai_chat: lambda body: CHAT.validate_python(body["messages"]),
-    openai_responses: lambda body: INPUT.validate_python(body["input"]),
-    anthropic: lambda body: ANTHROPIC.validate_python(body["messages"]),
-    google: lambda body: GEMINI.validate_python(body["contents"]),
-}
 WRITERS = (openai_chat, openai_responses, anthropic, google, langchain)
 
 
@@ -512,7 +498,7 @@ def test_a_tool_output_past_ten_mebibytes_is_refused_naming_it_and_the_fix():
         )
 
     CHAT.validate_python(openai_chat.write(run("x" * LIMIT))["messages"])
-    INPUT.validate_python(openai_responses.write(run("x" * LIMIT))["input"])
+    RESPONSES.validate_python(openai_responses.write(run("x" * LIMIT))["input"])
     too_long = run("x" * (LIMIT + 1))
     with pytest.raises(ProviderError, match=r"messages\[2\]\.content holds 10,485,761 characters") as chat:
         openai_chat.write(too_long)

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from anthropic.types import MessageParam
-from google.genai import types as gtypes
 from langchain_core.messages import AIMessage, HumanMessage
-from openai.types.chat import ChatCompletionMessageParam
-from openai.types.responses import ResponseInputParam
-from pydantic import TypeAdapter
 
+from tests.adapters.sdk import ANTHROPIC, CHAT, GEMINI, RESPONSES
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.messages import (
@@ -25,11 +21,6 @@ from workingctx.messages import (
     TextBlock,
     ToolResultBlock,
 )
-
-CHAT = TypeAdapter(list[ChatCompletionMessageParam])
-ANTHROPIC = TypeAdapter(list[MessageParam])
-RESPONSES = TypeAdapter(ResponseInputParam)
-GEMINI = TypeAdapter(list[gtypes.Content])
 
 MEDIA = [
     ImageBlock(MediaRef(kind="url", url="https://example.com/a.png"), "diagram"),

@@ -11,31 +11,18 @@ from __future__ import annotations
 
 import pytest
 from anthropic.types import Message as AnthropicMessage
-from anthropic.types import MessageParam
 from google.genai import types as gtypes
 from hypothesis import given
 from hypothesis import strategies as st
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-from openai.types.responses import ResponseInputParam
-from pydantic import TypeAdapter
+from openai.types.chat import ChatCompletion
 
+from tests.adapters.sdk import ANTHROPIC, CHAT, GEMINI, RESPONSES, VALID
 from tests.wire_strategies import chat_messages
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import anthropic, google, langchain, openai_chat, openai_responses
 from workingctx.exceptions import ProviderError
 from workingctx.messages import ToolResultBlock
 
-CHAT = TypeAdapter(list[ChatCompletionMessageParam])
-ANTHROPIC = TypeAdapter(list[MessageParam])
-RESPONSES = TypeAdapter(ResponseInputParam)
-GEMINI = TypeAdapter(list[gtypes.Content])
-
-VALID = {
-    openai_chat: lambda body: CHAT.validate_python(body["messages"]),
-    openai_responses: lambda body: RESPONSES.validate_python(body["input"]),
-    anthropic: lambda body: ANTHROPIC.validate_python(body["messages"]),
-    google: lambda body: GEMINI.validate_python(body["contents"]),
-}
 UNIQUE = (anthropic, google, openai_responses)
 
 
