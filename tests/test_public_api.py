@@ -358,7 +358,7 @@ NOT_VALUES = {
     "workingctx.persistence.histories.ContextStore": "a protocol",
     "workingctx.integrations.openai_agents.ContextSession": "a session: holds a store and a live window",
     "workingctx.persistence.stores.CheckpointStore": "a protocol",
-    "workingctx.persistence.stores.InMemoryStore": "a store",
+    "workingctx.persistence.memory.InMemoryStore": "a store",
     "workingctx.persistence.postgres.PostgresStore": "a store: holds a connection pool",
     "workingctx.persistence.redis.RedisStore": "a store: holds a connection",
     "workingctx.persistence.sqlite.SQLiteStore": "a store: holds a connection",

@@ -24,10 +24,11 @@ from workingctx.checkpoint import Checkpoint, checkpoint_id, rehydrate
 from workingctx.persistence.histories import ContextInfo, ContextStore
 from workingctx.persistence.listing import Listing
 from workingctx.persistence.media import SQLiteMediaStore
+from workingctx.persistence.memory import InMemoryStore
 from workingctx.persistence.postgres import PostgresStore
 from workingctx.persistence.redis import RedisStore
 from workingctx.persistence.sqlite import SQLiteStore
-from workingctx.persistence.stores import CheckpointInfo, CheckpointStore, InMemoryStore
+from workingctx.persistence.stores import CheckpointInfo, CheckpointStore
 
 __all__ = [
     "Checkpoint",

@@ -39,7 +39,6 @@ from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.frozen import FrozenDict
 from workingctx.messages import Message
 from workingctx.persistence import _items
-from workingctx.persistence.listing import Listing, listed
 from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
 from workingctx.serialization import converter, from_json, structure, to_json
@@ -476,39 +475,6 @@ def read_info(row: Sequence[Any], table: str = "table checkpoints", key: bytes |
         digest=str(digest),
         metadata=decode_json(metadata, FrozenDict, "$.metadata", table),
     )
-
-
-def lineage(
-    rows: Mapping[Any, Sequence[Any]],
-    checkpoint_id: str,
-    read: Callable[[Sequence[Any]], CheckpointInfo],
-    where: str,
-) -> Listing[CheckpointInfo]:
-    """
-    The lineage of *checkpoint_id* from *rows* (by id, the rows of it and its
-    ancestors), root first: each row read by *read*, following parent ids
-    while the parent is among them. An ancestor whose row does not read ends
-    the walk, and is named in the listing's ``damaged``.
-
-    Raises:
-        CheckpointError: The row of *checkpoint_id* itself does not read.
-    """
-    chain: list[CheckpointInfo] = []
-    damaged: dict[str, CheckpointError] = {}
-    seen: set[str] = set()
-    current: str | None = checkpoint_id
-    while current is not None and current not in seen and current in rows:
-        seen.add(current)
-        try:
-            info = read(rows[current])
-        except CheckpointError as exc:
-            if not chain:
-                raise
-            damaged[current] = exc
-            break
-        chain.append(info)
-        current = info.parent
-    return listed(chain[::-1], damaged, "ancestor row", where)
 
 
 def check_count(count: object, head: object, root: str, path: str, table: str) -> int:

@@ -36,26 +36,19 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from workingctx import _checks
 from workingctx.checkpoint import Checkpoint
-from workingctx.exceptions import CheckpointError, SerializationError, StoreUnavailableError
+from workingctx.exceptions import CheckpointError, StoreUnavailableError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
+from workingctx.persistence._engine import StoreEngine, head_allows, head_conflict
 from workingctx.persistence.histories import _COLUMNS as _CONTEXT_COLUMNS
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed_rows, shown
-from workingctx.persistence.stores import (
-    CheckpointInfo,
-    _check_checkpoint,
-    _check_id,
-    _check_thread,
-    _head_allows,
-    _head_conflict,
-    _missing,
-)
+from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
 
 if TYPE_CHECKING:
@@ -255,7 +248,7 @@ class _Retry(Exception):  # noqa: N818  # internal: the transaction is run again
         self.exclusive = exclusive
 
 
-class PostgresStore:
+class PostgresStore(StoreEngine):
     """
     A checkpoint store in a PostgreSQL database, shared by every process that
     opens it: content-addressed, transactional, and safe for concurrent writers.
@@ -299,6 +292,7 @@ class PostgresStore:
         self._pool_timeout = psycopg_pool.PoolTimeout
         self.schema = schema
         self._where = _describe(dsn, schema)
+        self._place = f"the PostgreSQL store {self._where}"
         self._lock_key = f"workingctx:{schema}"
         self._messages: dict[str, Message] = {}
         self._entries: dict[str, Any] = {}
@@ -511,24 +505,7 @@ class PostgresStore:
 
     # -- saving -------------------------------------------------------------------
 
-    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
-        """
-        Save *checkpoint* in one transaction and return its id; with *thread*,
-        also move that thread's head to it, in the same transaction, if the
-        head is still the checkpoint's parent.
-
-        Only what the store does not hold yet is written. Saving a checkpoint
-        again is a no-op; saving another under the same id replaces it.
-
-        Raises:
-            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
-            HeadConflictError: Another writer moved the thread's head first; nothing was written.
-            StoreUnavailableError: The server could not be reached or the
-                connection was lost; the save committed whole or not at all.
-            CheckpointError: A payload is not JSON data, or the database failed; nothing was written.
-        """
-        _check_checkpoint(checkpoint)
-        _check_thread(thread)
+    def _save(self, checkpoint: Checkpoint, thread: str | None) -> None:
         encoded = _codec.encode(checkpoint)
         if checkpoint.snapshot.journal:
             self._make(_JOURNAL_TABLES)
@@ -590,7 +567,6 @@ class PostgresStore:
         with self._local:
             for message in checkpoint.snapshot.messages[-64:]:
                 _codec.remember(self._messages, message.digest(), message)
-        return checkpoint.id
 
     def _probe(self, conn: psycopg.Connection[Any], layout: _Text, kind: Kind, checkpoint: Checkpoint) -> _Probe:
         """
@@ -692,41 +668,18 @@ class PostgresStore:
 
     # -- loading ------------------------------------------------------------------
 
-    def load(self, checkpoint_id: str) -> Checkpoint:
-        """
-        The checkpoint saved under *checkpoint_id*, equal to the one saved,
-        read from one consistent snapshot of the database and checked against
-        its digests on the way in.
-
-        Raises:
-            CheckpointError: No checkpoint has that id, or what is stored is
-                damaged or not ours (the message names the table, the key and
-                the path inside the checkpoint). Nothing is changed.
-            StoreUnavailableError: The server could not be reached.
-        """
-        _check_id(checkpoint_id)
+    def _load(self, checkpoint_id: str) -> Checkpoint:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> Checkpoint:
             self._enter(cur, exclusive=None)
             cur.execute(self._q(f"SELECT {self._layout.row} FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))  # noqa: S608
             row = cur.fetchone()
             if row is None:
-                raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
-            try:
-                return self._build(cur, row)
-            except Damage as exc:
-                raise self._error(checkpoint_id, exc.what, exc.path) from None
-            except SerializationError as exc:
-                raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
-            except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
-                raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
+                raise self._missing(checkpoint_id)
+            return self._built(checkpoint_id, lambda: self._build(cur, row))
 
         result: Checkpoint = self._run(body, write=False)
         return result
-
-    def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
-        msg = f"cannot load checkpoint {checkpoint_id!r} from {self._where}: {what} at {path}; nothing was changed"
-        return CheckpointError(msg, path=path)
 
     def _build(self, cur: psycopg.Cursor[Any], row: Sequence[Any]) -> Checkpoint:
         info = _codec.read_info(row)
@@ -833,15 +786,7 @@ class PostgresStore:
 
     # -- listing, threads and deleting --------------------------------------------
 
-    def list(self) -> Listing[CheckpointInfo]:
-        """
-        A descriptor of every checkpoint, oldest first (by creation time, then
-        by the order they were saved in), read without loading any snapshot.
-
-        A damaged row never hides the others: it is left out, and named in
-        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
-        the error that loading it raises (and a warning is logged).
-        """
+    def _list(self) -> Listing[CheckpointInfo]:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[Any]:
             self._enter(cur, exclusive=None)
@@ -849,7 +794,7 @@ class PostgresStore:
             return cur.fetchall()
 
         rows: builtins.list[Any] = self._run(body, write=False)
-        return listed_rows(rows, self._checked_info, "checkpoint row", f"the PostgreSQL store {self._where}")
+        return listed_rows(rows, self._checked_info, "checkpoint row", self._place)
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
@@ -857,18 +802,7 @@ class PostgresStore:
         except Damage as exc:
             raise self._error(shown(row[0]), exc.what, exc.path) from None
 
-    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
-        """
-        The checkpoints from the root to *checkpoint_id*, itself included,
-        oldest first, following parent ids while the parent is in the store.
-
-        An ancestor whose row is damaged ends the walk: the lineage starts
-        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
-
-        Raises:
-            CheckpointError: No checkpoint has that id, or its own row is damaged.
-        """
-        _check_id(checkpoint_id)
+    def _lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> dict[Any, Any]:
             self._enter(cur, exclusive=None)
@@ -883,18 +817,9 @@ class PostgresStore:
             return {row[0]: row for row in cur.fetchall()}
 
         rows: dict[Any, Any] = self._run(body, write=False)
-        if checkpoint_id not in rows:
-            raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
-        return _codec.lineage(rows, checkpoint_id, self._checked_info, f"the PostgreSQL store {self._where}")
+        return self._lineage_of(rows, checkpoint_id, self._checked_info)
 
-    def head(self, thread: str) -> str | None:
-        """
-        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
-
-        Raises:
-            TypeError: *thread* is not a str.
-        """
-        _check_thread(thread, optional=False)
+    def _head(self, thread: str) -> str | None:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> str | None:
             self._enter(cur, exclusive=None)
@@ -906,24 +831,14 @@ class PostgresStore:
         result: str | None = self._run(body, write=False, pipelined=True)
         return result
 
-    def delete(self, checkpoint_id: str) -> None:
-        """
-        Remove a checkpoint, and every message, link and blob no other
-        checkpoint uses, in one transaction that runs alone. Its children stay;
-        a thread whose head it was goes back to its parent (or ends, when the
-        parent is not in the store).
-
-        Raises:
-            CheckpointError: No checkpoint has that id.
-        """
-        _check_id(checkpoint_id)
+    def _delete(self, checkpoint_id: str) -> None:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
             self._enter(cur, exclusive=True)
             cur.execute(self._q("DELETE FROM @.checkpoints WHERE id = %s RETURNING parent"), (checkpoint_id,))
             found = cur.fetchone()
             if found is None:
-                raise _missing(checkpoint_id, f"the PostgreSQL store {self._where}")
+                raise self._missing(checkpoint_id)
             cur.execute(
                 self._q(
                     "UPDATE @.heads SET checkpoint = %s WHERE checkpoint = %s"
@@ -963,17 +878,7 @@ class PostgresStore:
 
     # -- recorded contexts --------------------------------------------------------
 
-    def save_context(self, ctx: WorkingContext) -> str:
-        """
-        Save a recorded context as its history, under its id, in one transaction:
-        only the entries the store lacks are written (a fork shares its parent's).
-
-        Raises:
-            TypeError: *ctx* is not a recorded context.
-            CheckpointError: The history saved under that id is not the start
-                of this one (another copy saved entries this one lacks); nothing was written.
-        """
-        histories.check_recorded(ctx)
+    def _save_context(self, ctx: WorkingContext) -> str:
         context_id = ContextInfo.of(ctx).id
         self._make(_HISTORY_TABLES)
 
@@ -1002,14 +907,7 @@ class PostgresStore:
         result: str = self._run(body, write=True)
         return result
 
-    def load_context(self, context_id: str) -> WorkingContext:
-        """
-        Replay the history saved under *context_id*, every entry checked against its digest.
-
-        Raises:
-            CheckpointError: No context has that id, or its history is damaged.
-        """
-        histories.check_context_id(context_id)
+    def _load_context(self, context_id: str) -> WorkingContext:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> WorkingContext:
             self._enter(cur, exclusive=None)
@@ -1040,13 +938,7 @@ class PostgresStore:
         result: WorkingContext = self._run(body, write=False)
         return result
 
-    def list_contexts(self) -> Listing[ContextInfo]:
-        """
-        A descriptor of every saved context, oldest first, without replaying any.
-
-        A damaged row never hides the others: it is left out, and named in
-        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
-        """
+    def _list_contexts(self) -> Listing[ContextInfo]:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> builtins.list[Any]:
             self._enter(cur, exclusive=None)
@@ -1058,14 +950,7 @@ class PostgresStore:
         rows: builtins.list[Any] = self._run(body, write=False)
         return histories.read_infos(rows, self._where)
 
-    def delete_context(self, context_id: str) -> None:
-        """
-        Remove a saved context, and every entry no other saved context shares.
-
-        Raises:
-            CheckpointError: No context has that id.
-        """
-        histories.check_context_id(context_id)
+    def _delete_context(self, context_id: str) -> None:
 
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> None:
             self._enter(cur, exclusive=True)
@@ -1103,12 +988,6 @@ class PostgresStore:
         """
         self._pool.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def __len__(self) -> int:
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> int:
             self._enter(cur, exclusive=None)
@@ -1119,10 +998,7 @@ class PostgresStore:
         result: int = self._run(body, write=False)
         return result
 
-    def __contains__(self, checkpoint_id: object) -> bool:
-        if not _checks.holdable_name(checkpoint_id):
-            return False
-
+    def _contains(self, checkpoint_id: str) -> bool:
         def body(cur: psycopg.Cursor[Any], _exclusive: bool) -> bool:
             self._enter(cur, exclusive=None)
             cur.execute(self._q("SELECT 1 FROM @.checkpoints WHERE id = %s"), (checkpoint_id,))
@@ -1149,8 +1025,8 @@ def _moved_head(found: psycopg.Cursor[Any], thread: str, checkpoint: Checkpoint)
     """
     row = found.fetchone()
     current = None if row is None else row[0]
-    if not _head_allows(current, checkpoint):
-        raise _head_conflict(thread, checkpoint, current)
+    if not head_allows(current, checkpoint):
+        raise head_conflict(thread, checkpoint, current)
     if row is None:  # a writer that inserts it first makes this one run again
         return "INSERT INTO @.heads (thread, checkpoint) VALUES (%s, %s)", [thread, checkpoint.id]
     if current != checkpoint.id:

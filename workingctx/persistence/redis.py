@@ -50,7 +50,7 @@ import re
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from workingctx import _checks
 from workingctx.checkpoint import Checkpoint
@@ -58,17 +58,10 @@ from workingctx.exceptions import ArgumentValueError, CheckpointError, Serializa
 from workingctx.messages import Message
 from workingctx.persistence import _codec, _items, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, checksum, damage
+from workingctx.persistence._engine import StoreEngine, head_allows, head_conflict
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed, shown
-from workingctx.persistence.stores import (
-    CheckpointInfo,
-    _check_checkpoint,
-    _check_id,
-    _check_thread,
-    _head_allows,
-    _head_conflict,
-    _missing,
-)
+from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
 
 if TYPE_CHECKING:
@@ -250,7 +243,7 @@ return {marker, gc, row, used, message_values, message_kinds, journal_values, jo
 """.replace("@SEGMENT@", str(_SEGMENT))
 
 
-class RedisStore:
+class RedisStore(StoreEngine):
     """
     A checkpoint store in a Redis server, shared by every process that opens
     it: content-addressed, each save one atomic transaction, safe for
@@ -295,6 +288,7 @@ class RedisStore:
         self._where = (
             f"namespace {namespace!r} of Redis db {kwargs.get('db', 0)} on {kwargs.get('host')}:{kwargs.get('port')}"
         )
+        self._place = f"the Redis store {self._where}"
         self._walk_script = self._client.register_script(_WALK)
         self._load_script = self._client.register_script(_LOAD)
         self._messages: dict[str, Message] = {}
@@ -388,24 +382,7 @@ class RedisStore:
 
     # -- saving -------------------------------------------------------------------
 
-    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
-        """
-        Save *checkpoint* in one transaction and return its id; with *thread*,
-        also move that thread's head to it, in the same transaction, if the
-        head is still the checkpoint's parent.
-
-        Only what the store does not hold yet is written. Saving a checkpoint
-        again is a no-op; saving another under the same id replaces it.
-
-        Raises:
-            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
-            HeadConflictError: Another writer moved the thread's head first; nothing was written.
-            StoreUnavailableError: The server could not be reached or the
-                connection was lost; the save was applied whole or not at all.
-            CheckpointError: A payload is not JSON data, or the server failed; nothing was written.
-        """
-        _check_checkpoint(checkpoint)
-        _check_thread(thread)
+    def _save(self, checkpoint: Checkpoint, thread: str | None) -> None:
         encoded = _codec.encode(checkpoint)
         replaced: bool = self._call(lambda: self._save_once(checkpoint, encoded, thread))
         if replaced:
@@ -413,7 +390,6 @@ class RedisStore:
         with self._local:
             for message in checkpoint.snapshot.messages[-64:]:
                 _codec.remember(self._messages, message.digest(), message)
-        return checkpoint.id
 
     def _save_once(self, checkpoint: Checkpoint, encoded: _codec.Encoded, thread: str | None) -> bool:
         p = self._p
@@ -426,8 +402,8 @@ class RedisStore:
             self._check_format(_raw(pipe, "HGETALL", p + "store"))
             if thread is not None and head_key is not None:
                 current = _text(pipe.get(head_key))
-                if not _head_allows(current, checkpoint):
-                    raise _head_conflict(thread, checkpoint, current)
+                if not head_allows(current, checkpoint):
+                    raise head_conflict(thread, checkpoint, current)
             existing = _text(pipe.get(row_key))
             same = existing is not None and _stored_seal(existing) == encoded.seal
             writes: list[Callable[[Any], Any]] = []
@@ -455,7 +431,7 @@ class RedisStore:
             chain_at = kind.chain(checkpoint)
             start = self._stored_length(links, chain_at, count)
             new = list(_codec.new_links(kind, checkpoint, start))
-            missing = self._missing(items, {digest for _, _, _, digest, _ in new})
+            missing = self._absent(items, {digest for _, _, _, digest, _ in new})
             stored: dict[str, str] = {}  # the values of items written here, for their segments
             for position, link, previous, digest, item in new:
                 if digest in missing:
@@ -504,7 +480,7 @@ class RedisStore:
             probes = list(range(low + 1, high, stride))
         return low
 
-    def _missing(self, kind: str, digests: set[str]) -> set[str]:
+    def _absent(self, kind: str, digests: set[str]) -> set[str]:
         if not digests:
             return set()
         ordered = sorted(digests)
@@ -516,18 +492,7 @@ class RedisStore:
 
     # -- loading ------------------------------------------------------------------
 
-    def load(self, checkpoint_id: str) -> Checkpoint:
-        """
-        The checkpoint saved under *checkpoint_id*, equal to the one saved,
-        checked against its digests on the way in.
-
-        Raises:
-            CheckpointError: No checkpoint has that id, or what is stored is
-                damaged or not ours (the message names the key and the path
-                inside the checkpoint). Nothing is changed.
-            StoreUnavailableError: The server could not be reached.
-        """
-        _check_id(checkpoint_id)
+    def _load(self, checkpoint_id: str) -> Checkpoint:
         result: Checkpoint = self._call(lambda: self._load_once(checkpoint_id))
         return result
 
@@ -536,7 +501,7 @@ class RedisStore:
         marker, generation, text = reply[0], reply[1], reply[2]
         self._check_format(dict(zip(marker[::2], marker[1::2], strict=True)))
         if text is None:
-            raise _missing(checkpoint_id, f"the Redis store {self._where}")
+            raise self._missing(checkpoint_id)
         failures = (Damage, SerializationError, ValueError, TypeError, KeyError, IndexError, AttributeError)
         row = None
         try:
@@ -557,15 +522,11 @@ class RedisStore:
         """
         The error a load that failed with *exc* raises.
         """
-        if isinstance(exc, Damage):
-            return self._error(checkpoint_id, exc.what, exc.path)
-        if isinstance(exc, SerializationError):
-            return self._error(checkpoint_id, exc.problems[0][1], exc.path)
         if isinstance(exc, UnicodeDecodeError):
             bad = exc.object[exc.start : exc.end + 8]
             what = f"a message, link or blob it uses is not UTF-8 text ({bad!r}, damaged)"
             return self._error(checkpoint_id, what, "$")
-        return self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$")
+        return super()._failure(checkpoint_id, exc)
 
     def _read(self, checkpoint_id: str, *given: str) -> list[Any]:
         """
@@ -578,10 +539,6 @@ class RedisStore:
         except self._redis.exceptions.NoScriptError:  # a server that has not seen it yet (or was flushed)
             reply = _raw(self._client, "EVAL", _LOAD, 0, *args)
         return reply
-
-    def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
-        msg = f"cannot load checkpoint {checkpoint_id!r} from {self._where}: {what} at {path}; nothing was changed"
-        return CheckpointError(msg, path=path)
 
     @staticmethod
     def _row(text: object) -> list[Any]:
@@ -719,15 +676,7 @@ class RedisStore:
             raise self._error(checkpoint_id, f"the row is checkpoint {info.id!r}'s (key cp:, damaged)", "$.id")
         return info
 
-    def list(self) -> Listing[CheckpointInfo]:
-        """
-        A descriptor of every checkpoint, oldest first (by creation time, then
-        by the order they were saved in), read without loading any snapshot.
-
-        A damaged row never hides the others: it is left out, and named in
-        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
-        the error that loading it raises (and a warning is logged).
-        """
+    def _list(self) -> Listing[CheckpointInfo]:
 
         def body() -> Listing[CheckpointInfo]:
             rows, damaged = self._rows()
@@ -738,28 +687,16 @@ class RedisStore:
                     infos.append(self._checked_info(checkpoint_id, row))
                 except CheckpointError as exc:
                     damaged[checkpoint_id] = exc
-            return listed(infos, damaged, "checkpoint row", f"the Redis store {self._where}")
+            return listed(infos, damaged, "checkpoint row", self._place)
 
         result: Listing[CheckpointInfo] = self._call(body)
         return result
 
-    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
-        """
-        The checkpoints from the root to *checkpoint_id*, itself included,
-        oldest first, following parent ids while the parent is in the store.
-
-        An ancestor whose row is damaged ends the walk: the lineage starts
-        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
-
-        Raises:
-            CheckpointError: No checkpoint has that id, or its own row is damaged.
-        """
-        _check_id(checkpoint_id)
-
+    def _lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         def read(current: str) -> CheckpointInfo:
             text = _raw(self._client, "GET", self._p + "cp:" + current)
             if text is None:
-                raise _missing(current, f"the Redis store {self._where}")
+                raise self._missing(current)
             try:
                 row = self._row(text)
             except Damage as exc:
@@ -782,20 +719,12 @@ class RedisStore:
                     break
                 chain.append(info)
                 current = info.parent
-            return listed(chain[::-1], damaged, "ancestor row", f"the Redis store {self._where}")
+            return listed(chain[::-1], damaged, "ancestor row", self._place)
 
         result: Listing[CheckpointInfo] = self._call(body)
         return result
 
-    def head(self, thread: str) -> str | None:
-        """
-        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
-
-        Raises:
-            TypeError: *thread* is not a str.
-        """
-        _check_thread(thread, optional=False)
-
+    def _head(self, thread: str) -> str | None:
         def body() -> str | None:
             with self._client.pipeline(transaction=False) as pipe:
                 _raw(pipe, "HGETALL", self._p + "store")
@@ -813,17 +742,7 @@ class RedisStore:
         result: str | None = self._call(body)
         return result
 
-    def delete(self, checkpoint_id: str) -> None:
-        """
-        Remove a checkpoint, and every message, link and blob no other
-        checkpoint uses, in one transaction. Its children stay; a thread whose
-        head it was goes back to its parent (or ends, when the parent is not
-        in the store).
-
-        Raises:
-            CheckpointError: No checkpoint has that id.
-        """
-        _check_id(checkpoint_id)
+    def _delete(self, checkpoint_id: str) -> None:
         self._call(lambda: self._collect_garbage(checkpoint_id))
 
     def _collect_garbage(self, checkpoint_id: str | None = None) -> None:
@@ -842,7 +761,7 @@ class RedisStore:
             if checkpoint_id is not None:
                 found = _raw(pipe, "GET", p + "cp:" + checkpoint_id)
                 if found is None:
-                    raise _missing(checkpoint_id, f"the Redis store {self._where}")
+                    raise self._missing(checkpoint_id)
                 text = _decoded(found, "")  # a row that is not UTF-8 names no parent
                 with_parent = json.loads(text) if _is_json_list(text) else [None, None]
                 parent = with_parent[1] if isinstance(with_parent[1], str) else None
@@ -907,17 +826,7 @@ class RedisStore:
                     heads.append(row[1])
         return heads
 
-    def save_context(self, ctx: WorkingContext) -> str:
-        """
-        Save a recorded context as its history, under its id, in one transaction:
-        only the entries the store lacks are written (a fork shares its parent's).
-
-        Raises:
-            TypeError: *ctx* is not a recorded context.
-            CheckpointError: The history saved under that id is not the start
-                of this one (another copy saved entries this one lacks); nothing was written.
-        """
-        histories.check_recorded(ctx)
+    def _save_context(self, ctx: WorkingContext) -> str:
         context_id = ContextInfo.of(ctx).id
         p = self._p
 
@@ -946,15 +855,7 @@ class RedisStore:
         result: str = self._call(body)
         return result
 
-    def load_context(self, context_id: str) -> WorkingContext:
-        """
-        Replay the history saved under *context_id*, every entry checked against its digest.
-
-        Raises:
-            CheckpointError: No context has that id, or its history is damaged.
-        """
-        histories.check_context_id(context_id)
-
+    def _load_context(self, context_id: str) -> WorkingContext:
         def walk(head: object, count: int) -> builtins.list[tuple[Any, ...]]:
             flat = self._walk_script(args=[self._p + "h:", str(head), count, 2])
             rows: builtins.list[tuple[Any, ...]] = []
@@ -987,13 +888,7 @@ class RedisStore:
         result: WorkingContext = self._call(body)
         return result
 
-    def list_contexts(self) -> Listing[ContextInfo]:
-        """
-        A descriptor of every saved context, oldest first, without replaying any.
-
-        A damaged row never hides the others: it is left out, and named in
-        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
-        """
+    def _list_contexts(self) -> Listing[ContextInfo]:
 
         def body() -> Listing[ContextInfo]:
             self._check_format(_raw(self._client, "HGETALL", self._p + "store"))
@@ -1013,14 +908,7 @@ class RedisStore:
         result: Listing[ContextInfo] = self._call(body)
         return result
 
-    def delete_context(self, context_id: str) -> None:
-        """
-        Remove a saved context, and every entry no other saved context shares.
-
-        Raises:
-            CheckpointError: No context has that id.
-        """
-        histories.check_context_id(context_id)
+    def _delete_context(self, context_id: str) -> None:
         p = self._p
 
         def body() -> None:
@@ -1067,19 +955,11 @@ class RedisStore:
         """
         self._client.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def __len__(self) -> int:
         result: int = self._call(lambda: self._client.zcard(self._p + "order"))
         return result
 
-    def __contains__(self, checkpoint_id: object) -> bool:
-        if not _checks.holdable_name(checkpoint_id):
-            return False
+    def _contains(self, checkpoint_id: str) -> bool:
         result: bool = self._call(lambda: bool(self._client.exists(self._p + "cp:" + checkpoint_id)))
         return result
 

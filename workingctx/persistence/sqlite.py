@@ -42,25 +42,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workingctx import _checks
 from workingctx.checkpoint import Checkpoint
-from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CheckpointError, SerializationError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, CheckpointError
 from workingctx.messages import Message
 from workingctx.persistence import _codec, histories
 from workingctx.persistence._codec import FORMAT, JOURNAL, MESSAGES, Damage, Kind, checksum, damage
+from workingctx.persistence._engine import StoreEngine, head_allows, head_conflict
 from workingctx.persistence.histories import ContextInfo
 from workingctx.persistence.listing import Listing, listed_rows, shown
-from workingctx.persistence.stores import (
-    CheckpointInfo,
-    _check_checkpoint,
-    _check_id,
-    _check_thread,
-    _head_allows,
-    _head_conflict,
-    _missing,
-)
+from workingctx.persistence.stores import CheckpointInfo
 from workingctx.prefix import PrefixContext
 
 if TYPE_CHECKING:
@@ -279,7 +272,7 @@ def _check_key(key: object) -> bytes | None:
     return key
 
 
-class SQLiteStore:
+class SQLiteStore(StoreEngine):
     """
     A checkpoint store in one SQLite file: durable, shared by processes, compact.
 
@@ -335,6 +328,7 @@ class SQLiteStore:
             _checks.check_flag(read_only, "read_only")
         self._key = _check_key(key)
         self.path = os.fspath(path)
+        self._place = f"the SQLite store {self.path!r}"
         self._lock = threading.RLock()
         # Items read or written once, by digest: values, so sharing them is safe.
         self._messages: dict[str, Message] = {}
@@ -581,25 +575,7 @@ class SQLiteStore:
 
     # -- saving -------------------------------------------------------------------
 
-    def save(self, checkpoint: Checkpoint, *, thread: str | None = None) -> str:
-        """
-        Save *checkpoint* in one transaction and return its id; with *thread*,
-        also move that thread's head to it, in the same transaction, if the
-        head is still the checkpoint's parent.
-
-        Only what the store does not hold yet is written: new messages, new
-        links, a changed prefix or scratchpad. Saving a checkpoint again is a
-        no-op; saving another under the same id replaces it.
-
-        Raises:
-            TypeError: *checkpoint* is not a :class:`Checkpoint`, or *thread* not a str.
-            HeadConflictError: Another writer moved the thread's head first; nothing was written.
-            CheckpointError: A payload (scratchpad value, journal entry,
-                metadata) is not JSON data, or the database failed; nothing
-                was written.
-        """
-        _check_checkpoint(checkpoint)
-        _check_thread(thread)
+    def _save(self, checkpoint: Checkpoint, thread: str | None) -> None:
         snapshot = checkpoint.snapshot
         encoded = _codec.encode(checkpoint, self._key)
         prefix = snapshot.prefix
@@ -607,8 +583,8 @@ class SQLiteStore:
             if thread is not None:
                 found = db.execute("SELECT checkpoint FROM heads WHERE thread = ?", (thread,)).fetchone()
                 current = None if found is None else found[0]
-                if not _head_allows(current, checkpoint):
-                    raise _head_conflict(thread, checkpoint, current)
+                if not head_allows(current, checkpoint):
+                    raise head_conflict(thread, checkpoint, current)
                 db.execute(
                     "INSERT INTO heads (thread, checkpoint) VALUES (?, ?)"
                     " ON CONFLICT (thread) DO UPDATE SET checkpoint = excluded.checkpoint",
@@ -616,7 +592,7 @@ class SQLiteStore:
                 )
             existing = db.execute("SELECT seal FROM checkpoints WHERE id = ?", (checkpoint.id,)).fetchone()
             if existing is not None and self._out(existing[0]) == encoded.seal:
-                return checkpoint.id
+                return
             prefix_key = self._in(encoded.prefix_key)
             if db.execute("SELECT 1 FROM blobs WHERE digest = ?", (prefix_key,)).fetchone() is None:
                 prefix_text = _codec.payload(prefix, "$.snapshot.prefix", checkpoint, typed=True)
@@ -636,7 +612,6 @@ class SQLiteStore:
                 self._collect_garbage(db)
         for message in snapshot.messages[-64:]:
             _codec.remember(self._messages, message.digest(), message)
-        return checkpoint.id
 
     def _pack(self, text: str) -> str | bytes:
         return _codec.pack(text) if self._packs else text
@@ -680,35 +655,13 @@ class SQLiteStore:
 
     # -- loading ------------------------------------------------------------------
 
-    def load(self, checkpoint_id: str) -> Checkpoint:
-        """
-        The checkpoint saved under *checkpoint_id*, equal to the one saved.
-
-        Every part is checked against its digest on the way in.
-
-        Raises:
-            CheckpointError: No checkpoint has that id, or what is stored is
-                damaged, truncated or not ours; the message names the table,
-                the key and the path inside the checkpoint. Nothing is changed.
-        """
-        _check_id(checkpoint_id)
+    def _load(self, checkpoint_id: str) -> Checkpoint:
         query = f"SELECT {_ROW} FROM checkpoints WHERE id = ?"  # noqa: S608  # constant columns
         with self._transaction(write=False) as db:
             row = _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchone())
             if row is None:
-                raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
-            try:
-                return self._build(db, self._row(row))
-            except Damage as exc:
-                raise self._error(checkpoint_id, exc.what, exc.path) from None
-            except SerializationError as exc:
-                raise self._error(checkpoint_id, exc.problems[0][1], exc.path) from None
-            except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
-                raise self._error(checkpoint_id, f"{type(exc).__name__}: {exc}", "$") from None
-
-    def _error(self, checkpoint_id: str, what: str, path: str) -> CheckpointError:
-        msg = f"cannot load checkpoint {checkpoint_id!r} from {self.path!r}: {what} at {path}; nothing was changed"
-        return CheckpointError(msg, path=path)
+                raise self._missing(checkpoint_id)
+            return self._built(checkpoint_id, lambda: self._build(db, self._row(row)))
 
     def _build(self, db: sqlite3.Connection, row: Sequence[Any]) -> Checkpoint:
         info = _codec.read_info(row, key=self._key)
@@ -853,19 +806,11 @@ class SQLiteStore:
 
     # -- listing and deleting -----------------------------------------------------------
 
-    def list(self) -> Listing[CheckpointInfo]:
-        """
-        A descriptor of every checkpoint, oldest first (by creation time, then
-        by the order they were saved in), read without loading any snapshot.
-
-        A damaged row never hides the others: it is left out, and named in
-        the listing's :attr:`~workingctx.persistence.Listing.damaged` with
-        the error that loading it raises (and a warning is logged).
-        """
+    def _list(self) -> Listing[CheckpointInfo]:
         query = f"SELECT {_ROW} FROM checkpoints ORDER BY created_ts, seq"  # noqa: S608  # constant columns
         with self._transaction(write=False) as db:
             rows = _leniently(db, lambda db: db.execute(query).fetchall())
-        return listed_rows(rows, self._checked_info, "checkpoint row", f"the SQLite store {self.path!r}")
+        return listed_rows(rows, self._checked_info, "checkpoint row", self._place)
 
     def _checked_info(self, row: Sequence[Any]) -> CheckpointInfo:
         try:
@@ -873,18 +818,7 @@ class SQLiteStore:
         except Damage as exc:
             raise self._error(shown(row[0]), exc.what, exc.path) from None
 
-    def lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
-        """
-        The checkpoints from the root to *checkpoint_id*, itself included,
-        oldest first, following parent ids while the parent is in the store.
-
-        An ancestor whose row is damaged ends the walk: the lineage starts
-        after it, and names it in :attr:`~workingctx.persistence.Listing.damaged`.
-
-        Raises:
-            CheckpointError: No checkpoint has that id, or its own row is damaged.
-        """
-        _check_id(checkpoint_id)
+    def _lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         query = (
             "WITH RECURSIVE up (id) AS (SELECT ? UNION SELECT c.parent FROM checkpoints AS c"  # noqa: S608  # constant columns
             " JOIN up ON c.id = up.id WHERE c.parent IS NOT NULL)"
@@ -892,25 +826,13 @@ class SQLiteStore:
         )
         with self._transaction(write=False) as db:
             rows = {row[0]: row for row in _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchall())}
-        if checkpoint_id not in rows:
-            raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
-        return _codec.lineage(rows, checkpoint_id, self._checked_info, f"the SQLite store {self.path!r}")
+        return self._lineage_of(rows, checkpoint_id, self._checked_info)
 
-    def delete(self, checkpoint_id: str) -> None:
-        """
-        Remove a checkpoint, and every message, link and blob no other
-        checkpoint uses, in one transaction. Its children stay; their lineage
-        then starts after it. A thread whose head it was goes back to its
-        parent (or ends, when the parent is not in the store).
-
-        Raises:
-            CheckpointError: No checkpoint has that id.
-        """
-        _check_id(checkpoint_id)
+    def _delete(self, checkpoint_id: str) -> None:
         with self._transaction(write=True) as db:
             found = db.execute("SELECT parent FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone()
             if found is None:
-                raise _missing(checkpoint_id, f"the SQLite store {self.path!r}")
+                raise self._missing(checkpoint_id)
             db.execute("DELETE FROM checkpoints WHERE id = ?", (checkpoint_id,))
             # A thread whose head it was goes back to its parent, or ends.
             db.execute(
@@ -921,14 +843,7 @@ class SQLiteStore:
             db.execute("DELETE FROM heads WHERE checkpoint = ?", (checkpoint_id,))
             self._collect_garbage(db)
 
-    def head(self, thread: str) -> str | None:
-        """
-        The id of *thread*'s latest checkpoint, or None for a thread never saved to.
-
-        Raises:
-            TypeError: *thread* is not a str.
-        """
-        _check_thread(thread, optional=False)
+    def _head(self, thread: str) -> str | None:
         with self._transaction(write=False) as db:
             found = db.execute("SELECT checkpoint FROM heads WHERE thread = ?", (thread,)).fetchone()
             return None if found is None else str(found[0])
@@ -952,56 +867,21 @@ class SQLiteStore:
 
     # -- recorded contexts -----------------------------------------------------------
 
-    def save_context(self, ctx: WorkingContext) -> str:
-        """
-        Save a recorded context as its history, under its id, in one transaction,
-        and return the id.
-
-        Entries are stored once each, keyed by the chain digest of the history up
-        to them: saving again after a step writes only the new entries (and the
-        context's row), and a fork shares every entry it inherited.
-
-        Raises:
-            TypeError: *ctx* is not a recorded context.
-            CheckpointError: The history saved under that id is not the start of
-                this one, or the database failed; nothing was written.
-        """
-        histories.check_recorded(ctx)
+    def _save_context(self, ctx: WorkingContext) -> str:
         with self._transaction(write=True) as db:
-            return histories.sqlite_save(db, ctx, f"the SQLite store {self.path!r}")
+            return histories.sqlite_save(db, ctx, self._place)
 
-    def load_context(self, context_id: str) -> WorkingContext:
-        """
-        Replay the history saved under *context_id*, every entry checked against its digest.
-
-        Raises:
-            CheckpointError: No context has that id, or its history is damaged
-                (the message says where); nothing is changed.
-        """
-        histories.check_context_id(context_id)
+    def _load_context(self, context_id: str) -> WorkingContext:
         with self._transaction(write=False) as db:
-            return _leniently(db, lambda db: histories.sqlite_load(db, context_id, f"the SQLite store {self.path!r}"))
+            return _leniently(db, lambda db: histories.sqlite_load(db, context_id, self._place))
 
-    def list_contexts(self) -> Listing[ContextInfo]:
-        """
-        A descriptor of every saved context, oldest first, read without replaying any.
-
-        A damaged row never hides the others: it is left out, and named in
-        the listing's :attr:`~workingctx.persistence.Listing.damaged`.
-        """
+    def _list_contexts(self) -> Listing[ContextInfo]:
         with self._transaction(write=False) as db:
-            return _leniently(db, lambda db: histories.sqlite_list(db, f"the SQLite store {self.path!r}"))
+            return _leniently(db, lambda db: histories.sqlite_list(db, self._place))
 
-    def delete_context(self, context_id: str) -> None:
-        """
-        Remove a saved context and every entry no other saved context shares.
-
-        Raises:
-            CheckpointError: No context has that id.
-        """
-        histories.check_context_id(context_id)
+    def _delete_context(self, context_id: str) -> None:
         with self._transaction(write=True) as db:
-            histories.sqlite_delete(db, context_id, f"the SQLite store {self.path!r}")
+            histories.sqlite_delete(db, context_id, self._place)
 
     # -- the rest -----------------------------------------------------------------
 
@@ -1012,19 +892,11 @@ class SQLiteStore:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def __len__(self) -> int:
         with self._transaction(write=False) as db:
             return int(db.execute("SELECT count(*) FROM checkpoints").fetchone()[0])
 
-    def __contains__(self, checkpoint_id: object) -> bool:
-        if not _checks.holdable_name(checkpoint_id):
-            return False
+    def _contains(self, checkpoint_id: str) -> bool:
         with self._transaction(write=False) as db:
             return db.execute("SELECT 1 FROM checkpoints WHERE id = ?", (checkpoint_id,)).fetchone() is not None
 
