@@ -159,10 +159,10 @@ def test_a_lineage_follows_parents_from_the_root_and_stops_where_the_record_does
     store = InMemoryStore()
     if wanted not in rows or rows[wanted][1]:
         with pytest.raises(CheckpointError) as caught:
-            store._lineage_of(table, wanted, _read)
+            store._lineage_of(table.get, wanted, _read)
         assert ("no checkpoint" in str(caught.value)) == (wanted not in rows)
         return
-    lineage = store._lineage_of(table, wanted, _read)
+    lineage = store._lineage_of(table.get, wanted, _read)
     ids = [info.id for info in lineage]
     assert ids[-1] == wanted
     assert len(set(ids)) == len(ids)

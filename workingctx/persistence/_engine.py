@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Self, TypeVar
 
 from workingctx import _checks
@@ -286,22 +286,22 @@ class StoreEngine(abc.ABC):
             raise self._failure(checkpoint_id, exc) from None
 
     def _lineage_of(
-        self, rows: Mapping[str, _Row], checkpoint_id: str, read: Callable[[_Row], CheckpointInfo]
+        self, row: Callable[[str], _Row | None], checkpoint_id: str, read: Callable[[_Row], CheckpointInfo]
     ) -> Listing[CheckpointInfo]:
         """
-        The lineage of *checkpoint_id* from *rows*, by id, the rows of it and
-        its ancestors (each read by *read*), root first: following parent ids
-        while the parent is among them. An ancestor whose row does not read
-        ends the walk, and is named in the listing's ``damaged``.
+        The lineage of *checkpoint_id*, root first: the stored record of an id
+        is ``row(id)`` (None when the store holds none), read by *read*,
+        following parent ids while the parent is stored. An ancestor whose
+        record does not read ends the walk, and is named in the listing's ``damaged``.
         """
         chain: builtins.list[CheckpointInfo] = []
         damaged: dict[str, CheckpointError] = {}
         seen: set[str] = set()
         current: str | None = checkpoint_id
-        while current is not None and current not in seen and current in rows:
+        while current is not None and current not in seen and (found := row(current)) is not None:
             seen.add(current)
             try:
-                info = read(rows[current])
+                info = read(found)
             except CheckpointError as exc:
                 if not chain:
                     raise

@@ -15,7 +15,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -23,6 +23,7 @@ from workingctx import _checks
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
 from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step
+from workingctx.persistence._codec import Damage, damage
 from workingctx.persistence.listing import Listing, listed, shown
 
 __all__ = ["ContextInfo", "ContextStore"]
@@ -271,20 +272,9 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
     return context_id
 
 
-class _Damage(WorkingCtxError):  # noqa: N818  # internal: always turned into CheckpointError
-    def __init__(self, what: str, path: str = "$") -> None:
-        super().__init__(what)
-        self.what = what
-        self.path = path
-
-
-def _damage(what: str, path: str = "$") -> NoReturn:
-    raise _Damage(what, path)
-
-
 def _info(row: Sequence[Any], table: str = "table") -> ContextInfo:
     if len(row) != 10 or not isinstance(row[9], str) or _seal(row) != row[9]:
-        _damage(f"the context row does not match its seal ({table} contexts, damaged)")
+        damage(f"the context row does not match its seal ({table} contexts, damaged)")
     try:
         return ContextInfo(
             id=row[0],
@@ -297,7 +287,7 @@ def _info(row: Sequence[Any], table: str = "table") -> ContextInfo:
             entries=int(row[2]),
         )
     except (TypeError, ValueError) as exc:
-        _damage(f"the context row is not readable ({exc}) ({table} contexts)")
+        damage(f"the context row is not readable ({exc}) ({table} contexts)")
 
 
 def sqlite_load(db: sqlite3.Connection, context_id: str, where: str) -> WorkingContext:
@@ -341,12 +331,12 @@ def read_context(
     try:
         info = _info(row, table)
         if info.entries <= 0:
-            _damage(f"entry count {info.entries!r} is not a count ({table} contexts)")
+            damage(f"entry count {info.entries!r} is not a count ({table} contexts)")
         entries = _check(walk(row[1], info.entries), info.entries, table)
         ctx = WorkingContext.replay(entries)
         if ctx.id != context_id:
-            _damage(f"the history replays to context {ctx.id!r}, not {context_id!r}")
-    except _Damage as exc:
+            damage(f"the history replays to context {ctx.id!r}, not {context_id!r}")
+    except Damage as exc:
         msg = f"cannot load context {context_id!r} from {where}: {exc.what} at {exc.path}; nothing was changed"
         raise CheckpointError(msg, path=exc.path) from None
     except (SerializationError, WorkingCtxError, TypeError, ValueError) as exc:
@@ -357,19 +347,19 @@ def read_context(
 
 def _check(rows: Sequence[Sequence[Any]], count: int, table: str) -> list[Entry]:
     if len(rows) != count:
-        _damage(f"expected {count} entries, found {len(rows)} ({table} history_entries, truncated or damaged)")
+        damage(f"expected {count} entries, found {len(rows)} ({table} history_entries, truncated or damaged)")
     entries: list[Entry] = []
     previous = HISTORY_ROOT
     for position, (chain, prev, stored_position, data) in enumerate(rows):
         path = f"$.history[{position}]"
         if prev != previous or stored_position != position or not isinstance(data, str):
-            _damage(f"entry {chain!r} is out of place ({table} history_entries, damaged)", path)
+            damage(f"entry {chain!r} is out of place ({table} history_entries, damaged)", path)
         if history_step(previous, data) != chain:
-            _damage(f"entry {chain!r} does not match its digest ({table} history_entries, damaged)", path)
+            damage(f"entry {chain!r} does not match its digest ({table} history_entries, damaged)", path)
         try:
             entries.append(entry_from_data(json.loads(data)))
         except (ValueError, SerializationError) as exc:
-            _damage(f"entry {chain!r} is not an entry: {exc} ({table} history_entries)", path)
+            damage(f"entry {chain!r} is not an entry: {exc} ({table} history_entries)", path)
         previous = chain
     return entries
 
@@ -395,7 +385,7 @@ def read_infos(rows: Sequence[Sequence[Any]], where: str, table: str = "table") 
         name = shown(row[0]) if row else "?"
         try:
             infos.append(_info(row, table))
-        except _Damage as exc:
+        except Damage as exc:
             msg = f"cannot load context {name!r} from {where}: {exc.what} at {exc.path}; nothing was changed"
             unreadable[name] = CheckpointError(msg, path=exc.path)
     infos.sort(key=lambda info: (info.created_at.timestamp(), info.id))  # naive and aware times both order

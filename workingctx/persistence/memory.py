@@ -87,7 +87,7 @@ class InMemoryStore(StoreEngine):
 
     def _lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
         with self._lock:
-            return self._lineage_of(self._checkpoints, checkpoint_id, CheckpointInfo.of)
+            return self._lineage_of(self._checkpoints.get, checkpoint_id, CheckpointInfo.of)
 
     def _save_context(self, ctx: WorkingContext) -> str:
         history, info = ctx.history, ContextInfo.of(ctx)

@@ -817,7 +817,7 @@ class PostgresStore(StoreEngine):
             return {row[0]: row for row in cur.fetchall()}
 
         rows: dict[Any, Any] = self._run(body, write=False)
-        return self._lineage_of(rows, checkpoint_id, self._checked_info)
+        return self._lineage_of(rows.get, checkpoint_id, self._checked_info)
 
     def _head(self, thread: str) -> str | None:
 

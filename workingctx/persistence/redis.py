@@ -693,10 +693,12 @@ class RedisStore(StoreEngine):
         return result
 
     def _lineage(self, checkpoint_id: str) -> Listing[CheckpointInfo]:
-        def read(current: str) -> CheckpointInfo:
+        def stored(current: str) -> tuple[str, Any] | None:
             text = _raw(self._client, "GET", self._p + "cp:" + current)
-            if text is None:
-                raise self._missing(current)
+            return None if text is None else (current, text)
+
+        def read(found: tuple[str, Any]) -> CheckpointInfo:
+            current, text = found
             try:
                 row = self._row(text)
             except Damage as exc:
@@ -705,21 +707,7 @@ class RedisStore(StoreEngine):
 
         def body() -> Listing[CheckpointInfo]:
             self._check_format(_raw(self._client, "HGETALL", self._p + "store"))
-            chain: builtins.list[CheckpointInfo] = [read(checkpoint_id)]
-            damaged: dict[str, CheckpointError] = {}
-            seen = {checkpoint_id}
-            current = chain[0].parent
-            while current is not None and current not in seen:
-                seen.add(current)
-                try:
-                    info = read(current)
-                except CheckpointError as exc:
-                    if current in self:  # damaged, not missing: name it
-                        damaged[current] = exc
-                    break
-                chain.append(info)
-                current = info.parent
-            return listed(chain[::-1], damaged, "ancestor row", self._place)
+            return self._lineage_of(stored, checkpoint_id, read)
 
         result: Listing[CheckpointInfo] = self._call(body)
         return result

@@ -826,7 +826,7 @@ class SQLiteStore(StoreEngine):
         )
         with self._transaction(write=False) as db:
             rows = {row[0]: row for row in _leniently(db, lambda db: db.execute(query, (checkpoint_id,)).fetchall())}
-        return self._lineage_of(rows, checkpoint_id, self._checked_info)
+        return self._lineage_of(rows.get, checkpoint_id, self._checked_info)
 
     def _delete(self, checkpoint_id: str) -> None:
         with self._transaction(write=True) as db:
