@@ -5,17 +5,24 @@ Hypothesis settings profiles: ``default`` for CI, ``quick`` for local runs
 Under ``CI=true`` a test marked ``server`` or ``browser`` that skipped (no
 PostgreSQL or Redis server, or no Chromium, to run against) fails instead:
 CI must run the store suite on real servers and the site in a real browser.
+
+The fixtures every store test shares: ``stores`` (each kind of store in turn),
+``persistent`` (each kind but the one in memory) and ``scratch_dir``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.stores import PERSISTENT, Stores, kind_params
 
 settings.register_profile("default", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,3 +81,33 @@ def fast_switching() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(old)
+
+
+@pytest.fixture(scope="module")
+def scratch_dir() -> Iterator[Path]:
+    """
+    A directory of the test module's own, removed after its last test.
+    """
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
+
+
+@pytest.fixture(params=kind_params())
+def stores(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
+    """
+    Makes fresh stores of each kind in turn (in memory, SQLite, PostgreSQL,
+    Redis), and removes what they wrote when the test ends.
+    """
+    made = Stores(request.param, scratch_dir)
+    yield made
+    made.close()
+
+
+@pytest.fixture(params=kind_params(PERSISTENT))
+def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
+    """
+    The same for the stores that keep their checkpoints outside the process (SQLite, PostgreSQL, Redis).
+    """
+    made = Stores(request.param, scratch_dir)
+    yield made
+    made.close()

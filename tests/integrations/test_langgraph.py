@@ -13,10 +13,9 @@ import itertools
 import json
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -54,26 +53,6 @@ from workingctx.serialization import from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_LAYOUT = ROOT / "tests" / "data" / "langgraph-first-layout.json"
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
-
-
-@pytest.fixture(params=kind_params())
-def stores(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
-    made = Stores(request.param, scratch_dir)
-    yield made
-    made.close()
-
-
-@pytest.fixture(params=kind_params(PERSISTENT))
-def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
-    made = Stores(request.param, scratch_dir)
-    yield made
-    made.close()
 
 
 class Reason(enum.StrEnum):

@@ -5,9 +5,6 @@ down, and the cache of items read, which starts again at its limit.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,12 +16,6 @@ from tests.persistence.stored import fresh_path, saved_pair, sha
 from workingctx import SQLiteStore
 from workingctx.persistence import _codec
 from workingctx.persistence._codec import MESSAGES, Damage, check_links, check_steps, follow, step, walk
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 def link_table(count: int, root: str = MESSAGES.root) -> tuple[dict[object, tuple[Any, ...]], str]:

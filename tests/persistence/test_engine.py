@@ -5,17 +5,13 @@ checks and names things alike, and puts lineages together by one law.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.persistence.runs import run
-from tests.stores import Stores, kind_params
 from workingctx import InMemoryStore
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.persistence import PostgresStore, RedisStore, SQLiteStore
@@ -38,19 +34,6 @@ PROTOCOL = (
     "__enter__",
     "__exit__",
 )
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
-
-
-@pytest.fixture(params=kind_params())
-def stores(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
-    made = Stores(request.param, scratch_dir)
-    yield made
-    made.close()
 
 
 @pytest.mark.parametrize("kind", [InMemoryStore, SQLiteStore, PostgresStore, RedisStore])

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +30,6 @@ from workingctx.frozen import MAX_DEPTH, FrozenDict, FrozenList, freeze_json, is
 from workingctx.persistence import _items
 from workingctx.persistence._codec import checksum, step
 from workingctx.serialization import converter, structure, to_json
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 def read_item(text: str, tag: str, key: str, build: Any, cls: Any) -> Any:

@@ -8,8 +8,7 @@ test_sqlite.py; the suite every store runs, in test_stores.py.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -68,12 +67,6 @@ def _twin_context(ctx: WorkingContext) -> WorkingContext:
     for entry in tuple(ctx.journal):
         twin.journal.record(_twin(entry))
     return twin
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite"])

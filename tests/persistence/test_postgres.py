@@ -13,7 +13,6 @@ the store) is read and written as it is, so that an older workingctx still reads
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -65,12 +64,6 @@ PAYLOAD_TABLES = ("messages", "journal_entries", "blobs")
 
 KEYS = {"message_links": "chain", "journal_links": "chain", "checkpoints": "id"}
 """The column a test names a row by, where it is not ``digest``."""
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 @pytest.fixture

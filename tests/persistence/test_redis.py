@@ -7,7 +7,6 @@ values that are not UTF-8 text, and a foreign key among many, are named or refus
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -33,12 +32,6 @@ redis = pytest.importorskip("redis")  # the redis extra
 
 TURNS = 70
 """Turns of the run: 280 messages (four segments and 24 links) and 70 journal entries (one segment and 6 links)."""
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 @pytest.fixture

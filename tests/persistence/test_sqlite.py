@@ -17,11 +17,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,12 +38,6 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import CheckpointError, PayloadTypeError
 from workingctx.persistence import CheckpointInfo
 from workingctx.persistence.sqlite import _checksum
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 def dump(path: Path) -> list[str]:

@@ -38,12 +38,6 @@ _names = itertools.count()
 _SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
-
-
 def fresh_path(directory: Path) -> Path:
     return directory / f"layout-{next(_names)}.db"
 

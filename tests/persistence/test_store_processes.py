@@ -15,8 +15,7 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,12 +28,6 @@ from workingctx import (
 WRITERS = 8
 SAVES = 200
 THREADS = 4
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
 
 
 # The writer, as source: run in writer processes (which import workingctx as

@@ -11,10 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import tempfile
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,32 +20,12 @@ from hypothesis import strategies as st
 
 from tests.persistence.runs import T0, recorded, run, turns
 from tests.persistence.stored import mutation
-from tests.stores import KINDS, PERSISTENT, Raw, Stores, damage_at_random, kind_params, schema_version
+from tests.stores import KINDS, Raw, Stores, damage_at_random, kind_params, schema_version
 from tests.strategies import json_objects, working_contexts
 from workingctx import Checkpoint, Message, ToolCall, WorkingContext
 from workingctx.exceptions import ArgumentValueError, CheckpointError, HeadConflictError, StoreUnavailableError
 from workingctx.persistence import CheckpointStore, Listing, PostgresStore, RedisStore
 from workingctx.serialization import to_json
-
-
-@pytest.fixture(scope="module")
-def scratch_dir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as name:
-        yield Path(name)
-
-
-@pytest.fixture(params=kind_params())
-def stores(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
-    made = Stores(request.param, scratch_dir)
-    yield made
-    made.close()
-
-
-@pytest.fixture(params=kind_params(PERSISTENT))
-def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[Stores]:
-    made = Stores(request.param, scratch_dir)
-    yield made
-    made.close()
 
 
 class TestRoundTrip:
