@@ -131,3 +131,43 @@ class TestCacheLimit:
             monkeypatch.setattr(_codec, "CACHE_LIMIT", len(first.snapshot.messages) + 1)
             assert store.load(second.id) == second
             assert store.load(first.id) == first
+
+
+class TestStoredLength:
+    """
+    How much of a chain a store holds, found in a few rounds of batched asks.
+    """
+
+    @given(st.integers(0, 5000).flatmap(lambda count: st.tuples(st.just(count), st.integers(0, count))))
+    def test_finds_the_stored_prefix_in_few_rounds_asking_only_positions_of_the_chain(self, drawn):
+        count, stored = drawn
+        rounds: list[list[int]] = []
+
+        def ask(positions: list[int]) -> list[int]:
+            assert positions
+            assert all(1 <= position <= count for position in positions)
+            assert len(positions) <= 64 or not rounds
+            rounds.append(positions)
+            return [position for position in positions if position <= stored]
+
+        assert stored == _codec.stored_length(count, ask)
+        assert len(rounds) <= 4
+        assert (count == 0) == (not rounds)
+
+    def test_a_chain_saved_again_with_a_few_more_items_takes_one_round(self):
+        rounds = []
+
+        def ask(positions):
+            rounds.append(positions)
+            return [position for position in positions if position <= 990]
+
+        assert 990 == _codec.stored_length(1000, ask)
+        assert 1 == len(rounds)
+
+    def test_the_first_round_can_be_answered_before(self):
+        asked = []
+        first = [position for position in _codec.probes(300) if position <= 120]
+        assert 120 == _codec.stored_length(
+            300, lambda positions: asked.append(positions) or [p for p in positions if p <= 120], first
+        )
+        assert _codec.probes(300) not in asked

@@ -17,7 +17,6 @@ from tests.stores import Stores, kind_params
 from workingctx import Checkpoint, Message, SQLiteStore, ToolCall, Usage, WorkingContext
 from workingctx.exceptions import CheckpointError, FinishedError, HistoryError, MergeError, PendingCallsError
 from workingctx.persistence import ContextInfo, ContextStore
-from workingctx.persistence.histories import stored_length
 
 
 @pytest.fixture(params=kind_params())
@@ -257,34 +256,3 @@ class TestProperty:
                     run.run(step)
                 store.save_context(run.ctx)
                 assert state(run.ctx) == state(store.load_context(str(run.ctx.id)))
-
-
-class TestStoredLength:
-    """
-    How much of a chain a store holds is found by asking, link by link,
-    whether one is stored: the answer is exact, and a chain that continues
-    a stored one by a few links costs a few asks.
-    """
-
-    @given(st.integers(0, 600).flatmap(lambda count: st.tuples(st.just(count), st.integers(0, count))))
-    def test_it_finds_the_stored_length_exactly(self, case: tuple[int, int]):
-        count, stored = case
-        asked: list[int] = []
-
-        def present(link: str) -> bool:
-            asked.append(int(link))
-            return int(link) <= stored
-
-        assert stored == stored_length(present, str, count)
-        assert len(asked) <= 2 * count.bit_length() + 2
-
-    @pytest.mark.parametrize(("new", "asks"), [(0, 1), (1, 2), (2, 3), (3, 5)])
-    def test_a_few_new_links_cost_a_few_asks(self, new: int, asks: int):
-        asked: list[int] = []
-
-        def present(link: str) -> bool:
-            asked.append(int(link))
-            return int(link) <= 1000 - new
-
-        assert 1000 - new == stored_length(present, str, 1000)
-        assert asks == len(asked)

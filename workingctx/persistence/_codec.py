@@ -477,6 +477,45 @@ def read_info(row: Sequence[Any], table: str = "table checkpoints", key: bytes |
     )
 
 
+def probes(count: int) -> list[int]:
+    """
+    The positions :func:`stored_length` asks first of a chain of *count*
+    items: the last sixteen, then every power of two back from the end (a
+    chain saved again mostly continues one stored before by a few items).
+    """
+    positions = list(range(count, max(count - 16, 0), -1))
+    step = 32
+    while count - step + 1 > 0 and len(positions) < 40:  # at most 40 asks in the first round
+        positions.append(count - step + 1)
+        step *= 2
+    return positions
+
+
+def stored_length(count: int, ask: Callable[[list[int]], Iterable[int]], first: Iterable[int] | None = None) -> int:
+    """
+    How many leading items of a chain of *count* items a store holds, where
+    ``ask(positions)`` gives those of *positions* it holds (position *n*: the
+    chain of the first *n* items), in one round trip. Links are only ever
+    stored with their ancestors, so what it holds is a prefix: the first
+    round asks :func:`probes` (*first* is the answer, when the caller sent
+    them already), and each round after it up to 64 positions spread over
+    the range still unknown, until none is left.
+    """
+    if count == 0:
+        return 0
+    positions = probes(count)
+    held = set(ask(positions) if first is None else first)
+    low, high = 0, count + 1  # held up to low; not held from high
+    while True:
+        low = max([low, *held])
+        high = min([high, *[position for position in positions if position not in held and position > low]])
+        gap = high - low - 1
+        if gap <= 0:
+            return low
+        positions = list(range(low + 1, high, -(-gap // 64)))  # at most 64 of them
+        held = set(ask(positions))
+
+
 def check_count(count: object, head: object, root: str, path: str, table: str) -> int:
     """
     A chain's stored length, checked; an empty chain must name the root.

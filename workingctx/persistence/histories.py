@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,7 +23,7 @@ from workingctx import _checks
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
 from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step
-from workingctx.persistence._codec import Damage, damage
+from workingctx.persistence._codec import Damage, damage, stored_length
 from workingctx.persistence.listing import Listing, listed, shown
 
 __all__ = ["ContextInfo", "ContextStore"]
@@ -205,14 +205,15 @@ def _has_tables(db: sqlite3.Connection) -> bool:
 
 
 def plan_save(
-    ctx: WorkingContext, saved: tuple[object, object] | None, present: Callable[[str], bool], where: str
+    ctx: WorkingContext, saved: tuple[object, object] | None, held: Callable[[list[str]], Iterable[str]], where: str
 ) -> tuple[list[tuple[str, str, int, str]], tuple[Any, ...]]:
     """
     What a store writes to save *ctx*: the entry rows it lacks, ``(chain, prev,
     position, data)``, and the sealed context row (the fields of ``_COLUMNS``).
 
     *saved* is the ``(head, entries)`` of the context saved under the same id,
-    if any; *present* tells whether an entry (by chain digest) is stored.
+    if any; ``held(chains)`` gives the entries of *chains* (chain digests)
+    that are stored, in one round trip.
 
     Raises:
         CheckpointError: The saved history is not the start of this one.
@@ -228,7 +229,12 @@ def plan_save(
             raise diverged(info.id, where)
         start = count
     else:
-        start = stored_length(present, lambda n: chain[n - 1], len(chain))
+
+        def ask(positions: list[int]) -> list[int]:
+            digests = {chain[position - 1]: position for position in positions}
+            return [digests[digest] for digest in held(list(digests))]
+
+        start = stored_length(len(chain), ask)
     previous = chain[start - 1] if start else HISTORY_ROOT
     rows = []
     for position in range(start, len(chain)):
@@ -257,10 +263,12 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
     context_id = ContextInfo.of(ctx).id
     saved = db.execute("SELECT head, entries FROM contexts WHERE id = ?", (context_id,)).fetchone()
 
-    def present(digest: str) -> bool:
-        return db.execute("SELECT 1 FROM history_entries WHERE chain = ?", (digest,)).fetchone() is not None
+    def held(chains: list[str]) -> list[str]:
+        marks = ", ".join("?" * len(chains))
+        query = f"SELECT chain FROM history_entries WHERE chain IN ({marks})"  # noqa: S608  # placeholders only
+        return [found for (found,) in db.execute(query, chains).fetchall()]
 
-    rows, row = plan_save(ctx, None if saved is None else (saved[0], saved[1]), present, where)
+    rows, row = plan_save(ctx, None if saved is None else (saved[0], saved[1]), held, where)
     db.executemany(
         "INSERT OR IGNORE INTO history_entries (chain, prev, position, data) VALUES (?, ?, ?, ?)",
         rows,
@@ -403,30 +411,3 @@ def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:
         " UNION SELECT h.prev FROM history_entries AS h JOIN live ON h.chain = live.chain)"
         " DELETE FROM history_entries WHERE chain NOT IN (SELECT chain FROM live)"
     )
-
-
-def stored_length(present: Callable[[str], bool], chain_at: Callable[[int], str], count: int) -> int:
-    """
-    How many leading items of a chain are stored already, given
-    ``present(chain digest) -> bool``. Links are only ever stored with all
-    their ancestors, so presence is monotone: a search back from the end, in
-    steps that double (a chain saved again mostly continues a stored one by a
-    few items: two or three asks, where a search of the whole chain takes its
-    logarithm), then a binary search of the range it found.
-    """
-    if count == 0 or present(chain_at(count)):
-        return count
-    low, high, step = 0, count - 1, 1
-    while step < count:
-        if present(chain_at(count - step)):
-            low = count - step
-            break
-        high = count - step - 1
-        step *= 2
-    while low < high:
-        middle = (low + high + 1) // 2
-        if present(chain_at(middle)):
-            low = middle
-        else:
-            high = middle - 1
-    return low

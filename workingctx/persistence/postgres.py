@@ -575,11 +575,7 @@ class PostgresStore(StoreEngine):
         every power of two down.
         """
         count = len(kind.items(checkpoint.snapshot))
-        positions = list(range(count, max(count - 16, 0), -1))
-        step = 32
-        while count - step + 1 > 0 and len(positions) < 40:
-            positions.append(count - step + 1)
-            step *= 2
+        positions = _codec.probes(count)
         if not positions:
             return None, {}, count
         chain_at = kind.chain(checkpoint)
@@ -595,26 +591,18 @@ class PostgresStore(StoreEngine):
     ) -> int:
         """
         How many leading items of a chain are stored already, from the probe
-        :meth:`_probe` sent: links are only ever stored with their ancestors,
-        so presence is monotone; when the probe leaves a gap, more rounds of
-        probes inside it.
+        :meth:`_probe` sent, and more rounds of probes when it leaves a gap.
         """
         found, digests, count = probe
-        low, high = 0, count + 1  # stored up to low; not stored from high
-        while found is not None:
-            present = [digests[row[0]] for row in found.fetchall()]
-            absent = [position for position in digests.values() if position not in present]
-            low = max([low, *present])
-            high = min([high, *[position for position in absent if position > low]])
-            gap = high - low - 1
-            if gap <= 0:
-                break
-            stride = max(1, gap // 64)
-            digests = {chain_at(position): position for position in range(low + 1, high, stride)}
-            query = self._q(f"SELECT {layout.hex('chain')} FROM @.{table} WHERE chain = ANY(%b)")  # noqa: S608
-            cur.execute(query, (layout.keys(digests),))
-            found = cur
-        return low
+        query = self._q(f"SELECT {layout.hex('chain')} FROM @.{table} WHERE chain = ANY(%b)")  # noqa: S608
+
+        def ask(positions: list[int]) -> list[int]:
+            asked = {chain_at(position): position for position in positions}
+            cur.execute(query, (layout.keys(asked),))
+            return [asked[row[0]] for row in cur.fetchall()]
+
+        first = None if found is None else [digests[row[0]] for row in found.fetchall()]
+        return _codec.stored_length(count, ask, first)
 
     def _execute(self, cur: psycopg.Cursor[Any], statements: Sequence[_Statement | None]) -> None:
         """
@@ -888,11 +876,11 @@ class PostgresStore(StoreEngine):
             cur.execute(self._q("SELECT head, entries FROM @.contexts WHERE id = %s"), (context_id,))
             saved = cur.fetchone()
 
-            def present(digest: str) -> bool:
-                cur.execute(self._q("SELECT 1 FROM @.history_entries WHERE chain = %s"), (digest,))
-                return cur.fetchone() is not None
+            def held(chains: list[str]) -> list[str]:
+                cur.execute(self._q("SELECT chain FROM @.history_entries WHERE chain = ANY(%s)"), (chains,))
+                return [found for (found,) in cur.fetchall()]
 
-            rows, row = histories.plan_save(ctx, None if saved is None else (saved[0], saved[1]), present, self._where)
+            rows, row = histories.plan_save(ctx, None if saved is None else (saved[0], saved[1]), held, self._where)
             self._execute(cur, [_insert("history_entries", "chain, prev, position, data", builtins.list(rows))])
             updates = ", ".join(f"{column} = EXCLUDED.{column}" for column in _CONTEXT_COLUMNS.split(", ")[1:])
             cur.execute(

@@ -456,29 +456,17 @@ class RedisStore(StoreEngine):
 
     def _stored_length(self, kind: str, chain_at: Callable[[int], str], count: int) -> int:
         """
-        How many leading items of a chain are stored already (presence is
-        monotone): a few rounds of probes, most recent positions first.
+        How many leading items of a chain are stored already: a few rounds of probes, one round trip each.
         """
-        low, high = 0, count + 1
-        step = 1
-        probes: list[int] = []
-        while count - step + 1 > 0 and len(probes) < 24:
-            probes.append(count - step + 1)
-            step *= 2
-        while probes:
+
+        def ask(positions: list[int]) -> list[int]:
             with self._client.pipeline(transaction=False) as pipe:
-                for position in probes:
+                for position in positions:
                     pipe.exists(self._p + kind + chain_at(position))
                 found = pipe.execute()
-            present = [position for position, hit in zip(probes, found, strict=True) if hit]
-            low = max([low, *present])
-            high = min([high, *[position for position in probes if position not in present and position > low]])
-            gap = high - low - 1
-            if gap <= 0:
-                break
-            stride = max(1, gap // 64)
-            probes = list(range(low + 1, high, stride))
-        return low
+            return [position for position, hit in zip(positions, found, strict=True) if hit]
+
+        return _codec.stored_length(count, ask)
 
     def _absent(self, kind: str, digests: set[str]) -> set[str]:
         if not digests:
@@ -827,10 +815,14 @@ class RedisStore(StoreEngine):
                 saved_row = _json_list(_text(pipe.get(p + "ctx:" + context_id)))
                 saved = None if saved_row is None or len(saved_row) < 3 else (saved_row[1], saved_row[2])
 
-                def present(digest: str) -> bool:
-                    return bool(self._client.exists(p + "h:" + digest))
+                def held(chains: list[str]) -> list[str]:
+                    with self._client.pipeline(transaction=False) as probe:
+                        for chain in chains:
+                            probe.exists(p + "h:" + chain)
+                        found = probe.execute()
+                    return [chain for chain, hit in zip(chains, found, strict=True) if hit]
 
-                rows, row = histories.plan_save(ctx, saved, present, self._where)
+                rows, row = histories.plan_save(ctx, saved, held, self._where)
                 pipe.multi()
                 for chain, previous, position, data in rows:
                     pipe.set(p + "h:" + chain, f"{previous} {position} {data}", nx=True)
