@@ -108,9 +108,10 @@ class StoreEngine(abc.ABC):
             HeadConflictError: Another writer moved the thread's head first; nothing was written.
             StoreUnavailableError: A server store could not reach its server, or
                 lost the connection; the save was applied whole or not at all.
-            CheckpointError: A payload (scratchpad value, journal entry,
-                metadata) is not JSON data, the store is read-only, or the
-                database failed; nothing was written.
+            CheckpointError: A store that writes checkpoints out (all but
+                :class:`InMemoryStore`) found a payload (scratchpad value,
+                journal entry, metadata) that is not JSON data, is read-only,
+                or its database failed; nothing was written.
         """
         _check_checkpoint(checkpoint)
         _check_thread(thread)
