@@ -256,7 +256,9 @@ class PostgresStore(StoreEngine):
     Messages are stored once by digest, shared by every checkpoint and thread,
     and transcripts as chains of links, so checkpointing every turn of a long
     run adds only the new messages. ``save(checkpoint, thread=name)`` moves a
-    thread's head by compare-and-set in the same transaction.
+    thread's head by compare-and-set in the same transaction. Each read sees
+    one consistent snapshot of the database; a delete, and a save that
+    replaces a checkpoint, run alone.
 
     Args:
         dsn: A libpq connection string or URL, such as
