@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.persistence.runs import run
+from tests.stores import Raw
 from workingctx import InMemoryStore
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.persistence import PostgresStore, RedisStore, SQLiteStore
@@ -66,6 +67,19 @@ class TestNamedAlike:
             )
         )
         assert 2 == len(store)
+
+    def test_a_record_that_cannot_be_read_is_named_with_its_store_and_where_it_broke(self, persistent):
+        store = persistent.new()
+        saved = run(store, 2)
+        digest = saved[-1].snapshot.messages[0].digest()
+        Raw(persistent.kind, store).rewrite_message(digest, '{"role":"user","content":"bye"}')
+        fresh = persistent.again(store)
+        with pytest.raises(CheckpointError) as caught:
+            fresh.load(saved[-1].id)
+        said = str(caught.value)
+        assert said.startswith(f"cannot load checkpoint {saved[-1].id!r} from {fresh._place}: ")
+        assert said.endswith(" at $.snapshot.messages[0]; nothing was changed")
+        assert "$.snapshot.messages[0]" == caught.value.path
 
     def test_what_no_store_can_hold_is_not_in_it(self, stores):
         with stores.new() as store:
