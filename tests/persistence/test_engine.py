@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.persistence.runs import run
 from tests.stores import Raw
-from workingctx import InMemoryStore
+from workingctx import Checkpoint, InMemoryStore, Message, WorkingContext
 from workingctx.exceptions import CheckpointError, SerializationError
 from workingctx.persistence import PostgresStore, RedisStore, SQLiteStore
 from workingctx.persistence._codec import Damage
@@ -80,6 +80,16 @@ class TestNamedAlike:
         assert said.startswith(f"cannot load checkpoint {saved[-1].id!r} from {fresh._place}: ")
         assert said.endswith(" at $.snapshot.messages[0]; nothing was changed")
         assert "$.snapshot.messages[0]" == caught.value.path
+
+    def test_saving_a_checkpoint_again_keeps_its_place_in_the_listing(self, stores):
+        store = stores.new()
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        ctx = WorkingContext().append(Message("user", "hi"))
+        first = Checkpoint.capture(ctx, created_at=at)
+        second = Checkpoint.capture(ctx.append(Message("user", "more")), created_at=at)
+        for checkpoint in (first, second, first):
+            store.save(checkpoint)
+        assert [first.id, second.id] == [info.id for info in store.list()]
 
     def test_what_no_store_can_hold_is_not_in_it(self, stores):
         with stores.new() as store:

@@ -120,8 +120,9 @@ class StoreEngine(abc.ABC):
 
     def load(self, checkpoint_id: str) -> Checkpoint:
         """
-        The checkpoint saved under *checkpoint_id*, equal to the one saved,
-        read in one transaction, every part checked against its digest on the way in.
+        The checkpoint saved under *checkpoint_id*, equal to the one saved.
+        A store that writes checkpoints out reads it in one transaction, every
+        part checked against its digest on the way in.
 
         Raises:
             CheckpointError: No checkpoint has that id, or what is stored is
@@ -203,7 +204,8 @@ class StoreEngine(abc.ABC):
     def load_context(self, context_id: str) -> WorkingContext:
         """
         Replay the history saved under *context_id*: a new live context, equal
-        to the one saved, every entry checked against its digest.
+        to the one saved (every entry checked against its digest, in a store
+        that writes histories out).
 
         Raises:
             CheckpointError: No context has that id, or its history is damaged

@@ -53,6 +53,9 @@ class InMemoryStore(StoreEngine):
                 if not head_allows(current, checkpoint):
                     raise head_conflict(thread, checkpoint, current)
                 self._heads[thread] = checkpoint.id
+            held = self._checkpoints.get(checkpoint.id)
+            if held is not None and (held is checkpoint or held == checkpoint):
+                return  # saving a checkpoint again is a no-op: it keeps its place in list()
             self._checkpoints.pop(checkpoint.id, None)  # a replaced checkpoint counts as new in list()
             self._checkpoints[checkpoint.id] = checkpoint
 
