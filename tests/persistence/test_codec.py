@@ -135,7 +135,8 @@ class TestCacheLimit:
 
 class TestStoredLength:
     """
-    How much of a chain a store holds, found in a few rounds of batched asks.
+    How much of a chain a store holds: on a server in a few rounds of
+    batched asks, in this process one position at a time.
     """
 
     @given(st.integers(0, 5000).flatmap(lambda count: st.tuples(st.just(count), st.integers(0, count))))
@@ -171,3 +172,27 @@ class TestStoredLength:
             300, lambda positions: asked.append(positions) or [p for p in positions if p <= 120], first
         )
         assert _codec.probes(300) not in asked
+
+    @given(st.integers(0, 600).flatmap(lambda count: st.tuples(st.just(count), st.integers(0, count))))
+    def test_in_this_process_one_position_at_a_time_finds_it_exactly(self, case: tuple[int, int]):
+        count, stored = case
+        asked: list[int] = []
+
+        def holds(position: int) -> bool:
+            assert 1 <= position <= count
+            asked.append(position)
+            return position <= stored
+
+        assert stored == _codec.galloped_length(count, holds)
+        assert len(asked) <= 2 * count.bit_length() + 2
+
+    @pytest.mark.parametrize(("new", "asks"), [(0, 1), (1, 2), (2, 3), (3, 5)])
+    def test_in_this_process_a_few_new_links_cost_a_few_asks(self, new: int, asks: int):
+        asked: list[int] = []
+
+        def holds(position: int) -> bool:
+            asked.append(position)
+            return position <= 1000 - new
+
+        assert 1000 - new == _codec.galloped_length(1000, holds)
+        assert asks == len(asked)

@@ -477,6 +477,34 @@ def read_info(row: Sequence[Any], table: str = "table checkpoints", key: bytes |
     )
 
 
+def galloped_length(count: int, holds: Callable[[int], bool]) -> int:
+    """
+    How many leading items of a chain of *count* items a store in this
+    process holds, where ``holds(n)`` tells whether it holds the chain of the
+    first *n* items: one lookup an ask and no round trip, so one position at
+    a time. What a store holds is a prefix (see :func:`stored_length`): a
+    search back from the end, in steps that double (a chain saved again
+    mostly continues a stored one by a few items: two or three asks), then a
+    binary search of the range it found.
+    """
+    if count == 0 or holds(count):
+        return count
+    low, high, step = 0, count - 1, 1
+    while step < count:
+        if holds(count - step):
+            low = count - step
+            break
+        high = count - step - 1
+        step *= 2
+    while low < high:
+        middle = (low + high + 1) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def probes(count: int) -> list[int]:
     """
     The positions :func:`stored_length` asks first of a chain of *count*
@@ -493,9 +521,9 @@ def probes(count: int) -> list[int]:
 
 def stored_length(count: int, ask: Callable[[list[int]], Iterable[int]], first: Iterable[int] | None = None) -> int:
     """
-    How many leading items of a chain of *count* items a store holds, where
-    ``ask(positions)`` gives those of *positions* it holds (position *n*: the
-    chain of the first *n* items), in one round trip. Links are only ever
+    How many leading items of a chain of *count* items a store on a server
+    holds, where ``ask(positions)`` gives those of *positions* it holds
+    (position *n*: the chain of the first *n* items), in one round trip. Links are only ever
     stored with their ancestors, so what it holds is a prefix: the first
     round asks :func:`probes` (*first* is the answer, when the caller sent
     them already), and each round after it up to 64 positions spread over

@@ -23,7 +23,7 @@ from workingctx import _checks
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CheckpointError, SerializationError, WorkingCtxError
 from workingctx.history import HISTORY_ROOT, Entry, entry_from_data, entry_text, history_step
-from workingctx.persistence._codec import Damage, damage, stored_length
+from workingctx.persistence._codec import Damage, damage, galloped_length, stored_length
 from workingctx.persistence.listing import Listing, listed, shown
 
 __all__ = ["ContextInfo", "ContextStore"]
@@ -205,15 +205,16 @@ def _has_tables(db: sqlite3.Connection) -> bool:
 
 
 def plan_save(
-    ctx: WorkingContext, saved: tuple[object, object] | None, held: Callable[[list[str]], Iterable[str]], where: str
+    ctx: WorkingContext, saved: tuple[object, object] | None, stored: Callable[[list[str]], int], where: str
 ) -> tuple[list[tuple[str, str, int, str]], tuple[Any, ...]]:
     """
     What a store writes to save *ctx*: the entry rows it lacks, ``(chain, prev,
     position, data)``, and the sealed context row (the fields of ``_COLUMNS``).
 
     *saved* is the ``(head, entries)`` of the context saved under the same id,
-    if any; ``held(chains)`` gives the entries of *chains* (chain digests)
-    that are stored, in one round trip.
+    if any; ``stored(chain)`` gives how many leading entries of *chain* (their
+    chain digests, in order) the store holds: :func:`stored_entries` on a
+    server, :func:`~workingctx.persistence._codec.galloped_length` in this process.
 
     Raises:
         CheckpointError: The saved history is not the start of this one.
@@ -229,12 +230,7 @@ def plan_save(
             raise diverged(info.id, where)
         start = count
     else:
-
-        def ask(positions: list[int]) -> list[int]:
-            digests = {chain[position - 1]: position for position in positions}
-            return [digests[digest] for digest in held(list(digests))]
-
-        start = stored_length(len(chain), ask)
+        start = stored(chain)
     previous = chain[start - 1] if start else HISTORY_ROOT
     rows = []
     for position in range(start, len(chain)):
@@ -263,12 +259,11 @@ def sqlite_save(db: sqlite3.Connection, ctx: WorkingContext, where: str) -> str:
     context_id = ContextInfo.of(ctx).id
     saved = db.execute("SELECT head, entries FROM contexts WHERE id = ?", (context_id,)).fetchone()
 
-    def held(chains: list[str]) -> list[str]:
-        marks = ", ".join("?" * len(chains))
-        query = f"SELECT chain FROM history_entries WHERE chain IN ({marks})"  # noqa: S608  # placeholders only
-        return [found for (found,) in db.execute(query, chains).fetchall()]
+    def stored(chain: list[str]) -> int:
+        query = "SELECT 1 FROM history_entries WHERE chain = ?"
+        return galloped_length(len(chain), lambda n: db.execute(query, (chain[n - 1],)).fetchone() is not None)
 
-    rows, row = plan_save(ctx, None if saved is None else (saved[0], saved[1]), held, where)
+    rows, row = plan_save(ctx, None if saved is None else (saved[0], saved[1]), stored, where)
     db.executemany(
         "INSERT OR IGNORE INTO history_entries (chain, prev, position, data) VALUES (?, ?, ?, ?)",
         rows,
@@ -411,3 +406,17 @@ def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:
         " UNION SELECT h.prev FROM history_entries AS h JOIN live ON h.chain = live.chain)"
         " DELETE FROM history_entries WHERE chain NOT IN (SELECT chain FROM live)"
     )
+
+
+def stored_entries(chain: list[str], held: Callable[[list[str]], Iterable[str]]) -> int:
+    """
+    How many leading entries of *chain* a store on a server holds, where
+    ``held(chains)`` gives those of *chains* it holds, in one round trip
+    (:func:`~workingctx.persistence._codec.stored_length`).
+    """
+
+    def ask(positions: list[int]) -> list[int]:
+        digests = {chain[position - 1]: position for position in positions}
+        return [digests[digest] for digest in held(list(digests))]
+
+    return stored_length(len(chain), ask)

@@ -882,7 +882,8 @@ class PostgresStore(StoreEngine):
                 cur.execute(self._q("SELECT chain FROM @.history_entries WHERE chain = ANY(%s)"), (chains,))
                 return [found for (found,) in cur.fetchall()]
 
-            rows, row = histories.plan_save(ctx, None if saved is None else (saved[0], saved[1]), held, self._where)
+            stored = lambda chain: histories.stored_entries(chain, held)  # noqa: E731
+            rows, row = histories.plan_save(ctx, None if saved is None else (saved[0], saved[1]), stored, self._where)
             self._execute(cur, [_insert("history_entries", "chain, prev, position, data", builtins.list(rows))])
             updates = ", ".join(f"{column} = EXCLUDED.{column}" for column in _CONTEXT_COLUMNS.split(", ")[1:])
             cur.execute(

@@ -822,7 +822,8 @@ class RedisStore(StoreEngine):
                         found = probe.execute()
                     return [chain for chain, hit in zip(chains, found, strict=True) if hit]
 
-                rows, row = histories.plan_save(ctx, saved, held, self._where)
+                stored = lambda chain: histories.stored_entries(chain, held)  # noqa: E731
+                rows, row = histories.plan_save(ctx, saved, stored, self._where)
                 pipe.multi()
                 for chain, previous, position, data in rows:
                     pipe.set(p + "h:" + chain, f"{previous} {position} {data}", nx=True)
