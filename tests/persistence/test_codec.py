@@ -139,8 +139,11 @@ class TestStoredLength:
     batched asks, in this process one position at a time.
     """
 
-    @given(st.integers(0, 5000).flatmap(lambda count: st.tuples(st.just(count), st.integers(0, count))))
-    def test_finds_the_stored_prefix_in_few_rounds_asking_only_positions_of_the_chain(self, drawn):
+    @given(
+        st.integers(0, 5000).flatmap(lambda count: st.tuples(st.just(count), st.integers(0, count))),
+        st.sampled_from([1, 16]),
+    )
+    def test_finds_the_stored_prefix_in_few_rounds_asking_only_positions_of_the_chain(self, drawn, last):
         count, stored = drawn
         rounds: list[list[int]] = []
 
@@ -151,8 +154,9 @@ class TestStoredLength:
             rounds.append(positions)
             return [position for position in positions if position <= stored]
 
-        assert stored == _codec.stored_length(count, ask)
+        assert stored == _codec.stored_length(count, ask, last=last)
         assert len(rounds) <= 4
+        assert len(rounds[0]) <= 40 if rounds else True
         assert (count == 0) == (not rounds)
 
     def test_a_chain_saved_again_with_a_few_more_items_takes_one_round(self):

@@ -505,33 +505,37 @@ def galloped_length(count: int, holds: Callable[[int], bool]) -> int:
     return low
 
 
-def probes(count: int) -> list[int]:
+def probes(count: int, last: int = 16) -> list[int]:
     """
     The positions :func:`stored_length` asks first of a chain of *count*
-    items: the last sixteen, then every power of two back from the end (a
-    chain saved again mostly continues one stored before by a few items).
+    items: the *last* ones, then every power of two of *last* back from the
+    end (a chain saved again mostly continues one stored before by a few
+    items), 40 at most. A store that pays for each position asked takes
+    ``last=1``; one that asks them all in one statement, more.
     """
-    positions = list(range(count, max(count - 16, 0), -1))
-    step = 32
+    positions = list(range(count, max(count - last, 0), -1))
+    step = 2 * last
     while count - step + 1 > 0 and len(positions) < 40:  # at most 40 asks in the first round
         positions.append(count - step + 1)
         step *= 2
     return positions
 
 
-def stored_length(count: int, ask: Callable[[list[int]], Iterable[int]], first: Iterable[int] | None = None) -> int:
+def stored_length(
+    count: int, ask: Callable[[list[int]], Iterable[int]], first: Iterable[int] | None = None, *, last: int = 16
+) -> int:
     """
     How many leading items of a chain of *count* items a store on a server
     holds, where ``ask(positions)`` gives those of *positions* it holds
-    (position *n*: the chain of the first *n* items), in one round trip. Links are only ever
-    stored with their ancestors, so what it holds is a prefix: the first
-    round asks :func:`probes` (*first* is the answer, when the caller sent
-    them already), and each round after it up to 64 positions spread over
-    the range still unknown, until none is left.
+    (position *n*: the chain of the first *n* items), in one round trip.
+    Links are only ever stored with their ancestors, so what it holds is a
+    prefix: the first round asks ``probes(count, last)`` (*first* is the
+    answer, when the caller sent them already), and each round after it up
+    to 64 positions spread over the range still unknown, until none is left.
     """
     if count == 0:
         return 0
-    positions = probes(count)
+    positions = probes(count, last)
     held = set(ask(positions) if first is None else first)
     low, high = 0, count + 1  # held up to low; not held from high
     while True:

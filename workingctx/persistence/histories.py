@@ -408,7 +408,7 @@ def sqlite_delete(db: sqlite3.Connection, context_id: str, where: str) -> None:
     )
 
 
-def stored_entries(chain: list[str], held: Callable[[list[str]], Iterable[str]]) -> int:
+def stored_entries(chain: list[str], held: Callable[[list[str]], Iterable[str]], *, last: int = 16) -> int:
     """
     How many leading entries of *chain* a store on a server holds, where
     ``held(chains)`` gives those of *chains* it holds, in one round trip
@@ -419,4 +419,4 @@ def stored_entries(chain: list[str], held: Callable[[list[str]], Iterable[str]])
         digests = {chain[position - 1]: position for position in positions}
         return [digests[digest] for digest in held(list(digests))]
 
-    return stored_length(len(chain), ask)
+    return stored_length(len(chain), ask, last=last)

@@ -466,7 +466,7 @@ class RedisStore(StoreEngine):
                 found = pipe.execute()
             return [position for position, hit in zip(positions, found, strict=True) if hit]
 
-        return _codec.stored_length(count, ask)
+        return _codec.stored_length(count, ask, last=1)  # each position asked is a command to send
 
     def _absent(self, kind: str, digests: set[str]) -> set[str]:
         if not digests:
@@ -822,7 +822,7 @@ class RedisStore(StoreEngine):
                         found = probe.execute()
                     return [chain for chain, hit in zip(chains, found, strict=True) if hit]
 
-                stored = lambda chain: histories.stored_entries(chain, held)  # noqa: E731
+                stored = lambda chain: histories.stored_entries(chain, held, last=1)  # noqa: E731
                 rows, row = histories.plan_save(ctx, saved, stored, self._where)
                 pipe.multi()
                 for chain, previous, position, data in rows:
