@@ -665,3 +665,16 @@ def test_long_instructions_and_a_long_input_text_are_refused_by_responses():
     ]
     body = {"input": "z" * (LIMIT + 1)}
     assert [p.message.split(" holds ")[0] for p in openai_responses.check(body) if p.rule == "text-length"] == ["input"]
+
+
+@pytest.mark.parametrize("call_id", [[], {"a": 1}, 5, None])
+def test_an_output_item_kept_as_it_came_is_written_back_whatever_its_call_id_holds(call_id):
+    """
+    A function call the reader keeps as the provider's own item (its call id
+    is not text, its arguments are missing) goes back as it came, instead of
+    failing the write.
+    """
+    item = {"type": "function_call", "call_id": call_id, "name": "lookup"}
+    response = {"id": "resp_1", "object": "response", "model": "gpt-5", "output": [item]}
+    body = openai_responses.write([Message("user", "go"), openai_responses.read_response(response)])
+    assert [item] == body["input"][1:]

@@ -855,6 +855,8 @@ def _custom_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     custom: set[Any] = set()  # the ids whose latest call is a custom tool call
     for position, item in enumerate(items):
         kind, call_id = item.get("type"), item.get("call_id")
+        if not isinstance(call_id, str):
+            continue  # an item kept as it came, whose call id (not text) no answer can name
         if kind == "custom_tool_call":
             custom.add(call_id)
         elif kind == "function_call":
