@@ -21,7 +21,8 @@ def test_skips_are_summarized_in_one_line(tmp_path):
     """
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "tests").mkdir()
-    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    for name in ("conftest.py", "stores.py", "sqlite_rows.py"):  # the conftest, and the store fixtures it defines
+        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
     (tmp_path / "tests" / "test_some.py").write_text(
         "import pytest\n"
         "@pytest.mark.parametrize('n', range(30))\n"
