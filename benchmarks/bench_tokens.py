@@ -68,13 +68,19 @@ def _hand_tiktoken(encoding: Any, messages: list[Message]) -> int:
 
 def _warm_helper(counter: TiktokenCounter, encoding: Any) -> None:
     """
-    Count one batch and wait for the helper thread's copy of the encoding:
-    made once per process (about 40 ms, holding the GIL part of the time),
-    like loading the encoding, which no row times either.
+    Count one batch large enough to wake the helper thread, and wait for its
+    copy of the encoding: made once per process (about 40 ms, holding the GIL
+    part of the time), like loading the encoding, which no row times either.
+    On one core no helper runs, and there is nothing to wait for.
     """
-    counter.count(tool_heavy(200))
+    if not _encode._TWO_CORES:  # noqa: SLF001
+        return
+    counter.count(tool_heavy(_encode._MIN_ITEMS))  # noqa: SLF001  # a smaller batch is counted by the caller alone
     deadline = time.monotonic() + 5
-    while _encode._copies.get(encoding) is None and time.monotonic() < deadline:  # noqa: SLF001
+    while _encode._copies.get(encoding) is None:  # noqa: SLF001
+        if time.monotonic() > deadline:
+            msg = "the helper thread made no copy of the encoding in 5 s: the rows would time it being made"
+            raise RuntimeError(msg)
         time.sleep(0.01)
 
 
