@@ -50,6 +50,7 @@ __all__ = [
     "Price",
     "add_price",
     "close_names",
+    "context_window",
     "cost",
     "find_price",
     "prices",
@@ -652,6 +653,43 @@ def _keep(model: str, found: _GenaiModel) -> None:
         _genai_models[model] = found
 
 
+def _genai_model(model: str) -> _GenaiModel:
+    """
+    What genai-prices knows of *model*, looked up once per genai-prices snapshot
+    (it replaces the snapshot when it updates its prices).
+
+    Raises:
+        LookupError: genai-prices knows no such model.
+    """
+    import genai_prices.data_snapshot  # noqa: PLC0415  # an optional extra
+
+    snapshot = genai_prices.data_snapshot.get_snapshot()
+    found = _genai_models.get(model)
+    if found is None or found.snapshot is not snapshot:
+        found = _GenaiModel.find(snapshot, model)
+        _keep(model, found)
+    return found
+
+
+def context_window(model: str) -> int | None:
+    """
+    The context window of *model* in tokens, as genai-prices records it; None
+    when it records none, does not know the model, or is not installed (the
+    ``prices`` extra).
+
+    >>> context_window("claude-opus-4-6"), context_window("claude-haiku-4-5")
+    (1000000, 200000)
+    """
+    _check_model(model)
+    try:
+        window = _genai_model(model).info.context_window
+    except ImportError:
+        return None
+    except LookupError:
+        return None
+    return window if type(window) is int and window > 0 else None
+
+
 def _genai_rates(model: str) -> tuple[_Rates | None, datetime | None]:
     """
     The _Rates genai-prices bills *model* at now (None: a shape left to
@@ -664,13 +702,7 @@ def _genai_rates(model: str) -> tuple[_Rates | None, datetime | None]:
     Raises:
         LookupError: genai-prices knows no such model.
     """
-    import genai_prices.data_snapshot  # noqa: PLC0415  # an optional extra
-
-    snapshot = genai_prices.data_snapshot.get_snapshot()
-    found = _genai_models.get(model)
-    if found is None or found.snapshot is not snapshot:
-        found = _GenaiModel.find(snapshot, model)
-        _keep(model, found)
+    found = _genai_model(model)
     if found.fixed:
         return found.rates, None
     now = _utcnow()

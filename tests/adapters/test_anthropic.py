@@ -6,9 +6,11 @@ cross-format writes, ids, checks, responses and cache breakpoints.
 from __future__ import annotations
 
 import base64
+import builtins
 import itertools
 import re
 import struct
+from typing import Any
 
 import attrs
 import pytest
@@ -23,6 +25,7 @@ from tests.wire_strategies import anthropic_bodies, chat_messages
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, openai_chat
 from workingctx.messages import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolResultBlock
+from workingctx.pricing import context_window
 
 MESSAGES = TypeAdapter(list[MessageParam])
 SYSTEM = TypeAdapter(str | list[TextBlockParam])
@@ -497,24 +500,75 @@ def test_images_larger_than_anthropic_takes_are_problems(images, in_results):
         assert valid(anthropic.write(anthropic.read(body))) == body
 
 
-@pytest.mark.parametrize("count", [100, 101])
-def test_more_images_than_anthropic_takes_are_a_problem(count):
+@pytest.mark.parametrize(
+    ("model", "limit"),
+    [
+        (None, 600),  # no model named: what no model refuses
+        ("claude-opus-4-6", 600),  # a context window of 1M tokens
+        ("claude-sonnet-4-5-20250929", 100),  # a context window of 200k tokens
+        ("claude-haiku-4-5", 100),
+        ("a-model-nobody-knows", 600),
+    ],
+)
+@pytest.mark.parametrize("over", [0, 1])
+def test_more_images_than_anthropic_takes_are_a_problem(model, limit, over):
     """
-    Anthropic takes 100 images in a request at most ("Too much media: 0
-    document pages + 102 images > 100"): more is a ``media-count`` problem
-    naming the number and the first turn holding one, and ``write`` refuses.
+    Anthropic takes 600 images in a request at most, 100 on a model with a
+    context window of 200k tokens ("Too much media: 0 document pages + 102
+    images > 100"). In a payload naming its model, more than that model takes
+    is a ``media-count`` problem naming the number, the limit and the first
+    turn holding one; ``write``, which is not told the model, refuses only
+    more than any model takes, and writes back what some model takes.
     """
+    count = limit + over
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlhAQABAAAAAA=="}}
-    body = {"messages": [{"role": "user", "content": "look"}, {"role": "assistant", "content": "at what?"}]}
-    body["messages"] += [{"role": "user", "content": [image] * count}]
+    body: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "content": "at what?"},
+            {"role": "user", "content": [image] * count},
+        ]
+    }
+    if model is not None:
+        body["model"] = model
     problems = anthropic.check(body)
-    if count <= 100:
+    if not over:
         assert problems == ()
-        return
-    assert [(p.rule, p.index) for p in problems] == [("media-count", 2)]
-    assert f"holds {count} images, from messages[2] on" in problems[0].message
-    with pytest.raises(ProviderError, match="media-count"):
-        anthropic.write(anthropic.read(body))
+    else:
+        assert [(p.rule, p.index) for p in problems] == [("media-count", 2)]
+        assert f"holds {count} images, from messages[2] on, and Anthropic takes {limit} at most" in problems[0].message
+        assert (f"on {model}, a model with a context window of 200k tokens" in problems[0].message) == (limit == 100)
+    ctx = anthropic.read(body)
+    if count > 600:
+        with pytest.raises(ProviderError, match="media-count"):
+            anthropic.write(ctx)
+    else:
+        assert anthropic.write(ctx)["messages"] == body["messages"]
+
+
+def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_records_it(monkeypatch):
+    """
+    A model takes 100 images when genai-prices records a context window of
+    200k tokens or less for it, and 600 otherwise: with a larger window, none
+    recorded, a model genai-prices does not know, or without genai-prices.
+    """
+    assert anthropic.max_images() == anthropic.max_images("") == anthropic.max_images(7) == 600
+    for model in ("claude-haiku-4-5", "claude-3-7-sonnet-latest", "claude-opus-4-1"):
+        assert context_window(model) == 200_000
+        assert anthropic.max_images(model) == 100
+    assert context_window("claude-sonnet-4-6") == 1_000_000
+    assert anthropic.max_images("claude-sonnet-4-6") == 600
+    assert context_window("a-model-nobody-knows") is None
+    real_import = builtins.__import__
+
+    def no_genai(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("genai_prices"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_genai)
+    assert context_window("claude-haiku-4-5") is None
+    assert anthropic.max_images("claude-haiku-4-5") == 600
 
 
 def test_an_image_longer_than_anthropic_takes_is_a_problem():

@@ -71,6 +71,7 @@ from workingctx.messages import (
     VideoBlock,
     image_type,
 )
+from workingctx.pricing import context_window
 
 __all__ = ["Problem", "ProviderError", "check", "read", "read_response", "request_key", "write"]
 
@@ -743,8 +744,29 @@ def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | N
 
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 """The longest base64 text of one image Anthropic takes (its "5 MB")."""
-MAX_IMAGES = 100
-"""The most images Anthropic takes in one request (pages of documents count too)."""
+MAX_IMAGES = 600
+"""
+The most images Anthropic takes in one request (pages of documents count
+too), on a model whose context window is over 200k tokens or not known.
+"""
+MAX_IMAGES_200K = 100
+"""The most images Anthropic takes in one request on a model with a context window of 200k tokens."""
+
+
+def max_images(model: object = None) -> int:
+    """
+    The most images (and pages of documents) Anthropic takes in one request
+    on *model*: :data:`MAX_IMAGES_200K` when genai-prices records a context
+    window of 200k tokens or less for it, else :data:`MAX_IMAGES` (with no
+    model, an unknown one, or without the ``prices`` extra: what no model refuses).
+    """
+    if not isinstance(model, str) or not model:
+        return MAX_IMAGES
+    window = context_window(model)
+    return MAX_IMAGES_200K if window is not None and window <= _SMALL_WINDOW else MAX_IMAGES
+
+
+_SMALL_WINDOW = 200_000
 MAX_SIDE = 8000
 """The longest side of an image Anthropic takes, in pixels."""
 MANY_IMAGES = 20
@@ -828,11 +850,15 @@ def _image_problems(
 
 
 def wire_problems(
-    messages: Sequence[Mapping[str, Any]], *, origins: Sequence[Sequence[int]] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    origins: Sequence[Sequence[int]] | None = None,
+    model: object = None,
 ) -> tuple[Problem, ...]:
     """
     Rules of the Anthropic wire format itself: no empty
-    turn or blank text, no trailing whitespace in a prefill, ids, results first.
+    turn or blank text, no trailing whitespace in a prefill, ids, results
+    first, no more images than *model* takes (see :func:`max_images`).
 
     Problem indexes are positions in *messages*, or with *origins* (for each
     wire message, the positions of the messages written into it) the first of those.
@@ -849,14 +875,16 @@ def wire_problems(
         for message in messages
     ]  # each turn's images, walked once
     images = sum(map(len, held))
-    if images > MAX_IMAGES:
+    limit = max_images(model) if images > MAX_IMAGES_200K else MAX_IMAGES
+    if images > limit:
         first = next(position for position, found in enumerate(held) if found)
         index, where = Where.of(first, origins, "messages", "Anthropic turn")
+        on = f" on {model}, a model with a context window of 200k tokens" if limit < MAX_IMAGES else ""
         problems.append(
             Problem(
                 index,
                 "media-count",
-                f"the request holds {images} images, from {where} on, and Anthropic takes {MAX_IMAGES} at most "
+                f"the request holds {images} images, from {where} on, and Anthropic takes {limit} at most{on} "
                 "(pages of documents count too): leave the oldest out, or put text in their place",
             )
         )
@@ -982,7 +1010,8 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     data = plain(payload)
     raw = data["messages"] if isinstance(data, Mapping) else data
     thinking = _thinking_problems(data, raw) if isinstance(data, Mapping) else ()
-    wire = engine.at_context((*wire_problems(raw), *thinking), len(ctx.prefix.as_messages()))
+    model = data.get("model") if isinstance(data, Mapping) else None
+    wire = engine.at_context((*wire_problems(raw, model=model), *thinking), len(ctx.prefix.as_messages()))
     automatic = isinstance(data, Mapping) and data.get("cache_control") is not None
     marked = _breakpoint_problems(data, automatic=automatic) if isinstance(data, Mapping) else ()
     return (*check_messages(ctx.assembled(), provider="anthropic"), *wire, *marked)
