@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +33,7 @@ from workingctx.media import (
     InMemoryMediaStore,
     MediaStore,
     image_size,
+    pdf_pages,
     resolve_media,
     store_ref,
 )
@@ -160,6 +162,94 @@ class TestImageSize:
         """
         assert image_size(encode(4, 4, "BMP")) is None
         assert image_size(b"%PDF-1.7\n") is None
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def _pillow_pdf(pages: int) -> bytes:
+    """
+    A PDF of *pages* pages, as Pillow writes one (a page an image).
+    """
+    images = [Image.new("RGB", (8, 8), (page * 40 % 256, 90, 160)) for page in range(pages)]
+    out = io.BytesIO()
+    images[0].save(out, "PDF", save_all=True, append_images=images[1:])
+    return out.getvalue()
+
+
+class TestPdfPages:
+    @given(st.integers(1, 40))
+    @settings(max_examples=15, deadline=None)
+    def test_reads_the_pages_pillow_wrote(self, pages: int) -> None:
+        """
+        The pages read from the page tree are the pages Pillow wrote.
+        """
+        assert pdf_pages(_pillow_pdf(pages)) == pages
+
+    @pytest.mark.parametrize(
+        ("name", "pages"),
+        [
+            ("five-pages-chromium.pdf", 5),  # Chromium's print to PDF (Skia): a tree beside structure elements
+            ("seven-pages-object-streams.pdf", 7),  # qpdf --object-streams=generate: the tree in a compressed stream
+        ],
+    )
+    def test_reads_the_pages_of_documents_other_programs_wrote(self, name: str, pages: int) -> None:
+        """
+        Documents written by other programs read as many pages as qpdf
+        counts in them (``qpdf --show-npages``), the page tree kept in a
+        compressed object stream included.
+        """
+        data = (DATA / name).read_bytes()
+        assert pdf_pages(data) == pages
+        assert (b"/ObjStm" in data) == (name == "seven-pages-object-streams.pdf")
+
+    def test_the_largest_tree_counts_and_leaves_count_without_one(self) -> None:
+        """
+        A tree node's count is the pages under it, so the root's (the
+        largest) is the document's; with no count, the page nodes are
+        counted; with neither, or in bytes that are no PDF, None.
+        """
+        tree = b"%PDF-1.4\n1 0 obj << /Type /Pages /Kids [2 0 R 3 0 R] /Count 9 >> endobj\n"
+        tree += b"2 0 obj << /Kids [4 0 R] /Count 4 /Type /Pages /Parent 1 0 R /Resources << /Font << >> >> >> endobj\n"
+        assert pdf_pages(tree) == 9
+        leaves = b"%PDF-1.4\n" + b"<< /Type /Page /Parent 1 0 R >>\n" * 3 + b"<< /Type /Pages /Count 5 0 R >>"
+        assert pdf_pages(leaves) == 3  # a count held by reference is not read
+        assert pdf_pages(b"%PDF-1.7\n%%EOF") is None
+        assert pdf_pages(b"%PDF-1.7 << /Type /Catalog >>") is None
+        assert pdf_pages(b"<< /Type /Pages /Count 3 >>") is None  # no PDF header
+        assert pdf_pages(b"\x00" * 10 + b"%PDF-1.4 << /Type /Pages /Count 3 >>") == 3  # a header after other bytes
+
+    def test_object_streams_are_read_only_when_whole_and_flate_encoded(self) -> None:
+        """
+        An object stream is read when it is stored or Flate-encoded and ends
+        (``endstream``); one cut short or encoded otherwise is not.
+        """
+        tree = b"<< /Type /Pages /Kids [] /Count 12 >>"
+        flate = b"%PDF-1.5\n<< /Type /ObjStm /Filter /FlateDecode >>\nstream\n" + zlib.compress(tree)
+        assert pdf_pages(flate + b"\nendstream") == 12
+        assert pdf_pages(flate) is None  # cut short
+        stored = b"%PDF-1.5\n<< /Type /ObjStm /N 1 >>\nstream\n1 0 " + tree
+        assert pdf_pages(stored + b"\nendstream") == 12  # read from the bytes as they are
+        other = b"%PDF-1.5\n<< /Type /ObjStm /Filter /LZWDecode >>\nstream\n" + zlib.compress(tree) + b"endstream"
+        assert pdf_pages(other) is None
+
+    def test_every_prefix_of_a_document_reads_none_or_its_pages(self) -> None:
+        """
+        A document cut anywhere reads as None or as some of its pages, never raises.
+        """
+        for name, pages in (("five-pages-chromium.pdf", 5), ("seven-pages-object-streams.pdf", 7)):
+            data = (DATA / name).read_bytes()
+            for end in range(0, len(data), 97):
+                found = pdf_pages(data[:end])
+                assert found is None or 1 <= found <= pages  # a cut document may lose the root's count
+
+    @given(st.binary(max_size=200))
+    def test_arbitrary_bytes_never_raise(self, tail: bytes) -> None:
+        """
+        Anything after a PDF header reads as None or a positive count, never an exception.
+        """
+        found = pdf_pages(b"%PDF-1.4\n" + tail)
+        assert found is None or found > 0
 
 
 # -- references ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ import builtins
 import itertools
 import re
 import struct
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -544,6 +545,38 @@ def test_more_images_than_anthropic_takes_are_a_problem(model, limit, over):
             anthropic.write(ctx)
     else:
         assert anthropic.write(ctx)["messages"] == body["messages"]
+
+
+@pytest.mark.parametrize("images", [95, 96])
+def test_the_pages_of_pdf_documents_count_with_the_images(images):
+    """
+    Anthropic counts the pages of documents with the images ("Too much
+    media: 0 document pages + 102 images > 100"): a five-page PDF, inline in
+    a tool result, and 96 images are more than a model with a context window
+    of 200k tokens takes, a ``media-count`` problem naming both; 95 are not.
+    ``write`` (600) writes either back as it came.
+    """
+    pdf = base64.b64encode((Path(__file__).parents[1] / "data" / "five-pages-chromium.pdf").read_bytes()).decode()
+    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}}
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlhAQABAAAAAA=="}}
+    body = valid(
+        {
+            "model": "claude-haiku-4-5",
+            "messages": [
+                {"role": "user", "content": [*[image] * images, {"type": "text", "text": "read the report"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "fetch", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [document]}]},
+            ],
+        }
+    )
+    problems = anthropic.check(body)
+    if images + 5 <= 100:
+        assert problems == ()
+    else:
+        assert [(p.rule, p.index) for p in problems] == [("media-count", 0)]
+        assert f"holds {images} images and 5 pages of PDF documents, from messages[0] on" in problems[0].message
+        assert "takes 100 at most on claude-haiku-4-5" in problems[0].message
+    assert anthropic.write(anthropic.read(body))["messages"] == body["messages"]
 
 
 def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_records_it(monkeypatch):

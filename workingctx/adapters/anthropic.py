@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -51,7 +52,7 @@ from workingctx.adapters._engine import Where, content_of, sendable, unknown
 from workingctx.cache import CachePlan
 from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
 from workingctx.frozen import thaw
-from workingctx.media import image_size
+from workingctx.media import image_size, pdf_pages
 from workingctx.messages import (
     AudioBlock,
     CacheBreakpoint,
@@ -805,6 +806,38 @@ def _images(content: list[Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
                     yield f"content[{position}].content[{j}]", item
 
 
+def _documents(content: list[Any]) -> Iterable[Mapping[str, Any]]:
+    """
+    Each inline PDF document block of *content*, those in tool results too.
+    """
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        inner = block.get("content") if block.get("type") == "tool_result" else None
+        for item in (block, *(inner if isinstance(inner, list) else ())):
+            source = item.get("source") if isinstance(item, Mapping) and item.get("type") == "document" else None
+            if (
+                isinstance(source, Mapping)
+                and source.get("type") == "base64"
+                and source.get("media_type") == "application/pdf"
+                and isinstance(source.get("data"), str)
+            ):
+                yield item
+
+
+@functools.lru_cache(maxsize=16)
+def _pages(data: str) -> int:
+    """
+    The pages of the inline PDF *data* (base64), 0 when they cannot be read
+    (a request writes the same text again and again: counted once).
+    """
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except ValueError:
+        return 0
+    return pdf_pages(decoded) or 0
+
+
 def _image_problems(
     images: Sequence[tuple[str, Mapping[str, Any]]], index: int | None, where: Any, count: int
 ) -> Iterable[Problem]:
@@ -875,17 +908,25 @@ def wire_problems(
         for message in messages
     ]  # each turn's images, walked once
     images = sum(map(len, held))
-    limit = max_images(model) if images > MAX_IMAGES_200K else MAX_IMAGES
-    if images > limit:
-        first = next(position for position, found in enumerate(held) if found)
+    pages = [
+        sum(_pages(document["source"]["data"]) for document in _documents(message["content"]))
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+        else 0
+        for message in messages
+    ]
+    media = images + sum(pages)
+    limit = max_images(model) if media > MAX_IMAGES_200K else MAX_IMAGES
+    if media > limit:
+        first = next(position for position, found in enumerate(held) if found or pages[position])
         index, where = Where.of(first, origins, "messages", "Anthropic turn")
         on = f" on {model}, a model with a context window of 200k tokens" if limit < MAX_IMAGES else ""
+        held_text = f"{images} images and {sum(pages)} pages of PDF documents" if sum(pages) else f"{images} images"
         problems.append(
             Problem(
                 index,
                 "media-count",
-                f"the request holds {images} images, from {where} on, and Anthropic takes {limit} at most{on} "
-                "(pages of documents count too): leave the oldest out, or put text in their place",
+                f"the request holds {held_text}, from {where} on, and Anthropic takes {limit} at most{on} "
+                "(images and pages of documents together): leave the oldest out, or put text in their place",
             )
         )
     for position, message in enumerate(messages):
