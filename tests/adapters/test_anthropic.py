@@ -579,6 +579,28 @@ def test_the_pages_of_pdf_documents_count_with_the_images(images):
     assert anthropic.write(anthropic.read(body))["messages"] == body["messages"]
 
 
+def test_a_pdf_written_again_is_read_once(monkeypatch):
+    """
+    A request writes the same documents again and again: each is read for
+    its pages once, and what is kept of it is its count, not its text.
+    """
+    read: list[int] = []
+
+    def counted(data: bytes) -> int | None:
+        read.append(len(data))
+        return 5
+
+    monkeypatch.setattr(anthropic, "pdf_pages", counted)
+    pdf = base64.b64encode(b"%PDF-1.7 a document of its own " + bytes(range(256))).decode()
+    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}}
+    ctx = anthropic.read({"messages": [{"role": "user", "content": [document, {"type": "text", "text": "sum up"}]}]})
+    for _ in range(3):
+        anthropic.write(ctx)
+    assert len(read) == 1
+    kept = anthropic._PAGES_KNOWN.items()  # noqa: SLF001  # what the cache holds is under test
+    assert all(type(part) is int for key, count in kept for part in (*key, count))
+
+
 def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_records_it(monkeypatch):
     """
     A model takes 100 images when genai-prices records a context window of

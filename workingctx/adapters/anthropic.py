@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -825,17 +824,31 @@ def _documents(content: list[Any]) -> Iterable[Mapping[str, Any]]:
                 yield item
 
 
-@functools.lru_cache(maxsize=16)
+_PAGES_KNOWN: dict[tuple[int, int], int] = {}
+"""
+The pages of the PDFs counted lately, by the length and hash of their base64
+text (a request writes the same text again and again): counted once, and
+without keeping the text alive. With a random hash seed (Python's default)
+no document can be made to take another's count.
+"""
+_PAGES_KEPT = 256
+
+
 def _pages(data: str) -> int:
     """
-    The pages of the inline PDF *data* (base64), 0 when they cannot be read
-    (a request writes the same text again and again: counted once).
+    The pages of the inline PDF *data* (base64), 0 when they cannot be read.
     """
-    try:
-        decoded = base64.b64decode(data, validate=True)
-    except ValueError:
-        return 0
-    return pdf_pages(decoded) or 0
+    key = (len(data), hash(data))
+    found = _PAGES_KNOWN.get(key)
+    if found is None:
+        try:
+            found = pdf_pages(base64.b64decode(data, validate=True)) or 0
+        except ValueError:
+            found = 0
+        if len(_PAGES_KNOWN) >= _PAGES_KEPT:
+            _PAGES_KNOWN.clear()
+        _PAGES_KNOWN[key] = found
+    return found
 
 
 def _image_problems(
