@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import pytest
 from anthropic.types import Message as SDKMessage
-from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam
+from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam, ToolParam
 from hypothesis import given
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessageParam
@@ -207,6 +207,29 @@ def test_tool_message_with_result_blocks_keeps_their_output():
         {"type": "tool_result", "tool_use_id": "c1", "content": first},
         {"type": "tool_result", "tool_use_id": "c2", "content": "second"},
     ] == results
+
+
+@pytest.mark.parametrize("tools", [0, 1, 2])
+def test_breakpoints_on_tool_definitions_count_with_the_others(tools):
+    """
+    A tool definition carrying ``cache_control`` is one of the four blocks
+    Anthropic takes (the request's prefix starts with the tools): three
+    breakpoints in the messages and one on a tool are taken, a second tool's
+    is a fifth, a ``cache-breakpoints`` problem naming it.
+    """
+    mark = {"cache_control": {"type": "ephemeral"}}
+    tool = {"name": "search", "description": "search", "input_schema": {"type": "object"}}
+    body = {
+        "tools": [{**tool, "name": f"search_{n}", **(mark if n < tools else {})} for n in range(3)],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": f"t{n}", **mark} for n in range(3)]}],
+    }
+    TypeAdapter(list[ToolParam]).validate_python(body["tools"])
+    problems = [p for p in anthropic.check(valid(body)) if p.rule == "cache-breakpoints"]
+    if tools <= 1:
+        assert problems == []
+    else:
+        assert len(problems) == 1
+        assert problems[0].message.startswith("5 cache breakpoints (tools[0], tools[1], messages[0].content[0]")
 
 
 @given(
@@ -628,11 +651,14 @@ def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_record
 
 def test_an_image_longer_than_anthropic_takes_is_a_problem():
     """
-    Anthropic takes an image of 5 MB of base64 at most ("image exceeds 5 MB
-    maximum: 6275800 bytes > 5242880 bytes"): a longer one is an ``image-size`` problem.
+    Anthropic's API takes an image of 10 MB of base64 at most (5 MB until
+    mid-2026, as on Amazon Bedrock and Google Cloud still: "image exceeds 5
+    MB maximum: 6275800 bytes > 5242880 bytes"): an image of 6 MB is sent,
+    and a longer one than 10 MB is an ``image-size`` problem.
     """
     head = base64.b64encode(_image_bytes("png", 100, 100, 0)).decode("ascii")
-    for length, found in ((5 * 1024 * 1024, []), (5 * 1024 * 1024 + 4, ["image-size"])):
+    limit = 10 * 1024 * 1024
+    for length, found in ((6_275_800, []), (limit, []), (limit + 4, ["image-size"])):
         data = head + "A" * (length - len(head))
         body = {
             "messages": [

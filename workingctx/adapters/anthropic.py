@@ -621,9 +621,13 @@ MAX_BREAKPOINTS = 4
 
 def _marked(body: Mapping[str, Any]) -> list[str]:
     """
-    Where *body*'s blocks carrying ``cache_control`` are (``system[0]``, ``messages[2].content[1]``), in order.
+    Where *body*'s blocks carrying ``cache_control`` are (``tools[3]``, ``system[0]``,
+    ``messages[2].content[1]``), in order.
     """
     found: list[str] = []
+    tools = body.get("tools")  # a tool's definition is cached with the request too
+    if isinstance(tools, list):
+        found.extend(f"tools[{k}]" for k, tool in enumerate(tools) if _carries(tool))
     system = body.get("system")
     if isinstance(system, list):
         found.extend(f"system[{k}]" for k, block in enumerate(system) if _carries(block))
@@ -742,8 +746,11 @@ def _lost(block: Any, message: Message, _in_result: bool) -> tuple[str, str] | N
     return None
 
 
-MAX_IMAGE_BASE64 = 5 * 1024 * 1024
-"""The longest base64 text of one image Anthropic takes (its "5 MB")."""
+MAX_IMAGE_BASE64 = 10 * 1024 * 1024
+"""
+The longest base64 text of one image Anthropic's own API takes (its "10 MB";
+Amazon Bedrock and Google Cloud take 5 MB).
+"""
 MAX_IMAGES = 600
 """
 The most images Anthropic takes in one request (pages of documents count
