@@ -60,3 +60,16 @@ class TestExpiry:
                 lifetimes=300,  # type: ignore[arg-type]
             )  # fmt: skip
         assert {"5m": 300, "1h": 3_600} == dict(RULES["anthropic"].lifetimes)
+
+
+def test_a_model_takes_the_minimum_of_its_longest_listed_name():
+    """
+    A model's minimum is that of the longest listed name it starts with,
+    after any provider prefix (Gemini 2.5 Flash-Lite is not Flash); a model
+    none starts with takes the highest, so no breakpoint is planned in vain.
+    """
+    gemini = RULES["gemini"]
+    assert gemini.minimum_for("gemini-2.5-flash-001") == gemini.minimum_tokens["gemini-2.5-flash"]
+    assert gemini.minimum_for("models/gemini-2.5-flash-lite-preview") == gemini.minimum_tokens["gemini-2.5-flash-lite"]
+    assert gemini.minimum_tokens["gemini-2.5-flash-lite"] != gemini.minimum_tokens["gemini-2.5-flash"]
+    assert gemini.minimum_for("gemini-9-ultra") == gemini.default_minimum == max(gemini.minimum_tokens.values())
