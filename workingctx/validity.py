@@ -55,7 +55,7 @@ rule                   what is wrong                                            
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
 ``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``,
-``media-count`` and ``thinking-not-first`` (Anthropic), ``blank-text``
+``media-count``, ``thinking-not-first`` and ``prefill`` (Anthropic), ``blank-text``
 (Anthropic, Gemini), ``name-format`` (OpenAI, Anthropic), ``id-length``,
 ``empty-calls`` and ``text-length`` (OpenAI), ``invalid-base64``,
 ``call-after-model`` and ``split-responses`` (Gemini), ``result-kind``,
@@ -166,6 +166,7 @@ Rule: TypeAlias = Literal[
     "duplicate-item-id",
     "text-length",
     "thinking-not-first",
+    "prefill",
     "unstored-reasoning",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
@@ -249,6 +250,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "thinking-not-first": (
         "a request with thinking on ends in a tool-use loop whose turn does not start with thinking (request body)",
+        frozenset({"anthropic"}),
+    ),
+    "prefill": (
+        "a request ends in an assistant turn (a prefill) on a model that takes none (request body)",
         frozenset({"anthropic"}),
     ),
     "unstored-reasoning": (

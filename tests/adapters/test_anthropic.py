@@ -624,6 +624,48 @@ def test_a_pdf_written_again_is_read_once(monkeypatch):
     assert all(type(part) is int for key, count in kept for part in (*key, count))
 
 
+@pytest.mark.parametrize(
+    ("model", "takes"),
+    [
+        ("claude-haiku-4-5", True),
+        ("claude-sonnet-4-5-20250929", True),
+        ("claude-sonnet-4-20250514", True),  # Sonnet 4, dated: the date is no minor version
+        ("claude-3-7-sonnet-latest", True),
+        ("claude-opus-4-6", False),
+        ("claude-sonnet-4-6", False),
+        ("anthropic/claude-opus-4-7-20260401", False),
+        ("anthropic.claude-opus-4-8-v1:0", False),  # a Bedrock model id
+        ("claude-opus-5", False),
+        ("claude-mythos-5-2", False),
+        (None, True),  # no model named: not checked
+    ],
+)
+@pytest.mark.parametrize("ends_with", ["assistant", "user"])
+def test_a_prefill_on_a_model_that_takes_none_is_a_problem(model, takes, ends_with):
+    """
+    Claude Opus 4.6, Sonnet 4.6 and later models refuse a request ending in
+    an assistant turn ("Prefilling assistant messages is not supported for
+    this model"): in a payload naming such a model, a final assistant turn is
+    a ``prefill`` problem naming the turn and the model, whatever comes
+    before it (a system prompt); a request ending in a user turn, or on a
+    model that takes a prefill, has none.
+    """
+    body: dict[str, Any] = {
+        "system": "answer in JSON",
+        "messages": [{"role": "user", "content": "three colours"}, {"role": "assistant", "content": "{"}],
+    }
+    if ends_with == "user":
+        body["messages"].append({"role": "user", "content": "go on"})
+    if model is not None:
+        body["model"] = model
+    found = [p for p in anthropic.check(valid(body)) if p.rule == "prefill"]
+    if takes or ends_with == "user":
+        assert found == []
+    else:
+        assert [(p.index, p.rule) for p in found] == [(2, "prefill")]  # the system prompt is message 0
+        assert f"(messages[1], a prefill), and {model} takes none" in found[0].message
+
+
 def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_records_it(monkeypatch):
     """
     A model takes 100 images when genai-prices records a context window of

@@ -1012,6 +1012,50 @@ def _results_only(message: Any) -> bool:
     )
 
 
+_VERSIONED = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?")
+_NEWER_FAMILIES = re.compile(r"claude-(?:mythos|fable)(?![a-z])")
+_FIRST_WITHOUT_PREFILL = (4, 6)
+
+
+def takes_prefill(model: str) -> bool:
+    """
+    Whether *model* takes a request ending in an assistant turn (a prefill):
+    Claude Opus 4.6, Sonnet 4.6 and every later model refuse one ("Prefilling
+    assistant messages is not supported for this model"); older models, and
+    names that are not Claude's, take it.
+
+    >>> takes_prefill("claude-haiku-4-5"), takes_prefill("anthropic/claude-opus-4-7-20260401")
+    (True, False)
+    """
+    name = model[model.find("claude-") :] if "claude-" in model else model
+    if _NEWER_FAMILIES.match(name):
+        return False
+    found = _VERSIONED.match(name)
+    if found is None:
+        return True
+    version = (int(found.group(1)), int(found.group(2) or 0))
+    return version < _FIRST_WITHOUT_PREFILL
+
+
+def _prefill_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[Problem, ...]:
+    """
+    A request ending in an assistant turn, on a model that takes no prefill (see :func:`takes_prefill`).
+    """
+    model = data.get("model")
+    last = messages[-1] if messages else None
+    if not isinstance(model, str) or not isinstance(last, Mapping) or last.get("role") != "assistant":
+        return ()
+    if takes_prefill(model):
+        return ()
+    where = f"messages[{len(messages) - 1}]"
+    message = (
+        f"the request ends in an assistant turn ({where}, a prefill), and {model} takes none (Anthropic refuses "
+        "it: 'Prefilling assistant messages is not supported for this model'): leave it out, and ask for the "
+        "reply's form in the system prompt or with output_config.format"
+    )
+    return (Problem(len(messages) - 1, "prefill", message),)
+
+
 def _thinking_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[Problem, ...]:
     """
     With manual extended thinking (``"thinking": {"type": "enabled", ...}``),
@@ -1070,7 +1114,7 @@ def _payload_problems(payload: Any) -> tuple[Problem, ...]:
     ctx = read(payload)
     data = plain(payload)
     raw = data["messages"] if isinstance(data, Mapping) else data
-    thinking = _thinking_problems(data, raw) if isinstance(data, Mapping) else ()
+    thinking = (*_thinking_problems(data, raw), *_prefill_problems(data, raw)) if isinstance(data, Mapping) else ()
     model = data.get("model") if isinstance(data, Mapping) else None
     wire = engine.at_context((*wire_problems(raw, model=model), *thinking), len(ctx.prefix.as_messages()))
     automatic = isinstance(data, Mapping) and data.get("cache_control") is not None
