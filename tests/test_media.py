@@ -203,21 +203,44 @@ class TestPdfPages:
         assert pdf_pages(data) == pages
         assert (b"/ObjStm" in data) == (name == "seven-pages-object-streams.pdf")
 
-    def test_the_largest_tree_counts_and_leaves_count_without_one(self) -> None:
+    def test_the_root_counts_and_leaves_count_without_one(self) -> None:
         """
-        A tree node's count is the pages under it, so the root's (the
-        largest) is the document's; with no count, the page nodes are
+        A tree node's count is the pages under it, so the root's (the node
+        with no parent) is the document's; with no count, the page nodes are
         counted; with neither, or in bytes that are no PDF, None.
         """
         tree = b"%PDF-1.4\n1 0 obj << /Type /Pages /Kids [2 0 R 3 0 R] /Count 9 >> endobj\n"
         tree += b"2 0 obj << /Kids [4 0 R] /Count 4 /Type /Pages /Parent 1 0 R /Resources << /Font << >> >> >> endobj\n"
         assert pdf_pages(tree) == 9
-        leaves = b"%PDF-1.4\n" + b"<< /Type /Page /Parent 1 0 R >>\n" * 3 + b"<< /Type /Pages /Count 5 0 R >>"
-        assert pdf_pages(leaves) == 3  # a count held by reference is not read
+        assert pdf_pages(b"\x00" * 10 + tree[tree.index(b"%") :]) == 9  # a header after other bytes
+        leaves = b"%PDF-1.4\n" + b"<< /Type /Page /Parent 1 0 R >>\n" * 3
+        for count in (b"5 0 R", b"12 0 R", b"123 0 R"):  # a count held by reference is not read
+            assert pdf_pages(leaves + b"<< /Type /Pages /Kids [] /Count " + count + b" >>") == 3
+        assert pdf_pages(b"%PDF-1.7\n<< /Type /Pages /Kids [] /Count 0 >>") is None
         assert pdf_pages(b"%PDF-1.7\n%%EOF") is None
         assert pdf_pages(b"%PDF-1.7 << /Type /Catalog >>") is None
-        assert pdf_pages(b"<< /Type /Pages /Count 3 >>") is None  # no PDF header
-        assert pdf_pages(b"\x00" * 10 + b"%PDF-1.4 << /Type /Pages /Count 3 >>") == 3  # a header after other bytes
+        assert pdf_pages(b"<< /Type /Pages /Kids [] /Count 3 >>") is None  # no PDF header
+
+    def test_only_a_nodes_own_entries_count(self) -> None:
+        """
+        A count is read from a ``/Pages`` node's own entries: not from a
+        dictionary nested in it, nor from a dictionary that only names
+        ``/Type /Pages`` in a string (an outline's title), which has no kids.
+        """
+        nested = b"%PDF-1.4\n<< /Type /Pages /Kids [] /Foo << /Count 999 >> /Count 3 >>"
+        assert pdf_pages(nested) == 3
+        titled = b"%PDF-1.4\n<< /Type /Outlines /Count 40 /Title (/Type /Pages) >> << /Type /Pages /Kids [] /Count 3 >>"
+        assert pdf_pages(titled) == 3
+
+    def test_the_root_an_update_appended_counts(self) -> None:
+        """
+        An update appended to a file that deleted pages replaces the root:
+        the root written last is the document's.
+        """
+        first = b"%PDF-1.4\n1 0 obj << /Type /Pages /Kids [3 0 R 4 0 R 5 0 R 6 0 R] /Count 4 >> endobj\n%%EOF\n"
+        update = b"1 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n%%EOF\n"
+        assert pdf_pages(first) == 4
+        assert pdf_pages(first + update) == 1
 
     def test_object_streams_are_read_only_when_whole_and_flate_encoded(self) -> None:
         """
@@ -225,7 +248,8 @@ class TestPdfPages:
         (``endstream``); one cut short or encoded otherwise is not.
         """
         tree = b"<< /Type /Pages /Kids [] /Count 12 >>"
-        flate = b"%PDF-1.5\n<< /Type /ObjStm /Filter /FlateDecode >>\nstream\n" + zlib.compress(tree)
+        flate = b"%PDF-1.5\n<< /Type /ObjStm /Filter /FlateDecode /DecodeParms << /Columns 1 >> >>\nstream\n"
+        flate += zlib.compress(tree)
         assert pdf_pages(flate + b"\nendstream") == 12
         assert pdf_pages(flate) is None  # cut short
         stored = b"%PDF-1.5\n<< /Type /ObjStm /N 1 >>\nstream\n1 0 " + tree

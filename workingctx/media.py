@@ -99,122 +99,139 @@ def image_size(data: bytes) -> tuple[int, int] | None:
 
 
 # Start-of-frame markers (they carry the size): C0-CF except DHT (C4), JPG (C8) and DAC (CC).
-_PAGES = re.compile(rb"/Type\s*/Pages(?![^\s/<>\[\]()%{}])")
-_PAGE = re.compile(rb"/Type\s*/Page(?![^\s/<>\[\]()%{}])")
-_COUNT = re.compile(rb"/Count\s+(\d{1,9})(?!\s+\d+\s+R)")
-_OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm(?![^\s/<>\[\]()%{}])")
+_NAME_END = rb"(?![^\s/<>\[\]()%{}])"
+_PAGES = re.compile(rb"/Type\s*/Pages" + _NAME_END)
+_PAGE = re.compile(rb"/Type\s*/Page" + _NAME_END)
+_KIDS = re.compile(rb"/Kids" + _NAME_END)
+_PARENT = re.compile(rb"/Parent" + _NAME_END)
+_COUNT = re.compile(rb"/Count\s+(\d+)(?!\d)(?!\s+\d+\s+R)")
+_OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm" + _NAME_END)
+_BRACKETS = re.compile(rb"<<|>>")
 _STREAM = re.compile(rb"\s*stream\r?\n")
+_ENDSTREAM = re.compile(rb"endstream")
 _FLATE = re.compile(rb"/Filter\s*(\[\s*)?/FlateDecode\s*\]?\s*(/|>>)")
-_INFLATED_AT_MOST = 64 * 1024 * 1024
+_INFLATED_AT_MOST = 16 * 1024 * 1024
 """The most bytes the object streams of one PDF are inflated to, all together, when its pages are counted."""
 _NODES_AT_MOST = 1024
-"""The most ``/Pages`` nodes of one PDF read for their counts (a page tree of 600 pages has about 100)."""
-_REACH = 256 * 1024
-"""How far from a node's ``/Type`` its dictionary is looked for, each way (a flat tree of 10,000 pages: 90 KB)."""
+"""The most ``/Pages`` nodes (and object streams) of one PDF read (a page tree of 600 pages has about 100)."""
+_BRACKETS_AT_MOST = 300_000
+"""The most dictionary brackets of one PDF followed (a file of 10,000 objects holds some 50,000)."""
 
 
 def pdf_pages(data: bytes) -> int | None:
     """
     The pages of a PDF document, read from its page tree with the standard
-    library (the ``/Count`` of its root ``/Pages`` node, or else its
-    ``/Page`` nodes), the nodes kept in compressed object streams included;
-    None for anything that is not a PDF, or one whose page tree cannot be read
-    (an encrypted one).
+    library: the ``/Count`` of its root ``/Pages`` node (the one written last,
+    as an update appended to the file replaces the tree), or of its largest
+    node, or else the number of its ``/Page`` nodes; the nodes kept in
+    compressed object streams included. None for anything that is not a PDF,
+    or one whose page tree cannot be read (an encrypted one).
 
-    The count is read, not rendered: a document that replaced its page tree
-    in an update appended to it is counted by its largest tree, and one of
-    more than 1,024 tree nodes by the largest of the first 1,024 (at least
-    the pages under it). Its cost is bounded whatever the bytes hold.
+    The count is read, not rendered, in bounded time: at most 1,024 tree
+    nodes and object streams are read, 300,000 dictionary brackets
+    followed, and 16 MiB inflated.
     """
     if not isinstance(data, bytes) or b"%PDF-" not in data[:1024]:  # readers take a header after other bytes
         return None
-    parts = [data, *_object_streams(data)]
-    counts = [count for part in parts for count in _tree_counts(part)]
-    if counts:
-        return max(counts)
-    leaves = sum(len(_PAGE.findall(part)) for part in parts)
+    parts = [(0, data), *_object_streams(data)]
+    roots: list[tuple[int, int]] = []  # (where in the file, count) of each node with no parent
+    counts: list[int] = []
+    for at, part in parts:
+        for position, node in _pages_nodes(part):
+            count = _COUNT.search(node)
+            if count is None or len(count.group(1)) > 9:
+                continue
+            counts.append(int(count.group(1)))
+            if _PARENT.search(node) is None:
+                roots.append((at or position, counts[-1]))
+    found = max(roots)[1] if roots else max(counts, default=0)
+    if found:
+        return found
+    leaves = sum(len(_PAGE.findall(part)) for _, part in parts)
     return leaves or None
 
 
-def _tree_counts(data: bytes) -> Iterable[int]:
+def _pages_nodes(data: bytes) -> list[tuple[int, bytes]]:
     """
-    The ``/Count`` of each ``/Pages`` node of *data*.
+    Each ``/Pages`` node of *data* (a dictionary holding ``/Type /Pages`` and
+    ``/Kids`` among its own entries), where it starts and its own entries,
+    the dictionaries nested in it left out; found in one pass over the
+    dictionaries' brackets.
     """
-    for found in itertools.islice(_PAGES.finditer(data), _NODES_AT_MOST):
-        span = _dictionary(data, found.start())
-        if span is None:
-            continue
-        count = _COUNT.search(data, *span)
-        if count is not None:
-            yield int(count.group(1))
-
-
-def _dictionary(data: bytes, at: int) -> tuple[int, int] | None:
-    """
-    The span of the innermost ``<< ... >>`` holding position *at* of *data*,
-    or None; looked for no farther than :data:`_REACH` bytes each way.
-    """
-    low, high = max(at - _REACH, 0), at + _REACH
-    depth, end = 0, at
-    while True:  # back to the << that opens it
-        opening, closing = data.rfind(b"<<", low, end), data.rfind(b">>", low, end)
-        if opening < 0:
-            return None
-        if closing > opening:
-            depth, end = depth + 1, closing
-        elif depth:
-            depth, end = depth - 1, opening
-        else:
-            start = opening
+    hits = [found.start() for found in itertools.islice(_PAGES.finditer(data), _NODES_AT_MOST)]
+    if not hits:
+        return []
+    spans: dict[int, tuple[int, list[tuple[int, int]]]] = {}  # start -> end, nested dictionaries
+    stack: list[tuple[int, bool, list[tuple[int, int]]]] = []  # start, holds a hit, nested dictionaries
+    upcoming = iter(hits)
+    hit = next(upcoming, None)
+    for bracket in itertools.islice(_BRACKETS.finditer(data), _BRACKETS_AT_MOST):
+        position = bracket.start()
+        while hit is not None and hit < position:
+            if stack and not stack[-1][1]:
+                stack[-1] = (stack[-1][0], True, stack[-1][2])
+            hit = next(upcoming, None)
+        if bracket.group() == b"<<":
+            stack.append((position, False, []))
+        elif stack:
+            begin, holds, nested = stack.pop()
+            if holds:
+                spans[begin] = (position + 2, nested)
+            if stack:
+                stack[-1][2].append((begin, position + 2))
+        if hit is None and not stack:
             break
-    depth, position = 0, start
-    while True:  # on to the >> that closes it
-        opening, closing = data.find(b"<<", position, high), data.find(b">>", position, high)
-        if closing < 0:
-            return None
-        if 0 <= opening < closing:
-            depth, position = depth + 1, opening + 2
-        else:
-            depth, position = depth - 1, closing + 2
-            if not depth:
-                return start, position
+    nodes: list[tuple[int, bytes]] = []
+    for begin, (end, nested) in sorted(spans.items()):
+        pieces, cursor = [], begin + 2
+        for low, high in nested:
+            pieces.append(data[cursor:low])
+            cursor = high
+        pieces.append(data[cursor : end - 2])
+        own = b" ".join(pieces)
+        if _PAGES.search(own) and _KIDS.search(own):
+            nodes.append((begin, own))
+    return nodes
 
 
-def _object_streams(data: bytes) -> list[bytes]:
+_STREAM_AFTER = re.compile(rb">>\s*stream\r?\n")
+
+
+def _object_streams(data: bytes) -> list[tuple[int, bytes]]:
     """
-    The inflated contents of the object streams of *data* (where a PDF 1.5 or
-    later keeps most of its dictionaries), as far as they inflate: at most
-    :data:`_NODES_AT_MOST` streams, :data:`_INFLATED_AT_MOST` bytes read and
-    as many inflated.
+    Where each object stream of *data* is (where a PDF 1.5 or later keeps
+    most of its dictionaries) and its contents, inflated as far as they
+    inflate: at most :data:`_NODES_AT_MOST` streams, and
+    :data:`_INFLATED_AT_MOST` bytes read and as many inflated.
     """
-    out: list[bytes] = []
+    out: list[tuple[int, bytes]] = []
     view = memoryview(data)
     read = room = _INFLATED_AT_MOST
     ends: list[int] | None = None  # where each stream ends, found once
     for found in itertools.islice(_OBJECT_STREAM.finditer(data), _NODES_AT_MOST):
-        span = _dictionary(data, found.start())
-        begins = None if span is None else _STREAM.match(data, span[1])
-        if span is None or begins is None:
+        begins = _STREAM_AFTER.search(data, found.end(), found.end() + 4096)
+        if begins is None:
             continue  # not a stream
         if ends is None:
-            ends = [end.start() for end in re.finditer(b"endstream", data)]
+            ends = [end.start() for end in _ENDSTREAM.finditer(data)]
         after = bisect.bisect_left(ends, begins.end())
         if after == len(ends):
             continue  # a stream cut short
-        head, body = data[span[0] : span[1]], view[begins.end() : ends[after]]
+        head, body = data[max(found.start() - 4096, 0) : begins.start()], view[begins.end() : ends[after]]
+        head = head[head.rfind(b"obj") + 1 :]  # from the object's start, as far as it shows
         read -= len(body)
         if read < 0:
             break
         if b"/Filter" not in head:
-            out.append(bytes(body))
+            out.append((found.start(), bytes(body)))
             continue
-        if not _FLATE.search(head):
+        if not _FLATE.search(head + b">>"):
             continue  # a filter this reader does not undo
         try:
             inflated = zlib.decompressobj().decompress(body, room)
         except zlib.error:
             continue
-        out.append(inflated)
+        out.append((found.start(), inflated))
         room -= len(inflated)
         if room <= 0:
             break

@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 from tests.wire_strategies import anthropic_bodies, chat_messages
 from workingctx import Message, ToolCall, WorkingContext
 from workingctx.adapters import ProviderError, anthropic, google, openai_chat
+from workingctx.exceptions import ArgumentTypeError
 from workingctx.messages import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolResultBlock
 from workingctx.pricing import context_window
 
@@ -561,7 +562,9 @@ def test_more_images_than_anthropic_takes_are_a_problem(model, limit, over):
     else:
         assert [(p.rule, p.index) for p in problems] == [("media-count", 2)]
         assert f"holds {count} images, from messages[2] on, and Anthropic takes {limit} at most" in problems[0].message
-        assert (f"on {model}, a model with a context window of 200k tokens" in problems[0].message) == (limit == 100)
+        assert (f"on {model}, a model with a context window of 200k tokens or less" in problems[0].message) == (
+            limit == 100
+        )
     ctx = anthropic.read(body)
     if count > 600:
         with pytest.raises(ProviderError, match="media-count"):
@@ -602,6 +605,42 @@ def test_the_pages_of_pdf_documents_count_with_the_images(images):
     assert anthropic.write(anthropic.read(body))["messages"] == body["messages"]
 
 
+def test_a_paused_turn_sent_back_is_no_prefill():
+    """
+    A turn the model paused on a server tool (``pause_turn``) is sent back as
+    it came so the model goes on with it: it ends the request, yet it is no
+    prefill, on any model.
+    """
+    search = {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "news"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": []}
+    for content in ([{"type": "text", "text": "I'll search."}, search], [search, found]):
+        body = {
+            "model": "claude-opus-4-6",
+            "messages": [{"role": "user", "content": "find the news"}, {"role": "assistant", "content": content}],
+        }
+        assert [p.rule for p in anthropic.check(valid(body)) if p.rule == "prefill"] == []
+    assert anthropic.takes_prefill("claude-opus-4-6") is False
+    with pytest.raises(ArgumentTypeError, match="model must be a model name"):
+        anthropic.takes_prefill(None)  # type: ignore[arg-type]
+
+
+def test_the_media_count_names_what_the_request_holds():
+    """
+    The ``media-count`` problem names the images and the pages a request
+    holds, leaving out a kind it holds none of; a model name no table knows,
+    or a blank one, takes what no model refuses.
+    """
+    pdf = base64.b64encode((Path(__file__).parents[1] / "data" / "five-pages-chromium.pdf").read_bytes()).decode()
+    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}}
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": [document] * 21}]}
+    for model, problems in (("claude-haiku-4-5", 1), ("   ", 0), ("not a model at all", 0)):
+        found = anthropic.check(valid({**body, "model": model}))
+        assert len(found) == problems
+    (problem,) = anthropic.check(valid({**body, "model": "claude-haiku-4-5"}))
+    assert "holds 105 pages of PDF documents, from messages[0] on" in problem.message
+    assert "images" not in problem.message.split(", from")[0]
+
+
 def test_a_pdf_written_again_is_read_once(monkeypatch):
     """
     A request writes the same documents again and again: each is read for
@@ -637,6 +676,9 @@ def test_a_pdf_written_again_is_read_once(monkeypatch):
         ("anthropic.claude-opus-4-8-v1:0", False),  # a Bedrock model id
         ("claude-opus-5", False),
         ("claude-mythos-5-2", False),
+        ("anthropic/claude-opus-4.6", False),  # a dotted version, as OpenRouter names models
+        ("CLAUDE-OPUS-4-6", False),
+        ("claude-code/claude-sonnet-4-6", False),
         (None, True),  # no model named: not checked
     ],
 )

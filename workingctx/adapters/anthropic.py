@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from workingctx import _checks
 from workingctx.adapters import _engine as engine
 from workingctx.adapters._common import (
     NAME_PATTERN,
@@ -49,7 +50,7 @@ from workingctx.adapters._common import (
 )
 from workingctx.adapters._engine import Where, content_of, sendable, unknown
 from workingctx.cache import CachePlan
-from workingctx.exceptions import ArgumentTypeError, ArgumentValueError
+from workingctx.exceptions import ArgumentTypeError, ArgumentValueError, WorkingCtxError
 from workingctx.frozen import thaw
 from workingctx.media import image_size, pdf_pages
 from workingctx.messages import (
@@ -660,7 +661,8 @@ def _breakpoint_problems(body: Mapping[str, Any], *, automatic: bool = False) ->
     also = " and the automatic (top-level) one" if automatic else ""
     message = (
         f"{count} cache breakpoints ({', '.join(marked)}{also}), and Anthropic takes at most {MAX_BREAKPOINTS} "
-        "in a request; take cache= off the blocks that need none, or let workingctx.cache.plan place them"
+        "in a request; take cache= off the blocks (and cache_control off the tools) that need none, or let "
+        "workingctx.cache.plan place them"
     )
     return (Problem(None, "cache-breakpoints", message),)
 
@@ -767,9 +769,12 @@ def max_images(model: object = None) -> int:
     window of 200k tokens or less for it, else :data:`MAX_IMAGES` (with no
     model, an unknown one, or without the ``prices`` extra: what no model refuses).
     """
-    if not isinstance(model, str) or not model:
+    if not isinstance(model, str) or not model.strip():
         return MAX_IMAGES
-    window = context_window(model)
+    try:
+        window = context_window(model)
+    except WorkingCtxError:  # a name no price table takes: a model nobody knows
+        return MAX_IMAGES
     return MAX_IMAGES_200K if window is not None and window <= _SMALL_WINDOW else MAX_IMAGES
 
 
@@ -849,7 +854,7 @@ def _pages(data: str) -> int:
     found = _PAGES_KNOWN.get(key)
     if found is None:
         try:
-            found = pdf_pages(base64.b64decode(data, validate=True)) or 0
+            found = pdf_pages(base64.b64decode(data)) or 0  # as lenient as a decoder that skips line breaks
         except ValueError:
             found = 0
         if len(_PAGES_KNOWN) >= _PAGES_KEPT:
@@ -939,8 +944,9 @@ def wire_problems(
     if media > limit:
         first = next(position for position, found in enumerate(held) if found or pages[position])
         index, where = Where.of(first, origins, "messages", "Anthropic turn")
-        on = f" on {model}, a model with a context window of 200k tokens" if limit < MAX_IMAGES else ""
-        held_text = f"{images} images and {sum(pages)} pages of PDF documents" if sum(pages) else f"{images} images"
+        on = f" on {model}, a model with a context window of 200k tokens or less" if limit < MAX_IMAGES else ""
+        parts = [f"{images} images" if images else "", f"{sum(pages)} pages of PDF documents" if sum(pages) else ""]
+        held_text = " and ".join(part for part in parts if part)
         problems.append(
             Problem(
                 index,
@@ -1012,7 +1018,7 @@ def _results_only(message: Any) -> bool:
     )
 
 
-_VERSIONED = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?")
+_VERSIONED = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2})(?!\d))?")
 _NEWER_FAMILIES = re.compile(r"claude-(?:mythos|fable)(?![a-z])")
 _FIRST_WITHOUT_PREFILL = (4, 6)
 
@@ -1024,13 +1030,13 @@ def takes_prefill(model: str) -> bool:
     assistant messages is not supported for this model"); older models, and
     names that are not Claude's, take it.
 
-    >>> takes_prefill("claude-haiku-4-5"), takes_prefill("anthropic/claude-opus-4-7-20260401")
+    >>> takes_prefill("claude-haiku-4-5"), takes_prefill("anthropic/claude-opus-4.7")
     (True, False)
     """
-    name = model[model.find("claude-") :] if "claude-" in model else model
-    if _NEWER_FAMILIES.match(name):
+    name = _checks.check_instance(model, "model", str, "a model name (str)").lower()
+    if _NEWER_FAMILIES.search(name):
         return False
-    found = _VERSIONED.match(name)
+    found = _VERSIONED.search(name)
     if found is None:
         return True
     version = (int(found.group(1)), int(found.group(2) or 0))
@@ -1045,7 +1051,7 @@ def _prefill_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple
     last = messages[-1] if messages else None
     if not isinstance(model, str) or not isinstance(last, Mapping) or last.get("role") != "assistant":
         return ()
-    if takes_prefill(model):
+    if takes_prefill(model) or _continues_server_tools(last):
         return ()
     where = f"messages[{len(messages) - 1}]"
     message = (
@@ -1054,6 +1060,21 @@ def _prefill_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple
         "reply's form in the system prompt or with output_config.format"
     )
     return (Problem(len(messages) - 1, "prefill", message),)
+
+
+def _continues_server_tools(turn: Mapping[str, Any]) -> bool:
+    """
+    Whether the assistant *turn* holds a server tool's call or result: a
+    turn the model paused (``pause_turn``), sent back as it came so the model
+    goes on with it, not a prefill.
+    """
+    content = turn.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping)
+        and isinstance(block.get("type"), str)
+        and (block["type"] in ("server_tool_use", "mcp_tool_use") or block["type"].endswith("_tool_result"))
+        for block in content
+    )
 
 
 def _thinking_problems(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[Problem, ...]:
