@@ -12,6 +12,7 @@ The fixtures every store test shares: ``stores`` (each kind of store in turn),
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 import tempfile
@@ -111,3 +112,18 @@ def persistent(request: pytest.FixtureRequest, scratch_dir: Path) -> Iterator[St
     made = Stores(request.param, scratch_dir)
     yield made
     made.close()
+
+
+@pytest.fixture
+def without_genai_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    Imports of genai-prices fail from here on, as in a process without the ``prices`` extra.
+    """
+    real_import = builtins.__import__
+
+    def refuse(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "genai_prices" or name.startswith("genai_prices."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", refuse)

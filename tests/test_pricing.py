@@ -4,7 +4,6 @@ Tests for workingctx.pricing.
 
 from __future__ import annotations
 
-import builtins
 import functools
 import re
 import warnings
@@ -125,18 +124,11 @@ class TestTable:
 
 
 class TestErrors:
-    def test_unknown_model_names_it_and_the_fix(self, monkeypatch):
+    @pytest.mark.usefixtures("without_genai_prices")
+    def test_unknown_model_names_it_and_the_fix(self):
         """
         Without genai-prices an unknown model raises PricingError naming it and add_price.
         """
-        real_import = builtins.__import__
-
-        def no_genai(name: str, *args: Any, **kwargs: Any) -> Any:
-            if name == "genai_prices":
-                raise ImportError(name)
-            return real_import(name, *args, **kwargs)
-
-        monkeypatch.setattr(builtins, "__import__", no_genai)
         with pytest.raises(
             PricingError, match=r"'my-model'.*add_price\('my-model'.*pip install \"\.\[prices\]\""
         ) as info:
@@ -163,19 +155,12 @@ class TestErrors:
             "gemini-2.5-flash",
         ],
     )
-    def test_the_models_people_use_need_no_extra(self, monkeypatch, model):
+    @pytest.mark.usefixtures("without_genai_prices")
+    def test_the_models_people_use_need_no_extra(self, model):
         """
         The models people use are in the built-in table, so they are priced
         without genai-prices (the command line's ``cli`` extra alone).
         """
-        real_import = builtins.__import__
-
-        def no_genai(name: str, *args: Any, **kwargs: Any) -> Any:
-            if name.startswith("genai_prices"):
-                raise ImportError(name)
-            return real_import(name, *args, **kwargs)
-
-        monkeypatch.setattr(builtins, "__import__", no_genai)
         assert model in BUILTIN_PRICES
         usage = Usage(input_tokens=1_000, output_tokens=100, cache_read_tokens=2_000)
         assert cost(model, usage) == BUILTIN_PRICES[model].cost(usage) > 0

@@ -6,7 +6,6 @@ cross-format writes, ids, checks, responses and cache breakpoints.
 from __future__ import annotations
 
 import base64
-import builtins
 import itertools
 import re
 import struct
@@ -708,11 +707,11 @@ def test_a_prefill_on_a_model_that_takes_none_is_a_problem(model, takes, ends_wi
         assert f"(messages[1], a prefill), and {model} takes none" in found[0].message
 
 
-def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_records_it(monkeypatch):
+def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_records_it():
     """
     A model takes 100 images when genai-prices records a context window of
     200k tokens or less for it, and 600 otherwise: with a larger window, none
-    recorded, a model genai-prices does not know, or without genai-prices.
+    recorded, or a model genai-prices does not know.
     """
     assert anthropic.max_images() == anthropic.max_images("") == anthropic.max_images(7) == 600
     for model in ("claude-haiku-4-5", "claude-3-7-sonnet-latest", "claude-opus-4-1"):
@@ -721,14 +720,13 @@ def test_the_image_limit_of_a_model_is_its_context_window_as_genai_prices_record
     assert context_window("claude-sonnet-4-6") == 1_000_000
     assert anthropic.max_images("claude-sonnet-4-6") == 600
     assert context_window("a-model-nobody-knows") is None
-    real_import = builtins.__import__
 
-    def no_genai(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name.startswith("genai_prices"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "__import__", no_genai)
+@pytest.mark.usefixtures("without_genai_prices")
+def test_without_genai_prices_a_model_takes_what_no_model_refuses():
+    """
+    Without genai-prices no context window is known: every model takes 600 images.
+    """
     assert context_window("claude-haiku-4-5") is None
     assert anthropic.max_images("claude-haiku-4-5") == 600
 
