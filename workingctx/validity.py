@@ -55,8 +55,9 @@ rule                   what is wrong                                            
 The adapters check what they write with more rules of the wire formats
 themselves: ``id-format``, ``cache-breakpoints``, ``result-not-first``,
 ``trailing-whitespace``, ``media-type``, ``image-size``, ``image-dimensions``,
-``media-count``, ``thinking-not-first`` and ``prefill`` (Anthropic), ``blank-text``
-(Anthropic, Gemini), ``name-format`` (OpenAI, Anthropic), ``id-length``,
+``media-count``, ``request-size``, ``thinking-not-first`` and ``prefill``
+(Anthropic), ``blank-text`` (Anthropic, Gemini), ``name-format`` (OpenAI,
+Anthropic), ``id-length``,
 ``empty-calls`` and ``text-length`` (OpenAI), ``invalid-base64``,
 ``call-after-model`` and ``split-responses`` (Gemini), ``result-kind``,
 ``duplicate-item-id`` and ``unstored-reasoning`` (Responses),
@@ -167,6 +168,7 @@ Rule: TypeAlias = Literal[
     "text-length",
     "thinking-not-first",
     "prefill",
+    "request-size",
     "unstored-reasoning",
 ]
 """The closed set of rule ids a :class:`Problem` can carry."""
@@ -250,6 +252,10 @@ RULES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     "thinking-not-first": (
         "a request with thinking on ends in a tool-use loop whose turn does not start with thinking (request body)",
+        frozenset({"anthropic"}),
+    ),
+    "request-size": (
+        "a request's inline images and documents are longer than the largest body the provider takes (wire format)",
         frozenset({"anthropic"}),
     ),
     "prefill": (

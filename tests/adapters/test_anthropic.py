@@ -640,6 +640,41 @@ def test_the_media_count_names_what_the_request_holds():
     assert "images" not in problem.message.split(", from")[0]
 
 
+def test_inline_media_longer_than_a_request_body_anthropic_takes_is_a_problem():
+    """
+    Anthropic takes a request body of 32 MB at most ("request_too_large"):
+    inline images and documents whose base64 alone is longer are a
+    ``request-size`` problem naming the bytes and the first turn holding any,
+    and ``write`` refuses them; as long as the body, they are sent.
+    """
+    head = base64.b64encode(_image_bytes("png", 100, 100, 0)).decode("ascii")
+    image = head + "A" * (8 * 1024 * 1024 - len(head))  # 8 MiB of base64: under the 10 MB an image may take
+
+    def body(extra: int) -> dict[str, Any]:
+        pdf = base64.b64encode(b"%PDF-1.4 " + b"x" * extra).decode("ascii") if extra else ""
+        blocks: list[dict[str, Any]] = [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": image}}
+        ] * 4
+        if pdf:
+            source = {"type": "base64", "media_type": "application/pdf", "data": pdf}
+            blocks.append({"type": "document", "source": source})
+        return {
+            "messages": [
+                {"role": "user", "content": "look"},
+                {"role": "assistant", "content": "at what?"},
+                {"role": "user", "content": [*blocks, {"type": "text", "text": "these"}]},
+            ]
+        }
+
+    assert [p.rule for p in anthropic.check(body(0))] == []  # exactly 32 MiB
+    (problem,) = anthropic.check(body(30))
+    assert (problem.rule, problem.index) == ("request-size", 2)
+    total = 4 * len(image) + len(base64.b64encode(b"%PDF-1.4 " + b"x" * 30))
+    assert f"from messages[2] on, hold {total:,} bytes of base64" in problem.message
+    with pytest.raises(ProviderError, match="request-size"):
+        anthropic.write(anthropic.read(body(30)))
+
+
 def test_a_pdf_written_again_is_read_once(monkeypatch):
     """
     A request writes the same documents again and again: each is read for

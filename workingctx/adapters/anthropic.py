@@ -863,6 +863,52 @@ def _pages(data: str) -> int:
     return found
 
 
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""The largest request body Anthropic's API takes (its "32 MB"; less on some cloud platforms)."""
+
+
+def _inline_data(block: Mapping[str, Any]) -> int:
+    """
+    The characters of the base64 data an image or document *block* holds inline (0 for none).
+    """
+    source = block.get("source")
+    data = source.get("data") if isinstance(source, Mapping) and source.get("type") == "base64" else None
+    return len(data) if isinstance(data, str) else 0
+
+
+def _size_problems(
+    messages: Sequence[Mapping[str, Any]],
+    held: Sequence[Sequence[tuple[str, Mapping[str, Any]]]],
+    origins: Sequence[Sequence[int]] | None,
+) -> list[Problem]:
+    """
+    The problem of a request whose inline images and documents alone are
+    longer than the largest body Anthropic takes (text never comes near:
+    32 MB is some eight million tokens), naming the turn from which the rest
+    no longer fits.
+    """
+    sizes = [
+        sum(_inline_data(image) for _, image in turn)
+        + (
+            sum(map(_inline_data, _documents(message["content"])))
+            if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+            else 0
+        )
+        for message, turn in zip(messages, held, strict=True)
+    ]
+    total = sum(sizes)
+    if total <= MAX_REQUEST_BYTES:
+        return []
+    first = next(position for position, size in enumerate(sizes) if size)
+    index, where = Where.of(first, origins, "messages", "Anthropic turn")
+    message = (
+        f"the request's inline images and documents, from {where} on, hold {total:,} bytes of base64, and "
+        f"Anthropic takes a request of {MAX_REQUEST_BYTES:,} bytes at most (less on some cloud platforms): send "
+        "the large ones by file id (the Files API) or by URL, or leave the oldest out"
+    )
+    return [Problem(index, "request-size", message)]
+
+
 def _image_problems(
     images: Sequence[tuple[str, Mapping[str, Any]]], index: int | None, where: Any, count: int
 ) -> Iterable[Problem]:
@@ -916,7 +962,8 @@ def wire_problems(
     """
     Rules of the Anthropic wire format itself: no empty
     turn or blank text, no trailing whitespace in a prefill, ids, results
-    first, no more images than *model* takes (see :func:`max_images`).
+    first, no more images than *model* takes (see :func:`max_images`), no
+    more inline media than a request body holds.
 
     Problem indexes are positions in *messages*, or with *origins* (for each
     wire message, the positions of the messages written into it) the first of those.
@@ -940,6 +987,7 @@ def wire_problems(
         for message in messages
     ]
     media = images + sum(pages)
+    problems.extend(_size_problems(messages, held, origins))
     limit = max_images(model) if media > MAX_IMAGES_200K else MAX_IMAGES
     if media > limit:
         first = next(position for position, found in enumerate(held) if found or pages[position])
