@@ -759,7 +759,9 @@ The most images Anthropic takes in one request (pages of documents count
 too), on a model whose context window is over 200k tokens or not known.
 """
 MAX_IMAGES_200K = 100
-"""The most images Anthropic takes in one request on a model with a context window of 200k tokens."""
+"""The most images Anthropic takes in one request on a model with a context window of 200k tokens or less."""
+_SMALL_WINDOW = 200_000
+"""The largest context window, in tokens, of the models that take :data:`MAX_IMAGES_200K` images."""
 
 
 def max_images(model: object = None) -> int:
@@ -778,7 +780,6 @@ def max_images(model: object = None) -> int:
     return MAX_IMAGES_200K if window is not None and window <= _SMALL_WINDOW else MAX_IMAGES
 
 
-_SMALL_WINDOW = 200_000
 MAX_SIDE = 8000
 """The longest side of an image Anthropic takes, in pixels."""
 MANY_IMAGES = 20
