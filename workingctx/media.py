@@ -99,6 +99,51 @@ def image_size(data: bytes) -> tuple[int, int] | None:
 
 
 # Start-of-frame markers (they carry the size): C0-CF except DHT (C4), JPG (C8) and DAC (CC).
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+# Markers with no length field: TEM, RST0-7, SOI, EOI.
+_JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    position = 2
+    end = len(data)
+    while position < end:
+        if data[position] != 0xFF:  # a marker starts with 0xFF
+            return None
+        while position < end and data[position] == 0xFF:  # fill bytes
+            position += 1
+        if position >= end:
+            return None
+        marker = data[position]
+        position += 1
+        if marker in _JPEG_STANDALONE:
+            continue
+        if marker == 0xDA:  # start of scan: the frame header should have come first
+            return None
+        (length,) = struct.unpack(">H", data[position : position + 2])
+        if marker in _JPEG_SOF:
+            height, width = struct.unpack(">HH", data[position + 3 : position + 7])
+            return width, height
+        position += length
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
+        width, height = struct.unpack("<HH", data[26:30])
+        return width & 0x3FFF, height & 0x3FFF
+    if chunk == b"VP8L" and data[20:21] == b"\x2f":  # the lossless signature byte
+        b0, b1, b2, b3 = struct.unpack("4B", data[21:25])
+        return 1 + (b0 | (b1 & 0x3F) << 8), 1 + (b1 >> 6 | b2 << 2 | (b3 & 0x0F) << 10)
+    if chunk == b"VP8X":
+        raw = data[24:30]
+        if len(raw) < 6:  # two 24-bit fields
+            return None
+        return 1 + int.from_bytes(raw[:3], "little"), 1 + int.from_bytes(raw[3:], "little")
+    return None
+
+
 _NAME_END = rb"(?![^\s/<>\[\]()%{}])"
 _PAGES = re.compile(rb"/Type\s*/Pages" + _NAME_END)
 _PAGE = re.compile(rb"/Type\s*/Page" + _NAME_END)
@@ -236,51 +281,6 @@ def _object_streams(data: bytes) -> list[tuple[int, bytes]]:
         if room <= 0:
             break
     return out
-
-
-_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-# Markers with no length field: TEM, RST0-7, SOI, EOI.
-_JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xDA)})
-
-
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    position = 2
-    end = len(data)
-    while position < end:
-        if data[position] != 0xFF:  # a marker starts with 0xFF
-            return None
-        while position < end and data[position] == 0xFF:  # fill bytes
-            position += 1
-        if position >= end:
-            return None
-        marker = data[position]
-        position += 1
-        if marker in _JPEG_STANDALONE:
-            continue
-        if marker == 0xDA:  # start of scan: the frame header should have come first
-            return None
-        (length,) = struct.unpack(">H", data[position : position + 2])
-        if marker in _JPEG_SOF:
-            height, width = struct.unpack(">HH", data[position + 3 : position + 7])
-            return width, height
-        position += length
-    return None
-
-
-def _webp_size(data: bytes) -> tuple[int, int] | None:
-    chunk = data[12:16]
-    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
-        width, height = struct.unpack("<HH", data[26:30])
-        return width & 0x3FFF, height & 0x3FFF
-    if chunk == b"VP8L" and data[20:21] == b"\x2f":  # the lossless signature byte
-        b0, b1, b2, b3 = struct.unpack("4B", data[21:25])
-        return 1 + (b0 | (b1 & 0x3F) << 8), 1 + (b1 >> 6 | b2 << 2 | (b3 & 0x0F) << 10)
-    if chunk == b"VP8X":
-        raw = data[24:30]
-        if len(raw) < 6:  # two 24-bit fields
-            return None
-        return 1 + int.from_bytes(raw[:3], "little"), 1 + int.from_bytes(raw[3:], "little")
-    return None
 
 
 def store_ref(data: bytes, mime_type: str, *, filename: str | None = None) -> MediaRef:
