@@ -878,24 +878,19 @@ def _inline_data(block: Mapping[str, Any]) -> int:
 
 
 def _size_problems(
-    messages: Sequence[Mapping[str, Any]],
     held: Sequence[Sequence[tuple[str, Mapping[str, Any]]]],
+    documents: Sequence[Sequence[Mapping[str, Any]]],
     origins: Sequence[Sequence[int]] | None,
 ) -> list[Problem]:
     """
-    The problem of a request whose inline images and documents alone are
-    longer than the largest body Anthropic takes (text never comes near:
-    32 MB is some eight million tokens), naming the turn from which the rest
-    no longer fits.
+    The problem of a request whose inline images and documents (each turn's,
+    *held* and *documents*) alone are longer than the largest body Anthropic
+    takes (text never comes near: 32 MB is some eight million tokens),
+    naming the first turn holding any.
     """
     sizes = [
-        sum(_inline_data(image) for _, image in turn)
-        + (
-            sum(map(_inline_data, _documents(message["content"])))
-            if isinstance(message, Mapping) and isinstance(message.get("content"), list)
-            else 0
-        )
-        for message, turn in zip(messages, held, strict=True)
+        sum(_inline_data(image) for _, image in turn) + sum(map(_inline_data, kept))
+        for turn, kept in zip(held, documents, strict=True)
     ]
     total = sum(sizes)
     if total <= MAX_REQUEST_BYTES:
@@ -981,20 +976,21 @@ def wire_problems(
         for message in messages
     ]  # each turn's images, walked once
     images = sum(map(len, held))
-    pages = [
-        sum(_pages(document["source"]["data"]) for document in _documents(message["content"]))
+    documents = [
+        list(_documents(message["content"]))
         if isinstance(message, Mapping) and isinstance(message.get("content"), list)
-        else 0
+        else []
         for message in messages
-    ]
-    media = images + sum(pages)
-    problems.extend(_size_problems(messages, held, origins))
-    limit = max_images(model) if media > MAX_IMAGES_200K else MAX_IMAGES
-    if media > limit:
+    ]  # each turn's inline PDFs, walked once
+    pages = [sum(_pages(document["source"]["data"]) for document in kept) for kept in documents]
+    page_count = sum(pages)
+    problems.extend(_size_problems(held, documents, origins))
+    limit = max_images(model) if images + page_count > MAX_IMAGES_200K else MAX_IMAGES
+    if images + page_count > limit:
         first = next(position for position, found in enumerate(held) if found or pages[position])
         index, where = Where.of(first, origins, "messages", "Anthropic turn")
         on = f" on {model}, a model with a context window of 200k tokens or less" if limit < MAX_IMAGES else ""
-        parts = [f"{images} images" if images else "", f"{sum(pages)} pages of PDF documents" if sum(pages) else ""]
+        parts = [f"{images} images" if images else "", f"{page_count} pages of PDF documents" if page_count else ""]
         held_text = " and ".join(part for part in parts if part)
         problems.append(
             Problem(
