@@ -572,6 +572,18 @@ def test_more_images_than_anthropic_takes_are_a_problem(model, limit, over):
         assert anthropic.write(ctx)["messages"] == body["messages"]
 
 
+FIVE_PAGES = Path(__file__).parents[1] / "data" / "five-pages-chromium.pdf"
+"""A PDF of five pages, as Chromium prints one."""
+
+
+def _pdf_document(data: bytes | str) -> dict[str, Any]:
+    """
+    An Anthropic document block holding the PDF *data* inline (bytes, or their base64 text).
+    """
+    text = base64.b64encode(data).decode("ascii") if isinstance(data, bytes) else data
+    return {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": text}}
+
+
 @pytest.mark.parametrize("images", [95, 96])
 def test_the_pages_of_pdf_documents_count_with_the_images(images):
     """
@@ -581,8 +593,7 @@ def test_the_pages_of_pdf_documents_count_with_the_images(images):
     of 200k tokens takes, a ``media-count`` problem naming both; 95 are not.
     ``write`` (600) writes either back as it came.
     """
-    pdf = base64.b64encode((Path(__file__).parents[1] / "data" / "five-pages-chromium.pdf").read_bytes()).decode()
-    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}}
+    document = _pdf_document(FIVE_PAGES.read_bytes())
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": "R0lGODlhAQABAAAAAA=="}}
     body = valid(
         {
@@ -629,8 +640,7 @@ def test_the_media_count_names_what_the_request_holds():
     holds, leaving out a kind it holds none of; a model name no table knows,
     or a blank one, takes what no model refuses.
     """
-    pdf = base64.b64encode((Path(__file__).parents[1] / "data" / "five-pages-chromium.pdf").read_bytes()).decode()
-    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}}
+    document = _pdf_document(FIVE_PAGES.read_bytes())
     body: dict[str, Any] = {"messages": [{"role": "user", "content": [document] * 21}]}
     for model, problems in (("claude-haiku-4-5", 1), ("   ", 0), ("not a model at all", 0)):
         found = anthropic.check(valid({**body, "model": model}))
@@ -688,7 +698,7 @@ def test_a_pdf_written_again_is_read_once(monkeypatch):
 
     monkeypatch.setattr(anthropic, "pdf_pages", counted)
     pdf = base64.b64encode(b"%PDF-1.7 a document of its own " + bytes(range(256))).decode()
-    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": pdf}}
+    document = _pdf_document(pdf)
     ctx = anthropic.read({"messages": [{"role": "user", "content": [document, {"type": "text", "text": "sum up"}]}]})
     for _ in range(3):
         anthropic.write(ctx)
