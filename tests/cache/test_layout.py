@@ -345,6 +345,33 @@ def test_a_cut_front_lays_out_only_the_messages_after_the_run_it_shares(monkeypa
     assert list(previous) == held
 
 
+def test_a_front_cut_again_and_again_keeps_the_chain_numbers_and_one_piece():
+    """
+    A run cut at the front at every request and grown at its end keeps the
+    chain numbers its messages had (the cut moves them, computing nothing per
+    message) and one lifted piece however many cuts came before, and every
+    layout equals the one laid out alone, keys included.
+    """
+    from workingctx.cache import _layout  # noqa: PLC0415  # the private parts under test
+    from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
+
+    counter = ApproxTokenCounter()
+    system = Message.system("Be brief.")
+    messages = [Message.user(f"question {i}", id=i) for i in range(600)]
+    request = [system, *messages[:50]]
+    previous, presets = _layout.lay_out(request, counter)
+    for i in range(50, 600, 2):
+        request = [system, *request[3:], *messages[i : i + 2]]  # two dropped after the system message, two added
+        made, presets = _layout.lay_out(request, counter, previous, 1, presets)
+        run, before = made._run, previous._run
+        assert run.values[1:-2] == before.values[3 : previous.message_count]
+        assert len(run.starts) == 1
+        alone, _ = _layout.lay_out(request, counter)
+        assert list(made) == list(alone)
+        assert [made.head(m) for m in range(len(request))] == [alone.head(m) for m in range(len(request))]
+        previous = made
+
+
 def test_a_layout_refuses_an_index_out_of_range():
     from workingctx.cache._layout import lay_out  # noqa: PLC0415  # the private parts under test
     from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415

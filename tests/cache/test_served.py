@@ -396,9 +396,10 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
     entry for entry; and a hand-made breakpoint is refused for the same rule.
     """
     from workingctx.cache._rules import rules_for  # noqa: PLC0415  # the private parts under test
-    from workingctx.cache._served import SimulatedCache  # noqa: PLC0415
+    from workingctx.cache._served import SimulatedCache, seen_before  # noqa: PLC0415
 
     rules = rules_for("anthropic", model)
+    seen: set[int] = set()  # the chain value of every prefix sent
     ours, walked = (
         SimulatedCache(rules, rules.minimum_for(model)),
         _WalkedExplicitCache(rules, rules.minimum_for(model)),
@@ -428,7 +429,9 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
         assert layout == made._layout
         assert tuple(p for p in layout if p.preset is not None) == made._presets
         served = ours.send(made, now)
-        assert walked.send(made, now) == attrs.astuple(served)
+        *usage, known = attrs.astuple(served)
+        assert walked.send(made, now) == tuple(usage)
+        assert seen_before(made._layout, seen) == known
         assert {k: [e.tokens, e.ttl, e.used] for k, e in ours.entries.items()} == walked.entries
         previous = made
 

@@ -372,16 +372,17 @@ class TestExpiryLaws:
 
 class _EveryPrefix:
     """
-    The best cost's answer from a set of every prefix sent (what :func:`simulate` kept before its tree).
+    The best cost's answer from a set of every prefix sent (what :func:`simulate` kept before its tree),
+    without the bound a tree gives the cache's walk (how many messages a request shares with those sent).
     """
 
     def __init__(self) -> None:
         self.seen: set[int] = set()
 
-    def known(self, layout: Any) -> int:
+    def sent(self, layout: Any) -> tuple[int, None]:
         from workingctx.cache._served import seen_before  # noqa: PLC0415  # the private part under test
 
-        return seen_before(layout, self.seen)
+        return seen_before(layout, self.seen), None
 
 
 @given(
@@ -398,11 +399,12 @@ def test_simulate_with_a_window_equals_keeping_every_prefix_sent(run, repeats, w
     past it, or down to a low watermark), with messages met twice, under
     each strategy, a strategy laying some requests out as tuples among them,
     every request :func:`simulate` reports (usage, costs, best cost, misses)
-    is the one it reports keeping the chain value of every prefix ever sent.
+    is the one it reports keeping the chain value of every prefix ever sent,
+    and walking every message of a request for the entries it holds.
     """
     from unittest import mock  # noqa: PLC0415
 
-    from workingctx.cache import _simulate  # noqa: PLC0415  # the private part under test
+    from workingctx.cache import _served  # noqa: PLC0415  # the private part under test
 
     turns = list(run)
     for back in repeats:  # the same message objects again, as a manager or a caller may send them
@@ -432,6 +434,6 @@ def test_simulate_with_a_window_equals_keeping_every_prefix_sent(run, repeats, w
         )
 
     ours = simulated()
-    with mock.patch.object(_simulate, "SentPrefixes", _EveryPrefix):
+    with mock.patch.object(_served, "SentPrefixes", _EveryPrefix):
         every = simulated()
     assert ours.requests == every.requests

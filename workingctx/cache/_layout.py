@@ -218,13 +218,6 @@ def _grow_powers(count: int) -> list[int]:
     return powers
 
 
-def _powers(count: int) -> list[int]:
-    """
-    ``_BASE ** k % _MODULUS`` for *k* from 1 to *count*.
-    """
-    return _grow_powers(count)[1 : count + 1]
-
-
 def chain_power(count: int) -> int:
     """
     ``B ** count mod P``, the factor a chain value is lifted by over *count*
@@ -302,17 +295,27 @@ _PLACING = threading.Lock()
 class _Run:
     """
     The lists behind the layouts of a growing run, which only grow in place:
-    for each message, the chain value of the request through it (its chain
-    key is the hex form, made when a key is read), the request tokens through
-    it, the index of its first position and the message itself; for each position,
-    its message, its block, the request tokens through it and its block's
-    facts (whether it can carry a breakpoint, and the lifetime of one it carries).
+    for each message, its chain number (see below), the request tokens
+    through it, the index of its first position and the message itself; for
+    each position, its message, its block, the request tokens through it and
+    its block's facts (whether it can carry a breakpoint, and the lifetime of
+    one it carries).
+
+    The chain value of the request through a message (its chain key is the
+    hex form, made when a key is read) is its chain number, lifted by the
+    piece of the run holding it: a run of messages moved after others (a cut
+    front) keeps the chain numbers it had, and one ``(start, lift)`` piece
+    says what they become, ``V(m) = (lift * B**(m - start + 1) + number(m)) mod P``
+    (see :func:`lay_out`), so a cut costs no arithmetic per message. Messages
+    before the first piece are not lifted. A message appended after the last
+    piece goes on with that piece: its number is chained from the number
+    before it, as its value would be from the value before it.
     """
 
-    __slots__ = ("blocks", "ends", "facts", "firsts", "messages", "sources", "tokens", "values")
+    __slots__ = ("blocks", "ends", "facts", "firsts", "lifts", "messages", "sources", "starts", "tokens", "values")
 
     def __init__(self) -> None:
-        self.values: list[int] = []
+        self.values: list[int] = []  # chain numbers
         self.ends: list[int] = []
         self.firsts: list[int] = []
         self.sources: list[Message] = []
@@ -320,6 +323,52 @@ class _Run:
         self.blocks: list[int] = []
         self.tokens: list[int] = []
         self.facts: list[tuple[bool, TTL | None]] = []
+        self.starts: list[int] = []  # the first message of each piece, ascending
+        self.lifts: list[int] = []  # the lift of each piece
+
+    def value(self, message: int) -> int:
+        """
+        The chain value of the request through *message*.
+        """
+        number = self.values[message]
+        starts = self.starts
+        if not starts or message < starts[0]:
+            return number
+        piece = bisect.bisect_right(starts, message) - 1
+        lift = self.lifts[piece]
+        return (lift * chain_power(message - starts[piece] + 1) + number) % _MODULUS if lift else number
+
+    def values_between(self, low: int, high: int) -> list[int]:
+        """
+        The chain values of the requests through messages *low* to *high*
+        (excluded), piece by piece, without a Python call per message.
+        """
+        values = self.values
+        starts = self.starts
+        if not starts or high <= starts[0]:
+            return values[low:high]
+        out: list[int] = []
+        bounds = [*starts, high]
+        piece = max(bisect.bisect_right(starts, low) - 1, -1)
+        at = low
+        while at < high:
+            end = min(bounds[piece + 1], high)
+            lift = self.lifts[piece] if piece >= 0 else 0
+            if lift:
+                repeat = itertools.repeat
+                powers = _grow_powers(end - starts[piece])[at - starts[piece] + 1 : end - starts[piece] + 1]
+                lifted = map(operator.add, map(operator.mul, repeat(lift), powers), values[at:end])
+                out += map(operator.mod, lifted, repeat(_MODULUS))
+            else:
+                out += values[at:end]
+            at, piece = end, piece + 1
+        return out
+
+    def last_piece(self) -> tuple[int, int]:
+        """
+        The start and the lift of the run's last piece, which messages appended go on with (a lift of 0: none).
+        """
+        return (self.starts[-1], self.lifts[-1]) if self.starts else (0, 0)
 
     def cut(self, count: int, size: int) -> _Run:
         """
@@ -330,9 +379,14 @@ class _Run:
         run.firsts, run.sources = self.firsts[:count], self.sources[:count]
         run.messages, run.blocks = self.messages[:size], self.blocks[:size]
         run.tokens, run.facts = self.tokens[:size], self.facts[:size]
+        kept = bisect.bisect_left(self.starts, count)
+        run.starts, run.lifts = self.starts[:kept], self.lifts[:kept]
         return run
 
     def extend(self, more: _Run) -> None:
+        """
+        Append *more*, whose chain numbers go on from this run's last one (*more* has no pieces).
+        """
         self.values += more.values
         self.ends += more.ends
         self.firsts += more.firsts
@@ -379,14 +433,14 @@ class Layout(Sequence[Position]):
         if not 0 <= message < self._count:
             msg = f"layout message {message!r} out of range for {self._count} messages"
             raise IndexError(msg)
-        return hex(self._run.values[message])
+        return hex(self._run.value(message))
 
     def key(self, index: int) -> str:
         """
         The key of the position at *index* (``layout[index].key``, without making the position).
         """
         run = self._run
-        return f"{hex(run.values[run.messages[index]])}:{run.blocks[index]}"
+        return f"{hex(run.value(run.messages[index]))}:{run.blocks[index]}"
 
     def tokens(self) -> list[int]:
         """
@@ -398,7 +452,7 @@ class Layout(Sequence[Position]):
         run = self._run
         message, block = run.messages[index], run.blocks[index]
         carries, preset = run.facts[index]
-        return _made(message, block, run.tokens[index], carries, f"{hex(run.values[message])}:{block}", preset)
+        return _made(message, block, run.tokens[index], carries, f"{hex(run.value(message))}:{block}", preset)
 
     def __len__(self) -> int:
         return self._size
@@ -545,12 +599,15 @@ def lay_out(
         at = len(base.values)  # where the messages laid out one by one begin
         rest = rest[at - count :]
         size, before, value = len(base.tokens), base.ends[-1], base.values[-1]
+        start, lift = base.last_piece()
     elif old is not None and count:
         at, run = count, old._run
         size = run.firsts[count] if count < old._count else old._size
         before, value = run.ends[count - 1], run.values[count - 1]
+        piece = bisect.bisect_left(run.starts, count) - 1  # the piece the messages after the first count go on with
+        start, lift = (run.starts[piece], run.lifts[piece]) if piece >= 0 else (0, 0)
     else:
-        at, size, before, value = count, 0, 0, _ROOT
+        at, size, before, value, start, lift = count, 0, 0, _ROOT, 0, 0
     more = _Run()
     values, ends, firsts = more.values, more.ends, more.firsts
     of_message, of_block, through, facts = more.messages, more.blocks, more.tokens, more.facts
@@ -576,8 +633,9 @@ def lay_out(
             through += [before + (tokens * (k + 1)) // width for k in range(width)]
         facts += blocks
         if marked:
+            head = hex((lift * chain_power(m - start + 1) + value) % modulus if lift else value)
             presets.extend(
-                made(m, k, through[first - size + k], carries, f"{hex(value)}:{k}", preset)
+                made(m, k, through[first - size + k], carries, f"{head}:{k}", preset)
                 for k, (carries, preset) in enumerate(blocks)
                 if preset is not None
             )
@@ -644,36 +702,55 @@ def _shifted(
     stop = run.firsts[end] if end < reused._count else reused._size
     shift, place = count - found, low - start
     tokens = (run.ends[count - 1] if count else 0) - (run.ends[found - 1] if found else 0)
-    lift = ((run.values[count - 1] if count else _ROOT) - (run.values[found - 1] if found else _ROOT)) % _MODULUS
+    lift = ((run.value(count - 1) if count else _ROOT) - (run.value(found - 1) if found else _ROOT)) % _MODULUS
     new = run.cut(count, low)
-    values = run.values[found:end]
-    if lift:
-        # (lift * B**k + value) % P for each moved value, by C-level maps (a comprehension costs a third more)
-        repeat = itertools.repeat
-        lifted = map(operator.add, map(operator.mul, repeat(lift), _powers(moved)), values)
-        values = list(map(operator.mod, lifted, repeat(_MODULUS)))
-    new.values += values
-    new.ends += [through + tokens for through in run.ends[found:end]]
-    new.firsts += [first + place for first in run.firsts[found:end]]
+    new.values += run.values[found:end]  # the chain numbers as they were: the moved pieces lift them
+    _move_pieces(run, new, found, end, shift, lift)
+    # each list shifted by C-level maps (a comprehension costs a third more)
+    add, repeat = operator.add, itertools.repeat
+    new.ends += map(add, run.ends[found:end], repeat(tokens))
+    new.firsts += map(add, run.firsts[found:end], repeat(place))
     new.sources += run.sources[found:end]
-    new.messages += [message + shift for message in run.messages[start:stop]]
+    new.messages += map(add, run.messages[start:stop], repeat(shift))
     new.blocks += run.blocks[start:stop]
-    new.tokens += [through + tokens for through in run.tokens[start:stop]]
+    new.tokens += map(add, run.tokens[start:stop], repeat(tokens))
     new.facts += run.facts[start:stop]
-    values, made = new.values, _made
+    made = _made
     presets += [
         made(
             p.message + shift,
             p.block,
             p.tokens + tokens,
             p.carries,
-            f"{hex(values[p.message + shift])}:{p.block}",
+            f"{hex(new.value(p.message + shift))}:{p.block}",
             p.preset,
         )
         for p in reused_presets
         if found <= p.message < end
     ]
     return new
+
+
+def _move_pieces(run: _Run, new: _Run, found: int, end: int, shift: int, lift: int) -> None:
+    """
+    Add to *new* the pieces of *run*'s messages *found* to *end* (excluded),
+    moved by *shift* messages and lifted by *lift* more: a piece from
+    message *p* lifted by ``λ`` that now starts at ``q >= p``, after messages
+    whose chain values rose by *lift* from message *found* on, is lifted by
+    ``lift * B**(q - found) + λ * B**(q - p)`` (see :class:`_Run`).
+    """
+    starts, lifts = run.starts, run.lifts
+    piece = bisect.bisect_right(starts, found) - 1  # the piece holding message found (-1: none, not lifted)
+    pieces = [(found, 0)] if piece < 0 else []
+    pieces += zip(starts[max(piece, 0) :], lifts[max(piece, 0) :], strict=True)
+    for p, old in pieces:
+        if p >= end:
+            break
+        q = max(p, found)
+        moved = (lift * chain_power(q - found) + old * chain_power(q - p)) % _MODULUS
+        if moved or (new.lifts and new.lifts[-1]):  # a piece of no lift after none is no piece
+            new.starts.append(q + shift)
+            new.lifts.append(moved)
 
 
 def _extended(reused: Layout | None, count: int, size: int, more: _Run) -> Layout:

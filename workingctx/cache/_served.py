@@ -71,6 +71,7 @@ class Served:
     written_1h: int
     missed: int  # tokens a live entry held that no breakpoint's lookback reached
     expired: int  # tokens an expired entry held beyond what was read
+    known: int = 0  # tokens of the longest prefix an earlier request to the cache sent
 
 
 @attrs.define
@@ -87,8 +88,15 @@ class SimulatedCache:
     # message's chain key, the hex form of its chain value, ":" and the block),
     # for a walk to skip the others
     _heads: set[int] = attrs.field(factory=set, init=False, repr=False, eq=False)
+    # every prefix a request sent: an entry's key names a prefix sent, so a
+    # request's messages past the longest prefix sent before hold no entry
+    # (unless the cache was given entries of its own)
+    _sent: SentPrefixes = attrs.field(init=False, repr=False, eq=False)
+    _given: bool = attrs.field(default=False, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
+        self._given = bool(self.entries)
+        self._sent = SentPrefixes()  # defined below
         for key in self.entries:
             self._hold(key)
 
@@ -126,7 +134,7 @@ class SimulatedCache:
         else:
             self._write(position.key, _Entry(position.tokens, ttl, now))
 
-    def _beyond(self, layout: Sequence[Position], read: int, now: float) -> tuple[int, int]:
+    def _beyond(self, layout: Sequence[Position], read: int, now: float, bound: int | None) -> tuple[int, int]:
         """
         The tokens of the longest live entry of *layout* and of the longest
         expired one after it, where they exceed *read* (else 0): all a
@@ -140,7 +148,7 @@ class SimulatedCache:
         past = bisect_right(layout, read, TOKENS_OF)
         expired = 0
         if isinstance(layout, Layout):
-            return self._beyond_heads(layout, past, now)
+            return self._beyond_heads(layout, past, now, layout.message_count if bound is None else bound)
         for position in itertools.islice(reversed(layout), len(layout) - past):
             if position.key in entries:
                 entry = entries[position.key]
@@ -149,27 +157,30 @@ class SimulatedCache:
                 expired = expired or position.tokens
         return 0, expired
 
-    def _beyond_heads(self, layout: Layout, past: int, now: float) -> tuple[int, int]:
+    def _beyond_heads(self, layout: Layout, past: int, now: float, bound: int) -> tuple[int, int]:
         """
         :meth:`_beyond` over a :class:`Layout`, whose positions after *past*
         are read from its lists, and only where their message's chain value
-        holds an entry (none, most often, after a cut: a set intersection says so).
+        holds an entry (none, most often, after a cut: a set intersection
+        says so), of its first *bound* messages (past them none holds one).
         """
-        size, count, run = len(layout), layout.message_count, layout._run
-        if past >= size:
+        size, run, every = len(layout), layout._run, layout.message_count
+        count = min(every, bound)
+        if past >= size or run.messages[past] >= count:
             return 0, 0
         first = run.messages[past]
-        held = self._heads.intersection(run.values[first:count])
+        values = run.values_between(first, count)
+        held = self._heads.intersection(values)
         if not held:
             return 0, 0
         entries, lifetimes, tokens = self.entries, self.rules.lifetimes, run.tokens
-        values, firsts, blocks = run.values, run.firsts, run.blocks
+        firsts, blocks = run.firsts, run.blocks
         expired = 0
         for m in range(count - 1, first - 1, -1):
-            if values[m] not in held:
+            if values[m - first] not in held:
                 continue
-            head = hex(values[m])
-            end = firsts[m + 1] if m + 1 < count else size
+            head = hex(values[m - first])
+            end = firsts[m + 1] if m + 1 < every else size
             for i in range(end - 1, max(firsts[m], past) - 1, -1):
                 entry = entries.get(f"{head}:{blocks[i]}")
                 if entry is not None:
@@ -185,26 +196,33 @@ class SimulatedCache:
         layout = request._layout
         if not layout:
             return Served(0, 0, 0, 0, 0)
+        known, depth = self._sent.sent(layout)
+        # past the longest prefix sent before, no message holds an entry
+        bound = None if self._given else depth
         if not self.rules.explicit:
-            return self._implicit(layout, now)
+            return attrs.evolve(self._implicit(layout, now), known=known)
         marks = [(i, ttl) for i, p, ttl in marked_positions(request) if p.tokens >= self.minimum]
         key, tokens = _readers(layout)
         read = 0
         hit: str | None = None
         # A layout's position can hold an entry only where its message's chain value
-        # holds one (see _heads): the others are passed without making their keys.
-        heads = self._heads if isinstance(layout, Layout) else None
-        values, of_message = (layout._run.values, layout._run.messages) if isinstance(layout, Layout) else ([], [])
+        # holds one (see _heads), within the bound: the others are passed without making their keys.
+        heads = self._heads
+        run, last = (
+            (layout._run, layout.message_count if bound is None else bound) if isinstance(layout, Layout) else (None, 0)
+        )
         for at, _ttl in marks:
             # Each breakpoint looks back for the nearest live entry; the longest found is read.
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
-                if heads is not None and values[of_message[j]] not in heads:
-                    continue
+                if run is not None:
+                    m = run.messages[j]
+                    if m >= last or run.value(m) not in heads:
+                        continue
                 if self._live(key(j), now) is not None:
                     if tokens(j) > read:
                         read, hit = tokens(j), key(j)
                     break
-        reachable, expired = self._beyond(layout, read, now)
+        reachable, expired = self._beyond(layout, read, now, bound)
         end = max((tokens(i) for i, _ in marks), default=0)
         end_1h = max((tokens(i) for i, ttl in marks if ttl == "1h"), default=0)
         written_1h = max(0, end_1h - read)
@@ -214,7 +232,12 @@ class SimulatedCache:
         for i, ttl in marks:
             self._keep(layout[i], ttl, now)
         return Served(
-            read, written - written_1h, written_1h, max(0, reachable - read), max(0, expired - max(read, reachable))
+            read,
+            written - written_1h,
+            written_1h,
+            max(0, reachable - read),
+            max(0, expired - max(read, reachable)),
+            known,
         )
 
     def _implicit(self, layout: Sequence[Position], now: float) -> Served:
@@ -258,10 +281,10 @@ def seen_before(layout: Sequence[Position], seen: set[int]) -> int:
     """
     if isinstance(layout, Layout):
         run = layout._run
-        values, messages, size = run.values, run.messages, len(layout)
-        held = _prefix_where(size, lambda i: values[messages[i]] in seen)
+        value, messages, size = run.value, run.messages, len(layout)
+        held = _prefix_where(size, lambda i: value(messages[i]) in seen)
         if held < size:
-            seen.update(values[messages[held] : layout.message_count])  # the messages after the held prefix
+            seen.update(run.values_between(messages[held], layout.message_count))  # the messages after the held prefix
         return run.tokens[held - 1] if held else 0
     held = _prefix_where(len(layout), lambda i: _chain_value(layout[i].key) in seen)
     seen.update({_chain_value(position.key) for position in layout[held:]})
@@ -328,15 +351,23 @@ class SentPrefixes:
         The tokens of the longest prefix of *layout* an earlier request sent
         (what :func:`seen_before` gives), and add *layout*'s prefixes.
         """
+        return self.sent(layout)[0]
+
+    def sent(self, layout: Sequence[Position]) -> tuple[int, int | None]:
+        """
+        :meth:`known`, with how many messages of *layout* that prefix holds
+        (None when it is not told: after a request laid out otherwise than
+        as a :class:`~workingctx.cache._layout.Layout`).
+        """
         if not layout:
-            return 0
+            return 0, None
         if self._seen is None and not isinstance(layout, Layout):
             self._seen = self._every_value()
         if self._seen is not None:
-            return seen_before(layout, self._seen)
+            return seen_before(layout, self._seen), None
         assert isinstance(layout, Layout)  # noqa: S101  # told above
         run, count = layout._run, layout.message_count
-        values = run.values
+        value = run.value
         last, self._last = self._last, None
         if last is not None and last[0] is run and last[1] <= count:
             # The request holds the last one (a run's lists only grow in place), which ended a
@@ -346,20 +377,20 @@ class SentPrefixes:
                 self._extend(ended, self._pieces(layout, depth), count)
             self._last = (run, count, ended)
             held = bisect.bisect_left(run.messages, depth, 0, len(layout))
-            return run.tokens[held - 1] if held else 0
+            return (run.tokens[held - 1] if held else 0), depth
         edges, depth = self._root, 0
         while True:
-            edge = edges.get(values[depth]) if depth < count else None
+            edge = edges.get(value(depth)) if depth < count else None
             if edge is None:
                 if depth < count:
-                    edges[values[depth]] = leaf = _Edge(depth, count, self._pieces(layout, depth))
+                    edges[value(depth)] = leaf = _Edge(depth, count, self._pieces(layout, depth))
                     self._last = (run, count, leaf)
                 break
             top = min(edge.end, count)
             low, high = depth + 1, top  # values agree at depth (the edge's key) and are searched after it
             while low < high:
                 middle = (low + high) // 2
-                if self._value(edge, middle) == values[middle]:
+                if self._value(edge, middle) == value(middle):
                     low = middle + 1
                 else:
                     high = middle
@@ -367,7 +398,7 @@ class SentPrefixes:
             if depth < edge.end:  # the request parts from the edge inside it (or ends there)
                 if depth < count:
                     leaf = _Edge(depth, count, self._pieces(layout, depth))
-                    self._split(edge, depth, values[depth], leaf)
+                    self._split(edge, depth, value(depth), leaf)
                     self._last = (run, count, leaf)
                 break
             if edge.child is not None:
@@ -378,7 +409,7 @@ class SentPrefixes:
                 self._last = (run, count, edge)
             break
         held = bisect.bisect_left(run.messages, depth, 0, len(layout))
-        return run.tokens[held - 1] if held else 0
+        return (run.tokens[held - 1] if held else 0), depth
 
     def _value(self, edge: _Edge, message: int) -> int:
         """
@@ -435,7 +466,7 @@ class SentPrefixes:
                     more,
                 )
             if index != previous + 1:
-                pieces.append((m, index, self._lift(run.values, m, index)))
+                pieces.append((m, index, self._lift(run.value, m, index)))
             previous = index + length - 1
             m += length
         return pieces
@@ -447,8 +478,8 @@ class SentPrefixes:
         self._at[id(message)] = index
         return index
 
-    def _lift(self, values: list[int], first: int, at: int) -> int:
-        before = values[first - 1] if first else chain_root()
+    def _lift(self, value: Callable[[int], int], first: int, at: int) -> int:
+        before = value(first - 1) if first else chain_root()
         return (before - (self._chain[at - 1] if at else chain_root())) % chain_modulus()
 
     def _every_value(self) -> set[int]:

@@ -17,7 +17,7 @@ from workingctx.cache._layout import per_message
 from workingctx.cache._plan import Breakpoint, CachePlan, laid_out, last_carrying, plan
 from workingctx.cache._report import request_tokens, sent_usage
 from workingctx.cache._rules import rules_for
-from workingctx.cache._served import SentPrefixes, SimulatedCache, checked_seconds
+from workingctx.cache._served import SimulatedCache, checked_seconds
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.messages import Message, Usage
@@ -300,7 +300,6 @@ def simulate(
     served = SimulatedCache(rules, rules.minimum_for(model))
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
-    sent = SentPrefixes()  # every prefix an earlier request sent, for the best cost
     now = 0.0
     for message in _flatten(turns):
         if message.role == "assistant":
@@ -314,7 +313,7 @@ def simulate(
             total = request_tokens(made)
             paid = sent_usage(total, result)
             usage = attrs.evolve(paid, output_tokens=output)
-            known = sent.known(made._layout)
+            known = result.known  # what an earlier request sent, for the best cost
             requests.append(
                 SimulatedRequest(
                     usage=usage,
