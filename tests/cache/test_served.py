@@ -393,7 +393,9 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
     simulation's other strategies, with gaps past five minutes and past an hour), plans
     place the breakpoints, and refuse the requests, that walking maps of every position
     did; the explicit cache's searches serve each request as walking every position did,
-    entry for entry; and a hand-made breakpoint is refused for the same rule.
+    entry for entry, whether or not it bounds its walk by the prefixes sent before, and
+    says what an earlier request sent as a set of every prefix does; and a hand-made
+    breakpoint is refused for the same rule.
     """
     from workingctx.cache._rules import rules_for  # noqa: PLC0415  # the private parts under test
     from workingctx.cache._served import SimulatedCache, seen_before  # noqa: PLC0415
@@ -404,6 +406,7 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
         SimulatedCache(rules, rules.minimum_for(model)),
         _WalkedExplicitCache(rules, rules.minimum_for(model)),
     )
+    unbounded = SimulatedCache(rules, rules.minimum_for(model), prefixes=False)  # walks every message
     ctx = _context(1_200, [])
     now, turn = 0.0, 0
     previous: CachePlan | None = None
@@ -432,6 +435,7 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
         *usage, known = attrs.astuple(served)
         assert walked.send(made, now) == tuple(usage)
         assert seen_before(made._layout, seen) == known
+        assert attrs.evolve(unbounded.send(made, now), known=known) == served
         assert {k: [e.tokens, e.ttl, e.used] for k, e in ours.entries.items()} == walked.entries
         previous = made
 

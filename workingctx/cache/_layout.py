@@ -498,7 +498,10 @@ def keys(layout: Sequence[Position]) -> Iterator[str]:
     The key of every position of *layout*, in order.
     """
     if isinstance(layout, Layout):
-        return map(layout.key, range(len(layout)))
+        # each message's chain key made once, for all its blocks
+        run, size = layout._run, layout._size
+        heads = list(map(hex, run.values_between(0, layout._count)))
+        return map("{}:{}".format, map(heads.__getitem__, run.messages[:size]), run.blocks[:size])
     return (position.key for position in layout)
 
 

@@ -105,7 +105,7 @@ def report(
     wait = checked_seconds(elapsed, "elapsed")
     before = _as_plan(previous, provider, model, None, counter)
     after = _as_plan(current, provider, model, before, counter)
-    cache = SimulatedCache(rules, rules.minimum_for(model))
+    cache = SimulatedCache(rules, rules.minimum_for(model), prefixes=False)
     cache.send(before, 0.0)
     served = cache.send(after, wait)
     held = set(keys(before._layout))

@@ -84,6 +84,8 @@ class SimulatedCache:
     rules: CacheRules
     minimum: int
     entries: dict[str, _Entry] = attrs.Factory(dict)
+    # keep every prefix sent: what Served.known says, and the walk's bound (a report of two requests needs neither)
+    prefixes: bool = attrs.field(default=True, kw_only=True)
     # the chain values of the messages whose blocks hold entries (a key is its
     # message's chain key, the hex form of its chain value, ":" and the block),
     # for a walk to skip the others
@@ -91,12 +93,12 @@ class SimulatedCache:
     # every prefix a request sent: an entry's key names a prefix sent, so a
     # request's messages past the longest prefix sent before hold no entry
     # (unless the cache was given entries of its own)
-    _sent: SentPrefixes = attrs.field(init=False, repr=False, eq=False)
+    _sent: SentPrefixes | None = attrs.field(init=False, repr=False, eq=False)
     _given: bool = attrs.field(default=False, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         self._given = bool(self.entries)
-        self._sent = SentPrefixes()  # defined below
+        self._sent = SentPrefixes() if self.prefixes else None  # defined below
         for key in self.entries:
             self._hold(key)
 
@@ -196,7 +198,7 @@ class SimulatedCache:
         layout = request._layout
         if not layout:
             return Served(0, 0, 0, 0, 0)
-        known, depth = self._sent.sent(layout)
+        known, depth = self._sent.sent(layout) if self._sent is not None else (0, None)
         # past the longest prefix sent before, no message holds an entry
         bound = None if self._given else depth
         if not self.rules.explicit:
