@@ -372,6 +372,40 @@ def test_a_front_cut_again_and_again_keeps_the_chain_numbers_and_one_piece():
         previous = made
 
 
+@given(reads=st.lists(st.tuples(st.booleans(), st.integers(0, 80), st.integers(0, 80), st.integers(0, 3)), max_size=30))
+def test_a_cut_run_reads_each_chain_value_as_laid_out_alone_in_any_order(reads):
+    """
+    Property: the chain values of a run cut at the front (lifted as they are
+    read, and kept) read one at a time or over any range, in any order, with
+    the run grown in place between reads, are those of the request laid out
+    alone.
+    """
+    from workingctx.cache import _layout  # noqa: PLC0415  # the private parts under test
+    from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
+
+    counter = ApproxTokenCounter()
+    system = Message.system("Be brief.")
+    messages = [Message.user(f"question {i}", id=i) for i in range(200)]
+    first, presets = _layout.lay_out([system, *messages[:60]], counter)
+    request = [system, *messages[5:60]]
+    layout, _ = _layout.lay_out(request, counter, first, 1, presets)
+    run = layout._run
+    assert run.starts  # lifted
+    added = 60
+    for single, start, stop, grow in reads:
+        if grow:  # the next request appends in place to the run
+            request = [*request, *messages[added : added + grow]]
+            layout, _ = _layout.lay_out(request, counter, layout, len(request) - grow, ())
+            assert layout._run is run
+            added += grow
+        expected = [int(_layout.layout_key(request[: m + 1]), 16) for m in range(len(request))]
+        low, high = min(start, len(request)), min(stop, len(request))
+        if single:
+            assert [run.value(m) for m in range(low, high)] == expected[low:high]
+        else:
+            assert run.values_between(low, high) == expected[low:high]
+
+
 def test_a_layout_refuses_an_index_out_of_range():
     from workingctx.cache._layout import lay_out  # noqa: PLC0415  # the private parts under test
     from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415

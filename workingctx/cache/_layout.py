@@ -310,9 +310,14 @@ class _Run:
     before the first piece are not lifted. A message appended after the last
     piece goes on with that piece: its number is chained from the number
     before it, as its value would be from the value before it.
+
+    A run with pieces keeps the values it has lifted (``lifted``, None where
+    not read yet), so each is lifted once however many requests read it.
     """
 
-    __slots__ = ("blocks", "ends", "facts", "firsts", "lifts", "messages", "sources", "starts", "tokens", "values")
+    __slots__ = (
+        "blocks", "ends", "facts", "firsts", "lifted", "lifts", "messages", "sources", "starts", "tokens", "values"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.values: list[int] = []  # chain numbers
@@ -325,28 +330,51 @@ class _Run:
         self.facts: list[tuple[bool, TTL | None]] = []
         self.starts: list[int] = []  # the first message of each piece, ascending
         self.lifts: list[int] = []  # the lift of each piece
+        self.lifted: list[int | None] | None = None  # with pieces: each message's value once lifted, else None
 
     def value(self, message: int) -> int:
         """
         The chain value of the request through *message*.
         """
+        lifted = self.lifted
+        if lifted is None:
+            return self.values[message]
+        if message < len(lifted):  # the run may have just grown its numbers, not yet this list
+            found = lifted[message]
+            if found is not None:
+                return found
         number = self.values[message]
         starts = self.starts
-        if not starts or message < starts[0]:
+        if message < starts[0]:
             return number
         piece = bisect.bisect_right(starts, message) - 1
         lift = self.lifts[piece]
-        return (lift * chain_power(message - starts[piece] + 1) + number) % _MODULUS if lift else number
+        value = (lift * chain_power(message - starts[piece] + 1) + number) % _MODULUS if lift else number
+        if message < len(lifted):
+            lifted[message] = value  # the same value whichever thread writes it
+        return value
 
     def values_between(self, low: int, high: int) -> list[int]:
         """
         The chain values of the requests through messages *low* to *high*
         (excluded), piece by piece, without a Python call per message.
         """
-        values = self.values
-        starts = self.starts
-        if not starts or high <= starts[0]:
-            return values[low:high]
+        lifted = self.lifted
+        if lifted is None:
+            return self.values[low:high]
+        kept = lifted[low:high]
+        if len(kept) < high - low:  # the run has just grown its numbers, not yet this list
+            return self._lift_between(low, high)
+        try:
+            start = low + kept.index(None)  # those before it are lifted already (most often, all but the newest)
+        except ValueError:
+            return kept  # type: ignore[return-value]  # no None in it
+        out = self._lift_between(start, high)
+        lifted[start:high] = out  # the same values whichever thread writes them, the length unchanged
+        return [*kept[: start - low], *out]  # type: ignore[list-item]  # lifted before start
+
+    def _lift_between(self, low: int, high: int) -> list[int]:
+        values, starts = self.values, self.starts
         out: list[int] = []
         bounds = [*starts, high]
         piece = max(bisect.bisect_right(starts, low) - 1, -1)
@@ -370,6 +398,14 @@ class _Run:
         """
         return (self.starts[-1], self.lifts[-1]) if self.starts else (0, 0)
 
+    def lift(self, head: list[int | None] | None, moved: int) -> None:
+        """
+        Keep the values lifted of a new run with pieces: those of its first
+        messages, *head* (None: they are its numbers), then *moved* not read yet.
+        """
+        if self.starts:
+            self.lifted = (self.values[: len(self.values) - moved] if head is None else head) + [None] * moved
+
     def cut(self, count: int, size: int) -> _Run:
         """
         A new run holding the first *count* messages and *size* positions of this one.
@@ -381,6 +417,8 @@ class _Run:
         run.tokens, run.facts = self.tokens[:size], self.facts[:size]
         kept = bisect.bisect_left(self.starts, count)
         run.starts, run.lifts = self.starts[:kept], self.lifts[:kept]
+        if kept and self.lifted is not None:
+            run.lifted = self.lifted[:count]
         return run
 
     def extend(self, more: _Run) -> None:
@@ -395,6 +433,8 @@ class _Run:
         self.blocks += more.blocks
         self.tokens += more.tokens
         self.facts += more.facts
+        if self.lifted is not None:
+            self.lifted += itertools.repeat(None, len(more.values))
 
 
 class Layout(Sequence[Position]):
@@ -709,6 +749,7 @@ def _shifted(
     new = run.cut(count, low)
     new.values += run.values[found:end]  # the chain numbers as they were: the moved pieces lift them
     _move_pieces(run, new, found, end, shift, lift)
+    new.lift(new.lifted, moved)
     # each list shifted by C-level maps (a comprehension costs a third more)
     add, repeat = operator.add, itertools.repeat
     new.ends += map(add, run.ends[found:end], repeat(tokens))
