@@ -89,6 +89,8 @@ def _check_ttl_order(where: str, marks: Sequence[tuple[tuple[int, int], TTL]]) -
 
 
 def _breakpoints(value: Iterable[Breakpoint]) -> tuple[Breakpoint, ...]:
+    if type(value) is tuple and all(type(point) is Breakpoint for point in value):
+        return value  # what plan() gives: checked without the protocol checks below
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         raise _checks.wrong_type(value, "breakpoints", "a sequence of Breakpoint values")
     points = tuple(value)
@@ -474,7 +476,7 @@ def plan(
         at = (point.message, point.block)
         ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
         seen_5m = seen_5m or ttl == "5m"
-        ordered.append(attrs.evolve(point, ttl=ttl))
+        ordered.append(point if ttl == point.ttl else Breakpoint(point.message, point.block, ttl, point.tokens))
     return laid.made(tuple(ordered))
 
 

@@ -121,13 +121,14 @@ def request_tokens(request: CachePlan) -> int:
     return request._layout[-1].tokens if request._layout else request.total_tokens
 
 
-def sent_usage(total: int, served: Served) -> Usage:
+def sent_usage(total: int, served: Served, output: int = 0) -> Usage:
     """
-    The input usage of a request of *total* tokens the cache served as *served*.
+    The usage of a request of *total* input tokens the cache served as *served*, with *output* tokens out.
     """
     written = served.written_5m + served.written_1h
     return Usage(
         input_tokens=max(0, total - served.read - written),
+        output_tokens=output,
         cache_read_tokens=served.read,
         cache_write_tokens=written,
         cache_write_1h_tokens=served.written_1h,

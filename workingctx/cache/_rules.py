@@ -60,6 +60,10 @@ def _lifetimes(value: object) -> Mapping[str, int]:
     return FrozenDict(value)
 
 
+_KEPT_MINIMUMS = 256
+"""How many model names a :class:`CacheRules` keeps the minimum of."""
+
+
 @attrs.frozen
 class CacheRules:
     """
@@ -100,6 +104,8 @@ class CacheRules:
     read_multiplier: Decimal = Decimal("0.1")
     write_multipliers: Mapping[str, Decimal] = attrs.field(factory=_no_write_charge, converter=_read_only)
     lifetimes: Mapping[str, int] = attrs.field(factory=_five_minutes, converter=_lifetimes)
+    # minimum_for's answer by model name, as it is asked (the rules never change)
+    _minimums: dict[str, int] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         missing = [ttl for ttl in self.ttls if ttl not in self.lifetimes]
@@ -117,13 +123,19 @@ class CacheRules:
         >>> RULES["anthropic"].minimum_for("claude-opus-4-6-20260101")
         4096
         """
+        found = self._minimums.get(model) if type(model) is str else None
+        if found is not None:
+            return found
         _checks.check_instance(model, "model", str, "a str")
         name = model.rsplit("/", 1)[-1]
         best = ""
         for prefix in self.minimum_tokens:
             if name.startswith(prefix) and len(prefix) > len(best):
                 best = prefix
-        return self.minimum_tokens[best] if best else self.default_minimum
+        found = self.minimum_tokens[best] if best else self.default_minimum
+        if len(self._minimums) < _KEPT_MINIMUMS:
+            self._minimums[model] = found
+        return found
 
 
 RULES: Mapping[str, CacheRules] = MappingProxyType(

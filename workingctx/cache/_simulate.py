@@ -312,7 +312,7 @@ def simulate(
             output = message.usage.output_tokens if message.usage is not None else count(message)
             total = request_tokens(made)
             paid = sent_usage(total, result)
-            usage = attrs.evolve(paid, output_tokens=output)
+            usage = sent_usage(total, result, output)
             known = result.known  # what an earlier request sent, for the best cost
             requests.append(
                 SimulatedRequest(
