@@ -38,6 +38,7 @@ __all__ = [
     "find_position",
     "is_layout_key",
     "keys",
+    "last_tokens",
     "lay_out",
     "layout_key",
     "per_message",
@@ -531,6 +532,15 @@ class Layout(Sequence[Position]):
 
     def __repr__(self) -> str:
         return f"Layout({list(self)!r})"
+
+
+def last_tokens(layout: Sequence[Position]) -> int:
+    """
+    The request tokens through the last position of *layout* (0 for none), without making the position.
+    """
+    if isinstance(layout, Layout):
+        return layout._run.tokens[layout._size - 1] if layout._size else 0
+    return layout[-1].tokens if layout else 0
 
 
 def keys(layout: Sequence[Position]) -> Iterator[str]:

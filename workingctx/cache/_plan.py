@@ -23,6 +23,7 @@ from workingctx.cache._layout import (
     cache_blocks,
     find_position,
     is_layout_key,
+    last_tokens,
     lay_out,
 )
 from workingctx.cache._rules import TTL, TTL_ORDER, CacheRules, rules_for
@@ -169,15 +170,15 @@ class CachePlan:
                 raise CacheRuleError(msg)
             if self._layout:
                 found = find_position(self._layout, point.message, point.block)
-                position = None if found is None else self._layout[found]
-                if position is None or not position.carries:
+                facts = None if found is None else _facts_at(self._layout, found)
+                if facts is None or not facts[0]:
                     msg = (
                         f"{where}: message {point.message} block {point.block} cannot carry a breakpoint "
                         "(missing, empty text, thinking, citation, audio, video, data or a provider block); "
                         "put it on the last text, image, document, tool call or tool result before it"
                     )
                     raise CacheRuleError(msg)
-                if position.preset is not None:
+                if facts[1] is not None:
                     msg = f"{where}: message {point.message} block {point.block} already carries a breakpoint"
                     raise CacheRuleError(msg)
             previous = point
@@ -223,6 +224,16 @@ class CachePlan:
         for m, marked in self.marks().items():
             checked[m] = _marked_message(checked[m], marked)
         return checked
+
+
+def _facts_at(layout: Sequence[Position], index: int) -> tuple[bool, TTL | None]:
+    """
+    Whether the block at *index* of *layout* can carry a breakpoint, and the lifetime of one it carries.
+    """
+    if isinstance(layout, Layout):
+        return layout._run.facts[index]
+    position = layout[index]
+    return position.carries, position.preset
 
 
 def last_carrying(layout: Sequence[Position], end: int) -> Position | None:
@@ -512,7 +523,7 @@ class LaidOut(NamedTuple):
             breakpoints if explicit else (),
             automatic=self.automatic if explicit else True,
             cache_key=None if explicit or self.provider != "openai" else f"workingctx-{self.prefix_digest[:32]}",
-            total_tokens=layout[-1].tokens if layout else 0,
+            total_tokens=last_tokens(layout),
             prefix_messages=self.prefix_count,
             _layout=layout,
             _signature=self.signature,

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import attrs
 
-from workingctx.cache._layout import keys
+from workingctx.cache._layout import keys, last_tokens
 from workingctx.cache._plan import CachePlan, plan
 from workingctx.cache._rules import rules_for
 from workingctx.cache._served import Served, SimulatedCache, checked_seconds
@@ -118,7 +118,7 @@ def request_tokens(request: CachePlan) -> int:
     """
     The input tokens of *request*: a plan built by hand may leave total_tokens out, its layout knows them.
     """
-    return request._layout[-1].tokens if request._layout else request.total_tokens
+    return last_tokens(request._layout) if request._layout else request.total_tokens
 
 
 def sent_usage(total: int, served: Served, output: int = 0) -> Usage:

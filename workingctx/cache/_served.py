@@ -124,17 +124,17 @@ class SimulatedCache:
             return None
         return entry
 
-    def _keep(self, position: Position, ttl: TTL, now: float) -> None:
+    def _keep(self, key: str, tokens: int, ttl: TTL, now: float) -> None:
         """
-        Write the entry ending at *position* for *ttl*, or renew the live one
-        there for its own lifetime (renewing is not billed, so it does not
-        lengthen the entry).
+        Write the entry of *key*, holding *tokens*, for *ttl*, or renew the
+        live one there for its own lifetime (renewing is not billed, so it
+        does not lengthen the entry).
         """
-        entry = self._live(position.key, now)
+        entry = self._live(key, now)
         if entry is not None:
             entry.used = now
         else:
-            self._write(position.key, _Entry(position.tokens, ttl, now))
+            self._write(key, _Entry(tokens, ttl, now))
 
     def _beyond(self, layout: Sequence[Position], read: int, now: float, bound: int | None) -> tuple[int, int]:
         """
@@ -232,7 +232,7 @@ class SimulatedCache:
         if hit is not None:
             self.entries[hit].used = now
         for i, ttl in marks:
-            self._keep(layout[i], ttl, now)
+            self._keep(key(i), tokens(i), ttl, now)
         return Served(
             read,
             written - written_1h,
