@@ -297,10 +297,11 @@ class _Run:
     """
     The lists behind the layouts of a growing run, which only grow in place:
     for each message, its chain number (see below), the request tokens
-    through it, the index of its first position and the message itself; for
-    each position, its message, its block, the request tokens through it and
-    its block's facts (whether it can carry a breakpoint, and the lifetime of
-    one it carries).
+    through it and the message itself; for each position, its message, its
+    block, the request tokens through it and its block's facts (whether it
+    can carry a breakpoint, and the lifetime of one it carries). A message's
+    positions are its blocks, in order: the first of message *m* is where a
+    binary search of the positions' messages finds *m*.
 
     The chain value of the request through a message (its chain key is the
     hex form, made when a key is read) is its chain number, lifted by the
@@ -317,13 +318,12 @@ class _Run:
     """
 
     __slots__ = (
-        "blocks", "ends", "facts", "firsts", "lifted", "lifts", "messages", "sources", "starts", "tokens", "values"
+        "blocks", "ends", "facts", "lifted", "lifts", "messages", "sources", "starts", "tokens", "values"
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.values: list[int] = []  # chain numbers
         self.ends: list[int] = []
-        self.firsts: list[int] = []
         self.sources: list[Message] = []
         self.messages: list[int] = []
         self.blocks: list[int] = []
@@ -413,7 +413,7 @@ class _Run:
         """
         run = _Run()
         run.values, run.ends = self.values[:count], self.ends[:count]
-        run.firsts, run.sources = self.firsts[:count], self.sources[:count]
+        run.sources = self.sources[:count]
         run.messages, run.blocks = self.messages[:size], self.blocks[:size]
         run.tokens, run.facts = self.tokens[:size], self.facts[:size]
         kept = bisect.bisect_left(self.starts, count)
@@ -428,7 +428,6 @@ class _Run:
         """
         self.values += more.values
         self.ends += more.ends
-        self.firsts += more.firsts
         self.sources += more.sources
         self.messages += more.messages
         self.blocks += more.blocks
@@ -655,14 +654,14 @@ def lay_out(
         start, lift = base.last_piece()
     elif old is not None and count:
         at, run = count, old._run
-        size = run.firsts[count] if count < old._count else old._size
+        size = bisect.bisect_left(run.messages, count, 0, old._size)  # the first position of message count
         before, value = run.ends[count - 1], run.values[count - 1]
         piece = bisect.bisect_left(run.starts, count) - 1  # the piece the messages after the first count go on with
         start, lift = (run.starts[piece], run.lifts[piece]) if piece >= 0 else (0, 0)
     else:
         at, size, before, value, start, lift = count, 0, 0, _ROOT, 0, 0
     more = _Run()
-    values, ends, firsts = more.values, more.ends, more.firsts
+    values, ends = more.values, more.ends
     of_message, of_block, through, facts = more.messages, more.blocks, more.tokens, more.facts
     more.sources = rest
     tokens_of = per_message(counter)
@@ -673,7 +672,6 @@ def lay_out(
         digest, blocks, marked = _shape(message)
         value = (value * base_value + int(digest[:32], 16)) % modulus  # _chained, inlined
         values.append(value)
-        firsts.append(first)
         width = len(blocks)
         if width == 1:
             of_message.append(m)
@@ -751,9 +749,11 @@ def _shifted(
     """
     run = reused._run
     end = found + moved
-    low, start = run.firsts[count], run.firsts[found]
-    stop = run.firsts[end] if end < reused._count else reused._size
-    shift, place = count - found, low - start
+    messages, size = run.messages, reused._size
+    # the first positions of messages count, found and end (a message's positions are its blocks, in order)
+    low, start = bisect.bisect_left(messages, count, 0, size), bisect.bisect_left(messages, found, 0, size)
+    stop = bisect.bisect_left(messages, end, start, size)
+    shift = count - found
     tokens = (run.ends[count - 1] if count else 0) - (run.ends[found - 1] if found else 0)
     lift = ((run.value(count - 1) if count else _ROOT) - (run.value(found - 1) if found else _ROOT)) % _MODULUS
     new = run.cut(count, low)
@@ -763,7 +763,6 @@ def _shifted(
     # each list shifted by C-level maps (a comprehension costs a third more)
     add, repeat = operator.add, itertools.repeat
     new.ends += map(add, run.ends[found:end], repeat(tokens))
-    new.firsts += map(add, run.firsts[found:end], repeat(place))
     new.sources += run.sources[found:end]
     new.messages += map(add, run.messages[start:stop], repeat(shift))
     new.blocks += run.blocks[start:stop]

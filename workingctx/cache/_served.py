@@ -176,14 +176,16 @@ class SimulatedCache:
         if not held:
             return 0, 0
         entries, lifetimes, tokens = self.entries, self.rules.lifetimes, run.tokens
-        firsts, blocks = run.firsts, run.blocks
+        messages, blocks = run.messages, run.blocks
         expired = 0
         for m in range(count - 1, first - 1, -1):
             if values[m - first] not in held:
                 continue
             head = hex(values[m - first])
-            end = firsts[m + 1] if m + 1 < every else size
-            for i in range(end - 1, max(firsts[m], past) - 1, -1):
+            # the message's positions: its blocks, in order
+            low = bisect.bisect_left(messages, m, past, size)
+            end = bisect.bisect_left(messages, m + 1, low, size)
+            for i in range(end - 1, low - 1, -1):
                 entry = entries.get(f"{head}:{blocks[i]}")
                 if entry is not None:
                     if now - entry.used <= lifetimes[entry.ttl]:
