@@ -281,7 +281,8 @@ def test_a_layout_reads_what_positions_made_one_by_one_hold(first, kept, more, a
             assert [attrs.astuple(p) for p in layout] == [tuple(e) for e in expected]
             assert [attrs.astuple(p) for p in found_presets] == [tuple(e) for e in expected if e[5] is not None]
             assert list(keys(layout)) == [e[4] for e in expected]
-            assert layout.tokens()[: len(layout)] == [e[2] for e in expected]
+            assert [layout.token(i) for i in range(len(layout))] == [e[2] for e in expected]
+            assert [layout.message_at(i) for i in range(len(layout))] == [e[0] for e in expected]
             assert layout.message_count == len(request)
             assert [layout.head(m) for m, _ in enumerate(request) if any(e[0] == m for e in expected)] == [
                 e[4].rpartition(":")[0] for e in expected if e[1] == 0
@@ -345,12 +346,13 @@ def test_a_cut_front_lays_out_only_the_messages_after_the_run_it_shares(monkeypa
     assert list(previous) == held
 
 
-def test_a_front_cut_again_and_again_keeps_the_chain_numbers_and_one_piece():
+def test_a_front_cut_again_and_again_keeps_the_lists_and_one_piece():
     """
     A run cut at the front at every request and grown at its end keeps the
-    chain numbers its messages had (the cut moves them, computing nothing per
-    message) and one lifted piece however many cuts came before, and every
-    layout equals the one laid out alone, keys included.
+    chain numbers, token ends and positions' tokens and messages its moved
+    messages had (the cut copies them, computing nothing per message or
+    block: the run's bases move instead) and one lifted piece however many
+    cuts came before, and every layout equals the one laid out alone, keys included.
     """
     from workingctx.cache import _layout  # noqa: PLC0415  # the private parts under test
     from workingctx.tokens import ApproxTokenCounter  # noqa: PLC0415
@@ -365,6 +367,9 @@ def test_a_front_cut_again_and_again_keeps_the_chain_numbers_and_one_piece():
         made, presets = _layout.lay_out(request, counter, previous, 1, presets)
         run, before = made._run, previous._run
         assert run.values[1:-2] == before.values[3 : previous.message_count]
+        assert run.ends[1:-2] == before.ends[3 : previous.message_count]
+        assert run.tokens[1:-2] == before.tokens[3 : len(previous)]  # one block a message
+        assert run.messages[1:-2] == before.messages[3 : len(previous)]
         assert len(run.starts) == 1
         alone, _ = _layout.lay_out(request, counter)
         assert list(made) == list(alone)

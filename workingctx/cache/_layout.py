@@ -315,10 +315,16 @@ class _Run:
 
     A run with pieces keeps the values it has lifted (``lifted``, None where
     not read yet), so each is lifted once however many requests read it.
+
+    The lists of tokens (a message's end, a position's tokens) and of
+    positions' messages hold each value less the run's ``token_base`` and
+    ``message_base``: a cut moves the bases, and copies the lists of the
+    messages it moves as they are.
     """
 
     __slots__ = (
-        "blocks", "ends", "facts", "lifted", "lifts", "messages", "sources", "starts", "tokens", "values"
+        "blocks", "ends", "facts", "lifted", "lifts", "message_base", "messages", "sources", "starts", "token_base",
+        "tokens", "values",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -332,6 +338,9 @@ class _Run:
         self.starts: list[int] = []  # the first message of each piece, ascending
         self.lifts: list[int] = []  # the lift of each piece
         self.lifted: list[int | None] | None = None  # with pieces: each message's value once lifted, else None
+        # the lists of tokens (ends, tokens) and of positions' messages hold each value less these
+        self.token_base = 0
+        self.message_base = 0
 
     def value(self, message: int) -> int:
         """
@@ -412,6 +421,7 @@ class _Run:
         A new run holding the first *count* messages and *size* positions of this one.
         """
         run = _Run()
+        run.token_base, run.message_base = self.token_base, self.message_base
         run.values, run.ends = self.values[:count], self.ends[:count]
         run.sources = self.sources[:count]
         run.messages, run.blocks = self.messages[:size], self.blocks[:size]
@@ -424,7 +434,8 @@ class _Run:
 
     def extend(self, more: _Run) -> None:
         """
-        Append *more*, whose chain numbers go on from this run's last one (*more* has no pieces).
+        Append *more*, whose chain numbers go on from this run's last one, and
+        whose tokens and messages are less this run's bases (*more* has no pieces).
         """
         self.values += more.values
         self.ends += more.ends
@@ -480,19 +491,28 @@ class Layout(Sequence[Position]):
         The key of the position at *index* (``layout[index].key``, without making the position).
         """
         run = self._run
-        return f"{hex(run.value(run.messages[index]))}:{run.blocks[index]}"
+        return f"{hex(run.value(run.messages[index] + run.message_base))}:{run.blocks[index]}"
 
-    def tokens(self) -> list[int]:
+    def token(self, index: int) -> int:
         """
-        The request tokens through each position, in order (a list that may run on past the layout).
+        The request tokens through the position at *index* (``layout[index].tokens``, without making the position).
         """
-        return self._run.tokens
+        run = self._run
+        return run.tokens[index] + run.token_base
+
+    def message_at(self, index: int) -> int:
+        """
+        The message of the position at *index* (``layout[index].message``, without making the position).
+        """
+        run = self._run
+        return run.messages[index] + run.message_base
 
     def _position(self, index: int) -> Position:
         run = self._run
-        message, block = run.messages[index], run.blocks[index]
+        message, block = run.messages[index] + run.message_base, run.blocks[index]
         carries, preset = run.facts[index]
-        return _made(message, block, run.tokens[index], carries, f"{hex(run.value(message))}:{block}", preset)
+        tokens = run.tokens[index] + run.token_base
+        return _made(message, block, tokens, carries, f"{hex(run.value(message))}:{block}", preset)
 
     def __len__(self) -> int:
         return self._size
@@ -538,7 +558,7 @@ def last_tokens(layout: Sequence[Position]) -> int:
     The request tokens through the last position of *layout* (0 for none), without making the position.
     """
     if isinstance(layout, Layout):
-        return layout._run.tokens[layout._size - 1] if layout._size else 0
+        return layout.token(layout._size - 1) if layout._size else 0
     return layout[-1].tokens if layout else 0
 
 
@@ -550,7 +570,8 @@ def keys(layout: Sequence[Position]) -> Iterator[str]:
         # each message's chain key made once, for all its blocks
         run, size = layout._run, layout._size
         heads = list(map(hex, run.values_between(0, layout._count)))
-        return map("{}:{}".format, map(heads.__getitem__, run.messages[:size]), run.blocks[:size])
+        messages = map(operator.add, run.messages[:size], itertools.repeat(run.message_base))
+        return map("{}:{}".format, map(heads.__getitem__, messages), run.blocks[:size])
     return (position.key for position in layout)
 
 
@@ -567,12 +588,13 @@ def _search(layout: Sequence[Position], value: Any, key: Callable[[Position], An
         return search(layout, value, 0, len(layout), key=key)
     run, size = layout._run, layout._size
     if key is TOKENS_OF:
-        return search(run.tokens, value, 0, size)
+        return search(run.tokens, value - run.token_base, 0, size)
     if key is MESSAGE_OF:
-        return search(run.messages, value, 0, size)
+        return search(run.messages, value - run.message_base, 0, size)
     if key is AT:
         at: tuple[int, int] = value
         message, block = at
+        message -= run.message_base
         low = bisect.bisect_left(run.messages, message, 0, size)
         high = bisect.bisect_right(run.messages, message, low, size)
         return low + min(max(block + right, 0), high - low)
@@ -650,16 +672,18 @@ def lay_out(
     if base is not None:  # a run of the earlier layout's messages follows the first count
         at = len(base.values)  # where the messages laid out one by one begin
         rest = rest[at - count :]
-        size, before, value = len(base.tokens), base.ends[-1], base.values[-1]
+        size, before, value, token_base, message_base = (
+            len(base.tokens), base.ends[-1], base.values[-1], base.token_base, base.message_base
+        )  # fmt: skip
         start, lift = base.last_piece()
     elif old is not None and count:
-        at, run = count, old._run
-        size = bisect.bisect_left(run.messages, count, 0, old._size)  # the first position of message count
+        at, run, token_base, message_base = count, old._run, old._run.token_base, old._run.message_base
+        size = bisect.bisect_left(run.messages, count - message_base, 0, old._size)  # message count's first position
         before, value = run.ends[count - 1], run.values[count - 1]
         piece = bisect.bisect_left(run.starts, count) - 1  # the piece the messages after the first count go on with
         start, lift = (run.starts[piece], run.lifts[piece]) if piece >= 0 else (0, 0)
     else:
-        at, size, before, value, start, lift = count, 0, 0, _ROOT, 0, 0
+        at, size, before, value, start, lift, token_base, message_base = count, 0, 0, _ROOT, 0, 0, 0, 0
     more = _Run()
     values, ends = more.values, more.ends
     of_message, of_block, through, facts = more.messages, more.blocks, more.tokens, more.facts
@@ -667,7 +691,8 @@ def lay_out(
     tokens_of = per_message(counter)
     repeat, made, base_value, modulus = itertools.repeat, _made, _BASE, _MODULUS
     first = size
-    for m, message in enumerate(rest, at):
+    # the tokens and messages kept less the bases of the run they join (before is read from it)
+    for m, message in enumerate(rest, at - message_base):
         tokens = tokens_of(message)
         digest, blocks, marked = _shape(message)
         value = (value * base_value + int(digest[:32], 16)) % modulus  # _chained, inlined
@@ -684,9 +709,10 @@ def lay_out(
             through += [before + (tokens * (k + 1)) // width for k in range(width)]
         facts += blocks
         if marked:
-            head = hex((lift * chain_power(m - start + 1) + value) % modulus if lift else value)
+            actual = m + message_base
+            head = hex((lift * chain_power(actual - start + 1) + value) % modulus if lift else value)
             presets.extend(
-                made(m, k, through[first - size + k], carries, f"{head}:{k}", preset)
+                made(actual, k, through[first - size + k] + token_base, carries, f"{head}:{k}", preset)
                 for k, (carries, preset) in enumerate(blocks)
                 if preset is not None
             )
@@ -749,24 +775,33 @@ def _shifted(
     """
     run = reused._run
     end = found + moved
-    messages, size = run.messages, reused._size
+    messages, size, first = run.messages, reused._size, run.message_base
     # the first positions of messages count, found and end (a message's positions are its blocks, in order)
-    low, start = bisect.bisect_left(messages, count, 0, size), bisect.bisect_left(messages, found, 0, size)
-    stop = bisect.bisect_left(messages, end, start, size)
+    low = bisect.bisect_left(messages, count - first, 0, size)
+    start = bisect.bisect_left(messages, found - first, low, size)
+    stop = bisect.bisect_left(messages, end - first, start, size)
     shift = count - found
-    tokens = (run.ends[count - 1] if count else 0) - (run.ends[found - 1] if found else 0)
+    base = run.token_base  # the request tokens through a message are its end and the base
+    tokens = (run.ends[count - 1] + base if count else 0) - (run.ends[found - 1] + base if found else 0)
     lift = ((run.value(count - 1) if count else _ROOT) - (run.value(found - 1) if found else _ROOT)) % _MODULUS
     new = run.cut(count, low)
     new.values += run.values[found:end]  # the chain numbers as they were: the moved pieces lift them
     _move_pieces(run, new, found, end, shift, lift)
     new.lift(new.lifted, moved)
-    # each list shifted by C-level maps (a comprehension costs a third more)
-    add, repeat = operator.add, itertools.repeat
-    new.ends += map(add, run.ends[found:end], repeat(tokens))
+    # The moved messages keep their lists as they were, and the new run's bases move by the
+    # cut: only the first count messages' lists (the prefix, most often) are shifted back.
+    if shift or tokens:
+        add, repeat = operator.add, itertools.repeat
+        new.token_base += tokens
+        new.message_base += shift
+        new.ends[:] = map(add, new.ends, repeat(-tokens))
+        new.messages[:] = map(add, new.messages, repeat(-shift))
+        new.tokens[:] = map(add, new.tokens, repeat(-tokens))
+    new.ends += run.ends[found:end]
     new.sources += run.sources[found:end]
-    new.messages += map(add, run.messages[start:stop], repeat(shift))
+    new.messages += run.messages[start:stop]
     new.blocks += run.blocks[start:stop]
-    new.tokens += map(add, run.tokens[start:stop], repeat(tokens))
+    new.tokens += run.tokens[start:stop]
     new.facts += run.facts[start:stop]
     made = _made
     presets += [
@@ -842,7 +877,9 @@ def find_position(layout: Sequence[Position], message: int, block: int) -> int |
     i = bisect_left(layout, at, AT)
     if isinstance(layout, Layout):
         run = layout._run
-        return i if i < layout._size and run.messages[i] == message and run.blocks[i] == block else None
+        return (
+            i if i < layout._size and run.messages[i] + run.message_base == message and run.blocks[i] == block else None
+        )
     return i if i < len(layout) and AT(layout[i]) == at else None
 
 

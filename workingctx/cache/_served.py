@@ -168,29 +168,29 @@ class SimulatedCache:
         """
         size, run, every = len(layout), layout._run, layout.message_count
         count = min(every, bound)
-        if past >= size or run.messages[past] >= count:
+        if past >= size or layout.message_at(past) >= count:
             return 0, 0
-        first = run.messages[past]
+        first = layout.message_at(past)
         values = run.values_between(first, count)
         held = self._heads.intersection(values)
         if not held:
             return 0, 0
-        entries, lifetimes, tokens = self.entries, self.rules.lifetimes, run.tokens
-        messages, blocks = run.messages, run.blocks
+        entries, lifetimes, token = self.entries, self.rules.lifetimes, layout.token
+        messages, blocks, base = run.messages, run.blocks, run.message_base
         expired = 0
         for m in range(count - 1, first - 1, -1):
             if values[m - first] not in held:
                 continue
             head = hex(values[m - first])
             # the message's positions: its blocks, in order
-            low = bisect.bisect_left(messages, m, past, size)
-            end = bisect.bisect_left(messages, m + 1, low, size)
+            low = bisect.bisect_left(messages, m - base, past, size)
+            end = bisect.bisect_left(messages, m + 1 - base, low, size)
             for i in range(end - 1, low - 1, -1):
                 entry = entries.get(f"{head}:{blocks[i]}")
                 if entry is not None:
                     if now - entry.used <= lifetimes[entry.ttl]:
-                        return tokens[i], expired
-                    expired = expired or tokens[i]
+                        return token(i), expired
+                    expired = expired or token(i)
         return 0, expired
 
     def send(self, request: CachePlan, now: float = 0.0) -> Served:
@@ -212,15 +212,15 @@ class SimulatedCache:
         # A layout's position can hold an entry only where its message's chain value
         # holds one (see _heads), within the bound: the others are passed without making their keys.
         heads = self._heads
-        run, last = (
-            (layout._run, layout.message_count if bound is None else bound) if isinstance(layout, Layout) else (None, 0)
+        laid, last = (
+            (layout, layout.message_count if bound is None else bound) if isinstance(layout, Layout) else (None, 0)
         )
         for at, _ttl in marks:
             # Each breakpoint looks back for the nearest live entry; the longest found is read.
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
-                if run is not None:
-                    m = run.messages[j]
-                    if m >= last or run.value(m) not in heads:
+                if laid is not None:
+                    m = laid.message_at(j)
+                    if m >= last or laid._run.value(m) not in heads:
                         continue
                 if self._live(key(j), now) is not None:
                     if tokens(j) > read:
@@ -285,11 +285,11 @@ def seen_before(layout: Sequence[Position], seen: set[int]) -> int:
     """
     if isinstance(layout, Layout):
         run = layout._run
-        value, messages, size = run.value, run.messages, len(layout)
-        held = _prefix_where(size, lambda i: value(messages[i]) in seen)
+        value, message, size = run.value, layout.message_at, len(layout)
+        held = _prefix_where(size, lambda i: value(message(i)) in seen)
         if held < size:
-            seen.update(run.values_between(messages[held], layout.message_count))  # the messages after the held prefix
-        return run.tokens[held - 1] if held else 0
+            seen.update(run.values_between(message(held), layout.message_count))  # the messages after the held prefix
+        return layout.token(held - 1) if held else 0
     held = _prefix_where(len(layout), lambda i: _chain_value(layout[i].key) in seen)
     seen.update({_chain_value(position.key) for position in layout[held:]})
     return layout[held - 1].tokens if held else 0
@@ -380,8 +380,8 @@ class SentPrefixes:
             if depth < count:
                 self._extend(ended, self._pieces(layout, depth), count)
             self._last = (run, count, ended)
-            held = bisect.bisect_left(run.messages, depth, 0, len(layout))
-            return (run.tokens[held - 1] if held else 0), depth
+            held = bisect.bisect_left(run.messages, depth - run.message_base, 0, len(layout))
+            return (layout.token(held - 1) if held else 0), depth
         edges, depth = self._root, 0
         while True:
             edge = edges.get(value(depth)) if depth < count else None
@@ -412,8 +412,8 @@ class SentPrefixes:
                 self._extend(edge, self._pieces(layout, depth), count)
                 self._last = (run, count, edge)
             break
-        held = bisect.bisect_left(run.messages, depth, 0, len(layout))
-        return (run.tokens[held - 1] if held else 0), depth
+        held = bisect.bisect_left(run.messages, depth - run.message_base, 0, len(layout))
+        return (layout.token(held - 1) if held else 0), depth
 
     def _value(self, edge: _Edge, message: int) -> int:
         """
@@ -513,7 +513,7 @@ def _readers(layout: Sequence[Position]) -> tuple[Callable[[int], str], Callable
     from a :class:`Layout`'s lists, without making the position.
     """
     if isinstance(layout, Layout):
-        return layout.key, layout.tokens().__getitem__
+        return layout.key, layout.token
     return (lambda i: layout[i].key), (lambda i: layout[i].tokens)
 
 
