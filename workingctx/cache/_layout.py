@@ -765,11 +765,11 @@ def _shifted(
     """
     The run of a request holding the first *count* messages of *reused*, then
     its *moved* messages from message *found* on (``found >= count``), with
-    the positions that carry a breakpoint: the first ones as they are, and
-    the moved ones shifted by list operations, their message indices by the
-    messages dropped before them, their tokens by those messages' tokens,
-    their positions by those messages' positions, and their chain values as
-    :func:`lay_out` says, in one arithmetic step each. The moved positions
+    the positions that carry a breakpoint. The moved messages' lists are
+    copied as they are: the new run's bases move by the messages dropped
+    before them and those messages' tokens (the first *count* messages'
+    lists are shifted back by as much), and its pieces lift their chain
+    numbers as :func:`lay_out` says (see :class:`_Run`). The moved positions
     of *reused_presets* (*reused*'s positions carrying a breakpoint) are added
     to *presets*, shifted.
     """

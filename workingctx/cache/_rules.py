@@ -105,7 +105,7 @@ class CacheRules:
     write_multipliers: Mapping[str, Decimal] = attrs.field(factory=_no_write_charge, converter=_read_only)
     lifetimes: Mapping[str, int] = attrs.field(factory=_five_minutes, converter=_lifetimes)
     # minimum_for's answer by model name, as it is asked (the rules never change)
-    _minimums: dict[str, int] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    _minimum_of: dict[str, int] = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         missing = [ttl for ttl in self.ttls if ttl not in self.lifetimes]
@@ -123,7 +123,7 @@ class CacheRules:
         >>> RULES["anthropic"].minimum_for("claude-opus-4-6-20260101")
         4096
         """
-        found = self._minimums.get(model) if type(model) is str else None
+        found = self._minimum_of.get(model) if type(model) is str else None
         if found is not None:
             return found
         _checks.check_instance(model, "model", str, "a str")
@@ -133,8 +133,8 @@ class CacheRules:
             if name.startswith(prefix) and len(prefix) > len(best):
                 best = prefix
         found = self.minimum_tokens[best] if best else self.default_minimum
-        if len(self._minimums) < _KEPT_MINIMUMS:
-            self._minimums[model] = found
+        if len(self._minimum_of) < _KEPT_MINIMUMS:
+            self._minimum_of[model] = found
         return found
 
 
