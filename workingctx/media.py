@@ -152,7 +152,6 @@ _PARENT = re.compile(rb"/Parent" + _NAME_END)
 _COUNT = re.compile(rb"/Count\s+(\d+)(?!\d)(?!\s+\d+\s+R)")
 _OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm" + _NAME_END)
 _BRACKETS = re.compile(rb"<<|>>")
-_STREAM = re.compile(rb"\s*stream\r?\n")
 _ENDSTREAM = re.compile(rb"endstream")
 _FLATE = re.compile(rb"/Filter\s*(\[\s*)?/FlateDecode\s*\]?\s*(/|>>)")
 _INFLATED_AT_MOST = 16 * 1024 * 1024

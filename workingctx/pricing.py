@@ -683,9 +683,7 @@ def context_window(model: str) -> int | None:
     _check_model(model)
     try:
         window = _genai_model(model).info.context_window
-    except ImportError:
-        return None
-    except LookupError:
+    except (ImportError, LookupError):  # genai-prices not installed, or not knowing the model
         return None
     return window if type(window) is int and window > 0 else None
 

@@ -802,39 +802,36 @@ def _dimensions(data: str) -> tuple[int, int] | None:
     return None
 
 
-def _images(content: list[Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
+_MEDIA_TYPES = ("image", "document")
+
+
+def _media_blocks(content: list[Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
     """
-    (path, block) of each image block of *content*, those in tool results too.
+    (path, block) of each image and document block of *content*, those in tool results too.
     """
     for position, block in enumerate(content):
         if not isinstance(block, Mapping):
             continue
-        if block.get("type") == "image":
+        if block.get("type") in _MEDIA_TYPES:
             yield f"content[{position}]", block
         inner = block.get("content") if block.get("type") == "tool_result" else None
         if isinstance(inner, list):
             for j, item in enumerate(inner):
-                if isinstance(item, Mapping) and item.get("type") == "image":
+                if isinstance(item, Mapping) and item.get("type") in _MEDIA_TYPES:
                     yield f"content[{position}].content[{j}]", item
 
 
-def _documents(content: list[Any]) -> Iterable[Mapping[str, Any]]:
+def _inline_pdf(block: Mapping[str, Any]) -> bool:
     """
-    Each inline PDF document block of *content*, those in tool results too.
+    Whether the document *block* holds a PDF inline (base64).
     """
-    for block in content:
-        if not isinstance(block, Mapping):
-            continue
-        inner = block.get("content") if block.get("type") == "tool_result" else None
-        for item in (block, *(inner if isinstance(inner, list) else ())):
-            source = item.get("source") if isinstance(item, Mapping) and item.get("type") == "document" else None
-            if (
-                isinstance(source, Mapping)
-                and source.get("type") == "base64"
-                and source.get("media_type") == "application/pdf"
-                and isinstance(source.get("data"), str)
-            ):
-                yield item
+    source = block.get("source")
+    return (
+        isinstance(source, Mapping)
+        and source.get("type") == "base64"
+        and source.get("media_type") == "application/pdf"
+        and isinstance(source.get("data"), str)
+    )
 
 
 _PAGES_KNOWN: dict[tuple[int, int], int] = {}
@@ -969,19 +966,15 @@ def wire_problems(
         problems.append(
             Problem(None, "empty", "there is no Anthropic turn to send (no message with content); add a user message")
         )
-    held = [
-        list(_images(message["content"]))
+    media = [
+        list(_media_blocks(message["content"]))
         if isinstance(message, Mapping) and isinstance(message.get("content"), list)
         else []
         for message in messages
-    ]  # each turn's images, walked once
+    ]  # each turn's images and documents, walked once
+    held = [[(path, block) for path, block in turn if block["type"] == "image"] for turn in media]
     images = sum(map(len, held))
-    documents = [
-        list(_documents(message["content"]))
-        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
-        else []
-        for message in messages
-    ]  # each turn's inline PDFs, walked once
+    documents = [[block for _, block in turn if block["type"] == "document" and _inline_pdf(block)] for turn in media]
     pages = [sum(_pages(document["source"]["data"]) for document in kept) for kept in documents]
     page_count = sum(pages)
     problems.extend(_size_problems(held, documents, origins))

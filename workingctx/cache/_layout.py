@@ -402,11 +402,13 @@ class _Run:
             at, piece = end, piece + 1
         return out
 
-    def last_piece(self) -> tuple[int, int]:
+    def piece_of(self, message: int) -> tuple[int, int]:
         """
-        The start and the lift of the run's last piece, which messages appended go on with (a lift of 0: none).
+        The start and the lift of the piece holding *message* (``(0, 0)``
+        before the first: no lift), which messages appended after it go on with.
         """
-        return (self.starts[-1], self.lifts[-1]) if self.starts else (0, 0)
+        piece = bisect.bisect_right(self.starts, message) - 1
+        return (self.starts[piece], self.lifts[piece]) if piece >= 0 else (0, 0)
 
     def lift(self, head: list[int | None] | None, moved: int) -> None:
         """
@@ -675,13 +677,12 @@ def lay_out(
         size, before, value, token_base, message_base = (
             len(base.tokens), base.ends[-1], base.values[-1], base.token_base, base.message_base
         )  # fmt: skip
-        start, lift = base.last_piece()
+        start, lift = base.piece_of(len(base.values) - 1)
     elif old is not None and count:
         at, run, token_base, message_base = count, old._run, old._run.token_base, old._run.message_base
         size = bisect.bisect_left(run.messages, count - message_base, 0, old._size)  # message count's first position
         before, value = run.ends[count - 1], run.values[count - 1]
-        piece = bisect.bisect_left(run.starts, count) - 1  # the piece the messages after the first count go on with
-        start, lift = (run.starts[piece], run.lifts[piece]) if piece >= 0 else (0, 0)
+        start, lift = run.piece_of(count - 1)  # the piece the messages after the first count go on with
     else:
         at, size, before, value, start, lift, token_base, message_base = count, 0, 0, _ROOT, 0, 0, 0, 0
     more = _Run()
