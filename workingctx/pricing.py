@@ -164,20 +164,33 @@ class Price:
         the output tokens.
         """
         _checks.check_instance(usage, "usage", Usage, "a Usage", label="cost()", verb="needs")
+        return self.cost_of(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_5m_tokens,
+            usage.cache_write_1h_tokens,
+        )
+
+    def cost_of(self, fresh: int, output: int = 0, read: int = 0, write_5m: int = 0, write_1h: int = 0) -> Decimal:
+        """
+        The dollar cost of these token counts, as :meth:`cost` of the
+        :class:`~workingctx.Usage` holding them, without building one (for a
+        caller pricing many requests from counts it has checked).
+
+        >>> Price(3, 15, cache_read=0.3).cost_of(1_000_000, read=1_000_000)
+        Decimal('3.3')
+        """
         rates = self
-        total_input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        if (
-            self.long_context is not None
-            and self.long_context_above is not None
-            and total_input > self.long_context_above
-        ):
+        above = self.long_context_above
+        if above is not None and fresh + read + write_5m + write_1h > above and self.long_context is not None:
             rates = self.long_context
         return (
-            usage.input_tokens * rates.input
-            + usage.output_tokens * rates.output
-            + usage.cache_read_tokens * _set(rates.cache_read)
-            + usage.cache_write_5m_tokens * _set(rates.cache_write_5m)
-            + usage.cache_write_1h_tokens * _set(rates.cache_write_1h)
+            fresh * rates.input
+            + output * rates.output
+            + read * _set(rates.cache_read)
+            + write_5m * _set(rates.cache_write_5m)
+            + write_1h * _set(rates.cache_write_1h)
         ) / _MTOK
 
 

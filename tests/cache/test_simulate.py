@@ -77,6 +77,33 @@ class TestSimulate:
         assert (inputs, total.cache_read_tokens / inputs) == (sim.input_tokens, sim.cached_share)
         assert Usage() == simulate([], provider="anthropic", model="claude-sonnet-4-6").usage
 
+    @pytest.mark.parametrize("model", ["claude-sonnet-4-6", "claude-3-7-sonnet-20250219"])
+    def test_each_request_costs_what_cost_prices_its_usage_at(self, model):
+        """
+        Every cost of a request is cost() of its usage (or of the usage it
+        compares with), whether the model's price is in the table (found once
+        for the run) or only genai-prices knows it (priced by name each request).
+        """
+        sim = simulate(
+            _tool_turns(8, 3),
+            provider="anthropic",
+            model=model,
+            manager=TokenBudgetContextManager(9_000, low_watermark=7_000),
+            context=_context(5_000, []),
+            gaps=400,
+        )
+        usages = [r.usage for r in sim.requests]
+        assert any(u.cache_write_1h_tokens for u in usages)
+        assert any(u.cache_write_5m_tokens for u in usages)
+        assert any(u.cache_read_tokens for u in usages)
+        for request, usage in zip(sim.requests, usages, strict=True):
+            total = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+            assert request.cost == cost(model, usage)
+            assert request.input_cost == cost(model, attrs.evolve(usage, output_tokens=0))
+            assert request.uncached_cost == cost(model, Usage(input_tokens=total, output_tokens=usage.output_tokens))
+            assert request.uncached_input_cost == cost(model, Usage(input_tokens=total))
+            assert request.input_cost >= request.best_input_cost
+
     def test_automatic_caching_misses_after_a_wide_fan_out(self):
         """
         Only the automatic breakpoint: a turn adding more than 20 blocks is read from cache

@@ -22,6 +22,7 @@ from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.messages import Message, Usage
 from workingctx.pricing import cost as _price
+from workingctx.pricing import find_price
 from workingctx.tokens import MessageCounter
 
 __all__ = ["SimulatedRequest", "Simulation", "Strategy", "simulate"]
@@ -240,6 +241,30 @@ def _next_gap(waits: Iterator[float] | None, sent: int) -> float:
     return checked_seconds(gap, f"gaps[{sent - 1}]")
 
 
+def _pricer(model: str) -> Callable[[int, int, int, int, int], Decimal]:
+    """
+    The cost of a request of *model* from its counts (fresh input, output,
+    cache read, five-minute and one-hour writes): a price in the table is
+    found once for the run; otherwise each request is priced by name
+    (genai-prices' prices may change with the time of day).
+    """
+    price = find_price(model)
+    if price is not None:
+        return price.cost_of
+
+    def by_name(fresh: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
+        usage = Usage(
+            input_tokens=fresh,
+            output_tokens=output,
+            cache_read_tokens=read,
+            cache_write_tokens=write_5m + write_1h,
+            cache_write_1h_tokens=write_1h,
+        )
+        return _price(model, usage)
+
+    return by_name
+
+
 def simulate(
     turns: Iterable[Message | Iterable[Message]],
     *,
@@ -298,6 +323,7 @@ def simulate(
     counter = counter or ctx.counter
     count = per_message(counter)
     served = SimulatedCache(rules, rules.minimum_for(model))
+    price = _pricer(model)
     previous: CachePlan | None = None
     requests: list[SimulatedRequest] = []
     now = 0.0
@@ -311,21 +337,22 @@ def simulate(
             result = served.send(made, now)
             output = message.usage.output_tokens if message.usage is not None else count(message)
             total = request_tokens(made)
-            paid = sent_usage(total, result)
             usage = sent_usage(total, result, output)
+            fresh, read, write_1h = usage.input_tokens, usage.cache_read_tokens, usage.cache_write_1h_tokens
+            write_5m = usage.cache_write_tokens - write_1h
             known = result.known  # what an earlier request sent, for the best cost
             requests.append(
                 SimulatedRequest(
                     usage=usage,
-                    cost=_price(model, usage),
-                    input_cost=_price(model, paid),
-                    uncached_cost=_price(model, Usage(input_tokens=total, output_tokens=output)),
-                    uncached_input_cost=_price(model, Usage(input_tokens=total)),
+                    cost=price(fresh, output, read, write_5m, write_1h),
+                    input_cost=price(fresh, 0, read, write_5m, write_1h),
+                    uncached_cost=price(total, output, 0, 0, 0),
+                    uncached_input_cost=price(total, 0, 0, 0, 0),
                     breakpoints=len(made.breakpoints) + (1 if made.automatic and rules.explicit else 0),
                     lookback_miss_tokens=result.missed,
                     at=now,
                     expired_tokens=result.expired,
-                    best_input_cost=_price(model, Usage(input_tokens=total - known, cache_read_tokens=known)),
+                    best_input_cost=price(total - known, 0, known, 0, 0),
                 )
             )
             previous = made
