@@ -340,6 +340,23 @@ class TestApply:
         with pytest.raises(CacheRuleError, match="not the request the plan was made for"):
             old.apply([*request, Message.user("more")])
 
+    def test_a_plan_unpickled_without_its_marked_positions_plans_the_next_request(self):
+        """
+        A plan pickled by a version that did not keep its marked positions
+        (its state has no ``_marked``) serves as the previous plan as the plan itself does.
+        """
+        ctx = _context(3_000, [Message.user("q " * 2_000), Message.assistant("a " * 2_000)])
+        made = plan(ctx, provider="anthropic", model="claude-sonnet-4-6")
+        state = made.__getstate__()
+        del state["_marked"]
+        old = CachePlan.__new__(CachePlan)
+        old.__setstate__(state)
+        ctx.append(Message.user("more " * 2_000))
+        again = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=old)
+        same = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=made)
+        assert again.breakpoints == same.breakpoints
+        assert len(again.breakpoints) == 3
+
 
 class TestRuleValues:
     def test_bad_names(self):

@@ -140,6 +140,9 @@ class CachePlan:
     _presets: tuple[Position, ...] = attrs.field(
         default=attrs.Factory(_carrying_presets, takes_self=True), eq=False, repr=False, alias="_presets"
     )
+    # marked_positions() of this plan, made when first asked (the cache serving
+    # the request and the next plan both ask)
+    _marked: tuple[tuple[int, Position, TTL], ...] | None = attrs.field(default=None, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         rules = rules_for(self.provider, self.model)
@@ -261,12 +264,20 @@ def _last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
     return None
 
 
-def marked_positions(request: CachePlan) -> list[tuple[int, Position, TTL]]:
+def marked_positions(request: CachePlan) -> tuple[tuple[int, Position, TTL], ...]:
     """
     The positions of *request* that carry a breakpoint, with their indices in
     its layout and their lifetimes, in layout order: the plan's, those already
-    on blocks, and the automatic one (last).
+    on blocks, and the automatic one (last). Made once per plan.
     """
+    marked = getattr(request, "_marked", None)  # a plan unpickled from a version without it has none
+    if marked is None:
+        marked = tuple(_marked_positions(request))
+        object.__setattr__(request, "_marked", marked)
+    return marked
+
+
+def _marked_positions(request: CachePlan) -> list[tuple[int, Position, TTL]]:
     layout = request._layout
     if not layout:
         return []
