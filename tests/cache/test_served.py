@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tests.cache.contexts import PRICED_MODELS, _big, _context
 from workingctx import Message, PrefixContext, WorkingContext
 from workingctx.cache import RULES, Breakpoint, CachePlan, CacheRules, plan
+from workingctx.cache._plan import marked_positions
 from workingctx.exceptions import CacheRuleError
 from workingctx.messages import CacheBreakpoint, ReasoningBlock, TextBlock
 
@@ -163,7 +164,7 @@ def _walked_marked(made: CachePlan) -> list[tuple[Any, str]]:
     ]
     if made.automatic and made._layout:
         last = _walked_last_carrying(made._layout, made._layout[-1].message + 1)
-        if last is not None and all(p is not last for p, _ in found):
+        if last is not None and all(p != last for p, _ in found):  # positions are values: a Layout makes them
             found.append((last, "5m"))
     return found
 
@@ -431,6 +432,9 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
         layout = plan(ctx, provider="openai", model="gpt-5")._layout  # the same layout, without Anthropic's checks
         assert layout == made._layout
         assert tuple(p for p in layout if p.preset is not None) == made._presets
+        marked = marked_positions(made)  # made with the plan, when the plan marked every one
+        assert [(p, ttl) for _i, p, ttl in marked] == _walked_marked(made)
+        assert [layout[i] for i, _p, _ttl in marked] == [p for _i, p, _ttl in marked]
         served = ours.send(made, now)
         *usage, known = attrs.astuple(served)
         assert walked.send(made, now) == tuple(usage)

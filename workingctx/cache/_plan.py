@@ -33,7 +33,15 @@ from workingctx.messages import CacheBreakpoint, ContentBlock, Message, TextBloc
 from workingctx.snapshot import FrozenContext
 from workingctx.tokens import ApproxTokenCounter, MessageCounter
 
-__all__ = ["Breakpoint", "CachePlan", "last_carrying", "marked_positions", "plan", "prompt_cache_key"]
+__all__ = [
+    "Breakpoint",
+    "CachePlan",
+    "last_carrying",
+    "last_carrying_index",
+    "marked_positions",
+    "plan",
+    "prompt_cache_key",
+]
 
 _nonneg = _checks.count(error=CacheRuleError)
 
@@ -243,11 +251,11 @@ def last_carrying(layout: Sequence[Position], end: int) -> Position | None:
     """
     The last position that can carry a breakpoint among the first *end* messages.
     """
-    i = _last_carrying_index(layout, end)
+    i = last_carrying_index(layout, end)
     return None if i is None else layout[i]
 
 
-def _last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
+def last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
     """
     The index of :func:`last_carrying`'s position in *layout*, or None.
     """
@@ -287,7 +295,7 @@ def _marked_positions(request: CachePlan) -> list[tuple[int, Position, TTL]]:
     positions = [layout[i] for i in indices]  # each made once: a position's key is made when it is
     found = [(i, p, ttls.get(AT(p)) or p.preset or "5m") for i, p in zip(indices, positions, strict=True)]
     if request.automatic and rules_for(request.provider, request.model).explicit:
-        last = _last_carrying_index(layout, layout[-1].message + 1)
+        last = last_carrying_index(layout, layout[-1].message + 1)
         if last is not None and last not in indices:
             found.append((last, layout[last], "5m"))
     return found
@@ -464,29 +472,23 @@ def plan(
         return laid.made(())
     layout, messages, prefix_count, presets = laid.layout, laid.messages, laid.prefix_count, laid.presets
     minimum, budget = laid.rules.minimum_for(model), laid.budget
-    chosen: dict[tuple[int, int], tuple[Position, TTL]] = {}
+    # the chosen positions by index in the layout (the layout's order is the request's)
+    chosen: dict[int, tuple[Position, TTL]] = {}
 
-    def add(position: Position | None, ttl: TTL) -> None:
-        if position is None or position.tokens < minimum or len(chosen) >= budget or position.preset is not None:
+    def add(index: int | None, ttl: TTL, position: Position | None = None) -> None:
+        if index is None or index in chosen or len(chosen) >= budget:
             return
-        chosen.setdefault((position.message, position.block), (position, ttl))
+        position = layout[index] if position is None else position
+        if position.tokens >= minimum and position.preset is None:
+            chosen[index] = (position, ttl)
 
-    add(last_carrying(layout, prefix_count), prefix_ttl)
+    add(last_carrying_index(layout, prefix_count), prefix_ttl)
     if previous is not None and previous.provider == provider:
-        # A key names the request up to its block, so it can only be at the same (message, block) here.
-        reached = []
-        for _i, p, _ttl in marked_positions(previous):
-            found = find_position(layout, p.message, p.block)
-            if found is not None and layout[found].key == p.key:
-                reached.append(layout[found])
-        if reached:
-            add(max(reached, key=lambda p: p.tokens), tail_ttl)
+        found, position = _furthest_reached(layout, previous)
+        add(found, tail_ttl, position)
     if not automatic:
-        add(last_carrying(layout, len(messages)), tail_ttl)
-    points = sorted(
-        (Breakpoint(m, k, ttl, position.tokens) for (m, k), (position, ttl) in chosen.items()),
-        key=lambda b: (b.message, b.block),
-    )
+        add(last_carrying_index(layout, len(messages)), tail_ttl)
+    points = [Breakpoint(p.message, p.block, ttl, p.tokens) for _i, (p, ttl) in sorted(chosen.items())]
     # Every 1h breakpoint must come before every 5m one, those on blocks included:
     # a planned one before a 1h one on a block lasts an hour too, and one after a
     # 5m one (planned or on a block) five minutes.
@@ -499,7 +501,36 @@ def plan(
         ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
         seen_5m = seen_5m or ttl == "5m"
         ordered.append(point if ttl == point.ttl else Breakpoint(point.message, point.block, ttl, point.tokens))
-    return laid.made(tuple(ordered))
+    marked = tuple((i, p, b.ttl) for (i, (p, _ttl)), b in zip(sorted(chosen.items()), ordered, strict=True))
+    return laid.made(tuple(ordered), marked)
+
+
+def _furthest_reached(layout: Layout, previous: CachePlan) -> tuple[int | None, Position | None]:
+    """
+    The index in *layout* of the furthest position *previous* marked that
+    this request still holds (None when it holds none), with that position.
+    A key names the request up to its block, so a position can only be at
+    the same (message, block) here; a layout that grew in place from
+    *previous*'s holds each of its positions as they were.
+    """
+    old = previous._layout
+    grown = isinstance(old, Layout) and old._run is layout._run and len(old) <= len(layout)
+    best: tuple[int | None, Position | None] = (None, None)
+    most = -1
+    for i, p, _ttl in marked_positions(previous):
+        if grown:
+            found: int | None = i
+            position = p
+        else:
+            found = find_position(layout, p.message, p.block)
+            if found is None:
+                continue
+            position = layout[found]
+            if position.key != p.key:
+                continue
+        if position.tokens > most:
+            best, most = (found, position), position.tokens
+    return best
 
 
 class LaidOut(NamedTuple):
@@ -522,13 +553,19 @@ class LaidOut(NamedTuple):
     presets: list[tuple[tuple[int, int], TTL]]  # those breakpoints, for explicit rules
     budget: int  # how many breakpoints may still be placed, for explicit rules
 
-    def made(self, breakpoints: tuple[Breakpoint, ...]) -> CachePlan:
+    def made(
+        self, breakpoints: tuple[Breakpoint, ...], marked: tuple[tuple[int, Position, TTL], ...] | None = None
+    ) -> CachePlan:
         """
-        The plan of the request with *breakpoints* (none with implicit rules: a cache key, for OpenAI).
+        The plan of the request with *breakpoints* (none with implicit rules: a
+        cache key, for OpenAI); *marked*, the breakpoints' indices in the
+        layout, positions and lifetimes, in order, saves
+        :func:`marked_positions` finding them when they are all it finds (no
+        breakpoint on a block, no automatic one).
         """
         layout = self.layout
         explicit = self.rules.explicit
-        return CachePlan(
+        made = CachePlan(
             self.provider,
             self.model,
             breakpoints if explicit else (),
@@ -541,6 +578,9 @@ class LaidOut(NamedTuple):
             _tail=self.tail,
             _presets=self.carrying,
         )
+        if marked is not None and explicit and not self.carrying and not self.automatic:
+            object.__setattr__(made, "_marked", marked)
+        return made
 
 
 def laid_out(

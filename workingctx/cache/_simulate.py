@@ -14,7 +14,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx.cache._layout import per_message
-from workingctx.cache._plan import Breakpoint, CachePlan, laid_out, last_carrying, plan
+from workingctx.cache._plan import Breakpoint, CachePlan, laid_out, last_carrying_index, plan
 from workingctx.cache._report import request_tokens, sent_usage
 from workingctx.cache._rules import rules_for
 from workingctx.cache._served import SimulatedCache, checked_seconds
@@ -185,18 +185,14 @@ def _strategy_plan(
             ctx, provider, model, previous, automatic=False, prefix_ttl="5m", counter=counter, tail_ttl="5m"
         )
         layout, rules = laid.layout, laid.rules
-        tail = last_carrying(layout, layout[-1].message + 1) if layout else None
-        last: tuple[Breakpoint, ...] = ()
+        at = last_carrying_index(layout, layout.message_at(len(layout) - 1) + 1) if layout else None
         room = len(laid.carrying) < rules.max_breakpoints
-        if (
-            rules.explicit
-            and room
-            and tail is not None
-            and tail.preset is None
-            and tail.tokens >= rules.minimum_for(model)
-        ):
-            last = (Breakpoint(tail.message, tail.block, "5m", tail.tokens),)
-        return laid.made(last)
+        if at is None or not room or not rules.explicit:
+            return laid.made((), ())
+        tail = layout[at]
+        if tail.preset is None and tail.tokens >= rules.minimum_for(model):
+            return laid.made((Breakpoint(tail.message, tail.block, "5m", tail.tokens),), ((at, tail, "5m"),))
+        return laid.made((), ())
     if callable(strategy):
         made = strategy(ctx, previous)
         if not isinstance(made, CachePlan):
