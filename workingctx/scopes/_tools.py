@@ -429,7 +429,8 @@ def _valid(
     """
     known = getattr(messages, "system_positions", None)
     system = set(known) if known is not None else {i for i, m in enumerate(messages) if m.role == "system"}
-    keep = sorted(set(kept) | system)
+    # a set the system messages are in already (a budget's cut keeps them) is sorted as it is
+    keep = sorted(kept if isinstance(kept, set | frozenset) and system.issubset(kept) else system.union(kept))
     repaired: list[str] = []
     for _ in range(0 if _kept_whole(messages, keep) else 4):  # dropping whole exchanges cannot break another one
         sub = [messages[i] for i in keep]
