@@ -170,12 +170,14 @@ class Document:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            msg = f"the key {key!r} appears twice in one object; keep one"
-            raise ValueError(msg)
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):  # a key came twice: name the first that did
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                msg = f"the key {key!r} appears twice in one object; keep one"
+                raise ValueError(msg)
+            seen.add(key)
     return out
 
 
