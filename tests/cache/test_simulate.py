@@ -21,7 +21,7 @@ from workingctx.cache import CachePlan, plan, simulate
 from workingctx.exceptions import CacheRuleError
 from workingctx.managers import TokenBudgetContextManager
 from workingctx.messages import CacheBreakpoint, TextBlock
-from workingctx.pricing import cost
+from workingctx.pricing import Price, add_price, cost, remove_price
 
 
 def _tool_turns(count: int, fan_out: int) -> list[list[Message]]:
@@ -103,6 +103,27 @@ class TestSimulate:
             assert request.uncached_cost == cost(model, Usage(input_tokens=total, output_tokens=usage.output_tokens))
             assert request.uncached_input_cost == cost(model, Usage(input_tokens=total))
             assert request.input_cost >= request.best_input_cost
+
+    def test_a_price_with_a_cost_of_its_own_prices_each_request(self):
+        """
+        A subclass of Price whose cost() adds a fee prices every simulated request as cost() does.
+        """
+
+        class WithFee(Price):
+            def cost(self, usage: Usage) -> Decimal:
+                return super().cost(usage) + Decimal("0.01")
+
+        add_price("model-with-a-fee", WithFee(3, 15, cache_read=0.3))
+        try:
+            sim = simulate(
+                _tool_turns(3, 2), provider="anthropic", model="model-with-a-fee", context=_context(5_000, [])
+            )
+        finally:
+            remove_price("model-with-a-fee")
+        assert sim.requests
+        for request in sim.requests:
+            assert request.cost == WithFee(3, 15, cache_read=0.3).cost(request.usage)
+            assert request.uncached_input_cost > Decimal("0.01")
 
     def test_automatic_caching_misses_after_a_wide_fan_out(self):
         """

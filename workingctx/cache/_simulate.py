@@ -21,8 +21,8 @@ from workingctx.cache._served import SimulatedCache, checked_seconds
 from workingctx.context import WorkingContext
 from workingctx.exceptions import ArgumentTypeError, CacheRuleError
 from workingctx.messages import Message, Usage
+from workingctx.pricing import Price, find_price
 from workingctx.pricing import cost as _price
-from workingctx.pricing import find_price
 from workingctx.tokens import MessageCounter
 
 __all__ = ["SimulatedRequest", "Simulation", "Strategy", "simulate"]
@@ -242,10 +242,11 @@ def _pricer(model: str) -> Callable[[int, int, int, int, int], Decimal]:
     The cost of a request of *model* from its counts (fresh input, output,
     cache read, five-minute and one-hour writes): a price in the table is
     found once for the run; otherwise each request is priced by name
-    (genai-prices' prices may change with the time of day).
+    (genai-prices' prices may change with the time of day), as is a price of
+    a subclass of :class:`~workingctx.pricing.Price` with a ``cost`` of its own.
     """
     price = find_price(model)
-    if price is not None:
+    if price is not None and type(price).cost is Price.cost:
         return price.cost_of
 
     def by_name(fresh: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
