@@ -164,7 +164,7 @@ class Price:
         the output tokens.
         """
         _checks.check_instance(usage, "usage", Usage, "a Usage", label="cost()", verb="needs")
-        return self.cost_of(
+        return self._cost_of(
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
@@ -172,13 +172,13 @@ class Price:
             usage.cache_write_1h_tokens,
         )
 
-    def cost_of(self, fresh: int, output: int = 0, read: int = 0, write_5m: int = 0, write_1h: int = 0) -> Decimal:
+    def _cost_of(self, fresh: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
         """
-        The dollar cost of these token counts, as :meth:`cost` of the
-        :class:`~workingctx.Usage` holding them, without building one (for a
-        caller pricing many requests from counts it has checked).
+        :meth:`cost` of the :class:`~workingctx.Usage` holding these token
+        counts, without building one: for the simulation, which prices each
+        request from counts it made (unchecked: a count is an int, 0 or more).
 
-        >>> Price(3, 15, cache_read=0.3).cost_of(1_000_000, read=1_000_000)
+        >>> Price(3, 15, cache_read=0.3)._cost_of(1_000_000, 0, 1_000_000, 0, 0)
         Decimal('3.3')
         """
         rates = self

@@ -247,7 +247,7 @@ def _pricer(model: str) -> Callable[[int, int, int, int, int], Decimal]:
     """
     price = find_price(model)
     if price is not None and type(price).cost is Price.cost:
-        return price.cost_of
+        return price._cost_of  # the counts are the simulation's own, checked when it made them
 
     def by_name(fresh: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
         usage = Usage(
