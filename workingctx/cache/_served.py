@@ -205,7 +205,8 @@ class SimulatedCache:
         bound = None if self._given else depth
         if not self.rules.explicit:
             return attrs.evolve(self._implicit(layout, now), known=known)
-        marks = [(i, ttl) for i, p, ttl in marked_positions(request) if p.tokens >= self.minimum]
+        # each marked position with its key and tokens made (marked_positions made them)
+        marks = [(i, p, ttl) for i, p, ttl in marked_positions(request) if p.tokens >= self.minimum]
         key, tokens = _readers(layout)
         read = 0
         hit: str | None = None
@@ -215,26 +216,27 @@ class SimulatedCache:
         laid, last = (
             (layout, layout.message_count if bound is None else bound) if isinstance(layout, Layout) else (None, 0)
         )
-        for at, _ttl in marks:
+        for at, mark, _ttl in marks:
             # Each breakpoint looks back for the nearest live entry; the longest found is read.
             for j in range(at, max(at - self.rules.lookback_blocks, -1), -1):
                 if laid is not None:
                     m = laid.message_at(j)
                     if m >= last or laid._run.value(m) not in heads:
                         continue
-                if self._live(key(j), now) is not None:
+                found = mark.key if j == at else key(j)
+                if self._live(found, now) is not None:
                     if tokens(j) > read:
-                        read, hit = tokens(j), key(j)
+                        read, hit = tokens(j), found
                     break
         reachable, expired = self._beyond(layout, read, now, bound)
-        end = max((tokens(i) for i, _ in marks), default=0)
-        end_1h = max((tokens(i) for i, ttl in marks if ttl == "1h"), default=0)
+        end = max((p.tokens for _i, p, _ttl in marks), default=0)
+        end_1h = max((p.tokens for _i, p, ttl in marks if ttl == "1h"), default=0)
         written_1h = max(0, end_1h - read)
         written = max(0, end - read)
         if hit is not None:
             self.entries[hit].used = now
-        for i, ttl in marks:
-            self._keep(key(i), tokens(i), ttl, now)
+        for _i, p, ttl in marks:
+            self._keep(p.key, p.tokens, ttl, now)
         return Served(
             read,
             written - written_1h,
