@@ -106,7 +106,7 @@ def test_implicit_cache_equals_walking_every_position(steps, provider):
             assert {k: [e.tokens, e.used] for k, e in ours.entries.items()} == walked.entries
             brute = max((p.tokens for p in layout if any(p.key in s for s in sent)), default=0)
             assert brute == seen_before(layout, seen)
-            assert brute == prefixes.known(layout)
+            assert brute == prefixes.sent(layout)[0]
             sent.append({p.key for p in layout})
             heads.update(int(layout.head(m), 16) for m in range(layout.message_count))
             # one value per message sent, its chain value (of which its chain key is the hex form): those of
@@ -132,7 +132,7 @@ def test_the_prefixes_sent_keep_a_piece_per_request_not_a_value_per_prefix():
         ctx.replace_tail(ctx.messages[1:])
         previous = plan(ctx, provider="anthropic", model="claude-sonnet-4-6", previous=previous)
         shared = previous._layout[len(ctx.prefix.as_messages()) - 1].tokens if turn else 0  # the prefix, once sent
-        assert prefixes.known(previous._layout) == shared
+        assert prefixes.sent(previous._layout)[0] == shared
     edges, pieces = [prefixes._root], 0
     while edges:
         for edge in edges.pop().values():

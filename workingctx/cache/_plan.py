@@ -36,7 +36,6 @@ from workingctx.tokens import ApproxTokenCounter, MessageCounter
 __all__ = [
     "Breakpoint",
     "CachePlan",
-    "last_carrying",
     "last_carrying_index",
     "marked_positions",
     "plan",
@@ -247,17 +246,10 @@ def _facts_at(layout: Sequence[Position], index: int) -> tuple[bool, TTL | None]
     return position.carries, position.preset
 
 
-def last_carrying(layout: Sequence[Position], end: int) -> Position | None:
-    """
-    The last position that can carry a breakpoint among the first *end* messages.
-    """
-    i = last_carrying_index(layout, end)
-    return None if i is None else layout[i]
-
-
 def last_carrying_index(layout: Sequence[Position], end: int) -> int | None:
     """
-    The index of :func:`last_carrying`'s position in *layout*, or None.
+    The index in *layout* of the last position that can carry a breakpoint
+    among the first *end* messages, or None.
     """
     stop = bisect_left(layout, end, MESSAGE_OF)
     if isinstance(layout, Layout):
@@ -488,7 +480,8 @@ def plan(
         add(found, tail_ttl, position)
     if not automatic:
         add(last_carrying_index(layout, len(messages)), tail_ttl)
-    points = [Breakpoint(p.message, p.block, ttl, p.tokens) for _i, (p, ttl) in sorted(chosen.items())]
+    picked = sorted(chosen.items())
+    points = [Breakpoint(p.message, p.block, ttl, p.tokens) for _i, (p, ttl) in picked]
     # Every 1h breakpoint must come before every 5m one, those on blocks included:
     # a planned one before a 1h one on a block lasts an hour too, and one after a
     # 5m one (planned or on a block) five minutes.
@@ -501,7 +494,7 @@ def plan(
         ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
         seen_5m = seen_5m or ttl == "5m"
         ordered.append(point if ttl == point.ttl else Breakpoint(point.message, point.block, ttl, point.tokens))
-    marked = tuple((i, p, b.ttl) for (i, (p, _ttl)), b in zip(sorted(chosen.items()), ordered, strict=True))
+    marked = tuple((i, p, b.ttl) for (i, (p, _ttl)), b in zip(picked, ordered, strict=True))
     return laid.made(tuple(ordered), marked)
 
 

@@ -352,18 +352,13 @@ class SentPrefixes:
         # the run and message count of the last request, when it ended a path, and that path's last edge
         self._last: tuple[object, int, _Edge] | None = None
 
-    def known(self, layout: Sequence[Position]) -> int:
-        """
-        The tokens of the longest prefix of *layout* an earlier request sent
-        (what :func:`seen_before` gives), and add *layout*'s prefixes.
-        """
-        return self.sent(layout)[0]
-
     def sent(self, layout: Sequence[Position]) -> tuple[int, int | None]:
         """
-        :meth:`known`, with how many messages of *layout* that prefix holds
-        (None when it is not told: after a request laid out otherwise than
-        as a :class:`~workingctx.cache._layout.Layout`).
+        The tokens of the longest prefix of *layout* an earlier request sent
+        (what :func:`seen_before` gives), and how many messages that prefix
+        holds (None when it is not told: after a request laid out otherwise
+        than as a :class:`~workingctx.cache._layout.Layout`); and add
+        *layout*'s prefixes.
         """
         if not layout:
             return 0, None

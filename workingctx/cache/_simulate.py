@@ -335,8 +335,8 @@ def simulate(
             output = message.usage.output_tokens if message.usage is not None else count(message)
             total = request_tokens(made)
             usage = sent_usage(total, result, output)
-            fresh, read, write_1h = usage.input_tokens, usage.cache_read_tokens, usage.cache_write_1h_tokens
-            write_5m = usage.cache_write_tokens - write_1h
+            fresh, read = usage.input_tokens, usage.cache_read_tokens
+            write_5m, write_1h = usage.cache_write_5m_tokens, usage.cache_write_1h_tokens
             known = result.known  # what an earlier request sent, for the best cost
             requests.append(
                 SimulatedRequest(
