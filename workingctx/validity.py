@@ -504,9 +504,30 @@ class RuleState:
             )
             self.open = []
 
+    @staticmethod
+    def ids_of(message: Message) -> tuple[Sequence[str], Sequence[str]]:
+        """
+        The ids of the calls *message* answers and of those it asks for,
+        repeats included: what :meth:`feed` reads of it.
+        """
+        if message.content.__class__ is not str:
+            return _raw_result_ids(message), _raw_call_ids(message)
+        role = message.role
+        if role == "tool":
+            return _raw_result_ids(message), ()
+        return (), (_raw_call_ids(message) if role == "assistant" else ())
+
     def feed(self, message: Message) -> None:
         """
         Walk one more message.
+        """
+        results, calls = self.ids_of(message)
+        self.feed_ids(message, results, calls)
+
+    def feed_ids(self, message: Message, results: Sequence[str], calls: Sequence[str]) -> None:
+        """
+        :meth:`feed`, given :meth:`ids_of` *message* (a caller that reads
+        them too, such as a tail index, scans the message once).
         """
         i = self.size
         self.size += 1
@@ -515,7 +536,6 @@ class RuleState:
             self.first, self.first_role = i, role
         if role == "user":
             self.users += 1
-        results = _raw_result_ids(message) if role in ("tool", "user") or message.content.__class__ is not str else ()
         if results or role == "tool":
             if not results:
                 self._report(
@@ -527,7 +547,6 @@ class RuleState:
                 )
             for answered in results:
                 self._answer(i, answered)
-        calls = _raw_call_ids(message) if role == "assistant" or message.content.__class__ is not str else ()
         # Assistant turns that only call, one right after another, are one
         # exchange (Anthropic and Gemini join consecutive turns of a role):
         # their results may follow them all.

@@ -13,7 +13,7 @@ import bisect
 from array import array
 from typing import TYPE_CHECKING
 
-from workingctx.scopes._exchanges import call_ids, is_reasoning_only, result_ids, starts_turn
+from workingctx.scopes._exchanges import is_reasoning_only
 from workingctx.validity import RuleState
 
 if TYPE_CHECKING:
@@ -168,15 +168,17 @@ class TailIndex:
         call_at, base = self._call_at, self._base
         walk, blocked_by, following, opens, turns = self.walk, self._blocked, self._next, self._opens, self._turns
         shift = base - self._lead  # a message's stored index less its index
+        ids_of, feed = walk.ids_of, walk.feed_ids
         for j in range(self.size, len(messages)):
             message = messages[j]
             at = j + shift
-            for answered in result_ids(message):
+            # the ids the rules' walk reads too, repeats included: read once for both
+            results, calls = ids_of(message)
+            for answered in results:
                 asked = call_at.get(answered)
                 if asked is not None and asked >= base:
                     # Every cut between the call and this answer splits the exchange.
                     self._block(asked + 1, at, at)
-            calls = call_ids(message)
             if calls:
                 if j > 0 and is_reasoning_only(messages[j - 1]):
                     self._block(at, at, at)
@@ -184,11 +186,11 @@ class TailIndex:
                     call_at[call] = at
             blocked_by.append(NEVER)
             following.append(at + 2)
-            opens_turn = starts_turn(message)
+            opens_turn = message.role == "user" and not results  # a user message that answers no call
             opens.append(opens_turn)
             if opens_turn:
                 turns.append(at)
-            walk.feed(message)
+            feed(message, results, calls)
         self.size = len(messages)
 
     def first_cut(self, start: int, n: int, *, user_turn: bool) -> int:
