@@ -429,7 +429,11 @@ def test_explicit_cache_equals_walking_every_position(steps, model):
             continue
         assert expected == made.breakpoints
         assert automatic == made.automatic
-        layout = plan(ctx, provider="openai", model="gpt-5")._layout  # the same layout, without Anthropic's checks
+        # the planner builds plans without the constructor's checks: each passes them, and is the plan they build
+        assert attrs.evolve(made) == made
+        implicit = plan(ctx, provider="openai", model="gpt-5")
+        assert attrs.evolve(implicit) == implicit
+        layout = implicit._layout  # the same layout, without Anthropic's checks
         assert layout == made._layout
         assert tuple(p for p in layout if p.preset is not None) == made._presets
         marked = marked_positions(made)  # made with the plan, when the plan marked every one

@@ -7,7 +7,7 @@ OpenAI's :func:`prompt_cache_key`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import is_not
 from typing import Any, NamedTuple, overload
 
@@ -480,22 +480,21 @@ def plan(
         add(found, tail_ttl, position)
     if not automatic:
         add(last_carrying_index(layout, len(messages)), tail_ttl)
-    picked = sorted(chosen.items())
-    points = [Breakpoint(p.message, p.block, ttl, p.tokens) for _i, (p, ttl) in picked]
     # Every 1h breakpoint must come before every 5m one, those on blocks included:
     # a planned one before a 1h one on a block lasts an hour too, and one after a
     # 5m one (planned or on a block) five minutes.
     last_1h = max((at for at, ttl in presets if ttl == "1h"), default=(-1, -1))
     first_5m = min((at for at, ttl in presets if ttl == "5m"), default=(len(messages), 0))
     ordered: list[Breakpoint] = []
+    marked: list[tuple[int, Position, TTL]] = []
     seen_5m = False
-    for point in points:
-        at = (point.message, point.block)
-        ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else point.ttl
+    for index, (position, wanted) in sorted(chosen.items()):
+        at = (position.message, position.block)
+        ttl: TTL = "1h" if at < last_1h else "5m" if (seen_5m or at > first_5m) else wanted
         seen_5m = seen_5m or ttl == "5m"
-        ordered.append(point if ttl == point.ttl else Breakpoint(point.message, point.block, ttl, point.tokens))
-    marked = tuple((i, p, b.ttl) for (i, (p, _ttl)), b in zip(picked, ordered, strict=True))
-    return laid.made(tuple(ordered), marked)
+        ordered.append(_breakpoint(position.message, position.block, ttl, position.tokens))
+        marked.append((index, position, ttl))
+    return laid.made(tuple(ordered), tuple(marked))
 
 
 def _furthest_reached(layout: Layout, previous: CachePlan) -> tuple[int | None, Position | None]:
@@ -524,6 +523,45 @@ def _furthest_reached(layout: Layout, previous: CachePlan) -> tuple[int | None, 
         if position.tokens > most:
             best, most = (found, position), position.tokens
     return best
+
+
+def _filler(cls: type[Any]) -> Callable[..., Any]:
+    """
+    A maker of *cls* from the values of its ``__init__`` fields, in order,
+    that fills its slots directly (a field left out of ``__init__`` gets its
+    default): no converter, check or ``__attrs_post_init__`` runs. For values
+    the planner made and checked as it made them; the constructor itself
+    (checks included) when a field is not a plain slot.
+    """
+    fields = attrs.fields(cls)
+    descriptors = [cls.__dict__.get(field.name) for field in fields]
+    plain = all(type(found).__name__ == "member_descriptor" for found in descriptors)
+    if not plain or any(isinstance(f.default, attrs.Factory) for f in fields if not f.init):  # type: ignore[arg-type]
+        return cls  # pragma: no cover  # the classes given are slotted, their memo's default None
+    given = [found.__set__ for found, f in zip(descriptors, fields, strict=True) if f.init]  # type: ignore[union-attr]
+    left = [(found.__set__, f.default) for found, f in zip(descriptors, fields, strict=True) if not f.init]  # type: ignore[union-attr]
+    new = object.__new__
+
+    def made(*values: Any) -> Any:
+        built = new(cls)
+        for set_slot, value in zip(given, values, strict=True):
+            set_slot(built, value)
+        for set_slot, default in left:
+            set_slot(built, default)
+        return built
+
+    return made
+
+
+_breakpoint: Callable[[int, int, TTL, int], Breakpoint] = _filler(Breakpoint)
+"""A :class:`Breakpoint` the planner placed (indices and tokens of its layout, a lifetime it checked)."""
+
+_plan: Callable[..., CachePlan] = _filler(CachePlan)
+"""
+A :class:`CachePlan` the planner made, from its fields in order: the
+checks its constructor makes are those the planner made as it placed each
+breakpoint (see ``LaidOut.made``).
+"""
 
 
 class LaidOut(NamedTuple):
@@ -558,18 +596,18 @@ class LaidOut(NamedTuple):
         """
         layout = self.layout
         explicit = self.rules.explicit
-        made = CachePlan(
+        made = _plan(
             self.provider,
             self.model,
             breakpoints if explicit else (),
-            automatic=self.automatic if explicit else True,
-            cache_key=None if explicit or self.provider != "openai" else f"workingctx-{self.prefix_digest[:32]}",
-            total_tokens=last_tokens(layout),
-            prefix_messages=self.prefix_count,
-            _layout=layout,
-            _signature=self.signature,
-            _tail=self.tail,
-            _presets=self.carrying,
+            self.automatic if explicit else True,
+            None if explicit or self.provider != "openai" else f"workingctx-{self.prefix_digest[:32]}",
+            last_tokens(layout),
+            self.prefix_count,
+            layout,
+            self.signature,
+            self.tail,
+            self.carrying,
         )
         if marked is not None and explicit and not self.carrying and not self.automatic:
             object.__setattr__(made, "_marked", marked)

@@ -14,7 +14,7 @@ import attrs
 
 from workingctx import _checks
 from workingctx.cache._layout import per_message
-from workingctx.cache._plan import Breakpoint, CachePlan, laid_out, last_carrying_index, plan
+from workingctx.cache._plan import CachePlan, _breakpoint, laid_out, last_carrying_index, plan
 from workingctx.cache._report import request_tokens, sent_usage
 from workingctx.cache._rules import rules_for
 from workingctx.cache._served import SimulatedCache, checked_seconds
@@ -191,7 +191,7 @@ def _strategy_plan(
             return laid.made((), ())
         tail = layout[at]
         if tail.preset is None and tail.tokens >= rules.minimum_for(model):
-            return laid.made((Breakpoint(tail.message, tail.block, "5m", tail.tokens),), ((at, tail, "5m"),))
+            return laid.made((_breakpoint(tail.message, tail.block, "5m", tail.tokens),), ((at, tail, "5m"),))
         return laid.made((), ())
     if callable(strategy):
         made = strategy(ctx, previous)
