@@ -122,6 +122,31 @@ class TestTable:
         for model in ("claude-sonnet-4-6", "gpt-5", "gemini-2.5-flash"):
             assert cost(model, one) + cost(model, two) == cost(model, one + two)
 
+    @given(
+        price=st.sampled_from(sorted(BUILTIN_PRICES.items())),
+        counts=st.lists(st.integers(0, 2_000_000), min_size=6, max_size=6),
+    )
+    def test_a_simulated_requests_costs_are_cost_of_each_usage(self, price, counts):
+        """
+        The five costs the simulation gives each request from its counts are,
+        digit for digit, the costs of the usages they stand for, on both
+        sides of a long-context threshold.
+        """
+        _name, rates = price
+        fresh, output, read, write_5m, write_1h, known = counts
+        total = fresh + read + write_5m + write_1h
+        known = min(known, total)
+        made = rates._request_costs(fresh, output, read, write_5m, write_1h, known)  # noqa: SLF001  # what the simulation calls
+        written = {"cache_write_tokens": write_5m + write_1h, "cache_write_1h_tokens": write_1h}
+        expected = (
+            rates.cost(Usage(input_tokens=fresh, output_tokens=output, cache_read_tokens=read, **written)),
+            rates.cost(Usage(input_tokens=fresh, cache_read_tokens=read, **written)),
+            rates.cost(Usage(input_tokens=total, output_tokens=output)),
+            rates.cost(Usage(input_tokens=total)),
+            rates.cost(Usage(input_tokens=total - known, cache_read_tokens=known)),
+        )
+        assert [c.as_tuple() for c in made] == [c.as_tuple() for c in expected]
+
 
 class TestErrors:
     @pytest.mark.usefixtures("without_genai_prices")

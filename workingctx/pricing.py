@@ -193,6 +193,47 @@ class Price:
             + write_1h * _set(rates.cache_write_1h)
         ) / _MTOK
 
+    def _request_costs(
+        self, fresh: int, output: int, read: int, write_5m: int, write_1h: int, known: int
+    ) -> tuple[Decimal, Decimal, Decimal, Decimal, Decimal]:
+        """
+        What the simulation says of one request, each equal to :meth:`_cost_of`
+        of its counts, term for term (the same products, added in the same
+        order), each product made once: the cost, the input's cost, both
+        uncached (every input token fresh), and the input's cost had it read
+        the *known* tokens an earlier request sent. The five share the
+        request's input, so its tier.
+
+        >>> price = Price(3, 15, cache_read=0.3, cache_write_5m=3.75)
+        >>> costs = price._request_costs(1_000, 200, 30_000, 2_000, 0, 32_000)
+        >>> costs == (
+        ...     price._cost_of(1_000, 200, 30_000, 2_000, 0),
+        ...     price._cost_of(1_000, 0, 30_000, 2_000, 0),
+        ...     price._cost_of(33_000, 200, 0, 0, 0),
+        ...     price._cost_of(33_000, 0, 0, 0, 0),
+        ...     price._cost_of(1_000, 0, 32_000, 0, 0),
+        ... )
+        True
+        """
+        total = fresh + read + write_5m + write_1h
+        rates = self
+        above = self.long_context_above
+        if above is not None and total > above and self.long_context is not None:
+            rates = self.long_context
+        per_input, per_output = rates.input, rates.output
+        per_read, per_5m, per_1h = _set(rates.cache_read), _set(rates.cache_write_5m), _set(rates.cache_write_1h)
+        no_output, no_read, no_5m, no_1h = 0 * per_output, 0 * per_read, 0 * per_5m, 0 * per_1h
+        fresh_in, output_out, read_in = fresh * per_input, output * per_output, read * per_read
+        written = write_5m * per_5m, write_1h * per_1h
+        all_in = total * per_input
+        return (
+            (fresh_in + output_out + read_in + written[0] + written[1]) / _MTOK,
+            (fresh_in + no_output + read_in + written[0] + written[1]) / _MTOK,
+            (all_in + output_out + no_read + no_5m + no_1h) / _MTOK,
+            (all_in + no_output + no_read + no_5m + no_1h) / _MTOK,
+            ((total - known) * per_input + no_output + known * per_read + no_5m + no_1h) / _MTOK,
+        )
+
 
 def _set(value: Decimal | None) -> Decimal:
     # Every optional rate is filled in by Price.__attrs_post_init__.

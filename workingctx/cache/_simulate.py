@@ -237,27 +237,42 @@ def _next_gap(waits: Iterator[float] | None, sent: int) -> float:
     return checked_seconds(gap, f"gaps[{sent - 1}]")
 
 
-def _pricer(model: str) -> Callable[[int, int, int, int, int], Decimal]:
+_Costs: TypeAlias = tuple[Decimal, Decimal, Decimal, Decimal, Decimal]
+
+
+def _pricer(model: str) -> Callable[[int, int, int, int, int, int], _Costs]:
     """
-    The cost of a request of *model* from its counts (fresh input, output,
-    cache read, five-minute and one-hour writes): a price in the table is
-    found once for the run; otherwise each request is priced by name
-    (genai-prices' prices may change with the time of day), as is a price of
-    a subclass of :class:`~workingctx.pricing.Price` with a ``cost`` of its own.
+    The costs of a request of *model* from its counts (fresh input, output,
+    cache read, five-minute and one-hour writes, and the tokens an earlier
+    request sent): its cost, its input's cost, both uncached, and its best
+    input cost. A price in the table is found once for the run; otherwise each
+    request is priced by name (genai-prices' prices may change with the time
+    of day), as is a price of a subclass of :class:`~workingctx.pricing.Price`
+    with a ``cost`` of its own.
     """
     price = find_price(model)
     if price is not None and type(price).cost is Price.cost:
-        return price._cost_of  # the counts are the simulation's own, checked when it made them
+        return price._request_costs  # the counts are the simulation's own, checked when it made them
 
-    def by_name(fresh: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
-        usage = Usage(
-            input_tokens=fresh,
-            output_tokens=output,
-            cache_read_tokens=read,
-            cache_write_tokens=write_5m + write_1h,
-            cache_write_1h_tokens=write_1h,
+    def by_name(fresh: int, output: int, read: int, write_5m: int, write_1h: int, known: int) -> _Costs:
+        def priced(fresh: int, output: int, read: int, write_5m: int = 0, write_1h: int = 0) -> Decimal:
+            usage = Usage(
+                input_tokens=fresh,
+                output_tokens=output,
+                cache_read_tokens=read,
+                cache_write_tokens=write_5m + write_1h,
+                cache_write_1h_tokens=write_1h,
+            )
+            return _price(model, usage)
+
+        total = fresh + read + write_5m + write_1h
+        return (
+            priced(fresh, output, read, write_5m, write_1h),
+            priced(fresh, 0, read, write_5m, write_1h),
+            priced(total, output, 0),
+            priced(total, 0, 0),
+            priced(total - known, 0, known),
         )
-        return _price(model, usage)
 
     return by_name
 
@@ -333,23 +348,28 @@ def simulate(
                 now += _next_gap(waits, len(requests))
             result = served.send(made, now)
             output = message.usage.output_tokens if message.usage is not None else count(message)
-            total = request_tokens(made)
-            usage = sent_usage(total, result, output)
-            fresh, read = usage.input_tokens, usage.cache_read_tokens
-            write_5m, write_1h = usage.cache_write_5m_tokens, usage.cache_write_1h_tokens
-            known = result.known  # what an earlier request sent, for the best cost
+            # the usage's counts add up to the request's tokens, which its uncached costs price
+            usage = sent_usage(request_tokens(made), result, output)
+            costs = price(
+                usage.input_tokens,
+                output,
+                usage.cache_read_tokens,
+                usage.cache_write_5m_tokens,
+                usage.cache_write_1h_tokens,
+                result.known,  # what an earlier request sent, for the best cost
+            )
             requests.append(
                 SimulatedRequest(
                     usage=usage,
-                    cost=price(fresh, output, read, write_5m, write_1h),
-                    input_cost=price(fresh, 0, read, write_5m, write_1h),
-                    uncached_cost=price(total, output, 0, 0, 0),
-                    uncached_input_cost=price(total, 0, 0, 0, 0),
+                    cost=costs[0],
+                    input_cost=costs[1],
+                    uncached_cost=costs[2],
+                    uncached_input_cost=costs[3],
                     breakpoints=len(made.breakpoints) + (1 if made.automatic and rules.explicit else 0),
                     lookback_miss_tokens=result.missed,
                     at=now,
                     expired_tokens=result.expired,
-                    best_input_cost=price(total - known, 0, known, 0, 0),
+                    best_input_cost=costs[4],
                 )
             )
             previous = made
