@@ -411,7 +411,7 @@ class MergeMethods(ContextState):
             if all(present[message] >= count for message, count in Counter(here).items()):
                 return names, here
             first = here[0].call_ids[0]
-            if partial is None and waiting and state.asked.get(first) == at:
+            if partial is None and waiting and state.asked_at(first) == at:
                 partial = names, here
         return partial
 

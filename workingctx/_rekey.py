@@ -333,7 +333,8 @@ class Rekeyer:
 
 class _Known:
     """
-    The call ids a transcript uses, read from its rule state (asked and answered).
+    The call ids a transcript uses, read from its rule state (every call
+    answered was asked, so the calls asked are all of them).
     """
 
     __slots__ = ("_state",)
@@ -342,7 +343,7 @@ class _Known:
         self._state = state
 
     def __contains__(self, call_id: object) -> bool:
-        return call_id in self._state.asked or call_id in self._state.answered
+        return isinstance(call_id, str) and self._state.asked_at(call_id) is not None
 
 
 def matchings(
@@ -367,7 +368,7 @@ def matchings(
         return
     first = ids[0]
     number = 1  # the first call may have kept its name while another was re-keyed
-    while (index := state.asked.get(first if number == 1 else f"{first}{SEPARATOR}{number}")) is not None:
+    while (index := state.asked_at(first if number == 1 else f"{first}{SEPARATOR}{number}")) is not None:
         number += 1
         found = messages[index]
         theirs = _call_ids(found)

@@ -353,6 +353,13 @@ def _ids(ids: Iterable[str]) -> str:
     return ", ".join(repr(i) for i in ids)
 
 
+_STALE_SLACK = 64
+"""
+How many calls past twice those it kept when it last dropped the others a
+rebased rules' state stores before it drops those of dropped messages.
+"""
+
+
 class RuleState:
     """
     The checker's state, fed one message at a time.
@@ -372,11 +379,23 @@ class RuleState:
         users: How many user messages were fed.
         open: The ids of the calls of the message at ``open_at`` still
             waiting for a result, with nothing but results after that message.
+
+    The calls asked and answered are kept by *stored* position: message
+    ``i`` is stored at ``i + _origin``, and only entries stored at
+    ``_low`` or later are the walk's (:meth:`asked_at`, :meth:`calls`). A
+    trim told by :meth:`rebased` copies both dicts as they are (a C-level
+    copy) and raises ``_low`` past the messages it drops, where rebuilding
+    them would move every call kept; it drops the entries below ``_low``
+    when the calls stored have more than doubled since they last were
+    (by :data:`_STALE_SLACK` more), so each costs a constant share.
     """
 
     __slots__ = (
-        "answered",
-        "asked",
+        "_answered",
+        "_asked",
+        "_low",
+        "_origin",
+        "_pruned",
         "broken",
         "calls_at",
         "first",
@@ -390,9 +409,13 @@ class RuleState:
 
     def __init__(self) -> None:
         self.size = 0
-        # call id -> index of the (latest) message asking for it
-        self.asked: MutableMapping[str, int] = {}
-        self.answered: MutableMapping[str, None] = {}
+        # call id -> stored position of the (latest) message asking for it
+        self._asked: MutableMapping[str, int] = {}
+        # call id -> stored position of the ask its result answered
+        self._answered: MutableMapping[str, int] = {}
+        self._origin = 0  # message i is stored at i + _origin
+        self._low = 0  # entries stored before it are not the walk's (a trim dropped their messages)
+        self._pruned = 0  # how many entries _asked held when last rid of those below _low
         self.open: list[str] = []
         self.open_at = -1
         self.calls_at = -1  # the index of the latest message, when it was an assistant's calls
@@ -412,10 +435,11 @@ class RuleState:
         The state after *messages* were fed, leaving this one as it is; its
         :attr:`problems` are only those the new messages bring.
         """
-        state = RuleState.__new__(RuleState)
+        state: RuleState = RuleState.__new__(RuleState)
         state.size = self.size
-        state.asked = ChainMap({}, self.asked)
-        state.answered = ChainMap({}, self.answered)
+        state._asked = ChainMap({}, self._asked)
+        state._answered = ChainMap({}, self._answered)
+        state._origin, state._low, state._pruned = self._origin, self._low, self._pruned
         state.open = list(self.open)
         state.open_at = self.open_at
         state.calls_at = self.calls_at
@@ -456,13 +480,17 @@ class RuleState:
             state.feed(message)
         shift = state.size - start
         state.size = self.size + shift
-        asked = {call: at + shift for call, at in self.asked.items() if at >= start}
-        state.asked = asked
-        # With no problem found, every call was answered but those still waiting.
-        answered = dict.fromkeys(asked)
-        for call in self.open:
-            del answered[call]
-        state.answered = answered
+        # The calls as they are stored: the messages before start are no longer the walk's.
+        low = max(self._low, start + self._origin)
+        asked, answered, pruned = self._asked, self._answered, self._pruned
+        if len(asked) > 2 * pruned + _STALE_SLACK:  # half of them or more dropped: rid of those
+            asked = {call: at for call, at in asked.items() if at >= low}
+            answered = {call: at for call, at in answered.items() if at >= low}
+            pruned = len(asked)
+        else:
+            asked, answered = asked.copy(), answered.copy()  # type: ignore[attr-defined]  # a C-level copy of each
+        state._asked, state._answered, state._pruned = asked, answered, pruned
+        state._origin, state._low = self._origin - shift, low
         state.open = list(self.open)
         state.open_at = self.open_at + shift if self.open_at >= start else -1
         state.calls_at = self.calls_at + shift if self.calls_at >= start else -1
@@ -477,6 +505,26 @@ class RuleState:
         else:
             state.users += operator.countOf(map(_ROLE, rest), "user")
         return state
+
+    def asked_at(self, call: str) -> int | None:
+        """
+        The index of the message asking for *call* (the latest, when asked again), or None when none does.
+        """
+        at = self._asked.get(call)
+        return None if at is None or at < self._low else at - self._origin
+
+    def _answered_now(self, call: str) -> bool:
+        at = self._answered.get(call)
+        return at is not None and at >= self._low
+
+    def calls(self) -> tuple[dict[str, int], set[str]]:
+        """
+        The calls asked (each with the index of the message asking for it)
+        and those answered, as the walk tells them (to compare two states).
+        """
+        low, origin = self._low, self._origin
+        asked = {call: at - origin for call, at in self._asked.items() if at >= low}
+        return asked, {call for call, at in self._answered.items() if at >= low}
 
     def skip(self) -> None:
         """
@@ -572,7 +620,8 @@ class RuleState:
                 self._close()
             seen: set[str] = set()
             for call in calls:
-                if call in seen or (call in self.asked and (call not in self.answered or call in self.open)):
+                asked = self.asked_at(call)
+                if call in seen or (asked is not None and (not self._answered_now(call) or call in self.open)):
                     self._report(
                         Problem(
                             i,
@@ -582,19 +631,19 @@ class RuleState:
                             (call,),
                         )
                     )
-                elif call in self.asked:
+                elif asked is not None:
                     self._report(
                         Problem(
                             i,
                             "reused-call-id",
-                            f"the call id {call!r} was used by the call at message {self.asked[call]}, answered "
+                            f"the call id {call!r} was used by the call at message {asked}, answered "
                             "already; Anthropic and Gemini need each id once per request (their adapters re-key "
                             "it when writing)",
                             (call,),
                         )
                     )
                 seen.add(call)
-                self.asked[call] = i
+                self._asked[call] = i + self._origin
             if joined:
                 self.open.extend(c for c in dict.fromkeys(calls) if c not in self.open)
             else:
@@ -614,8 +663,8 @@ class RuleState:
     def _answer(self, i: int, answered: str) -> None:
         if answered in self.open:
             self.open.remove(answered)
-            self.answered[answered] = None
-        elif answered in self.answered:
+            self._answered[answered] = self._asked[answered]  # the ask this result answers
+        elif self._answered_now(answered):
             self._report(
                 Problem(
                     i,
@@ -624,12 +673,12 @@ class RuleState:
                     (answered,),
                 )
             )
-        elif answered in self.asked:
+        elif (asked := self.asked_at(answered)) is not None:
             self._report(
                 Problem(
                     i,
                     "misplaced-result",
-                    f"the call {answered!r} is at message {self.asked[answered]}, but other messages come "
+                    f"the call {answered!r} is at message {asked}, but other messages come "
                     "between it and this result; results must directly follow their call",
                     (answered,),
                 )

@@ -5,6 +5,7 @@ index before it (TailIndex.rebased, RuleState.rebased) instead of indexing the k
 
 from __future__ import annotations
 
+import unittest.mock
 from collections.abc import Sequence
 
 from hypothesis import assume, given
@@ -12,9 +13,11 @@ from hypothesis import strategies as st
 
 from tests.strategies import system_heads as heads
 from tests.strategies import trim_runs as runs
-from workingctx import Message, ToolCall
+from workingctx import Message, ToolCall, validity
 from workingctx.scopes._index import NEVER, TailIndex
 from workingctx.validity import RuleState
+
+SLACK = validity._STALE_SLACK  # noqa: SLF001  # how many dropped calls a rebased walk keeps before it prunes
 
 
 def indexed(messages: Sequence[Message]) -> TailIndex:
@@ -33,8 +36,7 @@ def state(index: TailIndex) -> tuple[object, ...]:
         index.positions(),
         index.turn_count(),
         walk.size,
-        dict(walk.asked),
-        set(walk.answered),
+        walk.calls(),
         walk.open,
         walk.open_at,
         walk.calls_at,
@@ -71,14 +73,20 @@ def test_a_rebased_index_is_the_index_of_the_kept_messages(run, head, data):
     assert state(rebased) == state(indexed([*kept, *more]))
 
 
-@given(runs, st.data())
-def test_indexes_trimmed_and_grown_in_turn_answer_as_new_ones(run, data):
+@given(runs, st.data(), st.sampled_from([SLACK, 0]))
+def test_indexes_trimmed_and_grown_in_turn_answer_as_new_ones(run, data, slack):
     """
     Property: an index trimmed again and again (each trim reading the arrays
-    of the one before, sometimes copied when few messages are kept), grown
-    between the trims, answers as an index built over its messages; and an
-    index a trim left behind, grown on its own afterwards, still does.
+    of the one before, sometimes copied when few messages are kept, and
+    copying the rules' calls, pruned of those dropped at every trim with no
+    slack), grown between the trims, answers as an index built over its
+    messages; and an index a trim left behind, grown on its own afterwards, still does.
     """
+    with unittest.mock.patch.object(validity, "_STALE_SLACK", slack):
+        _trim_and_grow(run, data)
+
+
+def _trim_and_grow(run: list[Message], data: st.DataObject) -> None:
     messages = list(run)
     index = indexed(messages)
     left: list[tuple[TailIndex, list[Message]]] = []
@@ -105,11 +113,12 @@ def test_indexes_trimmed_and_grown_in_turn_answer_as_new_ones(run, data):
 def test_a_long_run_of_trims_keeps_only_the_kept_messages_arrays():
     """
     Trims that each drop one exchange copy the arrays once the messages
-    dropped outnumber those kept, so the arrays stay near the window's size.
+    dropped outnumber those kept, so the arrays stay near the window's size,
+    and prune the rules' calls once those dropped outnumber those kept.
     """
     messages: list[Message] = [Message("system", "Be brief.")]
     index = indexed(messages)
-    longest = 0
+    longest = most_calls = 0
     for turn in range(400):
         call = ToolCall(f"c{turn}", "lookup")
         messages = [
@@ -125,8 +134,10 @@ def test_a_long_run_of_trims_keeps_only_the_kept_messages_arrays():
             assert told is not None
             index, messages = told, [messages[0], *messages[5:]]
         longest = max(longest, len(index._opens))  # noqa: SLF001  # the stored arrays' length
+        most_calls = max(most_calls, len(index.walk._asked))  # noqa: SLF001  # the calls stored, dropped ones too
     assert state(index) == state(indexed(messages))
     assert longest <= 3 * len(messages) + 64
+    assert most_calls <= 2 * len(index.walk.calls()[0]) + SLACK + 1
 
 
 @given(runs, st.data())
@@ -142,7 +153,7 @@ def test_a_rebased_walk_is_the_walk_of_the_kept_messages(run, data):
         return
     told = old.walk.rebased([], run[start:], start, run[:start])
     assert told is not None
-    assert (told.users, set(told.answered), told.asked) == (walk.users, set(walk.answered), walk.asked)
+    assert (told.users, told.calls()) == (walk.users, walk.calls())
     fresh = RuleState()
     for message in run[start:]:
         fresh.feed(message)
