@@ -353,12 +353,23 @@ def _record(value: Any) -> dict[str, Any]:
     return out
 
 
+_PLAIN: frozenset[type[Any]] = frozenset({str, int, float, bool, type(None)})
+"""The types of the field values a digest encodes as they are, told without a call."""
+
+_RECORDS: dict[type[Any], bool] = {}
+"""Whether each type met in a field is an attrs class, encoded by its fields (``attrs.has``, asked once per type)."""
+
+
 def _field(value: Any) -> Any:
-    if type(value) is tuple:
+    cls = type(value)
+    if cls in _PLAIN:
+        return value
+    if cls is tuple:
         return [_field(item) for item in value]
-    if attrs.has(type(value)):
-        return _record(value)
-    return value
+    record = _RECORDS.get(cls)
+    if record is None:
+        record = _RECORDS[cls] = attrs.has(cls)
+    return _record(value) if record else value
 
 
 _MESSAGE_FIELDS = frozenset(
