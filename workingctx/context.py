@@ -330,6 +330,14 @@ class WorkingContext(MergeMethods, RecordingMethods):
             raise _checks.wrong_type(messages, "messages", "an iterable of messages", owner="replace_tail()")
         items = list(messages)
         check_messages(items, "replace_tail()")
+        return self._replace_kept(items)
+
+    def _replace_kept(self, items: list[Message]) -> WorkingContext:
+        """
+        :meth:`replace_tail` with *items* (given away) that are messages
+        already: what a context manager keeps of this context's own, and the
+        summary message it makes.
+        """
         if self._history is not None:
             self._history.replace(self, items)
             return self

@@ -210,8 +210,11 @@ def _count(counter: MessageCounter, messages: Sequence[Message]) -> int:
     return sum(map(counting(counter), messages))
 
 
-def _replace_tail(ctx: WorkingContext, messages: Sequence[Message]) -> None:
-    ctx.replace_tail(messages)
+def _replace_tail(ctx: WorkingContext, messages: list[Message]) -> None:
+    """
+    Make *messages* the tail of *ctx*: messages a manager kept of its tail, with a summary it made.
+    """
+    ctx._replace_kept(messages)  # noqa: SLF001  # messages already: no check of each
 
 
 def _set_last_trim(manager: object, report: TrimReport) -> None:
