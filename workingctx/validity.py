@@ -560,23 +560,20 @@ class RuleState:
         """
         if message.content.__class__ is not str:
             return _raw_result_ids(message), _raw_call_ids(message)
+        # text: a tool message answers, an assistant asks
         role = message.role
         if role == "tool":
-            return _raw_result_ids(message), ()
-        return (), (_raw_call_ids(message) if role == "assistant" else ())
+            own = message.tool_call_id
+            return ((own,) if own is not None else ()), ()
+        calls = message.tool_calls
+        return (), ([call.id for call in calls] if calls and role == "assistant" else ())
 
-    def feed(self, message: Message) -> None:
+    def feed(self, message: Message, ids: tuple[Sequence[str], Sequence[str]] | None = None) -> None:
         """
-        Walk one more message.
+        Walk one more message; *ids*, :meth:`ids_of` it when the caller read
+        them too (a tail index does), saves reading them again.
         """
-        results, calls = self.ids_of(message)
-        self.feed_ids(message, results, calls)
-
-    def feed_ids(self, message: Message, results: Sequence[str], calls: Sequence[str]) -> None:
-        """
-        :meth:`feed`, given :meth:`ids_of` *message* (a caller that reads
-        them too, such as a tail index, scans the message once).
-        """
+        results, calls = self.ids_of(message) if ids is None else ids
         i = self.size
         self.size += 1
         role = message.role
@@ -620,7 +617,8 @@ class RuleState:
                 self._close()
             seen: set[str] = set()
             for call in calls:
-                asked = self.asked_at(call)
+                stored = self._asked.get(call)  # asked_at(call), inlined: most calls are new
+                asked = None if stored is None or stored < self._low else stored - self._origin
                 if call in seen or (asked is not None and (not self._answered_now(call) or call in self.open)):
                     self._report(
                         Problem(

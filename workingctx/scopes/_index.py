@@ -168,12 +168,12 @@ class TailIndex:
         call_at, base = self._call_at, self._base
         walk, blocked_by, following, opens, turns = self.walk, self._blocked, self._next, self._opens, self._turns
         shift = base - self._lead  # a message's stored index less its index
-        ids_of, feed = walk.ids_of, walk.feed_ids
+        ids_of, feed = walk.ids_of, walk.feed
         for j in range(self.size, len(messages)):
             message = messages[j]
             at = j + shift
             # the ids the rules' walk reads too, repeats included: read once for both
-            results, calls = ids_of(message)
+            ids = results, calls = ids_of(message)
             for answered in results:
                 asked = call_at.get(answered)
                 if asked is not None and asked >= base:
@@ -190,7 +190,7 @@ class TailIndex:
             opens.append(opens_turn)
             if opens_turn:
                 turns.append(at)
-            feed(message, results, calls)
+            feed(message, ids)
         self.size = len(messages)
 
     def first_cut(self, start: int, n: int, *, user_turn: bool) -> int:
