@@ -468,6 +468,8 @@ class RuleState:
         each position only moves by ``len(head) - start``. *dropped*, the
         messages this state walked before *start*, when given, tells how many
         user messages *rest* holds without a pass over it (a trim drops a few).
+        A state :meth:`probe` made holds only the problems its messages
+        brought, so it says nothing of those before: it is not rebased.
         """
         if self.problems or start > self.size or len(rest) != self.size - start:
             return None
