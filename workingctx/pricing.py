@@ -172,19 +172,25 @@ class Price:
             usage.cache_write_1h_tokens,
         )
 
+    def _rates(self, input_tokens: int) -> Price:
+        """
+        The prices a request of *input_tokens* (fresh, read and written) is
+        billed at: the long-context ones above their threshold.
+        """
+        above = self.long_context_above
+        if above is not None and input_tokens > above and self.long_context is not None:
+            return self.long_context
+        return self
+
     def _cost_of(self, fresh: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
         """
         :meth:`cost` of the :class:`~workingctx.Usage` holding these token
-        counts, without building one: for the simulation, which prices each
-        request from counts it made (unchecked: a count is an int, 0 or more).
+        counts (unchecked: a count is an int, 0 or more).
 
         >>> Price(3, 15, cache_read=0.3)._cost_of(1_000_000, 0, 1_000_000, 0, 0)
         Decimal('3.3')
         """
-        rates = self
-        above = self.long_context_above
-        if above is not None and fresh + read + write_5m + write_1h > above and self.long_context is not None:
-            rates = self.long_context
+        rates = self._rates(fresh + read + write_5m + write_1h)
         return (
             fresh * rates.input
             + output * rates.output
@@ -216,19 +222,16 @@ class Price:
         True
         """
         total = fresh + read + write_5m + write_1h
-        rates = self
-        above = self.long_context_above
-        if above is not None and total > above and self.long_context is not None:
-            rates = self.long_context
+        rates = self._rates(total)
         per_input, per_output = rates.input, rates.output
         per_read, per_5m, per_1h = _set(rates.cache_read), _set(rates.cache_write_5m), _set(rates.cache_write_1h)
         no_output, no_read, no_5m, no_1h = 0 * per_output, 0 * per_read, 0 * per_5m, 0 * per_1h
         fresh_in, output_out, read_in = fresh * per_input, output * per_output, read * per_read
-        written = write_5m * per_5m, write_1h * per_1h
+        written_5m, written_1h = write_5m * per_5m, write_1h * per_1h
         all_in = total * per_input
         return (
-            (fresh_in + output_out + read_in + written[0] + written[1]) / _MTOK,
-            (fresh_in + no_output + read_in + written[0] + written[1]) / _MTOK,
+            (fresh_in + output_out + read_in + written_5m + written_1h) / _MTOK,
+            (fresh_in + no_output + read_in + written_5m + written_1h) / _MTOK,
             (all_in + output_out + no_read + no_5m + no_1h) / _MTOK,
             (all_in + no_output + no_read + no_5m + no_1h) / _MTOK,
             ((total - known) * per_input + no_output + known * per_read + no_5m + no_1h) / _MTOK,
